@@ -1,0 +1,28 @@
+# lib.sh - shared by the README's commands: Debian packages and the build.
+
+PMTX_PACKAGES="cmake make gcc g++ pkg-config libpmem-dev libpmemobj-dev check
+libatomic-ops-dev libbenchmark-dev"
+
+# Install the Debian packages that are missing (needs root, as the README
+# says); does nothing when all are there.
+ensure_deps() {
+    local missing=()
+    for p in $PMTX_PACKAGES; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+            missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "installing: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+}
+
+# build DIR [cmake options...]: configure and build into DIR.
+build() {
+    local dir=$1
+    shift
+    cmake -S . -B "$dir" -DPMTX_WERROR=ON "$@" >/dev/null
+    cmake --build "$dir" -j"$(nproc)" >/dev/null
+}

@@ -1,0 +1,28 @@
+/* addrmap.h - a volatile open-addressing map from addresses to 64-bit
+ * values, cleared in O(1) between transactions by a generation counter.
+ * Undo uses it for ranges already logged, redo for each object's latest
+ * record. */
+#ifndef PMTX_ADDRMAP_H
+#define PMTX_ADDRMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct addrmap {
+    uint64_t *keys;
+    uint64_t *vals;
+    uint32_t *gens; /* an entry is live when gens[i] == gen */
+    size_t cap;     /* power of two */
+    size_t n;       /* live entries */
+    uint32_t gen;
+};
+
+int addrmap_init(struct addrmap *m, size_t cap);
+void addrmap_free(struct addrmap *m);
+void addrmap_clear(struct addrmap *m);
+/* The value slot of `key`, or NULL. */
+uint64_t *addrmap_find(struct addrmap *m, uint64_t key);
+/* Insert or update; TXN_E_NOMEM when it cannot grow. */
+int addrmap_put(struct addrmap *m, uint64_t key, uint64_t val);
+
+#endif

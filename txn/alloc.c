@@ -1,0 +1,496 @@
+/* alloc.c - size-class runs, large objects and log chunks in the heap;
+ * volatile free lists rebuilt at open; per-thread caches. */
+#include "alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "persist.h"
+
+enum { CK_FREE = 0, CK_RUN = 1, CK_LARGE = 2, CK_CONT = 3, CK_LOG = 4 };
+
+#define RUN_HDR 4096u /* bitmap area at the start of a run chunk */
+#define MAX_SMALL 16384u
+#define REFILL 32u
+
+static const uint32_t class_size[ALLOC_CLASSES] = {
+    16,   32,   48,   64,   80,   96,    112,   128,   160,   192,  224,   256,
+    320,  384,  448,  512,  640,  768,   896,   1024,  1280,  1536, 1792,  2048,
+    2560, 3072, 3584, 4096, 5120, 6144,  7168,  8192,  10240, 12288, 14336, 16384};
+
+static inline uint64_t ck_make(unsigned kind, unsigned cls, uint64_t n)
+{
+    return kind | (uint64_t)cls << 8 | n << 16;
+}
+static inline unsigned ck_kind(uint64_t e) { return e & 0xff; }
+static inline unsigned ck_class(uint64_t e) { return (e >> 8) & 0xff; }
+static inline uint64_t ck_n(uint64_t e) { return e >> 16; }
+
+struct class_vol {
+    struct vec stack; /* void *: free blocks */
+    struct vec runs;  /* uint32_t: runs that may still have uncarved blocks */
+};
+
+struct alloc_state {
+    pthread_mutex_t lock;
+    uint64_t *ctab;      /* persistent chunk table */
+    char *heap;
+    size_t nchunks;
+    uint8_t *chunk_free; /* 1: FREE and not reserved */
+    size_t free_hint;
+    uint32_t *vlarge;    /* chunks of a reserved/allocated large object */
+    uint64_t **vbits;    /* per RUN chunk: 1 = allocated, reserved or cached */
+    struct class_vol cls[ALLOC_CLASSES];
+};
+
+static inline unsigned class_of(size_t n)
+{
+    unsigned c = 0;
+    while (class_size[c] < n)
+        c++;
+    return c;
+}
+
+static inline unsigned run_blocks(unsigned c)
+{
+    return (CHUNK_SIZE - RUN_HDR) / class_size[c];
+}
+
+static inline uint64_t *ctab(txn_pool *p)
+{
+    return (uint64_t *)(p->base + p->hdr->ctab_off);
+}
+
+static inline char *chunk_addr(txn_pool *p, size_t ci)
+{
+    return p->base + p->hdr->heap_off + ci * (size_t)CHUNK_SIZE;
+}
+
+static inline size_t chunk_of(txn_pool *p, const void *a)
+{
+    return (size_t)((const char *)a - (p->base + p->hdr->heap_off)) / CHUNK_SIZE;
+}
+
+void alloc_format(txn_pool *p)
+{
+    uint64_t *t = ctab(p);
+    pm_memset(t, 0, p->hdr->nchunks * sizeof *t);
+    pm_flush(t, p->hdr->nchunks * sizeof *t);
+}
+
+int alloc_check(txn_pool *p)
+{
+    uint64_t *t = ctab(p);
+    for (size_t i = 0; i < p->hdr->nchunks; i++) {
+        uint64_t e = t[i];
+        unsigned k = ck_kind(e);
+        if (k > CK_LOG || (k == CK_RUN && ck_class(e) >= ALLOC_CLASSES))
+            return TXN_E_CORRUPT;
+        if (k == CK_LARGE && (ck_n(e) == 0 || ck_n(e) > p->hdr->nchunks - i))
+            return TXN_E_CORRUPT;
+    }
+    return 0;
+}
+
+/* ---- volatile state */
+
+static int add_run(struct alloc_state *al, unsigned c, uint32_t ci)
+{
+    uint32_t *r = vec_push(&al->cls[c].runs);
+    if (!r)
+        return TXN_E_NOMEM;
+    *r = ci;
+    return 0;
+}
+
+static int load_run(txn_pool *p, struct alloc_state *al, size_t ci, unsigned c)
+{
+    size_t words = (run_blocks(c) + 63) / 64;
+    al->vbits[ci] = malloc(words * 8);
+    if (!al->vbits[ci])
+        return TXN_E_NOMEM;
+    memcpy(al->vbits[ci], chunk_addr(p, ci), words * 8);
+    return add_run(al, c, (uint32_t)ci);
+}
+
+static int fix_log_chunks(txn_pool *p, const struct vec *segs)
+{
+    uint64_t *t = ctab(p);
+    size_t n = p->hdr->nchunks;
+    uint8_t *is_seg = calloc(n, 1);
+    if (!is_seg)
+        return TXN_E_NOMEM;
+    int changed = 0;
+    for (size_t i = 0; i < segs->n; i++)
+        is_seg[chunk_of(p, (void *)(uintptr_t)*(uint64_t *)vec_at(segs, i))] = 1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned k = ck_kind(t[i]);
+        uint64_t want = is_seg[i] ? ck_make(CK_LOG, 0, 0)
+                        : k == CK_LOG ? ck_make(CK_FREE, 0, 0) : t[i];
+        if (want != t[i]) {
+            pm_store64(&t[i], want);
+            pm_flush(&t[i], 8);
+            changed = 1;
+        }
+        if (k == CK_LARGE && !is_seg[i])
+            i += ck_n(t[i]) - 1;
+    }
+    free(is_seg);
+    if (changed)
+        pm_barrier();
+    return 0;
+}
+
+void alloc_close(txn_pool *p)
+{
+    struct alloc_state *al = p->al;
+    if (!al)
+        return;
+    for (size_t i = 0; i < al->nchunks; i++)
+        free(al->vbits[i]);
+    for (unsigned c = 0; c < ALLOC_CLASSES; c++) {
+        vec_free(&al->cls[c].stack);
+        vec_free(&al->cls[c].runs);
+    }
+    free(al->vbits);
+    free(al->vlarge);
+    free(al->chunk_free);
+    pthread_mutex_destroy(&al->lock);
+    free(al);
+    p->al = NULL;
+}
+
+int alloc_open(txn_pool *p, const struct vec *segs)
+{
+    int rc = fix_log_chunks(p, segs);
+    if (rc)
+        return rc;
+    struct alloc_state *al = calloc(1, sizeof *al);
+    if (!al)
+        return TXN_E_NOMEM;
+    p->al = al;
+    pthread_mutex_init(&al->lock, NULL);
+    al->nchunks = p->hdr->nchunks;
+    al->chunk_free = calloc(al->nchunks, 1);
+    al->vlarge = calloc(al->nchunks, sizeof *al->vlarge);
+    al->vbits = calloc(al->nchunks, sizeof *al->vbits);
+    if (!al->chunk_free || !al->vlarge || !al->vbits)
+        goto nomem;
+    for (unsigned c = 0; c < ALLOC_CLASSES; c++) {
+        vec_init(&al->cls[c].stack, sizeof(void *));
+        vec_init(&al->cls[c].runs, sizeof(uint32_t));
+    }
+    uint64_t *t = ctab(p);
+    for (size_t i = 0; i < al->nchunks; i++) {
+        uint64_t e = t[i];
+        switch (ck_kind(e)) {
+        case CK_RUN:
+            if (load_run(p, al, i, ck_class(e)))
+                goto nomem;
+            break;
+        case CK_LARGE:
+            for (uint64_t j = 0; j < ck_n(e); j++)
+                al->vlarge[i + j] = (uint32_t)(j ? 0 : ck_n(e));
+            i += ck_n(e) - 1;
+            break;
+        case CK_LOG:
+            break;
+        default: /* FREE, or a CONT left without its head */
+            al->chunk_free[i] = 1;
+        }
+    }
+    return 0;
+nomem:
+    alloc_close(p);
+    return TXN_E_NOMEM;
+}
+
+/* ---- chunks (caller holds al->lock) */
+
+static long take_chunks(struct alloc_state *al, size_t n)
+{
+    size_t N = al->nchunks;
+    for (size_t tries = 0, i = al->free_hint % (N ? N : 1); tries < N;) {
+        if (i + n > N) {
+            tries += N - i;
+            i = 0;
+            continue;
+        }
+        size_t j = 0;
+        while (j < n && al->chunk_free[i + j])
+            j++;
+        if (j == n) {
+            memset(al->chunk_free + i, 0, n);
+            al->free_hint = i + n;
+            return (long)i;
+        }
+        tries += j + 1;
+        i += j + 1;
+    }
+    return -1;
+}
+
+int alloc_log_chunk(txn_pool *p, void **seg)
+{
+    struct alloc_state *al = p->al;
+    pthread_mutex_lock(&al->lock);
+    long ci = take_chunks(al, 1);
+    pthread_mutex_unlock(&al->lock);
+    if (ci < 0)
+        return TXN_E_NOSPACE;
+    char *a = chunk_addr(p, (size_t)ci);
+    struct seg_hdr *sh = (struct seg_hdr *)a;
+    pm_store64(&sh->next, 0);
+    pm_flush(sh, sizeof *sh);
+    uint64_t *e = &ctab(p)[ci];
+    pm_store64(e, ck_make(CK_LOG, 0, 0));
+    pm_persist(e, 8);
+    *seg = a;
+    return 0;
+}
+
+/* A FREE chunk becomes a run of class c: a clean durable bitmap first. */
+static int new_run(txn_pool *p, struct alloc_state *al, unsigned c)
+{
+    long ci = take_chunks(al, 1);
+    if (ci < 0)
+        return TXN_E_NOSPACE;
+    size_t words = (run_blocks(c) + 63) / 64;
+    al->vbits[ci] = calloc(words, 8);
+    if (!al->vbits[ci] || add_run(al, c, (uint32_t)ci)) {
+        free(al->vbits[ci]);
+        al->vbits[ci] = NULL;
+        al->chunk_free[ci] = 1;
+        return TXN_E_NOMEM;
+    }
+    char *a = chunk_addr(p, (size_t)ci);
+    pm_memset(a, 0, words * 8);
+    pm_persist(a, words * 8);
+    uint64_t *e = &ctab(p)[ci];
+    pm_store64(e, ck_make(CK_RUN, c, 0));
+    pm_flush(e, 8);
+    return 0;
+}
+
+/* Move up to `want` never-handed-out blocks of class c to the stack. */
+static void carve(txn_pool *p, struct alloc_state *al, unsigned c, unsigned want)
+{
+    struct class_vol *cv = &al->cls[c];
+    unsigned nb = run_blocks(c);
+    while (want && cv->runs.n) {
+        uint32_t ci = *(uint32_t *)vec_at(&cv->runs, cv->runs.n - 1);
+        uint64_t *vb = al->vbits[ci];
+        char *data = chunk_addr(p, ci) + RUN_HDR;
+        for (unsigned w = 0; want && w * 64 < nb; w++) {
+            while (want && ~vb[w]) {
+                unsigned b = (unsigned)__builtin_ctzll(~vb[w]);
+                if (w * 64 + b >= nb)
+                    break;
+                vb[w] |= 1ull << b;
+                void **s = vec_push(&cv->stack);
+                if (!s)
+                    return;
+                *s = data + (size_t)(w * 64 + b) * class_size[c];
+                want--;
+            }
+        }
+        if (want)
+            cv->runs.n--; /* exhausted */
+    }
+}
+
+static int refill(txn_pool *p, struct alloc_cache *cache, unsigned c)
+{
+    struct alloc_state *al = p->al;
+    struct class_vol *cv = &al->cls[c];
+    int rc = 0;
+    pthread_mutex_lock(&al->lock);
+    if (cv->stack.n == 0)
+        carve(p, al, c, REFILL);
+    if (cv->stack.n == 0) {
+        rc = new_run(p, al, c);
+        if (!rc)
+            carve(p, al, c, REFILL);
+    }
+    while (cv->stack.n && cache->n[c] < REFILL)
+        cache->blk[c][cache->n[c]++] = *(void **)vec_at(&cv->stack, --cv->stack.n);
+    pthread_mutex_unlock(&al->lock);
+    return cache->n[c] ? 0 : (rc ? rc : TXN_E_NOSPACE);
+}
+
+int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, void **blk,
+                  size_t *usable)
+{
+    struct alloc_state *al = p->al;
+    if (n > MAX_SMALL) {
+        size_t nch = (n + CHUNK_SIZE - 1) / CHUNK_SIZE;
+        pthread_mutex_lock(&al->lock);
+        long ci = take_chunks(al, nch);
+        if (ci >= 0)
+            for (size_t j = 0; j < nch; j++)
+                al->vlarge[ci + j] = (uint32_t)(j ? 0 : nch);
+        pthread_mutex_unlock(&al->lock);
+        if (ci < 0)
+            return TXN_E_NOSPACE;
+        *blk = chunk_addr(p, (size_t)ci);
+        *usable = nch * CHUNK_SIZE;
+    } else {
+        unsigned k = class_of(n);
+        if (c->n[k] == 0) {
+            int rc = refill(p, c, k);
+            if (rc)
+                return rc;
+        }
+        *blk = c->blk[k][--c->n[k]];
+        *usable = class_size[k];
+    }
+    pm_memset(*blk, 0, *usable);
+    return 0;
+}
+
+static void release_large(struct alloc_state *al, size_t ci)
+{
+    size_t n = al->vlarge[ci];
+    pthread_mutex_lock(&al->lock);
+    for (size_t j = 0; j < n; j++) {
+        al->vlarge[ci + j] = 0;
+        al->chunk_free[ci + j] = 1;
+    }
+    if (ci < al->free_hint)
+        al->free_hint = ci;
+    pthread_mutex_unlock(&al->lock);
+}
+
+void alloc_release(txn_pool *p, struct alloc_cache *c, void *blk)
+{
+    struct alloc_state *al = p->al;
+    size_t ci = chunk_of(p, blk);
+    if (al->vlarge[ci]) {
+        release_large(al, ci);
+        return;
+    }
+    unsigned k = ck_class(ctab(p)[ci]);
+    if (c->n[k] == ALLOC_CACHE) {
+        pthread_mutex_lock(&al->lock);
+        while (c->n[k] > ALLOC_CACHE / 2) {
+            void **s = vec_push(&al->cls[k].stack);
+            if (!s)
+                break; /* the block stays cached; nothing is lost */
+            *s = c->blk[k][--c->n[k]];
+        }
+        pthread_mutex_unlock(&al->lock);
+        if (c->n[k] == ALLOC_CACHE)
+            return; /* out of memory: leaks a volatile slot, not the block */
+    }
+    c->blk[k][c->n[k]++] = blk;
+}
+
+void alloc_cache_drain(txn_pool *p, struct alloc_cache *c)
+{
+    struct alloc_state *al = p->al;
+    pthread_mutex_lock(&al->lock);
+    for (unsigned k = 0; k < ALLOC_CLASSES; k++)
+        while (c->n[k]) {
+            void **s = vec_push(&al->cls[k].stack);
+            if (!s)
+                break;
+            *s = c->blk[k][--c->n[k]];
+        }
+    pthread_mutex_unlock(&al->lock);
+}
+
+/* ---- persistent state of a block */
+
+void alloc_apply(txn_pool *p, uint64_t blk, uint64_t size, enum alloc_op op,
+                 int flush)
+{
+    void *b = (void *)(uintptr_t)blk;
+    size_t ci = chunk_of(p, b);
+    uint64_t *t = ctab(p);
+    if (size > MAX_SMALL) {
+        size_t n = size / CHUNK_SIZE;
+        for (size_t j = 0; j < n; j++) {
+            uint64_t e = op == ALLOC_CLEAR ? ck_make(CK_FREE, 0, 0)
+                         : j == 0          ? ck_make(CK_LARGE, 0, n)
+                                           : ck_make(CK_CONT, 0, 0);
+            pm_store64(&t[ci + j], e);
+        }
+        if (flush)
+            pm_flush(&t[ci], n * 8);
+        return;
+    }
+    unsigned k = ck_class(t[ci]);
+    size_t idx = (size_t)((char *)b - chunk_addr(p, ci) - RUN_HDR) / class_size[k];
+    uint64_t *word = (uint64_t *)chunk_addr(p, ci) + idx / 64;
+    uint64_t bit = 1ull << (idx % 64);
+    if (op == ALLOC_SET)
+        pm_or64(word, bit);
+    else
+        pm_and64(word, ~bit);
+    if (flush)
+        pm_flush(word, 8);
+}
+
+size_t alloc_block_size(txn_pool *p, const void *blk, int live)
+{
+    if (!pool_contains(p, blk, 1))
+        return 0;
+    size_t ci = chunk_of(p, blk);
+    if (ci >= p->hdr->nchunks)
+        return 0;
+    uint64_t e = ctab(p)[ci];
+    const char *ca = chunk_addr(p, ci);
+    if (ck_kind(e) == CK_RUN) {
+        unsigned k = ck_class(e);
+        size_t rel = (size_t)((const char *)blk - ca);
+        if (rel < RUN_HDR || (rel - RUN_HDR) % class_size[k])
+            return 0;
+        size_t idx = (rel - RUN_HDR) / class_size[k];
+        if (idx >= run_blocks(k))
+            return 0;
+        if (live && !(((const uint64_t *)ca)[idx / 64] >> (idx % 64) & 1))
+            return 0;
+        return class_size[k];
+    }
+    if ((const char *)blk != ca)
+        return 0;
+    if (live)
+        return ck_kind(e) == CK_LARGE ? ck_n(e) * CHUNK_SIZE : 0;
+    return p->al && p->al->vlarge[ci] ? (size_t)p->al->vlarge[ci] * CHUNK_SIZE : 0;
+}
+
+int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size)
+{
+    void *b = (void *)(uintptr_t)blk;
+    if (!pool_contains(p, b, size) || size == 0)
+        return 0;
+    size_t ci = chunk_of(p, b);
+    char *ca = chunk_addr(p, ci);
+    if (size > MAX_SMALL)
+        return (char *)b == ca && size % CHUNK_SIZE == 0;
+    uint64_t e = ctab(p)[ci];
+    if (ck_kind(e) != CK_RUN || class_size[ck_class(e)] != size)
+        return 0;
+    size_t rel = (size_t)((char *)b - ca);
+    return rel >= RUN_HDR && (rel - RUN_HDR) % size == 0 &&
+           (rel - RUN_HDR) / size < run_blocks(ck_class(e));
+}
+
+size_t alloc_used_bytes(txn_pool *p)
+{
+    uint64_t *t = ctab(p);
+    size_t used = 0;
+    for (size_t i = 0; i < p->hdr->nchunks; i++) {
+        uint64_t e = t[i];
+        if (ck_kind(e) == CK_LARGE)
+            used += ck_n(e) * CHUNK_SIZE;
+        if (ck_kind(e) != CK_RUN)
+            continue;
+        const uint64_t *bm = (const uint64_t *)chunk_addr(p, i);
+        unsigned nb = run_blocks(ck_class(e)), cnt = 0;
+        for (unsigned w = 0; w * 64 < nb; w++)
+            cnt += (unsigned)__builtin_popcountll(bm[w]);
+        used += (size_t)cnt * class_size[ck_class(e)];
+    }
+    return used;
+}

@@ -1,0 +1,80 @@
+/* alloc.h - the persistent allocator shared by every engine.
+ *
+ * The heap is cut into CHUNK_SIZE chunks, each described by one 8-byte
+ * entry of the chunk table: FREE, a RUN of one size class (a bitmap in the
+ * chunk's first 4 KiB, then equal blocks), the head of a LARGE object that
+ * spans n chunks (then CONT entries), or a LOG segment.
+ *
+ * Persistence protocol (see the engines for where each step sits):
+ *  - reserving a block is volatile only (per-thread caches, shadow bitmaps);
+ *  - the engine logs ALLOC/FREE records and, once they are durable, calls
+ *    alloc_apply() to set/clear the persistent bits; the engine's next
+ *    barrier makes them durable. So there is no barrier per alloc or free.
+ *  - recovery rolls an uncommitted ALLOC/FREE back (alloc_apply with the
+ *    inverse op) or replays a committed one; both are idempotent.
+ *  - turning a FREE chunk into a RUN or a LOG segment costs one barrier
+ *    (its bitmap or header must be clean before the entry says what it is).
+ */
+#ifndef PMTX_ALLOC_H
+#define PMTX_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pool.h"
+
+#define ALLOC_CLASSES 36
+#define ALLOC_CACHE 64 /* blocks per class in a thread cache */
+
+/* Per-thread cache of free blocks, one stack per class. */
+struct alloc_cache {
+    uint32_t n[ALLOC_CLASSES];
+    void *blk[ALLOC_CLASSES][ALLOC_CACHE];
+};
+
+enum alloc_op { ALLOC_SET = 1, ALLOC_CLEAR = 2 };
+
+/* Pool creation: the chunk table says every chunk is FREE (persisted). */
+void alloc_format(txn_pool *p);
+
+/* Open: check the chunk table (TXN_E_CORRUPT when it is not sane); writes
+ * nothing. */
+int alloc_check(txn_pool *p);
+
+/* Open, after recovery: mark the chunks of log chains (`segs`, addresses)
+ * as LOG and every other LOG chunk FREE, then build the volatile state. */
+int alloc_open(txn_pool *p, const struct vec *segs);
+void alloc_close(txn_pool *p);
+
+/* Reserve a block of at least n bytes (volatile only), zero-filled but not
+ * flushed. Returns 0, *blk and its usable size, or TXN_E_NOSPACE. */
+int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, void **blk,
+                  size_t *usable);
+
+/* Give a block back to the volatile free lists (after an aborted
+ * reservation, or once a committed free is durable). */
+void alloc_release(txn_pool *p, struct alloc_cache *c, void *blk);
+
+/* Return a thread cache's blocks to the pool (thread exit). */
+void alloc_cache_drain(txn_pool *p, struct alloc_cache *c);
+
+/* Set (ALLOC_SET) or clear the persistent "allocated" state of the block
+ * at blk of `size` usable bytes, and flush it if `flush` (no fence).
+ * Idempotent. */
+void alloc_apply(txn_pool *p, uint64_t blk, uint64_t size, enum alloc_op op,
+                 int flush);
+
+/* Usable size of the block starting at `blk`, or 0 if `blk` is not the
+ * start of a block of the heap. `live` also requires its persistent bit. */
+size_t alloc_block_size(txn_pool *p, const void *blk, int live);
+
+/* Validate an ALLOC/FREE record's block before recovery applies it. */
+int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size);
+
+/* A new LOG segment chunk with a zeroed, durable seg_hdr (one barrier). */
+int alloc_log_chunk(txn_pool *p, void **seg);
+
+/* Bytes of heap in use (persistently allocated blocks), for reports. */
+size_t alloc_used_bytes(txn_pool *p);
+
+#endif

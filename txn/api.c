@@ -1,0 +1,445 @@
+/* api.c - txn.h on top of engine.h: argument checks, per-thread contexts,
+ * deferred actions, statistics, error strings. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "persist.h"
+#include "txn.h"
+
+/* ---- per-thread contexts
+ * A thread gets one context per pool at its first txn_begin and keeps it,
+ * with its log slot, until it exits or the pool closes. A small TLS cache
+ * finds it without a lock; `gen` tells a cached entry of a closed pool
+ * from a new pool at the same address. */
+
+#define TLS_CACHE 8
+
+struct tls_entry {
+    txn_pool *p;
+    uint64_t gen;
+    struct txn *tx;
+};
+
+struct tls_state {
+    struct tls_entry e[TLS_CACHE];
+    unsigned n;
+};
+
+static __thread struct tls_state tls;
+static __thread uint64_t tls_commits, tls_aborts;
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vec open_pools = {NULL, 0, 0, sizeof(struct tls_entry)};
+static uint64_t next_gen = 1;
+
+static void release_ctx(struct txn *tx);
+
+static int pool_is_open(txn_pool *p, uint64_t gen)
+{
+    for (size_t i = 0; i < open_pools.n; i++) {
+        struct tls_entry *e = vec_at(&open_pools, i);
+        if (e->p == p && e->gen == gen)
+            return 1;
+    }
+    return 0;
+}
+
+/* Thread exit: give back this thread's contexts of pools still open. */
+static void tls_exit(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&reg_lock);
+    for (unsigned i = 0; i < tls.n; i++) {
+        struct tls_entry *e = &tls.e[i];
+        if (pool_is_open(e->p, e->gen))
+            release_ctx(e->tx);
+    }
+    tls.n = 0;
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static void tls_setup(void)
+{
+    pthread_key_create(&tls_key, tls_exit);
+}
+
+int api_register_pool(txn_pool *p)
+{
+    pthread_mutex_lock(&reg_lock);
+    struct tls_entry *e = vec_push(&open_pools);
+    if (e) {
+        p->gen = next_gen++;
+        *e = (struct tls_entry){p, p->gen, NULL};
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return e ? 0 : TXN_E_NOMEM;
+}
+
+/* Pool close: forget the pool and free every context it has. */
+void api_unregister_pool(txn_pool *p)
+{
+    pthread_mutex_lock(&reg_lock);
+    for (size_t i = 0; i < open_pools.n; i++) {
+        struct tls_entry *e = vec_at(&open_pools, i);
+        if (e->p == p && e->gen == p->gen) {
+            *e = *(struct tls_entry *)vec_at(&open_pools, --open_pools.n);
+            break;
+        }
+    }
+    while (p->ctxs)
+        release_ctx(p->ctxs);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static int claim_slot(txn_pool *p)
+{
+    for (unsigned i = 0; i < p->hdr->nslots; i++)
+        if (!p->slot_used[i]) {
+            p->slot_used[i] = 1;
+            return (int)i;
+        }
+    return -1;
+}
+
+static struct txn *new_ctx(txn_pool *p, int *err)
+{
+    struct txn *tx = calloc(1, sizeof *tx);
+    if (!tx) {
+        *err = TXN_E_NOMEM;
+        return NULL;
+    }
+    tx->p = p;
+    tx->owner = pthread_self();
+    vec_init(&tx->allocs, sizeof(struct tx_block));
+    vec_init(&tx->frees, sizeof(struct tx_block));
+    vec_init(&tx->defers, sizeof(struct tx_defer));
+    pthread_mutex_lock(&p->ctx_lock);
+    int slot = claim_slot(p);
+    if (slot >= 0) {
+        tx->next_ctx = p->ctxs;
+        p->ctxs = tx;
+    }
+    pthread_mutex_unlock(&p->ctx_lock);
+    if (slot < 0) {
+        free(tx);
+        *err = TXN_E_THREADS;
+        return NULL;
+    }
+    tx->slot_idx = (unsigned)slot;
+    tx->slot = pool_slot(p, (size_t)slot);
+    log_attach(&tx->log, p, tx->slot);
+    *err = eng_tx_init(tx);
+    if (*err) {
+        pthread_mutex_lock(&reg_lock);
+        release_ctx(tx);
+        pthread_mutex_unlock(&reg_lock);
+        return NULL;
+    }
+    return tx;
+}
+
+/* Caller holds reg_lock. */
+static void release_ctx(struct txn *tx)
+{
+    txn_pool *p = tx->p;
+    if (tx->eng)
+        eng_tx_fini(tx);
+    alloc_cache_drain(p, &tx->cache);
+    pthread_mutex_lock(&p->ctx_lock);
+    for (struct txn **pp = &p->ctxs; *pp; pp = &(*pp)->next_ctx)
+        if (*pp == tx) {
+            *pp = tx->next_ctx;
+            break;
+        }
+    p->slot_used[tx->slot_idx] = 0;
+    pthread_mutex_unlock(&p->ctx_lock);
+    vec_free(&tx->allocs);
+    vec_free(&tx->frees);
+    vec_free(&tx->defers);
+    free(tx);
+}
+
+static struct txn *get_ctx(txn_pool *p, int *err)
+{
+    for (unsigned i = 0; i < tls.n; i++)
+        if (tls.e[i].p == p && tls.e[i].gen == p->gen)
+            return tls.e[i].tx;
+    pthread_once(&tls_once, tls_setup);
+    pthread_setspecific(tls_key, &tls);
+    /* drop cached entries of pools closed since */
+    pthread_mutex_lock(&reg_lock);
+    unsigned k = 0;
+    for (unsigned i = 0; i < tls.n; i++)
+        if (pool_is_open(tls.e[i].p, tls.e[i].gen))
+            tls.e[k++] = tls.e[i];
+    tls.n = k;
+    pthread_mutex_unlock(&reg_lock);
+    if (tls.n == TLS_CACHE) {
+        *err = TXN_E_THREADS; /* one thread in more than 8 pools at once */
+        return NULL;
+    }
+    struct txn *tx = new_ctx(p, err);
+    if (tx)
+        tls.e[tls.n++] = (struct tls_entry){p, p->gen, tx};
+    return tx;
+}
+
+/* Used by pool creation for the root allocation. */
+struct txn *api_ctx(txn_pool *p, int *err)
+{
+    return get_ctx(p, err);
+}
+
+/* ---- transactions */
+
+static void run_defers(struct txn *tx, int outcome)
+{
+    for (size_t i = 0; i < tx->defers.n; i++) {
+        struct tx_defer *d = vec_at(&tx->defers, i);
+        if (d->when & outcome)
+            d->fn(d->arg);
+    }
+    tx->defers.n = 0;
+}
+
+static void end_tx(struct txn *tx, int committed)
+{
+    struct vec *give = committed ? &tx->frees : &tx->allocs;
+    for (size_t i = 0; i < give->n; i++)
+        alloc_release(tx->p, &tx->cache, ((struct tx_block *)vec_at(give, i))->blk);
+    tx->allocs.n = tx->frees.n = 0;
+    tx->active = 0;
+    log_rewind(&tx->log);
+    if (committed)
+        tls_commits++;
+    else
+        tls_aborts++;
+    run_defers(tx, committed ? TXN_ON_COMMIT : TXN_ON_ABORT);
+}
+
+int txn_begin(txn_pool *p, txn **out)
+{
+    if (!p || !out)
+        return TXN_E_INVAL;
+    int err = 0;
+    struct txn *tx = get_ctx(p, &err);
+    if (!tx)
+        return err;
+    if (tx->active)
+        return TXN_E_NESTED;
+    if (eng_persistent)
+        tx_next_version(tx);
+    tx->active = 1;
+    tx->err = 0;
+    err = eng_begin(tx);
+    if (err) {
+        tx->active = 0;
+        return err;
+    }
+    *out = tx;
+    return 0;
+}
+
+int txn_commit(txn *tx)
+{
+    if (!tx || !tx->active)
+        return TXN_E_INVAL;
+    if (tx->err) { /* txn_last_error() still says what failed */
+        eng_abort(tx);
+        end_tx(tx, 0);
+        return TXN_E_STATE;
+    }
+    int rc = eng_commit(tx);
+    end_tx(tx, rc == 0);
+    return rc;
+}
+
+void txn_abort(txn *tx)
+{
+    if (!tx || !tx->active)
+        return;
+    eng_abort(tx);
+    end_tx(tx, 0);
+}
+
+int txn_last_error(const txn *tx)
+{
+    return tx ? tx->err : TXN_E_INVAL;
+}
+
+/* Record the first error: after it the transaction can only abort. */
+static int fail(struct txn *tx, int rc)
+{
+    if (rc && !tx->err)
+        tx->err = rc;
+    return rc;
+}
+
+static int usable(struct txn *tx)
+{
+    if (!tx || !tx->active)
+        return TXN_E_INVAL;
+    return tx->err ? TXN_E_STATE : 0;
+}
+
+size_t txn_obj_size(txn_pool *p, const txn_obj *o)
+{
+    if (!p || !o)
+        return 0;
+    size_t s = alloc_block_size(p, o, 0);
+    return s > eng_obj_hdr ? s - eng_obj_hdr : 0;
+}
+
+static int range_ok(struct txn *tx, txn_obj *o, size_t off, size_t n)
+{
+    size_t s = txn_obj_size(tx->p, o);
+    return s && off <= s && n <= s - off;
+}
+
+void *txn_open(txn *tx, txn_obj *o, int mode)
+{
+    int rc = usable(tx);
+    if (rc)
+        return NULL;
+    if (!o || (mode != TXN_RO && mode != TXN_RW) || !txn_obj_size(tx->p, o)) {
+        tx->err = tx->err ? tx->err : TXN_E_INVAL;
+        return NULL;
+    }
+    return eng_open(tx, o, mode);
+}
+
+int txn_read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
+{
+    int rc = usable(tx);
+    if (rc)
+        return rc;
+    if (!dst || !range_ok(tx, o, off, n))
+        return TXN_E_INVAL;
+    return eng_read(tx, o, off, dst, n);
+}
+
+int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
+{
+    int rc = usable(tx);
+    if (rc)
+        return rc;
+    if (!src || !range_ok(tx, o, off, n))
+        return fail(tx, TXN_E_INVAL);
+    if (n == 0)
+        return 0;
+    return fail(tx, eng_write(tx, o, off, src, n));
+}
+
+int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v)
+{
+    if (off % 8)
+        return TXN_E_INVAL;
+    return txn_read(tx, o, off, v, sizeof *v);
+}
+
+int txn_write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v)
+{
+    if (off % 8)
+        return tx ? fail(tx, TXN_E_INVAL) : TXN_E_INVAL;
+    return txn_write(tx, o, off, &v, sizeof v);
+}
+
+int txn_alloc(txn *tx, size_t n, txn_obj **out)
+{
+    int rc = usable(tx);
+    if (rc)
+        return rc;
+    if (!out || n == 0)
+        return TXN_E_INVAL;
+    if (n > tx->p->size)
+        return TXN_E_NOSPACE;
+    return eng_alloc(tx, n, out);
+}
+
+int txn_free(txn *tx, txn_obj *o)
+{
+    int rc = usable(tx);
+    if (rc)
+        return rc;
+    if (!o)
+        return TXN_E_INVAL;
+    return eng_free(tx, o);
+}
+
+int txn_defer(txn *tx, int when, void (*fn)(void *), void *arg)
+{
+    if (!tx || !tx->active || !fn || when < TXN_ON_COMMIT || when > TXN_ON_END)
+        return TXN_E_INVAL;
+    struct tx_defer *d = vec_push(&tx->defers);
+    if (!d)
+        return TXN_E_NOMEM;
+    *d = (struct tx_defer){when, fn, arg};
+    return 0;
+}
+
+int txn_sync(txn_pool *p)
+{
+    return p ? eng_sync(p) : TXN_E_INVAL;
+}
+
+const char *txn_engine_name(void)
+{
+    return eng_name;
+}
+
+/* ---- statistics */
+
+void txn_stats_get(txn_stats *out)
+{
+    if (!out)
+        return;
+    out->commits = tls_commits;
+    out->aborts = tls_aborts;
+    out->barriers = pm_ctr.barriers;
+    out->lines_flushed = pm_ctr.lines_flushed;
+    out->log_bytes = pm_ctr.log_bytes;
+}
+
+void txn_stats_reset(void)
+{
+    tls_commits = tls_aborts = 0;
+    memset(&pm_ctr, 0, sizeof pm_ctr);
+}
+
+/* ---- errors */
+
+static const char *const err_text[] = {
+    "invalid argument",
+    "out of memory",
+    "pool is full",
+    "I/O error on the pool file",
+    "pool file does not exist",
+    "pool file already exists",
+    "not a pmtx pool file",
+    "unsupported pool format version",
+    "pool is corrupt (checksum mismatch)",
+    "pool file is truncated",
+    "pool was created with another layout",
+    "pool was written by another engine",
+    "pool is busy (open elsewhere or its address range is taken)",
+    "a transaction is already running on this thread",
+    "too many threads for the pool's log slots",
+    "transaction too large for its log",
+    "object is open for writing by another transaction",
+    "transaction has failed and can only abort",
+    "not supported by this engine",
+};
+
+const char *txn_strerror(int err)
+{
+    if (err == 0)
+        return "success";
+    if (err <= TXN_E_FIRST && err >= TXN_E_LAST)
+        return err_text[TXN_E_FIRST - err];
+    if (err < 0)
+        err = -err;
+    return strerror(err);
+}

@@ -1,0 +1,230 @@
+/* txn.h - pmtx: failure-atomic transactions on persistent memory.
+ *
+ * One API, several engines. A program is linked against exactly one engine
+ * library (libtxn-undo, libtxn-redo, ...; `pkg-config --libs txn-undo`) and
+ * this header is all it sees. txn_engine_name() tells which engine it got.
+ *
+ * Model
+ * -----
+ * A pool is a file holding persistent objects. Objects are named by
+ * `txn_obj *` handles; a handle is a plain address that stays valid across
+ * runs (the pool is always mapped at the address it was created at), so
+ * persistent structures store handles directly, in their payload bytes.
+ *
+ * Every change a transaction makes to persistent data goes through
+ * txn_write()/txn_write_u64() (or txn_alloc()/txn_free()); data reached
+ * through txn_open() may be READ directly where txn_open() says so, never
+ * written. Transactions of different threads run concurrently on disjoint
+ * data; the application brings its own (volatile) locks and releases them
+ * from a txn_defer() action, as two-phase locking wants.
+ *
+ * Errors
+ * ------
+ * Every call that can fail returns 0 or a negative TXN_E_* code, never an
+ * errno value and never by aborting the process: a bad file, a full pool or
+ * a wrong argument is reported, and nothing persistent is lost.
+ * txn_strerror() names each code.
+ *
+ * Durability
+ * ----------
+ * undo, redo, cow, pmdk: a transaction is durable when txn_commit() returns 0.
+ * incll: failure-atomic at once, durable when its epoch has been flushed;
+ *        txn_sync() waits for that.
+ * none:  nothing is ever durable (a baseline for comparisons).
+ * After a crash, opening the pool recovers it to a state that holds exactly
+ * the durable transactions: no part of any other transaction is visible.
+ */
+#ifndef PMTX_TXN_H
+#define PMTX_TXN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- error codes: a reserved negative range, never clashing with errno */
+#define TXN_E_FIRST    (-30800)
+#define TXN_E_INVAL    (-30800) /* an argument is out of range or malformed */
+#define TXN_E_NOMEM    (-30801) /* volatile memory (malloc) ran out */
+#define TXN_E_NOSPACE  (-30802) /* the pool is full */
+#define TXN_E_IO       (-30803) /* a system call on the pool file failed */
+#define TXN_E_NOENT    (-30804) /* the pool file does not exist */
+#define TXN_E_EXIST    (-30805) /* the pool file exists already (create) */
+#define TXN_E_NOTPOOL  (-30806) /* the file is not a pmtx pool (magic) */
+#define TXN_E_VERSION  (-30807) /* pool format version not supported */
+#define TXN_E_CORRUPT  (-30808) /* header or log checksum mismatch */
+#define TXN_E_TRUNC    (-30809) /* file shorter than the pool it holds */
+#define TXN_E_LAYOUT   (-30810) /* pool was created with another layout */
+#define TXN_E_ENGINE   (-30811) /* pool was written by another engine */
+#define TXN_E_BUSY     (-30812) /* pool open elsewhere, or address in use */
+#define TXN_E_NESTED   (-30813) /* this thread already runs a transaction */
+#define TXN_E_THREADS  (-30814) /* more threads than the pool has log slots */
+#define TXN_E_LOGFULL  (-30815) /* transaction too large for its log */
+#define TXN_E_CONFLICT (-30816) /* object already opened for writing by
+                                   another transaction (cow: one writer) */
+#define TXN_E_STATE    (-30817) /* call not allowed in the transaction's
+                                   state (e.g. write after a failed call) */
+#define TXN_E_NOTSUP   (-30818) /* not supported by this engine */
+#define TXN_E_LAST     (-30818)
+
+/* A short English description of a TXN_E_* code or of an errno value. */
+const char *txn_strerror(int err);
+
+/* ---- handles */
+typedef struct txn_pool txn_pool; /* an open pool */
+typedef struct txn txn;           /* a running transaction (one per thread) */
+typedef struct txn_obj txn_obj;   /* a persistent object; never dereference
+                                     it: use txn_open/txn_read/txn_write */
+
+/* The engine this program is linked with: "undo", "redo", "cow", "incll",
+ * "none" or "pmdk". */
+const char *txn_engine_name(void);
+
+/* ---- pools */
+
+/* Options for txn_pool_create(); zero means the default. */
+typedef struct txn_pool_opts {
+    size_t size;       /* file size in bytes (default 64 MiB, min 8 MiB) */
+    size_t root_size;  /* payload bytes of the root object (default 64);
+                          zero-filled at creation */
+    unsigned threads;  /* log slots = max threads in transactions at once
+                          (default 64, max 1024) */
+    size_t log_size;   /* bytes of each slot's first log chunk (default
+                          64 KiB); logs grow by heap chunks beyond it */
+} txn_pool_opts;
+
+/* Create the pool file `path` (it must not exist) for `layout` (a name of
+ * at most 63 bytes that every later open must repeat), then open it.
+ * A relative path is taken under $TXN_POOL_DIR, default /dev/shm.
+ * Returns 0 and *out, or TXN_E_EXIST, TXN_E_INVAL, TXN_E_IO, TXN_E_BUSY,
+ * TXN_E_NOSPACE (root does not fit). The file is removed on failure.
+ * Durable on return. */
+int txn_pool_create(const char *path, const char *layout,
+                    const txn_pool_opts *opts, txn_pool **out);
+
+/* Open an existing pool, run recovery, and return it in *out.
+ * Checks, before writing anything: TXN_E_NOENT (no file), TXN_E_NOTPOOL
+ * (not a pmtx pool), TXN_E_VERSION, TXN_E_CORRUPT (header or log damaged),
+ * TXN_E_TRUNC (file shorter than the pool), TXN_E_LAYOUT (other layout),
+ * TXN_E_ENGINE (other engine), TXN_E_BUSY (opened by another process, or
+ * its address range is taken in this one). On any error the file is left
+ * exactly as it was. Recovery rolls back transactions that were running
+ * at the crash (undo), replays committed ones (redo), and so on per engine;
+ * it is itself crash-safe: a crash during recovery recovers again. */
+int txn_pool_open(const char *path, const char *layout, txn_pool **out);
+
+/* Close a pool. No transaction of any thread may be running on it.
+ * Everything committed is durable (engines with deferred durability sync
+ * first). Handles of the pool become invalid. */
+void txn_pool_close(txn_pool *p);
+
+/* The root object, created with the pool: the entry point from which a
+ * program finds all its other objects. */
+txn_obj *txn_root(txn_pool *p);
+
+/* Payload size in bytes of an object (at least what was asked for). */
+size_t txn_obj_size(txn_pool *p, const txn_obj *o);
+
+/* ---- transactions */
+
+/* Begin a transaction on `p` for the calling thread and return it in *tx.
+ * TXN_E_NESTED if this thread already runs one on `p`; TXN_E_THREADS if all
+ * log slots are taken. A thread keeps its slot until it exits or the pool
+ * is closed. */
+int txn_begin(txn_pool *p, txn **tx);
+
+/* Commit. On 0 the transaction is durable (see Durability), its deferred
+ * TXN_ON_COMMIT and TXN_ON_END actions have run, and `tx` is gone.
+ * On error the transaction has been rolled back as by txn_abort() (its
+ * TXN_ON_ABORT actions ran): TXN_E_STATE if an earlier call of it failed
+ * (txn_last_error() says which), TXN_E_NOSPACE/TXN_E_LOGFULL if its log
+ * could not grow. */
+int txn_commit(txn *tx);
+
+/* Roll back every change of the transaction, release its allocations,
+ * cancel its frees, run TXN_ON_ABORT and TXN_ON_END actions. `tx` is gone. */
+void txn_abort(txn *tx);
+
+/* Access modes for txn_open(). */
+#define TXN_RO 0
+#define TXN_RW 1
+
+/* Open `o` in this transaction and return the address of the payload the
+ * transaction should READ: the object in place for undo, redo and pmdk,
+ * the private copy for cow with TXN_RW. Writes still go through txn_write.
+ * For redo, direct reads through the pointer are valid only for bytes this
+ * transaction has not written (read them with txn_read instead).
+ * Returns NULL on error: NULL/foreign object, or (cow) another transaction
+ * holds it open for writing; txn_last_error(tx) then says which. */
+void *txn_open(txn *tx, txn_obj *o, int mode);
+
+/* The error of the last failed call of this transaction, or 0. */
+int txn_last_error(const txn *tx);
+
+/* Copy n bytes at offset `off` of o's payload into dst, as this transaction
+ * sees them (its own writes included). TXN_E_INVAL if off+n is past the
+ * payload. */
+int txn_read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n);
+
+/* Write n bytes from src at offset `off` of o's payload. Visible to this
+ * transaction at once, to others after commit, durable per Durability.
+ * TXN_E_INVAL (range), TXN_E_LOGFULL / TXN_E_NOSPACE (log cannot grow),
+ * TXN_E_CONFLICT (cow). After an error the transaction can only abort. */
+int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n);
+
+/* 8-byte forms of txn_read/txn_write; off must be 8-byte aligned. */
+int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v);
+int txn_write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v);
+
+/* Allocate an object with n payload bytes (zero-filled). It exists only if
+ * the transaction commits; an abort or a crash before commit releases it.
+ * TXN_E_NOSPACE when the pool has no room for it, TXN_E_INVAL for n == 0.
+ * Not an error of the transaction: it may go on and commit. */
+int txn_alloc(txn *tx, size_t n, txn_obj **out);
+
+/* Free `o` when the transaction commits (an abort cancels it). Freeing the
+ * root, a foreign or an already freed object is TXN_E_INVAL. */
+int txn_free(txn *tx, txn_obj *o);
+
+/* When a deferred action runs. */
+#define TXN_ON_COMMIT 1 /* after a successful commit */
+#define TXN_ON_ABORT  2 /* after an abort (or failed commit) */
+#define TXN_ON_END    3 /* either way: lock release */
+
+/* Run fn(arg) when the transaction ends as `when` says, after its effects
+ * are in place (after durability for TXN_ON_COMMIT, except incll: after the
+ * commit, before the epoch is flushed). Actions run in registration order. */
+int txn_defer(txn *tx, int when, void (*fn)(void *), void *arg);
+
+/* Wait until every transaction committed by any thread before the call is
+ * durable. Immediate for engines that are durable at commit. */
+int txn_sync(txn_pool *p);
+
+/* ---- statistics, per calling thread, cumulative since thread start or
+ * the last txn_stats_reset(). Barrier and line counts are exact: they count
+ * what the algorithm issues at every persistence domain (at PDOM 2 a
+ * barrier costs nothing but is still counted). */
+typedef struct txn_stats {
+    uint64_t commits;       /* transactions committed */
+    uint64_t aborts;        /* transactions rolled back */
+    uint64_t barriers;      /* persist barriers (flushes + fence) */
+    uint64_t lines_flushed; /* cache lines written back */
+    uint64_t log_bytes;     /* bytes appended to persistent logs */
+} txn_stats;
+
+void txn_stats_get(txn_stats *out);
+void txn_stats_reset(void);
+
+/* The persistence domain emulated by this process (TXN_PDOM, default 1),
+ * its barrier latency in ns, and the flush instruction in use ("clwb",
+ * "clflushopt", "clflush" or "none"). */
+int txn_pdom(void);
+unsigned txn_pdom_ns(void);
+const char *txn_flush_name(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PMTX_TXN_H */

@@ -1,0 +1,191 @@
+/* log.c - append, flush and scan of the chunked per-thread log. */
+#include "log.h"
+
+#include "alloc.h"
+#include "persist.h"
+
+#define SLOT_SEG_OFF 64u        /* first segment inside a slot */
+#define SEG_DATA_OFF 64u        /* records start after the seg_hdr */
+#define REC_TAIL 8u             /* the checksum */
+#define JUMP_SIZE (sizeof(struct log_rec) + REC_TAIL)
+
+static inline size_t rec_size(uint32_t len)
+{
+    return sizeof(struct log_rec) + (((size_t)len + 7) & ~(size_t)7) + REC_TAIL;
+}
+
+static inline char *first_seg(txn_pool *p, struct slot_hdr *slot)
+{
+    (void)p;
+    return (char *)slot + SLOT_SEG_OFF;
+}
+
+static inline size_t seg_end(txn_pool *p, struct slot_hdr *slot, char *seg)
+{
+    return seg == first_seg(p, slot) ? p->hdr->slot_size - SLOT_SEG_OFF
+                                     : CHUNK_SIZE;
+}
+
+static uint64_t rec_csum(const struct log_rec *h, const void *payload)
+{
+    return csum64(csum64(LOG_SENTINEL, h, sizeof *h), payload, h->len);
+}
+
+void log_attach(struct log *l, txn_pool *p, struct slot_hdr *slot)
+{
+    l->p = p;
+    l->slot = slot;
+    log_rewind(l);
+}
+
+void log_rewind(struct log *l)
+{
+    l->seg = first_seg(l->p, l->slot);
+    l->off = SEG_DATA_OFF;
+    l->end = seg_end(l->p, l->slot, l->seg);
+    l->used = 0;
+}
+
+static void put_rec(struct log *l, const struct log_rec *h, const void *src)
+{
+    char *at = l->seg + l->off;
+    size_t sz = rec_size(h->len);
+    pm_memcpy(at, h, sizeof *h);
+    if (h->len)
+        pm_memcpy(at + sizeof *h, src, h->len);
+    size_t pad = sz - REC_TAIL - sizeof *h - h->len;
+    if (pad)
+        pm_memset(at + sizeof *h + h->len, 0, pad);
+    pm_store64(at + sz - REC_TAIL, rec_csum(h, src));
+    pm_flush(at, sz);
+    pm_ctr.log_bytes += sz;
+    l->off += sz;
+    l->used += sz;
+}
+
+/* Continue in the next segment, growing the chain when it ends. */
+static int next_segment(struct log *l, uint64_t version)
+{
+    struct seg_hdr *sh = (struct seg_hdr *)l->seg;
+    char *next = (char *)(uintptr_t)sh->next;
+    if (!next) {
+        int rc = alloc_log_chunk(l->p, (void **)&next);
+        if (rc)
+            return rc;
+        pm_store64(&sh->next, (uint64_t)(uintptr_t)next);
+        pm_flush(&sh->next, sizeof sh->next);
+    }
+    struct log_rec j = {LOG_SENTINEL, version, LOG_JUMP, 0,
+                        (uint64_t)(uintptr_t)next, 0};
+    put_rec(l, &j, NULL);
+    l->seg = next;
+    l->off = SEG_DATA_OFF;
+    l->end = CHUNK_SIZE;
+    return 0;
+}
+
+int log_append(struct log *l, uint64_t version, uint32_t type, uint64_t addr,
+               uint64_t aux, const void *src, uint32_t len,
+               struct log_rec **out)
+{
+    size_t sz = rec_size(len);
+    if (len > LOG_MAX_PAYLOAD)
+        return TXN_E_LOGFULL;
+    if (l->off + sz + JUMP_SIZE > l->end) {
+        int rc = next_segment(l, version);
+        if (rc)
+            return rc;
+    }
+    struct log_rec h = {LOG_SENTINEL, version, type, len, addr, aux};
+    struct log_rec *at = (struct log_rec *)(l->seg + l->off);
+    put_rec(l, &h, src);
+    if (out)
+        *out = at;
+    return 0;
+}
+
+void log_set_tail(struct log *l, uint64_t version)
+{
+    /* tail before tail_version: a line that keeps only a prefix of these
+     * stores never pairs a new version with an old tail */
+    pm_store64(&l->slot->tail, l->used);
+    pm_store64(&l->slot->tail_version, version);
+    pm_flush(&l->slot->tail, 16);
+}
+
+void log_invalidate(struct log *l)
+{
+    char *first = first_seg(l->p, l->slot) + SEG_DATA_OFF;
+    pm_store64(first, 0);
+    pm_flush(first, 8);
+}
+
+static int valid_segment(txn_pool *p, uint64_t a)
+{
+    uint64_t heap = (uint64_t)(uintptr_t)p->base + p->hdr->heap_off;
+    return a >= heap && (a - heap) % CHUNK_SIZE == 0 &&
+           (a - heap) / CHUNK_SIZE < p->hdr->nchunks;
+}
+
+int log_chain(txn_pool *p, struct slot_hdr *slot, struct vec *segs)
+{
+    struct seg_hdr *sh = (struct seg_hdr *)first_seg(p, slot);
+    for (uint64_t n = 0; sh->next; n++) {
+        if (!valid_segment(p, sh->next) || n >= p->hdr->nchunks)
+            return TXN_E_CORRUPT;
+        uint64_t *item = vec_push(segs);
+        if (!item)
+            return TXN_E_NOMEM;
+        *item = sh->next;
+        sh = (struct seg_hdr *)(uintptr_t)sh->next;
+    }
+    return 0;
+}
+
+static int rec_valid(const struct log_rec *r, size_t room)
+{
+    if (room < JUMP_SIZE || r->sentinel != LOG_SENTINEL)
+        return 0;
+    if (r->type < LOG_DATA || r->type > LOG_JUMP || rec_size(r->len) > room)
+        return 0;
+    const char *end = (const char *)r + rec_size(r->len) - REC_TAIL;
+    uint64_t sum;
+    memcpy(&sum, end, sizeof sum);
+    return sum == rec_csum(r, r + 1);
+}
+
+int log_scan(txn_pool *p, struct slot_hdr *slot, struct vec *recs)
+{
+    char *seg = first_seg(p, slot);
+    size_t off = SEG_DATA_OFF, end = seg_end(p, slot, seg), used = 0;
+    uint64_t version = 0;
+    for (;;) {
+        struct log_rec *r = (struct log_rec *)(seg + off);
+        if (!rec_valid(r, end - off) || r->version == 0)
+            break;
+        if (version == 0)
+            version = r->version;
+        else if (r->version != version)
+            break;
+        used += rec_size(r->len);
+        if (r->type == LOG_JUMP) {
+            uint64_t next = ((struct seg_hdr *)seg)->next;
+            if (r->addr != next || !valid_segment(p, next))
+                break;
+            seg = (char *)(uintptr_t)next;
+            off = SEG_DATA_OFF;
+            end = CHUNK_SIZE;
+            continue;
+        }
+        struct log_rec **item = vec_push(recs);
+        if (!item)
+            return TXN_E_NOMEM;
+        *item = r;
+        off += rec_size(r->len);
+    }
+    /* records before the tail were fenced: a log that ends before it was
+     * damaged after the fact, and rolling back half of it would be wrong */
+    if (version && slot->tail_version == version && used < slot->tail)
+        return TXN_E_CORRUPT;
+    return 0;
+}

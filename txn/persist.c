@@ -1,0 +1,96 @@
+/* persist.c - PDOM configuration, the flush/fence primitives, counters. */
+#include "persist.h"
+
+#include <cpuid.h>
+#include <libpmem.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "txn.h"
+
+__thread struct pm_counters pm_ctr;
+struct pm_config pm_cfg = {1, 100, 1, "clwb"};
+static pthread_once_t persist_once = PTHREAD_ONCE_INIT;
+
+static unsigned env_uint(const char *name, unsigned dflt)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    return (*end || v > 1000000000ul) ? dflt : (unsigned)v;
+}
+
+static int env_flag(const char *name)
+{
+    const char *s = getenv(name);
+    return s && *s == '1';
+}
+
+/* Mirrors libpmem's own choice so that programs can print it. */
+static const char *detect_flush(void)
+{
+    unsigned a, b, c, d;
+    if (env_flag("PMEM_NO_FLUSH"))
+        return "none";
+    int clwb = 0, clflushopt = 0;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        clflushopt = (b >> 23) & 1;
+        clwb = (b >> 24) & 1;
+    }
+    if (clwb && !env_flag("PMEM_NO_CLWB"))
+        return "clwb";
+    if (clflushopt && !env_flag("PMEM_NO_CLFLUSHOPT"))
+        return "clflushopt";
+    return "clflush";
+}
+
+static void persist_setup(void)
+{
+    int pdom = (int)env_uint("TXN_PDOM", 1);
+    if (pdom > 2)
+        pdom = 1;
+    pm_cfg.pdom = pdom;
+    pm_cfg.barrier_ns = pdom == 0 ? env_uint("TXN_PDOM0_NS", 500)
+                      : pdom == 1 ? env_uint("TXN_PDOM1_NS", 100)
+                                  : 0;
+    pm_cfg.do_flush = pdom < 2;
+    pm_cfg.flush_name = pdom < 2 ? detect_flush() : "none";
+}
+
+void persist_init(void)
+{
+    pthread_once(&persist_once, persist_setup);
+}
+
+__attribute__((constructor)) static void persist_ctor(void)
+{
+    persist_init();
+}
+
+void pm_flush_lines(const void *addr, size_t len)
+{
+    pmem_flush(addr, len);
+}
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void pm_fence_spin(void)
+{
+    uint64_t t0 = pm_cfg.barrier_ns ? now_ns() : 0;
+    pmem_drain();
+    if (pm_cfg.barrier_ns)
+        while (now_ns() - t0 < pm_cfg.barrier_ns)
+            __builtin_ia32_pause();
+}
+
+int txn_pdom(void) { return pm_cfg.pdom; }
+unsigned txn_pdom_ns(void) { return pm_cfg.barrier_ns; }
+const char *txn_flush_name(void) { return pm_cfg.flush_name; }

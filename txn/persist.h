@@ -1,0 +1,111 @@
+/* persist.h - flush, fence and persist barriers with PDOM emulation, the
+ * pm_store helpers every persistent store goes through, per-thread counters.
+ *
+ * The flush instruction is chosen once (libpmem picks clwb, clflushopt or
+ * clflush from CPUID and honours PMEM_NO_CLWB, PMEM_NO_CLFLUSHOPT,
+ * PMEM_NO_FLUSH); nothing above this layer knows which it got.
+ *
+ * A persist barrier is: the lines flushed since the last barrier, a fence,
+ * then a spin until the barrier took at least the PDOM's latency (counted
+ * from the fence: the write-backs are asynchronous and the fence is where a
+ * real barrier waits for them). At PDOM 2 (eADR) nothing is flushed and no
+ * fence is issued, but barriers and lines are still counted: the PDOM
+ * changes what a barrier costs, not how many the algorithm issues.
+ */
+#ifndef PMTX_PERSIST_H
+#define PMTX_PERSIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "atomics.h"
+
+#define PM_LINE 64u
+
+/* Per-thread counters (exact). */
+struct pm_counters {
+    uint64_t barriers;
+    uint64_t lines_flushed;
+    uint64_t log_bytes;
+};
+extern __thread struct pm_counters pm_ctr;
+
+/* Settings read once from the environment (persist_init). */
+struct pm_config {
+    int pdom;            /* 0, 1 or 2 */
+    unsigned barrier_ns; /* spin target per barrier (0 at PDOM 2) */
+    int do_flush;        /* issue flush instructions and fences */
+    const char *flush_name;
+};
+extern struct pm_config pm_cfg;
+
+/* Reads TXN_PDOM, TXN_PDOM0_NS, TXN_PDOM1_NS once; idempotent. */
+void persist_init(void);
+
+void pm_flush_lines(const void *addr, size_t len); /* persist.c */
+void pm_fence_spin(void);                          /* persist.c */
+
+/* Write back the lines holding [addr, addr+len); no ordering guarantee. */
+static inline void pm_flush(const void *addr, size_t len)
+{
+    if (len == 0)
+        return;
+    uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(PM_LINE - 1);
+    uintptr_t e = (uintptr_t)addr + len;
+    pm_ctr.lines_flushed += (e - a + PM_LINE - 1) / PM_LINE;
+    if (pm_cfg.do_flush)
+        pm_flush_lines(addr, len);
+}
+
+/* The persist barrier: everything flushed before it is durable after it. */
+static inline void pm_barrier(void)
+{
+    pm_ctr.barriers++;
+    if (pm_cfg.pdom < 2)
+        pm_fence_spin();
+}
+
+/* flush + barrier of one range. */
+static inline void pm_persist(const void *addr, size_t len)
+{
+    pm_flush(addr, len);
+    pm_barrier();
+}
+
+/* ---- stores to persistent memory. Every store an engine or an app's
+ * non-transactional code makes to a pool goes through these, so that the
+ * crash simulator build can trace them. */
+static inline void pm_store64(void *dst, uint64_t v)
+{
+    *(volatile uint64_t *)dst = v;
+}
+
+static inline void pm_store32(void *dst, uint32_t v)
+{
+    *(volatile uint32_t *)dst = v;
+}
+
+static inline void pm_memcpy(void *dst, const void *src, size_t n)
+{
+    memcpy(dst, src, n);
+}
+
+static inline void pm_memset(void *dst, int c, size_t n)
+{
+    memset(dst, c, n);
+}
+
+/* Atomic read-modify-write of a persistent word (allocator bitmaps, which
+ * threads share). */
+static inline void pm_or64(uint64_t *dst, uint64_t bits)
+{
+    at_or(dst, bits);
+}
+
+static inline void pm_and64(uint64_t *dst, uint64_t bits)
+{
+    at_and(dst, bits);
+}
+
+#endif

@@ -1,0 +1,105 @@
+/* pool.h - on-media layout of a pool file and the volatile pool handle.
+ *
+ * A pool file, mapped at the address recorded in its header:
+ *
+ *   [0, 4096)            pool_hdr: immutable after creation, checksummed
+ *   [slots_off, +n*sz)   one log slot per thread: slot_hdr, seg_hdr, records
+ *   [ctab_off, ...)      chunk table: one 8-byte entry per heap chunk
+ *   [heap_off, size)     heap: CHUNK_SIZE chunks (runs, large objects, logs)
+ *
+ * Why a fixed address, not offsets: persistent structures (hash chains,
+ * Masstree nodes) then hold plain pointers, and reading one costs a load,
+ * as in the runtimes we compare against. The pool is mapped with
+ * MAP_FIXED_NOREPLACE at a base chosen at creation in a range that the
+ * kernel's mmap area and the sanitizers' shadow memory leave alone; if the
+ * range is taken when the pool is opened, open fails with TXN_E_BUSY
+ * instead of relocating anything.
+ */
+#ifndef PMTX_POOL_H
+#define PMTX_POOL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txn.h"
+#include "util.h"
+
+#define POOL_MAGIC 0x31585448544d5050ull /* "PPMTHTX1" */
+#define POOL_FORMAT 1u
+#define POOL_HDR_SIZE 4096u
+#define CHUNK_SIZE (256u * 1024u)
+#define LAYOUT_MAX 64u
+#define ENGINE_MAX 16u
+
+struct pool_hdr {
+    uint64_t magic;            /* POOL_MAGIC */
+    uint32_t format;           /* POOL_FORMAT */
+    uint32_t hdr_size;         /* sizeof(struct pool_hdr) */
+    char layout[LAYOUT_MAX];   /* NUL-terminated layout name */
+    char engine[ENGINE_MAX];   /* engine that writes this pool */
+    uint64_t size;             /* bytes of the pool (= file size) */
+    uint64_t base;             /* address the pool is mapped at */
+    uint64_t uuid;             /* random at creation */
+    uint64_t nslots;           /* log slots */
+    uint64_t slot_size;        /* bytes per slot (hdr + first segment) */
+    uint64_t slots_off;        /* offset of slot 0 */
+    uint64_t ctab_off;         /* offset of the chunk table */
+    uint64_t nchunks;          /* heap chunks */
+    uint64_t heap_off;         /* offset of chunk 0, CHUNK_SIZE aligned */
+    uint64_t root;             /* address of the root object */
+    uint64_t root_size;        /* its payload bytes */
+    uint64_t checksum;         /* csum64 of every byte before this field */
+    uint8_t pad[POOL_HDR_SIZE - 192];
+};
+_Static_assert(sizeof(struct pool_hdr) == POOL_HDR_SIZE, "pool_hdr size");
+
+/* First line of a log slot. */
+struct slot_hdr {
+    uint64_t next_version; /* versions below it may appear in old records */
+    uint64_t tail;         /* byte offset of the log's end, lagging <= 1
+                              record; a hint recovery checks, see log.c */
+    uint64_t tail_version; /* the transaction `tail` belongs to */
+    uint64_t state;        /* the engine's transaction state word */
+    uint64_t state_version;/* the transaction `state` belongs to */
+    uint64_t pad[3];
+};
+_Static_assert(sizeof(struct slot_hdr) == 64, "slot_hdr is one line");
+
+/* First line of a log segment (the slot's first one or a heap chunk). */
+struct seg_hdr {
+    uint64_t next; /* address of the next segment, 0 at the end */
+    uint64_t pad[7];
+};
+_Static_assert(sizeof(struct seg_hdr) == 64, "seg_hdr is one line");
+
+struct alloc_state;
+struct txn;
+
+/* The volatile handle of an open pool. */
+struct txn_pool {
+    char *base;               /* mapping address = hdr->base */
+    size_t size;
+    int fd;                   /* kept open: holds the flock */
+    struct pool_hdr *hdr;
+    struct alloc_state *al;   /* volatile allocator state (alloc.c) */
+    pthread_mutex_t ctx_lock; /* guards ctxs and slot_used */
+    struct txn *ctxs;         /* per-thread contexts of this pool */
+    uint8_t *slot_used;       /* volatile claim flag per slot */
+    uint64_t gen;             /* unique per open, keys thread caches */
+    void *eng;                /* engine's per-pool state */
+};
+
+static inline struct slot_hdr *pool_slot(txn_pool *p, size_t i)
+{
+    return (struct slot_hdr *)(p->base + p->hdr->slots_off +
+                               i * p->hdr->slot_size);
+}
+
+static inline int pool_contains(const txn_pool *p, const void *a, size_t n)
+{
+    uintptr_t x = (uintptr_t)a, b = (uintptr_t)p->base;
+    return x >= b + p->hdr->heap_off && x <= b + p->size && n <= b + p->size - x;
+}
+
+#endif

@@ -1,0 +1,123 @@
+/* tx.c - helpers engines share: versions, block bookkeeping, ALLOC/FREE
+ * records and their recovery. */
+#include "tx.h"
+
+#include <stdlib.h>
+
+#include "persist.h"
+
+struct txn_config txn_cfg;
+
+#define VERSION_RANGE (1ull << 32)
+
+uint64_t tx_next_version(struct txn *tx)
+{
+    if (tx->version + 1 >= tx->version_end) {
+        /* claim a fresh range; versions are never reused, so a stale record
+         * can never pass for one of a later transaction */
+        uint64_t v = tx->slot->next_version ? tx->slot->next_version : 1;
+        pm_store64(&tx->slot->next_version, v + VERSION_RANGE);
+        pm_persist(&tx->slot->next_version, 8);
+        tx->version = v - 1;
+        tx->version_end = v + VERSION_RANGE;
+    }
+    return ++tx->version;
+}
+
+int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)
+{
+    struct tx_block *b = vec_push(&tx->allocs);
+    if (!b)
+        return TXN_E_NOMEM;
+    int rc = alloc_reserve(tx->p, &tx->cache, n, &b->blk, &b->size);
+    if (rc) {
+        tx->allocs.n--;
+        return rc;
+    }
+    *out = *b;
+    return 0;
+}
+
+static struct tx_block *find_block(const struct vec *v, const void *blk)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        struct tx_block *b = vec_at(v, i);
+        if (b->blk == blk)
+            return b;
+    }
+    return NULL;
+}
+
+int tx_is_new(const struct txn *tx, const void *blk)
+{
+    return tx->allocs.n && find_block(&tx->allocs, blk);
+}
+
+int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
+{
+    if (blk == (void *)(uintptr_t)tx->p->hdr->root || find_block(&tx->frees, blk))
+        return TXN_E_INVAL;
+    struct tx_block *mine = tx->allocs.n ? find_block(&tx->allocs, blk) : NULL;
+    size_t size = mine ? mine->size : alloc_block_size(tx->p, blk, 1);
+    if (!size)
+        return TXN_E_INVAL;
+    struct tx_block *b = vec_push(&tx->frees);
+    if (!b)
+        return TXN_E_NOMEM;
+    b->blk = blk;
+    b->size = size;
+    if (out)
+        *out = *b;
+    return 0;
+}
+
+void tx_apply_allocs(struct txn *tx, int flush)
+{
+    for (size_t i = 0; i < tx->allocs.n; i++) {
+        struct tx_block *b = vec_at(&tx->allocs, i);
+        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, flush);
+    }
+    for (size_t i = 0; i < tx->frees.n; i++) {
+        struct tx_block *b = vec_at(&tx->frees, i);
+        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, flush);
+    }
+}
+
+static int log_blocks(struct txn *tx, const struct vec *v, uint32_t type)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        struct tx_block *b = vec_at(v, i);
+        int rc = log_append(&tx->log, tx->version, type,
+                            (uint64_t)(uintptr_t)b->blk, b->size, NULL, 0, NULL);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int tx_log_allocs(struct txn *tx)
+{
+    int rc = log_blocks(tx, &tx->allocs, LOG_ALLOC);
+    return rc ? rc : log_blocks(tx, &tx->frees, LOG_FREE);
+}
+
+void tx_redo_alloc_rec(txn_pool *p, const struct log_rec *r)
+{
+    alloc_apply(p, r->addr, r->aux, r->type == LOG_ALLOC ? ALLOC_SET : ALLOC_CLEAR, 1);
+}
+
+void tx_undo_alloc_rec(txn_pool *p, const struct log_rec *r)
+{
+    alloc_apply(p, r->addr, r->aux, r->type == LOG_ALLOC ? ALLOC_CLEAR : ALLOC_SET, 1);
+}
+
+int tx_alloc_rec_valid(txn_pool *p, const struct log_rec *r)
+{
+    return r->len == 0 && alloc_record_valid(p, r->addr, r->aux);
+}
+
+__attribute__((constructor)) static void tx_config(void)
+{
+    const char *s = getenv("TXN_ALLOC_EAGER");
+    txn_cfg.alloc_eager = s && *s == '1';
+}

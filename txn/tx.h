@@ -1,0 +1,80 @@
+/* tx.h - the per-thread transaction context that every engine extends,
+ * and the helpers engines share for allocation and deferred work. */
+#ifndef PMTX_TX_H
+#define PMTX_TX_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "log.h"
+#include "pool.h"
+#include "util.h"
+
+/* A block allocated or freed by the running transaction. */
+struct tx_block {
+    void *blk;
+    size_t size; /* usable bytes */
+};
+
+struct tx_defer {
+    int when;
+    void (*fn)(void *);
+    void *arg;
+};
+
+/* One per (thread, pool); `struct txn` of txn.h. */
+struct txn {
+    txn_pool *p;
+    pthread_t owner;
+    struct txn *next_ctx;     /* pool's list */
+    unsigned slot_idx;
+    struct slot_hdr *slot;
+    struct log log;           /* write position in the slot's log */
+    uint64_t version;         /* of the running (or last) transaction */
+    uint64_t version_end;     /* versions below it are ours to use */
+    int active;
+    int err;                  /* first error of the running transaction */
+    struct vec allocs;        /* struct tx_block */
+    struct vec frees;         /* struct tx_block */
+    struct vec defers;        /* struct tx_defer */
+    struct alloc_cache cache;
+    void *eng;                /* the engine's per-thread state */
+};
+
+/* Config shared by engines, read once from the environment. */
+struct txn_config {
+    int alloc_eager; /* TXN_ALLOC_EAGER=1: the paper's cleanup barriers */
+};
+extern struct txn_config txn_cfg;
+
+/* Next transaction version of this context; claims a fresh range (one
+ * barrier) when the current one is used up. */
+uint64_t tx_next_version(struct txn *tx);
+
+/* Reserve a block for the transaction and remember it (volatile). */
+int tx_reserve(struct txn *tx, size_t n, struct tx_block *out);
+
+/* Remember a block to free at commit; TXN_E_INVAL if it is not a block
+ * that is allocated (persistently or by this transaction) or is freed
+ * twice. */
+int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out);
+
+/* Is blk reserved by this transaction? */
+int tx_is_new(const struct txn *tx, const void *blk);
+
+/* alloc_apply() every ALLOC (ALLOC_SET) and FREE (ALLOC_CLEAR) of the
+ * transaction; flushed if `flush`, never fenced. */
+void tx_apply_allocs(struct txn *tx, int flush);
+
+/* Append an ALLOC record per reserved block and a FREE record per freed
+ * one (flushed, not fenced). */
+int tx_log_allocs(struct txn *tx);
+
+/* Recovery helpers for ALLOC/FREE records: redo or roll back one. */
+void tx_redo_alloc_rec(txn_pool *p, const struct log_rec *r);
+void tx_undo_alloc_rec(txn_pool *p, const struct log_rec *r);
+int tx_alloc_rec_valid(txn_pool *p, const struct log_rec *r);
+
+#endif

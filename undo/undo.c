@@ -1,0 +1,276 @@
+/* undo.c - the checksummed single-barrier undo log engine.
+ *
+ * Crash invariants
+ *  U1 The old bytes of a range are durable in a valid record (sentinel,
+ *     version, checksum) before any new byte of the range may reach the
+ *     media: txn_write appends the record, issues ONE barrier, then stores.
+ *  U2 The slot's tail hint is stored after that barrier and flushed, not
+ *     fenced, so it lags the real end by at most one record; recovery finds
+ *     the real end by checksum and rejects a log that ends before the hint.
+ *  U3 All written ranges (and new blocks) are durable before the commit
+ *     record can be: barrier (1) precedes the commit record.
+ *  U4 ALLOC/FREE records are durable (barrier 1) before the allocator bits
+ *     change (lazy mode), so a crash before the commit record rolls the
+ *     bits back; after the commit record the bits are durable (barrier 2)
+ *     and a committed log is never replayed, so a stale record can never
+ *     undo another thread's later allocation.
+ *  U5 Versions are never reused (tx_next_version), so records left from an
+ *     older transaction never join the log of a newer one.
+ *  U6 An aborted transaction restores its ranges, fences, then invalidates
+ *     its log and fences again: its records can never be rolled back later
+ *     over data that other transactions changed since.
+ *
+ * Barriers of a commit (N = distinct ranges written to existing objects):
+ *   per write:  record -> barrier                         N
+ *   commit:     flush ranges + new blocks + ALLOC/FREE recs -> barrier (1)
+ *               [lazy: set/clear allocator bits, flushed]
+ *               commit record -> barrier                  (2)
+ *   eager allocator mode (TXN_ALLOC_EAGER=1), only if it allocated/freed:
+ *               set/clear bits -> barrier (3); invalidate log -> barrier (4)
+ *   => N + 2 (lazy), N + 4 (eager, with allocations); read-only: 0.
+ * Abort: restore ranges -> barrier; invalidate log -> barrier (0 without
+ * writes). Writes to blocks allocated by the same transaction log nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrmap.h"
+#include "engine.h"
+#include "persist.h"
+
+const char eng_name[] = "undo";
+const size_t eng_obj_hdr = 0;
+const int eng_persistent = 1;
+
+#define COMMIT_EAGER 1u /* commit record aux: allocator bits follow it */
+
+struct range {
+    char *a;
+    size_t n;
+};
+
+struct undo_tx {
+    struct vec ranges;     /* struct range: to flush at commit */
+    struct vec recs;       /* struct log_rec *: DATA records, for abort */
+    struct addrmap logged; /* range start -> longest length logged */
+};
+
+int eng_tx_init(struct txn *tx)
+{
+    struct undo_tx *u = calloc(1, sizeof *u);
+    if (!u || addrmap_init(&u->logged, 64)) {
+        free(u);
+        return TXN_E_NOMEM;
+    }
+    vec_init(&u->ranges, sizeof(struct range));
+    vec_init(&u->recs, sizeof(struct log_rec *));
+    tx->eng = u;
+    return 0;
+}
+
+void eng_tx_fini(struct txn *tx)
+{
+    struct undo_tx *u = tx->eng;
+    vec_free(&u->ranges);
+    vec_free(&u->recs);
+    addrmap_free(&u->logged);
+    free(u);
+    tx->eng = NULL;
+}
+
+static void reset(struct undo_tx *u)
+{
+    u->ranges.n = u->recs.n = 0;
+    addrmap_clear(&u->logged);
+}
+
+int eng_begin(struct txn *tx)
+{
+    (void)tx;
+    return 0;
+}
+
+int eng_sync(txn_pool *p)
+{
+    (void)p;
+    return 0;
+}
+
+void *eng_open(struct txn *tx, txn_obj *o, int mode)
+{
+    (void)tx;
+    (void)mode;
+    return o;
+}
+
+int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
+{
+    (void)tx;
+    memcpy(dst, (char *)o + off, n);
+    return 0;
+}
+
+/* U1, U2: one record per LOG_MAX_PAYLOAD piece, one barrier in all. */
+static int log_old(struct txn *tx, struct undo_tx *u, char *a, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        uint32_t len = (uint32_t)(n - done < LOG_MAX_PAYLOAD ? n - done : LOG_MAX_PAYLOAD);
+        struct log_rec *r;
+        int rc = log_append(&tx->log, tx->version, LOG_DATA,
+                            (uint64_t)(uintptr_t)(a + done), 0, a + done, len, &r);
+        struct log_rec **slot = rc ? NULL : vec_push(&u->recs);
+        if (rc || !slot)
+            return rc ? rc : TXN_E_NOMEM;
+        *slot = r;
+        done += len;
+    }
+    pm_barrier();
+    log_set_tail(&tx->log, tx->version);
+    return 0;
+}
+
+int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
+{
+    struct undo_tx *u = tx->eng;
+    char *a = (char *)o + off;
+    if (!tx_is_new(tx, o)) {
+        uint64_t *len = addrmap_find(&u->logged, (uint64_t)(uintptr_t)a);
+        if (!len || *len < n) {
+            struct range *r = vec_push(&u->ranges);
+            if (!r)
+                return TXN_E_NOMEM;
+            *r = (struct range){a, n};
+            int rc = log_old(tx, u, a, n);
+            if (!rc)
+                rc = addrmap_put(&u->logged, (uint64_t)(uintptr_t)a, n);
+            if (rc)
+                return rc;
+        }
+    }
+    pm_memcpy(a, src, n);
+    return 0;
+}
+
+int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
+{
+    struct tx_block b;
+    int rc = tx_reserve(tx, n, &b);
+    if (!rc)
+        *out = b.blk;
+    return rc;
+}
+
+int eng_free(struct txn *tx, txn_obj *o)
+{
+    return tx_mark_free(tx, o, NULL);
+}
+
+/* U6. With `bits`, the allocator bits were applied and are reverted. */
+static void rollback(struct txn *tx, struct undo_tx *u, int bits)
+{
+    for (size_t i = u->recs.n; i-- > 0;) {
+        struct log_rec *r = *(struct log_rec **)vec_at(&u->recs, i);
+        pm_memcpy((void *)(uintptr_t)r->addr, log_payload(r), r->len);
+        pm_flush((void *)(uintptr_t)r->addr, r->len);
+    }
+    if (bits) {
+        for (size_t i = 0; i < tx->allocs.n; i++) {
+            struct tx_block *b = vec_at(&tx->allocs, i);
+            alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, 1);
+        }
+        for (size_t i = 0; i < tx->frees.n; i++) {
+            struct tx_block *b = vec_at(&tx->frees, i);
+            alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 1);
+        }
+    }
+    if (tx->log.used) {
+        pm_barrier();
+        log_invalidate(&tx->log);
+        pm_barrier();
+    }
+    reset(u);
+}
+
+int eng_commit(struct txn *tx)
+{
+    struct undo_tx *u = tx->eng;
+    int allocs = tx->allocs.n || tx->frees.n;
+    if (!u->ranges.n && !allocs)
+        return 0; /* read-only: nothing to make durable */
+    for (size_t i = 0; i < u->ranges.n; i++) {
+        struct range *r = vec_at(&u->ranges, i);
+        pm_flush(r->a, r->n);
+    }
+    for (size_t i = 0; i < tx->allocs.n; i++) {
+        struct tx_block *b = vec_at(&tx->allocs, i);
+        pm_flush(b->blk, b->size);
+    }
+    int rc = tx_log_allocs(tx);
+    if (rc) {
+        rollback(tx, u, 0);
+        return rc;
+    }
+    pm_barrier(); /* (1) U3, U4 */
+    int eager = txn_cfg.alloc_eager && allocs;
+    if (!eager)
+        tx_apply_allocs(tx, 1);
+    rc = log_append(&tx->log, tx->version, LOG_COMMIT, 0,
+                    eager ? COMMIT_EAGER : 0, NULL, 0, NULL);
+    if (rc) {
+        rollback(tx, u, !eager);
+        return rc;
+    }
+    pm_barrier(); /* (2) committed */
+    if (eager) {
+        tx_apply_allocs(tx, 1);
+        pm_barrier(); /* (3) */
+        log_invalidate(&tx->log);
+        pm_barrier(); /* (4) */
+    }
+    reset(u);
+    return 0;
+}
+
+void eng_abort(struct txn *tx)
+{
+    rollback(tx, tx->eng, 0);
+}
+
+int eng_rec_valid(txn_pool *p, const struct log_rec *r)
+{
+    switch (r->type) {
+    case LOG_DATA:
+        return pool_contains(p, (void *)(uintptr_t)r->addr, r->len) ? 0 : TXN_E_CORRUPT;
+    case LOG_ALLOC:
+    case LOG_FREE:
+        return tx_alloc_rec_valid(p, r) ? 0 : TXN_E_CORRUPT;
+    case LOG_COMMIT:
+        return r->len == 0 ? 0 : TXN_E_CORRUPT;
+    default:
+        return TXN_E_CORRUPT;
+    }
+}
+
+int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
+{
+    (void)slot;
+    struct log_rec *last = recs[n - 1];
+    if (last->type == LOG_COMMIT) {
+        /* committed: only an eager commit may still owe its allocator bits */
+        if (last->aux & COMMIT_EAGER)
+            for (size_t i = 0; i < n; i++)
+                if (recs[i]->type == LOG_ALLOC || recs[i]->type == LOG_FREE)
+                    tx_redo_alloc_rec(p, recs[i]);
+        return 0;
+    }
+    for (size_t i = n; i-- > 0;) {
+        struct log_rec *r = recs[i];
+        if (r->type == LOG_DATA) {
+            pm_memcpy((void *)(uintptr_t)r->addr, log_payload(r), r->len);
+            pm_flush((void *)(uintptr_t)r->addr, r->len);
+        } else if (r->type == LOG_ALLOC || r->type == LOG_FREE) {
+            tx_undo_alloc_rec(p, r);
+        }
+    }
+    return 0;
+}
