@@ -12,7 +12,6 @@
 #include "persist.h"
 
 const char eng_name[] = "none";
-const size_t eng_obj_hdr = 0;
 const int eng_persistent = 0;
 
 struct saved {
@@ -25,6 +24,11 @@ struct none_tx {
     struct vec saved; /* struct saved */
     struct vec bytes; /* char */
 };
+
+size_t eng_obj_size(txn_pool *p, const txn_obj *o)
+{
+    return tx_block_payload(p, o, 0);
+}
 
 int eng_tx_init(struct txn *tx)
 {

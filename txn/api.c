@@ -289,8 +289,7 @@ size_t txn_obj_size(txn_pool *p, const txn_obj *o)
 {
     if (!p || !o)
         return 0;
-    size_t s = alloc_block_size(p, o, 0);
-    return s > eng_obj_hdr ? s - eng_obj_hdr : 0;
+    return eng_obj_size(p, o);
 }
 
 static int range_ok(struct txn *tx, txn_obj *o, size_t off, size_t n)
@@ -401,6 +400,7 @@ void txn_stats_get(txn_stats *out)
     out->barriers = pm_ctr.barriers;
     out->lines_flushed = pm_ctr.lines_flushed;
     out->log_bytes = pm_ctr.log_bytes;
+    out->raw_lookups = pm_ctr.raw_lookups;
 }
 
 void txn_stats_reset(void)

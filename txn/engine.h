@@ -46,8 +46,8 @@
 
 extern const char eng_name[];
 
-/* Bytes of engine header in front of every object's payload. */
-extern const size_t eng_obj_hdr;
+/* Payload bytes of object o, or 0 if o is not an object of the pool. */
+size_t eng_obj_size(txn_pool *p, const txn_obj *o);
 
 /* Whether the engine keeps a persistent log (0 for none): recovery and
  * slot claims are skipped otherwise. */

@@ -28,6 +28,7 @@ enum log_type {
     LOG_FREE = 3,   /* block at addr of aux bytes was freed */
     LOG_COMMIT = 4, /* the transaction committed; aux: engine flags */
     LOG_JUMP = 5,   /* continue at the next segment */
+    LOG_OBJ = 6,    /* object at addr opened for writing; aux: its copy */
 };
 
 struct log_rec {

@@ -28,6 +28,7 @@ struct pm_counters {
     uint64_t barriers;
     uint64_t lines_flushed;
     uint64_t log_bytes;
+    uint64_t raw_lookups;
 };
 extern __thread struct pm_counters pm_ctr;
 
@@ -106,6 +107,12 @@ static inline void pm_or64(uint64_t *dst, uint64_t bits)
 static inline void pm_and64(uint64_t *dst, uint64_t bits)
 {
     at_and(dst, bits);
+}
+
+/* Compare-and-swap of a persistent word; nonzero when it swapped. */
+static inline int pm_cas64(uint64_t *dst, uint64_t expect, uint64_t nv)
+{
+    return at_cas(dst, expect, nv);
 }
 
 #endif

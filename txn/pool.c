@@ -345,6 +345,8 @@ int txn_pool_open(const char *path, const char *layout, txn_pool **out)
     if ((rc = alloc_check(p)) || (rc = scan_logs(p, recs, &segs)) ||
         (rc = recover(p, recs)) || (rc = pool_start(p, &segs)))
         goto done;
+    pm_store64(&p->hdr->boot, p->hdr->boot + 1);
+    pm_persist(&p->hdr->boot, sizeof p->hdr->boot);
     *out = p;
 done:
     for (size_t s = 0; recs && s < h.nslots; s++)

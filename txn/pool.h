@@ -50,9 +50,21 @@ struct pool_hdr {
     uint64_t root;             /* address of the root object */
     uint64_t root_size;        /* its payload bytes */
     uint64_t checksum;         /* csum64 of every byte before this field */
-    uint8_t pad[POOL_HDR_SIZE - 192];
+    /* mutable, not checksummed: */
+    uint64_t boot;             /* opens so far; tags volatile-only fields
+                                  that engines keep in objects */
+    uint8_t pad[POOL_HDR_SIZE - 200];
 };
 _Static_assert(sizeof(struct pool_hdr) == POOL_HDR_SIZE, "pool_hdr size");
+
+/* The slot's transaction state word: version and state in one 8-byte
+ * store, so no crash can pair a state with another transaction. */
+#define SLOT_IDLE 0u
+#define SLOT_COMMITTED 1u
+static inline uint64_t slot_state(uint64_t version, unsigned state)
+{
+    return version << 2 | state;
+}
 
 /* First line of a log slot. */
 struct slot_hdr {
@@ -60,9 +72,8 @@ struct slot_hdr {
     uint64_t tail;         /* byte offset of the log's end, lagging <= 1
                               record; a hint recovery checks, see log.c */
     uint64_t tail_version; /* the transaction `tail` belongs to */
-    uint64_t state;        /* the engine's transaction state word */
-    uint64_t state_version;/* the transaction `state` belongs to */
-    uint64_t pad[3];
+    uint64_t state;        /* slot_state(version, SLOT_*) of redo and cow */
+    uint64_t pad[4];
 };
 _Static_assert(sizeof(struct slot_hdr) == 64, "slot_hdr is one line");
 

@@ -72,6 +72,14 @@ void tx_apply_allocs(struct txn *tx, int flush);
  * one (flushed, not fenced). */
 int tx_log_allocs(struct txn *tx);
 
+/* Payload bytes of an object that is a heap block with `hdr` bytes of
+ * engine header in front of its payload; 0 if it is no block. */
+static inline size_t tx_block_payload(txn_pool *p, const void *o, size_t hdr)
+{
+    size_t s = alloc_block_size(p, o, 0);
+    return s > hdr ? s - hdr : 0;
+}
+
 /* Recovery helpers for ALLOC/FREE records: redo or roll back one. */
 void tx_redo_alloc_rec(txn_pool *p, const struct log_rec *r);
 void tx_undo_alloc_rec(txn_pool *p, const struct log_rec *r);

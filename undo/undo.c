@@ -39,7 +39,6 @@
 #include "persist.h"
 
 const char eng_name[] = "undo";
-const size_t eng_obj_hdr = 0;
 const int eng_persistent = 1;
 
 #define COMMIT_EAGER 1u /* commit record aux: allocator bits follow it */
@@ -54,6 +53,11 @@ struct undo_tx {
     struct vec recs;       /* struct log_rec *: DATA records, for abort */
     struct addrmap logged; /* range start -> longest length logged */
 };
+
+size_t eng_obj_size(txn_pool *p, const txn_obj *o)
+{
+    return tx_block_payload(p, o, 0);
+}
 
 int eng_tx_init(struct txn *tx)
 {

@@ -212,6 +212,8 @@ typedef struct txn_stats {
     uint64_t barriers;      /* persist barriers (flushes + fence) */
     uint64_t lines_flushed; /* cache lines written back */
     uint64_t log_bytes;     /* bytes appended to persistent logs */
+    uint64_t raw_lookups;   /* redo: reads that had to search the log for
+                               the transaction's own writes */
 } txn_stats;
 
 void txn_stats_get(txn_stats *out);

@@ -1,0 +1,299 @@
+/* cow.c - the copy-on-write engine: objects are wrappers around payloads.
+ *
+ * A txn_obj is a 32-byte wrapper (struct wrap). txn_open(RW) claims the
+ * wrapper for the transaction (one writer per object: a second one gets
+ * TXN_E_CONFLICT), copies the payload into a new block and returns the
+ * copy; writes land in the copy; other transactions keep reading the old
+ * payload. Payloads that hold other objects hold their wrappers, which
+ * never move, so a plain byte copy is always a correct copy.
+ *
+ * The writer id is tagged with the pool's boot count, so an id left in a
+ * wrapper by a crashed run means nothing after the next open: recovery
+ * needs only the log, never a scan of the objects.
+ *
+ * Crash invariants
+ *  C1 A wrapper's committed payload changes only after the state word says
+ *     COMMITTED, which follows the barrier that made the write set (OBJ
+ *     records), the copies, new blocks and ALLOC/FREE records durable.
+ *  C2 The old payload is freed only through the transaction's FREE record
+ *     (the paper's old_backup): a crash between the swap and the free
+ *     replays both from the committed log, so nothing leaks.
+ *  C3 Copies are allocated like any block: their bits are set only in
+ *     step (3) of a committed transaction, so an uncommitted copy is free
+ *     space after a crash.
+ *
+ * Barriers: commit = write set + copies -> (1); COMMITTED -> (2); swap,
+ * allocator bits -> (3); IDLE -> (4). Abort of a transaction that opened
+ * objects for writing: reset their wrappers -> (3); IDLE -> (4), as in the
+ * paper. Read-only: 0.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "persist.h"
+
+const char eng_name[] = "cow";
+const int eng_persistent = 1;
+
+struct wrap {
+    uint64_t payload;    /* the committed payload block */
+    uint64_t copy;       /* the writer's copy ("new"), while it writes */
+    uint64_t old_backup; /* the payload the copy replaces */
+    uint64_t writer;     /* boot << 16 | (slot + 1) of the writer, or 0 */
+};
+_Static_assert(sizeof(struct wrap) == 32, "wrapper size");
+
+struct cow_tx {
+    uint64_t me;       /* our writer id in this boot */
+    struct vec wset;   /* struct wrap *: wrappers we opened for writing */
+};
+
+static inline struct wrap *W(txn_obj *o)
+{
+    return (struct wrap *)o;
+}
+
+static inline void *P(uint64_t a)
+{
+    return (void *)(uintptr_t)a;
+}
+
+size_t eng_obj_size(txn_pool *p, const txn_obj *o)
+{
+    if (tx_block_payload(p, o, 0) != sizeof(struct wrap))
+        return 0;
+    return tx_block_payload(p, P(((const struct wrap *)o)->payload), 0);
+}
+
+int eng_tx_init(struct txn *tx)
+{
+    struct cow_tx *c = calloc(1, sizeof *c);
+    if (!c)
+        return TXN_E_NOMEM;
+    c->me = tx->p->hdr->boot << 16 | (tx->slot_idx + 1);
+    vec_init(&c->wset, sizeof(struct wrap *));
+    tx->eng = c;
+    return 0;
+}
+
+void eng_tx_fini(struct txn *tx)
+{
+    struct cow_tx *c = tx->eng;
+    vec_free(&c->wset);
+    free(c);
+    tx->eng = NULL;
+}
+
+int eng_begin(struct txn *tx)
+{
+    (void)tx;
+    return 0;
+}
+
+int eng_sync(txn_pool *p)
+{
+    (void)p;
+    return 0;
+}
+
+/* A writer id of this boot that is not ours: somebody else writes. */
+static int foreign(txn_pool *p, uint64_t writer, uint64_t me)
+{
+    return writer && writer != me && writer >> 16 == p->hdr->boot;
+}
+
+static void *open_rw(struct txn *tx, struct wrap *w)
+{
+    struct cow_tx *c = tx->eng;
+    if (w->writer == c->me)
+        return P(w->copy);
+    if (tx_is_new(tx, w))
+        return P(w->payload); /* nobody else can see it: write in place */
+    uint64_t cur = w->writer;
+    if (foreign(tx->p, cur, c->me) || !pm_cas64(&w->writer, cur, c->me)) {
+        tx->err = TXN_E_CONFLICT;
+        return NULL;
+    }
+    struct wrap **slot = vec_push(&c->wset);
+    struct tx_block copy;
+    size_t size = tx_block_payload(tx->p, P(w->payload), 0);
+    int rc = slot ? tx_reserve(tx, size, &copy) : TXN_E_NOMEM;
+    if (!rc)
+        rc = tx_mark_free(tx, P(w->payload), NULL);
+    if (!rc)
+        rc = log_append(&tx->log, tx->version, LOG_OBJ, (uint64_t)(uintptr_t)w,
+                        (uint64_t)(uintptr_t)copy.blk, NULL, 0, NULL);
+    if (rc) {
+        if (slot)
+            c->wset.n--;
+        pm_store64(&w->writer, cur);
+        tx->err = rc;
+        return NULL;
+    }
+    *slot = w;
+    pm_memcpy(copy.blk, P(w->payload), size);
+    pm_store64(&w->copy, (uint64_t)(uintptr_t)copy.blk);
+    pm_store64(&w->old_backup, w->payload);
+    return copy.blk;
+}
+
+void *eng_open(struct txn *tx, txn_obj *o, int mode)
+{
+    struct wrap *w = W(o);
+    if (mode == TXN_RW)
+        return open_rw(tx, w);
+    struct cow_tx *c = tx->eng;
+    return P(w->writer == c->me ? w->copy : w->payload);
+}
+
+int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
+{
+    memcpy(dst, (char *)eng_open(tx, o, TXN_RO) + off, n);
+    return 0;
+}
+
+int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
+{
+    char *dst = open_rw(tx, W(o));
+    if (!dst)
+        return tx->err;
+    pm_memcpy(dst + off, src, n);
+    return 0;
+}
+
+int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
+{
+    struct tx_block w, pl;
+    int rc = tx_reserve(tx, sizeof(struct wrap), &w);
+    if (!rc)
+        rc = tx_reserve(tx, n, &pl);
+    if (rc)
+        return rc; /* a reserved wrapper is released with the transaction */
+    pm_store64(&W(w.blk)->payload, (uint64_t)(uintptr_t)pl.blk);
+    *out = w.blk;
+    return 0;
+}
+
+static void drop_from_wset(struct cow_tx *c, struct wrap *w)
+{
+    for (size_t i = 0; i < c->wset.n; i++)
+        if (*(struct wrap **)vec_at(&c->wset, i) == w) {
+            *(struct wrap **)vec_at(&c->wset, i) =
+                *(struct wrap **)vec_at(&c->wset, --c->wset.n);
+            return;
+        }
+}
+
+int eng_free(struct txn *tx, txn_obj *o)
+{
+    struct cow_tx *c = tx->eng;
+    struct wrap *w = W(o);
+    int rc = 0;
+    if (w->writer == c->me) {
+        /* opened for writing: its old payload is freed already; free the
+         * copy instead of installing it */
+        rc = tx_mark_free(tx, P(w->copy), NULL);
+        if (!rc)
+            drop_from_wset(c, w);
+        pm_store64(&w->writer, 0);
+    } else {
+        if (foreign(tx->p, w->writer, c->me))
+            return TXN_E_CONFLICT;
+        rc = tx_mark_free(tx, P(w->payload), NULL);
+    }
+    return rc ? rc : tx_mark_free(tx, w, NULL);
+}
+
+static void set_state(struct slot_hdr *slot, uint64_t version, unsigned state)
+{
+    pm_store64(&slot->state, slot_state(version, state));
+    pm_persist(&slot->state, sizeof slot->state);
+}
+
+/* Forget the transaction's claims on its wrappers (volatile meaning). */
+static void release(struct cow_tx *c, int flush)
+{
+    for (size_t i = 0; i < c->wset.n; i++) {
+        struct wrap *w = *(struct wrap **)vec_at(&c->wset, i);
+        pm_store64(&w->copy, 0);
+        pm_store64(&w->old_backup, 0);
+        pm_store64(&w->writer, 0);
+        if (flush)
+            pm_flush(w, sizeof *w);
+    }
+    c->wset.n = 0;
+}
+
+int eng_commit(struct txn *tx)
+{
+    struct cow_tx *c = tx->eng;
+    if (!c->wset.n && !tx->allocs.n && !tx->frees.n)
+        return 0;
+    int rc = tx_log_allocs(tx);
+    if (rc) {
+        eng_abort(tx);
+        return rc;
+    }
+    for (size_t i = 0; i < tx->allocs.n; i++) {
+        struct tx_block *b = vec_at(&tx->allocs, i);
+        pm_flush(b->blk, b->size);
+    }
+    pm_barrier();                                     /* (1) C1 */
+    set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
+    for (size_t i = 0; i < c->wset.n; i++) {
+        struct wrap *w = *(struct wrap **)vec_at(&c->wset, i);
+        pm_store64(&w->payload, w->copy);
+        pm_store64(&w->copy, 0);
+        pm_flush(w, sizeof *w);
+    }
+    tx_apply_allocs(tx, 1);                           /* C2, C3 */
+    pm_barrier();                                     /* (3) */
+    set_state(tx->slot, tx->version, SLOT_IDLE);      /* (4) */
+    release(c, 0);
+    return 0;
+}
+
+void eng_abort(struct txn *tx)
+{
+    struct cow_tx *c = tx->eng;
+    if (!c->wset.n)
+        return;
+    release(c, 1);
+    pm_barrier();                                /* (3) */
+    set_state(tx->slot, tx->version, SLOT_IDLE); /* (4) */
+}
+
+int eng_rec_valid(txn_pool *p, const struct log_rec *r)
+{
+    switch (r->type) {
+    case LOG_OBJ:
+        return r->len == 0 && alloc_record_valid(p, r->addr, sizeof(struct wrap)) &&
+                       pool_contains(p, P(r->aux), 1) ? 0 : TXN_E_CORRUPT;
+    case LOG_ALLOC:
+    case LOG_FREE:
+        return tx_alloc_rec_valid(p, r) ? 0 : TXN_E_CORRUPT;
+    default:
+        return TXN_E_CORRUPT;
+    }
+}
+
+int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
+{
+    int committed = slot->state == slot_state(recs[0]->version, SLOT_COMMITTED);
+    for (size_t i = 0; i < n; i++) {
+        struct log_rec *r = recs[i];
+        if (r->type == LOG_OBJ) {
+            struct wrap *w = P(r->addr);
+            if (committed)
+                pm_store64(&w->payload, r->aux);
+            pm_store64(&w->copy, 0);
+            pm_store64(&w->old_backup, 0);
+            pm_store64(&w->writer, 0);
+            pm_flush(w, sizeof *w);
+        } else if (committed) {
+            tx_redo_alloc_rec(p, r);
+        }
+    }
+    return 0;
+}

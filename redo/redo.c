@@ -1,0 +1,323 @@
+/* redo.c - the hashed redo log engine.
+ *
+ * Objects carry an 8-byte writers bitmap in front of their payload: bit i
+ * is set while the transaction of log slot i (i < 64) has written the
+ * object. A read of an object without the reader's bit is a plain load;
+ * with it, the transaction's hash (object -> latest record, each record
+ * linked to the previous one of the same object) gives the new bytes
+ * without walking unrelated records. Slots >= 64 own no bit and always
+ * look up. The bitmap is volatile information kept in the object; stale
+ * bits after a crash only cost a lookup, and recovery clears the ones of
+ * the interrupted transaction.
+ *
+ * Crash invariants
+ *  R1 Nothing in place changes before the state word says COMMITTED for
+ *     this version, and that store follows the barrier that made the whole
+ *     log (DATA, ALLOC, FREE records) durable.
+ *  R2 The state word holds version and state in one 8-byte store: a crash
+ *     can never pair COMMITTED with another transaction's records.
+ *  R3 A committed log is replayed (data and allocator bits) until IDLE is
+ *     durable; replay is idempotent, and no other transaction can touch
+ *     the objects in between (their locks are released after commit).
+ *  R4 Blocks allocated by the transaction are written in place (nobody
+ *     sees them before commit; a crash frees them) and made durable by the
+ *     log barrier (1) before COMMITTED.
+ *
+ * Barriers of a commit, whatever the number of writes:
+ *   log + new blocks -> (1); COMMITTED -> (2); apply data and allocator
+ *   bits -> (3); IDLE -> (4). Read-only: 0. Abort: 0 (nothing in place
+ *   changed, and the state never said COMMITTED for this version).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrmap.h"
+#include "engine.h"
+#include "persist.h"
+
+const char eng_name[] = "redo";
+const int eng_persistent = 1;
+
+#define OBJ_HDR 8u /* the writers bitmap */
+#define NO_REC (~0ull)
+
+/* A write of this transaction: its record and the previous write of the
+ * same object (index into `writes`, or NO_REC). */
+struct write {
+    struct log_rec *r;
+    uint64_t prev;
+};
+
+struct range {
+    char *a;
+    size_t n;
+};
+
+struct redo_tx {
+    uint64_t bit;          /* this slot's writer bit, 0 beyond 64 slots */
+    struct vec writes;     /* struct write */
+    struct vec objs;       /* uint64_t *: bitmaps we set */
+    struct vec fresh;      /* struct range: in-place writes to new blocks */
+    struct addrmap latest; /* object -> index of its latest write */
+};
+
+static inline uint64_t *writers(txn_obj *o)
+{
+    return (uint64_t *)o;
+}
+
+static inline char *payload(txn_obj *o)
+{
+    return (char *)o + OBJ_HDR;
+}
+
+size_t eng_obj_size(txn_pool *p, const txn_obj *o)
+{
+    return tx_block_payload(p, o, OBJ_HDR);
+}
+
+int eng_tx_init(struct txn *tx)
+{
+    struct redo_tx *r = calloc(1, sizeof *r);
+    if (!r || addrmap_init(&r->latest, 64)) {
+        free(r);
+        return TXN_E_NOMEM;
+    }
+    r->bit = tx->slot_idx < 64 ? 1ull << tx->slot_idx : 0;
+    vec_init(&r->writes, sizeof(struct write));
+    vec_init(&r->objs, sizeof(uint64_t *));
+    vec_init(&r->fresh, sizeof(struct range));
+    tx->eng = r;
+    return 0;
+}
+
+void eng_tx_fini(struct txn *tx)
+{
+    struct redo_tx *r = tx->eng;
+    vec_free(&r->writes);
+    vec_free(&r->objs);
+    vec_free(&r->fresh);
+    addrmap_free(&r->latest);
+    free(r);
+    tx->eng = NULL;
+}
+
+int eng_begin(struct txn *tx)
+{
+    (void)tx;
+    return 0;
+}
+
+int eng_sync(txn_pool *p)
+{
+    (void)p;
+    return 0;
+}
+
+/* End of a transaction either way: drop our writer bits (not flushed:
+ * they are volatile information) and the volatile state. */
+static void finish(struct redo_tx *r)
+{
+    for (size_t i = 0; i < r->objs.n; i++)
+        pm_and64(*(uint64_t **)vec_at(&r->objs, i), ~r->bit);
+    r->writes.n = r->objs.n = r->fresh.n = 0;
+    addrmap_clear(&r->latest);
+}
+
+void *eng_open(struct txn *tx, txn_obj *o, int mode)
+{
+    (void)tx;
+    (void)mode;
+    return payload(o);
+}
+
+/* Read [a, a+n) of o as this transaction wrote it: the in-place bytes,
+ * then the overlapping records of o from the oldest to the newest. The
+ * walk back stops at a record that covers the whole range. */
+static int lookup(struct redo_tx *r, txn_obj *o, char *a, void *dst, size_t n)
+{
+    pm_ctr.raw_lookups++;
+    uint64_t *head = addrmap_find(&r->latest, (uint64_t)(uintptr_t)o);
+    memcpy(dst, a, n);
+    if (!head)
+        return 0;
+    uint64_t hits[64], nh = 0, i = *head;
+    uint64_t lo = (uint64_t)(uintptr_t)a, hi = lo + n;
+    for (; i != NO_REC; i = ((struct write *)vec_at(&r->writes, i))->prev) {
+        struct log_rec *rec = ((struct write *)vec_at(&r->writes, i))->r;
+        if (rec->addr >= hi || rec->addr + rec->len <= lo)
+            continue;
+        if (nh == 64) /* too many to stack: apply what we have, restart */
+            break;
+        hits[nh++] = i;
+        if (rec->addr <= lo && rec->addr + rec->len >= hi)
+            break;
+    }
+    if (i != NO_REC && nh == 64) {
+        /* a long chain of partial overlaps: fall back to applying every
+         * record of the object in order */
+        for (size_t k = 0; k < r->writes.n; k++) {
+            struct log_rec *rec = ((struct write *)vec_at(&r->writes, k))->r;
+            if (rec->aux == (uint64_t)(uintptr_t)o && rec->addr < hi && rec->addr + rec->len > lo) {
+                uint64_t s = rec->addr > lo ? rec->addr : lo;
+                uint64_t e = rec->addr + rec->len < hi ? rec->addr + rec->len : hi;
+                memcpy((char *)dst + (s - lo), (char *)log_payload(rec) + (s - rec->addr), e - s);
+            }
+        }
+        return 0;
+    }
+    while (nh--) {
+        struct log_rec *rec = ((struct write *)vec_at(&r->writes, hits[nh]))->r;
+        uint64_t s = rec->addr > lo ? rec->addr : lo;
+        uint64_t e = rec->addr + rec->len < hi ? rec->addr + rec->len : hi;
+        memcpy((char *)dst + (s - lo), (char *)log_payload(rec) + (s - rec->addr), e - s);
+    }
+    return 0;
+}
+
+int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
+{
+    struct redo_tx *r = tx->eng;
+    char *a = payload(o) + off;
+    if (r->bit && !(*writers(o) & r->bit)) {
+        memcpy(dst, a, n); /* we have not written o: a plain load */
+        return 0;
+    }
+    return lookup(r, o, a, dst, n);
+}
+
+static int log_write(struct txn *tx, struct redo_tx *r, txn_obj *o, char *a,
+                     const char *src, size_t n)
+{
+    uint64_t key = (uint64_t)(uintptr_t)o;
+    for (size_t done = 0; done < n;) {
+        uint32_t len = (uint32_t)(n - done < LOG_MAX_PAYLOAD ? n - done : LOG_MAX_PAYLOAD);
+        struct write *w = vec_push(&r->writes);
+        if (!w)
+            return TXN_E_NOMEM;
+        int rc = log_append(&tx->log, tx->version, LOG_DATA,
+                            (uint64_t)(uintptr_t)(a + done), key, src + done, len, &w->r);
+        uint64_t *head = rc ? NULL : addrmap_find(&r->latest, key);
+        if (!rc) {
+            w->prev = head ? *head : NO_REC;
+            rc = addrmap_put(&r->latest, key, r->writes.n - 1);
+        }
+        if (rc) {
+            r->writes.n--;
+            return rc;
+        }
+        done += len;
+    }
+    return 0;
+}
+
+int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
+{
+    struct redo_tx *r = tx->eng;
+    char *a = payload(o) + off;
+    if (tx_is_new(tx, o)) { /* R4 */
+        struct range *f = vec_push(&r->fresh);
+        if (!f)
+            return TXN_E_NOMEM;
+        *f = (struct range){a, n};
+        pm_memcpy(a, src, n);
+        return 0;
+    }
+    if (r->bit && !(*writers(o) & r->bit)) {
+        uint64_t **slot = vec_push(&r->objs);
+        if (!slot)
+            return TXN_E_NOMEM;
+        *slot = writers(o);
+        pm_or64(writers(o), r->bit);
+    }
+    return log_write(tx, r, o, a, src, n);
+}
+
+int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
+{
+    struct tx_block b;
+    int rc = tx_reserve(tx, n + OBJ_HDR, &b);
+    if (!rc)
+        *out = b.blk;
+    return rc;
+}
+
+int eng_free(struct txn *tx, txn_obj *o)
+{
+    return tx_mark_free(tx, o, NULL);
+}
+
+static void set_state(struct slot_hdr *slot, uint64_t version, unsigned state)
+{
+    pm_store64(&slot->state, slot_state(version, state));
+    pm_persist(&slot->state, sizeof slot->state);
+}
+
+static void apply(txn_pool *p, const struct log_rec *rec)
+{
+    if (rec->type == LOG_DATA) {
+        pm_memcpy((void *)(uintptr_t)rec->addr, log_payload((struct log_rec *)rec), rec->len);
+        pm_flush((void *)(uintptr_t)rec->addr, rec->len);
+    } else if (rec->type == LOG_ALLOC || rec->type == LOG_FREE) {
+        tx_redo_alloc_rec(p, rec);
+    }
+}
+
+int eng_commit(struct txn *tx)
+{
+    struct redo_tx *r = tx->eng;
+    if (!r->writes.n && !r->fresh.n && !tx->allocs.n && !tx->frees.n) {
+        finish(r);
+        return 0;
+    }
+    int rc = tx_log_allocs(tx);
+    if (rc) {
+        finish(r);
+        return rc;
+    }
+    for (size_t i = 0; i < tx->allocs.n; i++) {
+        struct tx_block *b = vec_at(&tx->allocs, i);
+        pm_flush(b->blk, b->size);
+    }
+    pm_barrier();                                  /* (1) R1 */
+    set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
+    for (size_t i = 0; i < r->writes.n; i++)
+        apply(tx->p, ((struct write *)vec_at(&r->writes, i))->r);
+    tx_apply_allocs(tx, 1);
+    pm_barrier();                                  /* (3) */
+    set_state(tx->slot, tx->version, SLOT_IDLE);   /* (4) */
+    finish(r);
+    return 0;
+}
+
+void eng_abort(struct txn *tx)
+{
+    finish(tx->eng);
+}
+
+int eng_rec_valid(txn_pool *p, const struct log_rec *r)
+{
+    switch (r->type) {
+    case LOG_DATA:
+        /* aux: the object whose writers bitmap recovery clears */
+        return pool_contains(p, (void *)(uintptr_t)r->addr, r->len) && r->aux % 8 == 0 &&
+                       pool_contains(p, (void *)(uintptr_t)r->aux, OBJ_HDR) ? 0 : TXN_E_CORRUPT;
+    case LOG_ALLOC:
+    case LOG_FREE:
+        return tx_alloc_rec_valid(p, r) ? 0 : TXN_E_CORRUPT;
+    default:
+        return TXN_E_CORRUPT;
+    }
+}
+
+int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
+{
+    uint64_t v = recs[0]->version;
+    if (slot->state == slot_state(v, SLOT_COMMITTED)) /* R3 */
+        for (size_t i = 0; i < n; i++)
+            apply(p, recs[i]);
+    for (size_t i = 0; i < n; i++)
+        if (recs[i]->type == LOG_DATA)
+            pm_store64((void *)(uintptr_t)recs[i]->aux, 0);
+    return 0;
+}
