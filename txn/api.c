@@ -14,8 +14,6 @@
  * finds it without a lock; `gen` tells a cached entry of a closed pool
  * from a new pool at the same address. */
 
-#define TLS_CACHE 8
-
 struct tls_entry {
     txn_pool *p;
     uint64_t gen;
@@ -23,12 +21,11 @@ struct tls_entry {
 };
 
 struct tls_state {
-    struct tls_entry e[TLS_CACHE];
-    unsigned n;
+    struct tls_entry *e; /* this thread's contexts, one per pool */
+    unsigned n, cap;
 };
 
 static __thread struct tls_state tls;
-static __thread uint64_t tls_commits, tls_aborts;
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -59,6 +56,9 @@ static void tls_exit(void *arg)
     }
     tls.n = 0;
     pthread_mutex_unlock(&reg_lock);
+    free(tls.e);
+    tls.e = NULL;
+    tls.cap = 0;
 }
 
 static void tls_setup(void)
@@ -177,9 +177,15 @@ static struct txn *get_ctx(txn_pool *p, int *err)
             tls.e[k++] = tls.e[i];
     tls.n = k;
     pthread_mutex_unlock(&reg_lock);
-    if (tls.n == TLS_CACHE) {
-        *err = TXN_E_THREADS; /* one thread in more than 8 pools at once */
-        return NULL;
+    if (tls.n == tls.cap) {
+        unsigned cap = tls.cap ? tls.cap * 2 : 4;
+        struct tls_entry *e = realloc(tls.e, cap * sizeof *e);
+        if (!e) {
+            *err = TXN_E_NOMEM;
+            return NULL;
+        }
+        tls.e = e;
+        tls.cap = cap;
     }
     struct txn *tx = new_ctx(p, err);
     if (tx)
@@ -195,14 +201,25 @@ struct txn *api_ctx(txn_pool *p, int *err)
 
 /* ---- transactions */
 
+/* The actions may begin new transactions on this thread: they run from a
+ * list taken out of the context first. */
 static void run_defers(struct txn *tx, int outcome)
 {
-    for (size_t i = 0; i < tx->defers.n; i++) {
-        struct tx_defer *d = vec_at(&tx->defers, i);
+    struct vec run = tx->defers;
+    if (!run.n)
+        return;
+    vec_init(&tx->defers, sizeof(struct tx_defer));
+    for (size_t i = 0; i < run.n; i++) {
+        struct tx_defer *d = vec_at(&run, i);
         if (d->when & outcome)
             d->fn(d->arg);
     }
-    tx->defers.n = 0;
+    if (tx->defers.cap == 0) { /* keep the memory for the next one */
+        run.n = 0;
+        tx->defers = run;
+    } else {
+        vec_free(&run);
+    }
 }
 
 static void end_tx(struct txn *tx, int committed)
@@ -214,9 +231,9 @@ static void end_tx(struct txn *tx, int committed)
     tx->active = 0;
     log_rewind(&tx->log);
     if (committed)
-        tls_commits++;
+        pm_ctr.commits++;
     else
-        tls_aborts++;
+        pm_ctr.aborts++;
     run_defers(tx, committed ? TXN_ON_COMMIT : TXN_ON_ABORT);
 }
 
@@ -389,57 +406,3 @@ const char *txn_engine_name(void)
     return eng_name;
 }
 
-/* ---- statistics */
-
-void txn_stats_get(txn_stats *out)
-{
-    if (!out)
-        return;
-    out->commits = tls_commits;
-    out->aborts = tls_aborts;
-    out->barriers = pm_ctr.barriers;
-    out->lines_flushed = pm_ctr.lines_flushed;
-    out->log_bytes = pm_ctr.log_bytes;
-    out->raw_lookups = pm_ctr.raw_lookups;
-}
-
-void txn_stats_reset(void)
-{
-    tls_commits = tls_aborts = 0;
-    memset(&pm_ctr, 0, sizeof pm_ctr);
-}
-
-/* ---- errors */
-
-static const char *const err_text[] = {
-    "invalid argument",
-    "out of memory",
-    "pool is full",
-    "I/O error on the pool file",
-    "pool file does not exist",
-    "pool file already exists",
-    "not a pmtx pool file",
-    "unsupported pool format version",
-    "pool is corrupt (checksum mismatch)",
-    "pool file is truncated",
-    "pool was created with another layout",
-    "pool was written by another engine",
-    "pool is busy (open elsewhere or its address range is taken)",
-    "a transaction is already running on this thread",
-    "too many threads for the pool's log slots",
-    "transaction too large for its log",
-    "object is open for writing by another transaction",
-    "transaction has failed and can only abort",
-    "not supported by this engine",
-};
-
-const char *txn_strerror(int err)
-{
-    if (err == 0)
-        return "success";
-    if (err <= TXN_E_FIRST && err >= TXN_E_LAST)
-        return err_text[TXN_E_FIRST - err];
-    if (err < 0)
-        err = -err;
-    return strerror(err);
-}

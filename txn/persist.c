@@ -1,8 +1,11 @@
 /* persist.c - PDOM configuration, the flush/fence primitives, counters. */
 #include "persist.h"
 
+#define _GNU_SOURCE
 #include <cpuid.h>
+#include <dlfcn.h>
 #include <libpmem.h>
+#include <string.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -47,8 +50,24 @@ static const char *detect_flush(void)
     return "clflush";
 }
 
+/* libpmem's flush and drain, found past this library so that an engine
+ * may interpose libpmem's exported names (pmdk does, to count PMDK's own
+ * barriers) without this layer calling back into itself. */
+static void (*real_flush)(const void *, size_t) = pmem_flush;
+static void (*real_drain)(void) = pmem_drain;
+
+static void find_libpmem(void)
+{
+    void *f = dlsym(RTLD_NEXT, "pmem_flush"), *d = dlsym(RTLD_NEXT, "pmem_drain");
+    if (f && d) {
+        real_flush = (void (*)(const void *, size_t))f;
+        real_drain = (void (*)(void))d;
+    }
+}
+
 static void persist_setup(void)
 {
+    find_libpmem();
     int pdom = (int)env_uint("TXN_PDOM", 1);
     if (pdom > 2)
         pdom = 1;
@@ -72,7 +91,7 @@ __attribute__((constructor)) static void persist_ctor(void)
 
 void pm_flush_lines(const void *addr, size_t len)
 {
-    pmem_flush(addr, len);
+    real_flush(addr, len);
 }
 
 static inline uint64_t now_ns(void)
@@ -85,10 +104,27 @@ static inline uint64_t now_ns(void)
 void pm_fence_spin(void)
 {
     uint64_t t0 = pm_cfg.barrier_ns ? now_ns() : 0;
-    pmem_drain();
+    real_drain();
     if (pm_cfg.barrier_ns)
         while (now_ns() - t0 < pm_cfg.barrier_ns)
             __builtin_ia32_pause();
+}
+
+void txn_stats_get(txn_stats *out)
+{
+    if (!out)
+        return;
+    out->commits = pm_ctr.commits;
+    out->aborts = pm_ctr.aborts;
+    out->barriers = pm_ctr.barriers;
+    out->lines_flushed = pm_ctr.lines_flushed;
+    out->log_bytes = pm_ctr.log_bytes;
+    out->raw_lookups = pm_ctr.raw_lookups;
+}
+
+void txn_stats_reset(void)
+{
+    memset(&pm_ctr, 0, sizeof pm_ctr);
 }
 
 int txn_pdom(void) { return pm_cfg.pdom; }

@@ -25,6 +25,8 @@
 
 /* Per-thread counters (exact). */
 struct pm_counters {
+    uint64_t commits;
+    uint64_t aborts;
     uint64_t barriers;
     uint64_t lines_flushed;
     uint64_t log_bytes;

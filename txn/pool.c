@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "engine.h"
 #include "persist.h"
 #include "pool.h"
@@ -38,14 +39,6 @@ struct txn *api_ctx(txn_pool *p, int *err);
 #define DEF_LOG (64u << 10)
 #define MAX_LOG (16u << 20)
 #define DEF_ROOT 64u
-
-static int resolve(const char *path, char *out, size_t cap)
-{
-    const char *dir = getenv("TXN_POOL_DIR");
-    int n = path[0] == '/' ? snprintf(out, cap, "%s", path)
-                           : snprintf(out, cap, "%s/%s", dir && *dir ? dir : "/dev/shm", path);
-    return n < 0 || (size_t)n >= cap ? TXN_E_INVAL : 0;
-}
 
 static uint64_t hdr_csum(const struct pool_hdr *h)
 {
@@ -192,7 +185,7 @@ int txn_pool_create(const char *path, const char *layout,
     struct pool_hdr h;
     if (!path || !layout || !out || !*layout || strlen(layout) >= LAYOUT_MAX)
         return TXN_E_INVAL;
-    int rc = resolve(path, full, sizeof full);
+    int rc = pool_path(path, full, sizeof full);
     if (rc || (rc = plan(&h, layout, opts)))
         return rc;
     int fd;
@@ -238,6 +231,8 @@ fail_file:
 /* Everything about the header that open checks, without writing. */
 static int check_hdr(const struct pool_hdr *h, size_t file_size, const char *layout)
 {
+    if (file_size >= sizeof PMDK_POOL_SIG && !memcmp(h, PMDK_POOL_SIG, sizeof PMDK_POOL_SIG))
+        return TXN_E_ENGINE; /* a pool of the pmdk engine */
     if (file_size < sizeof h->magic || h->magic != POOL_MAGIC)
         return TXN_E_NOTPOOL;
     if (file_size < sizeof *h)
@@ -309,7 +304,7 @@ int txn_pool_open(const char *path, const char *layout, txn_pool **out)
     char full[PATH_MAX];
     if (!path || !layout || !out)
         return TXN_E_INVAL;
-    int rc = resolve(path, full, sizeof full), fd;
+    int rc = pool_path(path, full, sizeof full), fd;
     if (rc || (rc = open_file(full, O_RDWR, &fd)))
         return rc;
     struct stat st;
