@@ -30,6 +30,13 @@ size_t eng_obj_size(txn_pool *p, const txn_obj *o)
     return tx_block_payload(p, o, 0);
 }
 
+int eng_obj_blocks(txn_pool *p, const txn_obj *o, void *blk[2])
+{
+    (void)p;
+    blk[0] = (void *)o;
+    return 1;
+}
+
 int eng_tx_init(struct txn *tx)
 {
     struct none_tx *t = calloc(1, sizeof *t);

@@ -66,6 +66,14 @@ size_t eng_obj_size(txn_pool *p, const txn_obj *o)
     return tx_block_payload(p, P(((const struct wrap *)o)->payload), 0);
 }
 
+int eng_obj_blocks(txn_pool *p, const txn_obj *o, void *blk[2])
+{
+    (void)p;
+    blk[0] = (void *)o;
+    blk[1] = P(((const struct wrap *)o)->payload);
+    return 2;
+}
+
 int eng_tx_init(struct txn *tx)
 {
     struct cow_tx *c = calloc(1, sizeof *c);
@@ -205,12 +213,6 @@ int eng_free(struct txn *tx, txn_obj *o)
     return rc ? rc : tx_mark_free(tx, w, NULL);
 }
 
-static void set_state(struct slot_hdr *slot, uint64_t version, unsigned state)
-{
-    pm_store64(&slot->state, slot_state(version, state));
-    pm_persist(&slot->state, sizeof slot->state);
-}
-
 /* Forget the transaction's claims on its wrappers (volatile meaning). */
 static void release(struct cow_tx *c, int flush)
 {
@@ -240,7 +242,7 @@ int eng_commit(struct txn *tx)
         pm_flush(b->blk, b->size);
     }
     pm_barrier();                                     /* (1) C1 */
-    set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
+    tx_set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
     for (size_t i = 0; i < c->wset.n; i++) {
         struct wrap *w = *(struct wrap **)vec_at(&c->wset, i);
         pm_store64(&w->payload, w->copy);
@@ -249,7 +251,7 @@ int eng_commit(struct txn *tx)
     }
     tx_apply_allocs(tx, 1);                           /* C2, C3 */
     pm_barrier();                                     /* (3) */
-    set_state(tx->slot, tx->version, SLOT_IDLE);      /* (4) */
+    tx_set_state(tx->slot, tx->version, SLOT_IDLE);      /* (4) */
     release(c, 0);
     return 0;
 }
@@ -261,7 +263,7 @@ void eng_abort(struct txn *tx)
         return;
     release(c, 1);
     pm_barrier();                                /* (3) */
-    set_state(tx->slot, tx->version, SLOT_IDLE); /* (4) */
+    tx_set_state(tx->slot, tx->version, SLOT_IDLE); /* (4) */
 }
 
 int eng_rec_valid(txn_pool *p, const struct log_rec *r)

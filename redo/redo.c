@@ -76,6 +76,13 @@ size_t eng_obj_size(txn_pool *p, const txn_obj *o)
     return tx_block_payload(p, o, OBJ_HDR);
 }
 
+int eng_obj_blocks(txn_pool *p, const txn_obj *o, void *blk[2])
+{
+    (void)p;
+    blk[0] = (void *)o;
+    return 1;
+}
+
 int eng_tx_init(struct txn *tx)
 {
     struct redo_tx *r = calloc(1, sizeof *r);
@@ -247,12 +254,6 @@ int eng_free(struct txn *tx, txn_obj *o)
     return tx_mark_free(tx, o, NULL);
 }
 
-static void set_state(struct slot_hdr *slot, uint64_t version, unsigned state)
-{
-    pm_store64(&slot->state, slot_state(version, state));
-    pm_persist(&slot->state, sizeof slot->state);
-}
-
 static void apply(txn_pool *p, const struct log_rec *rec)
 {
     if (rec->type == LOG_DATA) {
@@ -280,12 +281,12 @@ int eng_commit(struct txn *tx)
         pm_flush(b->blk, b->size);
     }
     pm_barrier();                                  /* (1) R1 */
-    set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
+    tx_set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
     for (size_t i = 0; i < r->writes.n; i++)
         apply(tx->p, ((struct write *)vec_at(&r->writes, i))->r);
     tx_apply_allocs(tx, 1);
     pm_barrier();                                  /* (3) */
-    set_state(tx->slot, tx->version, SLOT_IDLE);   /* (4) */
+    tx_set_state(tx->slot, tx->version, SLOT_IDLE);   /* (4) */
     finish(r);
     return 0;
 }

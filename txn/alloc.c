@@ -9,7 +9,7 @@
 
 enum { CK_FREE = 0, CK_RUN = 1, CK_LARGE = 2, CK_CONT = 3, CK_LOG = 4 };
 
-#define RUN_HDR 4096u /* bitmap area at the start of a run chunk */
+#define RUN_HDR 512u /* bitmap area at the start of a run chunk */
 #define MAX_SMALL 16384u
 #define REFILL 32u
 
@@ -17,6 +17,9 @@ static const uint32_t class_size[ALLOC_CLASSES] = {
     16,   32,   48,   64,   80,   96,    112,   128,   160,   192,  224,   256,
     320,  384,  448,  512,  640,  768,   896,   1024,  1280,  1536, 1792,  2048,
     2560, 3072, 3584, 4096, 5120, 6144,  7168,  8192,  10240, 12288, 14336, 16384};
+
+_Static_assert((CHUNK_SIZE - RUN_HDR) / 16 <= RUN_HDR * 8,
+               "the bitmap of the smallest class fits in a run header");
 
 static inline uint64_t ck_make(unsigned kind, unsigned cls, uint64_t n)
 {
@@ -419,6 +422,8 @@ void alloc_apply(txn_pool *p, uint64_t blk, uint64_t size, enum alloc_op op,
             pm_flush(&t[ci], n * 8);
         return;
     }
+    if (ck_kind(t[ci]) != CK_RUN)
+        return; /* the run was never durably formatted: no bit to change */
     unsigned k = ck_class(t[ci]);
     size_t idx = (size_t)((char *)b - chunk_addr(p, ci) - RUN_HDR) / class_size[k];
     uint64_t *word = (uint64_t *)chunk_addr(p, ci) + idx / 64;
@@ -469,11 +474,34 @@ int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size)
     if (size > MAX_SMALL)
         return (char *)b == ca && size % CHUNK_SIZE == 0;
     uint64_t e = ctab(p)[ci];
-    if (ck_kind(e) != CK_RUN || class_size[ck_class(e)] != size)
-        return 0;
     size_t rel = (size_t)((char *)b - ca);
-    return rel >= RUN_HDR && (rel - RUN_HDR) % size == 0 &&
+    if (rel < RUN_HDR || (rel - RUN_HDR) % size)
+        return 0;
+    if (ck_kind(e) == CK_FREE) /* a run whose entry never became durable */
+        return 1;
+    return ck_kind(e) == CK_RUN && class_size[ck_class(e)] == size &&
            (rel - RUN_HDR) / size < run_blocks(ck_class(e));
+}
+
+void alloc_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *arg),
+                        void *arg)
+{
+    uint64_t *t = ctab(p);
+    for (size_t i = 0; i < p->hdr->nchunks; i++) {
+        uint64_t e = t[i];
+        if (ck_kind(e) == CK_LARGE) {
+            fn(chunk_addr(p, i), ck_n(e) * CHUNK_SIZE, arg);
+            i += ck_n(e) - 1;
+            continue;
+        }
+        if (ck_kind(e) != CK_RUN)
+            continue;
+        unsigned k = ck_class(e), nb = run_blocks(k);
+        const uint64_t *bm = (const uint64_t *)chunk_addr(p, i);
+        for (unsigned b = 0; b < nb; b++)
+            if (bm[b / 64] >> (b % 64) & 1)
+                fn(chunk_addr(p, i) + RUN_HDR + (size_t)b * class_size[k], class_size[k], arg);
+    }
 }
 
 size_t alloc_used_bytes(txn_pool *p)

@@ -2,14 +2,15 @@
  *
  * The heap is cut into CHUNK_SIZE chunks, each described by one 8-byte
  * entry of the chunk table: FREE, a RUN of one size class (a bitmap in the
- * chunk's first 4 KiB, then equal blocks), the head of a LARGE object that
+ * chunk's first 512 bytes, then equal blocks), the head of a LARGE object that
  * spans n chunks (then CONT entries), or a LOG segment.
  *
  * Persistence protocol (see the engines for where each step sits):
  *  - reserving a block is volatile only (per-thread caches, shadow bitmaps);
  *  - the engine logs ALLOC/FREE records and, once they are durable, calls
- *    alloc_apply() to set/clear the persistent bits; the engine's next
- *    barrier makes them durable. So there is no barrier per alloc or free.
+ *    alloc_apply() to set/clear the persistent bits; a barrier the engine
+ *    issues anyway makes them durable. There is no barrier per alloc or
+ *    free.
  *  - recovery rolls an uncommitted ALLOC/FREE back (alloc_apply with the
  *    inverse op) or replays a committed one; both are idempotent.
  *  - turning a FREE chunk into a RUN or a LOG segment costs one barrier
@@ -68,11 +69,18 @@ void alloc_apply(txn_pool *p, uint64_t blk, uint64_t size, enum alloc_op op,
  * start of a block of the heap. `live` also requires its persistent bit. */
 size_t alloc_block_size(txn_pool *p, const void *blk, int live);
 
-/* Validate an ALLOC/FREE record's block before recovery applies it. */
+/* Validate an ALLOC/FREE record's block before recovery applies it. A
+ * block of a chunk still FREE is valid: its run's format was not durable
+ * yet, and alloc_apply() leaves such a block alone. */
 int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size);
 
 /* A new LOG segment chunk with a zeroed, durable seg_hdr (one barrier). */
 int alloc_log_chunk(txn_pool *p, void **seg);
+
+/* Call fn for every persistently allocated block (start, usable size);
+ * crash-simulator oracles compare them with what is reachable. */
+void alloc_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *arg),
+                        void *arg);
 
 /* Bytes of heap in use (persistently allocated blocks), for reports. */
 size_t alloc_used_bytes(txn_pool *p);

@@ -49,6 +49,10 @@ extern const char eng_name[];
 /* Payload bytes of object o, or 0 if o is not an object of the pool. */
 size_t eng_obj_size(txn_pool *p, const txn_obj *o);
 
+/* The heap blocks that make up object o (at most 2): what a leak check
+ * compares with the allocator's live blocks. Returns how many. */
+int eng_obj_blocks(txn_pool *p, const txn_obj *o, void *blk[2]);
+
 /* Whether the engine keeps a persistent log (0 for none): recovery and
  * slot claims are skipped otherwise. */
 extern const int eng_persistent;

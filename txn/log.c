@@ -183,9 +183,13 @@ int log_scan(txn_pool *p, struct slot_hdr *slot, struct vec *recs)
         *item = r;
         off += rec_size(r->len);
     }
-    /* records before the tail were fenced: a log that ends before it was
-     * damaged after the fact, and rolling back half of it would be wrong */
-    if (version && slot->tail_version == version && used < slot->tail)
+    /* records before the tail were fenced: the log of a transaction that
+     * did not reach its commit and ends before the tail was damaged after
+     * the fact, and rolling back half of it would be wrong. (A transaction
+     * that reached its commit may have been overwritten in part by the
+     * next one: its records are not needed.) */
+    if (version && slot->tail_version == version && used < slot->tail &&
+        slot->state >> 2 != version)
         return TXN_E_CORRUPT;
     return 0;
 }

@@ -26,9 +26,8 @@ enum log_type {
     LOG_DATA = 1,   /* bytes at addr: old (undo) or new (redo) */
     LOG_ALLOC = 2,  /* block at addr of aux bytes was allocated */
     LOG_FREE = 3,   /* block at addr of aux bytes was freed */
-    LOG_COMMIT = 4, /* the transaction committed; aux: engine flags */
-    LOG_JUMP = 5,   /* continue at the next segment */
-    LOG_OBJ = 6,    /* object at addr opened for writing; aux: its copy */
+    LOG_JUMP = 4,   /* continue at the next segment */
+    LOG_OBJ = 5,    /* object at addr opened for writing; aux: its copy */
 };
 
 struct log_rec {

@@ -21,6 +21,19 @@
 
 #include "atomics.h"
 
+/* The crash simulator's build traces every store, flush and fence into
+ * its model (trace.h); a normal build compiles the hooks away. */
+#ifdef PMTX_TRACE
+#include "trace.h"
+#define PM_TRACE_STORE(d, n) trace_store(d, n)
+#define PM_TRACE_FLUSH(a, n) trace_flush(a, n)
+#define PM_TRACE_FENCE() trace_fence()
+#else
+#define PM_TRACE_STORE(d, n) ((void)0)
+#define PM_TRACE_FLUSH(a, n) ((void)0)
+#define PM_TRACE_FENCE() ((void)0)
+#endif
+
 #define PM_LINE 64u
 
 /* Per-thread counters (exact). */
@@ -54,6 +67,7 @@ static inline void pm_flush(const void *addr, size_t len)
 {
     if (len == 0)
         return;
+    PM_TRACE_FLUSH(addr, len);
     uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(PM_LINE - 1);
     uintptr_t e = (uintptr_t)addr + len;
     pm_ctr.lines_flushed += (e - a + PM_LINE - 1) / PM_LINE;
@@ -65,6 +79,7 @@ static inline void pm_flush(const void *addr, size_t len)
 static inline void pm_barrier(void)
 {
     pm_ctr.barriers++;
+    PM_TRACE_FENCE();
     if (pm_cfg.pdom < 2)
         pm_fence_spin();
 }
@@ -82,21 +97,19 @@ static inline void pm_persist(const void *addr, size_t len)
 static inline void pm_store64(void *dst, uint64_t v)
 {
     *(volatile uint64_t *)dst = v;
-}
-
-static inline void pm_store32(void *dst, uint32_t v)
-{
-    *(volatile uint32_t *)dst = v;
+    PM_TRACE_STORE(dst, 8);
 }
 
 static inline void pm_memcpy(void *dst, const void *src, size_t n)
 {
     memcpy(dst, src, n);
+    PM_TRACE_STORE(dst, n);
 }
 
 static inline void pm_memset(void *dst, int c, size_t n)
 {
     memset(dst, c, n);
+    PM_TRACE_STORE(dst, n);
 }
 
 /* Atomic read-modify-write of a persistent word (allocator bitmaps, which
@@ -104,17 +117,22 @@ static inline void pm_memset(void *dst, int c, size_t n)
 static inline void pm_or64(uint64_t *dst, uint64_t bits)
 {
     at_or(dst, bits);
+    PM_TRACE_STORE(dst, 8);
 }
 
 static inline void pm_and64(uint64_t *dst, uint64_t bits)
 {
     at_and(dst, bits);
+    PM_TRACE_STORE(dst, 8);
 }
 
 /* Compare-and-swap of a persistent word; nonzero when it swapped. */
 static inline int pm_cas64(uint64_t *dst, uint64_t expect, uint64_t nv)
 {
-    return at_cas(dst, expect, nv);
+    int swapped = at_cas(dst, expect, nv);
+    if (swapped)
+        PM_TRACE_STORE(dst, 8);
+    return swapped;
 }
 
 #endif

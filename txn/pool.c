@@ -33,7 +33,7 @@ struct txn *api_ctx(txn_pool *p, int *err);
 #define MAP_ALIGN (1ull << 30)
 
 #define DEF_SIZE (64u << 20)
-#define MIN_SIZE (8u << 20)
+#define MIN_SIZE (2u << 20)
 #define DEF_THREADS 64u
 #define MAX_THREADS 1024u
 #define DEF_LOG (64u << 10)

@@ -28,7 +28,7 @@
 #define POOL_MAGIC 0x31585448544d5050ull /* "PPMTHTX1" */
 #define POOL_FORMAT 1u
 #define POOL_HDR_SIZE 4096u
-#define CHUNK_SIZE (256u * 1024u)
+#define CHUNK_SIZE (64u * 1024u)
 #define LAYOUT_MAX 64u
 #define ENGINE_MAX 16u
 

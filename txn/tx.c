@@ -83,12 +83,22 @@ void tx_apply_allocs(struct txn *tx, int flush)
     }
 }
 
+void tx_set_state(struct slot_hdr *slot, uint64_t version, unsigned state)
+{
+    pm_store64(&slot->state, slot_state(version, state));
+    pm_persist(&slot->state, sizeof slot->state);
+}
+
+int tx_log_block(struct txn *tx, uint32_t type, const struct tx_block *b)
+{
+    return log_append(&tx->log, tx->version, type, (uint64_t)(uintptr_t)b->blk,
+                      b->size, NULL, 0, NULL);
+}
+
 static int log_blocks(struct txn *tx, const struct vec *v, uint32_t type)
 {
     for (size_t i = 0; i < v->n; i++) {
-        struct tx_block *b = vec_at(v, i);
-        int rc = log_append(&tx->log, tx->version, type,
-                            (uint64_t)(uintptr_t)b->blk, b->size, NULL, 0, NULL);
+        int rc = tx_log_block(tx, type, vec_at(v, i));
         if (rc)
             return rc;
     }

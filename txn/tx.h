@@ -68,6 +68,9 @@ int tx_is_new(const struct txn *tx, const void *blk);
  * transaction; flushed if `flush`, never fenced. */
 void tx_apply_allocs(struct txn *tx, int flush);
 
+/* Append one ALLOC or FREE record for b (flushed, not fenced). */
+int tx_log_block(struct txn *tx, uint32_t type, const struct tx_block *b);
+
 /* Append an ALLOC record per reserved block and a FREE record per freed
  * one (flushed, not fenced). */
 int tx_log_allocs(struct txn *tx);
@@ -79,6 +82,10 @@ static inline size_t tx_block_payload(txn_pool *p, const void *o, size_t hdr)
     size_t s = alloc_block_size(p, o, 0);
     return s > hdr ? s - hdr : 0;
 }
+
+/* Store the slot's state word (version, SLOT_*) and persist it: one
+ * barrier. The single 8-byte store is what makes a commit durable. */
+void tx_set_state(struct slot_hdr *slot, uint64_t version, unsigned state);
 
 /* Recovery helpers for ALLOC/FREE records: redo or roll back one. */
 void tx_redo_alloc_rec(txn_pool *p, const struct log_rec *r);

@@ -9,25 +9,37 @@
  *     the real end by checksum and rejects a log that ends before the hint.
  *  U3 All written ranges (and new blocks) are durable before the commit
  *     record can be: barrier (1) precedes the commit record.
- *  U4 ALLOC/FREE records are durable (barrier 1) before the allocator bits
- *     change (lazy mode), so a crash before the commit record rolls the
- *     bits back; after the commit record the bits are durable (barrier 2)
- *     and a committed log is never replayed, so a stale record can never
+ *  U4 An ALLOC/FREE record is appended when txn_alloc/txn_free is called
+ *     and is durable before the allocator bits change: a later record's
+ *     barrier covers it, or commit adds one barrier if none came after it.
+ *     The bits are then stored with the written ranges, so they are durable
+ *     at barrier (1), before the commit record exists: a crash before the
+ *     commit record rolls them back from the records; a committed log is
+ *     never replayed (lazy mode), so a stale record left in a log can never
  *     undo another thread's later allocation.
  *  U5 Versions are never reused (tx_next_version), so records left from an
  *     older transaction never join the log of a newer one.
  *  U6 An aborted transaction restores its ranges, fences, then invalidates
  *     its log and fences again: its records can never be rolled back later
  *     over data that other transactions changed since.
+ *  U7 The commit record is the slot's state word (version and state in one
+ *     8-byte store in the slot header), not a record in the log: the next
+ *     transaction reuses the log from its start, and a crash can leave the
+ *     committed transaction's records half overwritten. Recovery reads
+ *     "committed" from the state word, so a damaged committed log is never
+ *     mistaken for an uncommitted one and rolled back.
  *
  * Barriers of a commit (N = distinct ranges written to existing objects):
  *   per write:  record -> barrier                         N
- *   commit:     flush ranges + new blocks + ALLOC/FREE recs -> barrier (1)
+ *   commit:     [lazy, if an ALLOC/FREE record came after the last
+ *               barrier: barrier (0)]
  *               [lazy: set/clear allocator bits, flushed]
- *               commit record -> barrier                  (2)
+ *               flush ranges + new blocks -> barrier      (1)
+ *               commit record (state word) -> barrier     (2)
  *   eager allocator mode (TXN_ALLOC_EAGER=1), only if it allocated/freed:
- *               set/clear bits -> barrier (3); invalidate log -> barrier (4)
- *   => N + 2 (lazy), N + 4 (eager, with allocations); read-only: 0.
+ *               set/clear bits -> barrier (3); state IDLE -> barrier (4)
+ *   => N + 2 (lazy; N + 3 when the last alloc/free follows the last
+ *   logged write), N + 4 (eager, with allocations); read-only: 0.
  * Abort: restore ranges -> barrier; invalidate log -> barrier (0 without
  * writes). Writes to blocks allocated by the same transaction log nothing.
  */
@@ -41,14 +53,13 @@
 const char eng_name[] = "undo";
 const int eng_persistent = 1;
 
-#define COMMIT_EAGER 1u /* commit record aux: allocator bits follow it */
-
 struct range {
     char *a;
     size_t n;
 };
 
 struct undo_tx {
+    int unfenced;          /* an ALLOC/FREE record awaits a barrier */
     struct vec ranges;     /* struct range: to flush at commit */
     struct vec recs;       /* struct log_rec *: DATA records, for abort */
     struct addrmap logged; /* range start -> longest length logged */
@@ -57,6 +68,13 @@ struct undo_tx {
 size_t eng_obj_size(txn_pool *p, const txn_obj *o)
 {
     return tx_block_payload(p, o, 0);
+}
+
+int eng_obj_blocks(txn_pool *p, const txn_obj *o, void *blk[2])
+{
+    (void)p;
+    blk[0] = (void *)o;
+    return 1;
 }
 
 int eng_tx_init(struct txn *tx)
@@ -84,6 +102,7 @@ void eng_tx_fini(struct txn *tx)
 
 static void reset(struct undo_tx *u)
 {
+    u->unfenced = 0;
     u->ranges.n = u->recs.n = 0;
     addrmap_clear(&u->logged);
 }
@@ -129,6 +148,7 @@ static int log_old(struct txn *tx, struct undo_tx *u, char *a, size_t n)
         done += len;
     }
     pm_barrier();
+    u->unfenced = 0;
     log_set_tail(&tx->log, tx->version);
     return 0;
 }
@@ -155,18 +175,33 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
     return 0;
 }
 
+/* U4: the record now, the bits at commit. */
 int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
 {
+    struct undo_tx *u = tx->eng;
     struct tx_block b;
     int rc = tx_reserve(tx, n, &b);
-    if (!rc)
-        *out = b.blk;
-    return rc;
+    if (!rc && (rc = tx_log_block(tx, LOG_ALLOC, &b))) {
+        tx->allocs.n--;
+        alloc_release(tx->p, &tx->cache, b.blk);
+    }
+    if (rc)
+        return rc;
+    u->unfenced = 1;
+    *out = b.blk;
+    return 0;
 }
 
 int eng_free(struct txn *tx, txn_obj *o)
 {
-    return tx_mark_free(tx, o, NULL);
+    struct undo_tx *u = tx->eng;
+    struct tx_block b;
+    int rc = tx_mark_free(tx, o, &b);
+    if (!rc && (rc = tx_log_block(tx, LOG_FREE, &b)))
+        tx->frees.n--;
+    if (!rc)
+        u->unfenced = 1;
+    return rc;
 }
 
 /* U6. With `bits`, the allocator bits were applied and are reverted. */
@@ -209,27 +244,19 @@ int eng_commit(struct txn *tx)
         struct tx_block *b = vec_at(&tx->allocs, i);
         pm_flush(b->blk, b->size);
     }
-    int rc = tx_log_allocs(tx);
-    if (rc) {
-        rollback(tx, u, 0);
-        return rc;
+    int eager = txn_cfg.alloc_eager && allocs;
+    if (!eager && allocs) {
+        if (u->unfenced)
+            pm_barrier(); /* (0) U4 */
+        tx_apply_allocs(tx, 1);
     }
     pm_barrier(); /* (1) U3, U4 */
-    int eager = txn_cfg.alloc_eager && allocs;
-    if (!eager)
-        tx_apply_allocs(tx, 1);
-    rc = log_append(&tx->log, tx->version, LOG_COMMIT, 0,
-                    eager ? COMMIT_EAGER : 0, NULL, 0, NULL);
-    if (rc) {
-        rollback(tx, u, !eager);
-        return rc;
-    }
-    pm_barrier(); /* (2) committed */
+    /* (2) the commit record: eager mode still owes the allocator bits */
+    tx_set_state(tx->slot, tx->version, eager ? SLOT_COMMITTED : SLOT_IDLE);
     if (eager) {
         tx_apply_allocs(tx, 1);
-        pm_barrier(); /* (3) */
-        log_invalidate(&tx->log);
-        pm_barrier(); /* (4) */
+        pm_barrier();                                /* (3) */
+        tx_set_state(tx->slot, tx->version, SLOT_IDLE); /* (4) */
     }
     reset(u);
     return 0;
@@ -248,8 +275,6 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r)
     case LOG_ALLOC:
     case LOG_FREE:
         return tx_alloc_rec_valid(p, r) ? 0 : TXN_E_CORRUPT;
-    case LOG_COMMIT:
-        return r->len == 0 ? 0 : TXN_E_CORRUPT;
     default:
         return TXN_E_CORRUPT;
     }
@@ -257,11 +282,9 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r)
 
 int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
 {
-    (void)slot;
-    struct log_rec *last = recs[n - 1];
-    if (last->type == LOG_COMMIT) {
-        /* committed: only an eager commit may still owe its allocator bits */
-        if (last->aux & COMMIT_EAGER)
+    if (slot->state >> 2 == recs[0]->version) {
+        /* committed (U7): only an eager commit may still owe its bits */
+        if ((slot->state & 3) == SLOT_COMMITTED)
             for (size_t i = 0; i < n; i++)
                 if (recs[i]->type == LOG_ALLOC || recs[i]->type == LOG_FREE)
                     tx_redo_alloc_rec(p, recs[i]);

@@ -86,7 +86,7 @@ const char *txn_engine_name(void);
 
 /* Options for txn_pool_create(); zero means the default. */
 typedef struct txn_pool_opts {
-    size_t size;       /* file size in bytes (default 64 MiB, min 8 MiB) */
+    size_t size;       /* file size in bytes (default 64 MiB, min 2 MiB) */
     size_t root_size;  /* payload bytes of the root object (default 64);
                           zero-filled at creation */
     unsigned threads;  /* log slots = max threads in transactions at once

@@ -1,0 +1,52 @@
+/* sim.h - what the crash simulator's driver and its workloads share.
+ *
+ * A workload runs transactions against txn.h and keeps a volatile mirror
+ * of what the pool must hold. Before each commit it announces the digest
+ * the pool will have if the commit takes effect (sim_commit); the driver
+ * records, for every crash image, the digests a correct recovery may
+ * produce: the last committed one, or the announced one while a commit is
+ * in flight. After recovery the workload reads the pool back through
+ * txn.h into a digest, checks its own invariants, and lists the objects it
+ * reaches so that the driver can compare them with the allocator.
+ */
+#ifndef PMTX_SIM_H
+#define PMTX_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txn.h"
+
+/* The objects a recovered pool reaches. */
+struct reach {
+    txn_obj **o;
+    size_t n, cap;
+};
+
+int reach_add(struct reach *r, txn_obj *o);
+
+struct workload {
+    const char *name;
+    size_t pool_size;
+    size_t root_size;
+    /* build the initial, committed state and its mirror */
+    int (*setup)(txn_pool *p, uint64_t seed);
+    /* one transaction (it may abort); 0 or a TXN_E_* that ends the run */
+    int (*step)(txn_pool *p, uint64_t *rng);
+    /* digest of the mirror as committed */
+    uint64_t (*mirror_digest)(void);
+    /* read a recovered pool: digest, invariants (nonzero = broken), and
+     * every object reached (root excluded) */
+    int (*read_back)(txn_pool *p, uint64_t *digest, struct reach *r);
+};
+
+extern const struct workload wl_slots, wl_list, wl_mix;
+
+/* Commit `tx`; `next` is the mirror's digest if it takes effect. */
+int sim_commit(txn *tx, uint64_t next);
+
+/* Helpers for workloads. */
+uint64_t sim_rand(uint64_t *s);
+uint64_t sim_hash(uint64_t h, const void *p, size_t n);
+
+#endif

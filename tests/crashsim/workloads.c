@@ -1,0 +1,349 @@
+/* workloads.c - the crash simulator's workloads: slot increments with a
+ * checksum invariant (Array-like), an alloc/free-heavy linked list, and a
+ * random mix of allocations, frees and partial writes. Each aborts one
+ * transaction in eight. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+#define TRY(x)                                                                 \
+    do {                                                                       \
+        int rc_ = (x);                                                         \
+        if (rc_) {                                                             \
+            txn_abort(tx);                                                     \
+            return rc_;                                                        \
+        }                                                                      \
+    } while (0)
+
+static int aborts(uint64_t *rng)
+{
+    return sim_rand(rng) % 8 == 0;
+}
+
+/* ---- slots: K objects of 4 u64 and a counter of all increments */
+
+enum { K = 24, SLOT_WORDS = 4 };
+static uint64_t sl_val[K][SLOT_WORDS], sl_count;
+static txn_obj *sl_obj[K];
+
+static uint64_t slots_digest_of(uint64_t v[K][SLOT_WORDS], uint64_t count)
+{
+    return sim_hash(sim_hash(1, &count, 8), v, sizeof(uint64_t) * K * SLOT_WORDS);
+}
+
+static uint64_t slots_mirror(void)
+{
+    return slots_digest_of(sl_val, sl_count);
+}
+
+static int slots_setup(txn_pool *p, uint64_t seed)
+{
+    (void)seed;
+    txn *tx;
+    txn_obj *root = txn_root(p);
+    memset(sl_val, 0, sizeof sl_val);
+    sl_count = 0;
+    TRY(txn_begin(p, &tx));
+    for (int i = 0; i < K; i++) {
+        TRY(txn_alloc(tx, SLOT_WORDS * 8, &sl_obj[i]));
+        TRY(txn_write(tx, root, 8 + 8 * (size_t)i, &sl_obj[i], sizeof sl_obj[i]));
+    }
+    return sim_commit(tx, slots_mirror());
+}
+
+static int slots_step(txn_pool *p, uint64_t *rng)
+{
+    txn *tx;
+    uint64_t nv[K][SLOT_WORDS], count = sl_count;
+    memcpy(nv, sl_val, sizeof nv);
+    TRY(txn_begin(p, &tx));
+    unsigned m = 1 + (unsigned)(sim_rand(rng) % 6);
+    for (unsigned j = 0; j < m; j++) {
+        unsigned s = (unsigned)(sim_rand(rng) % K);
+        uint64_t buf[SLOT_WORDS];
+        if (sim_rand(rng) % 2) { /* whole slot, one write */
+            TRY(txn_read(tx, sl_obj[s], 0, buf, sizeof buf));
+            for (int w = 0; w < SLOT_WORDS; w++)
+                buf[w]++;
+            TRY(txn_write(tx, sl_obj[s], 0, buf, sizeof buf));
+        } else { /* read-after-write, word by word */
+            for (int w = 0; w < SLOT_WORDS; w++) {
+                TRY(txn_read_u64(tx, sl_obj[s], 8 * (size_t)w, &buf[w]));
+                TRY(txn_write_u64(tx, sl_obj[s], 8 * (size_t)w, buf[w] + 1));
+            }
+        }
+        for (int w = 0; w < SLOT_WORDS; w++)
+            nv[s][w]++;
+        count += SLOT_WORDS;
+    }
+    TRY(txn_write_u64(tx, txn_root(p), 0, count));
+    if (aborts(rng)) {
+        txn_abort(tx);
+        return 0;
+    }
+    int rc = sim_commit(tx, slots_digest_of(nv, count));
+    if (!rc) {
+        memcpy(sl_val, nv, sizeof nv);
+        sl_count = count;
+    }
+    return rc;
+}
+
+static int slots_read(txn_pool *p, uint64_t *digest, struct reach *r)
+{
+    txn *tx;
+    uint64_t v[K][SLOT_WORDS], count, sum = 0;
+    TRY(txn_begin(p, &tx));
+    TRY(txn_read_u64(tx, txn_root(p), 0, &count));
+    for (int i = 0; i < K; i++) {
+        txn_obj *o;
+        TRY(txn_read(tx, txn_root(p), 8 + 8 * (size_t)i, &o, sizeof o));
+        if (!o || txn_obj_size(p, o) < SLOT_WORDS * 8) {
+            txn_abort(tx);
+            return 1;
+        }
+        TRY(txn_read(tx, o, 0, v[i], sizeof v[i]));
+        for (int w = 0; w < SLOT_WORDS; w++)
+            sum += v[i][w];
+        if (reach_add(r, o))
+            return 1;
+    }
+    txn_abort(tx);
+    *digest = slots_digest_of(v, count);
+    return sum != count; /* the checksum invariant */
+}
+
+const struct workload wl_slots = {"slots", 2u << 20, 8 + 8 * K, slots_setup, slots_step,
+                                  slots_mirror, slots_read};
+
+/* ---- list: a linked list of nodes {value, next, size} of varied sizes,
+ * pushed and popped at the head and rewritten in the middle */
+
+enum { L_MAX = 40 };
+static const size_t node_sizes[] = {24, 40, 200, 1000, 5000, 20000, 300000};
+static uint64_t ls_val[L_MAX], ls_size[L_MAX];
+static unsigned ls_len;
+
+static uint64_t list_digest_of(const uint64_t *val, const uint64_t *size, unsigned len)
+{
+    uint64_t h = sim_hash(2, &len, sizeof len);
+    for (unsigned i = 0; i < len; i++) {
+        h = sim_hash(h, &val[i], 8);
+        h = sim_hash(h, &size[i], 8);
+    }
+    return h;
+}
+
+static uint64_t list_mirror(void)
+{
+    return list_digest_of(ls_val, ls_size, ls_len);
+}
+
+static int list_setup(txn_pool *p, uint64_t seed)
+{
+    (void)p;
+    (void)seed;
+    ls_len = 0;
+    return 0;
+}
+
+/* the i-th node (0 = head) */
+static int nth(txn *tx, txn_pool *p, unsigned i, txn_obj **out)
+{
+    txn_obj *o;
+    int rc = txn_read(tx, txn_root(p), 0, &o, sizeof o);
+    while (!rc && i--)
+        rc = txn_read(tx, o, 8, &o, sizeof o);
+    *out = o;
+    return rc;
+}
+
+static int list_step(txn_pool *p, uint64_t *rng)
+{
+    txn *tx;
+    txn_obj *root = txn_root(p), *o;
+    uint64_t val[L_MAX], size[L_MAX];
+    unsigned len = ls_len;
+    memcpy(val, ls_val, sizeof val);
+    memcpy(size, ls_size, sizeof size);
+    TRY(txn_begin(p, &tx));
+    unsigned op = (unsigned)(sim_rand(rng) % 3);
+    if (len == 0 || (op == 0 && len < L_MAX)) { /* push */
+        uint64_t node[3] = {sim_rand(rng), 0, 0};
+        uint64_t r = sim_rand(rng) % 32;
+        node[2] = node_sizes[r < 31 ? r % 6 : 6];
+        TRY(txn_read(tx, root, 0, &node[1], 8));
+        TRY(txn_alloc(tx, node[2], &o));
+        TRY(txn_write(tx, o, 0, node, sizeof node));
+        TRY(txn_write(tx, root, 0, &o, sizeof o));
+        memmove(val + 1, val, len * 8);
+        memmove(size + 1, size, len * 8);
+        val[0] = node[0];
+        size[0] = node[2];
+        len++;
+    } else if (op == 1) { /* pop */
+        txn_obj *next;
+        TRY(nth(tx, p, 0, &o));
+        TRY(txn_read(tx, o, 8, &next, sizeof next));
+        TRY(txn_write(tx, root, 0, &next, sizeof next));
+        TRY(txn_free(tx, o));
+        len--;
+        memmove(val, val + 1, len * 8);
+        memmove(size, size + 1, len * 8);
+    } else { /* rewrite a value in the middle */
+        unsigned i = (unsigned)(sim_rand(rng) % len);
+        TRY(nth(tx, p, i, &o));
+        val[i] = sim_rand(rng);
+        TRY(txn_write_u64(tx, o, 0, val[i]));
+    }
+    TRY(txn_write(tx, root, 8, &len, sizeof len));
+    if (aborts(rng)) {
+        txn_abort(tx);
+        return 0;
+    }
+    int rc = sim_commit(tx, list_digest_of(val, size, len));
+    if (!rc) {
+        memcpy(ls_val, val, sizeof val);
+        memcpy(ls_size, size, sizeof size);
+        ls_len = len;
+    }
+    return rc;
+}
+
+static int list_read(txn_pool *p, uint64_t *digest, struct reach *r)
+{
+    txn *tx;
+    txn_obj *o;
+    uint64_t val[L_MAX], size[L_MAX];
+    unsigned len, n = 0;
+    TRY(txn_begin(p, &tx));
+    TRY(txn_read(tx, txn_root(p), 8, &len, sizeof len));
+    TRY(txn_read(tx, txn_root(p), 0, &o, sizeof o));
+    for (; o; n++) {
+        uint64_t node[3];
+        if (n == L_MAX || txn_obj_size(p, o) < sizeof node || reach_add(r, o)) {
+            txn_abort(tx);
+            return 1;
+        }
+        TRY(txn_read(tx, o, 0, node, sizeof node));
+        if (txn_obj_size(p, o) < node[2]) {
+            txn_abort(tx);
+            return 1;
+        }
+        val[n] = node[0];
+        size[n] = node[2];
+        o = (txn_obj *)(uintptr_t)node[1];
+    }
+    txn_abort(tx);
+    *digest = list_digest_of(val, size, n);
+    return n != len;
+}
+
+const struct workload wl_list = {"list", 4u << 20, 16, list_setup, list_step, list_mirror,
+                                 list_read};
+
+/* ---- mix: a table of objects of random sizes ({size, bytes}); each
+ * transaction allocates, frees and rewrites parts of them */
+
+enum { M_SLOTS = 16, M_MAX = 3000 };
+static uint8_t mx_data[M_SLOTS][M_MAX];
+static size_t mx_size[M_SLOTS]; /* 0 = empty slot */
+
+static uint64_t mix_digest_of(uint8_t (*data)[M_MAX], const size_t *size)
+{
+    uint64_t h = 3;
+    for (int i = 0; i < M_SLOTS; i++) {
+        h = sim_hash(h, &size[i], sizeof size[i]);
+        h = sim_hash(h, data[i], size[i]);
+    }
+    return h;
+}
+
+static uint64_t mix_mirror(void)
+{
+    return mix_digest_of(mx_data, mx_size);
+}
+
+static int mix_setup(txn_pool *p, uint64_t seed)
+{
+    (void)p;
+    (void)seed;
+    memset(mx_size, 0, sizeof mx_size);
+    return 0;
+}
+
+static int mix_step(txn_pool *p, uint64_t *rng)
+{
+    static uint8_t data[M_SLOTS][M_MAX];
+    size_t size[M_SLOTS];
+    txn *tx;
+    txn_obj *root = txn_root(p);
+    memcpy(data, mx_data, sizeof data);
+    memcpy(size, mx_size, sizeof size);
+    TRY(txn_begin(p, &tx));
+    unsigned ops = 1 + (unsigned)(sim_rand(rng) % 4);
+    for (unsigned k = 0; k < ops; k++) {
+        unsigned s = (unsigned)(sim_rand(rng) % M_SLOTS);
+        txn_obj *o;
+        TRY(txn_read(tx, root, 8 * (size_t)s, &o, sizeof o));
+        if (!size[s]) { /* allocate and fill */
+            size[s] = 8 + sim_rand(rng) % (M_MAX - 8);
+            for (size_t b = 0; b < size[s]; b++)
+                data[s][b] = (uint8_t)sim_rand(rng);
+            TRY(txn_alloc(tx, 8 + size[s], &o));
+            TRY(txn_write_u64(tx, o, 0, size[s]));
+            TRY(txn_write(tx, o, 8, data[s], size[s]));
+            TRY(txn_write(tx, root, 8 * (size_t)s, &o, sizeof o));
+        } else if (sim_rand(rng) % 3 == 0) { /* free */
+            txn_obj *none = NULL;
+            TRY(txn_free(tx, o));
+            TRY(txn_write(tx, root, 8 * (size_t)s, &none, sizeof none));
+            size[s] = 0;
+        } else { /* rewrite a part */
+            size_t at = sim_rand(rng) % size[s];
+            size_t n = 1 + sim_rand(rng) % (size[s] - at);
+            for (size_t b = at; b < at + n; b++)
+                data[s][b] = (uint8_t)sim_rand(rng);
+            TRY(txn_write(tx, o, 8 + at, data[s] + at, n));
+        }
+    }
+    if (aborts(rng)) {
+        txn_abort(tx);
+        return 0;
+    }
+    int rc = sim_commit(tx, mix_digest_of(data, size));
+    if (!rc) {
+        memcpy(mx_data, data, sizeof data);
+        memcpy(mx_size, size, sizeof size);
+    }
+    return rc;
+}
+
+static int mix_read(txn_pool *p, uint64_t *digest, struct reach *r)
+{
+    static uint8_t data[M_SLOTS][M_MAX];
+    size_t size[M_SLOTS];
+    txn *tx;
+    TRY(txn_begin(p, &tx));
+    for (int s = 0; s < M_SLOTS; s++) {
+        txn_obj *o;
+        TRY(txn_read(tx, txn_root(p), 8 * (size_t)s, &o, sizeof o));
+        size[s] = 0;
+        if (!o)
+            continue;
+        TRY(txn_read(tx, o, 0, &size[s], sizeof size[s]));
+        if (!size[s] || size[s] > M_MAX || 8 + size[s] > txn_obj_size(p, o) ||
+            reach_add(r, o)) {
+            txn_abort(tx);
+            return 1;
+        }
+        TRY(txn_read(tx, o, 8, data[s], size[s]));
+    }
+    txn_abort(tx);
+    *digest = mix_digest_of(data, size);
+    return 0;
+}
+
+const struct workload wl_mix = {"mix", 2u << 20, 8 * M_SLOTS, mix_setup, mix_step, mix_mirror,
+                                mix_read};

@@ -1,0 +1,257 @@
+/* trace.c - the store-prefix crash model behind the crash simulator. */
+#include "trace.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LINE 64u
+
+struct unit {
+    uint8_t off, len; /* within the line */
+    uint8_t bytes[8];
+};
+
+struct line {
+    struct unit *u;
+    uint32_t n, cap;
+    uint32_t flushed; /* units [0, flushed) are made durable by a fence */
+    uint32_t dirty_pos; /* index in tr.dirty + 1, 0 if not listed */
+};
+
+/* threads of a workload trace into one model */
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+    char *base;
+    size_t size, nlines;
+    uint8_t *durable; /* persisted bytes */
+    uint8_t *view;    /* persisted + every pending store: what memory
+                         should hold if every store was traced */
+    struct line *lines;
+    uint32_t *dirty; /* lines with pending stores */
+    size_t ndirty;
+    uint64_t events;
+    trace_event_fn fn;
+    void *arg;
+} tr;
+
+int trace_attach(void *base, size_t size, const void *durable)
+{
+    trace_detach();
+    tr.base = base;
+    tr.size = size;
+    tr.nlines = (size + LINE - 1) / LINE;
+    tr.durable = malloc(size);
+    tr.view = malloc(size);
+    tr.lines = calloc(tr.nlines, sizeof *tr.lines);
+    tr.dirty = malloc(tr.nlines * sizeof *tr.dirty);
+    if (!tr.durable || !tr.view || !tr.lines || !tr.dirty) {
+        trace_detach();
+        return -1;
+    }
+    memcpy(tr.durable, durable ? durable : base, size);
+    memcpy(tr.view, tr.durable, size);
+    return 0;
+}
+
+void trace_detach(void)
+{
+    if (tr.lines)
+        for (size_t i = 0; i < tr.nlines; i++)
+            free(tr.lines[i].u);
+    free(tr.durable);
+    free(tr.view);
+    free(tr.lines);
+    free(tr.dirty);
+    trace_event_fn fn = tr.fn;
+    void *arg = tr.arg;
+    memset(&tr, 0, sizeof tr);
+    tr.fn = fn;
+    tr.arg = arg;
+}
+
+void trace_forked(void)
+{
+    pthread_mutex_init(&trace_lock, NULL);
+    tr.fn = NULL;
+    trace_detach();
+}
+
+void trace_on_event(trace_event_fn fn, void *arg)
+{
+    tr.fn = fn;
+    tr.arg = arg;
+}
+
+uint64_t trace_events(void)
+{
+    return tr.events;
+}
+
+static void event(void)
+{
+    uint64_t e = tr.events++;
+    if (tr.fn)
+        tr.fn(e, tr.arg);
+}
+
+static int in_region(const void *a, size_t n)
+{
+    uintptr_t x = (uintptr_t)a, b = (uintptr_t)tr.base;
+    return tr.base && x >= b && x < b + tr.size && n <= b + tr.size - x;
+}
+
+static void add_unit(size_t li, size_t off, size_t len, const uint8_t *src)
+{
+    struct line *l = &tr.lines[li];
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? l->cap * 2 : 8;
+        struct unit *u = realloc(l->u, cap * sizeof *u);
+        if (!u) {
+            fputs("trace: out of memory\n", stderr);
+            abort(); /* test tool only: never linked into the libraries */
+        }
+        l->u = u;
+        l->cap = cap;
+    }
+    struct unit *u = &l->u[l->n++];
+    u->off = (uint8_t)off;
+    u->len = (uint8_t)len;
+    memcpy(u->bytes, src, len);
+    if (!l->dirty_pos) {
+        tr.dirty[tr.ndirty++] = (uint32_t)li;
+        l->dirty_pos = (uint32_t)tr.ndirty;
+    }
+}
+
+void trace_store(const void *dst, size_t n)
+{
+    if (!in_region(dst, n) || n == 0)
+        return;
+    pthread_mutex_lock(&trace_lock);
+    size_t pos = (size_t)((const char *)dst - tr.base), end = pos + n;
+    memcpy(tr.view + pos, dst, n);
+    while (pos < end) {
+        size_t next = (pos & ~(size_t)7) + 8; /* units never cross a word */
+        if (next > end)
+            next = end;
+        add_unit(pos / LINE, pos % LINE, next - pos, tr.view + pos);
+        pos = next;
+    }
+    event();
+    pthread_mutex_unlock(&trace_lock);
+}
+
+void trace_flush(const void *addr, size_t n)
+{
+    pthread_mutex_lock(&trace_lock);
+    if (in_region(addr, n) && n) {
+        size_t pos = (size_t)((const char *)addr - tr.base);
+        for (size_t li = pos / LINE; li <= (pos + n - 1) / LINE; li++)
+            tr.lines[li].flushed = tr.lines[li].n;
+    }
+    if (tr.base)
+        event();
+    pthread_mutex_unlock(&trace_lock);
+}
+
+static void apply(uint8_t *img, size_t li, const struct unit *u, uint32_t k)
+{
+    for (uint32_t i = 0; i < k; i++)
+        memcpy(img + li * LINE + u[i].off, u[i].bytes, u[i].len);
+}
+
+void trace_fence(void)
+{
+    pthread_mutex_lock(&trace_lock);
+    if (!tr.base) {
+        pthread_mutex_unlock(&trace_lock);
+        return;
+    }
+    size_t keep = 0;
+    for (size_t d = 0; d < tr.ndirty; d++) {
+        size_t li = tr.dirty[d];
+        struct line *l = &tr.lines[li];
+        if (l->flushed) {
+            apply(tr.durable, li, l->u, l->flushed);
+            memmove(l->u, l->u + l->flushed, (l->n - l->flushed) * sizeof *l->u);
+            l->n -= l->flushed;
+            l->flushed = 0;
+        }
+        if (l->n) {
+            tr.dirty[keep++] = (uint32_t)li;
+            l->dirty_pos = (uint32_t)keep;
+        } else {
+            l->dirty_pos = 0;
+        }
+    }
+    tr.ndirty = keep;
+    event();
+    pthread_mutex_unlock(&trace_lock);
+}
+
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+size_t trace_image(void *out, uint64_t seed)
+{
+    memcpy(out, tr.durable, tr.size);
+    for (size_t d = 0; d < tr.ndirty; d++) {
+        size_t li = tr.dirty[d];
+        struct line *l = &tr.lines[li];
+        uint64_t r = mix(&seed);
+        uint32_t k = r % 4 == 0 ? 0 : r % 4 == 1 ? l->n : (uint32_t)((r >> 8) % (l->n + 1));
+        apply(out, li, l->u, k);
+    }
+    return tr.ndirty;
+}
+
+uint64_t trace_combos(uint64_t cap)
+{
+    uint64_t n = 1;
+    for (size_t d = 0; d < tr.ndirty && n <= cap; d++)
+        n *= (uint64_t)tr.lines[tr.dirty[d]].n + 1;
+    return n > cap ? cap + 1 : n;
+}
+
+void trace_image_nth(void *out, uint64_t idx)
+{
+    memcpy(out, tr.durable, tr.size);
+    for (size_t d = 0; d < tr.ndirty; d++) {
+        size_t li = tr.dirty[d];
+        struct line *l = &tr.lines[li];
+        apply(out, li, l->u, (uint32_t)(idx % (l->n + 1)));
+        idx /= l->n + 1;
+    }
+}
+
+size_t trace_audit(const char *where)
+{
+    if (!tr.base)
+        return 0;
+    size_t bad = 0;
+    for (size_t pos = 0; pos < tr.size; pos += LINE) {
+        size_t len = tr.size - pos < LINE ? tr.size - pos : LINE;
+        if (!memcmp(tr.view + pos, tr.base + pos, len))
+            continue;
+        for (size_t w = pos; w < pos + len; w += 8) {
+            size_t wl = pos + len - w < 8 ? pos + len - w : 8;
+            if (memcmp(tr.view + w, tr.base + w, wl)) {
+                if (bad < 5)
+                    fprintf(stderr, "untraced store at pool offset %#zx (%s)\n", w, where);
+                bad++;
+            }
+        }
+        /* take memory as it is, as if it had been stored and persisted */
+        memcpy(tr.view + pos, tr.base + pos, len);
+        memcpy(tr.durable + pos, tr.base + pos, len);
+    }
+    return bad;
+}

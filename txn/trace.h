@@ -1,0 +1,57 @@
+/* trace.h - the crash simulator's model of the x86 persistency (Px86),
+ * fed by the persist layer in the PMTX_TRACE build.
+ *
+ * For each 64-byte line of the traced region the tracer keeps the bytes
+ * that are surely persisted and the ordered list of stores made to the
+ * line since, each store cut into units that cannot tear (one aligned
+ * 8-byte word at most). A flush marks the stores a line holds so far; a
+ * fence makes the marked ones persisted. A crash image is, per line, the
+ * persisted bytes plus some prefix of the pending stores: any prefix is a
+ * state the hardware may leave.
+ */
+#ifndef PMTX_TRACE_H
+#define PMTX_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Hooks called by persist.h in the traced build. */
+void trace_store(const void *dst, size_t n);
+void trace_flush(const void *addr, size_t n);
+void trace_fence(void);
+
+/* Called at every event (store, flush, fence) with its index, after the
+ * tracer has recorded it; the crash simulator takes images from here. */
+typedef void (*trace_event_fn)(uint64_t event, void *arg);
+
+/* Start tracing [base, base+size), whose persisted contents are `durable`
+ * (copied; NULL: the region's current contents). */
+int trace_attach(void *base, size_t size, const void *durable);
+void trace_detach(void);
+
+/* In a child forked from inside an event: forget the parent's tracing
+ * (and the lock the parent holds while it reports an event). */
+void trace_forked(void);
+void trace_on_event(trace_event_fn fn, void *arg);
+uint64_t trace_events(void);
+
+/* Write a crash image of the region to `out` (size bytes): persisted
+ * bytes plus, per dirty line, a prefix of its pending stores chosen from
+ * `seed` (all prefixes equally likely; first and last extra likely).
+ * Returns the number of lines that had pending stores. */
+size_t trace_image(void *out, uint64_t seed);
+
+/* How many distinct images the pending stores allow (the product of
+ * (pending + 1) over dirty lines), saturating at `cap`. */
+uint64_t trace_combos(uint64_t cap);
+
+/* The idx-th of those images (idx < trace_combos()), in mixed radix. */
+void trace_image_nth(void *out, uint64_t idx);
+
+/* Untraced stores: bytes of the region that differ from what the traced
+ * stores explain. Returns how many 8-byte words differ (0 = all traced),
+ * reports the first few on stderr with `where`, and takes the region as
+ * it is from then on so a store is reported once. */
+size_t trace_audit(const char *where);
+
+#endif
