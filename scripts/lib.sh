@@ -1,7 +1,7 @@
 # lib.sh - shared by the README's commands: Debian packages and the build.
 
 PMTX_PACKAGES="cmake make gcc g++ pkg-config libpmem-dev libpmemobj-dev check
-libatomic-ops-dev libbenchmark-dev"
+libatomic-ops-dev libbenchmark-dev clang libclang-rt-14-dev gnuplot-nox"
 
 # Install the Debian packages that are missing (needs root, as the README
 # says); does nothing when all are there.
@@ -19,10 +19,11 @@ ensure_deps() {
     fi
 }
 
-# build DIR [cmake options...]: configure and build into DIR.
+# build DIR [cmake options...]: configure and build into DIR
+# (BUILD_TARGET: only that target).
 build() {
     local dir=$1
     shift
     cmake -S . -B "$dir" -DPMTX_WERROR=ON "$@" >/dev/null
-    cmake --build "$dir" -j"$(nproc)" >/dev/null
+    cmake --build "$dir" -j"$(nproc)" ${BUILD_TARGET:+--target "$BUILD_TARGET"} >/dev/null
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what it needs, builds, and runs every
-# suite twice: a normal build and an AddressSanitizer+UBSan build.
+# suite: the normal build (including the crash simulator's campaigns), an
+# AddressSanitizer+UBSan build, and the libFuzzer targets for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -12,5 +13,11 @@ build build
 (cd build && ctest --output-on-failure -j2)
 
 echo "== build (AddressSanitizer + UndefinedBehaviorSanitizer)"
-build build-asan -DCMAKE_BUILD_TYPE=Debug -DPMTX_SANITIZE=address,undefined
+build build-asan -DCMAKE_BUILD_TYPE=Debug -DPMTX_SANITIZE=address,undefined \
+    -DPMTX_CRASH_IMAGES=200
 (cd build-asan && ctest --output-on-failure -j2)
+
+echo "== fuzzing (libFuzzer, ${PMTX_FUZZ_SECONDS:-30} s per target)"
+BUILD_TARGET=fuzzers build build-fuzz -DPMTX_FUZZ=ON -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_CXX_COMPILER=clang++ -DPMTX_FUZZ_SECONDS="${PMTX_FUZZ_SECONDS:-30}"
+(cd build-fuzz && ctest --output-on-failure)
