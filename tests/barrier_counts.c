@@ -1,0 +1,160 @@
+/* barrier_counts.c - exact persist barriers of a commit and of an abort
+ * for every persistent engine, as each engine's header comment states
+ * (commit = a + b*N and abort = c + d*N for N distinct 32-byte writes),
+ * at whatever TXN_PDOM the run has: the PDOM changes what a barrier
+ * costs, never how many. Also: a read-only redo transaction over objects
+ * nobody writes does no log lookup, and one that reads its own write does.
+ * Counting is the point of this test, so it knows the engines' formulas;
+ * the conformance suite never does. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "txn.h"
+
+struct cost {
+    const char *engine;
+    unsigned commit_a, commit_b, abort_a, abort_b;
+    unsigned read_only; /* a transaction that only reads */
+};
+
+static const struct cost costs[] = {
+    {"undo", 2, 1, 2, 1, 0}, /* a record per write, then ranges + commit;
+                                abort: restore, invalidate */
+    {"redo", 4, 0, 0, 0, 0}, /* log, COMMITTED, apply, IDLE; abort free */
+    {"cow", 4, 0, 2, 0, 0},  /* write set, COMMITTED, swap, IDLE; abort:
+                                wrappers, IDLE */
+    {"pmdk", 3, 2, 2, 3, 2}, /* PMDK 1.12: 2 per added range + 3; its
+                                abort restores and flushes each range too,
+                                and even an empty transaction costs 2 */
+};
+
+enum { NOBJ = 24 };
+static txn_pool *pool;
+static txn_obj *objs[NOBJ];
+static char name[64];
+
+static const struct cost *my_cost(void)
+{
+    for (size_t i = 0; i < sizeof costs / sizeof *costs; i++)
+        if (!strcmp(costs[i].engine, txn_engine_name()))
+            return &costs[i];
+    return NULL;
+}
+
+static void setup(void)
+{
+    snprintf(name, sizeof name, "pmtx-bc-%d.pool", (int)getpid());
+    txn_pool_opts o = {.size = 16u << 20};
+    ck_assert_int_eq(txn_pool_create(name, "bc", &o, &pool), 0);
+    txn *tx;
+    ck_assert_int_eq(txn_begin(pool, &tx), 0);
+    for (int i = 0; i < NOBJ; i++)
+        ck_assert_int_eq(txn_alloc(tx, 64, &objs[i]), 0);
+    ck_assert_int_eq(txn_commit(tx), 0);
+}
+
+static void teardown(void)
+{
+    txn_pool_close(pool);
+    char path[128];
+    const char *dir = getenv("TXN_POOL_DIR");
+    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : "/dev/shm", name);
+    unlink(path);
+}
+
+/* Barriers of one transaction writing objs[0..n) (32 bytes each). */
+static uint64_t run(unsigned n, int commit, uint64_t v)
+{
+    txn_stats a, b;
+    txn *tx;
+    txn_stats_get(&a);
+    ck_assert_int_eq(txn_begin(pool, &tx), 0);
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t buf[4] = {v, v, v, v};
+        ck_assert_int_eq(txn_write(tx, objs[i], 0, buf, sizeof buf), 0);
+    }
+    if (commit)
+        ck_assert_int_eq(txn_commit(tx), 0);
+    else
+        txn_abort(tx);
+    txn_stats_get(&b);
+    return b.barriers - a.barriers;
+}
+
+START_TEST(test_commit_and_abort)
+{
+    const struct cost *c = my_cost();
+    ck_assert_msg(c != NULL, "no barrier formula for engine %s", txn_engine_name());
+    run(1, 1, 1); /* warm-up: slot claims, first runs */
+    static const unsigned ns[] = {1, 2, 5, 20};
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+        unsigned n = ns[k];
+        uint64_t got = run(n, 1, 10 + k);
+        printf("%s pdom %d: commit of %u writes: %llu barriers\n", c->engine, txn_pdom(), n,
+               (unsigned long long)got);
+        ck_assert_uint_eq(got, c->commit_a + c->commit_b * n);
+        got = run(n, 0, 20 + k);
+        printf("%s pdom %d: abort of %u writes: %llu barriers\n", c->engine, txn_pdom(), n,
+               (unsigned long long)got);
+        ck_assert_uint_eq(got, c->abort_a + c->abort_b * n);
+        /* the abort left the committed value */
+        txn *tx;
+        uint64_t v;
+        ck_assert_int_eq(txn_begin(pool, &tx), 0);
+        ck_assert_int_eq(txn_read_u64(tx, objs[n - 1], 0, &v), 0);
+        txn_abort(tx);
+        ck_assert_uint_eq(v, 10 + k);
+    }
+}
+END_TEST
+
+/* Redo only: lookups happen exactly when a transaction reads what it
+ * wrote; other engines never count any. */
+START_TEST(test_read_lookups)
+{
+    txn_stats a, b;
+    txn *tx;
+    uint64_t v;
+    run(NOBJ, 1, 5);
+    txn_stats_get(&a);
+    ck_assert_int_eq(txn_begin(pool, &tx), 0);
+    for (int i = 0; i < NOBJ; i++) {
+        ck_assert_int_eq(txn_read_u64(tx, objs[i], 8, &v), 0);
+        ck_assert_uint_eq(v, 5);
+    }
+    ck_assert_int_eq(txn_commit(tx), 0);
+    txn_stats_get(&b);
+    ck_assert_uint_eq(b.raw_lookups - a.raw_lookups, 0);
+    ck_assert_uint_eq(b.barriers - a.barriers, my_cost()->read_only);
+
+    ck_assert_int_eq(txn_begin(pool, &tx), 0);
+    ck_assert_int_eq(txn_write_u64(tx, objs[3], 8, 77), 0);
+    ck_assert_int_eq(txn_read_u64(tx, objs[3], 8, &v), 0);
+    ck_assert_uint_eq(v, 77);
+    ck_assert_int_eq(txn_read_u64(tx, objs[4], 8, &v), 0); /* not written */
+    ck_assert_uint_eq(v, 5);
+    txn_abort(tx);
+    txn_stats_get(&a);
+    ck_assert_uint_eq(a.raw_lookups - b.raw_lookups,
+                      strcmp(txn_engine_name(), "redo") ? 0 : 1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("barrier_counts");
+    TCase *tc = tcase_create("counts");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_commit_and_abort);
+    tcase_add_test(tc, test_read_lookups);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK); /* stats are per thread */
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
