@@ -100,6 +100,7 @@
 
 #include "atomics.h"
 #include "common.h"
+#include "ctxreg.h"
 #include "persist.h"
 #include "txn.h"
 #include "util.h"
@@ -122,20 +123,11 @@
 #define RESERVE_SIZE ((size_t)64 << 10)
 #define META_MAGIC 0x3141544d4b444d50ull /* "PMDKMTA1" */
 
-/* The pool of the other engines starts with this (txn/pool.h POOL_MAGIC). */
-#define PMTX_POOL_MAGIC 0x31585448544d5050ull
-
 /* What a pool needs that PMDK does not keep. */
 struct meta {
     uint64_t magic;
     uint32_t threads;
     uint32_t unused;
-};
-
-struct defer {
-    int when;
-    void (*fn)(void *);
-    void *arg;
 };
 
 /* One per (thread, pool): the thread's slot, and `txn` of txn.h. */
@@ -148,7 +140,7 @@ struct txn {
     int has_reserve;  /* holds the pool's reserve */
     struct vec allocs; /* uint64_t offsets allocated by it */
     struct vec frees;  /* uint64_t offsets it frees at commit */
-    struct vec defers; /* struct defer */
+    struct vec defers; /* struct tx_defer */
 };
 
 struct txn_pool {
@@ -331,7 +323,7 @@ static int check_prefix(const struct prefix *f, const char *layout)
     const unsigned char *b = f->b;
     if (f->n < 8)
         return TXN_E_NOTPOOL;
-    if (get64(b, 0) == PMTX_POOL_MAGIC)
+    if (get64(b, 0) == POOL_MAGIC)
         return TXN_E_ENGINE;
     if (memcmp(b, PMDK_POOL_SIG, sizeof PMDK_POOL_SIG))
         return TXN_E_NOTPOOL;
@@ -459,36 +451,6 @@ static int layout_ok(const char *layout)
  * A TLS array finds it without a lock; `gen` tells an entry of a closed
  * pool from a new pool at the same address. */
 
-struct tls_ent {
-    txn_pool *p;
-    uint64_t gen;
-    struct txn *tx;
-};
-
-struct tls_state {
-    struct tls_ent *e;
-    unsigned n, cap;
-};
-
-static __thread struct tls_state tls;
-static pthread_key_t tls_key;
-static int tls_key_ok;
-static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct vec open_pools = {NULL, 0, 0, sizeof(struct tls_ent)}; /* p, gen */
-static uint64_t next_gen = 1;
-
-/* Caller holds reg_lock. */
-static int pool_is_open(const txn_pool *p, uint64_t gen)
-{
-    for (size_t i = 0; i < open_pools.n; i++) {
-        const struct tls_ent *e = vec_at(&open_pools, i);
-        if (e->p == p && e->gen == gen)
-            return 1;
-    }
-    return 0;
-}
-
 static void ctx_free(struct txn *tx)
 {
     vec_free(&tx->allocs);
@@ -497,9 +459,10 @@ static void ctx_free(struct txn *tx)
     free(tx);
 }
 
-/* Gives the slot back. Caller holds reg_lock (the pool stays open). */
-static void ctx_release(struct txn *tx)
+/* Gives the slot back; called with the context registry locked. */
+static void ctx_release(void *ctx)
 {
+    struct txn *tx = ctx;
     txn_pool *p = tx->p;
     pthread_mutex_lock(&p->ctx_lock);
     for (struct txn **pp = &p->ctxs; *pp; pp = &(*pp)->next)
@@ -512,26 +475,9 @@ static void ctx_release(struct txn *tx)
     ctx_free(tx);
 }
 
-static void tls_exit(void *arg)
+static void *ctx_new(void *pool, int *err)
 {
-    struct tls_state *t = arg;
-    pthread_mutex_lock(&reg_lock);
-    for (unsigned i = 0; i < t->n; i++)
-        if (pool_is_open(t->e[i].p, t->e[i].gen))
-            ctx_release(t->e[i].tx);
-    pthread_mutex_unlock(&reg_lock);
-    free(t->e);
-    t->e = NULL;
-    t->n = t->cap = 0;
-}
-
-static void tls_setup(void)
-{
-    tls_key_ok = pthread_key_create(&tls_key, tls_exit) == 0;
-}
-
-static struct txn *ctx_new(txn_pool *p, int *err)
-{
+    txn_pool *p = pool;
     struct txn *tx = calloc(1, sizeof *tx);
     if (!tx) {
         *err = TXN_E_NOMEM;
@@ -541,7 +487,7 @@ static struct txn *ctx_new(txn_pool *p, int *err)
     tx->owner = pthread_self();
     vec_init(&tx->allocs, sizeof(uint64_t));
     vec_init(&tx->frees, sizeof(uint64_t));
-    vec_init(&tx->defers, sizeof(struct defer));
+    vec_init(&tx->defers, sizeof(struct tx_defer));
     pthread_mutex_lock(&p->ctx_lock);
     int full = p->nctx >= p->threads;
     if (!full) {
@@ -558,37 +504,13 @@ static struct txn *ctx_new(txn_pool *p, int *err)
     return tx;
 }
 
-static struct txn *ctx_get(txn_pool *p, int *err)
+static const struct ctxreg_ops ctx_ops = {ctx_new, ctx_release};
+
+static void release_all(void *pool)
 {
-    for (unsigned i = 0; i < tls.n; i++)
-        if (tls.e[i].p == p && tls.e[i].gen == p->gen)
-            return tls.e[i].tx;
-    pthread_once(&tls_once, tls_setup);
-    if (!tls_key_ok || pthread_setspecific(tls_key, &tls)) {
-        *err = TXN_E_NOMEM; /* no way to give the slot back at exit */
-        return NULL;
-    }
-    pthread_mutex_lock(&reg_lock); /* forget pools closed since */
-    unsigned k = 0;
-    for (unsigned i = 0; i < tls.n; i++)
-        if (pool_is_open(tls.e[i].p, tls.e[i].gen))
-            tls.e[k++] = tls.e[i];
-    tls.n = k;
-    pthread_mutex_unlock(&reg_lock);
-    if (tls.n == tls.cap) {
-        unsigned cap = tls.cap ? tls.cap * 2 : 4;
-        struct tls_ent *e = realloc(tls.e, cap * sizeof *e);
-        if (!e) {
-            *err = TXN_E_NOMEM;
-            return NULL;
-        }
-        tls.e = e;
-        tls.cap = cap;
-    }
-    struct txn *tx = ctx_new(p, err);
-    if (tx)
-        tls.e[tls.n++] = (struct tls_ent){p, p->gen, tx};
-    return tx;
+    txn_pool *p = pool;
+    while (p->ctxs)
+        ctx_release(p->ctxs);
 }
 
 /* ---- pools */
@@ -624,19 +546,8 @@ static void scan_objects(txn_pool *p)
 
 static void pool_free(txn_pool *p)
 {
-    if (p->gen) {
-        pthread_mutex_lock(&reg_lock);
-        for (size_t i = 0; i < open_pools.n; i++) {
-            struct tls_ent *e = vec_at(&open_pools, i);
-            if (e->p == p && e->gen == p->gen) {
-                *e = *(struct tls_ent *)vec_at(&open_pools, --open_pools.n);
-                break;
-            }
-        }
-        while (p->ctxs)
-            ctx_release(p->ctxs);
-        pthread_mutex_unlock(&reg_lock);
-    }
+    if (p->gen)
+        ctxreg_close(p, p->gen, release_all);
     pthread_mutex_destroy(&p->ctx_lock);
     free(p->state);
     free(p);
@@ -665,14 +576,8 @@ static int pool_start(PMEMobjpool *pop, size_t size, txn_pool **out)
         p->root_off = root.off;
         p->root_size = pmemobj_root_size(pop);
         scan_objects(p);
-        pthread_mutex_lock(&reg_lock);
-        struct tls_ent *e = vec_push(&open_pools);
-        if (e) {
-            p->gen = next_gen++;
-            *e = (struct tls_ent){p, p->gen, NULL};
-        }
-        pthread_mutex_unlock(&reg_lock);
-        rc = e ? 0 : TXN_E_NOMEM;
+        p->gen = ctxreg_open(p, &ctx_ops);
+        rc = p->gen ? 0 : TXN_E_NOMEM;
     }
     if (rc) {
         pool_free(p);
@@ -815,7 +720,7 @@ int txn_begin(txn_pool *p, txn **out)
     if (!p || !out)
         return TXN_E_INVAL;
     int err = 0;
-    struct txn *tx = ctx_get(p, &err);
+    struct txn *tx = ctxreg_get(p, p->gen, &err);
     if (!tx)
         return err;
     if (tx->active)
@@ -853,27 +758,6 @@ static void rollback(struct txn *tx)
     pmemobj_tx_end();
 }
 
-/* The actions may begin transactions on this thread (invariant 4): they
- * run from a list taken out of the context first. */
-static void run_defers(struct txn *tx, int outcome)
-{
-    struct vec run = tx->defers;
-    if (!run.n)
-        return;
-    vec_init(&tx->defers, sizeof(struct defer));
-    for (size_t i = 0; i < run.n; i++) {
-        struct defer *d = vec_at(&run, i);
-        if (d->when & outcome)
-            d->fn(d->arg);
-    }
-    if (tx->defers.cap == 0) { /* keep the memory for the next one */
-        run.n = 0;
-        tx->defers = run;
-    } else {
-        vec_free(&run);
-    }
-}
-
 static void finish(struct txn *tx, int committed)
 {
     if (tx->has_reserve) { /* PMDK let go of it at pmemobj_tx_end */
@@ -886,7 +770,7 @@ static void finish(struct txn *tx, int committed)
         pm_ctr.commits++;
     else
         pm_ctr.aborts++;
-    run_defers(tx, committed ? TXN_ON_COMMIT : TXN_ON_ABORT);
+    defers_run(&tx->defers, committed ? TXN_ON_COMMIT : TXN_ON_ABORT);
 }
 
 static int commit_pmdk(struct txn *tx)
@@ -1092,10 +976,10 @@ int txn_defer(txn *tx, int when, void (*fn)(void *), void *arg)
 {
     if (!tx || !tx->active || !fn || when < TXN_ON_COMMIT || when > TXN_ON_END)
         return TXN_E_INVAL;
-    struct defer *d = vec_push(&tx->defers);
+    struct tx_defer *d = vec_push(&tx->defers);
     if (!d)
         return TXN_E_NOMEM;
-    *d = (struct defer){when, fn, arg};
+    *d = (struct tx_defer){when, fn, arg};
     return 0;
 }
 

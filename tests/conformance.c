@@ -36,7 +36,8 @@ static const char *pool_dir(void)
 
 static void pool_path(const char *name, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s/%s", pool_dir(), name);
+    int len = snprintf(buf, n, "%s/%s", pool_dir(), name);
+    ck_assert_msg(len > 0 && (size_t)len < n, "pool path too long");
 }
 
 static void new_pool_name(char *buf, size_t n)

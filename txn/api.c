@@ -4,94 +4,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
+#include "ctxreg.h"
 #include "engine.h"
 #include "persist.h"
 #include "txn.h"
 
-/* ---- per-thread contexts
- * A thread gets one context per pool at its first txn_begin and keeps it,
- * with its log slot, until it exits or the pool closes. A small TLS cache
- * finds it without a lock; `gen` tells a cached entry of a closed pool
- * from a new pool at the same address. */
+/* ---- per-thread contexts (ctxreg.h): each holds a log slot */
 
-struct tls_entry {
-    txn_pool *p;
-    uint64_t gen;
-    struct txn *tx;
-};
-
-struct tls_state {
-    struct tls_entry *e; /* this thread's contexts, one per pool */
-    unsigned n, cap;
-};
-
-static __thread struct tls_state tls;
-static pthread_key_t tls_key;
-static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct vec open_pools = {NULL, 0, 0, sizeof(struct tls_entry)};
-static uint64_t next_gen = 1;
-
-static void release_ctx(struct txn *tx);
-
-static int pool_is_open(txn_pool *p, uint64_t gen)
-{
-    for (size_t i = 0; i < open_pools.n; i++) {
-        struct tls_entry *e = vec_at(&open_pools, i);
-        if (e->p == p && e->gen == gen)
-            return 1;
-    }
-    return 0;
-}
-
-/* Thread exit: give back this thread's contexts of pools still open. */
-static void tls_exit(void *arg)
-{
-    (void)arg;
-    pthread_mutex_lock(&reg_lock);
-    for (unsigned i = 0; i < tls.n; i++) {
-        struct tls_entry *e = &tls.e[i];
-        if (pool_is_open(e->p, e->gen))
-            release_ctx(e->tx);
-    }
-    tls.n = 0;
-    pthread_mutex_unlock(&reg_lock);
-    free(tls.e);
-    tls.e = NULL;
-    tls.cap = 0;
-}
-
-static void tls_setup(void)
-{
-    pthread_key_create(&tls_key, tls_exit);
-}
+static void release_ctx(void *ctx);
+static void *new_ctx(void *pool, int *err);
+static const struct ctxreg_ops ctx_ops = {new_ctx, release_ctx};
 
 int api_register_pool(txn_pool *p)
 {
-    pthread_mutex_lock(&reg_lock);
-    struct tls_entry *e = vec_push(&open_pools);
-    if (e) {
-        p->gen = next_gen++;
-        *e = (struct tls_entry){p, p->gen, NULL};
-    }
-    pthread_mutex_unlock(&reg_lock);
-    return e ? 0 : TXN_E_NOMEM;
+    p->gen = ctxreg_open(p, &ctx_ops);
+    return p->gen ? 0 : TXN_E_NOMEM;
+}
+
+static void release_all(void *pool)
+{
+    txn_pool *p = pool;
+    while (p->ctxs)
+        release_ctx(p->ctxs);
 }
 
 /* Pool close: forget the pool and free every context it has. */
 void api_unregister_pool(txn_pool *p)
 {
-    pthread_mutex_lock(&reg_lock);
-    for (size_t i = 0; i < open_pools.n; i++) {
-        struct tls_entry *e = vec_at(&open_pools, i);
-        if (e->p == p && e->gen == p->gen) {
-            *e = *(struct tls_entry *)vec_at(&open_pools, --open_pools.n);
-            break;
-        }
-    }
-    while (p->ctxs)
-        release_ctx(p->ctxs);
-    pthread_mutex_unlock(&reg_lock);
+    ctxreg_close(p, p->gen, release_all);
 }
 
 static int claim_slot(txn_pool *p)
@@ -104,8 +45,9 @@ static int claim_slot(txn_pool *p)
     return -1;
 }
 
-static struct txn *new_ctx(txn_pool *p, int *err)
+static void *new_ctx(void *pool, int *err)
 {
+    txn_pool *p = pool;
     struct txn *tx = calloc(1, sizeof *tx);
     if (!tx) {
         *err = TXN_E_NOMEM;
@@ -133,17 +75,16 @@ static struct txn *new_ctx(txn_pool *p, int *err)
     log_attach(&tx->log, p, tx->slot);
     *err = eng_tx_init(tx);
     if (*err) {
-        pthread_mutex_lock(&reg_lock);
-        release_ctx(tx);
-        pthread_mutex_unlock(&reg_lock);
+        ctxreg_drop(p, p->gen, tx);
         return NULL;
     }
     return tx;
 }
 
-/* Caller holds reg_lock. */
-static void release_ctx(struct txn *tx)
+/* Called with the registry locked. */
+static void release_ctx(void *ctx)
 {
+    struct txn *tx = ctx;
     txn_pool *p = tx->p;
     if (tx->eng)
         eng_tx_fini(tx);
@@ -164,33 +105,7 @@ static void release_ctx(struct txn *tx)
 
 static struct txn *get_ctx(txn_pool *p, int *err)
 {
-    for (unsigned i = 0; i < tls.n; i++)
-        if (tls.e[i].p == p && tls.e[i].gen == p->gen)
-            return tls.e[i].tx;
-    pthread_once(&tls_once, tls_setup);
-    pthread_setspecific(tls_key, &tls);
-    /* drop cached entries of pools closed since */
-    pthread_mutex_lock(&reg_lock);
-    unsigned k = 0;
-    for (unsigned i = 0; i < tls.n; i++)
-        if (pool_is_open(tls.e[i].p, tls.e[i].gen))
-            tls.e[k++] = tls.e[i];
-    tls.n = k;
-    pthread_mutex_unlock(&reg_lock);
-    if (tls.n == tls.cap) {
-        unsigned cap = tls.cap ? tls.cap * 2 : 4;
-        struct tls_entry *e = realloc(tls.e, cap * sizeof *e);
-        if (!e) {
-            *err = TXN_E_NOMEM;
-            return NULL;
-        }
-        tls.e = e;
-        tls.cap = cap;
-    }
-    struct txn *tx = new_ctx(p, err);
-    if (tx)
-        tls.e[tls.n++] = (struct tls_entry){p, p->gen, tx};
-    return tx;
+    return ctxreg_get(p, p->gen, err);
 }
 
 /* Used by pool creation for the root allocation. */
@@ -200,27 +115,6 @@ struct txn *api_ctx(txn_pool *p, int *err)
 }
 
 /* ---- transactions */
-
-/* The actions may begin new transactions on this thread: they run from a
- * list taken out of the context first. */
-static void run_defers(struct txn *tx, int outcome)
-{
-    struct vec run = tx->defers;
-    if (!run.n)
-        return;
-    vec_init(&tx->defers, sizeof(struct tx_defer));
-    for (size_t i = 0; i < run.n; i++) {
-        struct tx_defer *d = vec_at(&run, i);
-        if (d->when & outcome)
-            d->fn(d->arg);
-    }
-    if (tx->defers.cap == 0) { /* keep the memory for the next one */
-        run.n = 0;
-        tx->defers = run;
-    } else {
-        vec_free(&run);
-    }
-}
 
 static void end_tx(struct txn *tx, int committed)
 {
@@ -234,7 +128,7 @@ static void end_tx(struct txn *tx, int committed)
         pm_ctr.commits++;
     else
         pm_ctr.aborts++;
-    run_defers(tx, committed ? TXN_ON_COMMIT : TXN_ON_ABORT);
+    defers_run(&tx->defers, committed ? TXN_ON_COMMIT : TXN_ON_ABORT);
 }
 
 int txn_begin(txn_pool *p, txn **out)

@@ -7,6 +7,25 @@
 #include "common.h"
 #include "txn.h"
 
+void defers_run(struct vec *defers, int outcome)
+{
+    struct vec run = *defers;
+    if (!run.n)
+        return;
+    vec_init(defers, sizeof(struct tx_defer));
+    for (size_t i = 0; i < run.n; i++) {
+        struct tx_defer *d = vec_at(&run, i);
+        if (d->when & outcome)
+            d->fn(d->arg);
+    }
+    if (defers->cap == 0) { /* keep the memory for the next one */
+        run.n = 0;
+        *defers = run;
+    } else {
+        vec_free(&run);
+    }
+}
+
 int pool_path(const char *path, char *out, size_t cap)
 {
     const char *dir = getenv("TXN_POOL_DIR");

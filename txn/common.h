@@ -3,10 +3,29 @@
 #define PMTX_COMMON_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
 
 /* The file of a pool: `path` itself when absolute, else under
  * $TXN_POOL_DIR (default /dev/shm). TXN_E_INVAL if it does not fit. */
 int pool_path(const char *path, char *out, size_t cap);
+
+/* The first 8 bytes of a pool of pmtx's own format (pool.h). */
+#define POOL_MAGIC 0x31585448544d5050ull /* "PPMTHTX1" */
+
+/* A deferred action (txn_defer). */
+struct tx_defer {
+    int when;
+    void (*fn)(void *);
+    void *arg;
+};
+
+/* Run the actions of `defers` registered for `outcome` (TXN_ON_COMMIT or
+ * TXN_ON_ABORT; TXN_ON_END matches both), in order, and empty the list.
+ * The actions may begin new transactions that defer more: those land in a
+ * fresh list and are not run here. */
+void defers_run(struct vec *defers, int outcome);
 
 /* The first bytes of a libpmemobj pool file (PMDK's signature): pools of
  * the pmdk engine start with them, ours with POOL_MAGIC. */

@@ -22,10 +22,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common.h"
 #include "txn.h"
 #include "util.h"
 
-#define POOL_MAGIC 0x31585448544d5050ull /* "PPMTHTX1" */
 #define POOL_FORMAT 1u
 #define POOL_HDR_SIZE 4096u
 #define CHUNK_SIZE (64u * 1024u)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "common.h"
 #include "log.h"
 #include "pool.h"
 #include "util.h"
@@ -16,12 +17,6 @@
 struct tx_block {
     void *blk;
     size_t size; /* usable bytes */
-};
-
-struct tx_defer {
-    int when;
-    void (*fn)(void *);
-    void *arg;
 };
 
 /* One per (thread, pool); `struct txn` of txn.h. */

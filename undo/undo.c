@@ -40,8 +40,9 @@
  *               set/clear bits -> barrier (3); state IDLE -> barrier (4)
  *   => N + 2 (lazy; N + 3 when the last alloc/free follows the last
  *   logged write), N + 4 (eager, with allocations); read-only: 0.
- * Abort: restore ranges -> barrier; invalidate log -> barrier (0 without
- * writes). Writes to blocks allocated by the same transaction log nothing.
+ * Abort: restore ranges -> barrier; invalidate log -> barrier (only the
+ * second when it logged ALLOC/FREE records alone, none when it logged
+ * nothing). Writes to blocks allocated by the same transaction log nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -222,8 +223,9 @@ static void rollback(struct txn *tx, struct undo_tx *u, int bits)
             alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 1);
         }
     }
+    if (u->recs.n)
+        pm_barrier(); /* restored data durable before the log goes */
     if (tx->log.used) {
-        pm_barrier();
         log_invalidate(&tx->log);
         pm_barrier();
     }
