@@ -237,19 +237,20 @@ int eng_commit(struct txn *tx)
         eng_abort(tx);
         return rc;
     }
+    log_flush(&tx->log);
     for (size_t i = 0; i < tx->allocs.n; i++) {
         struct tx_block *b = vec_at(&tx->allocs, i);
         pm_flush(b->blk, b->size);
     }
     pm_barrier();                                     /* (1) C1 */
     tx_set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
+    tx_apply_allocs(tx, 1); /* C2, C3; its atomics before the flushes */
     for (size_t i = 0; i < c->wset.n; i++) {
         struct wrap *w = *(struct wrap **)vec_at(&c->wset, i);
         pm_store64(&w->payload, w->copy);
         pm_store64(&w->copy, 0);
         pm_flush(w, sizeof *w);
     }
-    tx_apply_allocs(tx, 1);                           /* C2, C3 */
     pm_barrier();                                     /* (3) */
     tx_set_state(tx->slot, tx->version, SLOT_IDLE);      /* (4) */
     release(c, 0);

@@ -276,15 +276,16 @@ int eng_commit(struct txn *tx)
         finish(r);
         return rc;
     }
+    log_flush(&tx->log);
     for (size_t i = 0; i < tx->allocs.n; i++) {
         struct tx_block *b = vec_at(&tx->allocs, i);
         pm_flush(b->blk, b->size);
     }
     pm_barrier();                                  /* (1) R1 */
     tx_set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
+    tx_apply_allocs(tx, 1); /* its atomics before any flush of (3) */
     for (size_t i = 0; i < r->writes.n; i++)
         apply(tx->p, ((struct write *)vec_at(&r->writes, i))->r);
-    tx_apply_allocs(tx, 1);
     pm_barrier();                                  /* (3) */
     tx_set_state(tx->slot, tx->version, SLOT_IDLE);   /* (4) */
     finish(r);

@@ -436,6 +436,21 @@ void alloc_apply(txn_pool *p, uint64_t blk, uint64_t size, enum alloc_op op,
         pm_flush(word, 8);
 }
 
+void alloc_flush_meta(txn_pool *p, uint64_t blk, uint64_t size)
+{
+    void *b = (void *)(uintptr_t)blk;
+    size_t ci = chunk_of(p, b);
+    uint64_t *t = ctab(p);
+    if (size > MAX_SMALL) {
+        pm_flush(&t[ci], size / CHUNK_SIZE * 8);
+        return;
+    }
+    if (ck_kind(t[ci]) != CK_RUN)
+        return;
+    size_t idx = (size_t)((char *)b - chunk_addr(p, ci) - RUN_HDR) / class_size[ck_class(t[ci])];
+    pm_flush((uint64_t *)chunk_addr(p, ci) + idx / 64, 8);
+}
+
 size_t alloc_block_size(txn_pool *p, const void *blk, int live)
 {
     if (!pool_contains(p, blk, 1))

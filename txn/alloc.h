@@ -65,6 +65,9 @@ void alloc_cache_drain(txn_pool *p, struct alloc_cache *c);
 void alloc_apply(txn_pool *p, uint64_t blk, uint64_t size, enum alloc_op op,
                  int flush);
 
+/* Flush the persistent metadata alloc_apply() changes for that block. */
+void alloc_flush_meta(txn_pool *p, uint64_t blk, uint64_t size);
+
 /* Usable size of the block starting at `blk`, or 0 if `blk` is not the
  * start of a block of the heap. `live` also requires its persistent bit. */
 size_t alloc_block_size(txn_pool *p, const void *blk, int live);

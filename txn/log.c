@@ -44,6 +44,13 @@ void log_rewind(struct log *l)
     l->off = SEG_DATA_OFF;
     l->end = seg_end(l->p, l->slot, l->seg);
     l->used = 0;
+    l->flushed = SEG_DATA_OFF;
+}
+
+void log_flush(struct log *l)
+{
+    pm_flush(l->seg + l->flushed, l->off - l->flushed);
+    l->flushed = l->off;
 }
 
 static void put_rec(struct log *l, const struct log_rec *h, const void *src)
@@ -57,7 +64,6 @@ static void put_rec(struct log *l, const struct log_rec *h, const void *src)
     if (pad)
         pm_memset(at + sizeof *h + h->len, 0, pad);
     pm_store64(at + sz - REC_TAIL, rec_csum(h, src));
-    pm_flush(at, sz);
     pm_ctr.log_bytes += sz;
     l->off += sz;
     l->used += sz;
@@ -78,8 +84,9 @@ static int next_segment(struct log *l, uint64_t version)
     struct log_rec j = {LOG_SENTINEL, version, LOG_JUMP, 0,
                         (uint64_t)(uintptr_t)next, 0};
     put_rec(l, &j, NULL);
+    log_flush(l);
     l->seg = next;
-    l->off = SEG_DATA_OFF;
+    l->off = l->flushed = SEG_DATA_OFF;
     l->end = CHUNK_SIZE;
     return 0;
 }

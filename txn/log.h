@@ -2,7 +2,10 @@
  *
  * A slot's log is a chain of segments: the one inside the slot, then heap
  * chunks linked by seg_hdr.next and kept for reuse. Records are appended
- * and flushed here; when they are fenced is the engine's business.
+ * here and flushed together by log_flush() just before the engine's
+ * barrier: flushing each record as it is written would write its lines
+ * back while the next record still stores into them, and on x86 a later
+ * locked instruction waits for every write-back in flight.
  *
  * Record on media (8-byte aligned):
  *   sentinel | version | type,len | addr | aux | payload (len, padded to 8)
@@ -54,6 +57,7 @@ struct log {
     size_t off;  /* next record offset within seg */
     size_t end;  /* usable end of seg */
     size_t used; /* bytes appended since log_rewind */
+    size_t flushed; /* offset in seg up to which records were flushed */
 };
 
 void log_attach(struct log *l, txn_pool *p, struct slot_hdr *slot);
@@ -62,12 +66,15 @@ void log_attach(struct log *l, txn_pool *p, struct slot_hdr *slot);
  * until overwritten; versions tell them apart). */
 void log_rewind(struct log *l);
 
-/* Append one record and flush it (no fence). The payload is copied from
+/* Append one record (not flushed: see log_flush). The payload is copied from
  * `src` (may be NULL when len == 0). Growing the log into a new heap chunk
  * costs one extra barrier. Returns 0 and *out, or TXN_E_NOSPACE. */
 int log_append(struct log *l, uint64_t version, uint32_t type, uint64_t addr,
                uint64_t aux, const void *src, uint32_t len,
                struct log_rec **out);
+
+/* Flush what was appended since the last log_flush (no fence). */
+void log_flush(struct log *l);
 
 /* Record the tail hint after a barrier (stored and flushed, not fenced). */
 void log_set_tail(struct log *l, uint64_t version);

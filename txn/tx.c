@@ -71,15 +71,22 @@ int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
     return 0;
 }
 
+/* The atomic updates first, then the flushes: a locked instruction waits
+ * for every write-back in flight, so interleaving them serialises both. */
 void tx_apply_allocs(struct txn *tx, int flush)
 {
     for (size_t i = 0; i < tx->allocs.n; i++) {
         struct tx_block *b = vec_at(&tx->allocs, i);
-        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, flush);
+        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 0);
     }
     for (size_t i = 0; i < tx->frees.n; i++) {
         struct tx_block *b = vec_at(&tx->frees, i);
-        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, flush);
+        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, 0);
+    }
+    for (size_t i = 0; flush && i < tx->allocs.n + tx->frees.n; i++) {
+        struct tx_block *b = i < tx->allocs.n ? vec_at(&tx->allocs, i)
+                                              : vec_at(&tx->frees, i - tx->allocs.n);
+        alloc_flush_meta(tx->p, (uint64_t)(uintptr_t)b->blk, b->size);
     }
 }
 

@@ -60,7 +60,7 @@ int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out);
 int tx_is_new(const struct txn *tx, const void *blk);
 
 /* alloc_apply() every ALLOC (ALLOC_SET) and FREE (ALLOC_CLEAR) of the
- * transaction; flushed if `flush`, never fenced. */
+ * transaction, then flush the metadata if `flush`; never fenced. */
 void tx_apply_allocs(struct txn *tx, int flush);
 
 /* Append one ALLOC or FREE record for b (flushed, not fenced). */

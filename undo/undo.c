@@ -148,6 +148,7 @@ static int log_old(struct txn *tx, struct undo_tx *u, char *a, size_t n)
         *slot = r;
         done += len;
     }
+    log_flush(&tx->log);
     pm_barrier();
     u->unfenced = 0;
     log_set_tail(&tx->log, tx->version);
@@ -238,6 +239,13 @@ int eng_commit(struct txn *tx)
     int allocs = tx->allocs.n || tx->frees.n;
     if (!u->ranges.n && !allocs)
         return 0; /* read-only: nothing to make durable */
+    int eager = txn_cfg.alloc_eager && allocs;
+    log_flush(&tx->log); /* ALLOC/FREE records */
+    if (!eager && allocs) {
+        if (u->unfenced)
+            pm_barrier(); /* (0) U4 */
+        tx_apply_allocs(tx, 1);
+    }
     for (size_t i = 0; i < u->ranges.n; i++) {
         struct range *r = vec_at(&u->ranges, i);
         pm_flush(r->a, r->n);
@@ -245,12 +253,6 @@ int eng_commit(struct txn *tx)
     for (size_t i = 0; i < tx->allocs.n; i++) {
         struct tx_block *b = vec_at(&tx->allocs, i);
         pm_flush(b->blk, b->size);
-    }
-    int eager = txn_cfg.alloc_eager && allocs;
-    if (!eager && allocs) {
-        if (u->unfenced)
-            pm_barrier(); /* (0) U4 */
-        tx_apply_allocs(tx, 1);
     }
     pm_barrier(); /* (1) U3, U4 */
     /* (2) the commit record: eager mode still owes the allocator bits */
