@@ -46,6 +46,20 @@ struct alloc_state {
     struct class_vol cls[ALLOC_CLASSES];
 };
 
+/* ceil(2^32 / size): (x * inv) >> 32 == x / size for x < CHUNK_SIZE */
+static uint32_t class_inv[ALLOC_CLASSES];
+
+__attribute__((constructor)) static void class_setup(void)
+{
+    for (unsigned c = 0; c < ALLOC_CLASSES; c++)
+        class_inv[c] = (uint32_t)(((1ull << 32) + class_size[c] - 1) / class_size[c]);
+}
+
+static inline size_t div_class(size_t x, unsigned c)
+{
+    return (size_t)(((uint64_t)x * class_inv[c]) >> 32);
+}
+
 static inline unsigned class_of(size_t n)
 {
     unsigned c = 0;
@@ -463,10 +477,8 @@ size_t alloc_block_size(txn_pool *p, const void *blk, int live)
     if (ck_kind(e) == CK_RUN) {
         unsigned k = ck_class(e);
         size_t rel = (size_t)((const char *)blk - ca);
-        if (rel < RUN_HDR || (rel - RUN_HDR) % class_size[k])
-            return 0;
-        size_t idx = (rel - RUN_HDR) / class_size[k];
-        if (idx >= run_blocks(k))
+        size_t idx = div_class(rel - RUN_HDR, k);
+        if (rel < RUN_HDR || idx * class_size[k] != rel - RUN_HDR || idx >= run_blocks(k))
             return 0;
         if (live && !(((const uint64_t *)ca)[idx / 64] >> (idx % 64) & 1))
             return 0;

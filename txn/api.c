@@ -145,6 +145,7 @@ int txn_begin(txn_pool *p, txn **out)
         tx_next_version(tx);
     tx->active = 1;
     tx->err = 0;
+    tx->last_obj = NULL;
     err = eng_begin(tx);
     if (err) {
         tx->active = 0;
@@ -203,9 +204,21 @@ size_t txn_obj_size(txn_pool *p, const txn_obj *o)
     return eng_obj_size(p, o);
 }
 
+/* An object's size, remembered for the next call of the transaction: a
+ * program usually opens, reads and writes the same object in a row. Sizes
+ * change only at commit (cow swaps payloads; frees take effect). */
+static size_t obj_size(struct txn *tx, const txn_obj *o)
+{
+    if (o != tx->last_obj) {
+        tx->last_size = txn_obj_size(tx->p, o);
+        tx->last_obj = o;
+    }
+    return tx->last_size;
+}
+
 static int range_ok(struct txn *tx, txn_obj *o, size_t off, size_t n)
 {
-    size_t s = txn_obj_size(tx->p, o);
+    size_t s = obj_size(tx, o);
     return s && off <= s && n <= s - off;
 }
 
@@ -214,7 +227,7 @@ void *txn_open(txn *tx, txn_obj *o, int mode)
     int rc = usable(tx);
     if (rc)
         return NULL;
-    if (!o || (mode != TXN_RO && mode != TXN_RW) || !txn_obj_size(tx->p, o)) {
+    if (!o || (mode != TXN_RO && mode != TXN_RW) || !obj_size(tx, o)) {
         tx->err = tx->err ? tx->err : TXN_E_INVAL;
         return NULL;
     }

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "persist.h"
 #include "txn.h"
 #include "util.h"
 
@@ -19,7 +20,7 @@ struct tls_state {
     unsigned n, cap;
 };
 
-static __thread struct tls_state tls;
+static PM_TLS struct tls_state tls;
 static pthread_key_t tls_key;
 static int tls_key_ok;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;

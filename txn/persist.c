@@ -12,7 +12,7 @@
 
 #include "txn.h"
 
-__thread struct pm_counters pm_ctr;
+PM_TLS struct pm_counters pm_ctr;
 struct pm_config pm_cfg = {1, 100, 1, "clwb"};
 static pthread_once_t persist_once = PTHREAD_ONCE_INIT;
 

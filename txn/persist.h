@@ -45,7 +45,10 @@ struct pm_counters {
     uint64_t log_bytes;
     uint64_t raw_lookups;
 };
-extern __thread struct pm_counters pm_ctr;
+/* initial-exec: the libraries are linked at start-up, never dlopen()ed, so
+ * a counter update is one TLS-relative add, not a __tls_get_addr call */
+#define PM_TLS __thread __attribute__((tls_model("initial-exec")))
+extern PM_TLS struct pm_counters pm_ctr;
 
 /* Settings read once from the environment (persist_init). */
 struct pm_config {

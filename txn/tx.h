@@ -31,6 +31,8 @@ struct txn {
     uint64_t version_end;     /* versions below it are ours to use */
     int active;
     int err;                  /* first error of the running transaction */
+    const txn_obj *last_obj;  /* the object last checked, and its size */
+    size_t last_size;
     struct vec allocs;        /* struct tx_block */
     struct vec frees;         /* struct tx_block */
     struct vec defers;        /* struct tx_defer */

@@ -1,0 +1,94 @@
+/* store.h - the persistent key-value store: a concurrent hash table with
+ * chaining, in a pool, reached only through txn.h (see store.c for the
+ * layout and its invariants).
+ *
+ * Every call is thread-safe and runs its own transaction(s). A call that
+ * changes the store returns 0 only once its transaction committed, that is
+ * (txn.h, Durability) once it is durable for undo, redo, cow and pmdk;
+ * incll needs a txn_sync(kv_pool(s)) before the change may be acknowledged.
+ * Errors are negative TXN_E_* codes (txn_strerror) or the KV_E_* below; a
+ * failed call changed nothing. */
+#ifndef KV_STORE_H
+#define KV_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "txn.h"
+
+#define KV_E_NOTINT (-30900)   /* INCR: value is not a 64-bit integer */
+#define KV_E_OVERFLOW (-30901) /* INCR: the result would overflow */
+
+typedef struct kv_store kv_store;
+
+struct kv_slice {
+    const char *p;
+    size_t n;
+};
+
+struct kv_opts {
+    size_t pool_size;  /* for a new pool */
+    unsigned threads;  /* log slots for a new pool */
+};
+
+/* Open the store in the pool file `path`, creating pool and store if the
+ * file does not exist; opening recovers the pool. */
+int kv_open(const char *path, const struct kv_opts *o, kv_store **out);
+
+/* Close the pool: no call may be running. */
+void kv_close(kv_store *s);
+
+txn_pool *kv_pool(kv_store *s);
+
+/* Verify the whole table: chains well-formed, every key in its bucket and
+ * unique, counts and resize state consistent. Problems go to `out`.
+ * Returns 0 if the store is sound, else TXN_E_CORRUPT. Single-threaded. */
+int kv_check(kv_store *s, FILE *out);
+
+/* Called with a value while its bucket is locked: copy it, do not keep it. */
+typedef void (*kv_value_fn)(void *arg, const char *v, size_t n);
+typedef void (*kv_key_fn)(void *arg, const char *k, size_t n);
+
+/* For each of the n keys, in order, fn(arg, value) or, for a missing key,
+ * fn(arg, NULL, 0). One transaction: a consistent snapshot of the keys. */
+int kv_get(kv_store *s, size_t n, const struct kv_slice *keys, kv_value_fn fn, void *arg);
+
+/* Set n key/value pairs (kv[2i], kv[2i+1]) in one transaction. For one
+ * key, `only` may ask for KV_SET_NX (only if missing) or KV_SET_XX (only
+ * if present); *done says whether it was set. */
+#define KV_SET_NX 1
+#define KV_SET_XX 2
+int kv_set(kv_store *s, size_t n, const struct kv_slice *kv, int only, int *done);
+
+/* Delete the n keys in one transaction; *deleted counts those present. */
+int kv_del(kv_store *s, size_t n, const struct kv_slice *keys, uint64_t *deleted);
+
+/* How many of the n keys exist (a key named twice counts twice). */
+int kv_exists(kv_store *s, size_t n, const struct kv_slice *keys, uint64_t *count);
+
+/* Add `by` to the integer held at key (a missing key counts as 0). */
+int kv_incr(kv_store *s, struct kv_slice key, int64_t by, int64_t *result);
+
+/* Delete every key. Not atomic as a whole (a crash may leave a subset of
+ * the keys), each bucket's deletion is. */
+int kv_flush(kv_store *s);
+
+/* Visit the keys whose hash lies in a range starting at `cursor`, covering
+ * at least `buckets` buckets; *next is where to go on, 0 at the end. Every
+ * key present during a whole scan (cursor 0 to 0) is seen exactly once,
+ * resizes included, since cursors are positions in hash space. */
+int kv_scan(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *arg,
+            uint64_t *next);
+
+/* Keys, bytes of persistent objects the keys use, buckets; kept in DRAM. */
+struct kv_info {
+    uint64_t keys;
+    uint64_t bytes;
+    uint64_t buckets;
+    int resizing;
+    size_t pool_size;
+};
+void kv_info(kv_store *s, struct kv_info *out);
+
+#endif
