@@ -145,7 +145,8 @@ int txn_begin(txn_pool *p, txn **out)
         tx_next_version(tx);
     tx->active = 1;
     tx->err = 0;
-    tx->last_obj = NULL;
+    tx->last_obj = NULL; /* and NULL has size 0 */
+    tx->last_size = 0;
     err = eng_begin(tx);
     if (err) {
         tx->active = 0;
