@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
-# The README's main command: installs what it needs, builds, then runs the
-# demo on every engine under PDOM 0, 1 and 2 and prints one table.
+# The README's main command: installs what it needs, builds (Release), runs
+# the engine comparison (scripts/report.sh: Array and Array-RAW on every
+# engine at PDOM 0, 1 and 2; results/ gets JSON, CSV, report.md and the
+# PNG plots), then the small-transaction demo table of every engine.
+# Arguments go to report.sh (--full: the paper's sizes and durations).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_deps
 export PMEM_IS_PMEM_FORCE=1
-build build -DCMAKE_BUILD_TYPE=Release
+build build-release -DCMAKE_BUILD_TYPE=Release
 
-printf '%-6s %4s %10s %12s %10s\n' engine pdom writes/tx barriers/tx ns/tx
-for bin in build/bin/demo-*; do
-    for pdom in 0 1 2; do
-        TXN_PDOM=$pdom "$bin" | grep -v -e '^#' -e '^engine'
+BUILD_DIR=build-release bash scripts/report.sh "$@"
+
+echo
+echo "== small transactions: N writes of 32 bytes each (apps/demo)"
+mkdir -p results
+{
+    printf '%-6s %4s %10s %12s %10s\n' engine pdom writes/tx barriers/tx ns/tx
+    for bin in build-release/bin/demo-*; do
+        for pdom in 0 1 2; do
+            TXN_PDOM=$pdom "$bin" | grep -v -e '^#' -e '^engine'
+        done
     done
-done
-echo "(median of 31 batches of 2000 transactions; each write is 32 bytes;" \
-     "flush instruction: $(TXN_PDOM=1 build/bin/demo-none 1 | sed -n 's/.*flush \(.*\)/\1/p'))"
+    echo "(median of 31 batches of 2000 transactions)"
+} | tee results/demo.txt
