@@ -68,18 +68,27 @@ static int grow(struct addrmap *m)
     return 0;
 }
 
-int addrmap_put(struct addrmap *m, uint64_t key, uint64_t val)
+uint64_t *addrmap_slot(struct addrmap *m, uint64_t key)
 {
     if ((m->n + 1) * 2 > m->cap && grow(m))
-        return TXN_E_NOMEM;
+        return NULL;
     size_t i = slot_of(m, key);
     while (m->gens[i] == m->gen && m->keys[i] != key)
         i = (i + 1) & (m->cap - 1);
     if (m->gens[i] != m->gen) {
         m->gens[i] = m->gen;
         m->keys[i] = key;
+        m->vals[i] = 0;
         m->n++;
     }
-    m->vals[i] = val;
+    return &m->vals[i];
+}
+
+int addrmap_put(struct addrmap *m, uint64_t key, uint64_t val)
+{
+    uint64_t *v = addrmap_slot(m, key);
+    if (!v)
+        return TXN_E_NOMEM;
+    *v = val;
     return 0;
 }

@@ -25,4 +25,8 @@ uint64_t *addrmap_find(struct addrmap *m, uint64_t key);
 /* Insert or update; TXN_E_NOMEM when it cannot grow. */
 int addrmap_put(struct addrmap *m, uint64_t key, uint64_t val);
 
+/* The value slot of `key`, inserted with value 0 when missing (one hash
+ * for a lookup that usually updates); NULL when it cannot grow. */
+uint64_t *addrmap_slot(struct addrmap *m, uint64_t key);
+
 #endif

@@ -22,14 +22,20 @@
 #include "atomics.h"
 
 /* The crash simulator's build traces every store, flush and fence into
- * its model (trace.h); a normal build compiles the hooks away. */
+ * its model (trace.h): a store and its record happen under the tracer's
+ * lock, so threads reach the model in the order their stores reached
+ * memory. A normal build compiles the hooks away. */
 #ifdef PMTX_TRACE
 #include "trace.h"
-#define PM_TRACE_STORE(d, n) trace_store(d, n)
+#define PM_TRACE_LOCK() trace_lock()
+#define PM_TRACE_STORE(d, n) trace_store_unlock(d, n)
+#define PM_TRACE_UNLOCK() trace_unlock()
 #define PM_TRACE_FLUSH(a, n) trace_flush(a, n)
 #define PM_TRACE_FENCE() trace_fence()
 #else
+#define PM_TRACE_LOCK() ((void)0)
 #define PM_TRACE_STORE(d, n) ((void)0)
+#define PM_TRACE_UNLOCK() ((void)0)
 #define PM_TRACE_FLUSH(a, n) ((void)0)
 #define PM_TRACE_FENCE() ((void)0)
 #endif
@@ -99,18 +105,21 @@ static inline void pm_persist(const void *addr, size_t len)
  * crash simulator build can trace them. */
 static inline void pm_store64(void *dst, uint64_t v)
 {
+    PM_TRACE_LOCK();
     *(volatile uint64_t *)dst = v;
     PM_TRACE_STORE(dst, 8);
 }
 
 static inline void pm_memcpy(void *dst, const void *src, size_t n)
 {
+    PM_TRACE_LOCK();
     memcpy(dst, src, n);
     PM_TRACE_STORE(dst, n);
 }
 
 static inline void pm_memset(void *dst, int c, size_t n)
 {
+    PM_TRACE_LOCK();
     memset(dst, c, n);
     PM_TRACE_STORE(dst, n);
 }
@@ -119,12 +128,14 @@ static inline void pm_memset(void *dst, int c, size_t n)
  * threads share). */
 static inline void pm_or64(uint64_t *dst, uint64_t bits)
 {
+    PM_TRACE_LOCK();
     at_or(dst, bits);
     PM_TRACE_STORE(dst, 8);
 }
 
 static inline void pm_and64(uint64_t *dst, uint64_t bits)
 {
+    PM_TRACE_LOCK();
     at_and(dst, bits);
     PM_TRACE_STORE(dst, 8);
 }
@@ -132,9 +143,12 @@ static inline void pm_and64(uint64_t *dst, uint64_t bits)
 /* Compare-and-swap of a persistent word; nonzero when it swapped. */
 static inline int pm_cas64(uint64_t *dst, uint64_t expect, uint64_t nv)
 {
+    PM_TRACE_LOCK();
     int swapped = at_cas(dst, expect, nv);
     if (swapped)
         PM_TRACE_STORE(dst, 8);
+    else
+        PM_TRACE_UNLOCK();
     return swapped;
 }
 

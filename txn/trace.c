@@ -21,7 +21,7 @@ struct line {
 };
 
 /* threads of a workload trace into one model */
-static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct {
     char *base;
@@ -74,7 +74,7 @@ void trace_detach(void)
 
 void trace_forked(void)
 {
-    pthread_mutex_init(&trace_lock, NULL);
+    pthread_mutex_init(&tlock, NULL);
     tr.fn = NULL;
     trace_detach();
 }
@@ -126,11 +126,22 @@ static void add_unit(size_t li, size_t off, size_t len, const uint8_t *src)
     }
 }
 
-void trace_store(const void *dst, size_t n)
+void trace_lock(void)
 {
-    if (!in_region(dst, n) || n == 0)
+    pthread_mutex_lock(&tlock);
+}
+
+void trace_unlock(void)
+{
+    pthread_mutex_unlock(&tlock);
+}
+
+void trace_store_unlock(const void *dst, size_t n)
+{
+    if (!in_region(dst, n) || n == 0) {
+        pthread_mutex_unlock(&tlock);
         return;
-    pthread_mutex_lock(&trace_lock);
+    }
     size_t pos = (size_t)((const char *)dst - tr.base), end = pos + n;
     memcpy(tr.view + pos, dst, n);
     while (pos < end) {
@@ -141,12 +152,12 @@ void trace_store(const void *dst, size_t n)
         pos = next;
     }
     event();
-    pthread_mutex_unlock(&trace_lock);
+    pthread_mutex_unlock(&tlock);
 }
 
 void trace_flush(const void *addr, size_t n)
 {
-    pthread_mutex_lock(&trace_lock);
+    pthread_mutex_lock(&tlock);
     if (in_region(addr, n) && n) {
         size_t pos = (size_t)((const char *)addr - tr.base);
         for (size_t li = pos / LINE; li <= (pos + n - 1) / LINE; li++)
@@ -154,7 +165,7 @@ void trace_flush(const void *addr, size_t n)
     }
     if (tr.base)
         event();
-    pthread_mutex_unlock(&trace_lock);
+    pthread_mutex_unlock(&tlock);
 }
 
 static void apply(uint8_t *img, size_t li, const struct unit *u, uint32_t k)
@@ -165,9 +176,9 @@ static void apply(uint8_t *img, size_t li, const struct unit *u, uint32_t k)
 
 void trace_fence(void)
 {
-    pthread_mutex_lock(&trace_lock);
+    pthread_mutex_lock(&tlock);
     if (!tr.base) {
-        pthread_mutex_unlock(&trace_lock);
+        pthread_mutex_unlock(&tlock);
         return;
     }
     size_t keep = 0;
@@ -189,7 +200,7 @@ void trace_fence(void)
     }
     tr.ndirty = keep;
     event();
-    pthread_mutex_unlock(&trace_lock);
+    pthread_mutex_unlock(&tlock);
 }
 
 static uint64_t mix(uint64_t *s)

@@ -15,8 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Hooks called by persist.h in the traced build. */
-void trace_store(const void *dst, size_t n);
+/* Hooks called by persist.h in the traced build: a store is made between
+ * trace_lock() and trace_store_unlock() (or trace_unlock() if it did not
+ * happen). */
+void trace_lock(void);
+void trace_unlock(void);
+void trace_store_unlock(const void *dst, size_t n);
 void trace_flush(const void *addr, size_t n);
 void trace_fence(void);
 

@@ -54,15 +54,10 @@
 const char eng_name[] = "undo";
 const int eng_persistent = 1;
 
-struct range {
-    char *a;
-    size_t n;
-};
-
 struct undo_tx {
     int unfenced;          /* an ALLOC/FREE record awaits a barrier */
-    struct vec ranges;     /* struct range: to flush at commit */
-    struct vec recs;       /* struct log_rec *: DATA records, for abort */
+    struct vec recs;       /* struct log_rec *: DATA records: the ranges
+                              to flush at commit, to restore at abort */
     struct addrmap logged; /* range start -> longest length logged */
 };
 
@@ -85,7 +80,6 @@ int eng_tx_init(struct txn *tx)
         free(u);
         return TXN_E_NOMEM;
     }
-    vec_init(&u->ranges, sizeof(struct range));
     vec_init(&u->recs, sizeof(struct log_rec *));
     tx->eng = u;
     return 0;
@@ -94,7 +88,6 @@ int eng_tx_init(struct txn *tx)
 void eng_tx_fini(struct txn *tx)
 {
     struct undo_tx *u = tx->eng;
-    vec_free(&u->ranges);
     vec_free(&u->recs);
     addrmap_free(&u->logged);
     free(u);
@@ -104,7 +97,7 @@ void eng_tx_fini(struct txn *tx)
 static void reset(struct undo_tx *u)
 {
     u->unfenced = 0;
-    u->ranges.n = u->recs.n = 0;
+    u->recs.n = 0;
     addrmap_clear(&u->logged);
 }
 
@@ -160,17 +153,14 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
     struct undo_tx *u = tx->eng;
     char *a = (char *)o + off;
     if (!tx_is_new(tx, o)) {
-        uint64_t *len = addrmap_find(&u->logged, (uint64_t)(uintptr_t)a);
-        if (!len || *len < n) {
-            struct range *r = vec_push(&u->ranges);
-            if (!r)
-                return TXN_E_NOMEM;
-            *r = (struct range){a, n};
+        uint64_t *logged = addrmap_slot(&u->logged, (uint64_t)(uintptr_t)a);
+        if (!logged)
+            return TXN_E_NOMEM;
+        if (*logged < n) {
             int rc = log_old(tx, u, a, n);
-            if (!rc)
-                rc = addrmap_put(&u->logged, (uint64_t)(uintptr_t)a, n);
             if (rc)
                 return rc;
+            *logged = n;
         }
     }
     pm_memcpy(a, src, n);
@@ -237,7 +227,7 @@ int eng_commit(struct txn *tx)
 {
     struct undo_tx *u = tx->eng;
     int allocs = tx->allocs.n || tx->frees.n;
-    if (!u->ranges.n && !allocs)
+    if (!u->recs.n && !allocs)
         return 0; /* read-only: nothing to make durable */
     int eager = txn_cfg.alloc_eager && allocs;
     log_flush(&tx->log); /* ALLOC/FREE records */
@@ -246,9 +236,9 @@ int eng_commit(struct txn *tx)
             pm_barrier(); /* (0) U4 */
         tx_apply_allocs(tx, 1);
     }
-    for (size_t i = 0; i < u->ranges.n; i++) {
-        struct range *r = vec_at(&u->ranges, i);
-        pm_flush(r->a, r->n);
+    for (size_t i = 0; i < u->recs.n; i++) {
+        struct log_rec *r = *(struct log_rec **)vec_at(&u->recs, i);
+        pm_flush((void *)(uintptr_t)r->addr, r->len);
     }
     for (size_t i = 0; i < tx->allocs.n; i++) {
         struct tx_block *b = vec_at(&tx->allocs, i);

@@ -5,6 +5,12 @@
  * crashes recovery itself at a random point and recovers that image again.
  *
  *   crashsim-<engine> [--workload slots|list|mix] [--images N] [--seed S]
+ *                     [--threads T]
+ *
+ * With T threads, each runs the workload on its own part of one pool, all
+ * tracing into one model; a crash image freezes every thread wherever it
+ * is, and each thread's part must hold its last commit or, while its
+ * commit is in flight, that one.
  *
  * Last line: "crash images: N, inconsistent: K, untraced stores: U"; the
  * exit status is 0 only when K = U = 0.
@@ -12,6 +18,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,35 +41,27 @@
 
 static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix};
 
-/* ---- the oracle: digests of every committed state of this run */
-static struct {
-    uint64_t *d;
-    size_t n, cap;
-    uint64_t pending; /* digest if the commit in flight takes effect */
-    int in_commit;
-} ex;
+/* ---- the oracle: per thread, the digest of its last committed state,
+ * and of the one in flight. A crash image is taken (and a child forked)
+ * while other threads may be anywhere: they update these words in an order
+ * that a snapshot can never misread. */
+static struct expect {
+    volatile uint64_t last;    /* digest of the last commit */
+    volatile uint64_t pending; /* digest if the commit in flight lands */
+    volatile uint64_t commits;
+    volatile int in_commit;
+} ex[SIM_THREADS];
 
-static void expect_push(uint64_t d)
+int sim_commit(txn *tx, int t, uint64_t next)
 {
-    if (ex.n == ex.cap) {
-        ex.cap = ex.cap ? ex.cap * 2 : 256;
-        ex.d = realloc(ex.d, ex.cap * sizeof *ex.d);
-        if (!ex.d) {
-            perror("crashsim");
-            exit(2);
-        }
-    }
-    ex.d[ex.n++] = d;
-}
-
-int sim_commit(txn *tx, uint64_t next)
-{
-    ex.pending = next;
-    ex.in_commit = 1;
+    ex[t].pending = next;
+    ex[t].in_commit = 1;
     int rc = txn_commit(tx);
-    ex.in_commit = 0;
-    if (!rc)
-        expect_push(next);
+    if (!rc) {
+        ex[t].last = next; /* before in_commit drops: never neither */
+        ex[t].commits++;
+    }
+    ex[t].in_commit = 0;
     return rc;
 }
 
@@ -77,6 +76,31 @@ uint64_t sim_rand(uint64_t *s)
 uint64_t sim_hash(uint64_t h, const void *p, size_t n)
 {
     return csum64(h, p, n);
+}
+
+txn_obj *sim_part(txn *tx, txn_pool *p, int t)
+{
+    txn_obj *o = NULL;
+    txn_read(tx, txn_root(p), 8 * (size_t)t, &o, sizeof o);
+    return o;
+}
+
+/* Each thread's part, allocated before the workloads start. */
+static int make_parts(txn_pool *p, size_t size, int threads)
+{
+    txn *tx;
+    int rc = txn_begin(p, &tx);
+    for (int t = 0; !rc && t < threads; t++) {
+        txn_obj *o;
+        rc = txn_alloc(tx, size, &o);
+        if (!rc)
+            rc = txn_write(tx, txn_root(p), 8 * (size_t)t, &o, sizeof o);
+    }
+    if (rc) {
+        txn_abort(tx);
+        return rc;
+    }
+    return txn_commit(tx);
 }
 
 int reach_add(struct reach *r, txn_obj *o)
@@ -99,6 +123,7 @@ struct tally {
 
 static struct {
     const struct workload *w;
+    int threads;
     txn_pool *p;
     const uint64_t *points;
     size_t npoints, next;
@@ -171,8 +196,9 @@ static int check_alloc(txn_pool *p, const struct reach *r)
     return bad || s.stray;
 }
 
-/* In a fresh process: open (recover) the image and check it. */
-static int check_image(const char *path, uint64_t committed, int in_commit, uint64_t pending)
+/* In a fresh process: open (recover) the image and check every thread's
+ * part against what `want` (a snapshot of ex) allows. */
+static int check_image(const char *path, const struct expect *want)
 {
     txn_pool *p;
     int rc = txn_pool_open(path, "crashsim", &p);
@@ -181,14 +207,29 @@ static int check_image(const char *path, uint64_t committed, int in_commit, uint
         return 1;
     }
     struct reach r = {0};
-    uint64_t d = 0;
-    int bad = R.w->read_back(p, &d, &r);
-    if (bad)
-        fprintf(stderr, "  workload invariant broken\n");
-    if (d != committed && !(in_commit && d == pending)) {
-        fprintf(stderr, "  state is neither the last commit%s\n",
-                in_commit ? " nor the one in flight" : "");
-        bad = 1;
+    int bad = 0;
+    for (int t = 0; t < R.threads; t++) {
+        txn *tx;
+        txn_obj *part = NULL;
+        if (!txn_begin(p, &tx)) {
+            part = sim_part(tx, p, t);
+            txn_abort(tx);
+        }
+        if (!part || reach_add(&r, part)) {
+            fprintf(stderr, "  thread %d: no part\n", t);
+            bad = 1;
+            continue;
+        }
+        uint64_t d = 0;
+        if (R.w->read_back(p, t, &d, &r)) {
+            fprintf(stderr, "  thread %d: workload invariant broken\n", t);
+            bad = 1;
+        }
+        if (d != want[t].last && !(want[t].in_commit && d == want[t].pending)) {
+            fprintf(stderr, "  thread %d: state is neither the last commit%s\n", t,
+                    want[t].in_commit ? " nor the one in flight" : "");
+            bad = 1;
+        }
     }
     bad |= check_alloc(p, &r);
     free(r.o);
@@ -235,7 +276,7 @@ static void crash_recovery(void)
     _exit(6); /* recovery did not reach the crash point */
 }
 
-static int run_child(int recovery_crash, const char *path)
+static int run_child(int recovery_crash, const char *path, const struct expect *want)
 {
     fflush(stderr);
     pid_t pid = fork();
@@ -247,7 +288,7 @@ static int run_child(int recovery_crash, const char *path)
         trace_forked();
         if (recovery_crash)
             crash_recovery();
-        _exit(check_image(path, ex.d[ex.n - 1], ex.in_commit, ex.pending));
+        _exit(check_image(path, want));
     }
     int st;
     if (pid < 0 || waitpid(pid, &st, 0) < 0)
@@ -261,16 +302,19 @@ static void verify(void)
         perror("crashsim: image");
         exit(2);
     }
+    struct expect want[SIM_THREADS];
+    memcpy(want, (const void *)ex, sizeof want); /* the moment of the crash */
     int rec = sim_rand(&R.rng) % 4 == 0;
-    int rc = run_child(rec, R.img);
+    int rc = run_child(rec, R.img, want);
     if (rec && rc == 3) { /* recovery crashed: recover its image */
         R.t->images++;
-        rc = run_child(0, R.img2);
+        rc = run_child(0, R.img2, want);
     }
     R.t->images++;
     if (rc && R.t->bad++ < 5) {
-        fprintf(stderr, "inconsistent image (workload %s, commit %zu%s, exit %d)\n",
-                R.w->name, ex.n - 1, ex.in_commit ? ", commit in flight" : "", rc);
+        fprintf(stderr, "inconsistent image (workload %s, commits %llu%s, exit %d)\n",
+                R.w->name, (unsigned long long)want[0].commits,
+                want[0].in_commit ? ", thread 0 committing" : "", rc);
     }
 }
 
@@ -299,28 +343,50 @@ static void run_hook(uint64_t event, void *arg)
     }
 }
 
+struct worker {
+    int t;
+    uint64_t rng;
+    int rc;
+};
+
+static void *work(void *arg)
+{
+    struct worker *k = arg;
+    for (int i = 0; i < TX_PER_RUN && !k->rc; i++)
+        k->rc = R.w->step(R.p, k->t, &k->rng);
+    return NULL;
+}
+
 /* One run of the workload on a fresh pool; returns its event count. */
-static uint64_t run(const struct workload *w, uint64_t seed, const uint64_t *points,
-                    size_t npoints, struct tally *t)
+static uint64_t run(const struct workload *w, int threads, uint64_t seed,
+                    const uint64_t *points, size_t npoints, struct tally *t)
 {
     char name[64];
     snprintf(name, sizeof name, "crashsim-%s-%d.pool", txn_engine_name(), (int)getpid());
-    txn_pool_opts o = {.size = w->pool_size, .root_size = w->root_size, .threads = 2};
+    txn_pool_opts o = {.size = w->pool_size * (size_t)threads,
+                       .root_size = 8 * SIM_THREADS,
+                       .threads = (unsigned)threads + 1};
     txn_pool *p;
     int rc = txn_pool_create(name, "crashsim", &o, &p);
     if (rc) {
         fprintf(stderr, "crashsim: create: %s\n", txn_strerror(rc));
         exit(2);
     }
-    ex.n = 0;
-    uint64_t rng = seed;
-    if ((rc = w->setup(p, seed))) {
-        fprintf(stderr, "crashsim: setup: %s\n", txn_strerror(rc));
+    memset((void *)ex, 0, sizeof ex);
+    if ((rc = make_parts(p, w->root_size, threads))) {
+        fprintf(stderr, "crashsim: parts: %s\n", txn_strerror(rc));
         exit(2);
     }
-    expect_push(w->mirror_digest());
-    R = (typeof(R)){.w = w, .p = p, .points = points, .npoints = npoints, .t = t,
-                    .rng = seed ^ 0x5bd1e995, .buf = malloc(p->size)};
+    for (int k = 0; k < threads; k++) {
+        if ((rc = w->setup(p, k))) {
+            fprintf(stderr, "crashsim: setup: %s\n", txn_strerror(rc));
+            exit(2);
+        }
+        ex[k].last = w->mirror_digest(k);
+    }
+    R = (typeof(R)){.w = w, .threads = threads, .p = p, .points = points,
+                    .npoints = npoints, .t = t, .rng = seed ^ 0x5bd1e995,
+                    .buf = malloc(p->size)};
     snprintf(R.img, sizeof R.img, "/dev/shm/crashsim-%d.img", (int)getpid());
     snprintf(R.img2, sizeof R.img2, "/dev/shm/crashsim-%d.img2", (int)getpid());
     if (!R.buf || trace_attach(p->base, p->size, NULL)) {
@@ -328,11 +394,21 @@ static uint64_t run(const struct workload *w, uint64_t seed, const uint64_t *poi
         exit(2);
     }
     trace_on_event(run_hook, NULL);
-    for (int i = 0; i < TX_PER_RUN; i++)
-        if ((rc = w->step(p, &rng))) {
-            fprintf(stderr, "crashsim: %s: transaction: %s\n", w->name, txn_strerror(rc));
+    struct worker wk[SIM_THREADS];
+    pthread_t tid[SIM_THREADS];
+    for (int k = 0; k < threads; k++) {
+        wk[k] = (struct worker){k, seed * 31 + (uint64_t)k, 0};
+        if (threads == 1)
+            work(&wk[k]); /* one thread: deterministic event numbers */
+        else if (pthread_create(&tid[k], NULL, work, &wk[k]))
+            wk[k].rc = TXN_E_NOMEM;
+    }
+    for (int k = 0; threads > 1 && k < threads; k++)
+        pthread_join(tid[k], NULL);
+    for (int k = 0; k < threads; k++)
+        if (wk[k].rc) {
+            fprintf(stderr, "crashsim: %s: transaction: %s\n", w->name, txn_strerror(wk[k].rc));
             t->bad++;
-            break;
         }
     t->untraced += trace_audit("end of run");
     uint64_t events = trace_events();
@@ -354,7 +430,8 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void campaign(const struct workload *w, uint64_t images, uint64_t seed, struct tally *all)
+static void campaign(const struct workload *w, int threads, uint64_t images, uint64_t seed,
+                     struct tally *all)
 {
     struct tally t = {0};
     uint64_t points[IMAGES_PER_RUN];
@@ -362,12 +439,12 @@ static void campaign(const struct workload *w, uint64_t images, uint64_t seed, s
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (uint64_t r = 0; t.images < images; r++) {
         uint64_t s = seed * 7919 + r, rng = s ^ 0xa5a5;
-        uint64_t events = run(w, s, NULL, 0, &t); /* how long is this run? */
+        uint64_t events = run(w, threads, s, NULL, 0, &t); /* how long is a run? */
         size_t n = images - t.images < IMAGES_PER_RUN ? images - t.images : IMAGES_PER_RUN;
         for (size_t i = 0; i < n; i++)
             points[i] = sim_rand(&rng) % events;
         qsort(points, n, sizeof *points, cmp_u64);
-        run(w, s, points, n, &t);
+        run(w, threads, s, points, n, &t);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -385,19 +462,25 @@ int main(int argc, char **argv)
     static const struct option opts[] = {{"workload", required_argument, 0, 'w'},
                                          {"images", required_argument, 0, 'n'},
                                          {"seed", required_argument, 0, 's'},
+                                         {"threads", required_argument, 0, 't'},
                                          {0, 0, 0, 0}};
     const char *only = NULL;
     uint64_t images = 2000, seed = 1;
-    for (int c; (c = getopt_long(argc, argv, "w:n:s:", opts, NULL)) != -1;) {
+    int threads = 1;
+    for (int c; (c = getopt_long(argc, argv, "w:n:s:t:", opts, NULL)) != -1;) {
         if (c == 'w')
             only = optarg;
         else if (c == 'n')
             images = strtoull(optarg, NULL, 10);
         else if (c == 's')
             seed = strtoull(optarg, NULL, 10);
+        else if (c == 't' && atoi(optarg) >= 1 && atoi(optarg) <= SIM_THREADS)
+            threads = atoi(optarg);
         else {
-            fprintf(stderr, "usage: %s [--workload slots|list|mix] [--images N] [--seed S]\n",
-                    argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--workload slots|list|mix] [--images N] [--seed S]"
+                    " [--threads 1..%d]\n",
+                    argv[0], SIM_THREADS);
             return 2;
         }
     }
@@ -406,7 +489,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof workloads / sizeof *workloads; i++)
         if (!only || !strcmp(only, workloads[i]->name)) {
             found = 1;
-            campaign(workloads[i], images, seed, &all);
+            campaign(workloads[i], threads, images, seed, &all);
         }
     if (!found) {
         fprintf(stderr, "crashsim: no workload named %s\n", only);

@@ -1,7 +1,9 @@
 /* sim.h - what the crash simulator's driver and its workloads share.
  *
  * A workload runs transactions against txn.h and keeps a volatile mirror
- * of what the pool must hold. Before each commit it announces the digest
+ * of what the pool must hold; with several threads, each thread `t` has
+ * its own part: an object of root_size bytes whose handle the root holds
+ * (cow allows one writer per object), and its own mirror. Before each commit it announces the digest
  * the pool will have if the commit takes effect (sim_commit); the driver
  * records, for every crash image, the digests a correct recovery may
  * produce: the last committed one, or the announced one while a commit is
@@ -17,6 +19,8 @@
 
 #include "txn.h"
 
+#define SIM_THREADS 4 /* most threads a run may have */
+
 /* The objects a recovered pool reaches. */
 struct reach {
     txn_obj **o;
@@ -28,22 +32,27 @@ int reach_add(struct reach *r, txn_obj *o);
 struct workload {
     const char *name;
     size_t pool_size;
-    size_t root_size;
-    /* build the initial, committed state and its mirror */
-    int (*setup)(txn_pool *p, uint64_t seed);
-    /* one transaction (it may abort); 0 or a TXN_E_* that ends the run */
-    int (*step)(txn_pool *p, uint64_t *rng);
-    /* digest of the mirror as committed */
-    uint64_t (*mirror_digest)(void);
-    /* read a recovered pool: digest, invariants (nonzero = broken), and
-     * every object reached (root excluded) */
-    int (*read_back)(txn_pool *p, uint64_t *digest, struct reach *r);
+    size_t root_size; /* bytes of each thread's part */
+    /* build thread t's initial, committed state and its mirror */
+    int (*setup)(txn_pool *p, int t);
+    /* one transaction of thread t (it may abort); 0 or a TXN_E_* that
+     * ends the run */
+    int (*step)(txn_pool *p, int t, uint64_t *rng);
+    /* digest of thread t's mirror as committed */
+    uint64_t (*mirror_digest)(int t);
+    /* read thread t's part of a recovered pool: digest, invariants
+     * (nonzero = broken), and every object reached (root excluded) */
+    int (*read_back)(txn_pool *p, int t, uint64_t *digest, struct reach *r);
 };
 
 extern const struct workload wl_slots, wl_list, wl_mix;
 
-/* Commit `tx`; `next` is the mirror's digest if it takes effect. */
-int sim_commit(txn *tx, uint64_t next);
+/* Commit thread t's `tx`; `next` is the mirror's digest if it takes
+ * effect. */
+int sim_commit(txn *tx, int t, uint64_t next);
+
+/* Thread t's part of the pool, read in `tx` (never NULL in a run). */
+txn_obj *sim_part(txn *tx, txn_pool *p, int t);
 
 /* Helpers for workloads. */
 uint64_t sim_rand(uint64_t *s);

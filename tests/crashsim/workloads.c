@@ -1,7 +1,8 @@
 /* workloads.c - the crash simulator's workloads: slot increments with a
  * checksum invariant (Array-like), an alloc/free-heavy linked list, and a
  * random mix of allocations, frees and partial writes. Each aborts one
- * transaction in eight. */
+ * transaction in eight. With several threads, thread `t` works on its own
+ * part (sim_part) and what it reaches, and keeps its own mirror. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,82 +24,83 @@ static int aborts(uint64_t *rng)
 
 /* ---- slots: K objects of 4 u64 and a counter of all increments */
 
-enum { K = 24, SLOT_WORDS = 4 };
-static uint64_t sl_val[K][SLOT_WORDS], sl_count;
-static txn_obj *sl_obj[K];
+enum { K = 24, SLOT_WORDS = 4, SL_ROOT = 8 + 8 * K };
+static uint64_t sl_val[SIM_THREADS][K][SLOT_WORDS], sl_count[SIM_THREADS];
+static txn_obj *sl_obj[SIM_THREADS][K];
 
 static uint64_t slots_digest_of(uint64_t v[K][SLOT_WORDS], uint64_t count)
 {
     return sim_hash(sim_hash(1, &count, 8), v, sizeof(uint64_t) * K * SLOT_WORDS);
 }
 
-static uint64_t slots_mirror(void)
+static uint64_t slots_mirror(int t)
 {
-    return slots_digest_of(sl_val, sl_count);
+    return slots_digest_of(sl_val[t], sl_count[t]);
 }
 
-static int slots_setup(txn_pool *p, uint64_t seed)
+static int slots_setup(txn_pool *p, int t)
 {
-    (void)seed;
     txn *tx;
-    txn_obj *root = txn_root(p);
-    memset(sl_val, 0, sizeof sl_val);
-    sl_count = 0;
+    memset(sl_val[t], 0, sizeof sl_val[t]);
+    sl_count[t] = 0;
     TRY(txn_begin(p, &tx));
+    txn_obj *root = sim_part(tx, p, t);
     for (int i = 0; i < K; i++) {
-        TRY(txn_alloc(tx, SLOT_WORDS * 8, &sl_obj[i]));
-        TRY(txn_write(tx, root, 8 + 8 * (size_t)i, &sl_obj[i], sizeof sl_obj[i]));
+        TRY(txn_alloc(tx, SLOT_WORDS * 8, &sl_obj[t][i]));
+        TRY(txn_write(tx, root, 8 + 8 * (size_t)i, &sl_obj[t][i], sizeof sl_obj[t][i]));
     }
-    return sim_commit(tx, slots_mirror());
+    return sim_commit(tx, t, slots_mirror(t));
 }
 
-static int slots_step(txn_pool *p, uint64_t *rng)
+static int slots_step(txn_pool *p, int t, uint64_t *rng)
 {
     txn *tx;
-    uint64_t nv[K][SLOT_WORDS], count = sl_count;
-    memcpy(nv, sl_val, sizeof nv);
+    uint64_t nv[K][SLOT_WORDS], count = sl_count[t];
+    txn_obj **obj = sl_obj[t];
+    memcpy(nv, sl_val[t], sizeof nv);
     TRY(txn_begin(p, &tx));
     unsigned m = 1 + (unsigned)(sim_rand(rng) % 6);
     for (unsigned j = 0; j < m; j++) {
         unsigned s = (unsigned)(sim_rand(rng) % K);
         uint64_t buf[SLOT_WORDS];
         if (sim_rand(rng) % 2) { /* whole slot, one write */
-            TRY(txn_read(tx, sl_obj[s], 0, buf, sizeof buf));
+            TRY(txn_read(tx, obj[s], 0, buf, sizeof buf));
             for (int w = 0; w < SLOT_WORDS; w++)
                 buf[w]++;
-            TRY(txn_write(tx, sl_obj[s], 0, buf, sizeof buf));
+            TRY(txn_write(tx, obj[s], 0, buf, sizeof buf));
         } else { /* read-after-write, word by word */
             for (int w = 0; w < SLOT_WORDS; w++) {
-                TRY(txn_read_u64(tx, sl_obj[s], 8 * (size_t)w, &buf[w]));
-                TRY(txn_write_u64(tx, sl_obj[s], 8 * (size_t)w, buf[w] + 1));
+                TRY(txn_read_u64(tx, obj[s], 8 * (size_t)w, &buf[w]));
+                TRY(txn_write_u64(tx, obj[s], 8 * (size_t)w, buf[w] + 1));
             }
         }
         for (int w = 0; w < SLOT_WORDS; w++)
             nv[s][w]++;
         count += SLOT_WORDS;
     }
-    TRY(txn_write_u64(tx, txn_root(p), 0, count));
+    TRY(txn_write_u64(tx, sim_part(tx, p, t), 0, count));
     if (aborts(rng)) {
         txn_abort(tx);
         return 0;
     }
-    int rc = sim_commit(tx, slots_digest_of(nv, count));
+    int rc = sim_commit(tx, t, slots_digest_of(nv, count));
     if (!rc) {
-        memcpy(sl_val, nv, sizeof nv);
-        sl_count = count;
+        memcpy(sl_val[t], nv, sizeof nv);
+        sl_count[t] = count;
     }
     return rc;
 }
 
-static int slots_read(txn_pool *p, uint64_t *digest, struct reach *r)
+static int slots_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 {
     txn *tx;
     uint64_t v[K][SLOT_WORDS], count, sum = 0;
     TRY(txn_begin(p, &tx));
-    TRY(txn_read_u64(tx, txn_root(p), 0, &count));
+    txn_obj *root = sim_part(tx, p, t);
+    TRY(txn_read_u64(tx, root, 0, &count));
     for (int i = 0; i < K; i++) {
         txn_obj *o;
-        TRY(txn_read(tx, txn_root(p), 8 + 8 * (size_t)i, &o, sizeof o));
+        TRY(txn_read(tx, root, 8 + 8 * (size_t)i, &o, sizeof o));
         if (!o || txn_obj_size(p, o) < SLOT_WORDS * 8) {
             txn_abort(tx);
             return 1;
@@ -114,16 +116,16 @@ static int slots_read(txn_pool *p, uint64_t *digest, struct reach *r)
     return sum != count; /* the checksum invariant */
 }
 
-const struct workload wl_slots = {"slots", 2u << 20, 8 + 8 * K, slots_setup, slots_step,
+const struct workload wl_slots = {"slots", 2u << 20, SL_ROOT, slots_setup, slots_step,
                                   slots_mirror, slots_read};
 
 /* ---- list: a linked list of nodes {value, next, size} of varied sizes,
  * pushed and popped at the head and rewritten in the middle */
 
-enum { L_MAX = 40 };
+enum { L_MAX = 40, L_ROOT = 16 };
 static const size_t node_sizes[] = {24, 40, 200, 1000, 5000, 20000, 300000};
-static uint64_t ls_val[L_MAX], ls_size[L_MAX];
-static unsigned ls_len;
+static uint64_t ls_val[SIM_THREADS][L_MAX], ls_size[SIM_THREADS][L_MAX];
+static unsigned ls_len[SIM_THREADS];
 
 static uint64_t list_digest_of(const uint64_t *val, const uint64_t *size, unsigned len)
 {
@@ -135,39 +137,39 @@ static uint64_t list_digest_of(const uint64_t *val, const uint64_t *size, unsign
     return h;
 }
 
-static uint64_t list_mirror(void)
+static uint64_t list_mirror(int t)
 {
-    return list_digest_of(ls_val, ls_size, ls_len);
+    return list_digest_of(ls_val[t], ls_size[t], ls_len[t]);
 }
 
-static int list_setup(txn_pool *p, uint64_t seed)
+static int list_setup(txn_pool *p, int t)
 {
     (void)p;
-    (void)seed;
-    ls_len = 0;
+    ls_len[t] = 0;
     return 0;
 }
 
-/* the i-th node (0 = head) */
-static int nth(txn *tx, txn_pool *p, unsigned i, txn_obj **out)
+/* the i-th node (0 = head) of thread t's list */
+static int nth(txn *tx, txn_pool *p, int t, unsigned i, txn_obj **out)
 {
     txn_obj *o;
-    int rc = txn_read(tx, txn_root(p), 0, &o, sizeof o);
+    int rc = txn_read(tx, sim_part(tx, p, t), 0, &o, sizeof o);
     while (!rc && i--)
         rc = txn_read(tx, o, 8, &o, sizeof o);
     *out = o;
     return rc;
 }
 
-static int list_step(txn_pool *p, uint64_t *rng)
+static int list_step(txn_pool *p, int t, uint64_t *rng)
 {
     txn *tx;
-    txn_obj *root = txn_root(p), *o;
+    txn_obj *root, *o;
     uint64_t val[L_MAX], size[L_MAX];
-    unsigned len = ls_len;
-    memcpy(val, ls_val, sizeof val);
-    memcpy(size, ls_size, sizeof size);
+    unsigned len = ls_len[t];
+    memcpy(val, ls_val[t], sizeof val);
+    memcpy(size, ls_size[t], sizeof size);
     TRY(txn_begin(p, &tx));
+    root = sim_part(tx, p, t);
     unsigned op = (unsigned)(sim_rand(rng) % 3);
     if (len == 0 || (op == 0 && len < L_MAX)) { /* push */
         uint64_t node[3] = {sim_rand(rng), 0, 0};
@@ -184,7 +186,7 @@ static int list_step(txn_pool *p, uint64_t *rng)
         len++;
     } else if (op == 1) { /* pop */
         txn_obj *next;
-        TRY(nth(tx, p, 0, &o));
+        TRY(nth(tx, p, t, 0, &o));
         TRY(txn_read(tx, o, 8, &next, sizeof next));
         TRY(txn_write(tx, root, 0, &next, sizeof next));
         TRY(txn_free(tx, o));
@@ -193,7 +195,7 @@ static int list_step(txn_pool *p, uint64_t *rng)
         memmove(size, size + 1, len * 8);
     } else { /* rewrite a value in the middle */
         unsigned i = (unsigned)(sim_rand(rng) % len);
-        TRY(nth(tx, p, i, &o));
+        TRY(nth(tx, p, t, i, &o));
         val[i] = sim_rand(rng);
         TRY(txn_write_u64(tx, o, 0, val[i]));
     }
@@ -202,24 +204,25 @@ static int list_step(txn_pool *p, uint64_t *rng)
         txn_abort(tx);
         return 0;
     }
-    int rc = sim_commit(tx, list_digest_of(val, size, len));
+    int rc = sim_commit(tx, t, list_digest_of(val, size, len));
     if (!rc) {
-        memcpy(ls_val, val, sizeof val);
-        memcpy(ls_size, size, sizeof size);
-        ls_len = len;
+        memcpy(ls_val[t], val, sizeof val);
+        memcpy(ls_size[t], size, sizeof size);
+        ls_len[t] = len;
     }
     return rc;
 }
 
-static int list_read(txn_pool *p, uint64_t *digest, struct reach *r)
+static int list_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 {
     txn *tx;
     txn_obj *o;
     uint64_t val[L_MAX], size[L_MAX];
     unsigned len, n = 0;
     TRY(txn_begin(p, &tx));
-    TRY(txn_read(tx, txn_root(p), 8, &len, sizeof len));
-    TRY(txn_read(tx, txn_root(p), 0, &o, sizeof o));
+    txn_obj *root = sim_part(tx, p, t);
+    TRY(txn_read(tx, root, 8, &len, sizeof len));
+    TRY(txn_read(tx, root, 0, &o, sizeof o));
     for (; o; n++) {
         uint64_t node[3];
         if (n == L_MAX || txn_obj_size(p, o) < sizeof node || reach_add(r, o)) {
@@ -240,15 +243,15 @@ static int list_read(txn_pool *p, uint64_t *digest, struct reach *r)
     return n != len;
 }
 
-const struct workload wl_list = {"list", 4u << 20, 16, list_setup, list_step, list_mirror,
+const struct workload wl_list = {"list", 4u << 20, L_ROOT, list_setup, list_step, list_mirror,
                                  list_read};
 
 /* ---- mix: a table of objects of random sizes ({size, bytes}); each
  * transaction allocates, frees and rewrites parts of them */
 
-enum { M_SLOTS = 16, M_MAX = 3000 };
-static uint8_t mx_data[M_SLOTS][M_MAX];
-static size_t mx_size[M_SLOTS]; /* 0 = empty slot */
+enum { M_SLOTS = 16, M_MAX = 3000, M_ROOT = 8 * M_SLOTS };
+static uint8_t mx_data[SIM_THREADS][M_SLOTS][M_MAX];
+static size_t mx_size[SIM_THREADS][M_SLOTS]; /* 0 = empty slot */
 
 static uint64_t mix_digest_of(uint8_t (*data)[M_MAX], const size_t *size)
 {
@@ -260,28 +263,28 @@ static uint64_t mix_digest_of(uint8_t (*data)[M_MAX], const size_t *size)
     return h;
 }
 
-static uint64_t mix_mirror(void)
+static uint64_t mix_mirror(int t)
 {
-    return mix_digest_of(mx_data, mx_size);
+    return mix_digest_of(mx_data[t], mx_size[t]);
 }
 
-static int mix_setup(txn_pool *p, uint64_t seed)
+static int mix_setup(txn_pool *p, int t)
 {
     (void)p;
-    (void)seed;
-    memset(mx_size, 0, sizeof mx_size);
+    memset(mx_size[t], 0, sizeof mx_size[t]);
     return 0;
 }
 
-static int mix_step(txn_pool *p, uint64_t *rng)
+static int mix_step(txn_pool *p, int t, uint64_t *rng)
 {
-    static uint8_t data[M_SLOTS][M_MAX];
+    static uint8_t data_of[SIM_THREADS][M_SLOTS][M_MAX];
+    uint8_t(*data)[M_MAX] = data_of[t];
     size_t size[M_SLOTS];
     txn *tx;
-    txn_obj *root = txn_root(p);
-    memcpy(data, mx_data, sizeof data);
-    memcpy(size, mx_size, sizeof size);
+    memcpy(data, mx_data[t], sizeof data_of[t]);
+    memcpy(size, mx_size[t], sizeof size);
     TRY(txn_begin(p, &tx));
+    txn_obj *root = sim_part(tx, p, t);
     unsigned ops = 1 + (unsigned)(sim_rand(rng) % 4);
     for (unsigned k = 0; k < ops; k++) {
         unsigned s = (unsigned)(sim_rand(rng) % M_SLOTS);
@@ -312,15 +315,15 @@ static int mix_step(txn_pool *p, uint64_t *rng)
         txn_abort(tx);
         return 0;
     }
-    int rc = sim_commit(tx, mix_digest_of(data, size));
+    int rc = sim_commit(tx, t, mix_digest_of(data, size));
     if (!rc) {
-        memcpy(mx_data, data, sizeof data);
-        memcpy(mx_size, size, sizeof size);
+        memcpy(mx_data[t], data, sizeof data_of[t]);
+        memcpy(mx_size[t], size, sizeof size);
     }
     return rc;
 }
 
-static int mix_read(txn_pool *p, uint64_t *digest, struct reach *r)
+static int mix_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 {
     static uint8_t data[M_SLOTS][M_MAX];
     size_t size[M_SLOTS];
@@ -328,7 +331,7 @@ static int mix_read(txn_pool *p, uint64_t *digest, struct reach *r)
     TRY(txn_begin(p, &tx));
     for (int s = 0; s < M_SLOTS; s++) {
         txn_obj *o;
-        TRY(txn_read(tx, txn_root(p), 8 * (size_t)s, &o, sizeof o));
+        TRY(txn_read(tx, sim_part(tx, p, t), 8 * (size_t)s, &o, sizeof o));
         size[s] = 0;
         if (!o)
             continue;
@@ -345,5 +348,5 @@ static int mix_read(txn_pool *p, uint64_t *digest, struct reach *r)
     return 0;
 }
 
-const struct workload wl_mix = {"mix", 2u << 20, 8 * M_SLOTS, mix_setup, mix_step, mix_mirror,
+const struct workload wl_mix = {"mix", 4u << 20, M_ROOT, mix_setup, mix_step, mix_mirror,
                                 mix_read};
