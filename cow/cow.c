@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "atomics.h"
 #include "persist.h"
 
 const char eng_name[] = "cow";
@@ -114,11 +115,11 @@ static int foreign(txn_pool *p, uint64_t writer, uint64_t me)
 static void *open_rw(struct txn *tx, struct wrap *w)
 {
     struct cow_tx *c = tx->eng;
-    if (w->writer == c->me)
+    if (at_load(&w->writer) == c->me)
         return P(w->copy);
     if (tx_is_new(tx, w))
         return P(w->payload); /* nobody else can see it: write in place */
-    uint64_t cur = w->writer;
+    uint64_t cur = at_load(&w->writer);
     if (foreign(tx->p, cur, c->me) || !pm_cas64(&w->writer, cur, c->me)) {
         tx->err = TXN_E_CONFLICT;
         return NULL;
@@ -135,7 +136,7 @@ static void *open_rw(struct txn *tx, struct wrap *w)
     if (rc) {
         if (slot)
             c->wset.n--;
-        pm_store64(&w->writer, cur);
+        pm_store64_shared(&w->writer, cur);
         tx->err = rc;
         return NULL;
     }
@@ -152,7 +153,7 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
     if (mode == TXN_RW)
         return open_rw(tx, w);
     struct cow_tx *c = tx->eng;
-    return P(w->writer == c->me ? w->copy : w->payload);
+    return P(at_load(&w->writer) == c->me ? w->copy : w->payload);
 }
 
 int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
@@ -198,15 +199,15 @@ int eng_free(struct txn *tx, txn_obj *o)
     struct cow_tx *c = tx->eng;
     struct wrap *w = W(o);
     int rc = 0;
-    if (w->writer == c->me) {
+    if (at_load(&w->writer) == c->me) {
         /* opened for writing: its old payload is freed already; free the
          * copy instead of installing it */
         rc = tx_mark_free(tx, P(w->copy), NULL);
         if (!rc)
             drop_from_wset(c, w);
-        pm_store64(&w->writer, 0);
+        pm_store64_shared(&w->writer, 0);
     } else {
-        if (foreign(tx->p, w->writer, c->me))
+        if (foreign(tx->p, at_load(&w->writer), c->me))
             return TXN_E_CONFLICT;
         rc = tx_mark_free(tx, P(w->payload), NULL);
     }
@@ -220,7 +221,7 @@ static void release(struct cow_tx *c, int flush)
         struct wrap *w = *(struct wrap **)vec_at(&c->wset, i);
         pm_store64(&w->copy, 0);
         pm_store64(&w->old_backup, 0);
-        pm_store64(&w->writer, 0);
+        pm_store64_shared(&w->writer, 0);
         if (flush)
             pm_flush(w, sizeof *w);
     }
@@ -292,7 +293,7 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
                 pm_store64(&w->payload, r->aux);
             pm_store64(&w->copy, 0);
             pm_store64(&w->old_backup, 0);
-            pm_store64(&w->writer, 0);
+            pm_store64_shared(&w->writer, 0);
             pm_flush(w, sizeof *w);
         } else if (committed) {
             tx_redo_alloc_rec(p, r);

@@ -33,6 +33,7 @@
 
 #include "addrmap.h"
 #include "engine.h"
+#include "atomics.h"
 #include "persist.h"
 
 const char eng_name[] = "redo";
@@ -186,7 +187,7 @@ int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
 {
     struct redo_tx *r = tx->eng;
     char *a = payload(o) + off;
-    if (r->bit && !(*writers(o) & r->bit)) {
+    if (r->bit && !(at_load(writers(o)) & r->bit)) {
         memcpy(dst, a, n); /* we have not written o: a plain load */
         return 0;
     }
@@ -230,7 +231,7 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
         pm_memcpy(a, src, n);
         return 0;
     }
-    if (r->bit && !(*writers(o) & r->bit)) {
+    if (r->bit && !(at_load(writers(o)) & r->bit)) {
         uint64_t **slot = vec_push(&r->objs);
         if (!slot)
             return TXN_E_NOMEM;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "persist.h"
 
 enum { CK_FREE = 0, CK_RUN = 1, CK_LARGE = 2, CK_CONT = 3, CK_LOG = 4 };
@@ -480,7 +481,7 @@ size_t alloc_block_size(txn_pool *p, const void *blk, int live)
         size_t idx = div_class(rel - RUN_HDR, k);
         if (rel < RUN_HDR || idx * class_size[k] != rel - RUN_HDR || idx >= run_blocks(k))
             return 0;
-        if (live && !(((const uint64_t *)ca)[idx / 64] >> (idx % 64) & 1))
+        if (live && !(at_load((const uint64_t *)ca + idx / 64) >> (idx % 64) & 1))
             return 0;
         return class_size[k];
     }

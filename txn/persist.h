@@ -140,6 +140,14 @@ static inline void pm_and64(uint64_t *dst, uint64_t bits)
     PM_TRACE_STORE(dst, 8);
 }
 
+/* A store other threads may read concurrently (with at_load). */
+static inline void pm_store64_shared(uint64_t *dst, uint64_t v)
+{
+    PM_TRACE_LOCK();
+    at_store(dst, v);
+    PM_TRACE_STORE(dst, 8);
+}
+
 /* Compare-and-swap of a persistent word; nonzero when it swapped. */
 static inline int pm_cas64(uint64_t *dst, uint64_t expect, uint64_t nv)
 {
