@@ -292,7 +292,15 @@ static int recover(txn_pool *p, struct vec *recs)
     struct log l;
     for (size_t s = 0; s < p->hdr->nslots; s++)
         if (recs[s].n) {
-            log_attach(&l, p, pool_slot(p, s));
+            /* The state word says the transaction is settled: a torn first
+             * record of the slot's next transaction can bring an
+             * invalidated record back to life, and it must then be seen
+             * as settled, never rolled back over newer data. */
+            struct slot_hdr *slot = pool_slot(p, s);
+            uint64_t v = (*(struct log_rec **)vec_at(&recs[s], 0))->version;
+            pm_store64(&slot->state, slot_state(v, SLOT_IDLE));
+            pm_flush(&slot->state, sizeof slot->state);
+            log_attach(&l, p, slot);
             log_invalidate(&l);
         }
     pm_barrier();

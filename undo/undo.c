@@ -19,9 +19,11 @@
  *     undo another thread's later allocation.
  *  U5 Versions are never reused (tx_next_version), so records left from an
  *     older transaction never join the log of a newer one.
- *  U6 An aborted transaction restores its ranges, fences, then invalidates
- *     its log and fences again: its records can never be rolled back later
- *     over data that other transactions changed since.
+ *  U6 An aborted transaction restores its ranges, fences, then marks its
+ *     version settled in the state word and fences again: its records can
+ *     never be rolled back later over data that other transactions changed
+ *     since, even if a torn first record of the next transaction makes
+ *     them look valid again (so the state word, not the log, says it).
  *  U7 The commit record is the slot's state word (version and state in one
  *     8-byte store in the slot header), not a record in the log: the next
  *     transaction reuses the log from its start, and a crash can leave the
@@ -40,7 +42,7 @@
  *               set/clear bits -> barrier (3); state IDLE -> barrier (4)
  *   => N + 2 (lazy; N + 3 when the last alloc/free follows the last
  *   logged write), N + 4 (eager, with allocations); read-only: 0.
- * Abort: restore ranges -> barrier; invalidate log -> barrier (only the
+ * Abort: restore ranges -> barrier; state settled -> barrier (only the
  * second when it logged ALLOC/FREE records alone, none when it logged
  * nothing). Writes to blocks allocated by the same transaction log nothing.
  */
@@ -216,10 +218,8 @@ static void rollback(struct txn *tx, struct undo_tx *u, int bits)
     }
     if (u->recs.n)
         pm_barrier(); /* restored data durable before the log goes */
-    if (tx->log.used) {
-        log_invalidate(&tx->log);
-        pm_barrier();
-    }
+    if (tx->log.used) /* U6: settled, whatever its records look like */
+        tx_set_state(tx->slot, tx->version, SLOT_IDLE);
     reset(u);
 }
 
