@@ -5,7 +5,7 @@
  * crashes recovery itself at a random point and recovers that image again.
  *
  *   crashsim-<engine> [--workload slots|list|mix] [--images N] [--seed S]
- *                     [--threads T]
+ *                     [--threads T] [--sync-every K]
  *
  * With T threads, each runs the workload on its own part of one pool, all
  * tracing into one model; a crash image freezes every thread wherever it
@@ -41,27 +41,47 @@
 
 static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix};
 
-/* ---- the oracle: per thread, the digest of its last committed state,
- * and of the one in flight. A crash image is taken (and a child forked)
- * while other threads may be anywhere: they update these words in an order
- * that a snapshot can never misread. */
+/* ---- the oracle. Each thread calls txn_sync() after every
+ * `sync_every` commits (a no-op for engines durable at commit, which run
+ * with sync_every = 1 and so stay strict: only the last commit, or the one
+ * in flight, is acceptable). A recovered state must be one of the thread's
+ * commits since its last completed txn_sync, or the one in flight. A crash
+ * image is taken (and a child forked) while other threads may be anywhere:
+ * they update these words in an order a snapshot can never misread. */
+#define MAX_SYNC_EVERY 16
+static unsigned sync_every = 1;
+static txn_pool *txn_pool_of_run(void);
+
 static struct expect {
-    volatile uint64_t last;    /* digest of the last commit */
+    volatile uint64_t hist[MAX_SYNC_EVERY + 1]; /* digest of commit c at
+                                                   c % (MAX_SYNC_EVERY+1) */
     volatile uint64_t pending; /* digest if the commit in flight lands */
-    volatile uint64_t commits;
+    volatile uint64_t commits; /* commits so far */
+    volatile uint64_t synced;  /* commits durable by a completed txn_sync */
     volatile int in_commit;
 } ex[SIM_THREADS];
 
+static int acceptable(const struct expect *e, uint64_t d)
+{
+    for (uint64_t c = e->synced; c <= e->commits; c++)
+        if (e->hist[c % (MAX_SYNC_EVERY + 1)] == d)
+            return 1;
+    return e->in_commit && e->pending == d;
+}
+
 int sim_commit(txn *tx, int t, uint64_t next)
 {
-    ex[t].pending = next;
-    ex[t].in_commit = 1;
+    struct expect *e = &ex[t];
+    e->pending = next;
+    e->in_commit = 1;
     int rc = txn_commit(tx);
     if (!rc) {
-        ex[t].last = next; /* before in_commit drops: never neither */
-        ex[t].commits++;
+        e->hist[(e->commits + 1) % (MAX_SYNC_EVERY + 1)] = next; /* then count */
+        e->commits++;
     }
-    ex[t].in_commit = 0;
+    e->in_commit = 0;
+    if (!rc && e->commits % sync_every == 0 && !(rc = txn_sync(txn_pool_of_run())))
+        e->synced = e->commits;
     return rc;
 }
 
@@ -225,9 +245,9 @@ static int check_image(const char *path, const struct expect *want)
             fprintf(stderr, "  thread %d: workload invariant broken\n", t);
             bad = 1;
         }
-        if (d != want[t].last && !(want[t].in_commit && d == want[t].pending)) {
-            fprintf(stderr, "  thread %d: state is neither the last commit%s\n", t,
-                    want[t].in_commit ? " nor the one in flight" : "");
+        if (!acceptable(&want[t], d)) {
+            fprintf(stderr, "  thread %d: state is none of the commits since the last sync%s\n",
+                    t, want[t].in_commit ? " nor the one in flight" : "");
             bad = 1;
         }
     }
@@ -256,11 +276,12 @@ static int open_traced(const char *path, const void *durable)
     return rc;
 }
 
-/* Child: crash recovery of R.img at a random event, leaving R.img2. */
-static void crash_recovery(void)
+/* Child: crash recovery of the image at `path` at a random event, leaving
+ * R.img2. */
+static void crash_recovery(const char *path)
 {
     void *durable = malloc(R.p->size);
-    int fd = open(R.img, O_RDONLY);
+    int fd = open(path, O_RDONLY);
     if (!durable || fd < 0 || read(fd, durable, R.p->size) != (ssize_t)R.p->size)
         _exit(4);
     close(fd);
@@ -287,7 +308,7 @@ static int run_child(int recovery_crash, const char *path, const struct expect *
         munmap(R.p->base, R.p->size); /* the image maps where our pool is */
         trace_forked();
         if (recovery_crash)
-            crash_recovery();
+            crash_recovery(path);
         _exit(check_image(path, want));
     }
     int st;
@@ -296,16 +317,11 @@ static int run_child(int recovery_crash, const char *path, const struct expect *
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static void verify(void)
+/* Recover the image at `path` in fresh processes and check it. */
+static void check_saved(const char *path, const struct expect *want)
 {
-    if (write_file(R.img, R.buf, R.p->size)) {
-        perror("crashsim: image");
-        exit(2);
-    }
-    struct expect want[SIM_THREADS];
-    memcpy(want, (const void *)ex, sizeof want); /* the moment of the crash */
     int rec = sim_rand(&R.rng) % 4 == 0;
-    int rc = run_child(rec, R.img, want);
+    int rc = run_child(rec, path, want);
     if (rec && rc == 3) { /* recovery crashed: recover its image */
         R.t->images++;
         rc = run_child(0, R.img2, want);
@@ -316,6 +332,42 @@ static void verify(void)
                 R.w->name, (unsigned long long)want[0].commits,
                 want[0].in_commit ? ", thread 0 committing" : "", rc);
     }
+}
+
+/* With several threads, a child forked now could inherit a lock another
+ * thread holds (the library's, or malloc's): images are saved and checked
+ * after the threads have joined. */
+struct saved {
+    char path[112];
+    struct expect want[SIM_THREADS];
+};
+static struct saved saved[IMAGES_PER_RUN * (EXHAUSTIVE_MAX + 1)];
+static size_t nsaved;
+
+static void verify(void)
+{
+    struct saved *s = R.threads > 1 ? &saved[nsaved] : &saved[0];
+    snprintf(s->path, sizeof s->path, "%s.%zu", R.img, R.threads > 1 ? nsaved : 0);
+    if (write_file(s->path, R.buf, R.p->size)) {
+        perror("crashsim: image");
+        exit(2);
+    }
+    memcpy(s->want, (const void *)ex, sizeof s->want); /* the moment of the crash */
+    if (R.threads > 1) {
+        nsaved++;
+        return;
+    }
+    check_saved(s->path, s->want);
+    unlink(s->path);
+}
+
+static void check_all_saved(void)
+{
+    for (size_t i = 0; i < nsaved; i++) {
+        check_saved(saved[i].path, saved[i].want);
+        unlink(saved[i].path);
+    }
+    nsaved = 0;
 }
 
 static void crash_here(void)
@@ -341,6 +393,11 @@ static void run_hook(uint64_t event, void *arg)
         if (R.points[R.next++] == event)
             crash_here();
     }
+}
+
+static txn_pool *txn_pool_of_run(void)
+{
+    return R.p;
 }
 
 struct worker {
@@ -377,12 +434,19 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
         fprintf(stderr, "crashsim: parts: %s\n", txn_strerror(rc));
         exit(2);
     }
-    for (int k = 0; k < threads; k++) {
+    R.p = p; /* sim_commit syncs it */
+    for (int k = 0; k < threads; k++)
         if ((rc = w->setup(p, k))) {
             fprintf(stderr, "crashsim: setup: %s\n", txn_strerror(rc));
             exit(2);
         }
-        ex[k].last = w->mirror_digest(k);
+    if ((rc = txn_sync(p))) {
+        fprintf(stderr, "crashsim: sync: %s\n", txn_strerror(rc));
+        exit(2);
+    }
+    for (int k = 0; k < threads; k++) { /* the run starts from here */
+        ex[k].hist[ex[k].commits % (MAX_SYNC_EVERY + 1)] = w->mirror_digest(k);
+        ex[k].synced = ex[k].commits;
     }
     R = (typeof(R)){.w = w, .threads = threads, .p = p, .points = points,
                     .npoints = npoints, .t = t, .rng = seed ^ 0x5bd1e995,
@@ -405,6 +469,8 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     }
     for (int k = 0; threads > 1 && k < threads; k++)
         pthread_join(tid[k], NULL);
+    trace_on_event(NULL, NULL);
+    check_all_saved();
     for (int k = 0; k < threads; k++)
         if (wk[k].rc) {
             fprintf(stderr, "crashsim: %s: transaction: %s\n", w->name, txn_strerror(wk[k].rc));
@@ -463,11 +529,12 @@ int main(int argc, char **argv)
                                          {"images", required_argument, 0, 'n'},
                                          {"seed", required_argument, 0, 's'},
                                          {"threads", required_argument, 0, 't'},
+                                         {"sync-every", required_argument, 0, 'k'},
                                          {0, 0, 0, 0}};
     const char *only = NULL;
     uint64_t images = 2000, seed = 1;
     int threads = 1;
-    for (int c; (c = getopt_long(argc, argv, "w:n:s:t:", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, "w:n:s:t:k:", opts, NULL)) != -1;) {
         if (c == 'w')
             only = optarg;
         else if (c == 'n')
@@ -476,11 +543,13 @@ int main(int argc, char **argv)
             seed = strtoull(optarg, NULL, 10);
         else if (c == 't' && atoi(optarg) >= 1 && atoi(optarg) <= SIM_THREADS)
             threads = atoi(optarg);
+        else if (c == 'k' && atoi(optarg) >= 1 && atoi(optarg) <= MAX_SYNC_EVERY)
+            sync_every = (unsigned)atoi(optarg);
         else {
             fprintf(stderr,
                     "usage: %s [--workload slots|list|mix] [--images N] [--seed S]"
-                    " [--threads 1..%d]\n",
-                    argv[0], SIM_THREADS);
+                    " [--threads 1..%d] [--sync-every 1..%d]\n",
+                    argv[0], SIM_THREADS, MAX_SYNC_EVERY);
             return 2;
         }
     }
