@@ -1,7 +1,8 @@
 # lib.sh - shared by the README's commands: Debian packages and the build.
 
 PMTX_PACKAGES="cmake make gcc g++ pkg-config libpmem-dev libpmemobj-dev check
-libatomic-ops-dev libbenchmark-dev clang libclang-rt-14-dev gnuplot-nox"
+libatomic-ops-dev libbenchmark-dev clang libclang-rt-14-dev gnuplot-nox
+redis-tools redis-server tmux"
 
 # Install the Debian packages that are missing (needs root, as the README
 # says); does nothing when all are there.

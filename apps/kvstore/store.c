@@ -34,12 +34,12 @@
  * under all locks allocates the doubled table with empty sdirs (STRIPES +
  * 1 small objects, whatever the size) and moves the current table to
  * `old`. From then on, every write transaction on a stripe first moves its
- * key's old bucket, then up to MIGRATE_SCAN old buckets from the stripe's
- * cursor (sdir.migrated) into the new table; a stripe whose cursor reaches
- * its end frees its old segments and old sdir in that same transaction.
- * When all stripes are done, one transaction under all locks frees the old
- * table object and clears `old`. No request ever moves more than
- * 1 + MIGRATE_SCAN buckets.
+ * key's old bucket, then up to resize_step (default MIGRATE_SCAN) old
+ * buckets from the stripe's cursor (sdir.migrated) into the new table; a
+ * stripe whose cursor reaches its end frees its old segments and old sdir
+ * in that same transaction. When all stripes are done, one transaction
+ * under all locks frees the old table object and clears `old`. No request
+ * ever moves more than 1 + resize_step buckets.
  *
  * Invariants (kv_check verifies each)
  *  K1 Every node of bucket j of a table with `bits` bits has hash >>
@@ -62,6 +62,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -79,7 +80,7 @@
 #define MIN_BITS (STRIPE_BITS + SEG_BITS) /* one segment per stripe */
 #define MAX_BITS 40
 #define INLINE_MAX 256
-#define MIGRATE_SCAN 8
+#define MIGRATE_SCAN 8 /* default of kv_opts.resize_step */
 #define WORDS (STRIPES / 64)
 
 /* root */
@@ -120,7 +121,8 @@ struct kv_store {
     struct stripe_lock lock[STRIPES];
     struct view v;
     pthread_mutex_t resize; /* one resize start or finish at a time */
-    _Atomic uint64_t keys, bytes;
+    unsigned resize_step;   /* old buckets a write moves past its own */
+    _Atomic uint64_t keys, bytes, commits;
     _Atomic unsigned bits, resizing, stripes_done; /* mirrors, for lock-free checks */
 };
 
@@ -186,28 +188,39 @@ static void unlock_all(void *arg)
     memset(o->locked, 0, sizeof o->locked);
 }
 
+/* ON_COMMIT of a writing call, before its unlock: whoever sees the write
+ * sees it counted (kv_commits). */
+static void count_commit(void *arg)
+{
+    kv_store *s = arg;
+    atomic_fetch_add(&s->commits, 1);
+}
+
 /* Lock the stripes of `want` in ascending order (no deadlock between
  * calls that lock several) and release them when the transaction ends. */
-static int op_lock(struct op *o, const uint64_t want[WORDS])
+static int op_lock(struct op *o, const uint64_t want[WORDS], int write)
 {
+    int rc = write ? txn_defer(o->tx, TXN_ON_COMMIT, count_commit, o->s) : 0;
+    if (rc)
+        return rc;
     for (unsigned w = 0; w < WORDS; w++)
         for (uint64_t m = want[w]; m; m &= m - 1)
             pthread_mutex_lock(&o->s->lock[w * 64 + (unsigned)__builtin_ctzll(m)].m);
     memcpy(o->locked, want, sizeof o->locked);
-    int rc = txn_defer(o->tx, TXN_ON_END, unlock_all, o);
-    if (rc)
+    if ((rc = txn_defer(o->tx, TXN_ON_END, unlock_all, o)))
         unlock_all(o);
     return rc;
 }
 
-static int op_lock_keys(struct op *o, size_t n, const struct kv_slice *k, size_t stride)
+static int op_lock_keys(struct op *o, size_t n, const struct kv_slice *k, size_t stride,
+                        int write)
 {
     uint64_t want[WORDS] = {0};
     for (size_t i = 0; i < n; i += stride) {
         unsigned s = stripe_of(kv_hash(k[i].p, k[i].n));
         want[s / 64] |= 1ULL << (s % 64);
     }
-    return op_lock(o, want);
+    return op_lock(o, want, write);
 }
 
 static void maybe_resize(kv_store *s);
@@ -470,7 +483,7 @@ static int migrate(struct op *o, uint64_t h)
     uint64_t base = (uint64_t)s * per, own = (h >> (64 - (v->bits - 1))) - base;
     if (own >= m && (rc = move_bucket(o, s, base + own)))
         return rc;
-    for (m0 = m; m < per && m - m0 < MIGRATE_SCAN && !rc; m++)
+    for (m0 = m; m < per && m - m0 < o->s->resize_step && !rc; m++)
         rc = move_bucket(o, s, base + m);
     if (rc || m == m0)
         return rc;
@@ -550,24 +563,796 @@ static int view_load(struct op *o, txn_obj *table, txn_obj *old, struct view *v)
     return rd(o, old, T_SDIR, v->old_sdir, sizeof v->old_sdir);
 }
 
+/* A view to install when a resize transaction commits (apply != 0). */
 struct view_swap {
     kv_store *s;
+    int apply;
     struct view v;
 };
 
-/* ON_COMMIT of a resize start/finish, registered before the unlock so it
- * runs while every stripe is still locked. */
+/* ON_COMMIT of a resize start or finish, registered before the unlock so
+ * that it runs while every stripe is still locked. */
 static void view_install(void *arg)
 {
     struct view_swap *w = arg;
+    if (!w->apply)
+        return;
     w->s->v = w->v;
     atomic_store(&w->s->bits, w->v.bits);
     atomic_store(&w->s->stripes_done, 0);
     atomic_store(&w->s->resizing, w->v.old != NULL);
 }
 
-static void lock_all(uint64_t want[WORDS])
+/* Begin a transaction holding every stripe, with `w` installed on commit. */
+static int op_begin_all(struct op *o, kv_store *s, struct view_swap *w)
 {
-    memset(want, 0xff, WORDS * sizeof *want);
+    uint64_t all[WORDS];
+    memset(all, 0xff, sizeof all);
+    int rc = op_begin(o, s);
+    if (rc)
+        return rc;
+    if ((rc = txn_defer(o->tx, TXN_ON_COMMIT, view_install, w)) || (rc = op_lock(o, all, 1)))
+        txn_abort(o->tx);
+    return rc;
 }
 
+/* Double the table: O(STRIPES) allocations, whatever its size; the keys
+ * move later, a few buckets per write (migrate). */
+static int resize_start(kv_store *s)
+{
+    struct op o;
+    struct view_swap w = {.s = s};
+    int rc = op_begin_all(&o, s, &w);
+    if (rc)
+        return rc;
+    struct view *v = &s->v;
+    if (!v->old && v->bits < MAX_BITS && atomic_load(&s->keys) > ((uint64_t)1 << v->bits)) {
+        txn_obj *tabs[2] = {NULL, v->table}; /* R_TABLE, R_OLD */
+        if (!(rc = table_make(&o, v->bits + 1, &tabs[0])) &&
+            !(rc = wr(&o, txn_root(s->p), R_TABLE, tabs, sizeof tabs)) &&
+            !(rc = view_load(&o, tabs[0], v->table, &w.v)))
+            w.apply = 1;
+    }
+    return op_end(&o, rc);
+}
+
+/* Drop the old table once every stripe has moved its buckets. */
+static int resize_finish(kv_store *s)
+{
+    struct op o;
+    struct view_swap w = {.s = s};
+    int rc = op_begin_all(&o, s, &w);
+    if (rc)
+        return rc;
+    struct view *v = &s->v;
+    uint64_t per = v->old ? per_stripe(v->bits - 1) : 0;
+    for (unsigned st = 0; st < STRIPES && v->old && !rc; st++) {
+        uint64_t m;
+        if (!(rc = rd(&o, v->sdir[st], D_MIGRATED, &m, sizeof m)) && m != per)
+            return op_end(&o, 0); /* not drained yet */
+    }
+    txn_obj *none = NULL;
+    if (v->old && !rc && !(rc = wr(&o, txn_root(s->p), R_OLD, &none, sizeof none)) &&
+        !(rc = txn_free(o.tx, v->old))) {
+        w.v = *v;
+        w.v.old = NULL;
+        w.apply = 1;
+    }
+    return op_end(&o, rc);
+}
+
+/* After a call that added keys or drained a stripe. A failed resize (a
+ * full pool) leaves the table correct, with longer chains, and is tried
+ * again by a later write. */
+static void maybe_resize(kv_store *s)
+{
+    if (atomic_load(&s->resizing)) {
+        if (atomic_load(&s->stripes_done) < STRIPES)
+            return;
+    } else if (atomic_load(&s->keys) <= ((uint64_t)1 << atomic_load(&s->bits))) {
+        return;
+    }
+    if (pthread_mutex_trylock(&s->resize))
+        return; /* another thread is at it */
+    if (atomic_load(&s->resizing))
+        resize_finish(s);
+    else
+        resize_start(s);
+    pthread_mutex_unlock(&s->resize);
+}
+
+/* ---- the calls */
+
+static int insert(struct op *o, struct bref *b, uint64_t h, struct kv_slice k,
+                  struct kv_slice v)
+{
+    txn_obj *head, *node;
+    uint64_t n;
+    int rc = bucket_make(o, b);
+    if (!rc)
+        rc = bucket_get(o, b, &head, &n);
+    if (!rc)
+        rc = node_make(o, h, k, v, head, &node);
+    if (!rc)
+        rc = bucket_put(o, b, node, n + 1);
+    if (!rc)
+        o->dkeys++;
+    return rc;
+}
+
+/* A new value for the node of `hit`, by the cheapest way that logs least:
+ * in place if it is inline and as long as the old one (one logged range);
+ * a new value object if both are large (the node keeps its place); else a
+ * new node in the old one's place. */
+static int replace(struct op *o, const struct bref *b, const struct hit *hit,
+                   struct kv_slice k, struct kv_slice v)
+{
+    const struct node_hdr *h = &hit->h;
+    int sep = v.n > INLINE_MAX, rc;
+    if (!h->val && !sep && h->vlen == v.n)
+        return wr(o, hit->node, HDR + h->klen, v.p, v.n);
+    if (h->val && sep) {
+        txn_obj *nv;
+        if ((rc = alloc(o, v.n, &nv)) || (rc = wr(o, nv, 0, v.p, v.n)))
+            return rc;
+        o->dbytes += (int64_t)txn_obj_size(o->s->p, nv) - (int64_t)txn_obj_size(o->s->p, h->val);
+        if ((rc = txn_free(o->tx, h->val)))
+            return rc;
+        uint64_t w[2] = {v.n, (uint64_t)(uintptr_t)nv}; /* vlen, val */
+        return wr(o, hit->node, N_VLEN, w, sizeof w);
+    }
+    txn_obj *node;
+    if ((rc = node_make(o, h->hash, k, v, h->next, &node)) ||
+        (rc = node_free(o, hit->node, h->val)))
+        return rc;
+    return relink(o, b, hit, node, 0);
+}
+
+static int set_one(struct op *o, struct kv_slice k, struct kv_slice v, int only, int *done)
+{
+    uint64_t h = kv_hash(k.p, k.n);
+    struct bref b;
+    struct hit hit;
+    int rc = migrate(o, h);
+    if (!rc)
+        rc = bucket_of(o, h, &b);
+    if (!rc)
+        rc = chain_find(o, &b, h, k, &hit);
+    if (rc < 0)
+        return rc;
+    int found = rc;
+    if ((only == KV_SET_NX && found) || (only == KV_SET_XX && !found)) {
+        if (done)
+            *done = 0;
+        return 0;
+    }
+    if (done)
+        *done = 1;
+    return found ? replace(o, &b, &hit, k, v) : insert(o, &b, h, k, v);
+}
+
+int kv_set(kv_store *s, size_t n, const struct kv_slice *kv, int only, int *done)
+{
+    struct op o;
+    int rc = op_begin(&o, s);
+    if (rc)
+        return rc;
+    rc = op_lock_keys(&o, 2 * n, kv, 2, 1);
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = set_one(&o, kv[2 * i], kv[2 * i + 1], only, done);
+    return op_end(&o, rc);
+}
+
+static int del_one(struct op *o, struct kv_slice k, uint64_t *deleted)
+{
+    uint64_t h = kv_hash(k.p, k.n);
+    struct bref b;
+    struct hit hit;
+    int rc = migrate(o, h);
+    if (!rc)
+        rc = bucket_of(o, h, &b);
+    if (!rc)
+        rc = chain_find(o, &b, h, k, &hit);
+    if (rc <= 0)
+        return rc;
+    if ((rc = node_free(o, hit.node, hit.h.val)) || (rc = relink(o, &b, &hit, hit.h.next, -1)))
+        return rc;
+    o->dkeys--;
+    (*deleted)++;
+    return 0;
+}
+
+int kv_del(kv_store *s, size_t n, const struct kv_slice *keys, uint64_t *deleted)
+{
+    struct op o;
+    *deleted = 0;
+    int rc = op_begin(&o, s);
+    if (rc)
+        return rc;
+    rc = op_lock_keys(&o, n, keys, 1, 1);
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = del_one(&o, keys[i], deleted);
+    if (rc)
+        *deleted = 0;
+    return op_end(&o, rc);
+}
+
+/* The value of a node found by a read-only call: read in place (nothing
+ * was written in this transaction). */
+static const char *value_ptr(struct op *o, const struct hit *hit)
+{
+    if (hit->h.val)
+        return txn_open(o->tx, hit->h.val, TXN_RO);
+    const char *p = txn_open(o->tx, hit->node, TXN_RO);
+    return p ? p + HDR + hit->h.klen : NULL;
+}
+
+int kv_get(kv_store *s, size_t n, const struct kv_slice *keys, kv_value_fn fn, void *arg)
+{
+    struct op o;
+    int rc = op_begin(&o, s);
+    if (rc)
+        return rc;
+    rc = op_lock_keys(&o, n, keys, 1, 0);
+    for (size_t i = 0; i < n && !rc; i++) {
+        struct hit hit;
+        if ((rc = lookup(&o, keys[i], &hit)) < 0)
+            break;
+        if (!rc) {
+            fn(arg, NULL, 0);
+            continue;
+        }
+        const char *v = value_ptr(&o, &hit);
+        if (!v) {
+            rc = txn_last_error(o.tx);
+            break;
+        }
+        fn(arg, v, hit.h.vlen);
+        rc = 0;
+    }
+    return op_end(&o, rc);
+}
+
+int kv_exists(kv_store *s, size_t n, const struct kv_slice *keys, uint64_t *count)
+{
+    struct op o;
+    *count = 0;
+    int rc = op_begin(&o, s);
+    if (rc)
+        return rc;
+    rc = op_lock_keys(&o, n, keys, 1, 0);
+    for (size_t i = 0; i < n && !rc; i++) {
+        struct hit hit;
+        if ((rc = lookup(&o, keys[i], &hit)) > 0) {
+            (*count)++;
+            rc = 0;
+        }
+    }
+    return op_end(&o, rc);
+}
+
+/* Redis's integer syntax: optional '-', digits, no leading zero, no
+ * spaces, within int64. */
+static int parse_i64(const char *p, size_t n, int64_t *out)
+{
+    size_t i = 0;
+    int neg = n > 0 && p[0] == '-';
+    i += (size_t)neg;
+    if (i == n || n > 20 || (p[i] == '0' && n - i > 1) || (neg && p[i] == '0'))
+        return -1;
+    uint64_t x = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        if (x > (lim - (uint64_t)(p[i] - '0')) / 10)
+            return -1;
+        x = x * 10 + (uint64_t)(p[i] - '0');
+    }
+    *out = neg ? (int64_t)(0 - x) : (int64_t)x;
+    return 0;
+}
+
+int kv_incr(kv_store *s, struct kv_slice key, int64_t by, int64_t *result)
+{
+    struct op o;
+    int rc = op_begin(&o, s);
+    if (rc)
+        return rc;
+    uint64_t h = kv_hash(key.p, key.n);
+    struct bref b;
+    struct hit hit;
+    int64_t cur = 0;
+    char buf[24];
+    if (!(rc = op_lock_keys(&o, 1, &key, 1, 1)) && !(rc = migrate(&o, h)) &&
+        !(rc = bucket_of(&o, h, &b)))
+        rc = chain_find(&o, &b, h, key, &hit);
+    int found = rc > 0;
+    if (found) {
+        rc = hit.h.vlen > 20 ? KV_E_NOTINT : 0;
+        if (!rc)
+            rc = hit.h.val ? rd(&o, hit.h.val, 0, buf, hit.h.vlen)
+                           : rd(&o, hit.node, HDR + hit.h.klen, buf, hit.h.vlen);
+        if (!rc && parse_i64(buf, hit.h.vlen, &cur))
+            rc = KV_E_NOTINT;
+    }
+    if (!rc && __builtin_add_overflow(cur, by, &cur))
+        rc = KV_E_OVERFLOW;
+    if (!rc) {
+        struct kv_slice v = {buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)cur)};
+        rc = found ? replace(&o, &b, &hit, key, v) : insert(&o, &b, h, key, v);
+    }
+    if (!rc)
+        *result = cur;
+    return op_end(&o, rc);
+}
+
+/* Free every chain of segment q of a stripe's sdir. */
+static int flush_seg(struct op *o, txn_obj *sdir, uint64_t q)
+{
+    txn_obj *seg;
+    int rc = rd_obj(o, sdir, D_SEG + 8 * q, &seg);
+    for (unsigned i = 0; seg && !rc && i < SEG_BUCKETS; i++) {
+        struct bref b = {sdir, D_SEG + 8 * q, seg, BUCKET_BYTES * i};
+        txn_obj *cur;
+        uint64_t n;
+        if ((rc = bucket_get(o, &b, &cur, &n)) || !cur)
+            continue;
+        while (cur && !rc) {
+            struct node_hdr h;
+            if (!(rc = node_hdr(o, cur, &h)) && !(rc = node_free(o, cur, h.val)))
+                o->dkeys--;
+            cur = h.next;
+        }
+        if (!rc)
+            rc = bucket_put(o, &b, NULL, 0);
+    }
+    return rc;
+}
+
+/* One transaction per segment: bounded logs, so FLUSHALL works on a full
+ * pool too (it frees; it must not need room to do so). */
+int kv_flush(kv_store *s)
+{
+    for (unsigned st = 0; st < STRIPES; st++) {
+        uint64_t want[WORDS] = {0};
+        want[st / 64] = 1ULL << (st % 64);
+        for (uint64_t q = 0;; q++) {
+            struct op o;
+            int rc = op_begin(&o, s);
+            if (!rc)
+                rc = op_lock(&o, want, 1);
+            if (rc)
+                return op_end(&o, rc);
+            struct view *v = &s->v;
+            if (q >= per_stripe(v->bits) / SEG_BUCKETS) {
+                op_end(&o, 0);
+                break;
+            }
+            rc = flush_seg(&o, v->sdir[st], q);
+            if (!rc && v->old && q < per_stripe(v->bits - 1) / SEG_BUCKETS) {
+                uint64_t m;
+                if (!(rc = rd(&o, v->sdir[st], D_MIGRATED, &m, sizeof m)) &&
+                    m < per_stripe(v->bits - 1))
+                    rc = flush_seg(&o, v->old_sdir[st], q);
+            }
+            if ((rc = op_end(&o, rc)))
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* Call fn for each key of bucket b whose hash has `bits` top bits == j. */
+static int emit_chain(struct op *o, const struct bref *b, unsigned bits, uint64_t j,
+                      kv_key_fn fn, void *arg)
+{
+    txn_obj *cur;
+    uint64_t n;
+    int rc = bucket_get(o, b, &cur, &n);
+    while (cur && !rc) {
+        struct node_hdr h;
+        if ((rc = node_hdr(o, cur, &h)))
+            break;
+        if (h.hash >> (64 - bits) == j) {
+            const char *p = txn_open(o->tx, cur, TXN_RO);
+            if (!p)
+                return txn_last_error(o->tx);
+            fn(arg, p + HDR, h.klen);
+        }
+        cur = h.next;
+    }
+    return rc;
+}
+
+/* The keys of new bucket j of stripe st: its chain, and the part of its
+ * old bucket (j / 2) that has not moved yet. */
+static int scan_bucket(struct op *o, unsigned st, uint64_t j, kv_key_fn fn, void *arg)
+{
+    struct view *v = &o->s->v;
+    struct bref b;
+    int rc = bucket_ref(o, v->sdir[st], v->bits, j, &b);
+    if (!rc)
+        rc = emit_chain(o, &b, v->bits, j, fn, arg);
+    if (rc || !v->old)
+        return rc;
+    uint64_t m, per = per_stripe(v->bits - 1);
+    if ((rc = rd(o, v->sdir[st], D_MIGRATED, &m, sizeof m)) || m == per ||
+        (j >> 1) - (uint64_t)st * per < m)
+        return rc;
+    if (!(rc = bucket_ref(o, v->old_sdir[st], v->bits - 1, j >> 1, &b)))
+        rc = emit_chain(o, &b, v->bits, j, fn, arg);
+    return rc;
+}
+
+int kv_scan(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *arg,
+            uint64_t *next)
+{
+    size_t seen = 0;
+    uint64_t c = cursor;
+    do {
+        struct op o;
+        unsigned st = stripe_of(c);
+        uint64_t want[WORDS] = {0};
+        want[st / 64] = 1ULL << (st % 64);
+        int rc = op_begin(&o, s);
+        if (!rc)
+            rc = op_lock(&o, want, 0);
+        if (rc)
+            return op_end(&o, rc);
+        unsigned bits = s->v.bits;
+        uint64_t j = c >> (64 - bits), end = ((uint64_t)st + 1) * per_stripe(bits);
+        for (; j < end && (seen < buckets || seen == 0) && !rc; j++, seen++)
+            rc = scan_bucket(&o, st, j, fn, arg);
+        if ((rc = op_end(&o, rc)))
+            return rc;
+        c = j << (64 - bits); /* wraps to 0 past the last bucket */
+    } while (c && seen < buckets);
+    *next = c;
+    return 0;
+}
+
+void kv_info(kv_store *s, struct kv_info *out)
+{
+    out->keys = atomic_load(&s->keys);
+    out->bytes = atomic_load(&s->bytes);
+    out->buckets = (uint64_t)1 << atomic_load(&s->bits);
+    out->resizing = (int)atomic_load(&s->resizing);
+    out->pool_size = s->pool_size;
+}
+
+uint64_t kv_commits(kv_store *s)
+{
+    return atomic_load(&s->commits);
+}
+
+txn_pool *kv_pool(kv_store *s)
+{
+    return s->p;
+}
+
+/* ---- open, close */
+
+static int root_init(struct op *o)
+{
+    txn_obj *t;
+    int rc = table_make(o, MIN_BITS, &t);
+    uint64_t r[ROOT_SIZE / 8] = {KV_MAGIC, KV_VERSION, STRIPES, SEG_BUCKETS,
+                                 (uint64_t)(uintptr_t)t, 0};
+    return rc ? rc : wr(o, txn_root(o->s->p), 0, r, sizeof r);
+}
+
+/* Count keys and bytes, and the stripes a running resize has drained. */
+static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, unsigned *done)
+{
+    struct view *v = &o->s->v;
+    int rc = 0;
+    *keys = *bytes = *done = 0;
+    for (int t = 0; t < (v->old ? 2 : 1); t++) {
+        unsigned bits = t ? v->bits - 1 : v->bits;
+        for (unsigned st = 0; st < STRIPES && !rc; st++) {
+            uint64_t m = 0, per = per_stripe(bits);
+            if (v->old && (rc = rd(o, v->sdir[st], D_MIGRATED, &m, sizeof m)))
+                break;
+            if (t && m == per) {
+                (*done)++;
+                continue;
+            }
+            for (uint64_t j = (uint64_t)st * per; j < (uint64_t)(st + 1) * per && !rc; j++) {
+                struct bref b;
+                txn_obj *cur;
+                uint64_t n;
+                if ((rc = bucket_ref(o, t ? v->old_sdir[st] : v->sdir[st], bits, j, &b)) ||
+                    (rc = bucket_get(o, &b, &cur, &n)))
+                    break;
+                *keys += n;
+                uint64_t len = 0;
+                for (struct node_hdr h; cur && !(rc = node_hdr(o, cur, &h)); cur = h.next)
+                    if (++len > n) /* a damaged chain: do not walk a cycle */
+                        return TXN_E_CORRUPT;
+                    else
+                        *bytes += obj_bytes(o->s, cur, h.val);
+            }
+        }
+    }
+    return rc;
+}
+
+static int load(kv_store *s)
+{
+    struct op o;
+    uint64_t r[ROOT_SIZE / 8], keys = 0, bytes = 0;
+    unsigned done = 0;
+    txn_obj *root = txn_root(s->p);
+    if (txn_obj_size(s->p, root) < ROOT_SIZE)
+        return TXN_E_CORRUPT;
+    int rc = op_begin(&o, s);
+    if (!rc && !(rc = rd(&o, root, 0, r, sizeof r)) && r[0] == 0 && !(rc = root_init(&o)))
+        rc = rd(&o, root, 0, r, sizeof r); /* a new pool, or one whose first
+                                              transaction never committed */
+    if (!rc && (r[0] != KV_MAGIC || r[1] != KV_VERSION || r[2] != STRIPES ||
+                r[3] != SEG_BUCKETS))
+        rc = TXN_E_LAYOUT;
+    if (!rc)
+        rc = view_load(&o, (txn_obj *)(uintptr_t)r[4], (txn_obj *)(uintptr_t)r[5], &s->v);
+    if (!rc)
+        rc = tally(&o, &keys, &bytes, &done);
+    if ((rc = op_end(&o, rc)))
+        return rc;
+    atomic_store(&s->keys, keys);
+    atomic_store(&s->bytes, bytes);
+    atomic_store(&s->bits, s->v.bits);
+    atomic_store(&s->resizing, s->v.old != NULL);
+    atomic_store(&s->stripes_done, done);
+    if (s->v.old && done == STRIPES)
+        return resize_finish(s); /* crashed between the last stripe and the end */
+    return 0;
+}
+
+static size_t file_size(const char *path)
+{
+    char full[PATH_MAX];
+    const char *dir = getenv("TXN_POOL_DIR");
+    if (path[0] != '/')
+        snprintf(full, sizeof full, "%s/%s", dir && *dir ? dir : "/dev/shm", path);
+    else
+        snprintf(full, sizeof full, "%s", path);
+    struct stat st;
+    return stat(full, &st) ? 0 : (size_t)st.st_size;
+}
+
+int kv_open(const char *path, const struct kv_opts *opt, kv_store **out)
+{
+    kv_store *s = aligned_alloc(64, (sizeof *s + 63) & ~(size_t)63);
+    if (!s)
+        return TXN_E_NOMEM;
+    memset(s, 0, sizeof *s);
+    int rc = txn_pool_open(path, LAYOUT, &s->p);
+    if (rc == TXN_E_NOENT && !opt->no_create) {
+        txn_pool_opts po = {.size = opt->pool_size, .root_size = ROOT_SIZE,
+                            .threads = opt->threads};
+        rc = txn_pool_create(path, LAYOUT, &po, &s->p);
+    }
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    for (unsigned i = 0; i < STRIPES; i++)
+        pthread_mutex_init(&s->lock[i].m, NULL);
+    pthread_mutex_init(&s->resize, NULL);
+    s->resize_step = opt->resize_step ? opt->resize_step : MIGRATE_SCAN;
+    s->pool_size = file_size(path);
+    if ((rc = load(s))) {
+        kv_close(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void kv_close(kv_store *s)
+{
+    txn_pool_close(s->p);
+    for (unsigned i = 0; i < STRIPES; i++)
+        pthread_mutex_destroy(&s->lock[i].m);
+    pthread_mutex_destroy(&s->resize);
+    free(s);
+}
+
+/* ---- kv_check */
+
+/* A set of node addresses: a chain that loops, or two chains that share a
+ * node, show up as a second insertion. */
+struct pset {
+    uintptr_t *a;
+    size_t cap, n;
+};
+
+static int pset_add(struct pset *s, uintptr_t x)
+{
+    if (2 * (s->n + 1) > s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 1024;
+        uintptr_t *a = calloc(cap, sizeof *a);
+        if (!a)
+            return -1;
+        for (size_t i = 0; i < s->cap; i++)
+            for (size_t k = mix64(s->a[i]) & (cap - 1); s->a[i]; k = (k + 1) & (cap - 1))
+                if (!a[k]) {
+                    a[k] = s->a[i];
+                    break;
+                }
+        free(s->a);
+        s->a = a;
+        s->cap = cap;
+    }
+    size_t k = mix64(x) & (s->cap - 1);
+    for (; s->a[k]; k = (k + 1) & (s->cap - 1))
+        if (s->a[k] == x)
+            return 0;
+    s->a[k] = x;
+    s->n++;
+    return 1;
+}
+
+struct checker {
+    struct op o;
+    FILE *out;
+    uint64_t problems, keys;
+    struct pset seen;
+};
+
+static void problem(struct checker *c, const char *fmt, ...)
+{
+    if (c->problems++ >= 50)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("check: ", c->out);
+    vfprintf(c->out, fmt, ap);
+    fputc('\n', c->out);
+    va_end(ap);
+}
+
+static int obj_ok(struct checker *c, txn_obj *o, size_t n)
+{
+    return o && txn_obj_size(c->o.s->p, o) >= n;
+}
+
+/* Is the node's shape sound: lengths within its objects, value inline
+ * exactly when short? */
+static int node_ok(struct checker *c, txn_obj *node, const struct node_hdr *h)
+{
+    size_t size = txn_obj_size(c->o.s->p, node);
+    if (h->klen > size - HDR)
+        return 0;
+    if (!h->val)
+        return h->vlen <= INLINE_MAX && h->vlen <= size - HDR - h->klen;
+    return h->vlen > INLINE_MAX && obj_ok(c, h->val, h->vlen);
+}
+
+/* Check bucket j of a table of `bits` bits (K1; K2 within the chain and,
+ * for an old bucket, against the new table). */
+static int check_chain(struct checker *c, txn_obj *sdir, unsigned bits, uint64_t j, int old)
+{
+    struct op *o = &c->o;
+    struct bref b;
+    txn_obj *cur;
+    uint64_t n, len = 0;
+    int rc = bucket_ref(o, sdir, bits, j, &b);
+    if (rc)
+        return rc;
+    if (b.seg && !obj_ok(c, b.seg, SEG_BYTES)) {
+        problem(c, "%u-bit table, bucket %llu: bad segment handle", bits, (unsigned long long)j);
+        return 0;
+    }
+    if ((rc = bucket_get(o, &b, &cur, &n)))
+        return rc;
+    for (; cur; len++) {
+        struct node_hdr h;
+        struct hit hit;
+        int added = obj_ok(c, cur, HDR) ? pset_add(&c->seen, (uintptr_t)cur) : 2;
+        if (added != 1) {
+            if (added < 0)
+                return TXN_E_NOMEM;
+            problem(c, "%u-bit table, bucket %llu: node %p is %s", bits, (unsigned long long)j,
+                    (void *)cur, added ? "no object" : "reached twice (cycle or shared)");
+            return 0;
+        }
+        if ((rc = node_hdr(o, cur, &h)))
+            return rc;
+        if (!node_ok(c, cur, &h)) {
+            problem(c, "node %p: lengths do not fit its objects", (void *)cur);
+            cur = h.next;
+            continue;
+        }
+        const char *key = txn_open(o->tx, cur, TXN_RO);
+        if (!key)
+            return txn_last_error(o->tx);
+        struct kv_slice k = {key + HDR, h.klen};
+        if (kv_hash(k.p, k.n) != h.hash)
+            problem(c, "node %p: stored hash is not its key's", (void *)cur);
+        if (h.hash >> (64 - bits) != j)
+            problem(c, "node %p: in bucket %llu of the %u-bit table, its hash says %llu",
+                    (void *)cur, (unsigned long long)j, bits,
+                    (unsigned long long)(h.hash >> (64 - bits)));
+        /* the search stops at the first node with this key, at the latest
+         * at cur itself: it never walks into an unchecked part */
+        if ((rc = chain_find(o, &b, h.hash, k, &hit)) < 0)
+            return rc;
+        if (hit.node != cur)
+            problem(c, "node %p: its key is also in node %p", (void *)cur, (void *)hit.node);
+        if (old) {
+            struct bref nb;
+            if ((rc = bucket_of(o, h.hash, &nb)) || (rc = chain_find(o, &nb, h.hash, k, &hit)) < 0)
+                return rc;
+            if (rc)
+                problem(c, "node %p: its key is in the new table too", (void *)cur);
+        }
+        c->keys++;
+        cur = h.next;
+    }
+    if (len != n)
+        problem(c, "%u-bit table, bucket %llu: n = %llu but %llu nodes", bits,
+                (unsigned long long)j, (unsigned long long)n, (unsigned long long)len);
+    return 0;
+}
+
+/* The old table's stripe st, unless drained: buckets below the cursor
+ * must be empty (K3), the others sound and disjoint from the new table. */
+static int check_old_stripe(struct checker *c, unsigned st)
+{
+    struct view *v = &c->o.s->v;
+    uint64_t m, per = per_stripe(v->bits - 1);
+    int rc = rd(&c->o, v->sdir[st], D_MIGRATED, &m, sizeof m);
+    if (rc || m == per)
+        return rc;
+    if (m > per || !obj_ok(c, v->old_sdir[st], D_SEG + 8 * (per / SEG_BUCKETS))) {
+        problem(c, "stripe %u: migrated %llu of %llu, old sdir %p", st, (unsigned long long)m,
+                (unsigned long long)per, (void *)v->old_sdir[st]);
+        return 0;
+    }
+    for (uint64_t i = 0; i < per && !rc; i++) {
+        if (i >= m) {
+            rc = check_chain(c, v->old_sdir[st], v->bits - 1, (uint64_t)st * per + i, 1);
+            continue;
+        }
+        struct bref b;
+        txn_obj *head;
+        uint64_t n;
+        if (!(rc = bucket_ref(&c->o, v->old_sdir[st], v->bits - 1, (uint64_t)st * per + i, &b)) &&
+            b.seg && !(rc = bucket_get(&c->o, &b, &head, &n)) && (head || n))
+            problem(c, "stripe %u: old bucket %llu below the cursor is not empty", st,
+                    (unsigned long long)i);
+    }
+    return rc;
+}
+
+int kv_check(kv_store *s, FILE *out)
+{
+    struct checker c = {.out = out};
+    struct view *v = &s->v;
+    uint64_t per = per_stripe(v->bits);
+    int rc = op_begin(&c.o, s);
+    if (!obj_ok(&c, v->table, TABLE_SIZE) || (v->old && !obj_ok(&c, v->old, TABLE_SIZE)))
+        problem(&c, "bad table handle");
+    for (unsigned st = 0; st < STRIPES && !rc && !c.problems; st++)
+        if (!obj_ok(&c, v->sdir[st], D_SEG + 8 * (per / SEG_BUCKETS)))
+            problem(&c, "stripe %u: bad sdir handle", st);
+    for (uint64_t j = 0; j < ((uint64_t)1 << v->bits) && !rc && !c.problems; j++)
+        rc = check_chain(&c, v->sdir[j / per], v->bits, j, 0);
+    /* only against a sound new table: its chains are then known finite */
+    for (unsigned st = 0; v->old && st < STRIPES && !rc && !c.problems; st++)
+        rc = check_old_stripe(&c, st);
+    rc = op_end(&c.o, rc);
+    free(c.seen.a);
+    if (rc) {
+        fprintf(out, "check: cannot read the store: %s\n", txn_strerror(rc));
+        return rc;
+    }
+    if (!c.problems && c.keys != atomic_load(&s->keys))
+        problem(&c, "%llu keys in chains, but the buckets' counts say %llu",
+                (unsigned long long)c.keys, (unsigned long long)atomic_load(&s->keys));
+    fprintf(out, "check: %s: %llu keys, %llu buckets%s\n", c.problems ? "FAILED" : "ok",
+            (unsigned long long)c.keys, (unsigned long long)1 << v->bits,
+            v->old ? " (resizing)" : "");
+    return c.problems ? TXN_E_CORRUPT : 0;
+}

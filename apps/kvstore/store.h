@@ -28,12 +28,15 @@ struct kv_slice {
 };
 
 struct kv_opts {
-    size_t pool_size;  /* for a new pool */
-    unsigned threads;  /* log slots for a new pool */
+    size_t pool_size;     /* for a new pool */
+    unsigned threads;     /* log slots for a new pool */
+    unsigned resize_step; /* old buckets each write moves during a resize,
+                             besides its own key's (0: 8) */
+    int no_create;        /* a missing pool file is TXN_E_NOENT */
 };
 
 /* Open the store in the pool file `path`, creating pool and store if the
- * file does not exist; opening recovers the pool. */
+ * file does not exist (unless no_create); opening recovers the pool. */
 int kv_open(const char *path, const struct kv_opts *o, kv_store **out);
 
 /* Close the pool: no call may be running. */
@@ -90,5 +93,11 @@ struct kv_info {
     size_t pool_size;
 };
 void kv_info(kv_store *s, struct kv_info *out);
+
+/* Writing transactions committed so far, counted before their locks are
+ * released: a reply to a call that may have read one of them is
+ * acknowledged only after a txn_sync() that started once the count was
+ * read (what incll needs; free for the engines durable at commit). */
+uint64_t kv_commits(kv_store *s);
 
 #endif

@@ -1,0 +1,644 @@
+/* commands.c - the command table and the commands: Redis's names, arities,
+ * replies and error texts, so that redis-cli, redis-benchmark and client
+ * libraries work unchanged. Dispatch is one lookup in a table of
+ * {name, proc, arity, flags, keys}, as in Redis; the same table answers
+ * COMMAND. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server.h"
+
+struct command {
+    const char *name;
+    void (*proc)(struct conn *c, size_t argc, struct kv_slice *argv);
+    int arity; /* n: exactly n arguments with the name; -n: at least n */
+    const char *flags; /* COMMAND's flags, space-separated */
+    int first_key, last_key, step;
+};
+
+/* ---- helpers */
+
+/* The reply to a store error; a full pool is the one a client can act on. */
+static void reply_store_error(struct buf *b, int rc)
+{
+    if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL)
+        reply_error(b, "ERR out of persistent memory: the pool is full (%s)", txn_strerror(rc));
+    else if (rc == KV_E_NOTINT)
+        reply_error(b, "ERR value is not an integer or out of range");
+    else if (rc == KV_E_OVERFLOW)
+        reply_error(b, "ERR increment or decrement would overflow");
+    else
+        reply_error(b, "ERR store: %s", txn_strerror(rc));
+}
+
+static int arg_is(const struct kv_slice *a, const char *word)
+{
+    size_t n = strlen(word);
+    return a->n == n && !strncasecmp(a->p, word, n);
+}
+
+/* Redis's integer syntax (strict decimal, within the type). */
+static int parse_ll(const struct kv_slice *a, long long *out)
+{
+    char s[24];
+    if (a->n == 0 || a->n >= sizeof s)
+        return -1;
+    memcpy(s, a->p, a->n);
+    s[a->n] = 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end || errno || (s[0] == '0' && a->n > 1) || s[0] == '+' || s[0] == ' ')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_u64(const struct kv_slice *a, uint64_t *out)
+{
+    char s[24];
+    if (a->n == 0 || a->n >= sizeof s || a->p[0] < '0' || a->p[0] > '9')
+        return -1;
+    memcpy(s, a->p, a->n);
+    s[a->n] = 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end || errno)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Glob matching as Redis's KEYS: * ? [abc] [^a-z] and \ escapes. A star
+ * remembers where it was so a mismatch backtracks there only: the last
+ * star's choice is the only one that matters, so this is O(|p| * |s|),
+ * not exponential. */
+static int class_match(const char **pp, const char *pend, char ch)
+{
+    const char *p = *pp + 1;
+    int neg = p < pend && *p == '^', hit = 0;
+    p += neg;
+    for (; p < pend && *p != ']'; p++) {
+        if (*p == '\\' && p + 1 < pend) {
+            p++;
+            hit |= *p == ch;
+        } else if (p + 2 < pend && p[1] == '-' && p[2] != ']') {
+            unsigned char lo = (unsigned char)p[0], hi = (unsigned char)p[2];
+            if (lo > hi) {
+                unsigned char t = lo;
+                lo = hi;
+                hi = t;
+            }
+            hit |= (unsigned char)ch >= lo && (unsigned char)ch <= hi;
+            p += 2;
+        } else {
+            hit |= *p == ch;
+        }
+    }
+    if (p == pend)
+        return -1; /* no closing ']': the pattern matches nothing */
+    *pp = p;
+    return hit != neg;
+}
+
+static int glob_match(const char *pat, size_t plen, const char *s, size_t slen)
+{
+    const char *p = pat, *pend = pat + plen, *send = s + slen;
+    const char *star = NULL, *star_s = NULL;
+    while (s < send) {
+        if (p < pend && *p == '*') {
+            star = ++p;
+            star_s = s;
+            continue;
+        }
+        if (p < pend) {
+            const char *q = p;
+            int ok;
+            if (*q == '?')
+                ok = 1;
+            else if (*q == '[')
+                ok = class_match(&q, pend, *s);
+            else if (*q == '\\' && q + 1 < pend)
+                ok = *++q == *s;
+            else
+                ok = *q == *s;
+            if (ok < 0)
+                return 0;
+            if (ok) {
+                p = q + 1;
+                s++;
+                continue;
+            }
+        }
+        if (!star)
+            return 0;
+        p = star;
+        s = ++star_s;
+    }
+    while (p < pend && *p == '*')
+        p++;
+    return p == pend;
+}
+
+/* ---- keys and values */
+
+static void get_cb(void *arg, const char *v, size_t n)
+{
+    if (v)
+        reply_bulk(arg, v, n);
+    else
+        reply_nil(arg);
+}
+
+static void cmd_get(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    size_t mark = c->out.len;
+    int rc = kv_get(srv.kv, 1, &argv[1], get_cb, &c->out);
+    if (rc) {
+        c->out.len = mark;
+        reply_store_error(&c->out, rc);
+    }
+}
+
+static void cmd_mget(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    size_t mark = c->out.len;
+    reply_array(&c->out, argc - 1);
+    int rc = kv_get(srv.kv, argc - 1, &argv[1], get_cb, &c->out);
+    if (rc) {
+        c->out.len = mark;
+        reply_store_error(&c->out, rc);
+    }
+}
+
+static void cmd_set(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    int only = 0, done = 1;
+    for (size_t i = 3; i < argc; i++) {
+        if (arg_is(&argv[i], "NX") && only != KV_SET_XX)
+            only = KV_SET_NX;
+        else if (arg_is(&argv[i], "XX") && only != KV_SET_NX)
+            only = KV_SET_XX;
+        else
+            return reply_error(&c->out, "ERR syntax error");
+    }
+    int rc = kv_set(srv.kv, 1, &argv[1], only, &done);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if (done)
+        reply_simple(&c->out, "OK");
+    else
+        reply_nil(&c->out);
+}
+
+static void cmd_mset(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    if (argc % 2 == 0)
+        return reply_error(&c->out, "ERR wrong number of arguments for 'mset' command");
+    int rc = kv_set(srv.kv, (argc - 1) / 2, &argv[1], 0, NULL);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    reply_simple(&c->out, "OK");
+}
+
+static void cmd_del(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    uint64_t n;
+    int rc = kv_del(srv.kv, argc - 1, &argv[1], &n);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    reply_int(&c->out, (long long)n);
+}
+
+static void cmd_exists(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    uint64_t n;
+    int rc = kv_exists(srv.kv, argc - 1, &argv[1], &n);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    reply_int(&c->out, (long long)n);
+}
+
+static void incr_by(struct conn *c, struct kv_slice key, long long by)
+{
+    int64_t v;
+    int rc = kv_incr(srv.kv, key, by, &v);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    reply_int(&c->out, v);
+}
+
+static void cmd_incr(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    incr_by(c, argv[1], arg_is(&argv[0], "DECR") ? -1 : 1);
+}
+
+static void cmd_incrby(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    long long by;
+    if (parse_ll(&argv[2], &by))
+        return reply_error(&c->out, "ERR value is not an integer or out of range");
+    if (arg_is(&argv[0], "DECRBY")) {
+        if (by == LLONG_MIN)
+            return reply_error(&c->out, "ERR decrement would overflow");
+        by = -by;
+    }
+    incr_by(c, argv[1], by);
+}
+
+static void cmd_dbsize(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc, (void)argv;
+    struct kv_info i;
+    kv_info(srv.kv, &i);
+    reply_int(&c->out, (long long)i.keys);
+}
+
+static void cmd_flushall(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    if (argc > 2 || (argc == 2 && !arg_is(&argv[1], "SYNC") && !arg_is(&argv[1], "ASYNC")))
+        return reply_error(&c->out, "ERR syntax error");
+    int rc = kv_flush(srv.kv);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    reply_simple(&c->out, "OK");
+}
+
+/* Keys found by a scan, encoded as bulk strings, counted. */
+struct key_list {
+    struct buf items;
+    size_t n;
+    const struct kv_slice *pattern; /* NULL: all */
+};
+
+static void key_cb(void *arg, const char *k, size_t n)
+{
+    struct key_list *l = arg;
+    if (l->pattern && !glob_match(l->pattern->p, l->pattern->n, k, n))
+        return;
+    reply_bulk(&l->items, k, n);
+    l->n++;
+}
+
+static void cmd_keys(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    struct key_list l = {{0}, 0, &argv[1]};
+    uint64_t cursor = 0;
+    int rc;
+    if (argv[1].n == 1 && argv[1].p[0] == '*')
+        l.pattern = NULL;
+    /* a stripe lock at a time: not a snapshot, as with SCAN */
+    while (!(rc = kv_scan(srv.kv, cursor, 4096, key_cb, &l, &cursor)) && cursor)
+        ;
+    if (rc)
+        reply_store_error(&c->out, rc);
+    else if (l.items.oom)
+        reply_error(&c->out, "ERR out of memory");
+    else {
+        reply_array(&c->out, l.n);
+        buf_add(&c->out, l.items.p, l.items.len);
+    }
+    buf_free(&l.items);
+}
+
+static void cmd_scan(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    uint64_t cursor, next;
+    long long count = 10;
+    struct key_list l = {{0}, 0, NULL};
+    int type_ok = 1;
+    if (parse_u64(&argv[1], &cursor))
+        return reply_error(&c->out, "ERR invalid cursor");
+    for (size_t i = 2; i < argc; i += 2) {
+        if (i + 1 == argc)
+            return reply_error(&c->out, "ERR syntax error");
+        if (arg_is(&argv[i], "MATCH"))
+            l.pattern = &argv[i + 1];
+        else if (arg_is(&argv[i], "COUNT")) {
+            if (parse_ll(&argv[i + 1], &count))
+                return reply_error(&c->out, "ERR value is not an integer or out of range");
+            if (count < 1)
+                return reply_error(&c->out, "ERR syntax error");
+        } else if (arg_is(&argv[i], "TYPE"))
+            type_ok = arg_is(&argv[i + 1], "string"); /* every value is a string */
+        else
+            return reply_error(&c->out, "ERR syntax error");
+    }
+    int rc = kv_scan(srv.kv, cursor, (size_t)count, key_cb, &l, &next);
+    if (rc || l.items.oom) {
+        buf_free(&l.items);
+        return rc ? reply_store_error(&c->out, rc) : reply_error(&c->out, "ERR out of memory");
+    }
+    char cur[24];
+    reply_array(&c->out, 2);
+    reply_bulk(&c->out, cur, (size_t)snprintf(cur, sizeof cur, "%llu", (unsigned long long)next));
+    reply_array(&c->out, type_ok ? l.n : 0);
+    if (type_ok)
+        buf_add(&c->out, l.items.p, l.items.len);
+    buf_free(&l.items);
+}
+
+/* ---- connection and server */
+
+static void cmd_ping(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    if (argc > 2)
+        return reply_error(&c->out, "ERR wrong number of arguments for 'ping' command");
+    if (argc == 2)
+        reply_bulk(&c->out, argv[1].p, argv[1].n);
+    else
+        reply_simple(&c->out, "PONG");
+}
+
+static void cmd_echo(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    reply_bulk(&c->out, argv[1].p, argv[1].n);
+}
+
+static void cmd_select(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    long long db;
+    if (parse_ll(&argv[1], &db))
+        return reply_error(&c->out, "ERR value is not an integer or out of range");
+    if (db != 0)
+        return reply_error(&c->out, "ERR DB index is out of range");
+    reply_simple(&c->out, "OK");
+}
+
+static void cmd_quit(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc, (void)argv;
+    reply_simple(&c->out, "OK");
+    c->closing = 1;
+}
+
+/* As Redis: no reply; the server closes the pool and exits, and the
+ * client sees its connection close. */
+static void cmd_shutdown(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    for (size_t i = 1; i < argc; i++) {
+        if (arg_is(&argv[i], "ABORT"))
+            return reply_error(&c->out, "ERR No shutdown in progress.");
+        if (!arg_is(&argv[i], "NOSAVE") && !arg_is(&argv[i], "SAVE") &&
+            !arg_is(&argv[i], "NOW") && !arg_is(&argv[i], "FORCE"))
+            return reply_error(&c->out, "ERR syntax error");
+    }
+    uint64_t one = 1;
+    if (write(srv.stop_fd, &one, sizeof one) != sizeof one)
+        return reply_error(&c->out, "ERR cannot signal the shutdown");
+    c->closing = 1;
+}
+
+static long long now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec;
+}
+
+/* INFO [section]: Redis's "field:value" lines by "# Section", with the
+ * transaction engine's own under Persistence and Stats. */
+static void cmd_info(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    static const char *const sections[] = {"server", "clients", "memory", "persistence",
+                                           "stats", "keyspace"};
+    struct kv_info ki;
+    kv_info(srv.kv, &ki);
+    char text[4096];
+    size_t n = 0;
+    for (size_t s = 0; s < sizeof sections / sizeof *sections; s++) {
+        int want = argc == 1;
+        for (size_t i = 1; i < argc; i++)
+            want |= arg_is(&argv[i], sections[s]) || arg_is(&argv[i], "all") ||
+                    arg_is(&argv[i], "default") || arg_is(&argv[i], "everything");
+        if (!want)
+            continue;
+        int w = 0;
+        switch (s) {
+        case 0:
+            w = snprintf(text + n, sizeof text - n,
+                         "# Server\r\nredis_version:7.0.0\r\nserver:pmtx-kvstore\r\n"
+                         "process_id:%d\r\nio_mode:%s\r\nio_threads:%u\r\ntcp_port:%d\r\n"
+                         "uptime_in_seconds:%lld\r\n",
+                         (int)getpid(), srv.io == IO_EPOLL ? "epoll" : "threads",
+                         srv.threads, srv.port, now_s() - srv.started);
+            break;
+        case 1:
+            w = snprintf(text + n, sizeof text - n,
+                         "# Clients\r\nconnected_clients:%llu\r\nmaxclients:%u\r\n",
+                         (unsigned long long)atomic_load(&srv.clients), srv.max_clients);
+            break;
+        case 2:
+            w = snprintf(text + n, sizeof text - n,
+                         "# Memory\r\nused_memory:%llu\r\npool_size:%zu\r\n"
+                         "hash_buckets:%llu\r\nhash_resizing:%d\r\n",
+                         (unsigned long long)ki.bytes, ki.pool_size,
+                         (unsigned long long)ki.buckets, ki.resizing);
+            break;
+        case 3:
+            w = snprintf(text + n, sizeof text - n,
+                         "# Persistence\r\nengine:%s\r\npdom:%d\r\npdom_barrier_ns:%u\r\n"
+                         "flush_instruction:%s\r\nack:%s\r\naof_enabled:0\r\n"
+                         "rdb_bgsave_in_progress:0\r\nloading:0\r\n",
+                         txn_engine_name(), txn_pdom(), txn_pdom_ns(), txn_flush_name(),
+                         srv.ack == ACK_SYNC ? "sync" : "commit");
+            break;
+        case 4:
+            stats_publish();
+            w = snprintf(text + n, sizeof text - n,
+                         "# Stats\r\ntotal_connections_received:%llu\r\n"
+                         "total_commands_processed:%llu\r\nrejected_connections:%llu\r\n"
+                         "txn_commits:%llu\r\ntxn_aborts:%llu\r\npersist_barriers:%llu\r\n"
+                         "lines_flushed:%llu\r\nlog_bytes:%llu\r\n",
+                         (unsigned long long)atomic_load(&srv.conns_total),
+                         (unsigned long long)atomic_load(&srv.commands),
+                         (unsigned long long)atomic_load(&srv.rejected),
+                         (unsigned long long)atomic_load(&srv.commits),
+                         (unsigned long long)atomic_load(&srv.aborts),
+                         (unsigned long long)atomic_load(&srv.barriers),
+                         (unsigned long long)atomic_load(&srv.lines),
+                         (unsigned long long)atomic_load(&srv.log_bytes));
+            break;
+        default:
+            w = snprintf(text + n, sizeof text - n, "# Keyspace\r\n");
+            if (w > 0 && ki.keys && (size_t)w < sizeof text - n)
+                w += snprintf(text + n + w, sizeof text - n - (size_t)w,
+                              "db0:keys=%llu,expires=0,avg_ttl=0\r\n",
+                              (unsigned long long)ki.keys);
+            break;
+        }
+        if (w < 0 || (size_t)w >= sizeof text - n - 2)
+            break;
+        n += (size_t)w;
+        memcpy(text + n, "\r\n", 2); /* a blank line between sections */
+        n += 2;
+    }
+    reply_bulk(&c->out, text, n >= 2 ? n - 2 : 0);
+}
+
+/* CONFIG GET: what redis-benchmark asks (save, appendonly) and a few more
+ * that describe this server; CONFIG SET changes nothing here. */
+static void cmd_config(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    if (!arg_is(&argv[1], "GET"))
+        return reply_error(&c->out, "ERR unknown subcommand '%.*s'. Try CONFIG GET.",
+                           (int)(argv[1].n > 64 ? 64 : argv[1].n), argv[1].p);
+    if (argc < 3)
+        return reply_error(&c->out, "ERR wrong number of arguments for 'config|get' command");
+    char v[6][32];
+    snprintf(v[0], sizeof v[0], "%zu", srv.lim.max_bulk);
+    snprintf(v[1], sizeof v[1], "%u", srv.max_clients);
+    snprintf(v[2], sizeof v[2], "%d", srv.port);
+    snprintf(v[3], sizeof v[3], "%u", srv.threads);
+    snprintf(v[4], sizeof v[4], "%zu", srv.max_query);
+    const char *params[][2] = {
+        {"save", ""},       {"appendonly", "no"},  {"databases", "1"},
+        {"proto-max-bulk-len", v[0]}, {"maxclients", v[1]}, {"port", v[2]},
+        {"io-threads", v[3]}, {"client-query-buffer-limit", v[4]},
+        {"unixsocket", srv.unix_path ? srv.unix_path : ""},
+    };
+    size_t np = sizeof params / sizeof *params, hits = 0;
+    struct buf items = {0};
+    for (size_t p = 0; p < np; p++)
+        for (size_t i = 2; i < argc; i++)
+            if (glob_match(argv[i].p, argv[i].n, params[p][0], strlen(params[p][0]))) {
+                reply_bulk(&items, params[p][0], strlen(params[p][0]));
+                reply_bulk(&items, params[p][1], strlen(params[p][1]));
+                hits++;
+                break;
+            }
+    reply_array(&c->out, 2 * hits);
+    buf_add(&c->out, items.p, items.len);
+    buf_free(&items);
+}
+
+/* ---- the table */
+
+static void cmd_command(struct conn *c, size_t argc, struct kv_slice *argv);
+
+static const struct command commands[] = {
+    {"get", cmd_get, 2, "readonly fast", 1, 1, 1},
+    {"set", cmd_set, -3, "write denyoom", 1, 1, 1},
+    {"del", cmd_del, -2, "write", 1, -1, 1},
+    {"exists", cmd_exists, -2, "readonly fast", 1, -1, 1},
+    {"mget", cmd_mget, -2, "readonly fast", 1, -1, 1},
+    {"mset", cmd_mset, -3, "write denyoom", 1, -1, 2},
+    {"incr", cmd_incr, 2, "write denyoom fast", 1, 1, 1},
+    {"decr", cmd_incr, 2, "write denyoom fast", 1, 1, 1},
+    {"incrby", cmd_incrby, 3, "write denyoom fast", 1, 1, 1},
+    {"decrby", cmd_incrby, 3, "write denyoom fast", 1, 1, 1},
+    {"dbsize", cmd_dbsize, 1, "readonly fast", 0, 0, 0},
+    {"flushall", cmd_flushall, -1, "write", 0, 0, 0},
+    {"flushdb", cmd_flushall, -1, "write", 0, 0, 0},
+    {"keys", cmd_keys, 2, "readonly", 0, 0, 0},
+    {"scan", cmd_scan, -2, "readonly", 0, 0, 0},
+    {"ping", cmd_ping, -1, "fast", 0, 0, 0},
+    {"echo", cmd_echo, 2, "fast", 0, 0, 0},
+    {"select", cmd_select, 2, "loading fast", 0, 0, 0},
+    {"info", cmd_info, -1, "loading", 0, 0, 0},
+    {"command", cmd_command, -1, "loading", 0, 0, 0},
+    {"config", cmd_config, -2, "admin loading", 0, 0, 0},
+    {"quit", cmd_quit, -1, "fast", 0, 0, 0},
+    {"shutdown", cmd_shutdown, -1, "admin", 0, 0, 0},
+};
+#define NCOMMANDS (sizeof commands / sizeof *commands)
+
+static const struct command *lookup_command(const struct kv_slice *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (arg_is(name, commands[i].name))
+            return &commands[i];
+    return NULL;
+}
+
+/* One entry of COMMAND's reply, in the six fields every Redis client
+ * understands: name, arity, flags, first key, last key, step. */
+static void command_entry(struct buf *b, const struct command *cmd)
+{
+    char flags[64];
+    const char *f[8];
+    size_t nf = 0;
+    snprintf(flags, sizeof flags, "%s", cmd->flags);
+    for (char *save, *t = strtok_r(flags, " ", &save); t && nf < 8; t = strtok_r(NULL, " ", &save))
+        f[nf++] = t;
+    reply_array(b, 6);
+    reply_bulk(b, cmd->name, strlen(cmd->name));
+    reply_int(b, cmd->arity);
+    reply_array(b, nf);
+    for (size_t i = 0; i < nf; i++)
+        reply_simple(b, f[i]);
+    reply_int(b, cmd->first_key);
+    reply_int(b, cmd->last_key);
+    reply_int(b, cmd->step);
+}
+
+/* COMMAND, COMMAND COUNT, COMMAND INFO name..., COMMAND DOCS (empty: no
+ * docs; redis-cli then uses its built-in help). */
+static void cmd_command(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    if (argc == 1) {
+        reply_array(&c->out, NCOMMANDS);
+        for (size_t i = 0; i < NCOMMANDS; i++)
+            command_entry(&c->out, &commands[i]);
+    } else if (arg_is(&argv[1], "COUNT")) {
+        reply_int(&c->out, (long long)NCOMMANDS);
+    } else if (arg_is(&argv[1], "DOCS")) {
+        reply_array(&c->out, 0);
+    } else if (arg_is(&argv[1], "INFO")) {
+        reply_array(&c->out, argc - 2);
+        for (size_t i = 2; i < argc; i++) {
+            const struct command *cmd = lookup_command(&argv[i]);
+            if (cmd)
+                command_entry(&c->out, cmd);
+            else
+                buf_add(&c->out, "*-1\r\n", 5);
+        }
+    } else {
+        reply_error(&c->out, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",
+                    (int)(argv[1].n > 64 ? 64 : argv[1].n), argv[1].p);
+    }
+}
+
+/* Redis's reply to an unknown command quotes the name and the first
+ * arguments; long ones are cut so that an error stays one short line. */
+static void reply_unknown(struct buf *b, size_t argc, const struct kv_slice *argv)
+{
+    char args[256];
+    size_t n = 0;
+    for (size_t i = 1; i < argc && n < 200; i++) {
+        int w = snprintf(args + n, sizeof args - n, "'%.*s' ",
+                         (int)(argv[i].n > 64 ? 64 : argv[i].n), argv[i].p);
+        if (w < 0 || (size_t)w >= sizeof args - n)
+            break;
+        n += (size_t)w;
+    }
+    args[n] = 0;
+    reply_error(b, "ERR unknown command '%.*s', with args beginning with: %s",
+                (int)(argv[0].n > 64 ? 64 : argv[0].n), argv[0].p, args);
+}
+
+void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    atomic_fetch_add_explicit(&srv.commands, 1, memory_order_relaxed);
+    const struct command *cmd = lookup_command(&argv[0]);
+    if (!cmd)
+        return reply_unknown(&c->out, argc, argv);
+    if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
+        (cmd->arity < 0 && argc < (size_t)-cmd->arity))
+        return reply_error(&c->out, "ERR wrong number of arguments for '%s' command",
+                           cmd->name);
+    cmd->proc(c, argc, argv);
+}

@@ -1,0 +1,187 @@
+/* main.c - kvstore-<engine>: the persistent key-value store's server.
+ *
+ *   kvstore-<engine> --pool FILE [--unix PATH] [--port N] [options]
+ *
+ * Creates the pool if FILE does not exist, else opens (and so recovers)
+ * it, then serves RESP2 on the UNIX socket and on 127.0.0.1 until SIGTERM,
+ * SIGINT or SHUTDOWN, and closes the pool. --check verifies the store
+ * instead and exits 0 (sound) or 1. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server.h"
+
+#define MIB (1ull << 20)
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: kvstore-%s --pool FILE [--unix PATH] [--port N] [options]\n"
+            "  --pool FILE        pool file (created if missing; relative: $TXN_POOL_DIR)\n"
+            "  --unix PATH        listen on this UNIX socket\n"
+            "  --port N           listen on 127.0.0.1:N (default 6379; 0: no TCP)\n"
+            "  --threads N        epoll workers (default: online CPUs)\n"
+            "  --io epoll|threads one thread per client instead of workers\n"
+            "  --ack sync|commit  reply to writes after txn_sync per batch (default),\n"
+            "                     or right after commit (incll: before durability)\n"
+            "  --max-value BYTES  largest argument (default 16M; K, M, G suffixes)\n"
+            "  --max-query BYTES  largest request (default max(64M, 2 * max-value))\n"
+            "  --max-clients N    connections served at once (default 10000)\n"
+            "  --pool-size BYTES  size of a new pool (default 256M)\n"
+            "  --resize-step N    old buckets each write moves while the table grows\n"
+            "                     (default 8; fewer spread a resize over more writes)\n"
+            "  --check            verify the store, print a summary, exit 0 or 1\n",
+            txn_engine_name());
+}
+
+static int parse_size(const char *s, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    }
+    if (errno || end == s || *end || (v << shift) >> shift != v)
+        return -1;
+    *out = v << shift;
+    return 0;
+}
+
+static void raise_fd_limit(void)
+{
+    struct rlimit r;
+    if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &r);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_POOL = 1, O_UNIX, O_PORT, O_THREADS, O_IO, O_ACK, O_MAXVAL, O_MAXQ,
+           O_MAXCLI, O_PSIZE, O_STEP, O_CHECK, O_HELP };
+    static const struct option opts[] = {
+        {"pool", 1, 0, O_POOL},          {"unix", 1, 0, O_UNIX},
+        {"port", 1, 0, O_PORT},          {"threads", 1, 0, O_THREADS},
+        {"io", 1, 0, O_IO},              {"ack", 1, 0, O_ACK},
+        {"max-value", 1, 0, O_MAXVAL},   {"max-query", 1, 0, O_MAXQ},
+        {"max-clients", 1, 0, O_MAXCLI}, {"pool-size", 1, 0, O_PSIZE},
+        {"resize-step", 1, 0, O_STEP},   {"check", 0, 0, O_CHECK},
+        {"help", 0, 0, O_HELP},
+        {0, 0, 0, 0}};
+    const char *pool = NULL;
+    unsigned long long max_value = 16 * MIB, max_query = 0, pool_size = 256 * MIB, n;
+    unsigned resize_step = 0;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int check = 0, o;
+    srv.port = 6379;
+    srv.threads = cpus > 0 ? (unsigned)cpus : 1;
+    srv.max_clients = 10000;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (o) {
+        case O_POOL: pool = optarg; break;
+        case O_UNIX: srv.unix_path = optarg; break;
+        case O_PORT:
+            bad = parse_size(optarg, &n) || n > 65535;
+            srv.port = (int)n;
+            break;
+        case O_THREADS:
+            bad = parse_size(optarg, &n) || n < 1 || n > 1000;
+            srv.threads = (unsigned)n;
+            break;
+        case O_IO:
+            bad = strcmp(optarg, "epoll") && strcmp(optarg, "threads");
+            srv.io = strcmp(optarg, "threads") ? IO_EPOLL : IO_THREADS;
+            break;
+        case O_ACK:
+            bad = strcmp(optarg, "sync") && strcmp(optarg, "commit");
+            srv.ack = strcmp(optarg, "commit") ? ACK_SYNC : ACK_COMMIT;
+            break;
+        case O_MAXVAL: bad = parse_size(optarg, &max_value) || max_value < 1; break;
+        case O_MAXQ: bad = parse_size(optarg, &max_query); break;
+        case O_MAXCLI:
+            bad = parse_size(optarg, &n) || n < 1 || n > 1000000;
+            srv.max_clients = (unsigned)n;
+            break;
+        case O_PSIZE: bad = parse_size(optarg, &pool_size); break;
+        case O_STEP:
+            bad = parse_size(optarg, &n) || n < 1 || n > 1u << 20;
+            resize_step = (unsigned)n;
+            break;
+        case O_CHECK: check = 1; break;
+        case O_HELP: usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "kvstore: bad value for --%s: %s\n", opts[o - 1].name, optarg);
+            return 2;
+        }
+    }
+    if (!pool || optind != argc || (!check && !srv.unix_path && !srv.port)) {
+        usage(stderr);
+        return 2;
+    }
+    if (!max_query)
+        max_query = 2 * max_value + 64 * 1024 > 64 * MIB ? 2 * max_value + 64 * 1024 : 64 * MIB;
+    srv.lim = (struct resp_limits){.max_bulk = max_value, .max_args = 1024 * 1024,
+                                   .max_inline = 64 * 1024};
+    srv.max_query = max_query;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    printf("kvstore: engine %s, PDOM %d (%u ns per barrier), flush %s\n", txn_engine_name(),
+           txn_pdom(), txn_pdom_ns(), txn_flush_name());
+
+    /* log slots: one per worker, or per client thread, plus the main
+     * thread and resizes started from any of them */
+    unsigned slots = srv.io == IO_THREADS ? srv.max_clients + 4 : srv.threads + 4;
+    struct kv_opts ko = {.pool_size = pool_size,
+                         .threads = slots < 64 ? 64 : slots > 1024 ? 1024 : slots,
+                         .resize_step = resize_step, .no_create = check};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = kv_open(pool, &ko, &srv.kv);
+    if (rc) {
+        fprintf(stderr, "kvstore: pool %s: %s\n", pool, txn_strerror(rc));
+        return 1;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    struct kv_info ki;
+    kv_info(srv.kv, &ki);
+    printf("kvstore: pool %s: %llu keys, %llu buckets%s, opened in %.1f ms\n", pool,
+           (unsigned long long)ki.keys, (unsigned long long)ki.buckets,
+           ki.resizing ? " (resizing)" : "",
+           (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    if (check) {
+        rc = kv_check(srv.kv, stdout);
+        kv_close(srv.kv);
+        return rc ? 1 : 0;
+    }
+    raise_fd_limit();
+    srv.started = t1.tv_sec;
+    if (server_listen()) {
+        kv_close(srv.kv);
+        return 1;
+    }
+    printf("kvstore: listening on%s%s%s", srv.unix_path ? " unix:" : "",
+           srv.unix_path ? srv.unix_path : "", srv.port ? "" : "\n");
+    if (srv.port)
+        printf(" 127.0.0.1:%d\n", srv.port);
+    printf("kvstore: io %s, %u %s, ack %s\n", srv.io == IO_EPOLL ? "epoll" : "threads",
+           srv.io == IO_EPOLL ? srv.threads : srv.max_clients,
+           srv.io == IO_EPOLL ? "workers" : "clients at most",
+           srv.ack == ACK_SYNC ? "sync" : "commit");
+    rc = server_run();
+    kv_close(srv.kv);
+    printf("kvstore: pool closed\n");
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,97 @@
+/* server.h - what the network layer (server.c), the command table
+ * (commands.c) and main.c share: the server's settings and counters, a
+ * connection, reply encoding. */
+#ifndef KV_SERVER_H
+#define KV_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resp.h"
+#include "store.h"
+
+/* A growable byte buffer: requests in, replies out. */
+struct buf {
+    char *p;
+    size_t len, cap;
+    int oom; /* an allocation failed: the connection must close */
+};
+
+int buf_reserve(struct buf *b, size_t n); /* room for n more bytes; -1 */
+void buf_add(struct buf *b, const void *p, size_t n);
+void buf_free(struct buf *b);
+
+/* RESP2 replies */
+void reply_simple(struct buf *b, const char *s);       /* +s */
+void reply_error(struct buf *b, const char *fmt, ...)  /* -ERR ..., CR/LF
+                                                          in args become ' ' */
+    __attribute__((format(printf, 2, 3)));
+void reply_int(struct buf *b, long long v);            /* :v */
+void reply_bulk(struct buf *b, const char *p, size_t n); /* $n p */
+void reply_nil(struct buf *b);                         /* $-1 */
+void reply_array(struct buf *b, size_t n);             /* *n (then n items) */
+
+/* How replies wait for durability. */
+enum ack_mode {
+    ACK_SYNC,   /* txn_sync() once per batch of requests that changed the
+                   store, before any of the batch's replies is sent: free for
+                   engines durable at commit, one epoch wait per batch for
+                   incll */
+    ACK_COMMIT, /* reply when txn_commit returns (incll: not yet durable) */
+};
+
+enum io_mode { IO_EPOLL, IO_THREADS };
+
+struct server {
+    kv_store *kv;
+    struct resp_limits lim;
+    size_t max_query;      /* bytes one request may occupy */
+    unsigned threads;      /* epoll workers */
+    unsigned max_clients;
+    enum ack_mode ack;
+    enum io_mode io;
+    const char *unix_path; /* NULL: none */
+    int port;              /* 0: no TCP */
+    long long started;     /* seconds, CLOCK_MONOTONIC */
+    int stop_fd;           /* eventfd: SHUTDOWN asks main to stop */
+    _Atomic int stopping;
+    _Atomic uint64_t clients, conns_total, commands, rejected;
+    /* the workers' txn_stats deltas (txn_stats are per thread) */
+    _Atomic uint64_t commits, aborts, barriers, lines, log_bytes;
+};
+
+extern struct server srv;
+
+/* One client connection, owned by one thread at a time. */
+struct conn {
+    int fd;
+    struct buf in;   /* in.p[start, in.len): bytes not yet run */
+    size_t start;
+    struct resp_parser rp;
+    struct kv_slice *argv;
+    size_t argv_cap;
+    struct buf out;  /* out.p[sent, out.len): replies not yet sent */
+    size_t sent;
+    int closing;     /* close once `out` is sent: QUIT, protocol error, EOF */
+    int stalled;     /* requests left unrun while replies piled up */
+    unsigned events; /* epoll interest */
+    int listed;      /* on the worker's flush list */
+    struct conn *next_flush, *next_resume, *prev, *next; /* owner's lists */
+};
+
+/* Run one request (argv[0] is the command name); replies go to c->out. */
+void command_run(struct conn *c, size_t argc, struct kv_slice *argv);
+
+/* Add this thread's txn_stats since its last call to the server's. */
+void stats_publish(void);
+
+/* server.c: listen on srv.unix_path / srv.port (0 or an error message's
+ * return -1), then serve until SIGTERM, SIGINT or SHUTDOWN; every thread
+ * that ran transactions has exited when server_run returns. */
+int server_listen(void);
+int server_run(void);
+void server_unlisten(void);
+
+#endif

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# kvbench.sh [--full] [--requests N] [--keyspace N] [--no-build]
+# redis-benchmark against every kvstore-<engine> (TXN_PDOM=1) and against
+# Debian's redis-server with appendfsync always, appendfsync everysec and no
+# persistence, all over UNIX sockets, one after the other:
+#     redis-benchmark -t set,get -c 50 -n N -P 1   (and -P 16)
+# Writes results/kvstore.md (ops/s, p50 and p99 latency) and
+# results/kvstore.png. N is 100000 (--full: 1000000; --requests N).
+# Without --keyspace every request names the same key, as redis-benchmark
+# does by default; --keyspace N adds -r N (random keys). $BUILD_DIR
+# (default build) holds the binaries; --no-build uses them as they are.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+n=100000
+keyspace=
+nobuild=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --full) n=1000000 ;;
+    --keyspace) keyspace=$2; shift ;;
+    --requests) n=$2; shift ;;
+    --no-build) nobuild=1 ;;
+    *) echo "usage: $0 [--full] [--requests N] [--keyspace N] [--no-build]" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+ensure_deps
+for tool in redis-benchmark redis-server; do
+    if ! command -v "$tool" >/dev/null; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends redis-tools redis-server >/dev/null
+        break
+    fi
+done
+export PMEM_IS_PMEM_FORCE=1 TXN_PDOM=1
+BUILD_DIR=${BUILD_DIR:-build}
+[ -n "$nobuild" ] || build "$BUILD_DIR"
+
+tmp=$(mktemp -d /tmp/kvbench-XXXXXX)
+aof=$(mktemp -d /dev/shm/kvbench-aof-XXXXXX)
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    rm -rf "$tmp" "$aof" /dev/shm/kvbench-$$-*.pool
+}
+trap cleanup EXIT
+mkdir -p results
+raw=$tmp/raw.csv # server,persistence,P,test,rps,p50,p99
+
+wait_sock() {
+    for _ in $(seq 400); do
+        [ "$(redis-cli -s "$1" ping 2>/dev/null)" = PONG ] && return 0
+        sleep 0.05
+    done
+    echo "kvbench: no server on $1" >&2
+    exit 1
+}
+
+# bench NAME PERSISTENCE SOCKET: both pipeline depths
+bench() {
+    for p in 1 16; do
+        redis-benchmark -s "$3" -t set,get -c 50 -n "$n" -P "$p" ${keyspace:+-r "$keyspace"} --csv |
+            tr -d '"' | awk -F, -v s="$1" -v d="$2" -v p="$p" \
+                '$1 == "SET" || $1 == "GET" { print s "," d "," p "," $1 "," $2 "," $5 "," $7 }' >>"$raw"
+    done
+}
+
+stop() {
+    kill -TERM "$pid"
+    wait "$pid" || true
+    pid=
+}
+
+for bin in "$BUILD_DIR"/bin/kvstore-*; do
+    engine=${bin##*kvstore-}
+    sock=$tmp/kv-$engine.sock
+    pool=/dev/shm/kvbench-$$-$engine.pool
+    "$bin" --pool "$pool" --unix "$sock" --port 0 >"$tmp/$engine.log" 2>&1 &
+    pid=$!
+    wait_sock "$sock"
+    echo "kvbench: kvstore-$engine ($(head -n 1 "$tmp/$engine.log" | sed 's/kvstore: //'))"
+    case $engine in
+    none) durability="none" ;;
+    *) durability="commit at PDOM 1" ;;
+    esac
+    bench "kvstore-$engine" "$durability" "$sock"
+    stop
+    rm -f "$pool"
+done
+
+redis_run() { # NAME PERSISTENCE redis-server options...
+    local name=$1 what=$2 sock=$tmp/redis.sock
+    shift 2
+    rm -rf "${aof:?}"/*
+    redis-server --port 0 --unixsocket "$sock" --dir "$aof" --save "" --daemonize no \
+        --logfile "$tmp/redis.log" "$@" &
+    pid=$!
+    wait_sock "$sock"
+    echo "kvbench: redis-server, $what"
+    bench "$name" "$what" "$sock"
+    stop
+}
+redis_run redis-server "AOF fsync always" --appendonly yes --appendfsync always
+redis_run redis-server "AOF fsync everysec" --appendonly yes --appendfsync everysec
+redis_run redis-server "none" --appendonly no
+
+# one row per server and depth: SET and GET side by side
+table=$tmp/table.csv
+awk -F, '{ k = $1 "," $2 "," $3; if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+           v[k "," $4] = $5 "," $6 "," $7 }
+         END { for (i = 1; i <= n; i++) print order[i] "," v[order[i] ",SET"] "," v[order[i] ",GET"] }' \
+    "$raw" >"$table"
+{
+    echo "# kvstore vs redis-server"
+    echo
+    echo "redis-benchmark -t set,get -c 50 -n $n -P 1|16${keyspace:+ -r $keyspace} over UNIX sockets;"
+    echo "kvstore at TXN_PDOM=1 ($(nproc) cores shared by server and client; pools and AOF in /dev/shm)."
+    echo "$(redis-server --version | cut -d' ' -f1-3); $(date -u +%Y-%m-%d)."
+    echo
+    echo "| server | durability | P | SET ops/s | SET p50 ms | SET p99 ms | GET ops/s | GET p50 ms | GET p99 ms |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    awk -F, '{ printf "| %s | %s | %s | %.0f | %s | %s | %.0f | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9 }' "$table"
+    echo
+    # the comparisons the issue asks for
+    for p in 1 16; do
+        best=$(awk -F, -v p="$p" '$3 == p && $1 ~ /^kvstore-/ && $1 != "kvstore-none" && $4 > b { b = $4; n = $1 } END { print n }' "$table")
+        awk -F, -v p="$p" -v best="$best" '
+            $3 == p && $1 == best { ks = $4; kg = $7 }
+            $3 == p && $1 == "redis-server" && $2 == "AOF fsync always" { rs = $4; rg = $7 }
+            $3 == p && $1 == "kvstore-none" { ns = $4; ng = $7 }
+            $3 == p && $1 == "redis-server" && $2 == "none" { os = $4; og = $7 }
+            END {
+                if (rs && ks) printf "- P %s: fastest persistent engine (%s) vs redis-server appendfsync always: SET %.2fx, GET %.2fx\n", p, best, ks / rs, kg / rg
+                if (os && ns) printf "- P %s: kvstore-none vs redis-server without persistence: SET %.2fx, GET %.2fx\n", p, ns / os, ng / og
+            }' "$table"
+    done
+} >results/kvstore.md
+
+# the plot: ops/s per server, SET and GET, at both depths
+awk -F, '{ d = $2; sub(/commit at /, "", d); print $1 " (" d ")," $3 "," $4 "," $7 }' "$table" >"$tmp/plot.csv"
+gnuplot <<EOF
+set terminal pngcairo size 1200,650 noenhanced font ",10"
+set output "results/kvstore.png"
+set datafile separator ","
+set title "redis-benchmark -c 50 -n $n: ops/s (UNIX socket)"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set boxwidth 0.9
+set ylabel "ops/s"
+set yrange [0:*]
+set key top left
+set xtics rotate by -30 font ",8"
+plot "< awk -F, '\$2 == 1' $tmp/plot.csv" using 3:xtic(1) title "SET -P 1", \
+     "" using 4 title "GET -P 1", \
+     "< awk -F, '\$2 == 16' $tmp/plot.csv" using 3 title "SET -P 16", \
+     "" using 4 title "GET -P 16"
+EOF
+cat results/kvstore.md
+echo "(plot: results/kvstore.png)"
