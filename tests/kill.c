@@ -13,7 +13,9 @@
  *     one transaction in sixteen rewrites it all, more log than a slot's
  *     first log chunk holds, so the kill also lands in grown logs.
  * A child runs transactions and writes each committed value to a pipe once
- * txn_commit() has returned; the parent kills it at a random moment.
+ * txn_commit() and txn_sync() have returned (txn_sync is a no-op for engines
+ * durable at commit; incll is durable at its epoch's end); the parent kills
+ * it at a random moment.
  * KILL_ROUNDS (default 20) rounds run on one pool; KILL_SEED fixes the
  * random sleeps. */
 #define _GNU_SOURCE
@@ -177,6 +179,8 @@ static void child_main(const char *name, int ack_fd)
     for (uint64_t step = 0;; step++) {
         uint64_t v;
         if (one_step(p, step, &v) != 0)
+            _exit(CHILD_TXN_FAILED);
+        if (v != 0 && txn_sync(p) != 0)
             _exit(CHILD_TXN_FAILED);
         if (v != 0 && write(ack_fd, &v, sizeof v) != (ssize_t)sizeof v)
             _exit(CHILD_PIPE_FAILED);

@@ -53,7 +53,9 @@ struct pool_hdr {
     /* mutable, not checksummed: */
     uint64_t boot;             /* opens so far; tags volatile-only fields
                                   that engines keep in objects */
-    uint8_t pad[POOL_HDR_SIZE - 200];
+    uint64_t eng_words[8];     /* mutable words owned by the engine (incll:
+                                  durable epoch, failed epochs) */
+    uint8_t pad[POOL_HDR_SIZE - 264];
 };
 _Static_assert(sizeof(struct pool_hdr) == POOL_HDR_SIZE, "pool_hdr size");
 

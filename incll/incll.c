@@ -1,0 +1,868 @@
+/* incll.c - fine-grain checkpointing (Cohen et al., ASPLOS'19): execution
+ * cut into epochs, one global flush per epoch, and an external object log
+ * that lets recovery take the pool back to the end of the last complete
+ * epoch. Transactions are failure-atomic at once and durable at their
+ * epoch's end (txn_sync waits for it).
+ *
+ * Objects carry an 8-byte epoch tag in front of their payload: the epoch
+ * in which the object's pre-epoch bytes were logged (or it was allocated).
+ * The log of a slot holds records tagged with the epoch number as their
+ * version; it is truncated by the epoch store alone.
+ *
+ * Durable pool words (pool_hdr.eng_words): [0] current epoch, [1] failed
+ * epochs so far, [2..7] the last six failed epochs (a ring).
+ *
+ * Crash invariants
+ *  I1 The whole block of an object (tag + payload) as it was at the start of
+ *     epoch E is in a valid record of E's log, durable, before any byte of
+ *     it changes in place during E. Its first txn_write/txn_open(RW) in E
+ *     appends the record; writes to it are held in a volatile buffer until
+ *     the barrier that ends the batch; only then is it changed in place.
+ *  I2 An object's tag says E only after I1 holds for it: the tag is stored
+ *     after that barrier, by the thread that issued it. A writer finding
+ *     tag == E writes in place and logs nothing. A block allocated in E
+ *     gets tag E at once: its bytes at E's start do not matter (I4).
+ *  I3 ALLOC/FREE records are appended by txn_alloc/txn_free; the allocator
+ *     bits change at commit, after a barrier covered the records.
+ *  I4 A block freed in E returns to the volatile allocator only after E is
+ *     durable, so a block allocated in E was free at E's start. Recovery
+ *     of E: a block with an ALLOC record of E is free, one with only FREE
+ *     records of E is allocated (all FREEs set, then all ALLOCs cleared).
+ *  I5 Epoch end: no transaction runs (quiescence); every line written in E
+ *     (tracked ranges and allocator words, or the whole used heap) is
+ *     flushed -> barrier (1); epoch := E+1, flushed -> barrier (2). Until
+ *     (2) is durable recovery restores E's records (the pool is at the end
+ *     of E-1); after it E's records are stale and ignored.
+ *  I6 Epoch numbers are never reused: records of an older epoch never pass
+ *     for records of the current one.
+ *  I7 Recovery of a crash in E (E's log has records): failed ring += E ->
+ *     barrier; epoch := E+1 -> barrier; then every record of a failed
+ *     epoch is restored (idempotent: a crash during recovery finds E in the
+ *     ring and restores again); pool.c fences and invalidates the logs.
+ *  I8 Abort writes nothing that matters durably: in-place writes are undone
+ *     from DRAM copies (a crash before the epoch's flush restores I1's
+ *     records anyway), buffered writes are dropped, records stay (they hold
+ *     pre-epoch bytes).
+ *
+ * Barriers
+ *   transaction: one, (a), before the first in-place change after a batch
+ *   of records (at commit for writes buffered behind records, at a
+ *   txn_open of a buffered object, or for allocator bits); none when every
+ *   object it writes was logged earlier in the epoch. Abort: 0.
+ *   epoch end: (1), (2). Recovery: 2 more than pool.c's.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "addrmap.h"
+#include "engine.h"
+#include "persist.h"
+
+const char eng_name[] = "incll";
+const int eng_persistent = 1;
+
+#define OBJ_HDR 8u   /* the epoch tag */
+#define W_EPOCH 0    /* pool_hdr.eng_words words */
+#define W_NFAILED 1
+#define W_FAILED 2
+#define FAILED_RING 6
+#define NONE UINT32_MAX
+#define DEF_EPOCH_MS 64u
+
+/* A range written in place during the epoch: block offsets [lo, hi). */
+struct dirty {
+    char *blk;
+    size_t lo, hi;
+};
+
+/* Per log slot: what the epoch's global flush needs. A slot outlives the
+ * contexts that hold it, so a thread taking over a slot mid-epoch appends
+ * after its predecessor's records instead of overwriting them. Touched
+ * only inside a transaction of the slot's owner or at quiescence. */
+struct islot {
+    struct log log;      /* the epoch's log, rewound at each epoch end */
+    struct vec dirty;    /* struct dirty */
+    struct addrmap dmap; /* block -> index + 1 in dirty */
+    struct vec metas;    /* struct tx_block: allocator words to flush */
+    struct vec frees;    /* struct tx_block: freed, released after flush */
+};
+
+struct ipool {
+    txn_pool *p;
+    pthread_mutex_t lk;
+    pthread_cond_t cv;    /* advancing or inflight changed */
+    pthread_cond_t tcv;   /* wakes the epoch thread to stop */
+    uint64_t epoch;       /* current; equals the durable word */
+    unsigned inflight;    /* transactions running */
+    int advancing;        /* an epoch end is in progress */
+    int work;             /* the epoch changed or logged something */
+    int overflow;         /* dirty tracking ran out of memory: flush all */
+    size_t held;          /* bytes freed in the epoch, not yet released */
+    int stop, has_thread;
+    pthread_t thread;
+    unsigned nctx, users; /* lifetime (g_lock) */
+    unsigned epoch_ms;
+    int whole, stats;
+    struct islot **slots; /* per slot, created by its first transaction */
+    struct alloc_cache rel; /* to hand deferred frees back */
+    uint64_t n_epochs, flush_ns, flush_ns_max, flush_lines;
+};
+
+/* A write held back until its object's record is fenced. */
+struct bwrite {
+    uint32_t pend;  /* index in pend */
+    uint32_t next;  /* next write of the same object, or NONE */
+    size_t off, len, data;
+};
+
+/* An object logged by this transaction whose record is not fenced yet. */
+struct pend {
+    txn_obj *o;
+    uint32_t first, last; /* its buffered writes */
+    int opened;           /* txn_open handed out its address */
+};
+
+/* An in-place write: old bytes in DRAM, for abort. */
+struct old {
+    char *a;
+    size_t len, data;
+};
+
+struct itx {
+    struct ipool *st;
+    struct islot *isl;
+    uint64_t epoch;
+    int unfenced;        /* records appended since the last barrier */
+    int touched;         /* the transaction logged or changed something */
+    struct vec pend;     /* struct pend */
+    struct addrmap pmap; /* object -> index + 1 in pend */
+    struct vec bw;       /* struct bwrite */
+    struct vec bbytes;   /* bytes of buffered writes */
+    struct vec olds;     /* struct old */
+    struct vec obytes;   /* old bytes */
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static char recovered; /* p->eng while recovery has run and no state exists */
+
+static inline uint64_t *tag_of(txn_obj *o) { return (uint64_t *)o; }
+static inline char *payload(txn_obj *o) { return (char *)o + OBJ_HDR; }
+
+size_t eng_obj_size(txn_pool *p, const txn_obj *o)
+{
+    return tx_block_payload(p, o, OBJ_HDR);
+}
+
+int eng_obj_blocks(txn_pool *p, const txn_obj *o, void *blk[2])
+{
+    (void)p;
+    blk[0] = (void *)o;
+    return 1;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the epoch's global flush (I5) */
+
+static void flush_live(void *blk, size_t size, void *arg)
+{
+    txn_pool *p = arg;
+    pm_flush(blk, size);
+    alloc_flush_meta(p, (uint64_t)(uintptr_t)blk, size);
+}
+
+static void flush_epoch_data(struct ipool *st)
+{
+    txn_pool *p = st->p;
+#ifndef PMTX_TRACE
+    if (pm_cfg.pdom == 2)
+        return; /* eADR: the caches are persistent; the crash simulator's
+                   build still flushes, its model has no eADR */
+#endif
+    int whole = st->whole || st->overflow;
+    if (whole)
+        alloc_foreach_live(p, flush_live, p);
+    for (size_t s = 0; s < p->hdr->nslots; s++) {
+        struct islot *isl = st->slots[s];
+        if (!isl)
+            continue;
+        for (size_t i = 0; !whole && i < isl->dirty.n; i++) {
+            struct dirty *d = vec_at(&isl->dirty, i);
+            pm_flush(d->blk + d->lo, d->hi - d->lo);
+        }
+        /* bits cleared by frees are in no live block's words */
+        for (size_t i = 0; i < isl->metas.n; i++) {
+            struct tx_block *b = vec_at(&isl->metas, i);
+            alloc_flush_meta(p, (uint64_t)(uintptr_t)b->blk, b->size);
+        }
+    }
+}
+
+/* Called at quiescence by the one thread that set `advancing`. */
+static void end_epoch(struct ipool *st)
+{
+    txn_pool *p = st->p;
+    uint64_t t0 = now_ns(), l0 = pm_ctr.lines_flushed;
+    flush_epoch_data(st);
+    pm_barrier(); /* (1) */
+    pm_store64(&p->hdr->eng_words[W_EPOCH], st->epoch + 1);
+    pm_persist(&p->hdr->eng_words[W_EPOCH], 8); /* (2): the log is truncated */
+    uint64_t dt = now_ns() - t0;
+    st->n_epochs++;
+    st->flush_ns += dt;
+    st->flush_ns_max = dt > st->flush_ns_max ? dt : st->flush_ns_max;
+    st->flush_lines += pm_ctr.lines_flushed - l0;
+    for (size_t s = 0; s < p->hdr->nslots; s++) {
+        struct islot *isl = st->slots[s];
+        if (!isl)
+            continue;
+        for (size_t i = 0; i < isl->frees.n; i++) /* I4: durable now */
+            alloc_release(p, &st->rel, ((struct tx_block *)vec_at(&isl->frees, i))->blk);
+        isl->dirty.n = isl->metas.n = isl->frees.n = 0;
+        addrmap_clear(&isl->dmap);
+        log_rewind(&isl->log);
+    }
+    alloc_cache_drain(p, &st->rel);
+    st->overflow = 0;
+    st->held = 0;
+}
+
+/* Return once epoch `e` has ended (durably). */
+static void advance_past(struct ipool *st, uint64_t e)
+{
+    pthread_mutex_lock(&st->lk);
+    while (st->epoch <= e) {
+        if (st->advancing) {
+            pthread_cond_wait(&st->cv, &st->lk);
+            continue;
+        }
+        st->advancing = 1; /* new transactions wait in eng_begin */
+        while (st->inflight)
+            pthread_cond_wait(&st->cv, &st->lk);
+        pthread_mutex_unlock(&st->lk);
+        end_epoch(st);
+        pthread_mutex_lock(&st->lk);
+        st->epoch++;
+        st->work = 0;
+        st->advancing = 0;
+        pthread_cond_broadcast(&st->cv);
+    }
+    pthread_mutex_unlock(&st->lk);
+}
+
+/* Advance only when the epoch did something: an idle pool costs nothing. */
+static void end_if_work(struct ipool *st)
+{
+    pthread_mutex_lock(&st->lk);
+    uint64_t e = st->epoch;
+    int work = st->work || st->advancing;
+    pthread_mutex_unlock(&st->lk);
+    if (work)
+        advance_past(st, e);
+}
+
+static void *epoch_main(void *arg)
+{
+    struct ipool *st = arg;
+    pthread_mutex_lock(&st->lk);
+    while (!st->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)st->epoch_ms * 1000000ull;
+        ts.tv_sec += (time_t)(ns / 1000000000ull);
+        ts.tv_nsec = (long)(ns % 1000000000ull);
+        int rc = 0;
+        while (!st->stop && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&st->tcv, &st->lk, &ts);
+        if (st->stop)
+            break;
+        pthread_mutex_unlock(&st->lk);
+        end_if_work(st);
+        pthread_mutex_lock(&st->lk);
+    }
+    pthread_mutex_unlock(&st->lk);
+    return NULL;
+}
+
+/* ---- per-pool state: created by the pool's first context, destroyed
+ * (after a final epoch end) when the last one goes; g_lock held. */
+
+static unsigned env_uint(const char *name, unsigned def)
+{
+    const char *s = getenv(name);
+    return s && *s ? (unsigned)strtoul(s, NULL, 10) : def;
+}
+
+static struct ipool *state_new(txn_pool *p)
+{
+    struct ipool *st = calloc(1, sizeof *st);
+    if (!st || !(st->slots = calloc(p->hdr->nslots, sizeof *st->slots))) {
+        free(st);
+        return NULL;
+    }
+    st->p = p;
+    pthread_mutex_init(&st->lk, NULL);
+    pthread_cond_init(&st->cv, NULL);
+    pthread_cond_init(&st->tcv, NULL);
+    st->epoch_ms = env_uint("TXN_EPOCH_MS", DEF_EPOCH_MS);
+    const char *f = getenv("TXN_INCLL_FLUSH");
+    st->whole = f && !strcmp(f, "whole");
+    st->stats = env_uint("TXN_INCLL_STATS", 0) != 0;
+    uint64_t *w = p->hdr->eng_words;
+    if (w[W_EPOCH] == 0) { /* a new pool: epoch 0 never tags a record */
+        pm_store64(&w[W_EPOCH], 1);
+        pm_persist(&w[W_EPOCH], 8);
+    }
+    st->epoch = w[W_EPOCH];
+    if (st->epoch_ms && !pthread_create(&st->thread, NULL, epoch_main, st))
+        st->has_thread = 1;
+    return st;
+}
+
+static void islot_free(struct islot *isl)
+{
+    vec_free(&isl->dirty);
+    vec_free(&isl->metas);
+    vec_free(&isl->frees);
+    addrmap_free(&isl->dmap);
+    free(isl);
+}
+
+static void state_destroy(struct ipool *st)
+{
+    txn_pool *p = st->p;
+    if (st->has_thread) {
+        pthread_mutex_lock(&st->lk);
+        st->stop = 1;
+        pthread_cond_signal(&st->tcv);
+        pthread_mutex_unlock(&st->lk);
+        pthread_join(st->thread, NULL);
+    }
+    end_if_work(st);
+    if (st->stats && st->n_epochs)
+        fprintf(stderr, "incll: %llu epochs, flush %.1f us avg, %.1f us max, "
+                "%.0f lines avg (%s)\n", (unsigned long long)st->n_epochs,
+                st->flush_ns / 1e3 / (double)st->n_epochs, st->flush_ns_max / 1e3,
+                (double)st->flush_lines / (double)st->n_epochs,
+                st->whole ? "whole" : "tracked");
+    for (size_t s = 0; s < p->hdr->nslots; s++)
+        if (st->slots[s])
+            islot_free(st->slots[s]);
+    free(st->slots);
+    pthread_mutex_destroy(&st->lk);
+    pthread_cond_destroy(&st->cv);
+    pthread_cond_destroy(&st->tcv);
+    p->eng = NULL;
+    free(st);
+}
+
+static struct ipool *state_of(txn_pool *p)
+{
+    return p->eng == &recovered ? NULL : p->eng;
+}
+
+/* ---- contexts and transactions */
+
+static void itx_free(struct itx *t)
+{
+    vec_free(&t->pend);
+    vec_free(&t->bw);
+    vec_free(&t->bbytes);
+    vec_free(&t->olds);
+    vec_free(&t->obytes);
+    addrmap_free(&t->pmap);
+    free(t);
+}
+
+int eng_tx_init(struct txn *tx)
+{
+    struct itx *t = calloc(1, sizeof *t);
+    if (!t || addrmap_init(&t->pmap, 64)) {
+        free(t);
+        return TXN_E_NOMEM;
+    }
+    vec_init(&t->pend, sizeof(struct pend));
+    vec_init(&t->bw, sizeof(struct bwrite));
+    vec_init(&t->bbytes, 1);
+    vec_init(&t->olds, sizeof(struct old));
+    vec_init(&t->obytes, 1);
+    pthread_mutex_lock(&g_lock);
+    struct ipool *st = state_of(tx->p);
+    if (!st && (st = state_new(tx->p)))
+        tx->p->eng = st;
+    if (st)
+        st->nctx++;
+    pthread_mutex_unlock(&g_lock);
+    if (!st) {
+        itx_free(t);
+        return TXN_E_NOMEM;
+    }
+    t->st = st;
+    tx->eng = t;
+    return 0;
+}
+
+void eng_tx_fini(struct txn *tx)
+{
+    struct itx *t = tx->eng;
+    struct ipool *st = t->st;
+    itx_free(t);
+    tx->eng = NULL;
+    pthread_mutex_lock(&g_lock);
+    if (--st->nctx == 0 && st->users == 0)
+        state_destroy(st);
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* The slot's state, made on its first transaction (in flight, so never
+ * while an epoch end reads the slots). */
+static struct islot *islot_get(struct txn *tx, struct ipool *st)
+{
+    struct islot *isl = st->slots[tx->slot_idx];
+    if (isl)
+        return isl;
+    isl = calloc(1, sizeof *isl);
+    if (!isl || addrmap_init(&isl->dmap, 64)) {
+        free(isl);
+        return NULL;
+    }
+    vec_init(&isl->dirty, sizeof(struct dirty));
+    vec_init(&isl->metas, sizeof(struct tx_block));
+    vec_init(&isl->frees, sizeof(struct tx_block));
+    log_attach(&isl->log, tx->p, tx->slot);
+    st->slots[tx->slot_idx] = isl;
+    return isl;
+}
+
+/* The transaction leaves its epoch. */
+static void leave(struct ipool *st, int touched, size_t freed)
+{
+    pthread_mutex_lock(&st->lk);
+    st->work |= touched;
+    st->held += freed;
+    if (--st->inflight == 0 && st->advancing)
+        pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->lk);
+}
+
+int eng_begin(struct txn *tx)
+{
+    struct itx *t = tx->eng;
+    struct ipool *st = t->st;
+    pthread_mutex_lock(&st->lk);
+    while (st->advancing) /* never span an epoch boundary */
+        pthread_cond_wait(&st->cv, &st->lk);
+    st->inflight++;
+    t->epoch = st->epoch;
+    pthread_mutex_unlock(&st->lk);
+    if (!(t->isl = islot_get(tx, st))) {
+        leave(st, 0, 0);
+        return TXN_E_NOMEM;
+    }
+    return 0;
+}
+
+int eng_sync(txn_pool *p)
+{
+    pthread_mutex_lock(&g_lock);
+    struct ipool *st = state_of(p);
+    if (st)
+        st->users++;
+    pthread_mutex_unlock(&g_lock);
+    if (!st)
+        return 0; /* no context: every epoch ended when the last one went */
+    end_if_work(st);
+    pthread_mutex_lock(&g_lock);
+    if (--st->users == 0 && st->nctx == 0)
+        state_destroy(st);
+    pthread_mutex_unlock(&g_lock);
+    return 0;
+}
+
+/* ---- logging and writing */
+
+/* Remember that [lo, hi) of blk changes in place this epoch. */
+static void track(struct itx *t, char *blk, size_t lo, size_t hi)
+{
+    struct islot *isl = t->isl;
+    if (t->st->whole)
+        return;
+    uint64_t *at = addrmap_slot(&isl->dmap, (uint64_t)(uintptr_t)blk);
+    if (at && *at) {
+        struct dirty *d = vec_at(&isl->dirty, *at - 1);
+        d->lo = lo < d->lo ? lo : d->lo;
+        d->hi = hi > d->hi ? hi : d->hi;
+        return;
+    }
+    struct dirty *d = at ? vec_push(&isl->dirty) : NULL;
+    if (!d) {
+        t->st->overflow = 1; /* out of memory: this epoch flushes it all */
+        return;
+    }
+    *d = (struct dirty){blk, lo, hi};
+    *at = isl->dirty.n;
+}
+
+/* I1: the object's whole block into the epoch's log (not fenced). */
+static int log_obj(struct txn *tx, struct itx *t, txn_obj *o)
+{
+    size_t size = alloc_block_size(tx->p, o, 0);
+    for (size_t done = 0; done < size;) {
+        uint32_t len = (uint32_t)(size - done < LOG_MAX_PAYLOAD ? size - done : LOG_MAX_PAYLOAD);
+        int rc = log_append(&t->isl->log, t->epoch, LOG_DATA,
+                            (uint64_t)(uintptr_t)o + done, 0, (char *)o + done, len, NULL);
+        if (rc)
+            return rc;
+        done += len;
+    }
+    t->unfenced = t->touched = 1;
+    return 0;
+}
+
+static int new_pend(struct itx *t, txn_obj *o, int opened, struct pend **out)
+{
+    uint64_t *at = addrmap_slot(&t->pmap, (uint64_t)(uintptr_t)o);
+    struct pend *pe = at ? vec_push(&t->pend) : NULL;
+    if (!pe)
+        return TXN_E_NOMEM;
+    *pe = (struct pend){o, NONE, NONE, opened};
+    *at = t->pend.n;
+    *out = pe;
+    return 0;
+}
+
+static struct pend *find_pend(struct itx *t, txn_obj *o)
+{
+    if (!t->pend.n)
+        return NULL;
+    uint64_t *at = addrmap_find(&t->pmap, (uint64_t)(uintptr_t)o);
+    return at && *at ? vec_at(&t->pend, *at - 1) : NULL;
+}
+
+/* Room for n more old bytes and one more entry: reserved before anything
+ * changes, so an in-place write never fails halfway. */
+static int reserve_old(struct itx *t, size_t entries, size_t bytes)
+{
+    return vec_reserve(&t->olds, entries) || vec_reserve(&t->obytes, bytes) ? TXN_E_NOMEM : 0;
+}
+
+/* Store in place; the old bytes go to DRAM when `save` (for abort). */
+static void write_in_place(struct itx *t, txn_obj *o, size_t off, const void *src,
+                           size_t n, int save)
+{
+    char *a = payload(o) + off;
+    if (save) {
+        struct old *u = vec_push(&t->olds); /* reserved */
+        *u = (struct old){a, n, t->obytes.n};
+        memcpy(t->obytes.a + t->obytes.n, a, n);
+        t->obytes.n += n;
+    }
+    pm_memcpy(a, src, n);
+    track(t, (char *)o, OBJ_HDR + off, OBJ_HDR + off + n);
+    t->touched = 1;
+}
+
+/* End of a batch: barrier (a), then tags and the buffered writes. */
+static int drain(struct txn *tx, struct itx *t, int save)
+{
+    if (save && reserve_old(t, t->bw.n, t->bbytes.n))
+        return TXN_E_NOMEM;
+    if (t->unfenced) {
+        log_flush(&t->isl->log); /* once: see log.h */
+        pm_barrier(); /* (a) I1 */
+        t->unfenced = 0;
+    }
+    for (size_t i = 0; i < t->pend.n; i++) {
+        struct pend *pe = vec_at(&t->pend, i);
+        pm_store64(tag_of(pe->o), t->epoch); /* I2 */
+        track(t, (char *)pe->o, 0, OBJ_HDR);
+    }
+    for (size_t i = 0; i < t->bw.n; i++) {
+        struct bwrite *w = vec_at(&t->bw, i);
+        struct pend *pe = vec_at(&t->pend, w->pend);
+        write_in_place(t, pe->o, w->off, t->bbytes.a + w->data, w->len, save);
+    }
+    (void)tx;
+    t->pend.n = t->bw.n = t->bbytes.n = 0;
+    addrmap_clear(&t->pmap);
+    return 0;
+}
+
+static int buffer_write(struct itx *t, struct pend *pe, size_t off, const void *src, size_t n)
+{
+    if (vec_reserve(&t->bbytes, n))
+        return TXN_E_NOMEM;
+    struct bwrite *w = vec_push(&t->bw);
+    if (!w)
+        return TXN_E_NOMEM;
+    uint32_t idx = (uint32_t)(t->bw.n - 1);
+    *w = (struct bwrite){(uint32_t)(pe - (struct pend *)t->pend.a), NONE, off, n, t->bbytes.n};
+    memcpy(t->bbytes.a + t->bbytes.n, src, n);
+    t->bbytes.n += n;
+    if (pe->last != NONE)
+        ((struct bwrite *)vec_at(&t->bw, pe->last))->next = idx;
+    else
+        pe->first = idx;
+    pe->last = idx;
+    return 0;
+}
+
+void *eng_open(struct txn *tx, txn_obj *o, int mode)
+{
+    struct itx *t = tx->eng;
+    struct pend *pe = find_pend(t, o);
+    int rc = 0;
+    if (pe && pe->first != NONE)
+        rc = drain(tx, t, 1); /* its address must show its writes */
+    else if (pe)
+        pe->opened = 1;
+    else if (mode == TXN_RW && *tag_of(o) != t->epoch &&
+             !(rc = log_obj(tx, t, o)))
+        rc = new_pend(t, o, 1, &pe);
+    if (rc) {
+        tx->err = tx->err ? tx->err : rc;
+        return NULL;
+    }
+    return payload(o);
+}
+
+int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
+{
+    struct itx *t = tx->eng;
+    memcpy(dst, payload(o) + off, n);
+    struct pend *pe = find_pend(t, o);
+    for (uint32_t i = pe ? pe->first : NONE; i != NONE;) {
+        const struct bwrite *w = vec_at(&t->bw, i);
+        size_t lo = w->off > off ? w->off : off;
+        size_t hi = w->off + w->len < off + n ? w->off + w->len : off + n;
+        if (lo < hi)
+            memcpy((char *)dst + (lo - off), t->bbytes.a + w->data + (lo - w->off), hi - lo);
+        i = w->next;
+    }
+    return 0;
+}
+
+int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
+{
+    struct itx *t = tx->eng;
+    struct pend *pe = find_pend(t, o);
+    int rc;
+    if (pe && !pe->opened)
+        return buffer_write(t, pe, off, src, n);
+    if (pe && (rc = drain(tx, t, 1)))
+        return rc;
+    if (!pe && *tag_of(o) != t->epoch) {
+        if ((rc = log_obj(tx, t, o)) || (rc = new_pend(t, o, 0, &pe)))
+            return rc;
+        return buffer_write(t, pe, off, src, n);
+    }
+    if ((rc = reserve_old(t, 1, n)))
+        return rc;
+    write_in_place(t, o, off, src, n, 1);
+    return 0;
+}
+
+/* I2, I3: a new block is tagged at once; its record is fenced before the
+ * bits change at commit. */
+int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
+{
+    struct itx *t = tx->eng;
+    struct tx_block b;
+    if (n > SIZE_MAX - OBJ_HDR)
+        return TXN_E_NOSPACE;
+    if (vec_reserve(&t->isl->metas, tx->allocs.n + tx->frees.n + 1))
+        return TXN_E_NOMEM;
+    int rc = tx_reserve(tx, n + OBJ_HDR, &b);
+    if (rc)
+        return rc;
+    rc = log_append(&t->isl->log, t->epoch, LOG_ALLOC, (uint64_t)(uintptr_t)b.blk,
+                    b.size, NULL, 0, NULL);
+    if (rc) {
+        tx->allocs.n--;
+        alloc_release(tx->p, &tx->cache, b.blk);
+        return rc;
+    }
+    t->unfenced = t->touched = 1;
+    pm_store64(b.blk, t->epoch);
+    track(t, b.blk, 0, b.size); /* its zeroes must reach the media too */
+    *out = b.blk;
+    return 0;
+}
+
+int eng_free(struct txn *tx, txn_obj *o)
+{
+    struct itx *t = tx->eng;
+    struct islot *isl = t->isl;
+    struct tx_block b;
+    size_t k = tx->allocs.n + tx->frees.n + 1;
+    if (vec_reserve(&isl->metas, k) || vec_reserve(&isl->frees, tx->frees.n + 1))
+        return TXN_E_NOMEM;
+    int rc = tx_mark_free(tx, o, &b);
+    if (!rc && (rc = log_append(&isl->log, t->epoch, LOG_FREE, (uint64_t)(uintptr_t)b.blk,
+                                b.size, NULL, 0, NULL)))
+        tx->frees.n--;
+    if (!rc)
+        t->unfenced = t->touched = 1;
+    return rc;
+}
+
+static void reset(struct itx *t)
+{
+    t->unfenced = t->touched = 0;
+    t->pend.n = t->bw.n = t->bbytes.n = t->olds.n = t->obytes.n = 0;
+    addrmap_clear(&t->pmap);
+}
+
+/* I3, I4: bits now (flushed again at the epoch's end), frees held back. */
+static size_t commit_allocs(struct txn *tx, struct itx *t)
+{
+    struct islot *isl = t->isl;
+    size_t freed = 0;
+    tx_apply_allocs(tx, 1);
+    for (size_t i = 0; i < tx->allocs.n + tx->frees.n; i++) {
+        struct tx_block *b = i < tx->allocs.n ? vec_at(&tx->allocs, i)
+                                              : vec_at(&tx->frees, i - tx->allocs.n);
+        *(struct tx_block *)vec_push(&isl->metas) = *b; /* reserved */
+    }
+    for (size_t i = 0; i < tx->frees.n; i++) {
+        struct tx_block *b = vec_at(&tx->frees, i);
+        *(struct tx_block *)vec_push(&isl->frees) = *b; /* reserved */
+        freed += b->size;
+    }
+    tx->frees.n = 0; /* released at the epoch's end, not by end_tx */
+    return freed;
+}
+
+int eng_commit(struct txn *tx)
+{
+    struct itx *t = tx->eng;
+    struct ipool *st = t->st;
+    int allocs = tx->allocs.n || tx->frees.n;
+    size_t freed = 0;
+    if (t->pend.n || (allocs && t->unfenced))
+        drain(tx, t, 0); /* cannot fail without `save` */
+    if (allocs)
+        freed = commit_allocs(tx, t);
+    int touched = t->touched;
+    reset(t);
+    leave(st, touched, freed);
+    /* a pool being created is durable on return (the root allocation);
+     * frees beyond 1/16 of the heap end the epoch, so that space they
+     * hold comes back now rather than 64 ms later */
+    pthread_mutex_lock(&st->lk);
+    int now = !tx->p->hdr->root || st->held > tx->p->hdr->nchunks * (uint64_t)CHUNK_SIZE / 16;
+    pthread_mutex_unlock(&st->lk);
+    if (now)
+        advance_past(st, t->epoch);
+    return 0;
+}
+
+/* I8 */
+void eng_abort(struct txn *tx)
+{
+    struct itx *t = tx->eng;
+    for (size_t i = t->olds.n; i-- > 0;) {
+        struct old *u = vec_at(&t->olds, i);
+        pm_memcpy(u->a, t->obytes.a + u->data, u->len);
+    }
+    int touched = t->touched;
+    reset(t);
+    leave(t->st, touched, 0);
+}
+
+/* ---- recovery (I4, I7) */
+
+static int is_failed(const uint64_t *w, uint64_t v)
+{
+    uint64_t n = w[W_NFAILED] < FAILED_RING ? w[W_NFAILED] : FAILED_RING;
+    for (uint64_t i = 0; i < n; i++)
+        if (w[W_FAILED + i] == v)
+            return 1;
+    return 0;
+}
+
+static int relevant(txn_pool *p, uint64_t v)
+{
+    const uint64_t *w = p->hdr->eng_words;
+    return v == w[W_EPOCH] || is_failed(w, v);
+}
+
+int eng_rec_valid(txn_pool *p, const struct log_rec *r)
+{
+    if (!relevant(p, r->version))
+        return 0; /* stale: an ended epoch's record, never applied */
+    switch (r->type) {
+    case LOG_DATA:
+        return pool_contains(p, (void *)(uintptr_t)r->addr, r->len) ? 0 : TXN_E_CORRUPT;
+    case LOG_ALLOC:
+    case LOG_FREE:
+        return tx_alloc_rec_valid(p, r) ? 0 : TXN_E_CORRUPT;
+    default:
+        return TXN_E_CORRUPT;
+    }
+}
+
+/* I7: mark the crashed epoch failed, then move past it. */
+static void fail_epoch(txn_pool *p, uint64_t e)
+{
+    uint64_t *w = p->hdr->eng_words;
+    pm_store64(&w[W_FAILED + w[W_NFAILED] % FAILED_RING], e);
+    pm_store64(&w[W_NFAILED], w[W_NFAILED] + 1);
+    pm_flush(w, 8 * 8);
+    pm_barrier();
+    pm_store64(&w[W_EPOCH], e + 1);
+    pm_persist(&w[W_EPOCH], 8);
+}
+
+static void restore(txn_pool *p, struct log_rec **r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (r[i]->type == LOG_DATA && is_failed(p->hdr->eng_words, r[i]->version)) {
+            pm_memcpy((void *)(uintptr_t)r[i]->addr, log_payload(r[i]), r[i]->len);
+            pm_flush((void *)(uintptr_t)r[i]->addr, r[i]->len);
+        }
+    /* I4: a FREE-only block was allocated at the epoch's start, one with an
+     * ALLOC was free: all sets first, then all clears */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n; i++)
+            if (r[i]->type == (pass ? LOG_ALLOC : LOG_FREE) &&
+                is_failed(p->hdr->eng_words, r[i]->version))
+                tx_undo_alloc_rec(p, r[i]);
+}
+
+/* The first call recovers every slot at once (I4 needs all of an epoch's
+ * allocation records together); later calls of the same open find it
+ * done. */
+int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
+{
+    (void)slot;
+    (void)recs;
+    (void)n;
+    if (p->eng == &recovered)
+        return 0;
+    struct vec all;
+    vec_init(&all, sizeof(struct log_rec *));
+    int rc = 0;
+    for (size_t s = 0; !rc && s < p->hdr->nslots; s++)
+        rc = log_scan(p, pool_slot(p, s), &all);
+    if (!rc) {
+        uint64_t e = p->hdr->eng_words[W_EPOCH];
+        for (size_t i = 0; i < all.n; i++)
+            if ((*(struct log_rec **)vec_at(&all, i))->version == e) {
+                fail_epoch(p, e);
+                break;
+            }
+        restore(p, (struct log_rec **)all.a, all.n);
+        p->eng = &recovered;
+    }
+    vec_free(&all);
+    return rc;
+}
