@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 ensure_deps
 export PMEM_IS_PMEM_FORCE=1
 
+echo "== build (Release: what the main command builds, -O3 warnings included)"
+build build-release -DCMAKE_BUILD_TYPE=Release
+
 echo "== build (RelWithDebInfo)"
 build build
 (cd build && ctest --output-on-failure -j2)

@@ -141,7 +141,10 @@ struct cli {
 static int connect_unix(const char *path)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    size_t n = strlen(path);
+    if (n >= sizeof a.sun_path)
+        return -1;
+    memcpy(a.sun_path, path, n + 1);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a)) {
         close(fd);
