@@ -752,13 +752,16 @@ int eng_commit(struct txn *tx)
     if (allocs)
         freed = commit_allocs(tx, t);
     int touched = t->touched;
+    uint64_t sixteenth = tx->p->hdr->nchunks * (uint64_t)CHUNK_SIZE / 16;
+    int log_big = t->isl->log.used > sixteenth;
     reset(t);
     leave(st, touched, freed);
     /* a pool being created is durable on return (the root allocation);
-     * frees beyond 1/16 of the heap end the epoch, so that space they
-     * hold comes back now rather than 64 ms later */
+     * frees or a log beyond 1/16 of the heap end the epoch, so that the
+     * space they hold comes back now rather than 64 ms later (a log that
+     * grew without bound would fill the pool) */
     pthread_mutex_lock(&st->lk);
-    int now = !tx->p->hdr->root || st->held > tx->p->hdr->nchunks * (uint64_t)CHUNK_SIZE / 16;
+    int now = !tx->p->hdr->root || st->held > sixteenth || log_big;
     pthread_mutex_unlock(&st->lk);
     if (now)
         advance_past(st, t->epoch);
