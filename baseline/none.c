@@ -30,13 +30,6 @@ size_t eng_obj_size(txn_pool *p, const txn_obj *o)
     return tx_block_payload(p, o, 0);
 }
 
-int eng_obj_blocks(txn_pool *p, const txn_obj *o, void *blk[2])
-{
-    (void)p;
-    blk[0] = (void *)o;
-    return 1;
-}
-
 int eng_tx_init(struct txn *tx)
 {
     struct none_tx *t = calloc(1, sizeof *t);
@@ -64,24 +57,11 @@ int eng_begin(struct txn *tx)
     return 0;
 }
 
-int eng_sync(txn_pool *p)
-{
-    (void)p;
-    return 0;
-}
-
 void *eng_open(struct txn *tx, txn_obj *o, int mode)
 {
     (void)tx;
     (void)mode;
     return o;
-}
-
-int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
-{
-    (void)tx;
-    memcpy(dst, (char *)o + off, n);
-    return 0;
 }
 
 static int save(struct none_tx *t, char *a, size_t n)

@@ -94,18 +94,6 @@ void eng_tx_fini(struct txn *tx)
     tx->eng = NULL;
 }
 
-int eng_begin(struct txn *tx)
-{
-    (void)tx;
-    return 0;
-}
-
-int eng_sync(txn_pool *p)
-{
-    (void)p;
-    return 0;
-}
-
 /* A writer id of this boot that is not ours: somebody else writes. */
 static int foreign(txn_pool *p, uint64_t writer, uint64_t me)
 {
@@ -154,12 +142,6 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
         return open_rw(tx, w);
     struct cow_tx *c = tx->eng;
     return P(at_load(&w->writer) == c->me ? w->copy : w->payload);
-}
-
-int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
-{
-    memcpy(dst, (char *)eng_open(tx, o, TXN_RO) + off, n);
-    return 0;
 }
 
 int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)

@@ -77,13 +77,6 @@ size_t eng_obj_size(txn_pool *p, const txn_obj *o)
     return tx_block_payload(p, o, OBJ_HDR);
 }
 
-int eng_obj_blocks(txn_pool *p, const txn_obj *o, void *blk[2])
-{
-    (void)p;
-    blk[0] = (void *)o;
-    return 1;
-}
-
 int eng_tx_init(struct txn *tx)
 {
     struct redo_tx *r = calloc(1, sizeof *r);
@@ -108,18 +101,6 @@ void eng_tx_fini(struct txn *tx)
     addrmap_free(&r->latest);
     free(r);
     tx->eng = NULL;
-}
-
-int eng_begin(struct txn *tx)
-{
-    (void)tx;
-    return 0;
-}
-
-int eng_sync(txn_pool *p)
-{
-    (void)p;
-    return 0;
 }
 
 /* End of a transaction either way: drop our writer bits (not flushed:

@@ -37,6 +37,9 @@
  *  none  txn_obj = the payload; writes store in place after saving the old
  *        bytes in DRAM (so txn_abort works); nothing is flushed or fenced.
  */
+/* eng_begin, eng_sync, eng_obj_blocks and eng_read have defaults in
+ * engine_defaults.c (nothing at begin, durable at commit, one block per
+ * object, reads through eng_open): an engine defines them only to differ. */
 #ifndef PMTX_ENGINE_H
 #define PMTX_ENGINE_H
 

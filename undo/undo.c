@@ -68,13 +68,6 @@ size_t eng_obj_size(txn_pool *p, const txn_obj *o)
     return tx_block_payload(p, o, 0);
 }
 
-int eng_obj_blocks(txn_pool *p, const txn_obj *o, void *blk[2])
-{
-    (void)p;
-    blk[0] = (void *)o;
-    return 1;
-}
-
 int eng_tx_init(struct txn *tx)
 {
     struct undo_tx *u = calloc(1, sizeof *u);
@@ -103,30 +96,11 @@ static void reset(struct undo_tx *u)
     addrmap_clear(&u->logged);
 }
 
-int eng_begin(struct txn *tx)
-{
-    (void)tx;
-    return 0;
-}
-
-int eng_sync(txn_pool *p)
-{
-    (void)p;
-    return 0;
-}
-
 void *eng_open(struct txn *tx, txn_obj *o, int mode)
 {
     (void)tx;
     (void)mode;
     return o;
-}
-
-int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
-{
-    (void)tx;
-    memcpy(dst, (char *)o + off, n);
-    return 0;
 }
 
 /* U1, U2: one record per LOG_MAX_PAYLOAD piece, one barrier in all. */
