@@ -221,10 +221,7 @@ int eng_commit(struct txn *tx)
         return rc;
     }
     log_flush(&tx->log);
-    for (size_t i = 0; i < tx->allocs.n; i++) {
-        struct tx_block *b = vec_at(&tx->allocs, i);
-        pm_flush(b->blk, b->size);
-    }
+    tx_flush_new_blocks(tx);
     pm_barrier();                                     /* (1) C1 */
     tx_set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
     tx_apply_allocs(tx, 1); /* C2, C3; its atomics before the flushes */

@@ -49,16 +49,10 @@ struct write {
     uint64_t prev;
 };
 
-struct range {
-    char *a;
-    size_t n;
-};
-
 struct redo_tx {
     uint64_t bit;          /* this slot's writer bit, 0 beyond 64 slots */
     struct vec writes;     /* struct write */
     struct vec objs;       /* uint64_t *: bitmaps we set */
-    struct vec fresh;      /* struct range: in-place writes to new blocks */
     struct addrmap latest; /* object -> index of its latest write */
 };
 
@@ -87,7 +81,6 @@ int eng_tx_init(struct txn *tx)
     r->bit = tx->slot_idx < 64 ? 1ull << tx->slot_idx : 0;
     vec_init(&r->writes, sizeof(struct write));
     vec_init(&r->objs, sizeof(uint64_t *));
-    vec_init(&r->fresh, sizeof(struct range));
     tx->eng = r;
     return 0;
 }
@@ -97,7 +90,6 @@ void eng_tx_fini(struct txn *tx)
     struct redo_tx *r = tx->eng;
     vec_free(&r->writes);
     vec_free(&r->objs);
-    vec_free(&r->fresh);
     addrmap_free(&r->latest);
     free(r);
     tx->eng = NULL;
@@ -109,7 +101,7 @@ static void finish(struct redo_tx *r)
 {
     for (size_t i = 0; i < r->objs.n; i++)
         pm_and64(*(uint64_t **)vec_at(&r->objs, i), ~r->bit);
-    r->writes.n = r->objs.n = r->fresh.n = 0;
+    r->writes.n = r->objs.n = 0;
     addrmap_clear(&r->latest);
 }
 
@@ -204,11 +196,7 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
 {
     struct redo_tx *r = tx->eng;
     char *a = payload(o) + off;
-    if (tx_is_new(tx, o)) { /* R4 */
-        struct range *f = vec_push(&r->fresh);
-        if (!f)
-            return TXN_E_NOMEM;
-        *f = (struct range){a, n};
+    if (tx_is_new(tx, o)) { /* R4: the whole block is flushed at commit */
         pm_memcpy(a, src, n);
         return 0;
     }
@@ -249,7 +237,7 @@ static void apply(txn_pool *p, const struct log_rec *rec)
 int eng_commit(struct txn *tx)
 {
     struct redo_tx *r = tx->eng;
-    if (!r->writes.n && !r->fresh.n && !tx->allocs.n && !tx->frees.n) {
+    if (!r->writes.n && !tx->allocs.n && !tx->frees.n) {
         finish(r);
         return 0;
     }
@@ -259,10 +247,7 @@ int eng_commit(struct txn *tx)
         return rc;
     }
     log_flush(&tx->log);
-    for (size_t i = 0; i < tx->allocs.n; i++) {
-        struct tx_block *b = vec_at(&tx->allocs, i);
-        pm_flush(b->blk, b->size);
-    }
+    tx_flush_new_blocks(tx);
     pm_barrier();                                  /* (1) R1 */
     tx_set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
     tx_apply_allocs(tx, 1); /* its atomics before any flush of (3) */

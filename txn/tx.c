@@ -96,6 +96,14 @@ void tx_set_state(struct slot_hdr *slot, uint64_t version, unsigned state)
     pm_persist(&slot->state, sizeof slot->state);
 }
 
+void tx_flush_new_blocks(struct txn *tx)
+{
+    for (size_t i = 0; i < tx->allocs.n; i++) {
+        struct tx_block *b = vec_at(&tx->allocs, i);
+        pm_flush(b->blk, b->size);
+    }
+}
+
 int tx_log_block(struct txn *tx, uint32_t type, const struct tx_block *b)
 {
     return log_append(&tx->log, tx->version, type, (uint64_t)(uintptr_t)b->blk,

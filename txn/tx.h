@@ -65,6 +65,10 @@ int tx_is_new(const struct txn *tx, const void *blk);
  * transaction, then flush the metadata if `flush`; never fenced. */
 void tx_apply_allocs(struct txn *tx, int flush);
 
+/* Flush every block the transaction allocated (their contents, written in
+ * place, become durable at the engine's next barrier). */
+void tx_flush_new_blocks(struct txn *tx);
+
 /* Append one ALLOC or FREE record for b (flushed, not fenced). */
 int tx_log_block(struct txn *tx, uint32_t type, const struct tx_block *b);
 

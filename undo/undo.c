@@ -214,10 +214,7 @@ int eng_commit(struct txn *tx)
         struct log_rec *r = *(struct log_rec **)vec_at(&u->recs, i);
         pm_flush((void *)(uintptr_t)r->addr, r->len);
     }
-    for (size_t i = 0; i < tx->allocs.n; i++) {
-        struct tx_block *b = vec_at(&tx->allocs, i);
-        pm_flush(b->blk, b->size);
-    }
+    tx_flush_new_blocks(tx);
     pm_barrier(); /* (1) U3, U4 */
     /* (2) the commit record: eager mode still owes the allocator bits */
     tx_set_state(tx->slot, tx->version, eager ? SLOT_COMMITTED : SLOT_IDLE);
