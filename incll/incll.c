@@ -45,8 +45,8 @@
  *     pre-epoch bytes).
  *
  * Barriers
- *   transaction: one, (a), before the first in-place change after a batch
- *   of records (at commit for writes buffered behind records, at a
+ *   transaction (TXN_LOG_BATCH=0, the paper: one (a) per object logged):
+ *   one, (a), before the first in-place change after a batch of records (at commit for writes buffered behind records, at a
  *   txn_open of a buffered object, or for allocator bits); none when every
  *   object it writes was logged earlier in the epoch. Abort: 0.
  *   epoch end: (1), (2). Recovery: 2 more than pool.c's.
@@ -625,8 +625,9 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
     else if (pe)
         pe->opened = 1;
     else if (mode == TXN_RW && *tag_of(o) != t->epoch &&
-             !(rc = log_obj(tx, t, o)))
-        rc = new_pend(t, o, 1, &pe);
+             !(rc = log_obj(tx, t, o)) && !(rc = new_pend(t, o, 1, &pe)) &&
+             !txn_cfg.log_batch)
+        rc = drain(tx, t, 1); /* the paper: a fence per logged object */
     if (rc) {
         tx->err = tx->err ? tx->err : rc;
         return NULL;
@@ -660,9 +661,10 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
     if (pe && (rc = drain(tx, t, 1)))
         return rc;
     if (!pe && *tag_of(o) != t->epoch) {
-        if ((rc = log_obj(tx, t, o)) || (rc = new_pend(t, o, 0, &pe)))
+        if ((rc = log_obj(tx, t, o)) || (rc = new_pend(t, o, 0, &pe)) ||
+            (rc = buffer_write(t, pe, off, src, n)))
             return rc;
-        return buffer_write(t, pe, off, src, n);
+        return txn_cfg.log_batch ? 0 : drain(tx, t, 1); /* the paper's order */
     }
     if ((rc = reserve_old(t, 1, n)))
         return rc;

@@ -145,4 +145,6 @@ __attribute__((constructor)) static void tx_config(void)
 {
     const char *s = getenv("TXN_ALLOC_EAGER");
     txn_cfg.alloc_eager = s && *s == '1';
+    s = getenv("TXN_LOG_BATCH");
+    txn_cfg.log_batch = !(s && *s == '0');
 }

@@ -43,6 +43,9 @@ struct txn {
 /* Config shared by engines, read once from the environment. */
 struct txn_config {
     int alloc_eager; /* TXN_ALLOC_EAGER=1: the paper's cleanup barriers */
+    int log_batch;   /* TXN_LOG_BATCH=0: log and fence at each write (the
+                        papers); default 1: txn_open(TXN_RW) logs the whole
+                        object and the records of a batch share one fence */
 };
 extern struct txn_config txn_cfg;
 

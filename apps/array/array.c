@@ -7,7 +7,9 @@
  * handles -> slots. One iteration is one transaction over a random run of
  * RUN contiguous slots: the first W of them read-write, the others read
  * integer by integer through txn_open(TXN_RO) (the paper's hand-optimised
- * direct read).
+ * direct read). The W read-write slots are first opened with
+ * txn_open(TXN_RW), which lets batched-logging engines log them under one
+ * fence (TXN_LOG_BATCH=0: the paper's log at each write), then updated:
  *   Array     a read-write slot is txn_read whole into a buffer, incremented
  *             there and written back with one txn_write.
  *   ArrayRAW  each integer of a read-write slot is txn_read_u64 and
@@ -265,6 +267,7 @@ static int one_tx(uint64_t first, unsigned w, int raw, uint64_t *seen)
         return rc;
     txn_obj *const *dir = open_dir(tx, A.pool);
     txn_obj *const *page = NULL;
+    txn_obj *rw[RUN];
     uint64_t pg = UINT64_MAX;
     for (unsigned k = 0; dir && k < RUN && !rc; k++) {
         uint64_t i = first + k;
@@ -274,8 +277,13 @@ static int one_tx(uint64_t first, unsigned w, int raw, uint64_t *seen)
                 break;
         }
         txn_obj *o = page[i % PAGE_SLOTS];
-        rc = k >= w ? read_slot(tx, o, seen) : raw ? bump_raw(tx, o) : bump(tx, o);
+        if (k >= w)
+            rc = read_slot(tx, o, seen);
+        else if (!txn_open(tx, rw[k] = o, TXN_RW))
+            rc = open_error(tx);
     }
+    for (unsigned k = 0; k < w && dir && page && !rc; k++)
+        rc = raw ? bump_raw(tx, rw[k]) : bump(tx, rw[k]);
     if (!rc && (!dir || !page))
         rc = open_error(tx);
     if (rc) {

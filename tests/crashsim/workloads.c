@@ -59,9 +59,17 @@ static int slots_step(txn_pool *p, int t, uint64_t *rng)
     txn_obj **obj = sl_obj[t];
     memcpy(nv, sl_val[t], sizeof nv);
     TRY(txn_begin(p, &tx));
-    unsigned m = 1 + (unsigned)(sim_rand(rng) % 6);
+    unsigned m = 1 + (unsigned)(sim_rand(rng) % 6), pick[6];
+    for (unsigned j = 0; j < m; j++)
+        pick[j] = (unsigned)(sim_rand(rng) % K);
+    /* half the transactions first open some of their slots read-write, as
+     * Array does: batched logging engines log them under one fence */
+    unsigned opened = sim_rand(rng) % 2 ? 1 + (unsigned)(sim_rand(rng) % m) : 0;
+    for (unsigned j = 0; j < opened; j++)
+        if (!txn_open(tx, obj[pick[j]], TXN_RW))
+            TRY(txn_last_error(tx) ? txn_last_error(tx) : TXN_E_INVAL);
     for (unsigned j = 0; j < m; j++) {
-        unsigned s = (unsigned)(sim_rand(rng) % K);
+        unsigned s = pick[j];
         uint64_t buf[SLOT_WORDS];
         if (sim_rand(rng) % 2) { /* whole slot, one write */
             TRY(txn_read(tx, obj[s], 0, buf, sizeof buf));
