@@ -28,6 +28,11 @@
  *     durable, so a block allocated in E was free at E's start. Recovery
  *     of E: a block with an ALLOC record of E is free, one with only FREE
  *     records of E is allocated (all FREEs set, then all ALLOCs cleared).
+ *  T  Tracking: when a block's tag becomes E (logged, or allocated in E),
+ *     its first TRACK_HEAD bytes (or all of it, if smaller) join the
+ *     epoch's dirty ranges at once, without a lookup; so an in-place write
+ *     within them needs no tracking (most writes: one hash lookup less per
+ *     write), and only writes beyond them are merged per block in a map.
  *  I5 Epoch end: no transaction runs (quiescence); every line written in E
  *     (tracked ranges and allocator words, or the whole used heap) is
  *     flushed -> barrier (1); epoch := E+1, flushed -> barrier (2). Until
@@ -71,6 +76,7 @@ const int eng_persistent = 1;
 #define FAILED_RING 6
 #define NONE UINT32_MAX
 #define DEF_EPOCH_MS 64u
+#define TRACK_HEAD 256u /* T */
 
 /* A range written in place during the epoch: block offsets [lo, hi). */
 struct dirty {
@@ -121,6 +127,7 @@ struct bwrite {
 /* An object logged by this transaction whose record is not fenced yet. */
 struct pend {
     txn_obj *o;
+    size_t size;          /* of its block */
     uint32_t first, last; /* its buffered writes */
     int opened;           /* txn_open handed out its address */
 };
@@ -511,10 +518,23 @@ static void track(struct itx *t, char *blk, size_t lo, size_t hi)
     *at = isl->dirty.n;
 }
 
-/* I1: the object's whole block into the epoch's log (not fenced). */
-static int log_obj(struct txn *tx, struct itx *t, txn_obj *o)
+/* T: the head of a block whose tag just became the epoch's. */
+static void track_head(struct itx *t, char *blk, size_t size)
 {
-    size_t size = alloc_block_size(tx->p, o, 0);
+    if (t->st->whole)
+        return;
+    struct dirty *d = vec_push(&t->isl->dirty);
+    if (!d) {
+        t->st->overflow = 1;
+        return;
+    }
+    *d = (struct dirty){blk, 0, size < TRACK_HEAD ? size : TRACK_HEAD};
+}
+
+/* I1: the object's whole block into the epoch's log (not fenced). */
+static int log_obj(struct txn *tx, struct itx *t, txn_obj *o, size_t *sizep)
+{
+    size_t size = *sizep = alloc_block_size(tx->p, o, 0);
     for (size_t done = 0; done < size;) {
         uint32_t len = (uint32_t)(size - done < LOG_MAX_PAYLOAD ? size - done : LOG_MAX_PAYLOAD);
         int rc = log_append(&t->isl->log, t->epoch, LOG_DATA,
@@ -527,13 +547,13 @@ static int log_obj(struct txn *tx, struct itx *t, txn_obj *o)
     return 0;
 }
 
-static int new_pend(struct itx *t, txn_obj *o, int opened, struct pend **out)
+static int new_pend(struct itx *t, txn_obj *o, size_t size, int opened, struct pend **out)
 {
     uint64_t *at = addrmap_slot(&t->pmap, (uint64_t)(uintptr_t)o);
     struct pend *pe = at ? vec_push(&t->pend) : NULL;
     if (!pe)
         return TXN_E_NOMEM;
-    *pe = (struct pend){o, NONE, NONE, opened};
+    *pe = (struct pend){o, size, NONE, NONE, opened};
     *at = t->pend.n;
     *out = pe;
     return 0;
@@ -566,7 +586,8 @@ static void write_in_place(struct itx *t, txn_obj *o, size_t off, const void *sr
         t->obytes.n += n;
     }
     pm_memcpy(a, src, n);
-    track(t, (char *)o, OBJ_HDR + off, OBJ_HDR + off + n);
+    if (OBJ_HDR + off + n > TRACK_HEAD) /* T */
+        track(t, (char *)o, OBJ_HDR + off, OBJ_HDR + off + n);
     t->touched = 1;
 }
 
@@ -583,7 +604,7 @@ static int drain(struct txn *tx, struct itx *t, int save)
     for (size_t i = 0; i < t->pend.n; i++) {
         struct pend *pe = vec_at(&t->pend, i);
         pm_store64(tag_of(pe->o), t->epoch); /* I2 */
-        track(t, (char *)pe->o, 0, OBJ_HDR);
+        track_head(t, (char *)pe->o, pe->size);
     }
     for (size_t i = 0; i < t->bw.n; i++) {
         struct bwrite *w = vec_at(&t->bw, i);
@@ -619,13 +640,14 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
 {
     struct itx *t = tx->eng;
     struct pend *pe = find_pend(t, o);
+    size_t size;
     int rc = 0;
     if (pe && pe->first != NONE)
         rc = drain(tx, t, 1); /* its address must show its writes */
     else if (pe)
         pe->opened = 1;
     else if (mode == TXN_RW && *tag_of(o) != t->epoch &&
-             !(rc = log_obj(tx, t, o)) && !(rc = new_pend(t, o, 1, &pe)) &&
+             !(rc = log_obj(tx, t, o, &size)) && !(rc = new_pend(t, o, size, 1, &pe)) &&
              !txn_cfg.log_batch)
         rc = drain(tx, t, 1); /* the paper: a fence per logged object */
     if (rc) {
@@ -655,13 +677,14 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
 {
     struct itx *t = tx->eng;
     struct pend *pe = find_pend(t, o);
+    size_t size;
     int rc;
     if (pe && !pe->opened)
         return buffer_write(t, pe, off, src, n);
     if (pe && (rc = drain(tx, t, 1)))
         return rc;
     if (!pe && *tag_of(o) != t->epoch) {
-        if ((rc = log_obj(tx, t, o)) || (rc = new_pend(t, o, 0, &pe)) ||
+        if ((rc = log_obj(tx, t, o, &size)) || (rc = new_pend(t, o, size, 0, &pe)) ||
             (rc = buffer_write(t, pe, off, src, n)))
             return rc;
         return txn_cfg.log_batch ? 0 : drain(tx, t, 1); /* the paper's order */
@@ -694,7 +717,9 @@ int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
     }
     t->unfenced = t->touched = 1;
     pm_store64(b.blk, t->epoch);
-    track(t, b.blk, 0, b.size); /* its zeroes must reach the media too */
+    track_head(t, b.blk, b.size); /* T: its zeroes must reach the media too */
+    if (b.size > TRACK_HEAD)
+        track(t, b.blk, TRACK_HEAD, b.size);
     *out = b.blk;
     return 0;
 }
