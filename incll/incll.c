@@ -115,6 +115,9 @@ struct ipool {
     struct islot **slots; /* per slot, created by its first transaction */
     struct alloc_cache rel; /* to hand deferred frees back */
     uint64_t n_epochs, flush_ns, flush_ns_max, flush_lines;
+    uint64_t t_start, n_early; /* TXN_INCLL_STATS: since the state exists;
+                                  epochs a commit ended (log size, frees) */
+    uint64_t t_last;           /* TXN_INCLL_STATS=2: the last epoch's end */
 };
 
 /* A write held back until its object's record is fenced. */
@@ -227,6 +230,12 @@ static void end_epoch(struct ipool *st)
     st->flush_ns += dt;
     st->flush_ns_max = dt > st->flush_ns_max ? dt : st->flush_ns_max;
     st->flush_lines += pm_ctr.lines_flushed - l0;
+    if (st->stats > 1) { /* one line per epoch: length, flush, lines */
+        fprintf(stderr, "incll-epoch: %.3f ms, flush %.1f us, %llu lines\n",
+                (double)(t0 - st->t_last) / 1e6, dt / 1e3,
+                (unsigned long long)(pm_ctr.lines_flushed - l0));
+        st->t_last = t0;
+    }
     for (size_t s = 0; s < p->hdr->nslots; s++) {
         struct islot *isl = st->slots[s];
         if (!isl)
@@ -322,7 +331,8 @@ static struct ipool *state_new(txn_pool *p)
     st->epoch_ms = env_uint("TXN_EPOCH_MS", DEF_EPOCH_MS);
     const char *f = getenv("TXN_INCLL_FLUSH");
     st->whole = f && !strcmp(f, "whole");
-    st->stats = env_uint("TXN_INCLL_STATS", 0) != 0;
+    st->stats = (int)env_uint("TXN_INCLL_STATS", 0);
+    st->t_start = st->t_last = now_ns();
     uint64_t *w = p->hdr->eng_words;
     if (w[W_EPOCH] == 0) { /* a new pool: epoch 0 never tags a record */
         pm_store64(&w[W_EPOCH], 1);
@@ -354,12 +364,15 @@ static void state_destroy(struct ipool *st)
         pthread_join(st->thread, NULL);
     }
     end_if_work(st);
-    if (st->stats && st->n_epochs)
-        fprintf(stderr, "incll: %llu epochs, flush %.1f us avg, %.1f us max, "
-                "%.0f lines avg (%s)\n", (unsigned long long)st->n_epochs,
-                st->flush_ns / 1e3 / (double)st->n_epochs, st->flush_ns_max / 1e3,
-                (double)st->flush_lines / (double)st->n_epochs,
-                st->whole ? "whole" : "tracked");
+    if (st->stats && st->n_epochs) {
+        double n = (double)st->n_epochs, run = (double)(now_ns() - st->t_start);
+        fprintf(stderr, "incll: %llu epochs (%llu ended early by log size or frees), "
+                "epoch %.2f ms avg, flush %.1f us avg, %.1f us max, %.0f lines avg, "
+                "flush %.2f%% of the time (%s)\n", (unsigned long long)st->n_epochs,
+                (unsigned long long)st->n_early, run / 1e6 / n, st->flush_ns / 1e3 / n,
+                st->flush_ns_max / 1e3, (double)st->flush_lines / n,
+                100.0 * (double)st->flush_ns / run, st->whole ? "whole" : "tracked");
+    }
     for (size_t s = 0; s < p->hdr->nslots; s++)
         if (st->slots[s])
             islot_free(st->slots[s]);
@@ -789,6 +802,7 @@ int eng_commit(struct txn *tx)
      * grew without bound would fill the pool) */
     pthread_mutex_lock(&st->lk);
     int now = !tx->p->hdr->root || st->held > sixteenth || log_big;
+    st->n_early += now;
     pthread_mutex_unlock(&st->lk);
     if (now)
         advance_past(st, t->epoch);

@@ -2,7 +2,9 @@
 # The README's main command: installs what it needs, builds (Release), runs
 # the engine comparison (scripts/report.sh: Array and Array-RAW on every
 # engine at PDOM 0, 1 and 2; results/ gets JSON, CSV, report.md and the
-# PNG plots), then the small-transaction demo table of every engine.
+# PNG plots), incll's global flush per epoch (scripts/incll_flush.sh:
+# results/incll_flush.md), then the small-transaction demo table of every
+# engine.
 # Arguments go to report.sh (--full: the paper's sizes and durations).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +14,8 @@ export PMEM_IS_PMEM_FORCE=1
 build build-release -DCMAKE_BUILD_TYPE=Release
 
 BUILD_DIR=build-release bash scripts/report.sh "$@"
+echo
+BUILD_DIR=build-release bash scripts/incll_flush.sh
 
 echo
 echo "== small transactions: N writes of 32 bytes each (apps/demo)"

@@ -10,9 +10,12 @@
 # are the engines in the order of `engines`.
 
 # one colour per engine, the same in every figure; none (the zero line) dashed
-color(e) = e eq "pmdk" ? "#000000" : e eq "undo" ? "#0072b2" : e eq "redo" ? "#009e73" : \
-           e eq "cow" ? "#d55e00" : e eq "incll" ? "#cc79a7" : e eq "none" ? "#7f7f7f" : "#e69f00"
-dash(e) = e eq "none" ? 2 : 1
+# an <engine>-paper variant (the papers' logging): its engine's colour, dotted
+base(e) = strstrt(e, "-paper") > 0 ? e[1:strstrt(e, "-paper") - 1] : e
+color(e) = base(e) eq "pmdk" ? "#000000" : base(e) eq "undo" ? "#0072b2" : \
+           base(e) eq "redo" ? "#009e73" : base(e) eq "cow" ? "#d55e00" : \
+           base(e) eq "incll" ? "#cc79a7" : base(e) eq "none" ? "#7f7f7f" : "#e69f00"
+dash(e) = e eq "none" ? 2 : strstrt(e, "-paper") > 0 ? 3 : 1
 
 if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
     set terminal pngcairo size 1500,950 font "Sans,11" linewidth 1.5

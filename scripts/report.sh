@@ -24,7 +24,11 @@ OUT=${OUT_DIR:-results}
 PDOMS="0 1 2"
 SLOT_SIZES="4 64"
 WSLOTS=0,5,10,15,20
-ENGINE_ORDER="pmdk undo redo cow incll none" # others follow, by name
+ENGINE_ORDER="pmdk undo undo-paper redo cow incll incll-paper none" # others follow, by name
+# <engine>-paper: the same binary with TXN_LOG_BATCH=0, the papers' logging
+# (a record and a fence at each first write instead of one fence for the
+# objects a transaction opens read-write)
+PAPER_VARIANTS="undo incll"
 
 case "${1:-}" in
 "")
@@ -79,6 +83,9 @@ list_engines() {
     local e have=" "
     for e in "$BUILD_DIR"/bin/array-*; do
         [ -x "$e" ] && have+="${e##*/array-} "
+    done
+    for e in $PAPER_VARIANTS; do
+        [[ $have == *" $e "* ]] && have+="$e-paper "
     done
     for e in $ENGINE_ORDER; do
         [[ $have == *" $e "* ]] && printf '%s ' "$e"
@@ -173,12 +180,25 @@ write_tables() {
     }' "$OUT/results.csv"
 }
 
-# The one-line summary: undo vs pmdk on Array slot 4 W=20, best vs none at W=0.
+# The summary lines: barriers and the fastest engine at W=20; undo vs pmdk
+# on Array slot 4 W=20, best vs none at W=0.
 summary() {
     awk -F, -v engines="$ENGINES" '
     BEGIN { ne = split(engines, E, " "); for (e = 1; e <= ne; e++) if (E[e] == "pmdk") pm = 1 }
-    NR > 1 && $3 == "Array" && $4 == 4 { t[$2, $5, $1] = $6 }
+    NR > 1 && $3 == "Array" && $4 == 4 { t[$2, $5, $1] = $6; b[$2, $5, $1] = $7 }
     END {
+        # W=20: barriers of the batched-logging engines, the fastest
+        # persistent engine at PDOM 0 and 1
+        s = "Array slot 4, W=20: barriers per transaction"
+        split("undo undo-paper incll incll-paper", L, " ")
+        for (i = 1; i <= 4; i++) if ((1, 20, L[i]) in b) s = s sprintf(" %s %.2f,", L[i], b[1, 20, L[i]])
+        for (p = 0; p <= 1; p++) {
+            best = ""
+            for (e = 1; e <= ne; e++)
+                if (E[e] != "none" && ((p, 20, E[e]) in t) && (best == "" || t[p, 20, E[e]] < t[p, 20, best])) best = E[e]
+            if (best != "") s = s sprintf(" fastest persistent at PDOM %d: %s %.0f ns;", p, best, t[p, 20, best])
+        }
+        print s
         s = "Array slot 4, W=20: "
         if (!pm) s = s "pmdk not built, no undo-vs-pmdk speedup"
         else s = s sprintf("undo %.2f× pmdk at PDOM 2, %.2f× at PDOM 1", \
@@ -222,7 +242,9 @@ write_report() {
         echo
         echo "![Array-RAW](array_raw.png)"
         echo
-        echo "Summary: $SUMMARY"
+        echo "Summary:"
+        echo
+        sed 's/^/- /' <<<"$SUMMARY"
     } >"$OUT/report.md"
 }
 
@@ -258,7 +280,9 @@ for pdom in $PDOMS; do
             t0=$SECONDS
             printf '[%2d/%d] %-6s PDOM %s slot %2s (%s slots) ... ' "$i" "$nruns" "$engine" "$pdom" \
                 "$slot" "${!slots_var}"
-            if ! TXN_PDOM=$pdom ARRAY_SLOTS=${!slots_var} "$BUILD_DIR/bin/array-$engine" \
+            bin=${engine%-paper} batch=1
+            [ "$bin" != "$engine" ] && batch=0
+            if ! TXN_LOG_BATCH=$batch TXN_PDOM=$pdom ARRAY_SLOTS=${!slots_var} "$BUILD_DIR/bin/array-$bin" \
                 --array_sizes="$slot" --array_wslots="$WSLOTS" "${gb_flags[@]}" \
                 --benchmark_out="$run.json" --benchmark_out_format=json >"$run.log" 2>&1; then
                 echo "FAILED"
@@ -266,7 +290,7 @@ for pdom in $PDOMS; do
                 echo "report: $engine failed at PDOM $pdom, slot $slot (log: $run.log)" >&2
                 exit 1
             fi
-            json_to_csv "$run.json" >"$run.csv"
+            json_to_csv "$run.json" | sed -e "s/^$bin,/$engine,/" -e "s/^#ctx,$bin,/#ctx,$engine,/" >"$run.csv"
             grep -v '^#ctx' "$run.csv" >>"$OUT/results.csv"
             grep '^#ctx' "$run.csv" >>"$OUT/contexts.csv"
             rm -f "$run.csv"
@@ -282,4 +306,5 @@ plot ArrayRAW Array-RAW array_raw.png
 SUMMARY=$(summary)
 write_report $((SECONDS - start))
 echo "wrote $OUT/results.csv, $OUT/report.md, $OUT/array.png, $OUT/array_raw.png ($((SECONDS - start)) s)"
-echo "Summary: $SUMMARY"
+echo "Summary:"
+sed 's/^/  /' <<<"$SUMMARY"
