@@ -154,6 +154,11 @@ void txn_abort(txn *tx);
 /* Open `o` in this transaction and return the address of the payload the
  * transaction should READ: the object in place for undo, redo and pmdk,
  * the private copy for cow with TXN_RW. Writes still go through txn_write.
+ * TXN_RW declares that the transaction will write `o`: undo and incll log
+ * the whole object then, and the objects a transaction opens TXN_RW before
+ * writing any of them share one persist barrier (TXN_LOG_BATCH=0: a
+ * barrier each, at the first write, as in the papers); later writes to
+ * them log nothing. Opening the objects to write first is the cheap order.
  * For redo, direct reads through the pointer are valid only for bytes this
  * transaction has not written (read them with txn_read instead).
  * Returns NULL on error: NULL/foreign object, or (cow) another transaction
