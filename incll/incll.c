@@ -64,12 +64,15 @@
 
 #include "addrmap.h"
 #include "engine.h"
+#include "incll.h"
+#include "incll_int.h"
 #include "persist.h"
 
 const char eng_name[] = "incll";
 const int eng_persistent = 1;
 
 #define OBJ_HDR 8u   /* the epoch tag */
+_Static_assert(OBJ_HDR == INCLL_OBJ_HDR, "incll.h knows where payloads start");
 #define W_EPOCH 0    /* pool_hdr.eng_words words */
 #define W_NFAILED 1
 #define W_FAILED 2
@@ -102,6 +105,7 @@ struct ipool {
     pthread_cond_t cv;    /* advancing or inflight changed */
     pthread_cond_t tcv;   /* wakes the epoch thread to stop */
     uint64_t epoch;       /* current; equals the durable word */
+    uint64_t first;       /* epoch when this state was made (incll__first_epoch) */
     unsigned inflight;    /* transactions running */
     int advancing;        /* an epoch end is in progress */
     int work;             /* the epoch changed or logged something */
@@ -147,6 +151,7 @@ struct itx {
     uint64_t epoch;
     int unfenced;        /* records appended since the last barrier */
     int touched;         /* the transaction logged or changed something */
+    uint64_t marked;     /* epoch of this context's last epoch marker */
     struct vec pend;     /* struct pend */
     struct addrmap pmap; /* object -> index + 1 in pend */
     struct vec bw;       /* struct bwrite */
@@ -338,7 +343,7 @@ static struct ipool *state_new(txn_pool *p)
         pm_store64(&w[W_EPOCH], 1);
         pm_persist(&w[W_EPOCH], 8);
     }
-    st->epoch = w[W_EPOCH];
+    st->epoch = st->first = w[W_EPOCH];
     if (st->epoch_ms && !pthread_create(&st->thread, NULL, epoch_main, st))
         st->has_thread = 1;
     return st;
@@ -909,4 +914,73 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
     }
     vec_free(&all);
     return rc;
+}
+
+/* ---- what the InCLL primitives need (incll_int.h, incll_prim.c) */
+
+uint64_t incll__epoch(txn *tx)
+{
+    return ((struct itx *)tx->eng)->epoch;
+}
+
+uint64_t incll__first_epoch(txn *tx)
+{
+    return ((struct itx *)tx->eng)->st->first;
+}
+
+/* The ring holds the last FAILED_RING failures: every failure after its
+ * oldest entry is in it; before that, only the ones still in it. */
+int incll__epoch_failed(txn *tx, uint64_t e)
+{
+    const uint64_t *w = tx->p->hdr->eng_words;
+    if (is_failed(w, e))
+        return 1;
+    if (w[W_NFAILED] <= FAILED_RING)
+        return 0;
+    uint64_t oldest = UINT64_MAX;
+    for (unsigned i = 0; i < FAILED_RING; i++)
+        oldest = w[W_FAILED + i] < oldest ? w[W_FAILED + i] : oldest;
+    return e > oldest ? 0 : TXN_E_CORRUPT;
+}
+
+/* An empty DATA record of the epoch: recovery fails the epoch (I7) and
+ * restores nothing from it. */
+int incll__mark(txn *tx)
+{
+    struct itx *t = tx->eng;
+    if (t->marked == t->epoch)
+        return 0;
+    int rc = log_append(&t->isl->log, t->epoch, LOG_DATA,
+                        (uint64_t)(uintptr_t)(tx->p->base + tx->p->hdr->heap_off), 0, NULL, 0,
+                        NULL);
+    if (rc)
+        return rc;
+    log_flush(&t->isl->log);
+    pm_barrier();
+    t->marked = t->epoch;
+    t->touched = 1;
+    return 0;
+}
+
+/* I1, I2 for an object whose InCLL words may already have changed in
+ * this epoch: its record then holds them, and lazy recovery applies them
+ * after the record is restored (incll.h N8). */
+int incll__log(txn *tx, txn_obj *o)
+{
+    struct itx *t = tx->eng;
+    if (*tag_of(o) == t->epoch)
+        return 0;
+    struct pend *pe = find_pend(t, o);
+    size_t size;
+    int rc = 0;
+    if (!pe && !(rc = log_obj(tx, t, o, &size)))
+        rc = new_pend(t, o, size, 1, &pe);
+    return rc ? rc : drain(tx, t, 1);
+}
+
+void incll__dirty(txn *tx, txn_obj *o, size_t n)
+{
+    struct itx *t = tx->eng;
+    track(t, (char *)o, 0, OBJ_HDR + n);
+    t->touched = 1;
 }

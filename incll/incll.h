@@ -1,0 +1,222 @@
+/* incll.h - In-Cache-Line Logging (InCLL) for data structures on the incll
+ * engine (Cohen et al., ASPLOS'19, sections 4 and 5).
+ *
+ * A node of a persistent structure (a Masstree leaf, the test leaf of
+ * tests/incll) is an incll object (txn_alloc) that embeds small undo words
+ * in the cache lines of the fields they protect. Stores to one line reach
+ * the media in program order, so such a word needs no flush and no fence:
+ * only the order of two stores, which a compiler barrier keeps (x86-TSO:
+ * a release fence). When an InCLL cannot hold what a change needs, the
+ * node is copied whole to the engine's external log (one barrier), and the
+ * rest of the epoch changes it freely.
+ *
+ * The words (in the node's payload, at offsets the node type chooses):
+ *
+ *  incll_perm  the permutation InCLL: three 8-byte words in ONE line.
+ *    perm   the protected word: which slots are in use (a bitmap, or
+ *           Masstree's permutation); the structure's own data.
+ *    saved  perm as it was at the start of the node epoch.
+ *    epoch  node epoch << 2 | INCLL_LOGGED | INCLL_INS_OK. The flags are
+ *           transient (they mean something only while the node epoch is
+ *           the current epoch): LOGGED, the node is in this epoch's
+ *           external log; INS_OK, no slot was removed this epoch, so an
+ *           insert may reuse a free slot without logging.
+ *
+ *  incll_val   a value InCLL: one word in the line of the value words it
+ *           covers (e.g. vals[0..6] of a 14-slot leaf): bits 0-3 the slot
+ *           it saved (15: none), bits 4-47 the slot's old value (a 16-byte
+ *           aligned 48-bit pointer keeps all its bits), bits 48-63 the low
+ *           16 bits of the epoch it was written in; the high bits are the
+ *           node epoch's (invariant N6).
+ *
+ * Objects of the incll engine start their payload INCLL_OBJ_HDR bytes
+ * after a block boundary, and blocks whose size is a multiple of 64 are
+ * line aligned: allocate INCLL_NODE_ALLOC(sizeof node) and check a node
+ * type's lines with INCLL_SAME_LINE/INCLL_IN_ONE_LINE in _Static_asserts
+ * (they count the header); incll_layout_check() checks a layout at run
+ * time.
+ *
+ * Crash invariants (C: the epoch of the running transaction; S: the first
+ * epoch of this execution, above every failed epoch)
+ *  N1 perm, saved and epoch share one line; each value InCLL shares the
+ *     line of every value word it covers.
+ *  N2 First touch: the first change of a node in C, or its first access in
+ *     this execution, stores per line, in this order: in each value line,
+ *     [the restore of N7], then the InCLL := (none, low16(C)); in the perm
+ *     line, saved := perm [or perm := saved, N7], then epoch := C | INS_OK.
+ *     Before any of it, either this thread's epoch marker is durable (a
+ *     record of C in its log, one barrier per thread per epoch: a crash in
+ *     C then fails C), or, when C and the node epoch differ in their high
+ *     48 bits (the 16-bit wrap, about once in 70 minutes of 64 ms epochs),
+ *     the whole node is in C's external log.
+ *  N3 perm changes in C only after N2; saved is not written again in C. A
+ *     crash in C rolls perm back to saved. Slots free at the start of C
+ *     need nothing more: their key and value bytes are unreachable then.
+ *  N4 A removal clears INS_OK; an insert that finds it clear logs the node
+ *     first (it could reuse the removed slot, whose pair the rollback
+ *     brings back).
+ *  N5 A value of a slot in use changes in C only after its line's InCLL
+ *     holds (slot, old value, low16(C)), or held that slot already in C, or
+ *     the node is logged in C. Otherwise (the InCLL holds another slot, or
+ *     the old value is no 16-byte aligned 48-bit word) the node is logged
+ *     first.
+ *  N6 A value InCLL's epoch is (node epoch & ~0xffff) | low16: N2 rewrites
+ *     every value InCLL at each first touch, and logs instead when the
+ *     high bits would differ, so whichever node epoch is durable (the old
+ *     one or C: the lines persist independently) has the right high bits.
+ *  N7 Lazy recovery: a node whose epoch is below S is recovered at its
+ *     first access, under a hashed volatile recovery lock (the node's own
+ *     lock may be in any state after a crash): perm := saved if the node
+ *     epoch failed, vals[slot] := old for each value InCLL whose epoch
+ *     failed, then N2. Idempotent: after a crash part way, the node epoch
+ *     is the old failed one or C (failed by the marker), saved is
+ *     unchanged, and each value InCLL is either unchanged (restored again)
+ *     or reset after its restore in the same line.
+ *  N8 A node logged in C comes back from the external log as it was when
+ *     logged, InCLL words included (it may have changed in C before); N7
+ *     then takes it back to the start of C.
+ *  N9 N2 adds the whole node to C's global flush, so at the start of each
+ *     epoch every node's words are durable and each value InCLL carries
+ *     low16(node epoch).
+ *
+ * Cost: no barrier per change; one per thread per epoch (the marker), one
+ * per node logged. Reads of a node after a restart write it once (N7).
+ *
+ * Rules for a structure using these
+ *  - Every call runs inside a transaction of the calling thread (it pins
+ *    the epoch). Changes made through these calls are not undone by
+ *    txn_abort(): abort only before the first of them.
+ *  - Call incll_node_prepare() before reading a node in a transaction, the
+ *    change calls before changing it, with the node locked by the
+ *    structure (one writer per node).
+ *  - Keys and values of free slots are written with incll_store() after
+ *    incll_insert_begin() and before incll_perm_store(); any other change
+ *    (split, merge, a key in use) after incll_log(), with incll_store().
+ *  - The engine remembers the last 6 failed epochs: a node not accessed
+ *    while 6 later crashes happened (each in an epoch with changes) can no
+ *    longer be told from a complete one; incll_node_prepare() then returns
+ *    TXN_E_CORRUPT rather than guess.
+ */
+#ifndef PMTX_INCLL_H
+#define PMTX_INCLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define INCLL_OBJ_HDR 8u    /* payload offset of an incll object in its block */
+#define INCLL_LINE 64u
+#define INCLL_NONE 15u      /* slot field of a value InCLL that saved nothing */
+#define INCLL_MAX_SLOTS 15u /* value words a layout may have */
+#define INCLL_MAX_GROUPS 4u /* value InCLLs a layout may have */
+
+/* Flags in incll_perm.epoch. */
+#define INCLL_INS_OK 1u
+#define INCLL_LOGGED 2u
+#define INCLL_EPOCH_SHIFT 2
+
+typedef struct incll_perm {
+    uint64_t epoch; /* node epoch << 2 | INCLL_LOGGED | INCLL_INS_OK */
+    uint64_t saved; /* perm at the start of the node epoch */
+    uint64_t perm;  /* the protected word */
+} incll_perm;
+
+typedef uint64_t incll_val; /* slot:4 | old value bits 4-47 | low16(epoch) */
+
+#define INCLL_PTR_MASK 0x0000fffffffffff0ull
+
+/* Payload bytes to allocate for a node of n bytes: block size a multiple
+ * of 64, so the block is line aligned and the node's lines are known. */
+#define INCLL_NODE_ALLOC(n) ((((n) + INCLL_OBJ_HDR + INCLL_LINE - 1) / INCLL_LINE) * INCLL_LINE - INCLL_OBJ_HDR)
+
+/* Line (within the block) of the first and last byte of type.field. */
+#define INCLL_LINE_OF(type, field) ((INCLL_OBJ_HDR + offsetof(type, field)) / INCLL_LINE)
+#define INCLL_END_LINE_OF(type, field)                                                    \
+    ((INCLL_OBJ_HDR + offsetof(type, field) + sizeof(((type *)0)->field) - 1) / INCLL_LINE)
+#define INCLL_IN_ONE_LINE(type, field) (INCLL_LINE_OF(type, field) == INCLL_END_LINE_OF(type, field))
+/* a and b each in one line, the same one. */
+#define INCLL_SAME_LINE(type, a, b)                                                       \
+    (INCLL_IN_ONE_LINE(type, a) && INCLL_IN_ONE_LINE(type, b) &&                          \
+     INCLL_LINE_OF(type, a) == INCLL_LINE_OF(type, b))
+
+/* ---- value InCLL words */
+
+/* Whether v can be saved in a value InCLL (16-byte aligned, below 2^48). */
+static inline int incll_val_fits(uint64_t v) { return (v & ~INCLL_PTR_MASK) == 0; }
+
+static inline incll_val incll_val_pack(unsigned slot, uint64_t v, uint64_t epoch)
+{
+    return (uint64_t)(slot & 15u) | (v & INCLL_PTR_MASK) | (epoch & 0xffffu) << 48;
+}
+static inline unsigned incll_val_slot(incll_val w) { return (unsigned)(w & 15u); }
+static inline uint64_t incll_val_old(incll_val w) { return w & INCLL_PTR_MASK; }
+/* The full epoch of w, from the node epoch's high bits (N6). */
+static inline uint64_t incll_val_epoch(incll_val w, uint64_t node_epoch)
+{
+    return (node_epoch & ~0xffffull) | w >> 48;
+}
+
+static inline uint64_t incll_node_epoch(const incll_perm *pi)
+{
+    return pi->epoch >> INCLL_EPOCH_SHIFT;
+}
+
+/* ---- a node type's layout: byte offsets in the node (its payload) */
+typedef struct incll_layout {
+    size_t size;     /* bytes of the node (what incll_node_prepare may log) */
+    size_t perm_off; /* the incll_perm */
+    size_t vals_off; /* the value words: uint64_t[nslots] */
+    unsigned nslots; /* <= INCLL_MAX_SLOTS */
+    unsigned ngroups;                     /* value InCLLs, <= INCLL_MAX_GROUPS */
+    size_t group_off[INCLL_MAX_GROUPS];   /* each value InCLL */
+} incll_layout;
+
+/* 0 if the layout keeps N1: the perm InCLL in one line, every value word
+ * in the line of exactly one value InCLL; else TXN_E_INVAL. */
+int incll_layout_check(const incll_layout *l);
+
+/* The node: o's payload. */
+static inline void *incll_node(txn_obj *o) { return (char *)o + INCLL_OBJ_HDR; }
+
+/* ---- the operations. All return 0 or a TXN_E_* code (TXN_E_LOGFULL,
+ * TXN_E_NOSPACE or TXN_E_NOMEM when the log cannot grow, TXN_E_CORRUPT,
+ * TXN_E_INVAL). After an error the node is unchanged by the call. */
+
+/* A node o allocated by this transaction: its InCLL words for the current
+ * epoch, with perm = `perm` (saved likewise). The rest of it is the
+ * structure's (written with incll_store()). */
+int incll_node_init(txn *tx, txn_obj *o, const incll_layout *l, uint64_t perm);
+
+/* Before the first read of o in a transaction: recovers it if this is its
+ * first access since a restart (N7). Cheap otherwise (one load). */
+int incll_node_prepare(txn *tx, txn_obj *o, const incll_layout *l);
+
+/* Before writing a free slot's key and value (N3, N4). */
+int incll_insert_begin(txn *tx, txn_obj *o, const incll_layout *l);
+
+/* Before clearing a slot in perm (N3, N4). */
+int incll_remove_begin(txn *tx, txn_obj *o, const incll_layout *l);
+
+/* Publish a new perm, after incll_insert_begin/incll_remove_begin (and
+ * the slot's stores) in the same transaction. */
+void incll_perm_store(txn_obj *o, const incll_layout *l, uint64_t perm);
+
+/* Set the value word of `slot` (a slot in use) to v (N5). */
+int incll_update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v);
+
+/* Log the whole node in the current epoch's external log now (no-op if it
+ * is there): afterwards any field may change, through incll_store(). */
+int incll_log(txn *tx, txn_obj *o, const incll_layout *l);
+
+/* A traced store into a node, for what the rules above allow. */
+void incll_store(void *dst, uint64_t v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,228 @@
+/* incll_prim.c - the InCLL primitives of incll.h: first touch, lazy
+ * recovery, and the fallbacks to the engine's external log. The crash
+ * invariants N1-N9 are in incll.h; the comments here cite them. */
+#include <pthread.h>
+
+#include "atomics.h"
+#include "incll.h"
+#include "incll_int.h"
+#include "persist.h"
+
+/* Keeps two stores to one line in program order (N2, N5): on x86-TSO a
+ * release fence is a compiler barrier; the lines are never flushed here. */
+#define store_order() __asm__ __volatile__("" ::: "memory")
+
+/* Volatile recovery locks, hashed by node (N7). */
+#define REC_LOCKS 64
+static pthread_mutex_t rec_lock[REC_LOCKS] = {[0 ... REC_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_mutex_t *rec_lock_of(const void *node)
+{
+    uint64_t h = (uint64_t)(uintptr_t)node * 0x9e3779b97f4a7c15ull;
+    return &rec_lock[h >> 58];
+}
+_Static_assert(REC_LOCKS == 64, "rec_lock_of takes the top 6 bits");
+
+static incll_perm *perm_of(txn_obj *o, const incll_layout *l)
+{
+    return (incll_perm *)((char *)incll_node(o) + l->perm_off);
+}
+
+static uint64_t *vals_of(txn_obj *o, const incll_layout *l)
+{
+    return (uint64_t *)((char *)incll_node(o) + l->vals_off);
+}
+
+static incll_val *group_of(txn_obj *o, const incll_layout *l, unsigned g)
+{
+    return (incll_val *)((char *)incll_node(o) + l->group_off[g]);
+}
+
+static size_t line_of(size_t off)
+{
+    return (INCLL_OBJ_HDR + off) / INCLL_LINE;
+}
+
+/* The value InCLL whose line holds slot s's value word, or -1. */
+static int group_of_slot(const incll_layout *l, unsigned s)
+{
+    size_t line = line_of(l->vals_off + 8 * (size_t)s);
+    for (unsigned g = 0; g < l->ngroups; g++)
+        if (line_of(l->group_off[g]) == line)
+            return (int)g;
+    return -1;
+}
+
+int incll_layout_check(const incll_layout *l)
+{
+    if (!l || l->nslots == 0 || l->nslots > INCLL_MAX_SLOTS || l->ngroups == 0 ||
+        l->ngroups > INCLL_MAX_GROUPS || l->perm_off % 8 || l->vals_off % 8 ||
+        l->perm_off + sizeof(incll_perm) > l->size || l->vals_off + 8 * (size_t)l->nslots > l->size ||
+        line_of(l->perm_off) != line_of(l->perm_off + sizeof(incll_perm) - 1))
+        return TXN_E_INVAL;
+    for (unsigned g = 0; g < l->ngroups; g++) {
+        if (l->group_off[g] % 8 || l->group_off[g] + 8 > l->size)
+            return TXN_E_INVAL;
+        for (unsigned h = 0; h < g; h++)
+            if (line_of(l->group_off[h]) == line_of(l->group_off[g]))
+                return TXN_E_INVAL; /* two InCLLs for one line: the slot says which */
+    }
+    for (unsigned s = 0; s < l->nslots; s++)
+        if (group_of_slot(l, s) < 0)
+            return TXN_E_INVAL;
+    return 0;
+}
+
+void incll_store(void *dst, uint64_t v)
+{
+    pm_store64(dst, v);
+}
+
+static void set_flags(incll_perm *pi, uint64_t set, uint64_t clear)
+{
+    pm_store64_shared(&pi->epoch, (pi->epoch | set) & ~clear);
+}
+
+/* The node into the epoch's external log; remembered in the flags. */
+static int log_node(txn *tx, txn_obj *o, incll_perm *pi)
+{
+    if (pi->epoch & INCLL_LOGGED)
+        return 0;
+    int rc = incll__log(tx, o);
+    if (!rc)
+        set_flags(pi, INCLL_LOGGED, 0);
+    return rc;
+}
+
+/* Restore what the failed epoch changed and start epoch c (N2, N7).
+ * `e` is the node epoch; `recover` when e is below this execution. */
+static int first_touch(txn *tx, txn_obj *o, const incll_layout *l, uint64_t e, int recover)
+{
+    incll_perm *pi = perm_of(o, l);
+    uint64_t c = incll__epoch(tx), *vals = vals_of(o, l);
+    int failed[INCLL_MAX_GROUPS + 1] = {0};
+    for (unsigned g = 0; recover && g < l->ngroups; g++) { /* decide before writing */
+        incll_val w = *group_of(o, l, g);
+        unsigned s = incll_val_slot(w);
+        if (s < l->nslots && group_of_slot(l, s) == (int)g &&
+            (failed[g] = incll__epoch_failed(tx, incll_val_epoch(w, e))) < 0)
+            return failed[g];
+    }
+    if (recover && (failed[INCLL_MAX_GROUPS] = incll__epoch_failed(tx, e)) < 0)
+        return failed[INCLL_MAX_GROUPS];
+    int logged = ((e ^ c) >> 16) != 0; /* N6: the low 16 bits would be ambiguous */
+    int rc = logged ? incll__log(tx, o) : incll__mark(tx);
+    if (rc)
+        return rc;
+    incll__dirty(tx, o, l->size); /* N9 */
+    for (unsigned g = 0; g < l->ngroups; g++) {
+        incll_val *gw = group_of(o, l, g);
+        if (failed[g]) {
+            pm_store64(&vals[incll_val_slot(*gw)], incll_val_old(*gw));
+            store_order();
+        }
+        pm_store64(gw, incll_val_pack(INCLL_NONE, 0, c));
+    }
+    if (failed[INCLL_MAX_GROUPS])
+        pm_store64_shared(&pi->perm, pi->saved);
+    else
+        pm_store64(&pi->saved, pi->perm);
+    store_order();
+    pm_store64_shared(&pi->epoch, c << INCLL_EPOCH_SHIFT | INCLL_INS_OK |
+                                      (logged ? INCLL_LOGGED : 0));
+    return 0;
+}
+
+int incll_node_prepare(txn *tx, txn_obj *o, const incll_layout *l)
+{
+    incll_perm *pi = perm_of(o, l);
+    uint64_t first = incll__first_epoch(tx);
+    if (at_load(&pi->epoch) >> INCLL_EPOCH_SHIFT >= first)
+        return 0;
+    pthread_mutex_t *lk = rec_lock_of(pi);
+    pthread_mutex_lock(lk);
+    uint64_t e = at_load(&pi->epoch) >> INCLL_EPOCH_SHIFT;
+    int rc = e < first ? first_touch(tx, o, l, e, 1) : 0;
+    pthread_mutex_unlock(lk);
+    return rc;
+}
+
+/* Recovered, and started in the current epoch. */
+static int touch(txn *tx, txn_obj *o, const incll_layout *l)
+{
+    int rc = incll_node_prepare(tx, o, l);
+    uint64_t e = incll_node_epoch(perm_of(o, l));
+    if (!rc && e != incll__epoch(tx))
+        rc = first_touch(tx, o, l, e, 0);
+    return rc;
+}
+
+int incll_node_init(txn *tx, txn_obj *o, const incll_layout *l, uint64_t perm)
+{
+    incll_perm *pi = perm_of(o, l);
+    uint64_t c = incll__epoch(tx);
+    int rc = incll__log(tx, o); /* nothing to log for a block of this epoch */
+    if (rc)
+        return rc;
+    incll__dirty(tx, o, l->size);
+    for (unsigned g = 0; g < l->ngroups; g++)
+        pm_store64(group_of(o, l, g), incll_val_pack(INCLL_NONE, 0, c));
+    pm_store64(&pi->perm, perm);
+    pm_store64(&pi->saved, perm);
+    pm_store64_shared(&pi->epoch, c << INCLL_EPOCH_SHIFT | INCLL_INS_OK | INCLL_LOGGED);
+    return 0;
+}
+
+int incll_insert_begin(txn *tx, txn_obj *o, const incll_layout *l)
+{
+    int rc = touch(tx, o, l);
+    incll_perm *pi = perm_of(o, l);
+    if (!rc && !(pi->epoch & INCLL_INS_OK)) /* N4 */
+        rc = log_node(tx, o, pi);
+    return rc;
+}
+
+int incll_remove_begin(txn *tx, txn_obj *o, const incll_layout *l)
+{
+    int rc = touch(tx, o, l);
+    incll_perm *pi = perm_of(o, l);
+    if (!rc && (pi->epoch & INCLL_INS_OK))
+        set_flags(pi, 0, INCLL_INS_OK); /* N4 */
+    return rc;
+}
+
+void incll_perm_store(txn_obj *o, const incll_layout *l, uint64_t perm)
+{
+    store_order(); /* N3: after the epoch word */
+    pm_store64_shared(&perm_of(o, l)->perm, perm);
+}
+
+int incll_update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v)
+{
+    int g = slot < l->nslots ? group_of_slot(l, slot) : -1;
+    if (g < 0)
+        return TXN_E_INVAL;
+    int rc = touch(tx, o, l);
+    if (rc)
+        return rc;
+    incll_perm *pi = perm_of(o, l);
+    uint64_t *val = &vals_of(o, l)[slot];
+    incll_val *gw = group_of(o, l, (unsigned)g);
+    unsigned held = incll_val_slot(*gw);
+    if (pi->epoch & INCLL_LOGGED || held == slot) {
+        /* N5: logged, or its start-of-epoch value is saved already */
+    } else if (held == INCLL_NONE && incll_val_fits(*val)) {
+        pm_store64(gw, incll_val_pack(slot, *val, incll__epoch(tx)));
+        store_order();
+    } else if ((rc = log_node(tx, o, pi))) {
+        return rc;
+    }
+    pm_store64_shared(val, v);
+    return 0;
+}
+
+int incll_log(txn *tx, txn_obj *o, const incll_layout *l)
+{
+    int rc = touch(tx, o, l);
+    return rc ? rc : log_node(tx, o, perm_of(o, l));
+}

@@ -1,0 +1,447 @@
+/* incll_prim.c - unit tests of the InCLL primitives (incll.h) on the test
+ * leaf (leaf.h): word packing, the fallbacks to the external log (InCLL
+ * taken, 16-bit epoch wrap, a remove and an insert in one epoch), lazy
+ * recovery after a crash (a child process that dies in its epoch), and
+ * the failed-epoch queries. Built with the runtime compiled in, so that it
+ * can set the durable epoch words of a closed pool. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "incll_int.h"
+#include "leaf.h"
+#include "pool.h"
+#include "txn.h"
+
+#define LAYOUT "incll-prim"
+#define W_EPOCH 0 /* incll.c: pool_hdr.eng_words */
+#define W_NFAILED 1
+#define W_FAILED 2
+
+static char g_name[64];
+static txn_pool *g_p;
+
+static void name_pool(void)
+{
+    static int seq;
+    snprintf(g_name, sizeof g_name, "incll-prim-test-%ld-%d.pool", (long)getpid(), seq++);
+}
+
+static void setup(void)
+{
+    name_pool();
+    txn_pool_opts o = {.size = 8u << 20, .root_size = 64, .threads = 4};
+    ck_assert_int_eq(txn_pool_create(g_name, LAYOUT, &o, &g_p), 0);
+}
+
+static void teardown(void)
+{
+    char path[128];
+    if (g_p)
+        txn_pool_close(g_p);
+    g_p = NULL;
+    snprintf(path, sizeof path, "%s/%s", getenv("TXN_POOL_DIR") ? getenv("TXN_POOL_DIR") : "/dev/shm",
+             g_name);
+    unlink(path);
+}
+
+static void reopen(void)
+{
+    txn_pool_close(g_p);
+    ck_assert_int_eq(txn_pool_open(g_name, LAYOUT, &g_p), 0);
+}
+
+static txn *begin(void)
+{
+    txn *tx;
+    ck_assert_int_eq(txn_begin(g_p, &tx), 0);
+    return tx;
+}
+
+static void commit_sync(txn *tx)
+{
+    ck_assert_int_eq(txn_commit(tx), 0);
+    ck_assert_int_eq(txn_sync(g_p), 0);
+}
+
+/* The root holds leaf handles. */
+static txn_obj *leaf_at(txn *tx, int i)
+{
+    txn_obj *o = NULL;
+    ck_assert_int_eq(txn_read(tx, txn_root(g_p), 8 * (size_t)i, &o, sizeof o), 0);
+    ck_assert_ptr_nonnull(o);
+    return o;
+}
+
+/* Leaf i of the root with keys 1..k, value of key x = 16 * x (durable). */
+static void make_leaf(int i, int k)
+{
+    txn *tx = begin();
+    txn_obj *o;
+    ck_assert_int_eq(leaf_new(tx, &o), 0);
+    ck_assert_int_eq(txn_write(tx, txn_root(g_p), 8 * (size_t)i, &o, sizeof o), 0);
+    for (int x = 1; x <= k; x++)
+        ck_assert_int_eq(leaf_insert(tx, o, (uint64_t)x, 16u * (uint64_t)x), 0);
+    commit_sync(tx);
+}
+
+static struct leaf *node(txn *tx, txn_obj *o)
+{
+    struct leaf *n;
+    ck_assert_int_eq(leaf_open(tx, o, &n), 0);
+    return n;
+}
+
+static uint64_t value_of(const struct leaf *n, uint64_t key)
+{
+    int s = leaf_find(n, key);
+    ck_assert_int_ge(s, 0);
+    return n->vals[s];
+}
+
+static int logged(const struct leaf *n)
+{
+    return (n->p.epoch & INCLL_LOGGED) != 0;
+}
+
+START_TEST(test_pack)
+{
+    uint64_t ptr = 0x00007f12345678a0ull, e = 0x123456789ull;
+    incll_val w = incll_val_pack(9, ptr, e);
+    ck_assert_uint_eq(incll_val_slot(w), 9);
+    ck_assert_uint_eq(incll_val_old(w), ptr);
+    ck_assert_uint_eq(w >> 48, e & 0xffff);
+    ck_assert_uint_eq(incll_val_epoch(w, e), e);
+    ck_assert_uint_eq(incll_val_epoch(w, (e & ~0xffffull) + 3), e); /* same high bits */
+    ck_assert_uint_ne(incll_val_epoch(w, e + 0x10000), e);
+    ck_assert_uint_eq(incll_val_slot(incll_val_pack(INCLL_NONE, 0, e)), INCLL_NONE);
+    ck_assert(incll_val_fits(ptr));
+    ck_assert(!incll_val_fits(ptr | 8));        /* not 16-byte aligned */
+    ck_assert(!incll_val_fits(1ull << 48 | 16)); /* above 48 bits */
+    ck_assert_uint_eq(incll_val_old(incll_val_pack(0, ptr | 0xffff000000000007ull, 0)), ptr);
+}
+END_TEST
+
+START_TEST(test_layout)
+{
+    ck_assert_int_eq(incll_layout_check(&leaf_layout), 0);
+    incll_layout l = leaf_layout;
+    l.group_off[1] = offsetof(struct leaf, pad); /* vals[7..13] without one */
+    ck_assert_int_eq(incll_layout_check(&l), TXN_E_INVAL);
+    l = leaf_layout;
+    l.perm_off = offsetof(struct leaf, keys[3]); /* would straddle lines 0-1 */
+    ck_assert_int_eq(incll_layout_check(&l), TXN_E_INVAL);
+    l = leaf_layout;
+    l.ngroups = 1;
+    ck_assert_int_eq(incll_layout_check(&l), TXN_E_INVAL);
+}
+END_TEST
+
+/* The paper's update: one value per line per epoch in the InCLL, more in
+ * the log. */
+START_TEST(test_update_incll)
+{
+    make_leaf(0, 10);
+    txn *tx = begin();
+    txn_obj *o = leaf_at(tx, 0);
+    struct leaf *n = node(tx, o);
+    txn_stats s0, s1, s2;
+    txn_stats_reset();
+    txn_stats_get(&s0);
+    ck_assert_int_eq(leaf_update(tx, o, 2, 0x1000), 0); /* slot 1: incll1 */
+    ck_assert_int_eq(leaf_update(tx, o, 9, 0x2000), 0); /* slot 8: incll2 */
+    ck_assert_int_eq(leaf_update(tx, o, 2, 0x3000), 0); /* slot 1 again */
+    txn_stats_get(&s1);
+    uint64_t e = incll__epoch(tx);
+    ck_assert_uint_eq(incll_node_epoch(&n->p), e);
+    ck_assert(!logged(n));
+    ck_assert_uint_eq(s1.barriers - s0.barriers, 1); /* the epoch marker */
+    ck_assert_uint_eq(n->incll1, incll_val_pack(1, 32, e));
+    ck_assert_uint_eq(n->incll2, incll_val_pack(8, 144, e));
+    ck_assert_uint_eq(n->p.saved, n->p.perm);
+    ck_assert_uint_eq(value_of(n, 2), 0x3000);
+    ck_assert_uint_eq(value_of(n, 9), 0x2000);
+    /* slot 3 shares incll1's line: the InCLL is taken, the node is logged */
+    ck_assert_int_eq(leaf_update(tx, o, 4, 0x4000), 0);
+    txn_stats_get(&s2);
+    ck_assert(logged(n));
+    ck_assert_uint_eq(s2.barriers - s1.barriers, 1);
+    ck_assert_uint_ge(s2.log_bytes - s1.log_bytes, sizeof(struct leaf));
+    ck_assert_uint_eq(n->incll1, incll_val_pack(1, 32, e)); /* unchanged */
+    ck_assert_int_eq(leaf_update(tx, o, 5, 0x5000), 0);    /* logged: free */
+    txn_stats_get(&s1);
+    ck_assert_uint_eq(s1.barriers, s2.barriers);
+    ck_assert_uint_eq(s1.log_bytes, s2.log_bytes);
+    commit_sync(tx);
+    /* a new epoch: the InCLLs are free again, the old value of slot 1 is
+     * 0x3000 */
+    tx = begin();
+    n = node(tx, o);
+    ck_assert_int_eq(leaf_update(tx, o, 2, 0x6000), 0);
+    ck_assert(!logged(n));
+    ck_assert_uint_eq(n->incll1, incll_val_pack(1, 0x3000, incll__epoch(tx)));
+    ck_assert_uint_eq(n->incll2, incll_val_pack(INCLL_NONE, 0, incll__epoch(tx)));
+    /* an old value that is no 16-byte aligned pointer cannot be saved */
+    ck_assert_int_eq(leaf_update(tx, o, 10, 0x7001), 0);
+    ck_assert(!logged(n));
+    commit_sync(tx);
+    tx = begin();
+    n = node(tx, o);
+    ck_assert_int_eq(leaf_update(tx, o, 10, 0x8000), 0);
+    ck_assert(logged(n));
+    commit_sync(tx);
+}
+END_TEST
+
+/* Inserts and removes use the permutation InCLL alone, except an insert
+ * after a remove in one epoch. */
+START_TEST(test_remove_insert)
+{
+    make_leaf(0, 6);
+    txn *tx = begin();
+    txn_obj *o = leaf_at(tx, 0);
+    struct leaf *n = node(tx, o);
+    uint64_t before = n->p.perm;
+    ck_assert_int_eq(leaf_insert(tx, o, 100, 1600), 0);
+    ck_assert_int_eq(leaf_insert(tx, o, 101, 1616), 0);
+    ck_assert_int_eq(leaf_remove(tx, o, 100), 0);
+    ck_assert(!logged(n));
+    ck_assert_uint_eq(n->p.saved, before);
+    ck_assert(!(n->p.epoch & INCLL_INS_OK));
+    ck_assert_int_eq(leaf_remove(tx, o, 3), 0); /* removes never log */
+    ck_assert(!logged(n));
+    ck_assert_int_eq(leaf_insert(tx, o, 102, 1632), 0); /* would reuse slot 2 */
+    ck_assert(logged(n));
+    ck_assert_uint_eq(n->p.saved, before);
+    ck_assert_int_eq(leaf_find(n, 102), 2);
+    ck_assert_int_eq(leaf_insert(tx, o, 102, 1632), TXN_E_INVAL);
+    ck_assert_int_eq(leaf_remove(tx, o, 100), TXN_E_INVAL);
+    commit_sync(tx);
+    tx = begin(); /* next epoch: inserts are free again */
+    n = node(tx, o);
+    ck_assert_int_eq(leaf_insert(tx, o, 103, 1648), 0);
+    ck_assert(!logged(n));
+    ck_assert(n->p.epoch & INCLL_INS_OK);
+    for (uint64_t k = 200; n->p.perm != (1u << LEAF_WIDTH) - 1; k++)
+        ck_assert_int_eq(leaf_insert(tx, o, k, 16 * k), 0);
+    ck_assert_int_eq(leaf_insert(tx, o, 999, 16), TXN_E_NOSPACE);
+    commit_sync(tx);
+}
+END_TEST
+
+/* Set the durable epoch of the closed pool (the next context reads it). */
+static void set_epoch_words(uint64_t epoch, uint64_t nfailed, const uint64_t *ring)
+{
+    txn_pool_close(g_p);
+    ck_assert_int_eq(txn_pool_open(g_name, LAYOUT, &g_p), 0);
+    uint64_t *w = g_p->hdr->eng_words; /* no context yet: no engine state */
+    w[W_EPOCH] = epoch;
+    w[W_NFAILED] = nfailed;
+    for (int i = 0; ring && i < 6; i++)
+        w[W_FAILED + i] = ring[i];
+}
+
+/* Epochs 0xfffe..0x10000: the value InCLLs keep 16 bits of the epoch, so
+ * the first change after the high bits moved logs the node. */
+START_TEST(test_wrap)
+{
+    set_epoch_words(0xfffe, 0, NULL);
+    make_leaf(0, 10); /* epoch 0xfffe, then 0xffff */
+    txn *tx = begin();
+    ck_assert_uint_eq(incll__epoch(tx), 0xffff);
+    txn_obj *o = leaf_at(tx, 0);
+    struct leaf *n = node(tx, o);
+    ck_assert_int_eq(leaf_update(tx, o, 1, 0x100), 0);
+    ck_assert(!logged(n));
+    ck_assert_uint_eq(n->incll1 >> 48, 0xffff);
+    commit_sync(tx);
+    tx = begin();
+    ck_assert_uint_eq(incll__epoch(tx), 0x10000);
+    n = node(tx, o);
+    txn_stats s0, s1;
+    txn_stats_get(&s0);
+    ck_assert_int_eq(leaf_remove(tx, o, 5), 0); /* a remove alone would not log */
+    txn_stats_get(&s1);
+    ck_assert(logged(n));
+    ck_assert_uint_ge(s1.log_bytes - s0.log_bytes, sizeof(struct leaf));
+    ck_assert_uint_eq(incll_node_epoch(&n->p), 0x10000);
+    ck_assert_uint_eq(n->incll1, incll_val_pack(INCLL_NONE, 0, 0x10000));
+    ck_assert_int_eq(leaf_update(tx, o, 1, 0x200), 0);
+    commit_sync(tx);
+    tx = begin(); /* 0x10001: back to the InCLLs */
+    n = node(tx, o);
+    ck_assert_int_eq(leaf_update(tx, o, 1, 0x300), 0);
+    ck_assert(!logged(n));
+    ck_assert_uint_eq(n->incll1, incll_val_pack(0, 0x200, 0x10001));
+    commit_sync(tx);
+}
+END_TEST
+
+/* A child changes the leaves in one epoch and dies without ending it
+ * (every store reached the file: one of the states a crash may leave). */
+static uint64_t crash_child(void (*fn)(txn *tx))
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    txn_pool_close(g_p);
+    g_p = NULL;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        txn_pool *p;
+        txn *tx;
+        if (txn_pool_open(g_name, LAYOUT, &p) || txn_begin(p, &tx))
+            _exit(2);
+        g_p = p;
+        uint64_t e = incll__epoch(tx);
+        fn(tx);
+        if (txn_commit(tx) || write(fd[1], &e, sizeof e) != sizeof e)
+            _exit(3);
+        _exit(0); /* no txn_sync, no close: the epoch never ends */
+    }
+    int st;
+    uint64_t e = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    ck_assert_int_eq(read(fd[0], &e, sizeof e), sizeof e);
+    close(fd[0]);
+    close(fd[1]);
+    ck_assert_int_eq(txn_pool_open(g_name, LAYOUT, &g_p), 0);
+    return e;
+}
+
+static void child_changes(txn *tx)
+{
+    txn_obj *a = leaf_at(tx, 0), *b = leaf_at(tx, 1);
+    /* leaf 0: InCLLs only */
+    ck_assert_int_eq(leaf_update(tx, a, 2, 0xa0), 0);
+    ck_assert_int_eq(leaf_update(tx, a, 9, 0xb0), 0);
+    ck_assert_int_eq(leaf_insert(tx, a, 50, 0xc0), 0);
+    ck_assert_int_eq(leaf_remove(tx, a, 4), 0);
+    ck_assert(!logged(incll_node(a)));
+    /* leaf 1: InCLLs, then the log, then more changes */
+    ck_assert_int_eq(leaf_update(tx, b, 1, 0xd0), 0);
+    ck_assert_int_eq(leaf_remove(tx, b, 3), 0);
+    ck_assert_int_eq(leaf_insert(tx, b, 60, 0xe0), 0);
+    ck_assert(logged(incll_node(b)));
+    ck_assert_int_eq(leaf_update(tx, b, 1, 0xf0), 0);
+    ck_assert_int_eq(leaf_update(tx, b, 2, 0x110), 0);
+    ck_assert_int_eq(leaf_remove(tx, b, 5), 0);
+}
+
+static void check_keys(txn *tx, txn_obj *o, int k)
+{
+    struct leaf *n = node(tx, o);
+    ck_assert_uint_eq(n->p.perm, (1u << k) - 1);
+    for (int x = 1; x <= k; x++)
+        ck_assert_uint_eq(value_of(n, (uint64_t)x), 16u * (uint64_t)x);
+}
+
+START_TEST(test_lazy_recovery)
+{
+    make_leaf(0, 10);
+    make_leaf(1, 6);
+    uint64_t e = crash_child(child_changes);
+    txn *tx = begin();
+    ck_assert_int_eq(incll__epoch_failed(tx, e), 1);
+    ck_assert_int_eq(incll__epoch_failed(tx, e - 1), 0);
+    ck_assert_uint_gt(incll__first_epoch(tx), e);
+    txn_obj *a = leaf_at(tx, 0), *b = leaf_at(tx, 1);
+    struct leaf *na = incll_node(a), *nb = incll_node(b);
+    /* before its first access the leaf holds the failed epoch's changes;
+     * leaf 1 came back from the log as it was when logged */
+    ck_assert_uint_eq(incll_node_epoch(&na->p), e);
+    ck_assert_uint_ne(na->p.perm, (1u << 10) - 1);
+    ck_assert_uint_eq(na->vals[1], 0xa0);
+    ck_assert_uint_eq(incll_node_epoch(&nb->p), e);
+    ck_assert_uint_eq(nb->vals[0], 0xd0);
+    check_keys(tx, a, 10);
+    check_keys(tx, b, 6);
+    ck_assert_uint_eq(incll_node_epoch(&na->p), incll__epoch(tx));
+    ck_assert_uint_eq(na->incll1, incll_val_pack(INCLL_NONE, 0, incll__epoch(tx)));
+    check_keys(tx, a, 10); /* again: nothing changes */
+    ck_assert_int_eq(leaf_update(tx, a, 3, 0x330), 0);
+    commit_sync(tx);
+    reopen();
+    tx = begin();
+    a = leaf_at(tx, 0);
+    ck_assert_uint_eq(value_of(node(tx, a), 3), 0x330);
+    ck_assert_int_eq(leaf_update(tx, a, 3, 48), 0);
+    check_keys(tx, a, 10);
+    check_keys(tx, leaf_at(tx, 1), 6);
+    commit_sync(tx);
+}
+END_TEST
+
+static void child_touch_a(txn *tx)
+{
+    ck_assert_int_eq(leaf_update(tx, leaf_at(tx, 0), 1, 0x990), 0);
+}
+
+/* Two crashes in a row, the second before the first one's leaves were
+ * touched: each keeps its failed epoch. */
+START_TEST(test_two_crashes)
+{
+    make_leaf(0, 10);
+    make_leaf(1, 6);
+    uint64_t e1 = crash_child(child_changes);
+    uint64_t e2 = crash_child(child_touch_a); /* recovers leaf 0 in e2 */
+    ck_assert_uint_gt(e2, e1);
+    txn *tx = begin();
+    ck_assert_int_eq(incll__epoch_failed(tx, e1), 1);
+    ck_assert_int_eq(incll__epoch_failed(tx, e2), 1);
+    check_keys(tx, leaf_at(tx, 0), 10);
+    check_keys(tx, leaf_at(tx, 1), 6);
+    commit_sync(tx);
+}
+END_TEST
+
+/* A node older than every failed epoch the engine remembers, with more
+ * failures than it remembers: its state cannot be told, and prepare says
+ * so instead of guessing. */
+START_TEST(test_forgotten_epoch)
+{
+    make_leaf(0, 4);
+    uint64_t ring[6] = {100, 110, 120, 130, 140, 150};
+    set_epoch_words(200, 7, ring);
+    txn *tx = begin();
+    txn_obj *o = leaf_at(tx, 0);
+    struct leaf *n;
+    ck_assert_int_eq(incll__epoch_failed(tx, 120), 1);
+    ck_assert_int_eq(incll__epoch_failed(tx, 125), 0);
+    ck_assert_int_eq(incll__epoch_failed(tx, 99), TXN_E_CORRUPT);
+    ck_assert_int_eq(leaf_open(tx, o, &n), TXN_E_CORRUPT);
+    ck_assert_int_eq(leaf_update(tx, o, 1, 0x40), TXN_E_CORRUPT);
+    ck_assert_uint_eq(((struct leaf *)incll_node(o))->vals[0], 16); /* untouched */
+    txn_abort(tx);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("incll-prim");
+    TCase *tc = tcase_create("prim");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_pack);
+    tcase_add_test(tc, test_layout);
+    tcase_add_test(tc, test_update_incll);
+    tcase_add_test(tc, test_remove_insert);
+    tcase_add_test(tc, test_wrap);
+    tcase_add_test(tc, test_lazy_recovery);
+    tcase_add_test(tc, test_two_crashes);
+    tcase_add_test(tc, test_forgotten_epoch);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
