@@ -4,7 +4,7 @@
  * the workload's oracle and the allocator. One crash image in four also
  * crashes recovery itself at a random point and recovers that image again.
  *
- *   crashsim-<engine> [--workload slots|list|mix] [--images N] [--seed S]
+ *   crashsim-<engine> [--workload slots|list|mix|leaf] [--images N] [--seed S]
  *                     [--threads T] [--sync-every K]
  *
  * With T threads, each runs the workload on its own part of one pool, all
@@ -39,7 +39,7 @@
 #define EXHAUSTIVE_MAX 6 /* enumerate every image when there are so few */
 #define AUDIT_EVERY 2048 /* events between untraced-store audits */
 
-static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix};
+static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix, &wl_leaf};
 
 /* ---- the oracle. Each thread calls txn_sync() after every
  * `sync_every` commits (a no-op for engines durable at commit, which run
@@ -271,6 +271,8 @@ static int open_traced(const char *path, const void *durable)
     txn_pool *p;
     trace_attach(R.p->base, R.p->size, durable);
     int rc = txn_pool_open(path, "crashsim", &p);
+    for (int t = 0; !rc && sim_touch && t < R.threads; t++)
+        sim_touch(R.w, p, t);
     if (!rc)
         txn_pool_close(p);
     return rc;
@@ -556,7 +558,7 @@ int main(int argc, char **argv)
     struct tally all = {0};
     int found = 0;
     for (size_t i = 0; i < sizeof workloads / sizeof *workloads; i++)
-        if (!only || !strcmp(only, workloads[i]->name)) {
+        if (workloads[i] && (!only || !strcmp(only, workloads[i]->name))) {
             found = 1;
             campaign(workloads[i], threads, images, seed, &all);
         }

@@ -46,6 +46,12 @@ struct workload {
 };
 
 extern const struct workload wl_slots, wl_list, wl_mix;
+/* Built for incll only (weak: NULL elsewhere): wl_leaf.c. */
+extern const struct workload wl_leaf __attribute__((weak));
+/* Optional, from a workload file (weak): the first access to thread t's
+ * part after recovery, for a workload whose structure recovers lazily; the
+ * driver runs it, and crashes it, as part of recovery. */
+int sim_touch(const struct workload *w, txn_pool *p, int t) __attribute__((weak));
 
 /* Commit thread t's `tx`; `next` is the mirror's digest if it takes
  * effect. */
