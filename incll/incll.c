@@ -48,6 +48,10 @@
  *     from DRAM copies (a crash before the epoch's flush restores I1's
  *     records anyway), buffered writes are dropped, records stay (they hold
  *     pre-epoch bytes).
+ *  I9 InCLL (incll.h, incll_prim.c) changes objects in place without a
+ *     record of their own: before a thread's first such change in E, an
+ *     empty record of E in its log is durable (incll__mark), so a crash in
+ *     E still fails E (I7) and the objects' in-line undo words apply.
  *
  * Barriers
  *   transaction (TXN_LOG_BATCH=0, the paper: one (a) per object logged):

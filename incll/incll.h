@@ -185,11 +185,13 @@ static inline void *incll_node(txn_obj *o) { return (char *)o + INCLL_OBJ_HDR; }
 
 /* ---- the operations. All return 0 or a TXN_E_* code (TXN_E_LOGFULL,
  * TXN_E_NOSPACE or TXN_E_NOMEM when the log cannot grow, TXN_E_CORRUPT,
- * TXN_E_INVAL). After an error the node is unchanged by the call. */
+ * TXN_E_INVAL). After an error the node holds what it held before the
+ * call (its InCLL words may have started the current epoch). */
 
-/* A node o allocated by this transaction: its InCLL words for the current
- * epoch, with perm = `perm` (saved likewise). The rest of it is the
- * structure's (written with incll_store()). */
+/* A node o allocated by this transaction with INCLL_NODE_ALLOC bytes
+ * (else TXN_E_INVAL): its InCLL words for the current epoch, with perm =
+ * `perm` (saved likewise). The rest of it is the structure's (written with
+ * incll_store()). */
 int incll_node_init(txn *tx, txn_obj *o, const incll_layout *l, uint64_t perm);
 
 /* Before the first read of o in a transaction: recovers it if this is its

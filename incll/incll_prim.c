@@ -161,6 +161,8 @@ int incll_node_init(txn *tx, txn_obj *o, const incll_layout *l, uint64_t perm)
 {
     incll_perm *pi = perm_of(o, l);
     uint64_t c = incll__epoch(tx);
+    if ((uintptr_t)o % INCLL_LINE)
+        return TXN_E_INVAL; /* not INCLL_NODE_ALLOC: the lines are not N1's */
     int rc = incll__log(tx, o); /* nothing to log for a block of this epoch */
     if (rc)
         return rc;
