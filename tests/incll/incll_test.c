@@ -1,4 +1,4 @@
-/* incll_prim.c - unit tests of the InCLL primitives (incll.h) on the test
+/* incll_test.c - unit tests of the InCLL primitives (incll.h) on the test
  * leaf (leaf.h): word packing, the fallbacks to the external log (InCLL
  * taken, 16-bit epoch wrap, a remove and an insert in one epoch), lazy
  * recovery after a crash (a child process that dies in its epoch), and
