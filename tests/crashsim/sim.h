@@ -52,6 +52,12 @@ extern const struct workload wl_leaf __attribute__((weak));
  * part after recovery, for a workload whose structure recovers lazily; the
  * driver runs it, and crashes it, as part of recovery. */
 int sim_touch(const struct workload *w, txn_pool *p, int t) __attribute__((weak));
+/* Optional (weak): nonzero when no commit of workload w ends an epoch by
+ * itself (no frees, small logs, TXN_EPOCH_MS=0); a one-thread run with
+ * --sync-every K > 1 then accepts only the state of the last completed
+ * txn_sync (or, during a sync, the last commit): the end of the last
+ * completed epoch. */
+int sim_epoch_exact(const struct workload *w) __attribute__((weak));
 
 /* Commit thread t's `tx`; `next` is the mirror's digest if it takes
  * effect. */

@@ -4,6 +4,7 @@
  * external log (incll_log: a key in use rewritten, as a split would). The
  * mirror models the slots exactly; after recovery every leaf is read
  * through its lazy recovery, which the driver also crashes (touch). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "incll_int.h"
@@ -168,6 +169,13 @@ static int leaf_wl_step(txn_pool *p, int t, uint64_t *rng)
     if (!rc)
         memcpy(lf[t], next, sizeof next);
     return rc;
+}
+
+/* Epochs end only at txn_sync: no frees, logs far below 1/16 of the pool. */
+int sim_epoch_exact(const struct workload *w)
+{
+    const char *ms = getenv("TXN_EPOCH_MS");
+    return w == &wl_leaf && ms && !strcmp(ms, "0");
 }
 
 /* First access of every leaf of thread t's part (lazy recovery). */
