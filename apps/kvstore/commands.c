@@ -462,7 +462,8 @@ static void cmd_info(struct conn *c, size_t argc, struct kv_slice *argv)
                          "# Stats\r\ntotal_connections_received:%llu\r\n"
                          "total_commands_processed:%llu\r\nrejected_connections:%llu\r\n"
                          "txn_commits:%llu\r\ntxn_aborts:%llu\r\npersist_barriers:%llu\r\n"
-                         "lines_flushed:%llu\r\nlog_bytes:%llu\r\n",
+                         "lines_flushed:%llu\r\nlog_bytes:%llu\r\nack_syncs:%llu\r\n"
+                         "ack_held_requests:%llu\r\n",
                          (unsigned long long)atomic_load(&srv.conns_total),
                          (unsigned long long)atomic_load(&srv.commands),
                          (unsigned long long)atomic_load(&srv.rejected),
@@ -470,7 +471,9 @@ static void cmd_info(struct conn *c, size_t argc, struct kv_slice *argv)
                          (unsigned long long)atomic_load(&srv.aborts),
                          (unsigned long long)atomic_load(&srv.barriers),
                          (unsigned long long)atomic_load(&srv.lines),
-                         (unsigned long long)atomic_load(&srv.log_bytes));
+                         (unsigned long long)atomic_load(&srv.log_bytes),
+                         (unsigned long long)atomic_load(&srv.ack_syncs),
+                         (unsigned long long)atomic_load(&srv.ack_held));
             break;
         default:
             w = snprintf(text + n, sizeof text - n, "# Keyspace\r\n");

@@ -60,6 +60,9 @@ struct server {
     _Atomic uint64_t clients, conns_total, commands, rejected;
     /* the workers' txn_stats deltas (txn_stats are per thread) */
     _Atomic uint64_t commits, aborts, barriers, lines, log_bytes;
+    /* the acknowledgement point (ACK_SYNC): txn_sync calls, and the
+     * replies they held back (a group commit's size is their ratio) */
+    _Atomic uint64_t ack_syncs, ack_held;
 };
 
 extern struct server srv;
