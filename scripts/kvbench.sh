@@ -105,22 +105,30 @@ redis_run() { # NAME PERSISTENCE redis-server options...
     bench "$name" "$what" "$sock"
     stop
 }
-# durability: what a reply to a write promises
+# Every server of a round, one command line each (the second field says
+# what a reply to a write promises).
+runs=()
+for bin in "$BUILD_DIR"/bin/kvstore-*; do
+    engine=${bin##*kvstore-}
+    case $engine in
+    none) runs+=("kv_run none none") ;;
+    incll)
+        runs+=("kv_run incll 'epoch flushed at PDOM 1'")
+        runs+=("kv_run incll 'buffered (ack at commit)' --ack commit") ;;
+    *) runs+=("kv_run $engine 'commit at PDOM 1'") ;;
+    esac
+done
+runs+=("redis_run redis-server 'AOF fsync always' --appendonly yes --appendfsync always")
+runs+=("redis_run redis-server 'AOF fsync everysec' --appendonly yes --appendfsync everysec")
+runs+=("redis_run redis-server none --appendonly no")
+# even rounds run the servers in the reverse order, so that a load that
+# grows or fades during a round favours no server
 for round in $(seq "$rounds"); do
     echo "kvbench: round $round of $rounds"
-    for bin in "$BUILD_DIR"/bin/kvstore-*; do
-        engine=${bin##*kvstore-}
-        case $engine in
-        none) kv_run none "none" ;;
-        incll)
-            kv_run incll "epoch flushed at PDOM 1"
-            kv_run incll "buffered (ack at commit)" --ack commit ;;
-        *) kv_run "$engine" "commit at PDOM 1" ;;
-        esac
+    for i in "${!runs[@]}"; do
+        [ $((round % 2)) -eq 1 ] || i=$((${#runs[@]} - 1 - i))
+        eval "${runs[$i]}"
     done
-    redis_run redis-server "AOF fsync always" --appendonly yes --appendfsync always
-    redis_run redis-server "AOF fsync everysec" --appendonly yes --appendfsync everysec
-    redis_run redis-server "none" --appendonly no
 done
 
 # the median of each figure over the rounds
