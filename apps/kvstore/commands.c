@@ -635,7 +635,7 @@ static void reply_unknown(struct buf *b, size_t argc, const struct kv_slice *arg
 
 void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
 {
-    atomic_fetch_add_explicit(&srv.commands, 1, memory_order_relaxed);
+    thread_commands++;
     const struct command *cmd = lookup_command(&argv[0]);
     if (!cmd)
         return reply_unknown(&c->out, argc, argv);
