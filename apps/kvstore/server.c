@@ -37,6 +37,21 @@
  * one epoll_wait and sends their replies in one pass, so at -P 1 it does
  * 1.7x the work. Two workers beat one where the transactions cost (undo
  * SET -P 16: +18%), so the default is one worker per online CPU.
+ * What that costs at -P 1, where redis-benchmark is the bottleneck: server
+ * CPU time per request (perf stat task-clock / requests, means of 3 runs,
+ * machine shared with other jobs, 2 cores):
+ *                      -P 1 SET / GET          context switches per request
+ *   none  1 worker     2.99 / 2.94 us          0.15 / 0.15
+ *   none  2 workers    4.30 / 4.17 us          0.31 / 0.33
+ *   incll 1 worker     2.93 / 3.11 us          0.13 / 0.15
+ *   incll 2 workers    4.64 / 4.50 us          0.29 / 0.29
+ *   redis-server none  3.76 / 3.46 us          0.18 / 0.19
+ * Each worker sleeps in epoll_wait and is woken for its own half of the
+ * clients, so two workers pay twice the wake-ups when requests trickle in;
+ * at -P 16 the CPU time per request is the same for one and two workers
+ * (0.32-0.37 us) and two serve 1.35-1.5x the requests. A client that does
+ * not pipeline on a machine this small is served more cheaply by
+ * --threads 1.
  *
  * Flow control: a connection whose replies pile up past OUT_HIGH stops
  * running requests and stops being read until they are sent, so a
