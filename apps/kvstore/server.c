@@ -51,7 +51,12 @@
  * at -P 16 the CPU time per request is the same for one and two workers
  * (0.32-0.37 us) and two serve 1.35-1.5x the requests. A client that does
  * not pipeline on a machine this small is served more cheaply by
- * --threads 1.
+ * --threads 1. Tried and dropped: one worker owning every connection and
+ * lending a share of each round with 8 or more ready connections to the
+ * other, taken back before the round's replies leave (undo, means of 3):
+ * -P 1 SET 4.81 us CPU per request (two workers 5.05, one 3.80), -P 16
+ * SET 431k ops/s (two workers 742k, one 377k): the hand-over and the join
+ * cost more than the independent workers' wake-ups.
  *
  * Flow control: a connection whose replies pile up past OUT_HIGH stops
  * running requests and stops being read until they are sent, so a
