@@ -61,6 +61,7 @@
  *   epoch end: (1), (2). Recovery: 2 more than pool.c's.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,8 +349,15 @@ static struct ipool *state_new(txn_pool *p)
         pm_persist(&w[W_EPOCH], 8);
     }
     st->epoch = st->first = w[W_EPOCH];
+    /* the epoch thread takes no signal of the process: a SIGTERM that an
+     * application waits for (sigwait, signalfd) in its own threads would
+     * otherwise kill it there, with the default action */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     if (st->epoch_ms && !pthread_create(&st->thread, NULL, epoch_main, st))
         st->has_thread = 1;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     return st;
 }
 

@@ -462,7 +462,8 @@ static void cmd_info(struct conn *c, size_t argc, struct kv_slice *argv)
                          "# Stats\r\ntotal_connections_received:%llu\r\n"
                          "total_commands_processed:%llu\r\nrejected_connections:%llu\r\n"
                          "txn_commits:%llu\r\ntxn_aborts:%llu\r\npersist_barriers:%llu\r\n"
-                         "lines_flushed:%llu\r\nlog_bytes:%llu\r\n",
+                         "lines_flushed:%llu\r\nlog_bytes:%llu\r\nack_syncs:%llu\r\n"
+                         "ack_held_requests:%llu\r\n",
                          (unsigned long long)atomic_load(&srv.conns_total),
                          (unsigned long long)atomic_load(&srv.commands),
                          (unsigned long long)atomic_load(&srv.rejected),
@@ -470,7 +471,9 @@ static void cmd_info(struct conn *c, size_t argc, struct kv_slice *argv)
                          (unsigned long long)atomic_load(&srv.aborts),
                          (unsigned long long)atomic_load(&srv.barriers),
                          (unsigned long long)atomic_load(&srv.lines),
-                         (unsigned long long)atomic_load(&srv.log_bytes));
+                         (unsigned long long)atomic_load(&srv.log_bytes),
+                         (unsigned long long)atomic_load(&srv.ack_syncs),
+                         (unsigned long long)atomic_load(&srv.ack_held));
             break;
         default:
             w = snprintf(text + n, sizeof text - n, "# Keyspace\r\n");
@@ -632,7 +635,7 @@ static void reply_unknown(struct buf *b, size_t argc, const struct kv_slice *arg
 
 void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
 {
-    atomic_fetch_add_explicit(&srv.commands, 1, memory_order_relaxed);
+    thread_commands++;
     const struct command *cmd = lookup_command(&argv[0]);
     if (!cmd)
         return reply_unknown(&c->out, argc, argv);

@@ -9,6 +9,17 @@
  *    write committed since the last one (make_durable), then send the
  *    round's replies. One sync per round is what lets incll batch
  *    acknowledgements; for the engines durable at commit it returns at once.
+ *    For incll this is group commit with the shortest epoch that acks
+ *    allow: a round that holds replies ends the epoch at once (txn_sync)
+ *    instead of waiting out its 64 ms, and every write of the round, of
+ *    either worker, committed before that is covered by the one epoch end;
+ *    a worker that finds its writes covered by another's sync skips its own
+ *    (`synced`). Measured with redis-benchmark -c 50 SET at PDOM 1 (INFO's
+ *    ack_syncs and ack_held_requests): -P 1, 2.0 requests per epoch end
+ *    (rounds are small; an epoch end flushed 3 lines in 0.3 us on average,
+ *    so waiting to gather more would cost latency and save nothing); -P 16,
+ *    64 requests per epoch end. --ack commit replies before the epoch ends
+ *    (the paper's buffered durability: a crash loses up to one epoch).
  *  threads: a thread per connection, blocking reads, as the paper's
  *    K-V store. Each such thread holds a log slot while it lives.
  *
@@ -26,6 +37,26 @@
  * one epoll_wait and sends their replies in one pass, so at -P 1 it does
  * 1.7x the work. Two workers beat one where the transactions cost (undo
  * SET -P 16: +18%), so the default is one worker per online CPU.
+ * What that costs at -P 1, where redis-benchmark is the bottleneck: server
+ * CPU time per request (perf stat task-clock / requests, means of 3 runs,
+ * machine shared with other jobs, 2 cores):
+ *                      -P 1 SET / GET          context switches per request
+ *   none  1 worker     2.99 / 2.94 us          0.15 / 0.15
+ *   none  2 workers    4.30 / 4.17 us          0.31 / 0.33
+ *   incll 1 worker     2.93 / 3.11 us          0.13 / 0.15
+ *   incll 2 workers    4.64 / 4.50 us          0.29 / 0.29
+ *   redis-server none  3.76 / 3.46 us          0.18 / 0.19
+ * Each worker sleeps in epoll_wait and is woken for its own half of the
+ * clients, so two workers pay twice the wake-ups when requests trickle in;
+ * at -P 16 the CPU time per request is the same for one and two workers
+ * (0.32-0.37 us) and two serve 1.35-1.5x the requests. A client that does
+ * not pipeline on a machine this small is served more cheaply by
+ * --threads 1. Tried and dropped: one worker owning every connection and
+ * lending a share of each round with 8 or more ready connections to the
+ * other, taken back before the round's replies leave (undo, means of 3):
+ * -P 1 SET 4.81 us CPU per request (two workers 5.05, one 3.80), -P 16
+ * SET 431k ops/s (two workers 742k, one 377k): the hand-over and the join
+ * cost more than the independent workers' wake-ups.
  *
  * Flow control: a connection whose replies pile up past OUT_HIGH stops
  * running requests and stops being read until they are sent, so a
@@ -60,22 +91,35 @@
 struct server srv;
 
 static int unix_fd = -1, tcp_fd = -1;
+static _Thread_local uint64_t held; /* requests this thread ran since its
+                                       last acknowledgement point */
 
 /* ---- statistics */
+
+_Thread_local uint64_t thread_commands;
+
+/* Add `d` to a shared counter unless it is 0: a round of reads then
+ * leaves the lines of the write counters alone. */
+static void add(_Atomic uint64_t *to, uint64_t d)
+{
+    if (d)
+        atomic_fetch_add_explicit(to, d, memory_order_relaxed);
+}
 
 void stats_publish(void)
 {
     static _Thread_local txn_stats last;
+    static _Thread_local uint64_t last_commands;
     txn_stats now;
     txn_stats_get(&now);
-    atomic_fetch_add_explicit(&srv.commits, now.commits - last.commits, memory_order_relaxed);
-    atomic_fetch_add_explicit(&srv.aborts, now.aborts - last.aborts, memory_order_relaxed);
-    atomic_fetch_add_explicit(&srv.barriers, now.barriers - last.barriers, memory_order_relaxed);
-    atomic_fetch_add_explicit(&srv.lines, now.lines_flushed - last.lines_flushed,
-                              memory_order_relaxed);
-    atomic_fetch_add_explicit(&srv.log_bytes, now.log_bytes - last.log_bytes,
-                              memory_order_relaxed);
+    add(&srv.commands, thread_commands - last_commands);
+    add(&srv.commits, now.commits - last.commits);
+    add(&srv.aborts, now.aborts - last.aborts);
+    add(&srv.barriers, now.barriers - last.barriers);
+    add(&srv.lines, now.lines_flushed - last.lines_flushed);
+    add(&srv.log_bytes, now.log_bytes - last.log_bytes);
     last = now;
+    last_commands = thread_commands;
 }
 
 /* ---- one connection, whoever serves it */
@@ -161,6 +205,7 @@ static void conn_process(struct conn *c)
             for (size_t i = 0; i < c->rp.argc; i++)
                 c->argv[i] = (struct kv_slice){req + c->rp.argv[i].off, c->rp.argv[i].len};
             command_run(c, c->rp.argc, c->argv);
+            held++;
         }
         c->start += c->rp.pos;
         resp_reset(&c->rp);
@@ -201,11 +246,15 @@ static _Atomic uint64_t synced; /* kv_commits() covered by a past txn_sync */
 
 static int make_durable(void)
 {
+    uint64_t n = held;
+    held = 0;
     if (srv.ack != ACK_SYNC)
         return 0;
     uint64_t seen = kv_commits(srv.kv), cur = atomic_load(&synced);
     if (seen <= cur)
         return 0;
+    atomic_fetch_add_explicit(&srv.ack_syncs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&srv.ack_held, n, memory_order_relaxed);
     if (txn_sync(kv_pool(srv.kv)))
         return -1;
     while (cur < seen && !atomic_compare_exchange_weak(&synced, &cur, seen))

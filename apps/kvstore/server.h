@@ -60,6 +60,9 @@ struct server {
     _Atomic uint64_t clients, conns_total, commands, rejected;
     /* the workers' txn_stats deltas (txn_stats are per thread) */
     _Atomic uint64_t commits, aborts, barriers, lines, log_bytes;
+    /* the acknowledgement point (ACK_SYNC): txn_sync calls, and the
+     * replies they held back (a group commit's size is their ratio) */
+    _Atomic uint64_t ack_syncs, ack_held;
 };
 
 extern struct server srv;
@@ -84,7 +87,12 @@ struct conn {
 /* Run one request (argv[0] is the command name); replies go to c->out. */
 void command_run(struct conn *c, size_t argc, struct kv_slice *argv);
 
-/* Add this thread's txn_stats since its last call to the server's. */
+/* Requests this thread ran; stats_publish adds them to srv.commands (one
+ * shared atomic per request would bounce its line between the workers). */
+extern _Thread_local uint64_t thread_commands;
+
+/* Add this thread's txn_stats and requests since its last call to the
+ * server's. */
 void stats_publish(void);
 
 /* server.c: listen on srv.unix_path / srv.port (0 or an error message's

@@ -235,8 +235,12 @@ static int op_end(struct op *o, int rc)
     if ((rc = txn_commit(o->tx)))
         return rc;
     kv_store *s = o->s;
-    atomic_fetch_add(&s->keys, (uint64_t)o->dkeys);
-    atomic_fetch_add(&s->bytes, (uint64_t)o->dbytes);
+    /* every thread's counters: not touched when unchanged (reads, same-size
+     * overwrites), or each GET would bounce their line between the workers */
+    if (o->dkeys)
+        atomic_fetch_add(&s->keys, (uint64_t)o->dkeys);
+    if (o->dbytes)
+        atomic_fetch_add(&s->bytes, (uint64_t)o->dbytes);
     if (o->done)
         atomic_fetch_add(&s->stripes_done, o->done);
     if (o->dkeys > 0 || o->done)

@@ -747,6 +747,22 @@ static void test_binary(struct server *s)
 }
 
 /* Many requests in one write, and one request split into 1-byte writes. */
+/* A counter of INFO stats (`name:value`), or UINT64_MAX if missing. */
+static uint64_t info_stat(struct cli *c, const char *name)
+{
+    struct reply r;
+    uint64_t v = UINT64_MAX;
+    if (!CMD(c, &r, "INFO", "stats") && r.type == '$') {
+        char key[64];
+        snprintf(key, sizeof key, "\n%s:", name);
+        const char *at = strstr(r.s, key);
+        if (at)
+            v = strtoull(at + strlen(key), NULL, 10);
+    }
+    reply_free(&r);
+    return v;
+}
+
 static void test_pipeline(struct server *s)
 {
     enum { N = 2000 };
@@ -755,6 +771,7 @@ static void test_pipeline(struct server *s)
     struct bytes b = {0};
     char k[32], v[32];
     server_cli(s, &c);
+    uint64_t syncs0 = info_stat(&c, "ack_syncs"), held0 = info_stat(&c, "ack_held_requests");
     for (int i = 0; i < N; i++) {
         snprintf(k, sizeof k, "p:%d", i);
         snprintf(v, sizeof v, "value-%d", i * 7);
@@ -773,6 +790,14 @@ static void test_pipeline(struct server *s)
         reply_free(&r);
     }
     CHECK(ok, "pipelined replies in order");
+    /* group commit: the replies of a round wait for one txn_sync (for incll
+     * one epoch end), not one per write */
+    uint64_t syncs = info_stat(&c, "ack_syncs") - syncs0;
+    uint64_t held = info_stat(&c, "ack_held_requests") - held0;
+    CHECK(syncs0 != UINT64_MAX && held0 != UINT64_MAX && syncs >= 1 && syncs <= N / 10 &&
+              held >= 2 * N,
+          "pipelined writes acknowledged in groups: %llu syncs for %llu requests",
+          (unsigned long long)syncs, (unsigned long long)held);
     b.n = 0;
     encode(&b, 3, (const char *[]){"SET", "split", "across many writes"}, NULL);
     for (size_t i = 0; i < b.n; i++) {
