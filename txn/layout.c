@@ -114,11 +114,14 @@ static int rec_set(txn *tx, txn_obj *rec, size_t off, uint64_t v)
 
 /* ---- lists of handles */
 
-static int list_push(txn *tx, txn_obj *rec, size_t field, txn_obj *o)
+/* Append handle o to the list at `field`. A transaction appends to a
+ * chunk it allocated itself (`*fresh`), whose writes no engine logs: the
+ * lists cost a migration little more than the objects they name. */
+static int list_push(txn *tx, txn_obj *rec, size_t field, txn_obj **fresh, txn_obj *o)
 {
     uint64_t head, n = LCHUNK_CAP;
     int rc = txn_read_u64(tx, rec, field, &head);
-    if (!rc && head)
+    if (!rc && head && h2o(head) == *fresh)
         rc = txn_read_u64(tx, h2o(head), offsetof(struct lchunk, n), &n);
     if (!rc && n == LCHUNK_CAP) {
         txn_obj *c;
@@ -127,6 +130,7 @@ static int list_push(txn *tx, txn_obj *rec, size_t field, txn_obj *o)
             (rc = rec_set(tx, rec, field, o2h(c))))
             return rc;
         head = o2h(c);
+        *fresh = c;
         n = 0;
     }
     if (!rc)
@@ -244,6 +248,7 @@ static int sigs_check(txn_pool *p, const char *path, uint64_t sigs, const txn_la
 struct txn_migrate {
     txn_pool *p;
     txn_obj *rec;
+    txn_obj *fresh_made, *fresh_retired; /* chunks of the running transaction */
 };
 
 int txn_migrate_alloc(txn_migrate *m, txn *tx, size_t n, txn_obj **out)
@@ -251,14 +256,14 @@ int txn_migrate_alloc(txn_migrate *m, txn *tx, size_t n, txn_obj **out)
     if (!m || !out)
         return TXN_E_INVAL;
     int rc = txn_alloc(tx, n, out);
-    return rc ? rc : list_push(tx, m->rec, REC_OFF(made), *out);
+    return rc ? rc : list_push(tx, m->rec, REC_OFF(made), &m->fresh_made, *out);
 }
 
 int txn_migrate_retire(txn_migrate *m, txn *tx, txn_obj *old)
 {
     if (!m || !old)
         return TXN_E_INVAL;
-    return list_push(tx, m->rec, REC_OFF(retired), old);
+    return list_push(tx, m->rec, REC_OFF(retired), &m->fresh_retired, old);
 }
 
 static const txn_migration *find_step(const txn_layout *l, uint64_t from)
@@ -355,6 +360,7 @@ struct step_arg {
 static int step_once(txn *tx, void *arg)
 {
     struct step_arg *a = arg;
+    a->m.fresh_made = a->m.fresh_retired = NULL;
     int rc = a->mg->step(&a->m, tx, a->scratch, a->mg->arg);
     return rc < 0 ? rc : rc == TXN_MIGRATE_MORE;
 }
@@ -364,6 +370,7 @@ static int switch_once(txn *tx, void *arg)
 {
     struct step_arg *a = arg;
     int rc = 0;
+    a->m.fresh_made = a->m.fresh_retired = NULL;
     if (a->mg->finish && (rc = a->mg->finish(&a->m, tx, a->scratch, a->mg->arg)) < 0)
         return rc;
     if ((rc = sigs_write(tx, a->m.rec, a->target == a->l->version ? a->l : NULL)) ||
@@ -374,7 +381,7 @@ static int switch_once(txn *tx, void *arg)
 
 static int build(txn_pool *p, txn_obj *rec, const struct lrec *r, const txn_layout *l)
 {
-    struct step_arg a = {{p, rec}, find_step(l, r->version), h2o(r->scratch), l, r->target};
+    struct step_arg a = {{p, rec, NULL, NULL}, find_step(l, r->version), h2o(r->scratch), l, r->target};
     int rc;
     while ((rc = in_tx(p, step_once, &a)) == 1)
         ;

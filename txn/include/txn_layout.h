@@ -130,7 +130,8 @@ int txn_layout_open(const char *path, const txn_layout *l, const txn_pool_opts *
                     unsigned flags, txn_pool **out);
 
 /* What txn_layout_open() does once the pool is open, for a pool opened
- * already: check it against l and run the migrations it needs. */
+ * already: check it against l and run the migrations it needs. No other
+ * thread may use the pool meanwhile (nor during txn_layout_open). */
 int txn_layout_apply(txn_pool *p, const txn_layout *l);
 
 /* What the calling thread's last failed txn_layout_open() found, naming
