@@ -101,6 +101,7 @@
 #include "atomics.h"
 #include "common.h"
 #include "ctxreg.h"
+#include "layout_rec.h"
 #include "persist.h"
 #include "txn.h"
 #include "util.h"
@@ -120,6 +121,7 @@
 #define TYPE_OBJ 0u
 #define TYPE_META 0x4154454d58544d50ull /* "PMTXMETA" */
 #define TYPE_RESERVE 0x5652535258544d50ull /* "PMTXRSRV" */
+#define TYPE_LAYOUT 0x5459414c58544d50ull /* "PMTXLAYT": the layout record */
 #define RESERVE_SIZE ((size_t)64 << 10)
 #define META_MAGIC 0x3141544d4b444d50ull /* "PMDKMTA1" */
 
@@ -153,6 +155,7 @@ struct txn_pool {
     uint64_t reserve_off; /* the intent log reserve, 0 if none */
     size_t reserve_size;
     uint64_t reserve_busy; /* a transaction holds it */
+    uint64_t layout_off;   /* the layout record (layout_rec.h), 0 if none */
     uint64_t *state;   /* 2 bits per granule: ST_* */
     unsigned threads;  /* contexts allowed at once */
     uint64_t gen;      /* unique per open: keys the thread caches */
@@ -538,6 +541,9 @@ static void scan_objects(txn_pool *p)
         } else if (type == TYPE_RESERVE) {
             p->reserve_off = o.off;
             p->reserve_size = pmemobj_alloc_usable_size(o);
+        } else if (type == TYPE_LAYOUT && o.off % GRAIN == 0 && o.off < p->size) {
+            p->layout_off = o.off; /* an object txn_read/txn_write reach */
+            st_move(p, o.off, ST_FREE, ST_LIVE);
         } else if (o.off % GRAIN == 0 && o.off < p->size) {
             st_move(p, o.off, ST_FREE, ST_LIVE);
         }
@@ -614,7 +620,8 @@ int txn_pool_create(const char *path, const char *layout, const txn_pool_opts *o
     PMEMoid root = pmemobj_root(pop, root_size), m;
     if (OID_IS_NULL(root) ||
         pmemobj_xalloc(pop, &m, sizeof(struct meta), TYPE_META, 0, meta_init, &threads) ||
-        pmemobj_alloc(pop, &m, RESERVE_SIZE, TYPE_RESERVE, NULL, NULL))
+        pmemobj_alloc(pop, &m, RESERVE_SIZE, TYPE_RESERVE, NULL, NULL) ||
+        pmemobj_zalloc(pop, &m, LAYOUT_REC_SIZE, TYPE_LAYOUT))
         rc = TXN_E_NOSPACE;
     if (!rc)
         rc = pool_start(pop, size, out);
@@ -667,6 +674,11 @@ void txn_pool_close(txn_pool *p)
 txn_obj *txn_root(txn_pool *p)
 {
     return p ? handle_of(p->root_off) : NULL;
+}
+
+txn_obj *pool_layout_rec(txn_pool *p)
+{
+    return p->layout_off ? handle_of(p->layout_off) : NULL;
 }
 
 size_t txn_obj_size(txn_pool *p, const txn_obj *o)
@@ -813,6 +825,11 @@ void txn_abort(txn *tx)
         return;
     rollback(tx);
     finish(tx, 0);
+}
+
+txn_pool *txn_pool_of(const txn *tx)
+{
+    return tx ? tx->p : NULL;
 }
 
 int txn_last_error(const txn *tx)

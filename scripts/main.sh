@@ -29,3 +29,4 @@ mkdir -p results
     done
     echo "(median of 31 batches of 2000 transactions)"
 } | tee results/demo.txt
+BUILD_DIR=build-release bash scripts/retention.sh # persistent data retention

@@ -178,6 +178,11 @@ void txn_abort(txn *tx)
     end_tx(tx, 0);
 }
 
+txn_pool *txn_pool_of(const txn *tx)
+{
+    return tx ? tx->p : NULL;
+}
+
 int txn_last_error(const txn *tx)
 {
     return tx ? tx->err : TXN_E_INVAL;

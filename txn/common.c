@@ -54,6 +54,8 @@ static const char *const err_text[] = {
     "object is open for writing by another transaction",
     "transaction has failed and can only abort",
     "not supported by this engine",
+    "pool holds another layout version (no migration to this one)",
+    "a persistent type differs from the one the pool recorded",
 };
 
 const char *txn_strerror(int err)

@@ -120,6 +120,7 @@ void txn_stats_get(txn_stats *out)
     out->lines_flushed = pm_ctr.lines_flushed;
     out->log_bytes = pm_ctr.log_bytes;
     out->raw_lookups = pm_ctr.raw_lookups;
+    out->bytes_stored = pm_ctr.bytes_stored;
 }
 
 void txn_stats_reset(void)

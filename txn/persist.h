@@ -50,6 +50,7 @@ struct pm_counters {
     uint64_t lines_flushed;
     uint64_t log_bytes;
     uint64_t raw_lookups;
+    uint64_t bytes_stored; /* bytes stored to pools by the pm_* helpers */
 };
 /* initial-exec: the libraries are linked at start-up, never dlopen()ed, so
  * a counter update is one TLS-relative add, not a __tls_get_addr call */
@@ -107,6 +108,7 @@ static inline void pm_store64(void *dst, uint64_t v)
 {
     PM_TRACE_LOCK();
     *(volatile uint64_t *)dst = v;
+    pm_ctr.bytes_stored += 8;
     PM_TRACE_STORE(dst, 8);
 }
 
@@ -114,6 +116,7 @@ static inline void pm_memcpy(void *dst, const void *src, size_t n)
 {
     PM_TRACE_LOCK();
     memcpy(dst, src, n);
+    pm_ctr.bytes_stored += n;
     PM_TRACE_STORE(dst, n);
 }
 
@@ -121,6 +124,7 @@ static inline void pm_memset(void *dst, int c, size_t n)
 {
     PM_TRACE_LOCK();
     memset(dst, c, n);
+    pm_ctr.bytes_stored += n;
     PM_TRACE_STORE(dst, n);
 }
 
@@ -130,6 +134,7 @@ static inline void pm_or64(uint64_t *dst, uint64_t bits)
 {
     PM_TRACE_LOCK();
     at_or(dst, bits);
+    pm_ctr.bytes_stored += 8;
     PM_TRACE_STORE(dst, 8);
 }
 
@@ -137,6 +142,7 @@ static inline void pm_and64(uint64_t *dst, uint64_t bits)
 {
     PM_TRACE_LOCK();
     at_and(dst, bits);
+    pm_ctr.bytes_stored += 8;
     PM_TRACE_STORE(dst, 8);
 }
 
@@ -145,6 +151,7 @@ static inline void pm_store64_shared(uint64_t *dst, uint64_t v)
 {
     PM_TRACE_LOCK();
     at_store(dst, v);
+    pm_ctr.bytes_stored += 8;
     PM_TRACE_STORE(dst, 8);
 }
 
@@ -153,10 +160,12 @@ static inline int pm_cas64(uint64_t *dst, uint64_t expect, uint64_t nv)
 {
     PM_TRACE_LOCK();
     int swapped = at_cas(dst, expect, nv);
-    if (swapped)
+    if (swapped) {
+        pm_ctr.bytes_stored += 8;
         PM_TRACE_STORE(dst, 8);
-    else
+    } else {
         PM_TRACE_UNLOCK();
+    }
     return swapped;
 }
 

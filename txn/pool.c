@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "engine.h"
+#include "layout_rec.h"
 #include "persist.h"
 #include "pool.h"
 
@@ -160,14 +161,16 @@ static int plan(struct pool_hdr *h, const char *layout, const txn_pool_opts *o)
     return 0;
 }
 
+/* The root and the layout record, in one transaction. */
 static int make_root(txn_pool *p, size_t root_size)
 {
     int rc = 0;
     txn *tx;
-    txn_obj *root;
+    txn_obj *root, *rec;
     if ((rc = txn_begin(p, &tx)))
         return rc;
-    if ((rc = txn_alloc(tx, root_size, &root))) {
+    if ((rc = txn_alloc(tx, root_size, &root)) ||
+        (rc = txn_alloc(tx, LAYOUT_REC_SIZE, &rec))) {
         txn_abort(tx);
         return rc;
     }
@@ -175,6 +178,7 @@ static int make_root(txn_pool *p, size_t root_size)
         return rc;
     pm_store64(&p->hdr->root, (uint64_t)(uintptr_t)root);
     pm_store64(&p->hdr->root_size, root_size);
+    pm_store64(&p->hdr->layout_rec, (uint64_t)(uintptr_t)rec);
     return 0;
 }
 
@@ -248,6 +252,7 @@ static int check_hdr(const struct pool_hdr *h, size_t file_size, const char *lay
         h->heap_off % CHUNK_SIZE || h->heap_off < h->ctab_off + h->nchunks * 8 ||
         h->heap_off + h->nchunks * CHUNK_SIZE > h->size ||
         h->root < h->base + h->heap_off || h->root >= h->base + h->size ||
+        h->layout_rec < h->base + h->heap_off || h->layout_rec >= h->base + h->size ||
         memchr(h->layout, 0, sizeof h->layout) == NULL)
         return TXN_E_CORRUPT;
     if (file_size < h->size)
@@ -372,4 +377,10 @@ void txn_pool_close(txn_pool *p)
 txn_obj *txn_root(txn_pool *p)
 {
     return p ? (txn_obj *)(uintptr_t)p->hdr->root : NULL;
+}
+
+txn_obj *pool_layout_rec(txn_pool *p)
+{
+    txn_obj *o = (txn_obj *)(uintptr_t)p->hdr->layout_rec;
+    return eng_obj_size(p, o) >= LAYOUT_REC_SIZE ? o : NULL;
 }

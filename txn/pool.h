@@ -26,7 +26,7 @@
 #include "txn.h"
 #include "util.h"
 
-#define POOL_FORMAT 1u
+#define POOL_FORMAT 2u /* 2: the layout record */
 #define POOL_HDR_SIZE 4096u
 #define CHUNK_SIZE (64u * 1024u)
 #define LAYOUT_MAX 64u
@@ -49,13 +49,15 @@ struct pool_hdr {
     uint64_t heap_off;         /* offset of chunk 0, CHUNK_SIZE aligned */
     uint64_t root;             /* address of the root object */
     uint64_t root_size;        /* its payload bytes */
+    uint64_t layout_rec;       /* address of the layout record object
+                                  (txn/layout.c), made with the root */
     uint64_t checksum;         /* csum64 of every byte before this field */
     /* mutable, not checksummed: */
     uint64_t boot;             /* opens so far; tags volatile-only fields
                                   that engines keep in objects */
     uint64_t eng_words[8];     /* mutable words owned by the engine (incll:
                                   durable epoch, failed epochs) */
-    uint8_t pad[POOL_HDR_SIZE - 264];
+    uint8_t pad[POOL_HDR_SIZE - 272];
 };
 _Static_assert(sizeof(struct pool_hdr) == POOL_HDR_SIZE, "pool_hdr size");
 

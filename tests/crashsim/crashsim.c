@@ -4,7 +4,7 @@
  * the workload's oracle and the allocator. One crash image in four also
  * crashes recovery itself at a random point and recovers that image again.
  *
- *   crashsim-<engine> [--workload slots|list|mix|leaf] [--images N] [--seed S]
+ *   crashsim-<engine> [--workload slots|list|mix|leaf|migrate|extend] [--images N] [--seed S]
  *                     [--threads T] [--sync-every K]
  *
  * With T threads, each runs the workload on its own part of one pool, all
@@ -30,6 +30,7 @@
 #include "alloc.h"
 #include "common.h"
 #include "engine.h"
+#include "layout_rec.h"
 #include "pool.h"
 #include "sim.h"
 #include "trace.h"
@@ -39,7 +40,8 @@
 #define EXHAUSTIVE_MAX 6 /* enumerate every image when there are so few */
 #define AUDIT_EVERY 2048 /* events between untraced-store audits */
 
-static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix, &wl_leaf};
+static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix, &wl_leaf,
+                                                   &wl_migrate, &wl_extend};
 
 /* ---- the oracle. Each thread calls txn_sync() after every
  * `sync_every` commits (a no-op for engines durable at commit, which run
@@ -143,6 +145,11 @@ int reach_add(struct reach *r, txn_obj *o)
     }
     r->o[r->n++] = o;
     return 0;
+}
+
+static int reach_cb(txn_obj *o, void *arg)
+{
+    return reach_add(arg, o);
 }
 
 /* ---- state of the run in progress */
@@ -266,6 +273,10 @@ static int check_image(const char *path, const struct expect *want)
                     t, want[t].in_commit ? " nor the one in flight" : "");
             bad = 1;
         }
+    }
+    if (layout_objects(p, reach_cb, &r)) {
+        fprintf(stderr, "  layout record unreadable\n");
+        bad = 1;
     }
     bad |= check_alloc(p, &r);
     free(r.o);
@@ -565,7 +576,7 @@ int main(int argc, char **argv)
             sync_every = (unsigned)atoi(optarg);
         else {
             fprintf(stderr,
-                    "usage: %s [--workload slots|list|mix] [--images N] [--seed S]"
+                    "usage: %s [--workload slots|list|mix|migrate|extend] [--images N] [--seed S]"
                     " [--threads 1..%d] [--sync-every 1..%d]\n",
                     argv[0], SIM_THREADS, MAX_SYNC_EVERY);
             return 2;
@@ -574,7 +585,11 @@ int main(int argc, char **argv)
     struct tally all = {0};
     int found = 0;
     for (size_t i = 0; i < sizeof workloads / sizeof *workloads; i++)
-        if (workloads[i] && (!only || !strcmp(only, workloads[i]->name))) {
+        if (workloads[i] && (only ? !strcmp(only, workloads[i]->name) : !(workloads[i]->flags & WL_BY_NAME))) {
+            if (threads > 1 && workloads[i]->flags & WL_ONE_THREAD) {
+                fprintf(stderr, "crashsim: %s runs on one thread\n", workloads[i]->name);
+                return 2;
+            }
             found = 1;
             campaign(workloads[i], threads, images, seed, &all);
         }

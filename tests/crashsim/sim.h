@@ -43,9 +43,13 @@ struct workload {
     /* read thread t's part of a recovered pool: digest, invariants
      * (nonzero = broken), and every object reached (root excluded) */
     int (*read_back)(txn_pool *p, int t, uint64_t *digest, struct reach *r);
+    unsigned flags; /* WL_* */
 };
 
-extern const struct workload wl_slots, wl_list, wl_mix;
+#define WL_BY_NAME 1u    /* runs only when --workload names it */
+#define WL_ONE_THREAD 2u /* pool-wide state: one thread only */
+
+extern const struct workload wl_slots, wl_list, wl_mix, wl_migrate, wl_extend;
 /* Built for incll only (weak: NULL elsewhere): wl_leaf.c. */
 extern const struct workload wl_leaf __attribute__((weak));
 /* Optional, from a workload file (weak): the first access to thread t's

@@ -67,7 +67,12 @@ extern "C" {
 #define TXN_E_STATE    (-30817) /* call not allowed in the transaction's
                                    state (e.g. write after a failed call) */
 #define TXN_E_NOTSUP   (-30818) /* not supported by this engine */
-#define TXN_E_LAST     (-30818)
+#define TXN_E_LAYOUTVER (-30819) /* pool holds another layout version and
+                                    no migration leads to the program's
+                                    (txn_layout.h) */
+#define TXN_E_TYPESIG  (-30820) /* a persistent type's size or fields
+                                   differ from what the pool recorded */
+#define TXN_E_LAST     (-30820)
 
 /* A short English description of a TXN_E_* code or of an errno value. */
 const char *txn_strerror(int err);
@@ -165,6 +170,9 @@ void txn_abort(txn *tx);
  * holds it open for writing; txn_last_error(tx) then says which. */
 void *txn_open(txn *tx, txn_obj *o, int mode);
 
+/* The pool a transaction runs on. */
+txn_pool *txn_pool_of(const txn *tx);
+
 /* The error of the last failed call of this transaction, or 0. */
 int txn_last_error(const txn *tx);
 
@@ -219,6 +227,9 @@ typedef struct txn_stats {
     uint64_t log_bytes;     /* bytes appended to persistent logs */
     uint64_t raw_lookups;   /* redo: reads that had to search the log for
                                the transaction's own writes */
+    uint64_t bytes_stored;  /* bytes stored to pools: data, logs and
+                               allocator metadata (pmdk: only the stores
+                               libpmemobj makes through libpmem) */
 } txn_stats;
 
 void txn_stats_get(txn_stats *out);

@@ -1,0 +1,1275 @@
+/* retain.c - the persistent data retention evaluation (txn_layout.h): the
+ * cost of keeping a pool's data when its node struct changes, manual
+ * migration against lazily extendible structs, on three kernels.
+ *
+ * Kernels, each with a 32-bit key in the original program: a chained hash
+ * table (fixed bucket array), a B-tree of order 8 (CLRS, up to 7 keys a
+ * node) and a skip list of 4 levels. Layout changes: "change" (the key
+ * becomes 64-bit) and "add" (a 16-byte name field that the update programs
+ * declare but do not use yet, as in the paper).
+ * Programs:
+ *   P-Original  builds the pool (version 1) from the input;
+ *   P-Retain    txn_layout_open of version 2 with the manual migration:
+ *               copies every node into the new layout (same shape), in
+ *               transactions of 64 nodes, then frees the old ones;
+ *   P-Manual    runs the update input on the migrated pool (version 2);
+ *   P-Auto      runs the update input on an unconverted copy of the
+ *               original pool, the new field in an extension level made at
+ *               first access (txn_ext_*).
+ * Inputs (every operation: look the key up, delete it if found, insert
+ * it otherwise; one transaction each): INS (the original inserts N keys,
+ * the update N others), DEL (the update deletes the same N), RAND (N
+ * random keys that repeat, the same sequence in both).
+ * Overheads: Manual = T(P-Retain) / T(P-Manual), Auto = (T(P-Auto) -
+ * T(P-Manual)) / T(P-Manual). Bytes: what the programs store to the pool
+ * (txn_stats.bytes_stored: data, logs, allocator metadata); the retention
+ * bytes are P-Retain's for the manual model and what P-Auto stores beyond
+ * P-Manual for the automatic one ("none" when it stores less).
+ *
+ *   retain-<engine> [--n N] [--reps R] [--kernel hash|btree|skip]
+ *                   [--sweep]   (DEL of 0.1%, 1%, 10%, 100% of the keys)
+ *                   [--plain-ext] (P-Auto reads keys with txn_ext_peek, not
+ *                               with the inlined check of nload)
+ * P-Manual and P-Auto check their result (how many of their keys they find,
+ * known from the input), so a wrong migration, extension or kernel fails
+ * the run (exit 1).
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "txn.h"
+#include "txn_layout.h"
+
+#define KMAX 7 /* keys per node (B-tree) */
+#define CMAX 8 /* children per node */
+#define NAME_LEN 16
+#define SKIP_LEVELS 4
+#define BT_T 4 /* B-tree minimum degree: order 8 */
+#define BATCH 64 /* nodes per migration transaction */
+
+enum kind { HASH, BTREE, SKIP };
+enum ext { EXT_NONE, EXT_KEY, EXT_NAME };
+static const char *const kind_name[] = {"hash", "btree", "skip"};
+
+/* A node layout: header {u32 n, u32 leaf/level}, keys (kw bytes each,
+ * padded to 8), values, children, name, extension link. */
+struct lay {
+    enum kind kind;
+    unsigned kw, name;
+    enum ext ext;
+    unsigned K, C;
+    size_t off_keys, off_vals, off_child, off_name, off_link, size;
+    txn_ext_type xt;
+    txn_ext_level xl;
+};
+
+/* the kernel in use for init functions (no argument reaches them) */
+static const struct lay *g_init_lay;
+
+static int ext_key_init(txn *tx, txn_obj *o, void *ext)
+{
+    const struct lay *L = g_init_lay;
+    uint32_t k[KMAX];
+    int rc = txn_read(tx, o, L->off_keys, k, 4 * L->K);
+    for (unsigned i = 0; i < L->K; i++)
+        ((uint64_t *)ext)[i] = k[i];
+    return rc;
+}
+
+static void lay_init(struct lay *L, enum kind kind, unsigned kw, unsigned name, enum ext ext)
+{
+    memset(L, 0, sizeof *L);
+    L->kind = kind;
+    L->kw = kw;
+    L->name = name;
+    L->ext = ext;
+    L->K = kind == BTREE ? KMAX : 1;
+    L->C = kind == BTREE ? CMAX : kind == SKIP ? SKIP_LEVELS : 1;
+    L->off_keys = 8;
+    L->off_vals = L->off_keys + (kw * L->K + 7) / 8 * 8;
+    L->off_child = L->off_vals + 8 * L->K;
+    L->off_name = L->off_child + 8 * L->C;
+    L->off_link = L->off_name + name;
+    L->size = L->off_link + 8;
+    if (ext != EXT_NONE) {
+        size_t payload = ext == EXT_KEY ? 8 * L->K : NAME_LEN;
+        L->xl = (txn_ext_level){payload + 8, payload, ext == EXT_KEY ? ext_key_init : NULL};
+        L->xt = (txn_ext_type){L->off_link, &L->xl, 1};
+    }
+}
+
+/* A decoded node. */
+struct dnode {
+    uint32_t n, leaf; /* keys in use; B-tree leaf flag or skip list level */
+    uint64_t key[KMAX], val[KMAX];
+    txn_obj *child[CMAX];
+};
+
+/* What a kernel works on: its layout, where its entry handle lives, and
+ * the migration whose objects it allocates (NULL outside one). */
+struct kc {
+    const struct lay *L;
+    txn_obj *holder;
+    size_t off;
+    txn_migrate *m;
+    unsigned nb; /* hash buckets */
+};
+
+#define TRY(x)                                                                 \
+    do {                                                                       \
+        int rc_ = (x);                                                         \
+        if (rc_)                                                               \
+            return rc_;                                                        \
+    } while (0)
+
+static void nload_rest(const struct lay *L, const unsigned char *b, struct dnode *d)
+{
+    memcpy(&d->n, b, 4);
+    memcpy(&d->leaf, b + 4, 4);
+    memcpy(d->val, b + L->off_vals, 8 * L->K);
+    memcpy(d->child, b + L->off_child, 8 * L->C);
+}
+
+/* Section 4.4 by hand (what a compiler would emit): the load of the
+ * node brings its extension link too, so the check needs no second read,
+ * and a missing extension's keys come from the bytes already loaded (the
+ * init's conversion) instead of a peek. --plain-ext: txn_ext_peek. */
+static int g_inline_check = 1;
+
+static int nload(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d)
+{
+    const struct lay *L = k->L;
+    unsigned char b[256];
+    int inline_key = L->ext == EXT_KEY && g_inline_check;
+    TRY(txn_read(tx, o, 0, b, inline_key ? L->size : L->off_name));
+    txn_obj *link;
+    memcpy(&link, b + L->off_link, sizeof link);
+    nload_rest(L, b, d);
+    if (inline_key && link)
+        return txn_read(tx, link, 0, d->key, 8 * L->K);
+    if (L->ext == EXT_KEY && !inline_key) { /* a look only: the first write makes it */
+        g_init_lay = L;
+        return txn_ext_peek(tx, &L->xt, o, 1, 0, d->key, 8 * L->K);
+    }
+    for (unsigned i = 0; i < L->K; i++) { /* in the node, or its init's conversion */
+        uint32_t k32;
+        if (L->kw == 8) {
+            memcpy(&d->key[i], b + L->off_keys + 8 * i, 8);
+        } else {
+            memcpy(&k32, b + L->off_keys + 4 * i, 4);
+            d->key[i] = k32;
+        }
+    }
+    return 0;
+}
+
+#define W_HDR 1u
+#define W_KEYS 2u
+#define W_VALS 4u
+#define W_CHILD 8u
+#define W_NEW 16u /* a new node: everything, and its name */
+#define W_ALL (W_HDR | W_KEYS | W_VALS | W_CHILD)
+
+static int nstore(txn *tx, const struct kc *k, txn_obj *o, const struct dnode *d, unsigned w)
+{
+    const struct lay *L = k->L;
+    unsigned char b[256] = {0};
+    if (w & W_NEW)
+        w |= W_ALL;
+    memcpy(b, &d->n, 4);
+    memcpy(b + 4, &d->leaf, 4);
+    for (unsigned i = 0; i < L->K; i++) {
+        if (L->kw == 8) {
+            memcpy(b + L->off_keys + 8 * i, &d->key[i], 8);
+        } else {
+            uint32_t k32 = (uint32_t)d->key[i];
+            memcpy(b + L->off_keys + 4 * i, &k32, 4);
+        }
+    }
+    memcpy(b + L->off_vals, d->val, 8 * L->K);
+    memcpy(b + L->off_child, d->child, 8 * L->C);
+    int keys_in_base = L->ext != EXT_KEY;
+    if (w & W_NEW) /* one write of the whole base */
+        TRY(txn_write(tx, o, 0, b, L->off_link));
+    else {
+        if (w & W_HDR)
+            TRY(txn_write(tx, o, 0, b, 8));
+        if (w & W_KEYS && keys_in_base)
+            TRY(txn_write(tx, o, L->off_keys, b + L->off_keys, L->off_vals - L->off_keys));
+        if (w & W_VALS)
+            TRY(txn_write(tx, o, L->off_vals, b + L->off_vals, 8 * L->K));
+        if (w & W_CHILD)
+            TRY(txn_write(tx, o, L->off_child, b + L->off_child, 8 * L->C));
+    }
+    g_init_lay = L;
+    if (w & W_KEYS && !keys_in_base)
+        TRY(txn_ext_write(tx, &L->xt, o, 1, 0, d->key, 8 * L->K));
+    return 0;
+}
+
+static int nalloc(txn *tx, const struct kc *k, txn_obj **o)
+{
+    return k->m ? txn_migrate_alloc(k->m, tx, k->L->size, o) : txn_alloc(tx, k->L->size, o);
+}
+
+static int nfree(txn *tx, const struct kc *k, txn_obj *o)
+{
+    return k->L->ext != EXT_NONE ? txn_ext_free(tx, &k->L->xt, o) : txn_free(tx, o);
+}
+
+static int entry_get(txn *tx, const struct kc *k, txn_obj **e)
+{
+    return txn_read(tx, k->holder, k->off, e, sizeof *e);
+}
+
+static int entry_set(txn *tx, const struct kc *k, txn_obj *e)
+{
+    return txn_write(tx, k->holder, k->off, &e, sizeof e);
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t val_of(uint64_t key)
+{
+    return key * 2 + 1;
+}
+
+/* ---- hash table: bucket array of nb handles, chains of one-key nodes */
+
+static int h_find(txn *tx, const struct kc *k, uint64_t key, txn_obj **bucket_arr, txn_obj **prev,
+                  txn_obj **cur, struct dnode *d)
+{
+    TRY(entry_get(tx, k, bucket_arr));
+    size_t b = mix64(key) & (k->nb - 1);
+    *prev = NULL;
+    TRY(txn_read(tx, *bucket_arr, 8 * b, cur, sizeof *cur));
+    while (*cur) {
+        TRY(nload(tx, k, *cur, d));
+        if (d->key[0] == key)
+            return 0;
+        *prev = *cur;
+        *cur = d->child[0];
+    }
+    return 0;
+}
+
+static int h_lookup(txn *tx, const struct kc *k, uint64_t key, int *found)
+{
+    txn_obj *arr, *prev, *cur;
+    struct dnode d;
+    TRY(h_find(tx, k, key, &arr, &prev, &cur, &d));
+    *found = cur != NULL;
+    return 0;
+}
+
+static int h_insert(txn *tx, const struct kc *k, uint64_t key, uint64_t val)
+{
+    txn_obj *arr, *o;
+    size_t b = mix64(key) & (k->nb - 1);
+    struct dnode d = {.n = 1, .key = {key}, .val = {val}};
+    TRY(entry_get(tx, k, &arr));
+    TRY(txn_read(tx, arr, 8 * b, &d.child[0], 8));
+    TRY(nalloc(tx, k, &o));
+    TRY(nstore(tx, k, o, &d, W_NEW));
+    return txn_write(tx, arr, 8 * b, &o, sizeof o);
+}
+
+static int h_delete(txn *tx, const struct kc *k, uint64_t key)
+{
+    txn_obj *arr, *prev, *cur;
+    struct dnode d, pd;
+    TRY(h_find(tx, k, key, &arr, &prev, &cur, &d));
+    if (!cur)
+        return 0;
+    if (prev) {
+        TRY(nload(tx, k, prev, &pd));
+        pd.child[0] = d.child[0];
+        TRY(nstore(tx, k, prev, &pd, W_CHILD));
+    } else {
+        size_t b = mix64(key) & (k->nb - 1);
+        TRY(txn_write(tx, arr, 8 * b, &d.child[0], 8));
+    }
+    return nfree(tx, k, cur);
+}
+
+static int h_create(txn *tx, const struct kc *k)
+{
+    txn_obj *arr;
+    TRY(k->m ? txn_migrate_alloc(k->m, tx, 8 * (size_t)k->nb, &arr)
+             : txn_alloc(tx, 8 * (size_t)k->nb, &arr));
+    return entry_set(tx, k, arr);
+}
+
+/* ---- skip list: a head node of level 4, nodes of level 1..4 */
+
+static unsigned level_of(uint64_t key)
+{
+    uint64_t h = mix64(key ^ 0x5eed);
+    unsigned l = 1;
+    while (l < SKIP_LEVELS && (h & 1)) {
+        l++;
+        h >>= 1;
+    }
+    return l;
+}
+
+/* The search drops a level at a node it often loaded already (the one
+ * it stopped before): that node is loaded once, for every program alike. */
+static int s_find(txn *tx, const struct kc *k, uint64_t key, txn_obj *upd[SKIP_LEVELS],
+                  txn_obj **cand, struct dnode *cd)
+{
+    txn_obj *x, *stop = NULL;
+    struct dnode d, sd;
+    TRY(entry_get(tx, k, &x));
+    TRY(nload(tx, k, x, &d));
+    for (int l = SKIP_LEVELS - 1; l >= 0; l--) {
+        while (d.child[l]) {
+            txn_obj *nx = d.child[l];
+            struct dnode nd;
+            if (nx == stop)
+                nd = sd;
+            else
+                TRY(nload(tx, k, nx, &nd));
+            if (nd.key[0] >= key) {
+                stop = nx;
+                sd = nd;
+                if (l == 0) {
+                    *cd = nd;
+                    *cand = nx;
+                }
+                break;
+            }
+            x = nx;
+            d = nd;
+        }
+        upd[l] = x;
+    }
+    if (*cand && cd->key[0] != key)
+        *cand = NULL;
+    return 0;
+}
+
+static int s_lookup(txn *tx, const struct kc *k, uint64_t key, int *found)
+{
+    txn_obj *upd[SKIP_LEVELS], *cand = NULL;
+    struct dnode cd;
+    TRY(s_find(tx, k, key, upd, &cand, &cd));
+    *found = cand != NULL;
+    return 0;
+}
+
+static int s_link(txn *tx, const struct kc *k, txn_obj *pred, unsigned l, txn_obj *to)
+{
+    return txn_write(tx, pred, k->L->off_child + 8 * l, &to, sizeof to);
+}
+
+static int s_insert(txn *tx, const struct kc *k, uint64_t key, uint64_t val)
+{
+    txn_obj *upd[SKIP_LEVELS], *cand = NULL, *o;
+    struct dnode cd, d = {.n = 1, .leaf = level_of(key), .key = {key}, .val = {val}};
+    TRY(s_find(tx, k, key, upd, &cand, &cd));
+    for (unsigned l = 0; l < d.leaf; l++)
+        TRY(txn_read(tx, upd[l], k->L->off_child + 8 * l, &d.child[l], 8));
+    TRY(nalloc(tx, k, &o));
+    TRY(nstore(tx, k, o, &d, W_NEW));
+    for (unsigned l = 0; l < d.leaf; l++)
+        TRY(s_link(tx, k, upd[l], l, o));
+    return 0;
+}
+
+static int s_delete(txn *tx, const struct kc *k, uint64_t key)
+{
+    txn_obj *upd[SKIP_LEVELS], *cand = NULL;
+    struct dnode cd;
+    TRY(s_find(tx, k, key, upd, &cand, &cd));
+    if (!cand)
+        return 0;
+    for (unsigned l = 0; l < cd.leaf; l++)
+        TRY(s_link(tx, k, upd[l], l, cd.child[l]));
+    return nfree(tx, k, cand);
+}
+
+static int s_create(txn *tx, const struct kc *k)
+{
+    txn_obj *h;
+    struct dnode d = {.n = 0, .leaf = SKIP_LEVELS};
+    TRY(nalloc(tx, k, &h));
+    TRY(nstore(tx, k, h, &d, W_NEW));
+    return entry_set(tx, k, h);
+}
+
+/* ---- B-tree of order 8 (CLRS, minimum degree 4) */
+
+static int b_lookup(txn *tx, const struct kc *k, uint64_t key, int *found)
+{
+    txn_obj *x;
+    struct dnode d;
+    TRY(entry_get(tx, k, &x));
+    *found = 0;
+    while (x) {
+        TRY(nload(tx, k, x, &d));
+        unsigned i = 0;
+        while (i < d.n && d.key[i] < key)
+            i++;
+        if (i < d.n && d.key[i] == key) {
+            *found = 1;
+            return 0;
+        }
+        x = d.leaf ? NULL : d.child[i];
+    }
+    return 0;
+}
+
+/* Split full child y (child i of x). */
+static int b_split(txn *tx, const struct kc *k, txn_obj *xo, struct dnode *x, unsigned i,
+                   txn_obj *yo, struct dnode *y)
+{
+    struct dnode z = {.n = BT_T - 1, .leaf = y->leaf};
+    txn_obj *zo;
+    for (unsigned j = 0; j < BT_T - 1; j++) {
+        z.key[j] = y->key[j + BT_T];
+        z.val[j] = y->val[j + BT_T];
+    }
+    if (!y->leaf)
+        for (unsigned j = 0; j < BT_T; j++)
+            z.child[j] = y->child[j + BT_T];
+    y->n = BT_T - 1;
+    for (unsigned j = x->n + 1; j > i + 1; j--)
+        x->child[j] = x->child[j - 1];
+    for (unsigned j = x->n; j > i; j--) {
+        x->key[j] = x->key[j - 1];
+        x->val[j] = x->val[j - 1];
+    }
+    TRY(nalloc(tx, k, &zo));
+    x->child[i + 1] = zo;
+    x->key[i] = y->key[BT_T - 1];
+    x->val[i] = y->val[BT_T - 1];
+    x->n++;
+    TRY(nstore(tx, k, zo, &z, W_NEW));
+    TRY(nstore(tx, k, yo, y, W_HDR));
+    return nstore(tx, k, xo, x, W_ALL);
+}
+
+static int b_insert(txn *tx, const struct kc *k, uint64_t key, uint64_t val)
+{
+    txn_obj *ro;
+    struct dnode r;
+    TRY(entry_get(tx, k, &ro));
+    if (!ro) {
+        struct dnode d = {.n = 1, .leaf = 1, .key = {key}, .val = {val}};
+        TRY(nalloc(tx, k, &ro));
+        TRY(nstore(tx, k, ro, &d, W_NEW));
+        return entry_set(tx, k, ro);
+    }
+    TRY(nload(tx, k, ro, &r));
+    txn_obj *xo = ro;
+    struct dnode x = r;
+    if (r.n == 2 * BT_T - 1) {
+        struct dnode s = {.n = 0, .leaf = 0, .child = {ro}};
+        txn_obj *so;
+        TRY(nalloc(tx, k, &so));
+        TRY(nstore(tx, k, so, &s, W_NEW));
+        TRY(entry_set(tx, k, so));
+        TRY(b_split(tx, k, so, &s, 0, ro, &r));
+        xo = so;
+        x = s;
+    }
+    for (;;) {
+        unsigned i = x.n;
+        if (x.leaf) {
+            while (i > 0 && x.key[i - 1] > key) {
+                x.key[i] = x.key[i - 1];
+                x.val[i] = x.val[i - 1];
+                i--;
+            }
+            x.key[i] = key;
+            x.val[i] = val;
+            x.n++;
+            return nstore(tx, k, xo, &x, W_HDR | W_KEYS | W_VALS);
+        }
+        while (i > 0 && x.key[i - 1] > key)
+            i--;
+        txn_obj *co = x.child[i];
+        struct dnode c;
+        TRY(nload(tx, k, co, &c));
+        if (c.n == 2 * BT_T - 1) {
+            TRY(b_split(tx, k, xo, &x, i, co, &c));
+            if (key > x.key[i]) {
+                co = x.child[i + 1];
+                TRY(nload(tx, k, co, &c));
+            }
+        }
+        xo = co;
+        x = c;
+    }
+}
+
+/* Merge child i+1 of x into child i, with key i of x between them. */
+static int b_merge(txn *tx, const struct kc *k, txn_obj *xo, struct dnode *x, unsigned i,
+                   txn_obj **yo_out, struct dnode *y)
+{
+    txn_obj *yo = x->child[i], *zo = x->child[i + 1];
+    struct dnode z;
+    TRY(nload(tx, k, yo, y));
+    TRY(nload(tx, k, zo, &z));
+    y->key[y->n] = x->key[i];
+    y->val[y->n] = x->val[i];
+    for (unsigned j = 0; j < z.n; j++) {
+        y->key[y->n + 1 + j] = z.key[j];
+        y->val[y->n + 1 + j] = z.val[j];
+    }
+    if (!y->leaf)
+        for (unsigned j = 0; j <= z.n; j++)
+            y->child[y->n + 1 + j] = z.child[j];
+    y->n += z.n + 1;
+    for (unsigned j = i; j + 1 < x->n; j++) {
+        x->key[j] = x->key[j + 1];
+        x->val[j] = x->val[j + 1];
+    }
+    for (unsigned j = i + 1; j < x->n; j++)
+        x->child[j] = x->child[j + 1];
+    x->n--;
+    TRY(nstore(tx, k, yo, y, W_ALL));
+    TRY(nstore(tx, k, xo, x, W_ALL));
+    TRY(nfree(tx, k, zo));
+    *yo_out = yo;
+    return 0;
+}
+
+/* Make child i of x hold at least BT_T keys; *ci = the child to go to. */
+static int b_fill(txn *tx, const struct kc *k, txn_obj *xo, struct dnode *x, unsigned *ci,
+                  txn_obj **co, struct dnode *c)
+{
+    unsigned i = *ci;
+    if (c->n >= BT_T)
+        return 0;
+    struct dnode s;
+    if (i > 0) { /* borrow from the left sibling */
+        TRY(nload(tx, k, x->child[i - 1], &s));
+        if (s.n >= BT_T) {
+            for (unsigned j = c->n; j > 0; j--) {
+                c->key[j] = c->key[j - 1];
+                c->val[j] = c->val[j - 1];
+            }
+            if (!c->leaf)
+                for (unsigned j = c->n + 1; j > 0; j--)
+                    c->child[j] = c->child[j - 1];
+            c->key[0] = x->key[i - 1];
+            c->val[0] = x->val[i - 1];
+            c->child[0] = s.child[s.n];
+            c->n++;
+            x->key[i - 1] = s.key[s.n - 1];
+            x->val[i - 1] = s.val[s.n - 1];
+            s.n--;
+            TRY(nstore(tx, k, x->child[i - 1], &s, W_HDR));
+            TRY(nstore(tx, k, *co, c, W_ALL));
+            return nstore(tx, k, xo, x, W_KEYS | W_VALS);
+        }
+    }
+    if (i < x->n) { /* borrow from the right sibling */
+        TRY(nload(tx, k, x->child[i + 1], &s));
+        if (s.n >= BT_T) {
+            c->key[c->n] = x->key[i];
+            c->val[c->n] = x->val[i];
+            c->child[c->n + 1] = s.child[0];
+            c->n++;
+            x->key[i] = s.key[0];
+            x->val[i] = s.val[0];
+            for (unsigned j = 0; j + 1 < s.n; j++) {
+                s.key[j] = s.key[j + 1];
+                s.val[j] = s.val[j + 1];
+            }
+            for (unsigned j = 0; j < s.n; j++)
+                s.child[j] = s.child[j + 1];
+            s.n--;
+            TRY(nstore(tx, k, x->child[i + 1], &s, W_ALL));
+            TRY(nstore(tx, k, *co, c, W_ALL));
+            return nstore(tx, k, xo, x, W_KEYS | W_VALS);
+        }
+        return b_merge(tx, k, xo, x, i, co, c);
+    }
+    *ci = i - 1;
+    return b_merge(tx, k, xo, x, i - 1, co, c);
+}
+
+static int b_delete(txn *tx, const struct kc *k, uint64_t key)
+{
+    txn_obj *xo, *ro;
+    struct dnode x;
+    TRY(entry_get(tx, k, &ro));
+    if (!ro)
+        return 0;
+    xo = ro;
+    TRY(nload(tx, k, xo, &x));
+    for (;;) {
+        unsigned i = 0;
+        while (i < x.n && x.key[i] < key)
+            i++;
+        if (i < x.n && x.key[i] == key) {
+            if (x.leaf) {
+                for (unsigned j = i; j + 1 < x.n; j++) {
+                    x.key[j] = x.key[j + 1];
+                    x.val[j] = x.val[j + 1];
+                }
+                x.n--;
+                TRY(nstore(tx, k, xo, &x, W_HDR | W_KEYS | W_VALS));
+                break;
+            }
+            txn_obj *yo = x.child[i], *zo = x.child[i + 1];
+            struct dnode y, z;
+            TRY(nload(tx, k, yo, &y));
+            if (y.n >= BT_T) { /* replace by the predecessor, delete it below */
+                txn_obj *po = yo;
+                struct dnode pd = y;
+                while (!pd.leaf) {
+                    po = pd.child[pd.n];
+                    TRY(nload(tx, k, po, &pd));
+                }
+                x.key[i] = key = pd.key[pd.n - 1];
+                x.val[i] = pd.val[pd.n - 1];
+                TRY(nstore(tx, k, xo, &x, W_KEYS | W_VALS));
+                xo = yo;
+                x = y;
+                continue;
+            }
+            TRY(nload(tx, k, zo, &z));
+            if (z.n >= BT_T) { /* the successor */
+                txn_obj *so = zo;
+                struct dnode sd = z;
+                while (!sd.leaf) {
+                    so = sd.child[0];
+                    TRY(nload(tx, k, so, &sd));
+                }
+                x.key[i] = key = sd.key[0];
+                x.val[i] = sd.val[0];
+                TRY(nstore(tx, k, xo, &x, W_KEYS | W_VALS));
+                xo = zo;
+                x = z;
+                continue;
+            }
+            TRY(b_merge(tx, k, xo, &x, i, &yo, &y));
+            xo = yo;
+            x = y;
+            continue;
+        }
+        if (x.leaf)
+            break; /* not there */
+        txn_obj *co = x.child[i];
+        struct dnode c;
+        TRY(nload(tx, k, co, &c));
+        TRY(b_fill(tx, k, xo, &x, &i, &co, &c));
+        xo = co;
+        x = c;
+    }
+    /* the root may have emptied */
+    struct dnode r;
+    TRY(entry_get(tx, k, &ro));
+    TRY(nload(tx, k, ro, &r));
+    if (r.n == 0) {
+        TRY(entry_set(tx, k, r.leaf ? NULL : r.child[0]));
+        TRY(nfree(tx, k, ro));
+    }
+    return 0;
+}
+
+/* ---- kernel dispatch */
+
+static int k_lookup(txn *tx, const struct kc *k, uint64_t key, int *found)
+{
+    switch (k->L->kind) {
+    case HASH:
+        return h_lookup(tx, k, key, found);
+    case SKIP:
+        return s_lookup(tx, k, key, found);
+    default:
+        return b_lookup(tx, k, key, found);
+    }
+}
+
+static int k_insert(txn *tx, const struct kc *k, uint64_t key, uint64_t val)
+{
+    switch (k->L->kind) {
+    case HASH:
+        return h_insert(tx, k, key, val);
+    case SKIP:
+        return s_insert(tx, k, key, val);
+    default:
+        return b_insert(tx, k, key, val);
+    }
+}
+
+static int k_delete(txn *tx, const struct kc *k, uint64_t key)
+{
+    switch (k->L->kind) {
+    case HASH:
+        return h_delete(tx, k, key);
+    case SKIP:
+        return s_delete(tx, k, key);
+    default:
+        return b_delete(tx, k, key);
+    }
+}
+
+static int k_create(txn *tx, const struct kc *k)
+{
+    return k->L->kind == HASH ? h_create(tx, k) : k->L->kind == SKIP ? s_create(tx, k) : 0;
+}
+
+/* ---- the manual model's migration: copy every node into the new layout.
+ * Scratch: the new structure's entry, a cursor, a stack (B-tree) or the
+ * tails of the new list (skip list). */
+#define STACK_MAX 24 /* B-tree depth: far more than 4^24 keys */
+struct frame {           /* B-tree: a node whose children are being copied */
+    txn_obj *old;
+    uint64_t next;       /* its next child to copy */
+    txn_obj *copy[CMAX]; /* copies of its children so far */
+};
+struct conv {
+    txn_obj *entry;             /* the new structure */
+    uint64_t started, done;
+    uint64_t bucket;            /* hash: next bucket to copy */
+    txn_obj *cursor;            /* skip list: next old node */
+    txn_obj *tail[SKIP_LEVELS]; /* skip list: last new node per level */
+    uint64_t sp;                /* B-tree: frames in use */
+    struct frame stack[STACK_MAX];
+};
+
+struct mig {
+    struct lay *from, *to;
+    unsigned nb;
+};
+
+/* Copy one old node into the new layout and retire it (a B-tree node
+ * once its children are copied: a step may instead descend one level). */
+static int conv_one(txn_migrate *m, txn *tx, const struct mig *g, const struct kc *ok,
+                    const struct kc *nk, struct conv *c)
+{
+    struct dnode d;
+    txn_obj *no, *cur;
+    if (g->from->kind == HASH) {
+        txn_obj *arr;
+        TRY(entry_get(tx, ok, &arr));
+        while (!c->cursor && c->bucket < g->nb) {
+            TRY(txn_read(tx, arr, 8 * c->bucket, &c->cursor, sizeof c->cursor));
+            if (!c->cursor)
+                c->bucket++;
+        }
+        if (!c->cursor) {
+            c->done = 1;
+            return 0;
+        }
+        cur = c->cursor;
+        TRY(nload(tx, ok, cur, &d));
+        c->cursor = d.child[0];
+        TRY(txn_read(tx, c->entry, 8 * c->bucket, &d.child[0], 8)); /* push front */
+        TRY(nalloc(tx, nk, &no));
+        TRY(nstore(tx, nk, no, &d, W_NEW));
+        TRY(txn_write(tx, c->entry, 8 * c->bucket, &no, sizeof no));
+        if (!c->cursor)
+            c->bucket++;
+        return txn_migrate_retire(m, tx, cur);
+    }
+    if (g->from->kind == SKIP) { /* append in key order, at the node's levels */
+        if (!(cur = c->cursor)) {
+            c->done = 1;
+            return 0;
+        }
+        TRY(nload(tx, ok, cur, &d));
+        c->cursor = d.child[0];
+        memset(d.child, 0, sizeof d.child);
+        TRY(nalloc(tx, nk, &no));
+        TRY(nstore(tx, nk, no, &d, W_NEW));
+        for (unsigned l = 0; l < d.leaf; l++) {
+            TRY(s_link(tx, nk, c->tail[l], l, no));
+            c->tail[l] = no;
+        }
+        return txn_migrate_retire(m, tx, cur);
+    }
+    if (c->sp == 0) { /* B-tree: copied in post-order, the same shape */
+        c->done = 1;
+        return 0;
+    }
+    struct frame *f = &c->stack[c->sp - 1];
+    TRY(nload(tx, ok, f->old, &d));
+    if (!d.leaf && f->next <= d.n) { /* copy the next child first */
+        if (c->sp == STACK_MAX)
+            return TXN_E_NOMEM;
+        c->stack[c->sp++] = (struct frame){.old = d.child[f->next]};
+        return 0;
+    }
+    memcpy(d.child, f->copy, sizeof d.child);
+    TRY(nalloc(tx, nk, &no));
+    TRY(nstore(tx, nk, no, &d, W_NEW));
+    TRY(txn_migrate_retire(m, tx, f->old));
+    if (--c->sp == 0)
+        c->entry = no;
+    else
+        c->stack[c->sp - 1].copy[c->stack[c->sp - 1].next++] = no;
+    return 0;
+}
+
+static int conv_start(txn_migrate *m, txn *tx, const struct mig *g, const struct kc *ok,
+                      const struct kc *nk, struct conv *c)
+{
+    txn_obj *e;
+    struct dnode d, h = {.n = 0, .leaf = SKIP_LEVELS};
+    c->started = 1;
+    TRY(entry_get(tx, ok, &e));
+    if (g->from->kind == BTREE) {
+        if (e)
+            c->stack[c->sp++] = (struct frame){.old = e};
+        return 0;
+    }
+    TRY(txn_migrate_retire(m, tx, e)); /* the bucket array or the head */
+    if (g->from->kind == HASH)
+        return txn_migrate_alloc(m, tx, 8 * (size_t)g->nb, &c->entry);
+    TRY(nload(tx, ok, e, &d));
+    TRY(nalloc(tx, nk, &c->entry));
+    TRY(nstore(tx, nk, c->entry, &h, W_NEW));
+    c->cursor = d.child[0];
+    for (int l = 0; l < SKIP_LEVELS; l++)
+        c->tail[l] = c->entry;
+    return 0;
+}
+
+static int conv_step(txn_migrate *m, txn *tx, txn_obj *scratch, void *arg)
+{
+    const struct mig *g = arg;
+    txn_pool *p = txn_pool_of(tx);
+    struct conv *c = malloc(sizeof *c);
+    if (!c)
+        return TXN_E_NOMEM;
+    struct kc ok = {g->from, txn_root(p), 0, NULL, g->nb};
+    struct kc nk = {g->to, scratch, offsetof(struct conv, entry), m, g->nb};
+    int rc = txn_read(tx, scratch, 0, c, sizeof *c);
+    if (!rc && !c->done && !c->started && !(rc = conv_start(m, tx, g, &ok, &nk, c)))
+        rc = txn_write(tx, scratch, 0, &c->entry, sizeof c->entry);
+    for (unsigned n = 0; !rc && !c->done && n < BATCH; n++)
+        rc = conv_one(m, tx, g, &ok, &nk, c);
+    if (!rc)
+        rc = txn_write(tx, scratch, 0, c, offsetof(struct conv, stack) + sizeof(struct frame) * c->sp);
+    if (!rc && !c->done)
+        rc = TXN_MIGRATE_MORE;
+    free(c);
+    return rc;
+}
+
+static int conv_finish(txn_migrate *m, txn *tx, txn_obj *scratch, void *arg)
+{
+    (void)m;
+    (void)arg;
+    txn_obj *e;
+    TRY(txn_read(tx, scratch, offsetof(struct conv, entry), &e, sizeof e));
+    return txn_write(tx, txn_root(txn_pool_of(tx)), 0, &e, sizeof e);
+}
+
+/* ---- programs */
+
+enum input { INS, DEL, RAND };
+static const char *const input_name[] = {"INS", "DEL", "RAND"};
+
+/* The thread's CPU time: the run is one thread, and the machine's other
+ * processes then cost it nothing (barrier spins and page faults count). */
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static uint64_t stored(void)
+{
+    txn_stats s;
+    txn_stats_get(&s);
+    return s.bytes_stored;
+}
+
+/* one operation per transaction: delete the key if there, else insert */
+static int run_ops(txn_pool *p, const struct kc *k, const uint32_t *keys, size_t n, size_t *found_n)
+{
+    size_t f = 0;
+    for (size_t i = 0; i < n; i++) {
+        txn *tx;
+        int found = 0;
+        TRY(txn_begin(p, &tx));
+        int rc = k_lookup(tx, k, keys[i], &found);
+        if (!rc)
+            rc = found ? k_delete(tx, k, keys[i]) : k_insert(tx, k, keys[i], val_of(keys[i]));
+        if (rc) {
+            txn_abort(tx);
+            return rc;
+        }
+        TRY(txn_commit(tx));
+        f += (size_t)found;
+    }
+    *found_n = f;
+    return 0;
+}
+
+/* Untimed: allocate (zero-filled) and abort `n` node-sized objects, so
+ * that the timed program does not pay first touches of pool pages that
+ * another program's pool had touched already (P-Retain's frees leave
+ * P-Manual warm pages; a fresh copy for P-Auto has none). */
+static int warm_heap(txn_pool *p, size_t size, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        txn *tx;
+        TRY(txn_begin(p, &tx));
+        for (unsigned i = 0; i < 1000 && done < n; i++, done++) {
+            txn_obj *o;
+            int rc = txn_alloc(tx, size, &o);
+            if (rc) {
+                txn_abort(tx);
+                return rc == TXN_E_NOSPACE ? 0 : rc;
+            }
+        }
+        txn_abort(tx);
+    }
+    return 0;
+}
+
+static int create_structure(txn_pool *p, const struct kc *k)
+{
+    txn *tx;
+    TRY(txn_begin(p, &tx));
+    int rc = k_create(tx, k);
+    if (rc) {
+        txn_abort(tx);
+        return rc;
+    }
+    return txn_commit(tx);
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "retain: %s: %s %s\n", what, txn_strerror(rc), txn_layout_error());
+    exit(1);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    static char buf[1 << 20];
+    size_t n;
+    int rc = a && b ? 0 : -1;
+    while (!rc && (n = fread(buf, 1, sizeof buf, a)) > 0)
+        rc = fwrite(buf, 1, n, b) == n ? 0 : -1;
+    if (a)
+        fclose(a);
+    if (b && fclose(b))
+        rc = -1;
+    return rc;
+}
+
+static char g_dir[256], g_orig[512], g_work[512];
+static size_t g_n;
+static unsigned g_reps = 3;
+
+struct measure {
+    double t_orig, t_retain, t_manual, t_auto;
+    uint64_t b_orig, b_retain, b_manual, b_auto;
+};
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, unsigned n)
+{
+    qsort(v, n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static unsigned buckets_for(size_t n)
+{
+    unsigned nb = 1;
+    while (nb < n / 2)
+        nb *= 2;
+    return nb;
+}
+
+static txn_pool_opts g_opts = {.size = (size_t)16 << 20, .root_size = 64};
+
+/* P-Original: build the original pool from `keys`. */
+static void p_original(struct lay *L, const uint32_t *keys, size_t n, struct measure *m)
+{
+    static const txn_layout v1 = {"retain-bench", 1, NULL, 0, NULL, 0, 0};
+    txn_pool *p;
+    unlink(g_orig);
+    int rc = txn_layout_open(g_orig, &v1, &g_opts, TXN_LAYOUT_CREATE, &p);
+    if (rc)
+        die("create", rc);
+    struct kc k = {L, txn_root(p), 0, NULL, buckets_for(g_n)};
+    size_t f;
+    uint64_t b0 = stored();
+    double t0 = now_s();
+    if ((rc = create_structure(p, &k)) || (rc = run_ops(p, &k, keys, n, &f)))
+        die("P-Original", rc);
+    m->t_orig = now_s() - t0;
+    m->b_orig = stored() - b0;
+    txn_pool_close(p);
+}
+
+/* P-Retain then P-Manual on a copy of the original; P-Auto on another.
+ * `want` = keys the update input must find. */
+static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint32_t *keys,
+                     size_t n, size_t want, struct measure *m)
+{
+    struct mig g = {L1, L2, buckets_for(g_n)};
+    const txn_migration mg[] = {{1, sizeof(struct conv), conv_step, conv_finish, &g}};
+    const txn_layout v2 = {"retain-bench", 2, NULL, 0, mg, 1, BATCH};
+    const txn_layout v1 = {"retain-bench", 1, NULL, 0, NULL, 0, 0};
+    double tr[16], tm[16], ta[16];
+    for (unsigned r = 0; r < g_reps; r++) {
+        txn_pool *p;
+        size_t f;
+        int rc;
+        if (copy_file(g_orig, g_work))
+            die("copy", TXN_E_IO);
+        uint64_t b0 = stored();
+        double t0 = now_s();
+        if ((rc = txn_layout_open(g_work, &v2, NULL, 0, &p)))
+            die("P-Retain", rc);
+        tr[r] = now_s() - t0;
+        m->b_retain = stored() - b0;
+        struct kc k2 = {L2, txn_root(p), 0, NULL, g.nb};
+        if ((rc = warm_heap(p, L2->size, 2 * g_n)))
+            die("warm", rc);
+        b0 = stored();
+        t0 = now_s();
+        if ((rc = run_ops(p, &k2, keys, n, &f)))
+            die("P-Manual", rc);
+        tm[r] = now_s() - t0;
+        m->b_manual = stored() - b0;
+        if (f != want) {
+            fprintf(stderr, "retain: P-Manual found %zu keys, expected %zu\n", f, want);
+            exit(1);
+        }
+        txn_pool_close(p);
+        if (copy_file(g_orig, g_work))
+            die("copy", TXN_E_IO);
+        if ((rc = txn_layout_open(g_work, &v1, NULL, 0, &p)))
+            die("P-Auto open", rc);
+        struct kc ka = {La, txn_root(p), 0, NULL, g.nb};
+        if ((rc = warm_heap(p, La->size, 2 * g_n)))
+            die("warm", rc);
+        b0 = stored();
+        t0 = now_s();
+        if ((rc = run_ops(p, &ka, keys, n, &f)))
+            die("P-Auto", rc);
+        ta[r] = now_s() - t0;
+        m->b_auto = stored() - b0;
+        if (f != want) {
+            fprintf(stderr, "retain: P-Auto found %zu keys, expected %zu\n", f, want);
+            exit(1);
+        }
+        txn_pool_close(p);
+    }
+    unlink(g_work);
+    m->t_retain = median(tr, g_reps);
+    m->t_manual = median(tm, g_reps);
+    m->t_auto = median(ta, g_reps);
+}
+
+static uint32_t key_at(uint64_t i)
+{
+    return (uint32_t)mix64(i * 0x9e3779b97f4a7c15ull + 12345);
+}
+
+/* N keys that are all distinct: i -> a bijection of 32-bit values */
+static uint32_t unique_key(uint32_t i)
+{
+    uint32_t x = i * 2654435761u + 0x1234567u;
+    x ^= x >> 16;
+    x *= 0x85ebca6bu;
+    x ^= x >> 13;
+    x *= 0xc2b2ae35u;
+    x ^= x >> 16;
+    return x;
+}
+
+/* keys of the original program and of the update, and how many of the
+ * update's the update finds (what run_ops must report) */
+static void make_input(enum input in, size_t n, uint32_t *orig, uint32_t *upd, size_t *want,
+                       size_t upd_n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (in == RAND) {
+            orig[i] = key_at(i) % (uint32_t)n;
+            upd[i] = orig[i];
+        } else {
+            orig[i] = unique_key((uint32_t)i);
+            upd[i] = in == INS ? unique_key((uint32_t)(n + i)) : orig[i];
+        }
+    }
+    if (in != RAND) {
+        *want = in == DEL ? upd_n : 0;
+        return;
+    }
+    /* RAND: replay the sequence on a presence bitmap */
+    unsigned char *in_set = calloc(n, 1);
+    size_t f = 0;
+    for (size_t i = 0; i < n; i++)
+        in_set[orig[i]] ^= 1;
+    for (size_t i = 0; i < upd_n; i++) {
+        f += in_set[upd[i]];
+        in_set[upd[i]] ^= 1;
+    }
+    free(in_set);
+    *want = f;
+}
+
+static void layouts(enum kind kd, int change, struct lay *L1, struct lay *L2, struct lay *La)
+{
+    lay_init(L1, kd, 4, 0, EXT_NONE);
+    if (change) {
+        lay_init(L2, kd, 8, 0, EXT_NONE);
+        lay_init(La, kd, 4, 0, EXT_KEY);
+    } else {
+        lay_init(L2, kd, 4, NAME_LEN, EXT_NONE);
+        lay_init(La, kd, 4, 0, EXT_NAME);
+    }
+}
+
+static void table(int kmask)
+{
+    uint32_t *orig = malloc(g_n * 4), *upd = malloc(g_n * 4);
+    printf("| kernel | layout | input | P-Original ms | P-Retain ms | P-Manual ms | P-Auto ms "
+           "| Manual overhead | Auto overhead | bytes P-Retain | bytes P-Manual | bytes P-Auto "
+           "| retention bytes Manual/Auto |\n");
+    printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int kd = 0; kd < 3; kd++) {
+        if (!(kmask & 1 << kd))
+            continue;
+        for (int change = 1; change >= 0; change--)
+            for (int in = 0; in < 3; in++) {
+                struct lay L1, L2, La;
+                struct measure m = {0};
+                size_t want;
+                layouts(kd, change, &L1, &L2, &La);
+                make_input(in, g_n, orig, upd, &want, g_n);
+                p_original(&L1, orig, g_n, &m);
+                p_update(&L1, &L2, &La, upd, g_n, want, &m);
+                char ratio[32];
+                if (m.b_auto > m.b_manual)
+                    snprintf(ratio, sizeof ratio, "%.1fx",
+                             (double)m.b_retain / (double)(m.b_auto - m.b_manual));
+                else
+                    snprintf(ratio, sizeof ratio, "Auto: none");
+                printf("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f%% | %.2f%% | %llu | %llu "
+                       "| %llu | %s |\n",
+                       kind_name[kd], change ? "Layout-Change" : "Layout-Add", input_name[in],
+                       m.t_orig * 1e3, m.t_retain * 1e3, m.t_manual * 1e3, m.t_auto * 1e3,
+                       100 * m.t_retain / m.t_manual,
+                       100 * (m.t_auto - m.t_manual) / m.t_manual,
+                       (unsigned long long)m.b_retain, (unsigned long long)m.b_manual,
+                       (unsigned long long)m.b_auto, ratio);
+                fflush(stdout);
+            }
+    }
+    free(orig);
+    free(upd);
+}
+
+/* DEL of a fraction of the keys, Layout-Change: the manual model pays
+ * the whole migration, the automatic one the nodes the deletions touch. */
+static void sweep(int kmask)
+{
+    static const double frac[] = {0.001, 0.01, 0.1, 1.0};
+    uint32_t *orig = malloc(g_n * 4), *upd = malloc(g_n * 4);
+    printf("| kernel | keys deleted | P-Retain ms | P-Manual ms | P-Auto ms | Manual cost ms "
+           "| Auto cost ms | Manual/Auto time | Manual/Auto bytes |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int kd = 0; kd < 3; kd++) {
+        if (!(kmask & 1 << kd))
+            continue;
+        struct lay L1, L2, La;
+        layouts(kd, 1, &L1, &L2, &La);
+        size_t want;
+        struct measure m0 = {0};
+        make_input(DEL, g_n, orig, upd, &want, g_n);
+        p_original(&L1, orig, g_n, &m0);
+        for (int i = 0; i < 4; i++) {
+            struct measure m = {0};
+            size_t n = (size_t)(frac[i] * (double)g_n + 0.5);
+            p_update(&L1, &L2, &La, upd, n, n, &m);
+            double auto_cost = m.t_auto - m.t_manual;
+            /* bytes the retention costs: all of P-Retain for the manual
+             * model, what P-Auto stores beyond P-Manual for the automatic */
+            double auto_bytes = (double)m.b_auto - (double)m.b_manual;
+            char rt[48], rb[48];
+            if (auto_cost > 0)
+                snprintf(rt, sizeof rt, "%.1fx", m.t_retain / auto_cost);
+            else
+                snprintf(rt, sizeof rt, "Auto: none measurable");
+            if (auto_bytes > 0)
+                snprintf(rb, sizeof rb, "%.1fx", (double)m.b_retain / auto_bytes);
+            else
+                snprintf(rb, sizeof rb, "Auto: none");
+            printf("| %s | %.1f%% (%zu) | %.2f | %.2f | %.2f | %.2f | %.3f | %s | %s |\n",
+                   kind_name[kd], frac[i] * 100, n, m.t_retain * 1e3, m.t_manual * 1e3,
+                   m.t_auto * 1e3, m.t_retain * 1e3, auto_cost * 1e3, rt, rb);
+            fflush(stdout);
+        }
+    }
+    free(orig);
+    free(upd);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"n", required_argument, 0, 'n'},
+                                         {"reps", required_argument, 0, 'r'},
+                                         {"kernel", required_argument, 0, 'k'},
+                                         {"sweep", no_argument, 0, 's'},
+                                         {"plain-ext", no_argument, 0, 'p'},
+                                         {0, 0, 0, 0}};
+    int kmask = 7, do_sweep = 0;
+    g_n = 20000;
+    for (int c; (c = getopt_long(argc, argv, "n:r:k:s", opts, NULL)) != -1;) {
+        if (c == 'n' && atol(optarg) >= 16)
+            g_n = (size_t)atol(optarg);
+        else if (c == 'r' && atoi(optarg) >= 1 && atoi(optarg) <= 16)
+            g_reps = (unsigned)atoi(optarg);
+        else if (c == 'k' && (!strcmp(optarg, "hash") || !strcmp(optarg, "btree") ||
+                              !strcmp(optarg, "skip")))
+            kmask = !strcmp(optarg, "hash") ? 1 : !strcmp(optarg, "btree") ? 2 : 4;
+        else if (c == 's')
+            do_sweep = 1;
+        else if (c == 'p')
+            g_inline_check = 0;
+        else {
+            fprintf(stderr, "usage: %s [--n N] [--reps 1..16] [--kernel hash|btree|skip] [--sweep] [--plain-ext]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    if (g_n * 2048 > g_opts.size)
+        g_opts.size = g_n * 2048;
+    snprintf(g_dir, sizeof g_dir, "%s", getenv("TXN_POOL_DIR") ? getenv("TXN_POOL_DIR") : "/dev/shm");
+    snprintf(g_orig, sizeof g_orig, "%s/retain-%s-%d-orig.pool", g_dir, txn_engine_name(),
+             (int)getpid());
+    snprintf(g_work, sizeof g_work, "%s/retain-%s-%d-work.pool", g_dir, txn_engine_name(),
+             (int)getpid());
+    printf("# retain: engine %s, PDOM %d, N = %zu keys, median of %u runs, thread CPU time\n", txn_engine_name(),
+           txn_pdom(), g_n, g_reps);
+    if (do_sweep)
+        sweep(kmask);
+    else
+        table(kmask);
+    unlink(g_orig);
+    unlink(g_work);
+    return 0;
+}

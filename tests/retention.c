@@ -1,0 +1,529 @@
+/* retention.c - an old pool opened by a new program, on every engine
+ * (txn_layout.h): the reset model refuses it clearly and leaves its data
+ * alone (or recreates it when asked), the manual model migrates it in
+ * bounded transactions and resumes or drops an interrupted migration, the
+ * automatic model (LEDS) extends objects lazily, level by level, at first
+ * access. Written only against txn.h and txn_layout.h. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "txn.h"
+#include "txn_layout.h"
+
+#define NAME "kvlist"
+#define NODES 300
+
+#define CHECK_RC(expr, want)                                                   \
+    do {                                                                       \
+        int rc_ = (expr);                                                      \
+        ck_assert_msg(rc_ == (want), "%s returned %d (%s), expected %s: %s", #expr, rc_, \
+                      txn_strerror(rc_), #want, txn_layout_error());           \
+    } while (0)
+#define CHECK_OK(expr) CHECK_RC(expr, 0)
+
+static char g_pool[96];
+
+static void new_pool_name(void)
+{
+    static unsigned seq;
+    snprintf(g_pool, sizeof g_pool, "pmtx-retention-%s-%d-%u.pool", txn_engine_name(),
+             (int)getpid(), seq++);
+}
+
+static void remove_pool(void)
+{
+    char path[256];
+    const char *d = getenv("TXN_POOL_DIR");
+    snprintf(path, sizeof path, "%s/%s", d && *d ? d : "/dev/shm", g_pool);
+    unlink(path);
+}
+
+#define BOOKKEEPING 8192u
+
+static unsigned char *slurp(size_t *len)
+{
+    char path[256];
+    const char *d = getenv("TXN_POOL_DIR");
+    snprintf(path, sizeof path, "%s/%s", d && *d ? d : "/dev/shm", g_pool);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    rewind(f);
+    unsigned char *b = malloc(*len);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(fread(b, 1, *len, f), *len);
+    fclose(f);
+    return b;
+}
+
+static const txn_pool_opts g_opts = {.size = 16u << 20, .root_size = 64};
+
+/* ---- version 1: a list of {u32 key, next} from the root's first word */
+struct node_v1 {
+    uint32_t key;
+    uint32_t pad;
+    txn_obj *next;
+    TXN_EXTENDIBLE;
+};
+static const txn_type v1_types[] = {
+    TXN_TYPE(struct node_v1, TXN_FIELD(struct node_v1, key), TXN_FIELD(struct node_v1, next),
+             TXN_FIELD(struct node_v1, txn_ext_link_)),
+};
+static const txn_layout layout_v1 = {NAME, 1, v1_types, 1, NULL, 0, 0};
+
+/* the same version with the key widened but no version bump */
+struct node_v1_changed {
+    uint64_t key;
+    txn_obj *next;
+    TXN_EXTENDIBLE;
+};
+static const txn_type v1_changed_types[] = {
+    TXN_TYPE(struct node_v1_changed, TXN_FIELD(struct node_v1_changed, key),
+             TXN_FIELD(struct node_v1_changed, next)),
+};
+
+/* build the v1 list of keys 1..n, key k at position k (head = n) */
+static void fill_v1(txn_pool *p, unsigned n)
+{
+    txn *tx;
+    txn_obj *head = NULL;
+    for (unsigned k = 1; k <= n; k++) {
+        if (k % 50 == 1)
+            CHECK_OK(txn_begin(p, &tx));
+        txn_obj *o;
+        struct node_v1 v = {.key = k, .next = head};
+        CHECK_OK(txn_alloc(tx, sizeof v, &o));
+        CHECK_OK(txn_write(tx, o, 0, &v, sizeof v));
+        head = o;
+        if (k % 50 == 0 || k == n) {
+            CHECK_OK(txn_write(tx, txn_root(p), 0, &head, sizeof head));
+            CHECK_OK(txn_commit(tx));
+        }
+    }
+}
+
+/* keys of the v1 list, head first; returns the count */
+static unsigned read_v1(txn_pool *p, uint32_t *keys, unsigned max)
+{
+    txn *tx;
+    txn_obj *o;
+    unsigned n = 0;
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_OK(txn_read(tx, txn_root(p), 0, &o, sizeof o));
+    while (o && n < max) {
+        struct node_v1 v;
+        ck_assert_uint_eq(txn_obj_size(p, o) >= sizeof v, 1);
+        CHECK_OK(txn_read(tx, o, 0, &v, sizeof v));
+        keys[n++] = v.key;
+        o = v.next;
+    }
+    txn_abort(tx);
+    return n;
+}
+
+static void make_v1_pool(void)
+{
+    txn_pool *p;
+    new_pool_name();
+    CHECK_OK(txn_layout_open(g_pool, &layout_v1, &g_opts, TXN_LAYOUT_CREATE, &p));
+    uint32_t v = 0;
+    CHECK_OK(txn_layout_version(p, &v));
+    ck_assert_uint_eq(v, 1);
+    fill_v1(p, NODES);
+    txn_pool_close(p);
+}
+
+static void check_v1_intact(void)
+{
+    txn_pool *p;
+    uint32_t keys[NODES + 1];
+    CHECK_OK(txn_layout_open(g_pool, &layout_v1, NULL, 0, &p));
+    ck_assert_uint_eq(read_v1(p, keys, NODES + 1), NODES);
+    for (unsigned i = 0; i < NODES; i++)
+        ck_assert_uint_eq(keys[i], NODES - i);
+    uint32_t v = 0;
+    CHECK_OK(txn_layout_version(p, &v));
+    ck_assert_uint_eq(v, 1);
+    txn_pool_close(p);
+}
+
+/* ---- version 2 (manual model): {u64 key, next, char name[16]} */
+struct node_v2 {
+    uint64_t key;
+    txn_obj *next;
+    char name[16];
+};
+static const txn_type v2_types[] = {
+    TXN_TYPE(struct node_v2, TXN_FIELD(struct node_v2, key), TXN_FIELD(struct node_v2, next),
+             TXN_FIELD(struct node_v2, name)),
+};
+
+/* The scratch: where the old list is read next, and the new list's ends. */
+struct conv {
+    txn_obj *old_next; /* next old node to convert */
+    txn_obj *head, *tail;
+    uint64_t started, done;
+};
+
+struct conv_ctl {
+    unsigned batch;      /* nodes per step */
+    unsigned fail_after; /* steps before a simulated failure (0: never) */
+    unsigned steps;      /* steps run (volatile, for the test) */
+};
+
+static int conv_step(txn_migrate *m, txn *tx, txn_obj *scratch, void *arg)
+{
+    struct conv_ctl *ctl = arg;
+    struct conv c;
+    int rc = txn_read(tx, scratch, 0, &c, sizeof c);
+    if (rc || c.done)
+        return rc;
+    if (ctl->fail_after && ctl->steps == ctl->fail_after)
+        return TXN_E_IO;
+    ctl->steps++;
+    if (!c.started) {
+        txn_pool *p = txn_pool_of(tx);
+        if ((rc = txn_read(tx, txn_root(p), 0, &c.old_next, sizeof c.old_next)))
+            return rc;
+        c.started = 1;
+    }
+    for (unsigned i = 0; i < ctl->batch && c.old_next; i++) {
+        struct node_v1 o;
+        struct node_v2 n = {0};
+        txn_obj *no;
+        if ((rc = txn_read(tx, c.old_next, 0, &o, sizeof o)) ||
+            (rc = txn_migrate_alloc(m, tx, sizeof n, &no)))
+            return rc;
+        n.key = o.key;
+        snprintf(n.name, sizeof n.name, "k%u", o.key);
+        if ((rc = txn_write(tx, no, 0, &n, sizeof n)) ||
+            (rc = txn_migrate_retire(m, tx, c.old_next)))
+            return rc;
+        if (c.tail)
+            rc = txn_write(tx, c.tail, offsetof(struct node_v2, next), &no, sizeof no);
+        else
+            c.head = no;
+        c.tail = no;
+        c.old_next = o.next;
+    }
+    c.done = c.old_next == NULL;
+    rc = txn_write(tx, scratch, 0, &c, sizeof c);
+    return rc ? rc : c.done ? 0 : TXN_MIGRATE_MORE;
+}
+
+static int conv_finish(txn_migrate *m, txn *tx, txn_obj *scratch, void *arg)
+{
+    (void)m;
+    (void)arg;
+    struct conv c;
+    int rc = txn_read(tx, scratch, 0, &c, sizeof c);
+    return rc ? rc : txn_write(tx, txn_root(txn_pool_of(tx)), 0, &c.head, sizeof c.head);
+}
+
+static struct conv_ctl g_ctl;
+static const txn_migration v1_to_v2[] = {
+    {1, sizeof(struct conv), conv_step, conv_finish, &g_ctl},
+};
+static const txn_layout layout_v2 = {NAME, 2, v2_types, 1, v1_to_v2, 1, 16};
+static const txn_layout layout_v2_no_migration = {NAME, 2, v2_types, 1, NULL, 0, 0};
+
+static void check_v2(txn_pool *p)
+{
+    txn *tx;
+    txn_obj *o;
+    unsigned n = 0;
+    uint32_t v = 0;
+    CHECK_OK(txn_layout_version(p, &v));
+    ck_assert_uint_eq(v, 2);
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_OK(txn_read(tx, txn_root(p), 0, &o, sizeof o));
+    while (o) {
+        struct node_v2 nd;
+        char want[16];
+        ck_assert_uint_ge(txn_obj_size(p, o), sizeof nd);
+        CHECK_OK(txn_read(tx, o, 0, &nd, sizeof nd));
+        ck_assert_uint_eq(nd.key, NODES - n);
+        snprintf(want, sizeof want, "k%u", NODES - n);
+        ck_assert_str_eq(nd.name, want);
+        o = nd.next;
+        n++;
+    }
+    txn_abort(tx);
+    ck_assert_uint_eq(n, NODES);
+}
+
+/* ---- reset model */
+
+START_TEST(test_reset_refuses_and_resets)
+{
+    txn_pool *p = NULL;
+    make_v1_pool();
+    /* a newer version without a migration: refused, named */
+    size_t n0, n1;
+    unsigned char *before = slurp(&n0);
+    CHECK_RC(txn_layout_open(g_pool, &layout_v2_no_migration, NULL, 0, &p), TXN_E_LAYOUTVER);
+    unsigned char *after = slurp(&n1);
+    /* Only what any open writes may differ: the boot count, a log slot's
+     * version range, PMDK's run-time state, all in the first 8 KiB (pool
+     * header, slot 0, PMDK's header and descriptor); no object is there. */
+    ck_assert_uint_eq(n0, n1);
+    ck_assert_msg(!memcmp(before + BOOKKEEPING, after + BOOKKEEPING, n0 - BOOKKEEPING),
+                  "a refused open changed the pool's objects");
+    free(before);
+    free(after);
+    const char *msg = txn_layout_error();
+    ck_assert_msg(strstr(msg, "version 1") && strstr(msg, "version 2") && strstr(msg, NAME),
+                  "message names both versions: %s", msg);
+    /* the same version whose struct changed: refused */
+    txn_layout changed = layout_v1;
+    changed.types = v1_changed_types;
+    CHECK_RC(txn_layout_open(g_pool, &changed, NULL, 0, &p), TXN_E_TYPESIG);
+    ck_assert_msg(strstr(txn_layout_error(), "node_v1_changed"), "%s", txn_layout_error());
+    /* another layout name: refused */
+    txn_layout other = layout_v1;
+    other.name = "another";
+    CHECK_RC(txn_layout_open(g_pool, &other, NULL, 0, &p), TXN_E_LAYOUT);
+    ck_assert_msg(strstr(txn_layout_error(), "another"), "%s", txn_layout_error());
+    check_v1_intact(); /* nothing above touched the data */
+    /* the reset option recreates it empty at version 2 */
+    CHECK_OK(txn_layout_open(g_pool, &layout_v2_no_migration, &g_opts, TXN_LAYOUT_RESET, &p));
+    uint32_t v = 0;
+    txn_obj *head = (txn_obj *)1;
+    txn *tx;
+    CHECK_OK(txn_layout_version(p, &v));
+    ck_assert_uint_eq(v, 2);
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_OK(txn_read(tx, txn_root(p), 0, &head, sizeof head));
+    txn_abort(tx);
+    ck_assert_ptr_null(head);
+    txn_pool_close(p);
+    /* now version 1 is the older one */
+    CHECK_RC(txn_layout_open(g_pool, &layout_v1, NULL, 0, &p), TXN_E_LAYOUTVER);
+    ck_assert_msg(strstr(txn_layout_error(), "newer"), "%s", txn_layout_error());
+    remove_pool();
+}
+END_TEST
+
+START_TEST(test_missing_pool)
+{
+    txn_pool *p;
+    new_pool_name();
+    CHECK_RC(txn_layout_open(g_pool, &layout_v1, NULL, 0, &p), TXN_E_NOENT);
+    txn_layout bad = layout_v1;
+    bad.version = 0;
+    CHECK_RC(txn_layout_open(g_pool, &bad, NULL, TXN_LAYOUT_CREATE, &p), TXN_E_INVAL);
+}
+END_TEST
+
+/* ---- manual model */
+
+START_TEST(test_manual_migrates)
+{
+    txn_pool *p;
+    make_v1_pool();
+    g_ctl = (struct conv_ctl){.batch = 16};
+    CHECK_OK(txn_layout_open(g_pool, &layout_v2, NULL, 0, &p));
+    ck_assert_uint_eq(g_ctl.steps, (NODES + 15) / 16);
+    check_v2(p);
+    txn_pool_close(p);
+    /* the next open of the new program runs nothing */
+    g_ctl.steps = 0;
+    CHECK_OK(txn_layout_open(g_pool, &layout_v2, NULL, 0, &p));
+    ck_assert_uint_eq(g_ctl.steps, 0);
+    check_v2(p);
+    txn_pool_close(p);
+    /* the old program is refused now */
+    CHECK_RC(txn_layout_open(g_pool, &layout_v1, NULL, 0, &p), TXN_E_LAYOUTVER);
+    remove_pool();
+}
+END_TEST
+
+START_TEST(test_manual_resumes)
+{
+    txn_pool *p;
+    make_v1_pool();
+    g_ctl = (struct conv_ctl){.batch = 16, .fail_after = 5};
+    CHECK_RC(txn_layout_open(g_pool, &layout_v2, NULL, 0, &p), TXN_E_IO);
+    ck_assert_uint_eq(g_ctl.steps, 5);
+    /* the next open resumes where the committed steps stopped */
+    g_ctl.fail_after = 0;
+    g_ctl.steps = 0;
+    CHECK_OK(txn_layout_open(g_pool, &layout_v2, NULL, 0, &p));
+    ck_assert_uint_eq(g_ctl.steps, (NODES + 15) / 16 - 5);
+    check_v2(p);
+    txn_pool_close(p);
+    remove_pool();
+}
+END_TEST
+
+START_TEST(test_manual_dropped_by_old_program)
+{
+    txn_pool *p;
+    make_v1_pool();
+    g_ctl = (struct conv_ctl){.batch = 16, .fail_after = 7};
+    CHECK_RC(txn_layout_open(g_pool, &layout_v2, NULL, 0, &p), TXN_E_IO);
+    /* the old program drops the half-built version and finds its data */
+    check_v1_intact();
+    g_ctl = (struct conv_ctl){.batch = 16};
+    CHECK_OK(txn_layout_open(g_pool, &layout_v2, NULL, 0, &p));
+    ck_assert_uint_eq(g_ctl.steps, (NODES + 15) / 16);
+    check_v2(p);
+    txn_pool_close(p);
+    remove_pool();
+}
+END_TEST
+
+/* ---- automatic model: node_v1 extended with a 64-bit key (level 1) and a
+ * name (level 2), without a version change */
+struct node_ext1 {
+    uint64_t key64;
+    TXN_EXTENDIBLE;
+};
+struct node_ext2 {
+    char name[24];
+    TXN_EXTENDIBLE;
+};
+static unsigned g_inits;
+
+static int ext1_init(txn *tx, txn_obj *o, void *ext)
+{
+    struct node_ext1 *e = ext;
+    uint32_t k;
+    int rc = txn_read(tx, o, offsetof(struct node_v1, key), &k, sizeof k);
+    e->key64 = (uint64_t)k << 32 | k;
+    g_inits++;
+    return rc;
+}
+
+static const txn_ext_type node_ext = TXN_EXT_TYPE(
+    struct node_v1, TXN_EXT_LEVEL(struct node_ext1, ext1_init), TXN_EXT_LEVEL(struct node_ext2, NULL));
+
+static txn_obj *nth_node(txn *tx, txn_pool *p, unsigned i)
+{
+    txn_obj *o;
+    CHECK_OK(txn_read(tx, txn_root(p), 0, &o, sizeof o));
+    while (i--)
+        CHECK_OK(txn_read(tx, o, offsetof(struct node_v1, next), &o, sizeof o));
+    return o;
+}
+
+static txn_obj *link_of(txn *tx, txn_obj *o, size_t off)
+{
+    txn_obj *l;
+    CHECK_OK(txn_read(tx, o, off, &l, sizeof l));
+    return l;
+}
+
+START_TEST(test_auto_lazy)
+{
+    txn_pool *p;
+    txn *tx;
+    make_v1_pool();
+    CHECK_OK(txn_layout_open(g_pool, &layout_v1, NULL, 0, &p)); /* same version */
+    g_inits = 0;
+    /* first access to level 1 of node 3: allocated and initialised */
+    CHECK_OK(txn_begin(p, &tx));
+    txn_obj *n3 = nth_node(tx, p, 3);
+    uint64_t k64 = 0;
+    CHECK_OK(txn_ext_read(tx, &node_ext, n3, 1, offsetof(struct node_ext1, key64), &k64, 8));
+    ck_assert_uint_eq(k64, (uint64_t)(NODES - 3) << 32 | (NODES - 3));
+    CHECK_OK(txn_commit(tx));
+    ck_assert_uint_eq(g_inits, 1);
+    /* a peek computes a missing level without making it */
+    CHECK_OK(txn_begin(p, &tx));
+    txn_obj *n6 = nth_node(tx, p, 6);
+    k64 = 0;
+    CHECK_OK(txn_ext_peek(tx, &node_ext, n6, 1, offsetof(struct node_ext1, key64), &k64, 8));
+    ck_assert_uint_eq(k64, (uint64_t)(NODES - 6) << 32 | (NODES - 6));
+    ck_assert_ptr_null(link_of(tx, n6, node_ext.link_off));
+    CHECK_OK(txn_ext_peek(tx, &node_ext, n3, 1, offsetof(struct node_ext1, key64), &k64, 8));
+    ck_assert_uint_eq(k64, (uint64_t)(NODES - 3) << 32 | (NODES - 3));
+    CHECK_RC(txn_ext_peek(tx, &node_ext, n6, 1, 8, &k64, 16), TXN_E_INVAL);
+    CHECK_OK(txn_commit(tx));
+    ck_assert_uint_eq(g_inits, 2);
+    /* an aborted extension leaves no trace */
+    CHECK_OK(txn_begin(p, &tx));
+    txn_obj *n4 = nth_node(tx, p, 4);
+    CHECK_OK(txn_ext_read(tx, &node_ext, n4, 1, 0, &k64, 8));
+    txn_abort(tx);
+    CHECK_OK(txn_begin(p, &tx));
+    ck_assert_ptr_null(link_of(tx, nth_node(tx, p, 4), node_ext.link_off));
+    /* the others were not touched */
+    for (unsigned i = 0; i < 10; i++)
+        if (i != 3)
+            ck_assert_ptr_null(link_of(tx, nth_node(tx, p, i), node_ext.link_off));
+    txn_obj *e1 = link_of(tx, n3, node_ext.link_off);
+    ck_assert_ptr_nonnull(e1);
+    /* level 2 of node 5: both levels made in one go, in order */
+    char name[24] = "five";
+    txn_obj *n5 = nth_node(tx, p, 5);
+    CHECK_OK(txn_ext_write(tx, &node_ext, n5, 2, 0, name, sizeof name));
+    CHECK_OK(txn_commit(tx));
+    txn_pool_close(p);
+    /* a later run finds them, initialises nothing again */
+    g_inits = 0;
+    CHECK_OK(txn_layout_open(g_pool, &layout_v1, NULL, 0, &p));
+    CHECK_OK(txn_begin(p, &tx));
+    n5 = nth_node(tx, p, 5);
+    char got[24] = {0};
+    CHECK_OK(txn_ext_read(tx, &node_ext, n5, 2, 0, got, sizeof got));
+    ck_assert_str_eq(got, "five");
+    CHECK_OK(txn_ext_read(tx, &node_ext, n5, 1, 0, &k64, 8));
+    ck_assert_uint_eq(k64, (uint64_t)(NODES - 5) << 32 | (NODES - 5));
+    ck_assert_uint_eq(g_inits, 0);
+    n3 = nth_node(tx, p, 3);
+    ck_assert_ptr_eq(link_of(tx, n3, node_ext.link_off), e1);
+    /* a deep copy has its own extensions with the same contents */
+    txn_obj *c, *e1c, *e2c, *e1o = link_of(tx, n5, node_ext.link_off);
+    CHECK_OK(txn_ext_copy(tx, &node_ext, n5, &c));
+    e1c = link_of(tx, c, node_ext.link_off);
+    ck_assert_ptr_nonnull(e1c);
+    ck_assert_ptr_ne(e1c, e1o);
+    e2c = link_of(tx, e1c, node_ext.levels[0].link_off);
+    ck_assert_ptr_nonnull(e2c);
+    ck_assert_ptr_ne(e2c, link_of(tx, e1o, node_ext.levels[0].link_off));
+    memset(got, 0, sizeof got);
+    CHECK_OK(txn_read(tx, e2c, 0, got, sizeof got));
+    ck_assert_str_eq(got, "five");
+    CHECK_OK(txn_commit(tx));
+    /* freeing frees the extensions */
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_OK(txn_ext_free(tx, &node_ext, c));
+    CHECK_OK(txn_commit(tx));
+    CHECK_OK(txn_begin(p, &tx)); /* a freed object cannot be freed again */
+    CHECK_RC(txn_free(tx, e1c), TXN_E_INVAL);
+    CHECK_RC(txn_free(tx, e2c), TXN_E_INVAL);
+    CHECK_RC(txn_free(tx, c), TXN_E_INVAL);
+    txn_abort(tx);
+    /* bad levels */
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_RC(txn_ext_get(tx, &node_ext, n5, 3, &c), TXN_E_INVAL);
+    CHECK_RC(txn_ext_get(tx, &node_ext, n5, 0, &c), TXN_E_INVAL);
+    txn_abort(tx);
+    txn_pool_close(p);
+    remove_pool();
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("retention");
+    TCase *tc = tcase_create("models");
+    tcase_add_test(tc, test_reset_refuses_and_resets);
+    tcase_add_test(tc, test_missing_pool);
+    tcase_add_test(tc, test_manual_migrates);
+    tcase_add_test(tc, test_manual_resumes);
+    tcase_add_test(tc, test_manual_dropped_by_old_program);
+    tcase_add_test(tc, test_auto_lazy);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
