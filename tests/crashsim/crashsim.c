@@ -4,7 +4,7 @@
  * the workload's oracle and the allocator. One crash image in four also
  * crashes recovery itself at a random point and recovers that image again.
  *
- *   crashsim-<engine> [--workload slots|list|mix] [--images N] [--seed S]
+ *   crashsim-<engine> [--workload slots|list|mix|masstree] [--images N] [--seed S]
  *                     [--threads T] [--sync-every K]
  *
  * With T threads, each runs the workload on its own part of one pool, all
@@ -39,7 +39,8 @@
 #define EXHAUSTIVE_MAX 6 /* enumerate every image when there are so few */
 #define AUDIT_EVERY 2048 /* events between untraced-store audits */
 
-static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix};
+static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix, &wl_masstree};
+enum { DEFAULT_WORKLOADS = 3 }; /* without --workload; the others run when named */
 
 /* ---- the oracle. Each thread calls txn_sync() after every
  * `sync_every` commits (a no-op for engines durable at commit, which run
@@ -547,7 +548,7 @@ int main(int argc, char **argv)
             sync_every = (unsigned)atoi(optarg);
         else {
             fprintf(stderr,
-                    "usage: %s [--workload slots|list|mix] [--images N] [--seed S]"
+                    "usage: %s [--workload slots|list|mix|masstree] [--images N] [--seed S]"
                     " [--threads 1..%d] [--sync-every 1..%d]\n",
                     argv[0], SIM_THREADS, MAX_SYNC_EVERY);
             return 2;
@@ -556,7 +557,7 @@ int main(int argc, char **argv)
     struct tally all = {0};
     int found = 0;
     for (size_t i = 0; i < sizeof workloads / sizeof *workloads; i++)
-        if (!only || !strcmp(only, workloads[i]->name)) {
+        if (only ? !strcmp(only, workloads[i]->name) : i < DEFAULT_WORKLOADS) {
             found = 1;
             campaign(workloads[i], threads, images, seed, &all);
         }

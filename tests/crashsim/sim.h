@@ -46,6 +46,7 @@ struct workload {
 };
 
 extern const struct workload wl_slots, wl_list, wl_mix;
+extern const struct workload wl_masstree; /* masstree.c */
 
 /* Commit thread t's `tx`; `next` is the mirror's digest if it takes
  * effect. */
