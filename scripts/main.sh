@@ -12,6 +12,7 @@ export PMEM_IS_PMEM_FORCE=1
 build build-release -DCMAKE_BUILD_TYPE=Release
 
 BUILD_DIR=build-release bash scripts/report.sh "$@"
+BUILD_DIR=build-release bash scripts/ycsb.sh --no-build $([[ " $* " == *" --full "* ]] && echo --full)
 
 echo
 echo "== small transactions: N writes of 32 bytes each (apps/demo)"
