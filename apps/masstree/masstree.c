@@ -79,8 +79,8 @@ retry:
     while (!(v & V_LEAF)) {
         struct inode *in = (struct inode *)n;
         unsigned nk = (unsigned)LD(in->nkeys), i = 0;
-        if (nk > WIDTH)
-            nk = WIDTH;
+        if (nk > IWIDTH)
+            nk = IWIDTH;
         while (i < nk && ik >= LD(in->ikey[i]))
             i++;
         struct node *c = LDA(in->child[i]);
@@ -119,8 +119,8 @@ static struct leaf *walk_right(struct leaf *l, uint64_t ik, uint64_t *v)
 static int leaf_find(struct leaf *l, uint64_t perm, uint64_t ik, unsigned kl, unsigned *pos)
 {
     unsigned n = perm_count(perm), i;
-    if (n > WIDTH)
-        n = WIDTH;
+    if (n > LWIDTH)
+        n = LWIDTH;
     for (i = 0; i < n; i++) {
         unsigned s = perm_slot(perm, i);
         int c = ent_cmp(LD(l->ikey[s]), LD(l->klen[s]), ik, kl);
@@ -269,7 +269,7 @@ static void insert_up(struct op *o, struct node *n, struct node *r, uint64_t key
             return;
         }
         unsigned i = child_index(p, n), nk = (unsigned)p->nkeys;
-        if (nk < WIDTH) {
+        if (nk < IWIDTH) {
             node_mark(&p->h, V_INSERTING);
             for (unsigned j = nk; j > i; j--) {
                 ST(p->ikey[j], p->ikey[j - 1]);
@@ -285,26 +285,26 @@ static void insert_up(struct op *o, struct node *n, struct node *r, uint64_t key
             return;
         }
         /* p is full: 16 keys and 17 children, 8 keys stay, 1 goes up */
-        uint64_t K[WIDTH + 1];
-        struct node *C[WIDTH + 2];
-        for (unsigned j = 0, a = 0; j <= WIDTH; j++) {
+        uint64_t K[IWIDTH + 1];
+        struct node *C[IWIDTH + 2];
+        for (unsigned j = 0, a = 0; j <= IWIDTH; j++) {
             if (j == i) {
                 K[j] = key;
             } else {
                 K[j] = p->ikey[a++];
             }
         }
-        for (unsigned j = 0, a = 0; j <= WIDTH + 1; j++)
+        for (unsigned j = 0, a = 0; j <= IWIDTH + 1; j++)
             C[j] = j == i + 1 ? r : p->child[a++];
         struct inode *q = inode_new(o);
         if (!q)
             return;
         node_mark(&p->h, V_SPLITTING);
         enum { LEFT = 8 };
-        q->nkeys = WIDTH - LEFT;
-        for (unsigned j = 0; j < WIDTH - LEFT; j++)
+        q->nkeys = IWIDTH - LEFT;
+        for (unsigned j = 0; j < IWIDTH - LEFT; j++)
             q->ikey[j] = K[LEFT + 1 + j];
-        for (unsigned j = 0; j <= WIDTH - LEFT; j++) {
+        for (unsigned j = 0; j <= IWIDTH - LEFT; j++) {
             q->child[j] = C[LEFT + 1 + j];
             set_parent(q->child[j], q);
         }
@@ -338,28 +338,48 @@ static void put_entry(struct op *o, struct leaf *l, unsigned s, uint64_t ik, uns
         w_u64(o, &l->h, LB_VAL + 8 * (size_t)s, v);
 }
 
+/* Encode a permutation: count n, slots a[0..n-1] in key order, then the
+ * free slots of a leaf (those < LWIDTH not in a), then unused slot 14. */
+static uint64_t perm_of(const unsigned *a, unsigned n)
+{
+    unsigned used[PERM_SLOTS] = {0}, all[PERM_SLOTS], m = 0;
+    for (unsigned j = 0; j < n; j++) {
+        all[m++] = a[j];
+        used[a[j]] = 1;
+    }
+    for (unsigned s = 0; s < PERM_SLOTS; s++)
+        if (!used[s])
+            all[m++] = s;
+    uint64_t p = n;
+    for (unsigned j = 0; j < PERM_SLOTS; j++)
+        p |= (uint64_t)all[j] << (4 * j + 4);
+    return p;
+}
+
 /* Split full leaf l, adding (ik, kl, v) at sorted position pos. */
 static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, unsigned kl,
                        uint64_t v)
 {
-    uint64_t K[WIDTH + 1], V[WIDTH + 1];
-    unsigned L[WIDTH + 1], S[WIDTH + 1], a[WIDTH];
+    enum { N = LWIDTH + 1, MID = N / 2 };
+    uint64_t K[N], V[N];
+    unsigned L[N], S[N], a[N];
     uint64_t perm = l->perm;
-    for (unsigned j = 0, i = 0; j <= WIDTH; j++) {
+    for (unsigned j = 0, i = 0; j < N; j++) {
         if (j == pos) {
-            K[j] = ik, L[j] = kl, V[j] = v, S[j] = WIDTH; /* new: no slot yet */
+            K[j] = ik, L[j] = kl, V[j] = v, S[j] = PERM_SLOTS; /* new: no slot yet */
             continue;
         }
         unsigned s = perm_slot(perm, i++);
         K[j] = l->ikey[s], L[j] = l->klen[s], V[j] = l->val[s], S[j] = s;
     }
-    /* split point nearest the middle between two slices */
+    /* split point nearest the middle between two slices (there is one:
+     * a slice has at most 10 entries, klen 0-9) */
     unsigned p = 0;
-    for (unsigned d = 0; d < WIDTH && !p; d++) {
-        if (8 + d <= WIDTH && K[8 + d - 1] != K[8 + d])
-            p = 8 + d;
-        else if (d < 8 && 8 - d >= 1 && K[8 - d - 1] != K[8 - d])
-            p = 8 - d;
+    for (unsigned d = 0; d < N && !p; d++) {
+        if (MID + d < N && K[MID + d - 1] != K[MID + d])
+            p = MID + d;
+        else if (d < MID && K[MID - d - 1] != K[MID - d])
+            p = MID - d;
     }
     struct leaf *r = leaf_new(o);
     if (!r || !p) {
@@ -368,17 +388,13 @@ static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, 
     }
     node_mark(&l->h, V_SPLITTING);
     r->lowkey = K[p];
-    for (unsigned j = p; j <= WIDTH; j++) {
+    for (unsigned j = p; j < N; j++) {
         r->ikey[j - p] = K[j];
         r->klen[j - p] = (uint8_t)L[j];
         r->val[j - p] = V[j];
+        a[j - p] = j - p;
     }
-    for (unsigned j = 0; j < WIDTH; j++)
-        a[j] = j;
-    r->perm = 0;
-    for (unsigned j = 0; j < WIDTH; j++)
-        r->perm |= (uint64_t)a[j] << (4 * j + 4);
-    r->perm |= WIDTH + 1 - p;
+    r->perm = perm_of(a, N - p);
     struct leaf *nx = l->next;
     r->next = nx;
     r->prev = l;
@@ -389,29 +405,19 @@ static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, 
         w_ptr(o, &nx->h, LB_PREV, r);
     }
     w_ptr(o, &l->h, LB_NEXT, r);
-    /* l keeps entries 0..p-1 in its slots; the new one, if it is among
-     * them, takes a slot that moved right */
-    unsigned free_slot = WIDTH, n = 0, used[WIDTH] = {0};
-    for (unsigned j = 0; j < p; j++)
-        if (S[j] < WIDTH)
-            used[S[j]] = 1;
-    for (unsigned s = 0; s < WIDTH && free_slot == WIDTH; s++)
-        if (!used[s])
-            free_slot = s;
+    /* l keeps entries 0..p-1 in their slots; the new one, if it is among
+     * them, takes the first slot no kept entry uses */
     if (pos < p) {
-        S[pos] = free_slot;
-        used[free_slot] = 1;
-        put_entry(o, l, free_slot, ik, kl, v);
+        unsigned used[PERM_SLOTS] = {0}, s = 0;
+        for (unsigned j = 0; j < p; j++)
+            if (j != pos)
+                used[S[j]] = 1;
+        while (used[s])
+            s++;
+        S[pos] = s;
+        put_entry(o, l, s, ik, kl, v);
     }
-    for (unsigned j = 0; j < p; j++)
-        a[n++] = S[j];
-    for (unsigned s = 0; s < WIDTH; s++)
-        if (!used[s])
-            a[n++] = s;
-    uint64_t np = p;
-    for (unsigned j = 0; j < WIDTH; j++)
-        np |= (uint64_t)a[j] << (4 * j + 4);
-    w_u64(o, &l->h, LB_PERM, np);
+    w_u64(o, &l->h, LB_PERM, perm_of(S, p));
     atomic_fetch_add_explicit(&o->t->splits, 1, memory_order_relaxed);
     insert_up(o, &l->h, &r->h, K[p], o->depth);
 }
@@ -536,7 +542,7 @@ static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t va
                 break;
             ev = (uint64_t)sub;
         }
-        if (perm_count(perm) < WIDTH) {
+        if (perm_count(perm) < LWIDTH) {
             node_mark(&l->h, V_INSERTING);
             put_entry(&o, l, perm_slot(perm, perm_count(perm)), ik, kl, ev);
             w_u64(&o, &l->h, LB_PERM, perm_insert(perm, pos));
@@ -574,8 +580,8 @@ struct scan {
 /* A consistent copy of a leaf's entries in key order. */
 struct snap {
     unsigned n;
-    uint64_t ik[WIDTH], val[WIDTH];
-    unsigned kl[WIDTH];
+    uint64_t ik[LWIDTH], val[LWIDTH];
+    unsigned kl[LWIDTH];
     struct leaf *next;
 };
 
@@ -588,7 +594,7 @@ static struct leaf *snapshot(struct node *layer, struct leaf *l, uint64_t v, uin
             continue;
         }
         uint64_t perm = LD(l->perm);
-        sn->n = perm_count(perm) > WIDTH ? WIDTH : perm_count(perm);
+        sn->n = perm_count(perm) > LWIDTH ? LWIDTH : perm_count(perm);
         for (unsigned i = 0; i < sn->n; i++) {
             unsigned s = perm_slot(perm, i);
             sn->ik[i] = LD(l->ikey[s]);

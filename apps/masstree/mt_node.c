@@ -184,24 +184,24 @@ void epoch_exit(void)
 
 /* ---- permutation: decoded into positions, changed, encoded again */
 
-static unsigned perm_decode(uint64_t p, unsigned a[WIDTH])
+static unsigned perm_decode(uint64_t p, unsigned a[PERM_SLOTS])
 {
-    for (unsigned i = 0; i < WIDTH; i++)
+    for (unsigned i = 0; i < PERM_SLOTS; i++)
         a[i] = perm_slot(p, i);
     return perm_count(p);
 }
 
-static uint64_t perm_encode(const unsigned a[WIDTH], unsigned n)
+static uint64_t perm_encode(const unsigned a[PERM_SLOTS], unsigned n)
 {
     uint64_t p = n;
-    for (unsigned i = 0; i < WIDTH; i++)
+    for (unsigned i = 0; i < PERM_SLOTS; i++)
         p |= (uint64_t)a[i] << (4 * i + 4);
     return p;
 }
 
 uint64_t perm_insert(uint64_t p, unsigned i)
 {
-    unsigned a[WIDTH], n = perm_decode(p, a), slot = a[n];
+    unsigned a[PERM_SLOTS], n = perm_decode(p, a), slot = a[n];
     memmove(a + i + 1, a + i, (n - i) * sizeof *a);
     a[i] = slot;
     return perm_encode(a, n + 1);
@@ -209,7 +209,7 @@ uint64_t perm_insert(uint64_t p, unsigned i)
 
 uint64_t perm_remove(uint64_t p, unsigned i)
 {
-    unsigned a[WIDTH], n = perm_decode(p, a), slot = a[i];
+    unsigned a[PERM_SLOTS], n = perm_decode(p, a), slot = a[i];
     memmove(a + i, a + i + 1, (n - 1 - i) * sizeof *a);
     a[n - 1] = slot;
     return perm_encode(a, n - 1);
@@ -377,7 +377,7 @@ void w_range(struct op *o, struct node *n, size_t off, unsigned count)
 
 void w_range_ptr(struct op *o, struct node *n, size_t off, unsigned count)
 {
-    uint64_t h[WIDTH + 1];
+    uint64_t h[IWIDTH + 1];
     if (!o->tx || !count)
         return;
     for (unsigned i = 0; i < count; i++)
@@ -431,14 +431,14 @@ void w_image(struct op *o, struct node *n)
         memcpy(img, BODY(n), LEAF_BODY);
         img[LB_NEXT / 8] = (uint64_t)mirror_of((uint64_t)l->next);
         img[LB_PREV / 8] = (uint64_t)mirror_of((uint64_t)l->prev);
-        for (unsigned s = 0; s < WIDTH; s++)
+        for (unsigned s = 0; s < LWIDTH; s++)
             if (l->klen[s] == KLEN_LAYER)
                 img[LB_VAL / 8 + s] = (uint64_t)mirror_of(l->val[s]);
         o->err = txn_write(o->tx, n->pobj, 0, img, LEAF_BODY);
     } else {
         struct inode *in = (struct inode *)n;
         memcpy(img, BODY(n), INODE_BODY);
-        for (unsigned i = 0; i <= WIDTH; i++)
+        for (unsigned i = 0; i <= IWIDTH; i++)
             img[IB_CHILD / 8 + i] = (uint64_t)mirror_of((uint64_t)in->child[i]);
         o->err = txn_write(o->tx, n->pobj, 0, img, INODE_BODY);
     }

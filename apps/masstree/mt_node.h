@@ -21,7 +21,16 @@
 
 #include "masstree.h"
 
-#define WIDTH 15      /* keys of a leaf and of an internal node */
+/* Keys of a leaf: 15, or 14 (-DMT_LEAF_WIDTH=14), which leaves room in
+ * the same five lines for the paper's InCLLs (see struct leaf). */
+#ifndef MT_LEAF_WIDTH
+#define MT_LEAF_WIDTH 15
+#endif
+#define LWIDTH MT_LEAF_WIDTH
+#define IWIDTH 15     /* keys of an internal node */
+#define PERM_SLOTS 15 /* nibbles of a permutation; with 14-key leaves the
+                         last one always names the unused slot 14 */
+_Static_assert(LWIDTH == 14 || LWIDTH == 15, "leaf width");
 #define KLEN_LAYER 9  /* klen of an entry whose value is a layer's root */
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -50,6 +59,15 @@ struct node {
     struct inode *parent; /* NULL for a layer's root */
 };
 
+/* A leaf is five cache lines (the node pool hands out 64-byte aligned
+ * NODE_BYTES). With 15 keys: line 0 header, perm, links; lines 1-2 slices
+ * and lengths; lines 3-4 values. With 14 keys the values move 8 bytes on,
+ * to the paper's InCLL layout (Cohen et al., Figure 1): line 3 is one log
+ * word then values 0-6, line 4 values 7-13 then one log word, so that an
+ * InCLL is in the cache line of the values it logs. A durable variant
+ * would also take line 0's pobj and kind words (which an in-place node
+ * does not need) for the permutation's InCLL (epoch and flags, the old
+ * permutation), in the line of the permutation itself. */
 struct leaf {
     struct node h;
     /* body (the mirror's layout) */
@@ -58,25 +76,36 @@ struct leaf {
                               nibble i+1; nibbles past count: free slots */
     struct leaf *next, *prev;
     uint64_t lowkey;       /* no key of this leaf is below it */
-    uint64_t ikey[WIDTH];  /* slices, big-endian as integers */
-    uint8_t klen[WIDTH + 1]; /* 0-8 bytes of the slice, or KLEN_LAYER */
-    uint64_t val[WIDTH];   /* value, or the layer root (a node *) */
+    uint64_t ikey[LWIDTH]; /* slices, big-endian as integers */
+    uint8_t klen[16];      /* 0-8 bytes of the slice, or KLEN_LAYER */
+#if LWIDTH == 14
+    uint64_t vlog1;        /* reserved: the InCLL of values 0-6 */
+#endif
+    uint64_t val[LWIDTH];  /* value, or the layer root (a node *) */
+#if LWIDTH == 14
+    uint64_t vlog2;        /* reserved: the InCLL of values 7-13 */
+#endif
 };
 enum {
     LB_PERM = 8, LB_NEXT = 16, LB_PREV = 24, LB_LOWKEY = 32, LB_IKEY = 40,
-    LB_KLEN = LB_IKEY + 8 * WIDTH, LB_VAL = LB_KLEN + WIDTH + 1,
-    LEAF_BODY = LB_VAL + 8 * WIDTH
+    LB_KLEN = LB_IKEY + 8 * LWIDTH, LB_VAL = LB_KLEN + 16 + 8 * (LWIDTH == 14),
+    LEAF_BODY = LB_VAL + 8 * LWIDTH + 8 * (LWIDTH == 14)
 };
+#if LWIDTH == 14
+_Static_assert(offsetof(struct leaf, vlog1) % 64 == 0 && offsetof(struct leaf, val[7]) % 64 == 0 &&
+               offsetof(struct leaf, vlog2) % 64 == 56, "InCLL lines");
+#endif
+_Static_assert(offsetof(struct leaf, perm) < 64, "the permutation in line 0");
 
 struct inode {
     struct node h;
     uint64_t kind;
     uint64_t nkeys;
-    uint64_t ikey[WIDTH];          /* child[i + 1] holds keys >= ikey[i] */
-    struct node *child[WIDTH + 1];
+    uint64_t ikey[IWIDTH];          /* child[i + 1] holds keys >= ikey[i] */
+    struct node *child[IWIDTH + 1];
 };
-enum { IB_NKEYS = 8, IB_IKEY = 16, IB_CHILD = IB_IKEY + 8 * WIDTH,
-       INODE_BODY = IB_CHILD + 8 * (WIDTH + 1) };
+enum { IB_NKEYS = 8, IB_IKEY = 16, IB_CHILD = IB_IKEY + 8 * IWIDTH,
+       INODE_BODY = IB_CHILD + 8 * (IWIDTH + 1) };
 
 #define BODY(n) ((char *)(n) + sizeof(struct node))
 _Static_assert(offsetof(struct leaf, kind) == sizeof(struct node), "leaf body");

@@ -44,7 +44,7 @@ static void walk(struct node *n, void (*fn)(struct node *, void *), void *arg)
         }
     } else {
         struct inode *in = (struct inode *)n;
-        for (unsigned i = 0; i <= in->nkeys && i <= WIDTH; i++)
+        for (unsigned i = 0; i <= in->nkeys && i <= IWIDTH; i++)
             walk(in->child[i], fn, arg);
     }
     fn(n, arg);
@@ -149,9 +149,10 @@ struct chain {
 static int valid_perm(uint64_t perm)
 {
     unsigned seen = 0;
-    for (unsigned i = 0; i < WIDTH; i++)
+    for (unsigned i = 0; i < PERM_SLOTS; i++)
         seen |= 1u << perm_slot(perm, i);
-    return perm_count(perm) <= WIDTH && seen == (1u << WIDTH) - 1;
+    return perm_count(perm) <= LWIDTH && seen == (1u << PERM_SLOTS) - 1 &&
+           (LWIDTH == PERM_SLOTS || perm_slot(perm, PERM_SLOTS - 1) == PERM_SLOTS - 1);
 }
 
 static struct node *build(struct rebuild *rb, txn_obj *h, struct inode *parent, uint64_t lo,
@@ -245,7 +246,7 @@ static struct node *build(struct rebuild *rb, txn_obj *h, struct inode *parent, 
     struct inode *in = (struct inode *)n;
     in->kind = KIND_INODE;
     uint64_t nk = b[IB_NKEYS / 8];
-    if (nk > WIDTH) {
+    if (nk > IWIDTH) {
         rb->err = TXN_E_CORRUPT;
         return n;
     }
