@@ -398,7 +398,8 @@ static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, 
     struct leaf *nx = l->next;
     r->next = nx;
     r->prev = l;
-    r->h.parent = l->h.parent;
+    /* r's parent stays NULL until insert_up links r under the parent it
+     * has locked: l's parent may change until then (an internal split) */
     w_image(o, &r->h);
     if (nx) {
         op_lock(o, &nx->h);
