@@ -248,6 +248,11 @@ START_TEST(bad_arguments)
     ck_assert_int_eq(mt_get(t, big, MT_MAX_KEY, &v), 0);
     ck_assert_uint_eq(v, 5);
     ck_assert_int_eq(mt_get(t, big, MT_MAX_KEY - 1, &v), 1);
+    ck_assert_int_eq(mt_put(t, NULL, 0, 7), 1); /* the empty key */
+    ck_assert_int_eq(mt_get(t, NULL, 0, &v), 0);
+    ck_assert_uint_eq(v, 7);
+    ck_assert_int_eq(mt_remove(t, NULL, 0), 1);
+    ck_assert_int_eq(mt_get(t, NULL, 0, &v), 1);
     ck_assert_int_eq(mt_open(&o, &t), TXN_E_INVAL); /* transient: nothing to open */
     mt_close(t);
 }

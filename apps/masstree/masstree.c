@@ -36,7 +36,8 @@
 static inline uint64_t slice_of(const uint8_t *k, size_t len)
 {
     uint64_t x = 0;
-    memcpy(&x, k, len < 8 ? len : 8);
+    if (len) /* k may be NULL for the empty key */
+        memcpy(&x, k, len < 8 ? len : 8);
     return __builtin_bswap64(x);
 }
 

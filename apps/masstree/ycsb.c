@@ -13,6 +13,9 @@
  * the tree on txn.h in a pool under $TXN_POOL_DIR (default /dev/shm),
  * removed at the end. Prints one line for people and one JSON line.
  * --check verifies the tree afterwards (every key, a full scan).
+ * --restart (txn.h storage) closes tree and pool after the run and times
+ * opening them again: the pool's recovery and the tree's rebuild from its
+ * persistent nodes (the time to the first operation after a restart).
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -33,10 +36,10 @@
 
 static struct {
     char workload;
-    int zipf, threads, check;
+    int zipf, threads, check, restart;
     size_t keys, ops;
     uint64_t seed;
-} cfg = {'a', 0, 2, 0, 1000000, 1000000, 1};
+} cfg = {'a', 0, 2, 0, 0, 1000000, 1000000, 1};
 
 static mt_tree *tree;
 static char *load_vals;
@@ -264,7 +267,7 @@ static void usage(const char *me)
 {
     fprintf(stderr,
             "usage: %s [--workload a|b|c|e] [--dist uniform|zipf] [--keys N] [--threads T]"
-            " [--ops M] [--seed S] [--check]\n",
+            " [--ops M] [--seed S] [--check] [--restart]\n",
             me);
     exit(2);
 }
@@ -275,7 +278,8 @@ static void parse(int argc, char **argv)
         {"workload", required_argument, 0, 'w'}, {"dist", required_argument, 0, 'd'},
         {"keys", required_argument, 0, 'k'},     {"threads", required_argument, 0, 't'},
         {"ops", required_argument, 0, 'o'},      {"seed", required_argument, 0, 's'},
-        {"check", no_argument, 0, 'c'},          {0, 0, 0, 0}};
+        {"check", no_argument, 0, 'c'},          {"restart", no_argument, 0, 'r'},
+        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -294,6 +298,7 @@ static void parse(int argc, char **argv)
         case 'o': cfg.ops = strtoull(optarg, NULL, 10); break;
         case 's': cfg.seed = strtoull(optarg, NULL, 10); break;
         case 'c': cfg.check = 1; break;
+        case 'r': cfg.restart = 1; break;
         default: usage(argv[0]);
         }
     }
@@ -356,23 +361,40 @@ int main(int argc, char **argv)
     double run_s = last - first;
     double total = (double)cfg.ops * cfg.threads, mops = total / run_s / 1e6;
 
-    int bad = cfg.check ? check() : 0;
-    mt_stats ms;
+    mt_stats ms; /* before a restart: the rebuilt tree counts no splits */
     mt_stats_get(tree, &ms);
+    double restart_s = 0;
+    if (cfg.restart && pool) {
+        mt_close(tree);
+        txn_pool_close(pool);
+        t0 = now();
+        if ((rc = txn_pool_open(path, "pmtx-ycsb", &pool)))
+            fail("pool open", rc);
+        mo.pool = pool;
+        if ((rc = mt_open(&mo, &tree)))
+            fail("rebuild", rc);
+        restart_s = now() - t0;
+    }
+    int bad = cfg.check ? check() : 0;
     printf("ycsb-%s %c %s: %zu keys, %d threads x %zu ops: %.3f Mops/s "
-           "(load %.2f s, run %.2f s; %.2f barriers/op)%s\n",
+           "(load %.2f s, run %.2f s; %.2f barriers/op)%s%s\n",
            engine, cfg.workload, cfg.zipf ? "zipf" : "uniform", cfg.keys, cfg.threads, cfg.ops,
-           mops, load_s, run_s, (double)s_barriers / total, cfg.check ? (bad ? " CHECK FAILED" : " checked") : "");
+           mops, load_s, run_s, (double)s_barriers / total,
+           cfg.check ? (bad ? " CHECK FAILED" : " checked") : "",
+           restart_s > 0 ? "; restarted" : "");
+    if (restart_s > 0)
+        printf("# restart: pool open and tree rebuild %.3f s for %llu nodes\n", restart_s,
+               (unsigned long long)(ms.leaves + ms.inodes));
     printf("{\"engine\":\"%s\",\"storage\":\"%s\",\"workload\":\"%c\",\"dist\":\"%s\","
            "\"keys\":%zu,\"threads\":%d,\"ops\":%.0f,\"mops\":%.4f,\"load_s\":%.3f,"
            "\"run_s\":%.3f,\"pdom\":%d,\"barriers_per_op\":%.3f,\"lines_per_op\":%.3f,"
            "\"log_bytes_per_op\":%.1f,\"found\":%llu,\"leaves\":%llu,\"inodes\":%llu,"
-           "\"splits\":%llu}\n",
+           "\"splits\":%llu,\"restart_s\":%.4f}\n",
            engine, transient ? "transient" : "txn", cfg.workload, cfg.zipf ? "zipf" : "uniform",
            cfg.keys, cfg.threads, total, mops, load_s, run_s, txn_pdom(),
            (double)s_barriers / total, (double)s_lines / total, (double)s_logbytes / total,
            (unsigned long long)s_found, (unsigned long long)ms.leaves,
-           (unsigned long long)ms.inodes, (unsigned long long)ms.splits);
+           (unsigned long long)ms.inodes, (unsigned long long)ms.splits, restart_s);
     mt_close(tree);
     for (int t = 0; t < cfg.threads; t++)
         free(w[t].ring);
