@@ -13,6 +13,13 @@
  * which hold exactly the completed puts and removes (durable when they
  * return, per the engine's durability; incll: at the epoch's end).
  *
+ * What the txn.h storage costs: each put or remove pays its engine's
+ * logging and barriers on every node it changes; reads pay nothing (they
+ * never touch the pool, as in DRAM-copy designs such as Kamino-Tx or
+ * DudeTM); the nodes take DRAM and pool space both; a restart rebuilds
+ * the DRAM tree (ycsb --restart measures it). An in-place durable tree,
+ * read straight from the pool, is the InCLL variant's business.
+ *
  * Keys are byte strings of at most MT_MAX_KEY bytes, values 8-byte words.
  * Every call may be made by any number of threads at once.
  */

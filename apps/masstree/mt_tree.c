@@ -1,10 +1,20 @@
 /* mt_tree.c - a Masstree's life: create, rebuild from its persistent
  * mirrors (checking their structure), walk, close.
  *
- * Rebuild. The anchor names the top layer's root; a layer entry names its
- * layer's root (both are rewritten in the transaction that splits a root).
- * Parents, the DRAM leaf chain and the version words are derived from the
- * structure; the mirrors' next/prev handles must agree with it.
+ * What the mirrors hold after every committed operation (each put or
+ * remove is one transaction, so a recovered pool holds them too), and
+ * what mt_open() checks:
+ *  P1 The anchor names the top layer's root; a layer entry (klen
+ *     KLEN_LAYER) names its layer's root: both are rewritten in the
+ *     transaction that splits a root.
+ *  P2 A leaf's permutation is a permutation of its slots, its live entries
+ *     strictly ascending by (slice, klen), klen <= KLEN_LAYER.
+ *  P3 An internal node's keys ascend strictly; every key below child i
+ *     lies in [key i-1, key i) of its parent, and so on up the layer.
+ *  P4 The leaves of a layer, left to right, form the next/prev chain.
+ *  P5 Every node object is reached exactly once (the crash simulator
+ *     compares mt_objects() with the allocator's live blocks).
+ * Parents and version words are not persistent: derived on rebuild.
  */
 #include <stdlib.h>
 #include <string.h>
