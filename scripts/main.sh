@@ -16,6 +16,8 @@ build build-release -DCMAKE_BUILD_TYPE=Release
 BUILD_DIR=build-release bash scripts/report.sh "$@"
 echo
 BUILD_DIR=build-release bash scripts/incll_flush.sh
+echo
+BUILD_DIR=build-release bash scripts/ycsb.sh --no-build $([[ " $* " == *" --full "* ]] && echo --full)
 
 echo
 echo "== small transactions: N writes of 32 bytes each (apps/demo)"

@@ -50,6 +50,7 @@ struct workload {
 #define WL_ONE_THREAD 2u /* pool-wide state: one thread only */
 
 extern const struct workload wl_slots, wl_list, wl_mix, wl_migrate, wl_extend;
+extern const struct workload wl_masstree; /* masstree.c */
 /* Built for incll only (weak: NULL elsewhere): wl_leaf.c. */
 extern const struct workload wl_leaf __attribute__((weak));
 /* Optional, from a workload file (weak): the first access to thread t's

@@ -97,13 +97,13 @@ static int leaf_wl_setup(txn_pool *p, int t)
     txn_obj *part = sim_part(tx, p, t);
     memset(lf[t], 0, sizeof lf[t]);
     for (int i = 0; i < NL && !rc; i++) {
-        rc = leaf_new(tx, &lf_obj[t][i]);
+        rc = tleaf_new(tx, &lf_obj[t][i]);
         if (!rc)
             rc = txn_write(tx, part, 8 * (size_t)i, &lf_obj[t][i], 8);
         for (int k = 0; k < FILL && !rc; k++) {
             uint64_t key = new_key(&lf[t][i], &rng), val = new_val(&rng);
             m_insert(&lf[t][i], key, val);
-            rc = leaf_insert(tx, lf_obj[t][i], key, val);
+            rc = tleaf_insert(tx, lf_obj[t][i], key, val);
         }
     }
     if (rc) {
@@ -121,16 +121,16 @@ static int leaf_op(txn *tx, txn_obj *o, struct mleaf *m, uint64_t *rng)
     if (op < 5 || s < 0) { /* insert, or remove when full */
         uint64_t key = new_key(m, rng), val = new_val(rng);
         if (m_insert(m, key, val) >= 0)
-            return leaf_insert(tx, o, key, val);
+            return tleaf_insert(tx, o, key, val);
         op = 5;
     }
     if (op < 9) { /* remove */
         m->perm &= ~(1ull << s);
-        return leaf_remove(tx, o, m->keys[s]);
+        return tleaf_remove(tx, o, m->keys[s]);
     }
     if (op < 15) { /* update */
         m->vals[s] = new_val(rng);
-        return leaf_update(tx, o, m->keys[s], m->vals[s]);
+        return tleaf_update(tx, o, m->keys[s], m->vals[s]);
     }
     /* under the log: a key in use changes */
     struct leaf *n = incll_node(o);
@@ -152,7 +152,7 @@ static int leaf_wl_step(txn_pool *p, int t, uint64_t *rng)
         return rc;
     if (sim_rand(rng) % 8 == 0) { /* a reader; it may abort */
         struct leaf *n;
-        rc = leaf_open(tx, lf_obj[t][sim_rand(rng) % NL], &n);
+        rc = tleaf_open(tx, lf_obj[t][sim_rand(rng) % NL], &n);
         txn_abort(tx);
         return rc;
     }
@@ -193,7 +193,7 @@ int sim_touch(const struct workload *w, txn_pool *p, int t)
         struct leaf *n;
         rc = txn_read(tx, part, 8 * (size_t)i, &o, 8);
         if (!rc)
-            rc = o ? leaf_open(tx, o, &n) : TXN_E_CORRUPT;
+            rc = o ? tleaf_open(tx, o, &n) : TXN_E_CORRUPT;
     }
     if (rc) {
         txn_abort(tx);
@@ -214,7 +214,7 @@ static int leaf_wl_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
         txn_obj *o = NULL;
         struct leaf *n;
         if (!part || txn_read(tx, part, 8 * (size_t)i, &o, 8) || !o ||
-            txn_obj_size(p, o) < sizeof *n || leaf_open(tx, o, &n) || reach_add(r, o)) {
+            txn_obj_size(p, o) < sizeof *n || tleaf_open(tx, o, &n) || reach_add(r, o)) {
             bad = 1;
             break;
         }

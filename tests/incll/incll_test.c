@@ -81,23 +81,23 @@ static void make_leaf(int i, int k)
 {
     txn *tx = begin();
     txn_obj *o;
-    ck_assert_int_eq(leaf_new(tx, &o), 0);
+    ck_assert_int_eq(tleaf_new(tx, &o), 0);
     ck_assert_int_eq(txn_write(tx, txn_root(g_p), 8 * (size_t)i, &o, sizeof o), 0);
     for (int x = 1; x <= k; x++)
-        ck_assert_int_eq(leaf_insert(tx, o, (uint64_t)x, 16u * (uint64_t)x), 0);
+        ck_assert_int_eq(tleaf_insert(tx, o, (uint64_t)x, 16u * (uint64_t)x), 0);
     commit_sync(tx);
 }
 
 static struct leaf *node(txn *tx, txn_obj *o)
 {
     struct leaf *n;
-    ck_assert_int_eq(leaf_open(tx, o, &n), 0);
+    ck_assert_int_eq(tleaf_open(tx, o, &n), 0);
     return n;
 }
 
 static uint64_t value_of(const struct leaf *n, uint64_t key)
 {
-    int s = leaf_find(n, key);
+    int s = tleaf_find(n, key);
     ck_assert_int_ge(s, 0);
     return n->vals[s];
 }
@@ -151,9 +151,9 @@ START_TEST(test_update_incll)
     txn_stats s0, s1, s2;
     txn_stats_reset();
     txn_stats_get(&s0);
-    ck_assert_int_eq(leaf_update(tx, o, 2, 0x1000), 0); /* slot 1: incll1 */
-    ck_assert_int_eq(leaf_update(tx, o, 9, 0x2000), 0); /* slot 8: incll2 */
-    ck_assert_int_eq(leaf_update(tx, o, 2, 0x3000), 0); /* slot 1 again */
+    ck_assert_int_eq(tleaf_update(tx, o, 2, 0x1000), 0); /* slot 1: incll1 */
+    ck_assert_int_eq(tleaf_update(tx, o, 9, 0x2000), 0); /* slot 8: incll2 */
+    ck_assert_int_eq(tleaf_update(tx, o, 2, 0x3000), 0); /* slot 1 again */
     txn_stats_get(&s1);
     uint64_t e = incll__epoch(tx);
     ck_assert_uint_eq(incll_node_epoch(&n->p), e);
@@ -165,13 +165,13 @@ START_TEST(test_update_incll)
     ck_assert_uint_eq(value_of(n, 2), 0x3000);
     ck_assert_uint_eq(value_of(n, 9), 0x2000);
     /* slot 3 shares incll1's line: the InCLL is taken, the node is logged */
-    ck_assert_int_eq(leaf_update(tx, o, 4, 0x4000), 0);
+    ck_assert_int_eq(tleaf_update(tx, o, 4, 0x4000), 0);
     txn_stats_get(&s2);
     ck_assert(logged(n));
     ck_assert_uint_eq(s2.barriers - s1.barriers, 1);
     ck_assert_uint_ge(s2.log_bytes - s1.log_bytes, sizeof(struct leaf));
     ck_assert_uint_eq(n->incll1, incll_val_pack(1, 32, e)); /* unchanged */
-    ck_assert_int_eq(leaf_update(tx, o, 5, 0x5000), 0);    /* logged: free */
+    ck_assert_int_eq(tleaf_update(tx, o, 5, 0x5000), 0);    /* logged: free */
     txn_stats_get(&s1);
     ck_assert_uint_eq(s1.barriers, s2.barriers);
     ck_assert_uint_eq(s1.log_bytes, s2.log_bytes);
@@ -180,17 +180,17 @@ START_TEST(test_update_incll)
      * 0x3000 */
     tx = begin();
     n = node(tx, o);
-    ck_assert_int_eq(leaf_update(tx, o, 2, 0x6000), 0);
+    ck_assert_int_eq(tleaf_update(tx, o, 2, 0x6000), 0);
     ck_assert(!logged(n));
     ck_assert_uint_eq(n->incll1, incll_val_pack(1, 0x3000, incll__epoch(tx)));
     ck_assert_uint_eq(n->incll2, incll_val_pack(INCLL_NONE, 0, incll__epoch(tx)));
     /* an old value that is no 16-byte aligned pointer cannot be saved */
-    ck_assert_int_eq(leaf_update(tx, o, 10, 0x7001), 0);
+    ck_assert_int_eq(tleaf_update(tx, o, 10, 0x7001), 0);
     ck_assert(!logged(n));
     commit_sync(tx);
     tx = begin();
     n = node(tx, o);
-    ck_assert_int_eq(leaf_update(tx, o, 10, 0x8000), 0);
+    ck_assert_int_eq(tleaf_update(tx, o, 10, 0x8000), 0);
     ck_assert(logged(n));
     commit_sync(tx);
 }
@@ -205,29 +205,29 @@ START_TEST(test_remove_insert)
     txn_obj *o = leaf_at(tx, 0);
     struct leaf *n = node(tx, o);
     uint64_t before = n->p.perm;
-    ck_assert_int_eq(leaf_insert(tx, o, 100, 1600), 0);
-    ck_assert_int_eq(leaf_insert(tx, o, 101, 1616), 0);
-    ck_assert_int_eq(leaf_remove(tx, o, 100), 0);
+    ck_assert_int_eq(tleaf_insert(tx, o, 100, 1600), 0);
+    ck_assert_int_eq(tleaf_insert(tx, o, 101, 1616), 0);
+    ck_assert_int_eq(tleaf_remove(tx, o, 100), 0);
     ck_assert(!logged(n));
     ck_assert_uint_eq(n->p.saved, before);
     ck_assert(!(n->p.epoch & INCLL_INS_OK));
-    ck_assert_int_eq(leaf_remove(tx, o, 3), 0); /* removes never log */
+    ck_assert_int_eq(tleaf_remove(tx, o, 3), 0); /* removes never log */
     ck_assert(!logged(n));
-    ck_assert_int_eq(leaf_insert(tx, o, 102, 1632), 0); /* would reuse slot 2 */
+    ck_assert_int_eq(tleaf_insert(tx, o, 102, 1632), 0); /* would reuse slot 2 */
     ck_assert(logged(n));
     ck_assert_uint_eq(n->p.saved, before);
-    ck_assert_int_eq(leaf_find(n, 102), 2);
-    ck_assert_int_eq(leaf_insert(tx, o, 102, 1632), TXN_E_INVAL);
-    ck_assert_int_eq(leaf_remove(tx, o, 100), TXN_E_INVAL);
+    ck_assert_int_eq(tleaf_find(n, 102), 2);
+    ck_assert_int_eq(tleaf_insert(tx, o, 102, 1632), TXN_E_INVAL);
+    ck_assert_int_eq(tleaf_remove(tx, o, 100), TXN_E_INVAL);
     commit_sync(tx);
     tx = begin(); /* next epoch: inserts are free again */
     n = node(tx, o);
-    ck_assert_int_eq(leaf_insert(tx, o, 103, 1648), 0);
+    ck_assert_int_eq(tleaf_insert(tx, o, 103, 1648), 0);
     ck_assert(!logged(n));
     ck_assert(n->p.epoch & INCLL_INS_OK);
     for (uint64_t k = 200; n->p.perm != (1u << LEAF_WIDTH) - 1; k++)
-        ck_assert_int_eq(leaf_insert(tx, o, k, 16 * k), 0);
-    ck_assert_int_eq(leaf_insert(tx, o, 999, 16), TXN_E_NOSPACE);
+        ck_assert_int_eq(tleaf_insert(tx, o, k, 16 * k), 0);
+    ck_assert_int_eq(tleaf_insert(tx, o, 999, 16), TXN_E_NOSPACE);
     commit_sync(tx);
 }
 END_TEST
@@ -254,7 +254,7 @@ START_TEST(test_wrap)
     ck_assert_uint_eq(incll__epoch(tx), 0xffff);
     txn_obj *o = leaf_at(tx, 0);
     struct leaf *n = node(tx, o);
-    ck_assert_int_eq(leaf_update(tx, o, 1, 0x100), 0);
+    ck_assert_int_eq(tleaf_update(tx, o, 1, 0x100), 0);
     ck_assert(!logged(n));
     ck_assert_uint_eq(n->incll1 >> 48, 0xffff);
     commit_sync(tx);
@@ -263,17 +263,17 @@ START_TEST(test_wrap)
     n = node(tx, o);
     txn_stats s0, s1;
     txn_stats_get(&s0);
-    ck_assert_int_eq(leaf_remove(tx, o, 5), 0); /* a remove alone would not log */
+    ck_assert_int_eq(tleaf_remove(tx, o, 5), 0); /* a remove alone would not log */
     txn_stats_get(&s1);
     ck_assert(logged(n));
     ck_assert_uint_ge(s1.log_bytes - s0.log_bytes, sizeof(struct leaf));
     ck_assert_uint_eq(incll_node_epoch(&n->p), 0x10000);
     ck_assert_uint_eq(n->incll1, incll_val_pack(INCLL_NONE, 0, 0x10000));
-    ck_assert_int_eq(leaf_update(tx, o, 1, 0x200), 0);
+    ck_assert_int_eq(tleaf_update(tx, o, 1, 0x200), 0);
     commit_sync(tx);
     tx = begin(); /* 0x10001: back to the InCLLs */
     n = node(tx, o);
-    ck_assert_int_eq(leaf_update(tx, o, 1, 0x300), 0);
+    ck_assert_int_eq(tleaf_update(tx, o, 1, 0x300), 0);
     ck_assert(!logged(n));
     ck_assert_uint_eq(n->incll1, incll_val_pack(0, 0x200, 0x10001));
     commit_sync(tx);
@@ -317,19 +317,19 @@ static void child_changes(txn *tx)
 {
     txn_obj *a = leaf_at(tx, 0), *b = leaf_at(tx, 1);
     /* leaf 0: InCLLs only */
-    ck_assert_int_eq(leaf_update(tx, a, 2, 0xa0), 0);
-    ck_assert_int_eq(leaf_update(tx, a, 9, 0xb0), 0);
-    ck_assert_int_eq(leaf_insert(tx, a, 50, 0xc0), 0);
-    ck_assert_int_eq(leaf_remove(tx, a, 4), 0);
+    ck_assert_int_eq(tleaf_update(tx, a, 2, 0xa0), 0);
+    ck_assert_int_eq(tleaf_update(tx, a, 9, 0xb0), 0);
+    ck_assert_int_eq(tleaf_insert(tx, a, 50, 0xc0), 0);
+    ck_assert_int_eq(tleaf_remove(tx, a, 4), 0);
     ck_assert(!logged(incll_node(a)));
     /* leaf 1: InCLLs, then the log, then more changes */
-    ck_assert_int_eq(leaf_update(tx, b, 1, 0xd0), 0);
-    ck_assert_int_eq(leaf_remove(tx, b, 3), 0);
-    ck_assert_int_eq(leaf_insert(tx, b, 60, 0xe0), 0);
+    ck_assert_int_eq(tleaf_update(tx, b, 1, 0xd0), 0);
+    ck_assert_int_eq(tleaf_remove(tx, b, 3), 0);
+    ck_assert_int_eq(tleaf_insert(tx, b, 60, 0xe0), 0);
     ck_assert(logged(incll_node(b)));
-    ck_assert_int_eq(leaf_update(tx, b, 1, 0xf0), 0);
-    ck_assert_int_eq(leaf_update(tx, b, 2, 0x110), 0);
-    ck_assert_int_eq(leaf_remove(tx, b, 5), 0);
+    ck_assert_int_eq(tleaf_update(tx, b, 1, 0xf0), 0);
+    ck_assert_int_eq(tleaf_update(tx, b, 2, 0x110), 0);
+    ck_assert_int_eq(tleaf_remove(tx, b, 5), 0);
 }
 
 static void check_keys(txn *tx, txn_obj *o, int k)
@@ -363,13 +363,13 @@ START_TEST(test_lazy_recovery)
     ck_assert_uint_eq(incll_node_epoch(&na->p), incll__epoch(tx));
     ck_assert_uint_eq(na->incll1, incll_val_pack(INCLL_NONE, 0, incll__epoch(tx)));
     check_keys(tx, a, 10); /* again: nothing changes */
-    ck_assert_int_eq(leaf_update(tx, a, 3, 0x330), 0);
+    ck_assert_int_eq(tleaf_update(tx, a, 3, 0x330), 0);
     commit_sync(tx);
     reopen();
     tx = begin();
     a = leaf_at(tx, 0);
     ck_assert_uint_eq(value_of(node(tx, a), 3), 0x330);
-    ck_assert_int_eq(leaf_update(tx, a, 3, 48), 0);
+    ck_assert_int_eq(tleaf_update(tx, a, 3, 48), 0);
     check_keys(tx, a, 10);
     check_keys(tx, leaf_at(tx, 1), 6);
     commit_sync(tx);
@@ -378,7 +378,7 @@ END_TEST
 
 static void child_touch_a(txn *tx)
 {
-    ck_assert_int_eq(leaf_update(tx, leaf_at(tx, 0), 1, 0x990), 0);
+    ck_assert_int_eq(tleaf_update(tx, leaf_at(tx, 0), 1, 0x990), 0);
 }
 
 /* Two crashes in a row, the second before the first one's leaves were
@@ -413,8 +413,8 @@ START_TEST(test_forgotten_epoch)
     ck_assert_int_eq(incll__epoch_failed(tx, 120), 1);
     ck_assert_int_eq(incll__epoch_failed(tx, 125), 0);
     ck_assert_int_eq(incll__epoch_failed(tx, 99), TXN_E_CORRUPT);
-    ck_assert_int_eq(leaf_open(tx, o, &n), TXN_E_CORRUPT);
-    ck_assert_int_eq(leaf_update(tx, o, 1, 0x40), TXN_E_CORRUPT);
+    ck_assert_int_eq(tleaf_open(tx, o, &n), TXN_E_CORRUPT);
+    ck_assert_int_eq(tleaf_update(tx, o, 1, 0x40), TXN_E_CORRUPT);
     ck_assert_uint_eq(((struct leaf *)incll_node(o))->vals[0], 16); /* untouched */
     txn_abort(tx);
 }

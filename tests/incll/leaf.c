@@ -12,20 +12,20 @@ const incll_layout leaf_layout = {
     .group_off = {offsetof(struct leaf, incll1), offsetof(struct leaf, incll2)},
 };
 
-int leaf_new(txn *tx, txn_obj **out)
+int tleaf_new(txn *tx, txn_obj **out)
 {
     int rc = txn_alloc(tx, INCLL_NODE_ALLOC(sizeof(struct leaf)), out);
     return rc ? rc : incll_node_init(tx, *out, &leaf_layout, 0);
 }
 
-int leaf_open(txn *tx, txn_obj *o, struct leaf **out)
+int tleaf_open(txn *tx, txn_obj *o, struct leaf **out)
 {
     int rc = incll_node_prepare(tx, o, &leaf_layout);
     *out = rc ? NULL : incll_node(o);
     return rc;
 }
 
-int leaf_find(const struct leaf *n, uint64_t key)
+int tleaf_find(const struct leaf *n, uint64_t key)
 {
     for (int s = 0; s < LEAF_WIDTH; s++)
         if (n->p.perm >> s & 1 && n->keys[s] == key)
@@ -33,13 +33,13 @@ int leaf_find(const struct leaf *n, uint64_t key)
     return -1;
 }
 
-int leaf_insert(txn *tx, txn_obj *o, uint64_t key, uint64_t val)
+int tleaf_insert(txn *tx, txn_obj *o, uint64_t key, uint64_t val)
 {
     struct leaf *n;
-    int rc = leaf_open(tx, o, &n);
+    int rc = tleaf_open(tx, o, &n);
     if (rc)
         return rc;
-    if (leaf_find(n, key) >= 0)
+    if (tleaf_find(n, key) >= 0)
         return TXN_E_INVAL;
     int s = 0;
     while (s < LEAF_WIDTH && n->p.perm >> s & 1)
@@ -54,11 +54,11 @@ int leaf_insert(txn *tx, txn_obj *o, uint64_t key, uint64_t val)
     return 0;
 }
 
-int leaf_remove(txn *tx, txn_obj *o, uint64_t key)
+int tleaf_remove(txn *tx, txn_obj *o, uint64_t key)
 {
     struct leaf *n;
-    int rc = leaf_open(tx, o, &n);
-    int s = rc ? -1 : leaf_find(n, key);
+    int rc = tleaf_open(tx, o, &n);
+    int s = rc ? -1 : tleaf_find(n, key);
     if (rc || s < 0)
         return rc ? rc : TXN_E_INVAL;
     if ((rc = incll_remove_begin(tx, o, &leaf_layout)))
@@ -67,11 +67,11 @@ int leaf_remove(txn *tx, txn_obj *o, uint64_t key)
     return 0;
 }
 
-int leaf_update(txn *tx, txn_obj *o, uint64_t key, uint64_t val)
+int tleaf_update(txn *tx, txn_obj *o, uint64_t key, uint64_t val)
 {
     struct leaf *n;
-    int rc = leaf_open(tx, o, &n);
-    int s = rc ? -1 : leaf_find(n, key);
+    int rc = tleaf_open(tx, o, &n);
+    int s = rc ? -1 : tleaf_find(n, key);
     if (rc || s < 0)
         return rc ? rc : TXN_E_INVAL;
     return incll_update(tx, o, &leaf_layout, (unsigned)s, val);

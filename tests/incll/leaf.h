@@ -43,22 +43,22 @@ _Static_assert(INCLL_NODE_ALLOC(sizeof(struct leaf)) == 5 * 64 - INCLL_OBJ_HDR,
 extern const incll_layout leaf_layout;
 
 /* A new empty leaf, allocated in tx. */
-int leaf_new(txn *tx, txn_obj **out);
+int tleaf_new(txn *tx, txn_obj **out);
 
 /* The leaf, recovered if this is its first access since a restart. */
-int leaf_open(txn *tx, txn_obj *o, struct leaf **out);
+int tleaf_open(txn *tx, txn_obj *o, struct leaf **out);
 
 /* Slot of `key`, or -1. */
-int leaf_find(const struct leaf *n, uint64_t key);
+int tleaf_find(const struct leaf *n, uint64_t key);
 
 /* Insert a new key: TXN_E_INVAL if it is there, TXN_E_NOSPACE when the
  * leaf is full. */
-int leaf_insert(txn *tx, txn_obj *o, uint64_t key, uint64_t val);
+int tleaf_insert(txn *tx, txn_obj *o, uint64_t key, uint64_t val);
 
 /* Remove `key` (TXN_E_INVAL if absent). */
-int leaf_remove(txn *tx, txn_obj *o, uint64_t key);
+int tleaf_remove(txn *tx, txn_obj *o, uint64_t key);
 
 /* Set the value of `key` (TXN_E_INVAL if absent). */
-int leaf_update(txn *tx, txn_obj *o, uint64_t key, uint64_t val);
+int tleaf_update(txn *tx, txn_obj *o, uint64_t key, uint64_t val);
 
 #endif

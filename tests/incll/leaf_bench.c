@@ -34,18 +34,18 @@ static uint64_t rnd(uint64_t *s)
 static int op(txn *tx, txn_obj *o, uint64_t *s, int log_first)
 {
     struct leaf *n;
-    int rc = leaf_open(tx, o, &n);
+    int rc = tleaf_open(tx, o, &n);
     if (!rc && log_first)
         rc = incll_log(tx, o, &leaf_layout);
     if (rc)
         return rc;
     uint64_t key = 1 + rnd(s) % 12, r = rnd(s) % 10;
-    int there = leaf_find(n, key) >= 0;
+    int there = tleaf_find(n, key) >= 0;
     if (there && r < 8)
-        return leaf_update(tx, o, key, rnd(s) & INCLL_PTR_MASK);
+        return tleaf_update(tx, o, key, rnd(s) & INCLL_PTR_MASK);
     if (there && __builtin_popcountll(n->p.perm) > 4)
-        return leaf_remove(tx, o, key);
-    return there ? 0 : leaf_insert(tx, o, key, 16 * key);
+        return tleaf_remove(tx, o, key);
+    return there ? 0 : tleaf_insert(tx, o, key, 16 * key);
 }
 
 static int run(txn_pool *p, txn_obj **leaves, size_t n, size_t ops, int log_first,
@@ -88,9 +88,9 @@ int main(int argc, char **argv)
         txn *tx;
         if ((rc = txn_begin(p, &tx)))
             break;
-        rc = leaf_new(tx, &leaves[i]);
+        rc = tleaf_new(tx, &leaves[i]);
         for (uint64_t k = 1; !rc && k <= 8; k++)
-            rc = leaf_insert(tx, leaves[i], k, 16 * k);
+            rc = tleaf_insert(tx, leaves[i], k, 16 * k);
         rc = rc ? (txn_abort(tx), rc) : txn_commit(tx);
     }
     if (!rc)

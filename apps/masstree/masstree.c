@@ -1,0 +1,665 @@
+/* masstree.c - Masstree operations: get, put, remove, scan, and splits.
+ *
+ * A layer is a B+tree on 8-byte slices of the key; an entry whose key
+ * goes on past its slice holds the root of the next layer (klen
+ * KLEN_LAYER), where the key's next 8 bytes are the slice. Entries of one
+ * leaf are ordered by (slice, klen), which is the keys' byte order. Keys
+ * of one slice never straddle two leaves, so internal nodes route on the
+ * slice alone. Every key longer than 8 bytes goes down a layer (no key
+ * suffixes kept in leaves).
+ *
+ * Concurrency (after Mao, Kohler and Morris, EuroSys 2012). Readers lock
+ * nothing: they take a node's version when no writer marks it dirty, read,
+ * and check the version again; a split sends them right along the leaf
+ * chain (a leaf's lowkey says where it begins) or back to the root, a
+ * deleted node back to the root. Writers lock one leaf, and for a split
+ * its right neighbour and parents, bottom-up; all locks are held until the
+ * operation's transaction has committed. Lock order: child before parent,
+ * left leaf before right; leftward only by trylock (unlinking a leaf).
+ *
+ * Structure changes. A leaf splits at a slice boundary near its middle;
+ * the right half goes into a new leaf that is linked into the chain and
+ * then into the parent, which splits in turn when full. A new root of the
+ * top layer is written to the anchor, a new root of a lower layer to the
+ * entry of the layer above. A leaf that becomes empty is unlinked if it is
+ * not its parent's first child and its left neighbour's lock is free;
+ * otherwise it stays for later inserts. Internal nodes and layers are
+ * never removed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mt_node.h"
+
+#define LDA(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+
+static inline uint64_t slice_of(const uint8_t *k, size_t len)
+{
+    uint64_t x = 0;
+    if (len) /* k may be NULL for the empty key */
+        memcpy(&x, k, len < 8 ? len : 8);
+    return __builtin_bswap64(x);
+}
+
+static inline unsigned klen_of(size_t len)
+{
+    return len > 8 ? KLEN_LAYER : (unsigned)len;
+}
+
+static inline int ent_cmp(uint64_t ia, unsigned la, uint64_t ib, unsigned lb)
+{
+    if (ia != ib)
+        return ia < ib ? -1 : 1;
+    return la < lb ? -1 : la > lb;
+}
+
+/* Ask for all of a node's lines at once: the search reads most of them,
+ * and one miss at a time would serialise (Masstree does the same). */
+static inline void prefetch_node(const void *n)
+{
+    for (unsigned off = 0; off < NODE_BYTES; off += 64)
+        __builtin_prefetch((const char *)n + off);
+}
+
+/* The leaf of layer `layer` whose range holds slice ik, and its stable
+ * version. */
+static struct leaf *reach_leaf(struct node *layer, uint64_t ik, uint64_t *vout)
+{
+    struct node *n;
+    uint64_t v;
+retry:
+    n = layer;
+    v = node_stable(n);
+    while (!(v & V_ROOT)) { /* the layer grew a root above it */
+        struct inode *p = LDA(n->parent);
+        if (!p)
+            goto retry;
+        n = &p->h;
+        v = node_stable(n);
+    }
+    while (!(v & V_LEAF)) {
+        struct inode *in = (struct inode *)n;
+        unsigned nk = (unsigned)LD(in->nkeys), i = 0;
+        if (nk > IWIDTH)
+            nk = IWIDTH;
+        while (i < nk && ik >= LD(in->ikey[i]))
+            i++;
+        struct node *c = LDA(in->child[i]);
+        if (c)
+            prefetch_node(c);
+        uint64_t vc = c ? node_stable(c) : 0;
+        if (c && !node_changed(n, v)) {
+            n = c;
+            v = vc;
+            continue;
+        }
+        uint64_t v2 = node_stable(n);
+        if ((v2 ^ v) >= V_SPLIT_ONE || (v2 & V_DELETED))
+            goto retry;
+        v = v2;
+    }
+    *vout = v;
+    return (struct leaf *)n;
+}
+
+/* From leaf l (version *v), the leaf right of it that holds slice ik. */
+static struct leaf *walk_right(struct leaf *l, uint64_t ik, uint64_t *v)
+{
+    while (!(*v & V_DELETED)) {
+        struct leaf *nx = LDA(l->next);
+        if (!nx || ik < LD(nx->lowkey))
+            break;
+        l = nx;
+        *v = node_stable(&l->h);
+    }
+    return l;
+}
+
+/* Slot of (ik, kl) in l under permutation perm, or -1; *pos is its sorted
+ * position or where it would go. */
+static int leaf_find(struct leaf *l, uint64_t perm, uint64_t ik, unsigned kl, unsigned *pos)
+{
+    unsigned n = perm_count(perm), i;
+    if (n > LWIDTH)
+        n = LWIDTH;
+    for (i = 0; i < n; i++) {
+        unsigned s = perm_slot(perm, i);
+        int c = ent_cmp(LD(l->ikey[s]), LD(l->klen[s]), ik, kl);
+        if (c >= 0) {
+            *pos = i;
+            return c == 0 ? (int)s : -1;
+        }
+    }
+    *pos = n;
+    return -1;
+}
+
+int mt_get(mt_tree *t, const void *key, size_t len, uint64_t *val)
+{
+    const uint8_t *k = key;
+    int rc;
+    if (len > MT_MAX_KEY || (!key && len))
+        return TXN_E_INVAL;
+    epoch_enter();
+    struct node *layer = atomic_load_explicit(&t->root, memory_order_acquire);
+    for (;;) {
+        uint64_t ik = slice_of(k, len), v, x = 0;
+        unsigned kl = klen_of(len), pos;
+        int s;
+        struct leaf *l = reach_leaf(layer, ik, &v);
+        for (;;) {
+            if (v & V_DELETED) {
+                l = reach_leaf(layer, ik, &v);
+                continue;
+            }
+            s = leaf_find(l, LD(l->perm), ik, kl, &pos);
+            if (s >= 0)
+                x = LDA(l->val[s]);
+            if (!node_changed(&l->h, v))
+                break;
+            v = node_stable(&l->h);
+            l = walk_right(l, ik, &v);
+        }
+        if (s < 0) {
+            rc = 1;
+            break;
+        }
+        if (kl != KLEN_LAYER) {
+            *val = x;
+            rc = 0;
+            break;
+        }
+        layer = (struct node *)x;
+        k += 8;
+        len -= 8;
+    }
+    epoch_exit();
+    return rc;
+}
+
+/* Lock and return the leaf of `layer` that holds slice ik. */
+static struct leaf *leaf_locked(struct op *o, struct node *layer, uint64_t ik)
+{
+    for (;;) {
+        uint64_t v;
+        struct leaf *l = reach_leaf(layer, ik, &v);
+        op_lock(o, &l->h);
+        for (;;) {
+            if (atomic_load_explicit(&l->h.version, memory_order_relaxed) & V_DELETED)
+                break;
+            struct leaf *nx = l->next;
+            if (!nx || ik < nx->lowkey)
+                return l;
+            op_lock(o, &nx->h);
+            op_unlock(o, &l->h);
+            l = nx;
+        }
+        op_unlock(o, &l->h);
+    }
+}
+
+/* The parent of n (locked by o), locked, or NULL if n is a root. */
+static struct inode *locked_parent(struct op *o, struct node *n)
+{
+    for (;;) {
+        if (atomic_load_explicit(&n->version, memory_order_relaxed) & V_ROOT)
+            return NULL;
+        struct inode *p = LDA(n->parent);
+        op_lock(o, &p->h);
+        if (LDA(n->parent) == p)
+            return p;
+        op_unlock(o, &p->h);
+    }
+}
+
+static void set_parent(struct node *c, struct inode *p)
+{
+    __atomic_store_n(&c->parent, p, __ATOMIC_RELEASE);
+}
+
+static void clear_root(struct node *n)
+{
+    uint64_t v = atomic_load_explicit(&n->version, memory_order_relaxed);
+    atomic_store_explicit(&n->version, v & ~V_ROOT, memory_order_release);
+}
+
+/* A new root above old root n (split into n and r at key): the anchor or
+ * the entry of the layer above names it. */
+static void new_root(struct op *o, struct node *n, struct node *r, uint64_t key, int depth)
+{
+    struct inode *q = inode_new(o);
+    if (!q)
+        return;
+    atomic_fetch_or_explicit(&q->h.version, V_ROOT, memory_order_relaxed);
+    q->nkeys = 1;
+    q->ikey[0] = key;
+    q->child[0] = n;
+    q->child[1] = r;
+    w_image(o, &q->h);
+    set_parent(n, q);
+    set_parent(r, q);
+    clear_root(n);
+    if (depth == 0) {
+        atomic_store_explicit(&o->t->root, &q->h, memory_order_release);
+        w_anchor(o, &q->h);
+        return;
+    }
+    struct leaf *ul = leaf_locked(o, o->layer[depth - 1], o->ik[depth - 1]);
+    unsigned pos;
+    int s = leaf_find(ul, ul->perm, o->ik[depth - 1], KLEN_LAYER, &pos);
+    if (s >= 0) /* the entry is there: its layer is never removed */
+        w_ptr(o, &ul->h, LB_VAL + 8 * (size_t)s, q);
+}
+
+static unsigned child_index(struct inode *p, struct node *n)
+{
+    unsigned i = 0;
+    while (i < p->nkeys && p->child[i] != n)
+        i++;
+    return i;
+}
+
+/* Link r, the new right sibling of n (both locked), under n's parent at
+ * key, splitting parents as they fill. */
+static void insert_up(struct op *o, struct node *n, struct node *r, uint64_t key, int depth)
+{
+    for (;;) {
+        struct inode *p = locked_parent(o, n);
+        if (!p) {
+            new_root(o, n, r, key, depth);
+            return;
+        }
+        unsigned i = child_index(p, n), nk = (unsigned)p->nkeys;
+        if (nk < IWIDTH) {
+            node_mark(&p->h, V_INSERTING);
+            for (unsigned j = nk; j > i; j--) {
+                ST(p->ikey[j], p->ikey[j - 1]);
+                __atomic_store_n(&p->child[j + 1], p->child[j], __ATOMIC_RELEASE);
+            }
+            ST(p->ikey[i], key);
+            set_parent(r, p);
+            __atomic_store_n(&p->child[i + 1], r, __ATOMIC_RELEASE);
+            ST(p->nkeys, nk + 1);
+            w_range(o, &p->h, IB_IKEY + 8 * i, nk + 1 - i);
+            w_range_ptr(o, &p->h, IB_CHILD + 8 * (i + 1), nk + 1 - i);
+            w_u64(o, &p->h, IB_NKEYS, nk + 1);
+            return;
+        }
+        /* p is full: 16 keys and 17 children, 8 keys stay, 1 goes up */
+        uint64_t K[IWIDTH + 1];
+        struct node *C[IWIDTH + 2];
+        for (unsigned j = 0, a = 0; j <= IWIDTH; j++) {
+            if (j == i) {
+                K[j] = key;
+            } else {
+                K[j] = p->ikey[a++];
+            }
+        }
+        for (unsigned j = 0, a = 0; j <= IWIDTH + 1; j++)
+            C[j] = j == i + 1 ? r : p->child[a++];
+        struct inode *q = inode_new(o);
+        if (!q)
+            return;
+        node_mark(&p->h, V_SPLITTING);
+        enum { LEFT = 8 };
+        q->nkeys = IWIDTH - LEFT;
+        for (unsigned j = 0; j < IWIDTH - LEFT; j++)
+            q->ikey[j] = K[LEFT + 1 + j];
+        for (unsigned j = 0; j <= IWIDTH - LEFT; j++) {
+            q->child[j] = C[LEFT + 1 + j];
+            set_parent(q->child[j], q);
+        }
+        w_image(o, &q->h);
+        for (unsigned j = 0; j < LEFT; j++)
+            ST(p->ikey[j], K[j]);
+        for (unsigned j = 0; j <= LEFT; j++) {
+            __atomic_store_n(&p->child[j], C[j], __ATOMIC_RELEASE);
+            if (C[j] == r)
+                set_parent(r, p);
+        }
+        ST(p->nkeys, LEFT);
+        w_range(o, &p->h, IB_IKEY, LEFT);
+        w_range_ptr(o, &p->h, IB_CHILD, LEFT + 1);
+        w_u64(o, &p->h, IB_NKEYS, LEFT);
+        n = &p->h;
+        r = &q->h;
+        key = K[LEFT];
+    }
+}
+
+/* Store entry (ik, kl, v) in free slot s of l. */
+static void put_entry(struct op *o, struct leaf *l, unsigned s, uint64_t ik, unsigned kl,
+                      uint64_t v)
+{
+    w_u64(o, &l->h, LB_IKEY + 8 * (size_t)s, ik);
+    w_u8(o, &l->h, LB_KLEN + s, (uint8_t)kl);
+    if (kl == KLEN_LAYER)
+        w_ptr(o, &l->h, LB_VAL + 8 * (size_t)s, (void *)v);
+    else
+        w_u64(o, &l->h, LB_VAL + 8 * (size_t)s, v);
+}
+
+/* Encode a permutation: count n, slots a[0..n-1] in key order, then the
+ * free slots of a leaf (those < LWIDTH not in a), then unused slot 14. */
+static uint64_t perm_of(const unsigned *a, unsigned n)
+{
+    unsigned used[PERM_SLOTS] = {0}, all[PERM_SLOTS], m = 0;
+    for (unsigned j = 0; j < n; j++) {
+        all[m++] = a[j];
+        used[a[j]] = 1;
+    }
+    for (unsigned s = 0; s < PERM_SLOTS; s++)
+        if (!used[s])
+            all[m++] = s;
+    uint64_t p = n;
+    for (unsigned j = 0; j < PERM_SLOTS; j++)
+        p |= (uint64_t)all[j] << (4 * j + 4);
+    return p;
+}
+
+/* Split full leaf l, adding (ik, kl, v) at sorted position pos. */
+static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, unsigned kl,
+                       uint64_t v)
+{
+    enum { N = LWIDTH + 1, MID = N / 2 };
+    uint64_t K[N], V[N];
+    unsigned L[N], S[N], a[N];
+    uint64_t perm = l->perm;
+    for (unsigned j = 0, i = 0; j < N; j++) {
+        if (j == pos) {
+            K[j] = ik, L[j] = kl, V[j] = v, S[j] = PERM_SLOTS; /* new: no slot yet */
+            continue;
+        }
+        unsigned s = perm_slot(perm, i++);
+        K[j] = l->ikey[s], L[j] = l->klen[s], V[j] = l->val[s], S[j] = s;
+    }
+    /* split point nearest the middle between two slices (there is one:
+     * a slice has at most 10 entries, klen 0-9) */
+    unsigned p = 0;
+    for (unsigned d = 0; d < N && !p; d++) {
+        if (MID + d < N && K[MID + d - 1] != K[MID + d])
+            p = MID + d;
+        else if (d < MID && K[MID - d - 1] != K[MID - d])
+            p = MID - d;
+    }
+    struct leaf *r = leaf_new(o);
+    if (!r || !p) {
+        o->err = o->err ? o->err : TXN_E_INVAL;
+        return;
+    }
+    node_mark(&l->h, V_SPLITTING);
+    r->lowkey = K[p];
+    for (unsigned j = p; j < N; j++) {
+        r->ikey[j - p] = K[j];
+        r->klen[j - p] = (uint8_t)L[j];
+        r->val[j - p] = V[j];
+        a[j - p] = j - p;
+    }
+    r->perm = perm_of(a, N - p);
+    struct leaf *nx = l->next;
+    r->next = nx;
+    r->prev = l;
+    /* r's parent stays NULL until insert_up links r under the parent it
+     * has locked: l's parent may change until then (an internal split) */
+    w_image(o, &r->h);
+    if (nx) {
+        op_lock(o, &nx->h);
+        w_ptr(o, &nx->h, LB_PREV, r);
+    }
+    w_ptr(o, &l->h, LB_NEXT, r);
+    /* l keeps entries 0..p-1 in their slots; the new one, if it is among
+     * them, takes the first slot no kept entry uses */
+    if (pos < p) {
+        unsigned used[PERM_SLOTS] = {0}, s = 0;
+        for (unsigned j = 0; j < p; j++)
+            if (j != pos)
+                used[S[j]] = 1;
+        while (used[s])
+            s++;
+        S[pos] = s;
+        put_entry(o, l, s, ik, kl, v);
+    }
+    w_u64(o, &l->h, LB_PERM, perm_of(S, p));
+    atomic_fetch_add_explicit(&o->t->splits, 1, memory_order_relaxed);
+    insert_up(o, &l->h, &r->h, K[p], o->depth);
+}
+
+/* A new layer holding only key k (len bytes) with value v: a chain of
+ * one-entry leaves, returned as its root. */
+static struct leaf *layer_chain(struct op *o, const uint8_t *k, size_t len, uint64_t v)
+{
+    unsigned kl = klen_of(len);
+    if (kl == KLEN_LAYER) {
+        struct leaf *sub = layer_chain(o, k + 8, len - 8, v);
+        if (!sub)
+            return NULL;
+        v = (uint64_t)sub;
+    }
+    struct leaf *l = leaf_new(o);
+    if (!l)
+        return NULL;
+    atomic_fetch_or_explicit(&l->h.version, V_ROOT, memory_order_relaxed);
+    l->ikey[0] = slice_of(k, len);
+    l->klen[0] = (uint8_t)kl;
+    l->val[0] = v;
+    l->perm = perm_insert(PERM_EMPTY, 0);
+    w_image(o, &l->h);
+    return l;
+}
+
+/* Unlink empty leaf l (locked) if that takes no waiting to the left. */
+static void try_unlink(struct op *o, struct leaf *l)
+{
+    if (atomic_load_explicit(&l->h.version, memory_order_relaxed) & V_ROOT)
+        return;
+    struct leaf *pv = l->prev;
+    if (!pv || !op_trylock(o, &pv->h))
+        return;
+    if (pv->next != l ||
+        (atomic_load_explicit(&pv->h.version, memory_order_relaxed) & V_DELETED)) {
+        op_unlock(o, &pv->h);
+        return;
+    }
+    struct leaf *nx = l->next;
+    if (nx)
+        op_lock(o, &nx->h);
+    struct inode *p = locked_parent(o, &l->h);
+    unsigned i = child_index(p, &l->h), nk = (unsigned)p->nkeys;
+    if (i == 0) { /* l's range would have to move into another parent */
+        op_unlock(o, &p->h);
+        if (nx)
+            op_unlock(o, &nx->h);
+        op_unlock(o, &pv->h);
+        return;
+    }
+    node_mark(&l->h, V_DELETED | V_SPLITTING);
+    node_mark(&p->h, V_INSERTING);
+    for (unsigned j = i; j < nk; j++) {
+        ST(p->ikey[j - 1], p->ikey[j]);
+        __atomic_store_n(&p->child[j], p->child[j + 1], __ATOMIC_RELEASE);
+    }
+    ST(p->nkeys, nk - 1);
+    w_range(o, &p->h, IB_IKEY + 8 * (i - 1), nk - i);
+    w_range_ptr(o, &p->h, IB_CHILD + 8 * i, nk - i);
+    w_u64(o, &p->h, IB_NKEYS, nk - 1);
+    w_ptr(o, &pv->h, LB_NEXT, nx);
+    if (nx)
+        w_ptr(o, &nx->h, LB_PREV, pv);
+    node_discard(o, &l->h);
+    atomic_fetch_add_explicit(&o->t->unlinked, 1, memory_order_relaxed);
+}
+
+enum { PUT, REMOVE };
+
+/* One put or remove: 1 inserted/removed, 0 updated/absent, or an error. */
+static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t val)
+{
+    const uint8_t *k = key;
+    struct op o;
+    int ret = 0, rc;
+    if (len > MT_MAX_KEY || (!key && len))
+        return TXN_E_INVAL;
+    epoch_enter();
+    rc = op_begin(&o, t);
+    if (rc) {
+        epoch_exit();
+        return rc;
+    }
+    struct node *layer = atomic_load_explicit(&t->root, memory_order_acquire);
+    for (;;) {
+        uint64_t ik = slice_of(k, len);
+        unsigned kl = klen_of(len), pos;
+        o.layer[o.depth] = layer;
+        o.ik[o.depth] = ik;
+        struct leaf *l = leaf_locked(&o, layer, ik);
+        uint64_t perm = l->perm;
+        int s = leaf_find(l, perm, ik, kl, &pos);
+        if (s >= 0 && kl == KLEN_LAYER) { /* on to the next layer */
+            layer = (struct node *)l->val[s];
+            op_unlock(&o, &l->h);
+            o.depth++;
+            k += 8;
+            len -= 8;
+            continue;
+        }
+        if (what == REMOVE) {
+            if (s >= 0) {
+                node_mark(&l->h, V_INSERTING);
+                w_u64(&o, &l->h, LB_PERM, perm_remove(perm, pos));
+                if (perm_count(perm) == 1)
+                    try_unlink(&o, l);
+                ret = 1;
+            }
+            break;
+        }
+        if (s >= 0) { /* update: one word, readers need not retry (they may
+                       * read it before its transaction commits) */
+            w_u64(&o, &l->h, LB_VAL + 8 * (size_t)s, val);
+            break;
+        }
+        uint64_t ev = val;
+        if (kl == KLEN_LAYER) {
+            struct leaf *sub = layer_chain(&o, k + 8, len - 8, val);
+            if (!sub)
+                break;
+            ev = (uint64_t)sub;
+        }
+        if (perm_count(perm) < LWIDTH) {
+            node_mark(&l->h, V_INSERTING);
+            put_entry(&o, l, perm_slot(perm, perm_count(perm)), ik, kl, ev);
+            w_u64(&o, &l->h, LB_PERM, perm_insert(perm, pos));
+        } else {
+            leaf_split(&o, l, pos, ik, kl, ev);
+        }
+        ret = 1;
+        break;
+    }
+    rc = op_end(&o);
+    epoch_exit();
+    return rc ? rc : ret;
+}
+
+int mt_put(mt_tree *t, const void *key, size_t len, uint64_t val)
+{
+    return modify(t, PUT, key, len, val);
+}
+
+int mt_remove(mt_tree *t, const void *key, size_t len)
+{
+    return modify(t, REMOVE, key, len, 0);
+}
+
+/* ---- scans */
+
+struct scan {
+    mt_scan_fn fn;
+    void *arg;
+    size_t max, count;
+    int stop;
+    uint8_t key[MT_MAX_KEY + 8];
+};
+
+/* A consistent copy of a leaf's entries in key order. */
+struct snap {
+    unsigned n;
+    uint64_t ik[LWIDTH], val[LWIDTH];
+    unsigned kl[LWIDTH];
+    struct leaf *next;
+};
+
+static struct leaf *snapshot(struct node *layer, struct leaf *l, uint64_t v, uint64_t cik,
+                             struct snap *sn)
+{
+    for (;;) {
+        if (v & V_DELETED) {
+            l = reach_leaf(layer, cik, &v);
+            continue;
+        }
+        uint64_t perm = LD(l->perm);
+        sn->n = perm_count(perm) > LWIDTH ? LWIDTH : perm_count(perm);
+        for (unsigned i = 0; i < sn->n; i++) {
+            unsigned s = perm_slot(perm, i);
+            sn->ik[i] = LD(l->ikey[s]);
+            sn->kl[i] = LD(l->klen[s]);
+            sn->val[i] = LDA(l->val[s]);
+        }
+        sn->next = LDA(l->next);
+        if (!node_changed(&l->h, v))
+            return l;
+        v = node_stable(&l->h);
+        l = walk_right(l, cik, &v);
+    }
+}
+
+/* Keys of `layer` from (start, slen) on (start NULL: all), under the
+ * `depth` bytes of prefix already in s->key. */
+static void scan_layer(struct scan *s, struct node *layer, size_t depth, const uint8_t *start,
+                       size_t slen)
+{
+    uint64_t cik = start ? slice_of(start, slen) : 0, v;
+    unsigned ckl = start ? klen_of(slen) : 0;
+    int inclusive = 1;
+    struct snap sn;
+    struct leaf *l = reach_leaf(layer, cik, &v);
+    for (;;) {
+        l = snapshot(layer, l, v, cik, &sn);
+        for (unsigned i = 0; i < sn.n; i++) {
+            int c = ent_cmp(sn.ik[i], sn.kl[i], cik, ckl);
+            if (c < 0 || (c == 0 && !inclusive))
+                continue;
+            uint64_t be = __builtin_bswap64(sn.ik[i]);
+            memcpy(s->key + depth, &be, 8);
+            if (sn.kl[i] == KLEN_LAYER) {
+                int from = start && inclusive && c == 0;
+                scan_layer(s, (struct node *)sn.val[i], depth + 8, from ? start + 8 : NULL,
+                           from ? slen - 8 : 0);
+            } else {
+                s->count++;
+                if (s->fn(s->key, depth + sn.kl[i], sn.val[i], s->arg) || s->count >= s->max)
+                    s->stop = 1;
+            }
+            if (s->stop)
+                return;
+            cik = sn.ik[i];
+            ckl = sn.kl[i];
+            inclusive = 0;
+        }
+        if (!sn.next)
+            return;
+        l = sn.next;
+        v = node_stable(&l->h);
+    }
+}
+
+long mt_scan(mt_tree *t, const void *start, size_t len, size_t max, mt_scan_fn fn, void *arg)
+{
+    if (len > MT_MAX_KEY || !fn)
+        return TXN_E_INVAL;
+    if (!max)
+        return 0;
+    struct scan s = {.fn = fn, .arg = arg, .max = max};
+    epoch_enter();
+    scan_layer(&s, atomic_load_explicit(&t->root, memory_order_acquire), 0, start, len);
+    epoch_exit();
+    return (long)s.count;
+}

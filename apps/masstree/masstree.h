@@ -1,0 +1,91 @@
+/* masstree.h - a concurrent Masstree (a trie of B+trees on 8-byte key
+ * slices) with two kinds of node storage:
+ *
+ *   transient  every node in DRAM, from an mmap'd node pool (opts.pool NULL)
+ *   txn.h      the same DRAM tree, and every node mirrored in a persistent
+ *              object of a txn.h pool: each put/remove is one transaction,
+ *              each change of a node one txn_write to its object; the
+ *              node locks an operation takes are held until it committed.
+ *
+ * Reads (get, scan) never lock and never enter a transaction: they read
+ * the DRAM nodes optimistically, checking each node's version word. After
+ * a crash, mt_open() rebuilds the DRAM tree from the persistent objects,
+ * which hold exactly the completed puts and removes (durable when they
+ * return, per the engine's durability; incll: at the epoch's end).
+ *
+ * What the txn.h storage costs: each put or remove pays its engine's
+ * logging and barriers on every node it changes; reads pay nothing (they
+ * never touch the pool, as in DRAM-copy designs such as Kamino-Tx or
+ * DudeTM); the nodes take DRAM and pool space both; a restart rebuilds
+ * the DRAM tree (ycsb --restart measures it). An in-place durable tree,
+ * read straight from the pool, is the InCLL variant's business.
+ *
+ * Keys are byte strings of at most MT_MAX_KEY bytes, values 8-byte words.
+ * Every call may be made by any number of threads at once.
+ */
+#ifndef PMTX_MASSTREE_H
+#define PMTX_MASSTREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txn.h"
+
+#define MT_MAX_KEY 256
+
+typedef struct mt_tree mt_tree;
+
+typedef struct mt_opts {
+    txn_pool *pool;   /* NULL: transient tree */
+    txn_obj *anchor;  /* object holding the root's handle (default: the
+                         pool's root object) */
+    size_t anchor_off; /* offset of that handle in anchor (8-aligned) */
+    /* commits an operation's transaction (default txn_commit); the crash
+     * simulator announces the state a commit makes through it */
+    int (*commit)(txn *tx, void *arg);
+    void *commit_arg;
+} mt_opts;
+
+/* A new empty tree; with a pool, its root handle is written to the anchor
+ * in one transaction. 0, TXN_E_NOMEM, or the transaction's error. */
+int mt_create(const mt_opts *opts, mt_tree **out);
+
+/* Rebuild the tree that the anchor names (txn.h storage only), checking
+ * its structure: TXN_E_CORRUPT if it is not a well-formed tree. */
+int mt_open(const mt_opts *opts, mt_tree **out);
+
+/* Release the DRAM tree (the persistent objects stay). No call may run. */
+void mt_close(mt_tree *t);
+
+/* 0 and *val if key is present, 1 if not, TXN_E_INVAL for a long key. */
+int mt_get(mt_tree *t, const void *key, size_t len, uint64_t *val);
+
+/* Insert or update: 1 inserted, 0 updated, or a negative TXN_E_* (the
+ * transaction's error; the DRAM tree is then unusable, every later call
+ * returns TXN_E_STATE and mt_open() brings back the committed tree). */
+int mt_put(mt_tree *t, const void *key, size_t len, uint64_t val);
+
+/* 1 removed, 0 absent, or a negative TXN_E_* as for mt_put. */
+int mt_remove(mt_tree *t, const void *key, size_t len);
+
+/* Called by mt_scan for each key in order; nonzero stops the scan. */
+typedef int (*mt_scan_fn)(const void *key, size_t len, uint64_t val, void *arg);
+
+/* Visit keys >= start (start NULL: from the first key) in ascending order,
+ * at most max of them. Returns the number visited, or a negative TXN_E_*.
+ * Each key visited was present at some time during the scan. */
+long mt_scan(mt_tree *t, const void *start, size_t len, size_t max, mt_scan_fn fn,
+             void *arg);
+
+/* Calls fn for the persistent object of every node (txn.h storage). */
+void mt_objects(mt_tree *t, void (*fn)(txn_obj *o, void *arg), void *arg);
+
+typedef struct mt_stats {
+    uint64_t leaves, inodes, layers; /* nodes in the tree now */
+    uint64_t splits, unlinked;       /* leaf splits, empty leaves removed */
+} mt_stats;
+
+/* Counts of a quiescent tree (walks it). */
+void mt_stats_get(mt_tree *t, mt_stats *out);
+
+#endif

@@ -1,0 +1,458 @@
+/* mt_node.c - Masstree node pool, epoch-based reclamation, node locks, and
+ * operations' writes (a DRAM store, and a txn_write to the node's mirror).
+ *
+ * Node pool. One mmap'd region (reserved, not committed) handed out in
+ * chunks to threads; each thread keeps a free list. Nodes are never given
+ * back to the system: the MT+ allocator.
+ *
+ * Epochs. A reader or writer announces the global epoch while it runs an
+ * operation. A node unlinked in epoch e is freed once the global epoch is
+ * e + 2: the epoch only advances when every running operation announced
+ * the current one, so no operation that could have reached the node is
+ * still running. Every thread tries to advance it after RETIRE_BATCH
+ * retires (the global barrier per epoch of MT+).
+ */
+#define _GNU_SOURCE
+#include "mt_node.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define POOL_BYTES (64ull << 30) /* address space reserved for nodes */
+#define CHUNK_NODES 1024
+#define MAX_THREADS 256
+#define RETIRE_BATCH 64
+
+static char *g_base;
+static _Atomic uint64_t g_used; /* bytes handed out in chunks */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static _Atomic uint64_t g_epoch = 1;
+struct eslot {
+    _Alignas(64) _Atomic uint64_t active; /* announced epoch, 0 = idle */
+    _Atomic int used;
+};
+static struct eslot g_slots[MAX_THREADS];
+
+struct retired {
+    void *n;
+    uint64_t epoch;
+};
+
+/* what a thread owns; handed to the next thread taking its slot */
+struct tstate {
+    void *free;           /* free list, linked through the first word */
+    char *chunk, *chunk_end;
+    struct retired *lim;  /* retired nodes, oldest first from lim_head */
+    size_t lim_head, lim_n, lim_cap;
+    unsigned since_advance;
+    int depth;            /* nested epoch_enter */
+};
+static struct tstate g_state[MAX_THREADS];
+static __thread int t_slot = -1;
+static pthread_key_t g_key;
+
+static void thread_gone(void *arg)
+{
+    int s = (int)(intptr_t)arg - 1;
+    atomic_store(&g_slots[s].active, 0);
+    atomic_store(&g_slots[s].used, 0);
+}
+
+static void pool_init(void)
+{
+    void *p = mmap(NULL, POOL_BYTES, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    g_base = p == MAP_FAILED ? NULL : p;
+    pthread_key_create(&g_key, thread_gone);
+}
+
+static struct tstate *self(void)
+{
+    if (t_slot < 0) {
+        pthread_once(&g_once, pool_init);
+        for (int s = 0;; s = (s + 1) % MAX_THREADS) {
+            int z = 0;
+            if (atomic_compare_exchange_strong(&g_slots[s].used, &z, 1)) {
+                t_slot = s;
+                pthread_setspecific(g_key, (void *)(intptr_t)(s + 1));
+                break;
+            }
+        }
+    }
+    return &g_state[t_slot];
+}
+
+void *node_alloc(void)
+{
+    struct tstate *st = self();
+    void *n = st->free;
+    if (n) {
+        st->free = *(void **)n;
+    } else {
+        if (st->chunk == st->chunk_end) {
+            uint64_t at = atomic_fetch_add(&g_used, CHUNK_NODES * NODE_BYTES);
+            if (!g_base || at + CHUNK_NODES * NODE_BYTES > POOL_BYTES)
+                return NULL;
+            st->chunk = g_base + at;
+            st->chunk_end = st->chunk + CHUNK_NODES * NODE_BYTES;
+        }
+        n = st->chunk;
+        st->chunk += NODE_BYTES;
+    }
+    memset(n, 0, NODE_BYTES);
+    return n;
+}
+
+void node_free_now(void *n)
+{
+    struct tstate *st = self();
+    *(void **)n = st->free;
+    st->free = n;
+}
+
+static void try_advance(void)
+{
+    uint64_t e = atomic_load(&g_epoch);
+    for (int s = 0; s < MAX_THREADS; s++) {
+        uint64_t a = atomic_load(&g_slots[s].active);
+        if (a && a != e)
+            return;
+    }
+    atomic_compare_exchange_strong(&g_epoch, &e, e + 1);
+}
+
+static void reclaim(struct tstate *st)
+{
+    uint64_t e = atomic_load(&g_epoch);
+    while (st->lim_head < st->lim_n && st->lim[st->lim_head].epoch + 2 <= e)
+        node_free_now(st->lim[st->lim_head++].n);
+    if (st->lim_head == st->lim_n)
+        st->lim_head = st->lim_n = 0;
+}
+
+void node_retire(void *n)
+{
+    struct tstate *st = self();
+    if (st->lim_n == st->lim_cap) {
+        if (st->lim_head) { /* compact before growing */
+            memmove(st->lim, st->lim + st->lim_head,
+                    (st->lim_n - st->lim_head) * sizeof *st->lim);
+            st->lim_n -= st->lim_head;
+            st->lim_head = 0;
+        }
+        if (st->lim_n == st->lim_cap) {
+            size_t cap = st->lim_cap ? 2 * st->lim_cap : 256;
+            struct retired *r = realloc(st->lim, cap * sizeof *r);
+            if (!r)
+                return; /* leaked, never reused: still safe */
+            st->lim = r;
+            st->lim_cap = cap;
+        }
+    }
+    st->lim[st->lim_n++] = (struct retired){n, atomic_load(&g_epoch)};
+    if (++st->since_advance >= RETIRE_BATCH) {
+        st->since_advance = 0;
+        try_advance();
+        reclaim(st);
+    }
+}
+
+void epoch_enter(void)
+{
+    struct tstate *st = self();
+    if (st->depth++ == 0) {
+        atomic_store(&g_slots[t_slot].active, atomic_load(&g_epoch));
+        atomic_thread_fence(memory_order_seq_cst);
+    }
+}
+
+void epoch_exit(void)
+{
+    struct tstate *st = &g_state[t_slot];
+    if (--st->depth == 0) {
+        atomic_store_explicit(&g_slots[t_slot].active, 0, memory_order_release);
+        if (st->lim_n != st->lim_head && ++st->since_advance >= RETIRE_BATCH) {
+            st->since_advance = 0;
+            try_advance();
+            reclaim(st);
+        }
+    }
+}
+
+/* ---- permutation: decoded into positions, changed, encoded again */
+
+static unsigned perm_decode(uint64_t p, unsigned a[PERM_SLOTS])
+{
+    for (unsigned i = 0; i < PERM_SLOTS; i++)
+        a[i] = perm_slot(p, i);
+    return perm_count(p);
+}
+
+static uint64_t perm_encode(const unsigned a[PERM_SLOTS], unsigned n)
+{
+    uint64_t p = n;
+    for (unsigned i = 0; i < PERM_SLOTS; i++)
+        p |= (uint64_t)a[i] << (4 * i + 4);
+    return p;
+}
+
+uint64_t perm_insert(uint64_t p, unsigned i)
+{
+    unsigned a[PERM_SLOTS], n = perm_decode(p, a), slot = a[n];
+    memmove(a + i + 1, a + i, (n - i) * sizeof *a);
+    a[i] = slot;
+    return perm_encode(a, n + 1);
+}
+
+uint64_t perm_remove(uint64_t p, unsigned i)
+{
+    unsigned a[PERM_SLOTS], n = perm_decode(p, a), slot = a[i];
+    memmove(a + i, a + i + 1, (n - 1 - i) * sizeof *a);
+    a[n - 1] = slot;
+    return perm_encode(a, n - 1);
+}
+
+/* ---- locks */
+
+void node_lock(struct node *n)
+{
+    for (;;) {
+        uint64_t v = atomic_load_explicit(&n->version, memory_order_relaxed);
+        if (!(v & V_LOCKED) &&
+            atomic_compare_exchange_weak_explicit(&n->version, &v, v | V_LOCKED,
+                                                  memory_order_acquire,
+                                                  memory_order_relaxed))
+            return;
+        __builtin_ia32_pause();
+    }
+}
+
+int node_trylock(struct node *n)
+{
+    uint64_t v = atomic_load_explicit(&n->version, memory_order_relaxed);
+    return !(v & V_LOCKED) &&
+           atomic_compare_exchange_strong_explicit(&n->version, &v, v | V_LOCKED,
+                                                   memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
+void node_unlock(struct node *n)
+{
+    uint64_t v = atomic_load_explicit(&n->version, memory_order_relaxed), nv = v;
+    if (v & V_INSERTING)
+        nv = (nv & ~V_INSERT_MASK) | ((nv + V_INSERT_ONE) & V_INSERT_MASK);
+    if (v & V_SPLITTING)
+        nv += V_SPLIT_ONE;
+    atomic_store_explicit(&n->version, nv & ~(V_LOCKED | V_DIRTY), memory_order_release);
+}
+
+/* ---- operations */
+
+int op_begin(struct op *o, mt_tree *t)
+{
+    o->t = t;
+    o->tx = NULL;
+    o->err = 0;
+    o->nheld = 0;
+    o->depth = 0;
+    if (atomic_load(&t->broken))
+        return TXN_E_STATE;
+    return t->pool ? txn_begin(t->pool, &o->tx) : 0;
+}
+
+int op_end(struct op *o)
+{
+    int rc = 0;
+    if (o->tx) {
+        if (o->err) {
+            txn_abort(o->tx);
+            rc = o->err;
+        } else {
+            rc = o->t->commit(o->tx, o->t->commit_arg);
+        }
+        if (rc)
+            atomic_store(&o->t->broken, 1);
+    } else if (o->err) {
+        rc = o->err;
+        atomic_store(&o->t->broken, 1);
+    }
+    while (o->nheld > 0)
+        node_unlock(o->held[--o->nheld]);
+    return rc;
+}
+
+static int held(struct op *o, struct node *n)
+{
+    for (int i = o->nheld - 1; i >= 0; i--)
+        if (o->held[i] == n)
+            return 1;
+    return 0;
+}
+
+/* OP_LOCKS bounds what one operation can lock: a split of every level
+ * (a leaf, its right neighbour, up to 27 levels of parents, new nodes) */
+void op_hold(struct op *o, struct node *n)
+{
+    if (o->nheld == OP_LOCKS) { /* cannot happen in a tree of 2^64 keys */
+        o->err = o->err ? o->err : TXN_E_INVAL;
+        node_unlock(n);
+        return;
+    }
+    o->held[o->nheld++] = n;
+}
+
+void op_lock(struct op *o, struct node *n)
+{
+    if (held(o, n))
+        return;
+    node_lock(n);
+    op_hold(o, n);
+}
+
+int op_trylock(struct op *o, struct node *n)
+{
+    if (held(o, n))
+        return 0; /* the caller would unlock it while still using it */
+    if (!node_trylock(n))
+        return 0;
+    op_hold(o, n);
+    return 1;
+}
+
+void op_unlock(struct op *o, struct node *n)
+{
+    for (int i = o->nheld - 1; i >= 0; i--)
+        if (o->held[i] == n) {
+            memmove(o->held + i, o->held + i + 1, (size_t)(o->nheld - 1 - i) * sizeof *o->held);
+            o->nheld--;
+            node_unlock(n);
+            return;
+        }
+}
+
+static inline uint64_t *word(struct node *n, size_t off)
+{
+    return (uint64_t *)(BODY(n) + off);
+}
+
+static inline txn_obj *mirror_of(uint64_t p)
+{
+    return p ? ((struct node *)p)->pobj : NULL;
+}
+
+static void mirror_write(struct op *o, struct node *n, size_t off, const void *src, size_t len)
+{
+    if (o->tx && !o->err)
+        o->err = txn_write(o->tx, n->pobj, off, src, len);
+}
+
+void w_u64(struct op *o, struct node *n, size_t off, uint64_t v)
+{
+    ST(*word(n, off), v);
+    if (o->tx && !o->err)
+        o->err = txn_write_u64(o->tx, n->pobj, off, v);
+}
+
+void w_ptr(struct op *o, struct node *n, size_t off, void *p)
+{
+    __atomic_store_n(word(n, off), (uint64_t)p, __ATOMIC_RELEASE);
+    if (o->tx && !o->err)
+        o->err = txn_write_u64(o->tx, n->pobj, off, (uint64_t)mirror_of((uint64_t)p));
+}
+
+void w_u8(struct op *o, struct node *n, size_t off, uint8_t v)
+{
+    __atomic_store_n((uint8_t *)BODY(n) + off, v, __ATOMIC_RELAXED);
+    mirror_write(o, n, off, &v, 1);
+}
+
+void w_range(struct op *o, struct node *n, size_t off, unsigned count)
+{
+    if (count)
+        mirror_write(o, n, off, word(n, off), 8 * (size_t)count);
+}
+
+void w_range_ptr(struct op *o, struct node *n, size_t off, unsigned count)
+{
+    uint64_t h[IWIDTH + 1];
+    if (!o->tx || !count)
+        return;
+    for (unsigned i = 0; i < count; i++)
+        h[i] = (uint64_t)mirror_of(word(n, off)[i]);
+    mirror_write(o, n, off, h, 8 * (size_t)count);
+}
+
+static struct node *node_new(struct op *o, uint64_t kind, size_t body)
+{
+    struct node *n = node_alloc();
+    if (!n) {
+        o->err = o->err ? o->err : TXN_E_NOMEM;
+        return NULL;
+    }
+    if (o->tx) {
+        int rc = txn_alloc(o->tx, body, &n->pobj);
+        if (rc) {
+            node_free_now(n);
+            o->err = o->err ? o->err : rc;
+            return NULL;
+        }
+    }
+    *word(n, 0) = kind;
+    atomic_store_explicit(&n->version,
+                          V_LOCKED | V_INSERTING | (kind == KIND_LEAF ? V_LEAF : 0),
+                          memory_order_relaxed);
+    op_hold(o, n);
+    return n;
+}
+
+struct leaf *leaf_new(struct op *o)
+{
+    struct leaf *l = (struct leaf *)node_new(o, KIND_LEAF, LEAF_BODY);
+    if (l)
+        l->perm = PERM_EMPTY;
+    return l;
+}
+
+struct inode *inode_new(struct op *o)
+{
+    return (struct inode *)node_new(o, KIND_INODE, INODE_BODY);
+}
+
+void w_image(struct op *o, struct node *n)
+{
+    uint64_t img[LEAF_BODY / 8];
+    if (!o->tx || o->err)
+        return;
+    if (is_leaf(n)) {
+        struct leaf *l = (struct leaf *)n;
+        memcpy(img, BODY(n), LEAF_BODY);
+        img[LB_NEXT / 8] = (uint64_t)mirror_of((uint64_t)l->next);
+        img[LB_PREV / 8] = (uint64_t)mirror_of((uint64_t)l->prev);
+        for (unsigned s = 0; s < LWIDTH; s++)
+            if (l->klen[s] == KLEN_LAYER)
+                img[LB_VAL / 8 + s] = (uint64_t)mirror_of(l->val[s]);
+        o->err = txn_write(o->tx, n->pobj, 0, img, LEAF_BODY);
+    } else {
+        struct inode *in = (struct inode *)n;
+        memcpy(img, BODY(n), INODE_BODY);
+        for (unsigned i = 0; i <= IWIDTH; i++)
+            img[IB_CHILD / 8 + i] = (uint64_t)mirror_of((uint64_t)in->child[i]);
+        o->err = txn_write(o->tx, n->pobj, 0, img, INODE_BODY);
+    }
+}
+
+void node_discard(struct op *o, struct node *n)
+{
+    if (o->tx && !o->err)
+        o->err = txn_free(o->tx, n->pobj);
+    node_retire(n);
+}
+
+void w_anchor(struct op *o, struct node *root)
+{
+    if (o->tx && !o->err)
+        o->err = txn_write(o->tx, o->t->anchor, o->t->anchor_off, &root->pobj, 8);
+}

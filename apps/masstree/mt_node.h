@@ -1,0 +1,218 @@
+/* mt_node.h - Masstree nodes (internal to apps/masstree): layout, version
+ * word, node pool, epochs, and the write helpers that keep a node's
+ * persistent mirror in step with its DRAM copy.
+ *
+ * A node is a volatile header (version word, mirror handle) followed by
+ * its body. The body is also the persistent layout: the mirror object
+ * holds the body byte for byte, except that node pointers are stored as
+ * the handles of the nodes' mirrors. Body offsets (LB_*, IB_*) are the
+ * offsets in the mirror.
+ *
+ * Every body word that optimistic readers may read while a writer stores
+ * it is accessed with relaxed atomics (LD/ST); the version word orders
+ * them (acquire on the reader's side, release on the writer's).
+ */
+#ifndef PMTX_MT_NODE_H
+#define PMTX_MT_NODE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "masstree.h"
+
+/* Keys of a leaf: 15, or 14 (-DMT_LEAF_WIDTH=14), which leaves room in
+ * the same five lines for the paper's InCLLs (see struct leaf). */
+#ifndef MT_LEAF_WIDTH
+#define MT_LEAF_WIDTH 15
+#endif
+#define LWIDTH MT_LEAF_WIDTH
+#define IWIDTH 15     /* keys of an internal node */
+#define PERM_SLOTS 15 /* nibbles of a permutation; with 14-key leaves the
+                         last one always names the unused slot 14 */
+_Static_assert(LWIDTH == 14 || LWIDTH == 15, "leaf width");
+#define KLEN_LAYER 9  /* klen of an entry whose value is a layer's root */
+
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* ---- version word (Masstree's): readers retry when it changes */
+#define V_LOCKED (1ull << 0)
+#define V_INSERTING (1ull << 1) /* a writer changes keys or permutation */
+#define V_SPLITTING (1ull << 2) /* a writer moves keys to another node */
+#define V_DELETED (1ull << 3)   /* unlinked: readers start again */
+#define V_ROOT (1ull << 4)      /* root of its layer */
+#define V_LEAF (1ull << 5)
+#define V_DIRTY (V_INSERTING | V_SPLITTING)
+#define V_INSERT_ONE (1ull << 6)  /* 16-bit insert counter from bit 6 */
+#define V_SPLIT_ONE (1ull << 22)  /* 42-bit split counter from bit 22 */
+#define V_INSERT_MASK (V_SPLIT_ONE - V_INSERT_ONE)
+
+enum { KIND_LEAF = 1, KIND_INODE = 2 };
+
+/* The volatile header. Parent pointers are volatile: an internal node's
+ * split moves children that other operations may have locked, so it may
+ * not write their mirrors; recovery derives parents from the structure. */
+struct node {
+    _Atomic uint64_t version;
+    txn_obj *pobj;        /* persistent mirror, NULL when transient */
+    struct inode *parent; /* NULL for a layer's root */
+};
+
+/* A leaf is five cache lines (the node pool hands out 64-byte aligned
+ * NODE_BYTES). With 15 keys: line 0 header, perm, links; lines 1-2 slices
+ * and lengths; lines 3-4 values. With 14 keys the values move 8 bytes on,
+ * to the paper's InCLL layout (Cohen et al., Figure 1): line 3 is one log
+ * word then values 0-6, line 4 values 7-13 then one log word, so that an
+ * InCLL is in the cache line of the values it logs. A durable variant
+ * would also take line 0's pobj and kind words (which an in-place node
+ * does not need) for the permutation's InCLL (epoch and flags, the old
+ * permutation), in the line of the permutation itself. */
+struct leaf {
+    struct node h;
+    /* body (the mirror's layout) */
+    uint64_t kind;
+    uint64_t perm;         /* count in bits 0-3, slot of the i-th key in
+                              nibble i+1; nibbles past count: free slots */
+    struct leaf *next, *prev;
+    uint64_t lowkey;       /* no key of this leaf is below it */
+    uint64_t ikey[LWIDTH]; /* slices, big-endian as integers */
+    uint8_t klen[16];      /* 0-8 bytes of the slice, or KLEN_LAYER */
+#if LWIDTH == 14
+    uint64_t vlog1;        /* reserved: the InCLL of values 0-6 */
+#endif
+    uint64_t val[LWIDTH];  /* value, or the layer root (a node *) */
+#if LWIDTH == 14
+    uint64_t vlog2;        /* reserved: the InCLL of values 7-13 */
+#endif
+};
+enum {
+    LB_PERM = 8, LB_NEXT = 16, LB_PREV = 24, LB_LOWKEY = 32, LB_IKEY = 40,
+    LB_KLEN = LB_IKEY + 8 * LWIDTH, LB_VAL = LB_KLEN + 16 + 8 * (LWIDTH == 14),
+    LEAF_BODY = LB_VAL + 8 * LWIDTH + 8 * (LWIDTH == 14)
+};
+#if LWIDTH == 14
+_Static_assert(offsetof(struct leaf, vlog1) % 64 == 0 && offsetof(struct leaf, val[7]) % 64 == 0 &&
+               offsetof(struct leaf, vlog2) % 64 == 56, "InCLL lines");
+#endif
+_Static_assert(offsetof(struct leaf, perm) < 64, "the permutation in line 0");
+
+struct inode {
+    struct node h;
+    uint64_t kind;
+    uint64_t nkeys;
+    uint64_t ikey[IWIDTH];          /* child[i + 1] holds keys >= ikey[i] */
+    struct node *child[IWIDTH + 1];
+};
+enum { IB_NKEYS = 8, IB_IKEY = 16, IB_CHILD = IB_IKEY + 8 * IWIDTH,
+       INODE_BODY = IB_CHILD + 8 * (IWIDTH + 1) };
+
+#define BODY(n) ((char *)(n) + sizeof(struct node))
+_Static_assert(offsetof(struct leaf, kind) == sizeof(struct node), "leaf body");
+_Static_assert(offsetof(struct leaf, val) - sizeof(struct node) == LB_VAL, "leaf layout");
+_Static_assert(sizeof(struct leaf) - sizeof(struct node) == LEAF_BODY, "leaf size");
+_Static_assert(offsetof(struct inode, child) - sizeof(struct node) == IB_CHILD, "inode layout");
+_Static_assert(sizeof(struct inode) - sizeof(struct node) == INODE_BODY, "inode size");
+#define NODE_BYTES 320 /* one pool size class for both kinds */
+_Static_assert(sizeof(struct leaf) <= NODE_BYTES && sizeof(struct inode) <= NODE_BYTES,
+               "node class");
+
+/* ---- permutation */
+static inline unsigned perm_count(uint64_t p) { return (unsigned)(p & 15); }
+static inline unsigned perm_slot(uint64_t p, unsigned i)
+{
+    return (unsigned)(p >> (4 * i + 4)) & 15;
+}
+#define PERM_EMPTY 0xedcba98765432100ull /* slots 0..14 free, in order */
+/* insert the free slot at position count at sorted position i */
+uint64_t perm_insert(uint64_t p, unsigned i);
+/* remove the key at sorted position i (its slot becomes the first free) */
+uint64_t perm_remove(uint64_t p, unsigned i);
+
+/* ---- the tree */
+struct mt_tree {
+    _Atomic(struct node *) root;
+    txn_pool *pool;
+    txn_obj *anchor;
+    size_t anchor_off;
+    int (*commit)(txn *tx, void *arg);
+    void *commit_arg;
+    _Atomic int broken; /* a transaction failed: DRAM may differ */
+    _Atomic uint64_t splits, unlinked;
+};
+
+/* One put or remove: its transaction and the locks it holds. */
+#define OP_LOCKS 64
+struct op {
+    mt_tree *t;
+    txn *tx;   /* NULL when transient */
+    int err;   /* first failed txn call */
+    int nheld;
+    struct node *held[OP_LOCKS];
+    /* the layers the key went through: their roots as first reached, and
+     * the key's slice in each (a layer root's split updates the entry of
+     * the layer above) */
+    int depth;
+    struct node *layer[MT_MAX_KEY / 8 + 2];
+    uint64_t ik[MT_MAX_KEY / 8 + 2];
+};
+
+/* ---- node pool and epochs (mt_node.c) */
+void *node_alloc(void);              /* NULL when the pool is exhausted */
+void node_free_now(void *n);         /* nobody can reach it */
+void node_retire(void *n);           /* freed when no reader can hold it */
+void epoch_enter(void);
+void epoch_exit(void);
+
+/* ---- locks */
+static inline uint64_t node_stable(struct node *n)
+{
+    uint64_t v;
+    while ((v = atomic_load_explicit(&n->version, memory_order_acquire)) & V_DIRTY)
+        __builtin_ia32_pause();
+    return v;
+}
+static inline int node_changed(struct node *n, uint64_t v)
+{
+    atomic_thread_fence(memory_order_acquire);
+    return (atomic_load_explicit(&n->version, memory_order_relaxed) ^ v) > V_LOCKED;
+}
+void node_lock(struct node *n);
+int node_trylock(struct node *n);
+void node_unlock(struct node *n);
+/* mark a node this thread has locked */
+static inline void node_mark(struct node *n, uint64_t bits)
+{
+    uint64_t v = atomic_load_explicit(&n->version, memory_order_relaxed);
+    atomic_store_explicit(&n->version, v | bits, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+}
+
+/* ---- operations' writes: DRAM store plus txn_write to the mirror */
+int op_begin(struct op *o, mt_tree *t);
+int op_end(struct op *o);                 /* commit, then unlock all */
+void op_lock(struct op *o, struct node *n);
+int op_trylock(struct op *o, struct node *n);
+void op_hold(struct op *o, struct node *n); /* a new node, locked */
+void w_u64(struct op *o, struct node *n, size_t off, uint64_t v);
+void w_ptr(struct op *o, struct node *n, size_t off, void *p);
+void w_u8(struct op *o, struct node *n, size_t off, uint8_t v);
+/* mirror words [off, off + 8 * count) already stored in DRAM: values, or
+ * node pointers (translated to their mirrors' handles) */
+void w_range(struct op *o, struct node *n, size_t off, unsigned count);
+void w_range_ptr(struct op *o, struct node *n, size_t off, unsigned count);
+void op_unlock(struct op *o, struct node *n); /* an unchanged node */
+/* a new node: allocate DRAM and mirror; the body is then filled in DRAM
+ * and written whole by w_image */
+struct leaf *leaf_new(struct op *o);
+struct inode *inode_new(struct op *o);
+void w_image(struct op *o, struct node *n);
+void node_discard(struct op *o, struct node *n); /* unlinked: retire, free mirror */
+void w_anchor(struct op *o, struct node *root);
+
+static inline int is_leaf(struct node *n)
+{
+    return (atomic_load_explicit(&n->version, memory_order_relaxed) & V_LEAF) != 0;
+}
+
+#endif

@@ -1,0 +1,308 @@
+/* mt_tree.c - a Masstree's life: create, rebuild from its persistent
+ * mirrors (checking their structure), walk, close.
+ *
+ * What the mirrors hold after every committed operation (each put or
+ * remove is one transaction, so a recovered pool holds them too), and
+ * what mt_open() checks:
+ *  P1 The anchor names the top layer's root; a layer entry (klen
+ *     KLEN_LAYER) names its layer's root: both are rewritten in the
+ *     transaction that splits a root.
+ *  P2 A leaf's permutation is a permutation of its slots, its live entries
+ *     strictly ascending by (slice, klen), klen <= KLEN_LAYER.
+ *  P3 An internal node's keys ascend strictly; every key below child i
+ *     lies in [key i-1, key i) of its parent, and so on up the layer.
+ *  P4 The leaves of a layer, left to right, form the next/prev chain.
+ *  P5 Every node object is reached exactly once (the crash simulator
+ *     compares mt_objects() with the allocator's live blocks).
+ * Parents and version words are not persistent: derived on rebuild.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mt_node.h"
+
+static int default_commit(txn *tx, void *arg)
+{
+    (void)arg;
+    return txn_commit(tx);
+}
+
+static mt_tree *tree_new(const mt_opts *opts)
+{
+    mt_tree *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->pool = opts->pool;
+    t->anchor = opts->anchor ? opts->anchor : (opts->pool ? txn_root(opts->pool) : NULL);
+    t->anchor_off = opts->anchor_off;
+    t->commit = opts->commit ? opts->commit : default_commit;
+    t->commit_arg = opts->commit_arg;
+    return t;
+}
+
+/* Calls fn on every node below n (n included), children before parents. */
+static void walk(struct node *n, void (*fn)(struct node *, void *), void *arg)
+{
+    if (!n)
+        return;
+    if (is_leaf(n)) {
+        struct leaf *l = (struct leaf *)n;
+        for (unsigned i = 0; i < perm_count(l->perm); i++) {
+            unsigned s = perm_slot(l->perm, i);
+            if (l->klen[s] == KLEN_LAYER)
+                walk((struct node *)l->val[s], fn, arg);
+        }
+    } else {
+        struct inode *in = (struct inode *)n;
+        for (unsigned i = 0; i <= in->nkeys && i <= IWIDTH; i++)
+            walk(in->child[i], fn, arg);
+    }
+    fn(n, arg);
+}
+
+static void free_node(struct node *n, void *arg)
+{
+    (void)arg;
+    node_free_now(n);
+}
+
+int mt_create(const mt_opts *opts, mt_tree **out)
+{
+    mt_tree *t = tree_new(opts);
+    struct op o;
+    if (!t)
+        return TXN_E_NOMEM;
+    int rc = op_begin(&o, t);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    struct leaf *l = leaf_new(&o);
+    if (l) {
+        atomic_fetch_or_explicit(&l->h.version, V_ROOT, memory_order_relaxed);
+        w_image(&o, &l->h);
+        w_anchor(&o, &l->h);
+        atomic_store(&t->root, &l->h);
+    }
+    rc = op_end(&o);
+    if (rc) {
+        if (l)
+            node_free_now(l);
+        free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+void mt_close(mt_tree *t)
+{
+    if (!t)
+        return;
+    walk(atomic_load(&t->root), free_node, NULL);
+    free(t);
+}
+
+struct obj_walk {
+    void (*fn)(txn_obj *, void *);
+    void *arg;
+};
+
+static void obj_of(struct node *n, void *arg)
+{
+    struct obj_walk *w = arg;
+    if (n->pobj)
+        w->fn(n->pobj, w->arg);
+}
+
+void mt_objects(mt_tree *t, void (*fn)(txn_obj *o, void *arg), void *arg)
+{
+    struct obj_walk w = {fn, arg};
+    walk(atomic_load(&t->root), obj_of, &w);
+}
+
+static void count_node(struct node *n, void *arg)
+{
+    mt_stats *st = arg;
+    if (!is_leaf(n)) {
+        st->inodes++;
+        return;
+    }
+    st->leaves++;
+    if (atomic_load(&n->version) & V_ROOT)
+        st->layers++;
+}
+
+void mt_stats_get(mt_tree *t, mt_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    walk(atomic_load(&t->root), count_node, out);
+    out->splits = atomic_load(&t->splits);
+    out->unlinked = atomic_load(&t->unlinked);
+}
+
+/* ---- rebuild */
+
+struct rebuild {
+    txn *tx;
+    txn_pool *pool;
+    int err;
+    unsigned depth;
+};
+
+/* one layer's leaves in order, for the chain */
+struct chain {
+    struct leaf *last;
+    txn_obj *last_next; /* the last leaf's mirror's next handle */
+};
+
+static int valid_perm(uint64_t perm)
+{
+    unsigned seen = 0;
+    for (unsigned i = 0; i < PERM_SLOTS; i++)
+        seen |= 1u << perm_slot(perm, i);
+    return perm_count(perm) <= LWIDTH && seen == (1u << PERM_SLOTS) - 1 &&
+           (LWIDTH == PERM_SLOTS || perm_slot(perm, PERM_SLOTS - 1) == PERM_SLOTS - 1);
+}
+
+static struct node *build(struct rebuild *rb, txn_obj *h, struct inode *parent, uint64_t lo,
+                          uint64_t hi, int has_hi, struct chain *ch);
+
+static struct node *build_layer(struct rebuild *rb, txn_obj *h)
+{
+    struct chain ch = {NULL, NULL};
+    if (++rb->depth > MT_MAX_KEY / 8 + 1) {
+        rb->err = TXN_E_CORRUPT;
+        return NULL;
+    }
+    struct node *root = build(rb, h, NULL, 0, 0, 0, &ch);
+    rb->depth--;
+    if (ch.last_next)
+        rb->err = TXN_E_CORRUPT;
+    return root;
+}
+
+static void build_leaf(struct rebuild *rb, struct leaf *l, const uint64_t *b, uint64_t lo,
+                       uint64_t hi, int has_hi, struct chain *ch)
+{
+    memcpy(&l->kind, b, LEAF_BODY);
+    l->next = l->prev = NULL;
+    uint64_t perm = l->perm, pik = 0;
+    unsigned pkl = 0;
+    if (!valid_perm(perm) || l->lowkey < lo) {
+        rb->err = TXN_E_CORRUPT;
+        l->perm = PERM_EMPTY;
+        return;
+    }
+    for (unsigned i = 0; i < perm_count(perm); i++) {
+        unsigned s = perm_slot(perm, i);
+        uint64_t ik = l->ikey[s];
+        unsigned kl = l->klen[s];
+        if (kl > KLEN_LAYER || ik < lo || (has_hi && ik >= hi) ||
+            (i && (ik < pik || (ik == pik && kl <= pkl)))) {
+            rb->err = TXN_E_CORRUPT;
+            l->perm = PERM_EMPTY;
+            return;
+        }
+        pik = ik, pkl = kl;
+        if (kl == KLEN_LAYER) {
+            txn_obj *sub = (txn_obj *)l->val[s];
+            l->val[s] = (uint64_t)build_layer(rb, sub);
+            if (!l->val[s]) { /* keep the walk safe: drop the entry */
+                l->klen[s] = 0;
+                rb->err = rb->err ? rb->err : TXN_E_CORRUPT;
+            }
+        }
+    }
+    txn_obj *prev_h = (txn_obj *)b[LB_PREV / 8];
+    if (ch->last) {
+        if (ch->last_next != l->h.pobj || prev_h != ch->last->h.pobj)
+            rb->err = TXN_E_CORRUPT;
+        ch->last->next = l;
+        l->prev = ch->last;
+    } else if (prev_h) {
+        rb->err = TXN_E_CORRUPT;
+    }
+    ch->last = l;
+    ch->last_next = (txn_obj *)b[LB_NEXT / 8];
+}
+
+static struct node *build(struct rebuild *rb, txn_obj *h, struct inode *parent, uint64_t lo,
+                          uint64_t hi, int has_hi, struct chain *ch)
+{
+    if (rb->err)
+        return NULL;
+    const uint64_t *b = h ? txn_open(rb->tx, h, TXN_RO) : NULL;
+    size_t size = b ? txn_obj_size(rb->pool, h) : 0;
+    if (!b || size < INODE_BODY || (b[0] == KIND_LEAF && size < LEAF_BODY) ||
+        (b[0] != KIND_LEAF && b[0] != KIND_INODE)) {
+        rb->err = TXN_E_CORRUPT;
+        return NULL;
+    }
+    struct node *n = node_alloc();
+    if (!n) {
+        rb->err = TXN_E_NOMEM;
+        return NULL;
+    }
+    n->pobj = h;
+    n->parent = parent;
+    uint64_t v = (b[0] == KIND_LEAF ? V_LEAF : 0) | (parent ? 0 : V_ROOT);
+    atomic_store(&n->version, v);
+    if (b[0] == KIND_LEAF) {
+        ((struct leaf *)n)->perm = PERM_EMPTY;
+        build_leaf(rb, (struct leaf *)n, b, lo, hi, has_hi, ch);
+        return n;
+    }
+    struct inode *in = (struct inode *)n;
+    in->kind = KIND_INODE;
+    uint64_t nk = b[IB_NKEYS / 8];
+    if (nk > IWIDTH) {
+        rb->err = TXN_E_CORRUPT;
+        return n;
+    }
+    for (unsigned i = 0; i < nk; i++) {
+        uint64_t k = b[IB_IKEY / 8 + i];
+        if (k < lo || (has_hi && k >= hi) || (i && k <= in->ikey[i - 1])) {
+            rb->err = TXN_E_CORRUPT;
+            return n;
+        }
+        in->ikey[i] = k;
+    }
+    in->nkeys = nk; /* walk() skips children not built */
+    for (unsigned i = 0; i <= nk; i++) {
+        uint64_t clo = i ? in->ikey[i - 1] : lo, chi = i < nk ? in->ikey[i] : hi;
+        int chas = i < nk ? 1 : has_hi;
+        in->child[i] = build(rb, (txn_obj *)b[IB_CHILD / 8 + i], in, clo, chi, chas, ch);
+        if (!in->child[i])
+            break;
+    }
+    return n;
+}
+
+int mt_open(const mt_opts *opts, mt_tree **out)
+{
+    if (!opts->pool)
+        return TXN_E_INVAL;
+    mt_tree *t = tree_new(opts);
+    if (!t)
+        return TXN_E_NOMEM;
+    struct rebuild rb = {.pool = opts->pool};
+    int rc = txn_begin(opts->pool, &rb.tx);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    txn_obj *h = NULL;
+    rc = txn_read(rb.tx, t->anchor, t->anchor_off, &h, sizeof h);
+    struct node *root = rc ? NULL : build_layer(&rb, h);
+    txn_abort(rb.tx);
+    atomic_store(&t->root, root);
+    if (!rc)
+        rc = rb.err;
+    if (rc) {
+        mt_close(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}

@@ -1,0 +1,410 @@
+/* ycsb.c - the YCSB driver of the Masstree: ycsb-<engine>.
+ *
+ *   ycsb-<engine> [--workload a|b|c|e] [--dist uniform|zipf] [--keys N]
+ *                 [--threads T] [--ops M] [--seed S] [--check]
+ *
+ * Loads N keys (T threads), then T threads run M operations each:
+ *   a  50% get, 50% update      b  95% get, 5% update
+ *   c  100% get                 e  95% scan of 10 keys, 5% insert
+ * Keys are 8-byte strings, chosen uniformly or by a scrambled Zipfian
+ * (constant 0.99, as YCSB). A value is a pointer to a 32-byte buffer; an
+ * update points its key at a new buffer, a get copies the buffer.
+ * ycsb-none runs the transient tree (no txn.h at all); the other engines
+ * the tree on txn.h in a pool under $TXN_POOL_DIR (default /dev/shm),
+ * removed at the end. Prints one line for people and one JSON line.
+ * --check verifies the tree afterwards (every key, a full scan).
+ * --restart (txn.h storage) closes tree and pool after the run and times
+ * opening them again: the pool's recovery and the tree's rebuild from its
+ * persistent nodes (the time to the first operation after a restart).
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "masstree.h"
+
+#define VAL_BYTES 32
+#define RING 4096 /* update buffers per thread, reused round robin */
+#define SCAN_LEN 10
+
+static struct {
+    char workload;
+    int zipf, threads, check, restart;
+    size_t keys, ops;
+    uint64_t seed;
+} cfg = {'a', 0, 2, 0, 0, 1000000, 1000000, 1};
+
+static mt_tree *tree;
+static char *load_vals;
+static pthread_barrier_t start_line;
+static _Atomic uint64_t s_barriers, s_lines, s_logbytes, s_found, s_inserted;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static double rnd01(uint64_t *s)
+{
+    return (double)(rnd(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* key number i as 8 bytes: scrambled, so loading order is random */
+static void key_of(uint64_t i, uint8_t k[8])
+{
+    uint64_t x = mix64(i + 1);
+    memcpy(k, &x, 8);
+}
+
+/* ---- scrambled Zipfian over [0, n) (Gray et al., as YCSB) */
+static struct {
+    double theta, alpha, zetan, eta, half_pow;
+    uint64_t n;
+} zf;
+
+static void zipf_init(uint64_t n)
+{
+    double sum = 0;
+    zf.theta = 0.99;
+    zf.n = n;
+    for (uint64_t i = 1; i <= n; i++)
+        sum += 1.0 / pow((double)i, zf.theta);
+    zf.zetan = sum;
+    zf.alpha = 1.0 / (1.0 - zf.theta);
+    zf.half_pow = pow(0.5, zf.theta);
+    double zeta2 = 1.0 + zf.half_pow;
+    zf.eta = (1.0 - pow(2.0 / (double)n, 1.0 - zf.theta)) / (1.0 - zeta2 / zf.zetan);
+}
+
+static uint64_t zipf_next(uint64_t *s)
+{
+    double u = rnd01(s), uz = u * zf.zetan;
+    uint64_t r;
+    if (uz < 1.0)
+        r = 0;
+    else if (uz < 1.0 + zf.half_pow)
+        r = 1;
+    else
+        r = (uint64_t)((double)zf.n * pow(zf.eta * u - zf.eta + 1.0, zf.alpha));
+    if (r >= zf.n)
+        r = zf.n - 1;
+    return mix64(r ^ 0x9e3779b97f4a7c15ULL) % zf.n; /* scramble */
+}
+
+static uint64_t pick(uint64_t *s)
+{
+    return cfg.zipf ? zipf_next(s) : rnd(s) % cfg.keys;
+}
+
+static void fail(const char *what, int rc)
+{
+    fprintf(stderr, "ycsb: %s: %s\n", what, txn_strerror(rc));
+    exit(1);
+}
+
+/* ---- load */
+struct range {
+    size_t from, to;
+};
+
+static void *load_thread(void *arg)
+{
+    struct range *r = arg;
+    for (size_t i = r->from; i < r->to; i++) {
+        uint8_t k[8];
+        char *v = load_vals + i * VAL_BYTES;
+        memset(v, (int)(i & 0xff), VAL_BYTES);
+        key_of(i, k);
+        int rc = mt_put(tree, k, 8, (uint64_t)v);
+        if (rc < 0)
+            fail("load", rc);
+    }
+    return NULL;
+}
+
+static void run_threads(void *(*fn)(void *), void *args, size_t argsize)
+{
+    pthread_t th[cfg.threads];
+    for (int t = 0; t < cfg.threads; t++)
+        if (pthread_create(&th[t], NULL, fn, (char *)args + t * argsize))
+            fail("pthread_create", TXN_E_NOMEM);
+    for (int t = 0; t < cfg.threads; t++)
+        pthread_join(th[t], NULL);
+}
+
+/* ---- run */
+struct worker {
+    int id;
+    char *ring;
+    uint64_t sink;
+    double start, end; /* of its run: the main thread may not be scheduled */
+};
+
+static int scan_cb(const void *key, size_t len, uint64_t val, void *arg)
+{
+    struct worker *w = arg;
+    (void)key;
+    (void)len;
+    uint64_t x;
+    memcpy(&x, (const void *)val, 8);
+    w->sink += x;
+    return 0;
+}
+
+static void *run_thread(void *arg)
+{
+    struct worker *w = arg;
+    uint64_t s = mix64(cfg.seed * 1000003 + (uint64_t)w->id) | 1, found = 0, ins = 0;
+    unsigned next_buf = 0;
+    unsigned upd = cfg.workload == 'a' ? 50 : cfg.workload == 'b' ? 5 : 0;
+    pthread_barrier_wait(&start_line);
+    txn_stats_reset();
+    w->start = now();
+    for (size_t j = 0; j < cfg.ops; j++) {
+        uint8_t k[8], buf[VAL_BYTES];
+        unsigned dice = (unsigned)(rnd(&s) % 100);
+        if (cfg.workload == 'e') {
+            if (dice < 5) { /* insert a new key */
+                uint64_t id = cfg.keys + (uint64_t)w->id + (uint64_t)cfg.threads * ins++;
+                char *v = w->ring + (size_t)(next_buf++ % RING) * VAL_BYTES;
+                memset(v, (int)(j & 0xff), VAL_BYTES);
+                key_of(id, k);
+                int rc = mt_put(tree, k, 8, (uint64_t)v);
+                if (rc < 0)
+                    fail("insert", rc);
+            } else {
+                key_of(pick(&s), k);
+                long n = mt_scan(tree, k, 8, SCAN_LEN, scan_cb, w);
+                if (n < 0)
+                    fail("scan", (int)n);
+                found += n > 0;
+            }
+            continue;
+        }
+        key_of(pick(&s), k);
+        if (dice < upd) {
+            char *v = w->ring + (size_t)(next_buf++ % RING) * VAL_BYTES;
+            memset(v, (int)(j & 0xff), VAL_BYTES);
+            int rc = mt_put(tree, k, 8, (uint64_t)v);
+            if (rc < 0)
+                fail("update", rc);
+        } else {
+            uint64_t v;
+            if (mt_get(tree, k, 8, &v) == 0) {
+                memcpy(buf, (const void *)v, VAL_BYTES);
+                w->sink += buf[0];
+                found++;
+            }
+        }
+    }
+    w->end = now();
+    txn_stats st;
+    txn_stats_get(&st);
+    atomic_fetch_add(&s_barriers, st.barriers);
+    atomic_fetch_add(&s_lines, st.lines_flushed);
+    atomic_fetch_add(&s_logbytes, st.log_bytes);
+    atomic_fetch_add(&s_found, found);
+    atomic_fetch_add(&s_inserted, ins);
+    return NULL;
+}
+
+static int count_cb(const void *key, size_t len, uint64_t val, void *arg)
+{
+    (void)key, (void)len, (void)val;
+    ++*(size_t *)arg;
+    return 0;
+}
+
+static int check(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < cfg.keys; i++) {
+        uint8_t k[8];
+        uint64_t v;
+        key_of(i, k);
+        if (mt_get(tree, k, 8, &v)) {
+            fprintf(stderr, "ycsb: check: key %zu missing\n", i);
+            return 1;
+        }
+    }
+    mt_scan(tree, NULL, 0, (size_t)-1, count_cb, &n);
+    if (n != cfg.keys + s_inserted) {
+        fprintf(stderr, "ycsb: check: scan saw %zu keys, expected %zu\n", n,
+                cfg.keys + (size_t)s_inserted);
+        return 1;
+    }
+    return 0;
+}
+
+static void usage(const char *me)
+{
+    fprintf(stderr,
+            "usage: %s [--workload a|b|c|e] [--dist uniform|zipf] [--keys N] [--threads T]"
+            " [--ops M] [--seed S] [--check] [--restart]\n",
+            me);
+    exit(2);
+}
+
+static void parse(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"workload", required_argument, 0, 'w'}, {"dist", required_argument, 0, 'd'},
+        {"keys", required_argument, 0, 'k'},     {"threads", required_argument, 0, 't'},
+        {"ops", required_argument, 0, 'o'},      {"seed", required_argument, 0, 's'},
+        {"check", no_argument, 0, 'c'},          {"restart", no_argument, 0, 'r'},
+        {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'w':
+            if (strlen(optarg) != 1 || !strchr("abce", optarg[0]))
+                usage(argv[0]);
+            cfg.workload = optarg[0];
+            break;
+        case 'd':
+            if (strcmp(optarg, "uniform") && strcmp(optarg, "zipf"))
+                usage(argv[0]);
+            cfg.zipf = !strcmp(optarg, "zipf");
+            break;
+        case 'k': cfg.keys = strtoull(optarg, NULL, 10); break;
+        case 't': cfg.threads = atoi(optarg); break;
+        case 'o': cfg.ops = strtoull(optarg, NULL, 10); break;
+        case 's': cfg.seed = strtoull(optarg, NULL, 10); break;
+        case 'c': cfg.check = 1; break;
+        case 'r': cfg.restart = 1; break;
+        default: usage(argv[0]);
+        }
+    }
+    if (optind != argc || cfg.keys == 0 || cfg.threads < 1 || cfg.threads > 256)
+        usage(argv[0]);
+}
+
+int main(int argc, char **argv)
+{
+    parse(argc, argv);
+    const char *engine = txn_engine_name();
+    /* none keeps nothing: its line is the transient tree (MT+) */
+    int transient = !strcmp(engine, "none");
+    txn_pool *pool = NULL;
+    char path[256] = "";
+    printf("# engine %s pdom %d (%u ns) flush %s storage %s\n", engine, txn_pdom(),
+           txn_pdom_ns(), txn_flush_name(), transient ? "transient" : "txn");
+    if (!transient) {
+        size_t inserts = cfg.workload == 'e' ? cfg.ops * (size_t)cfg.threads / 15 : 0;
+        txn_pool_opts po = {.size = ((size_t)128 << 20) + (cfg.keys + inserts) * 64,
+                            .threads = (unsigned)cfg.threads + 1};
+        snprintf(path, sizeof path, "ycsb-%s-%d.pool", engine, (int)getpid());
+        int rc = txn_pool_create(path, "pmtx-ycsb", &po, &pool);
+        if (rc)
+            fail("pool create", rc);
+    }
+    mt_opts mo = {.pool = pool};
+    int rc = mt_create(&mo, &tree);
+    if (rc)
+        fail("create", rc);
+    if (cfg.zipf)
+        zipf_init(cfg.keys);
+    load_vals = malloc(cfg.keys * VAL_BYTES);
+    struct range rg[cfg.threads];
+    for (int t = 0; t < cfg.threads; t++)
+        rg[t] = (struct range){cfg.keys * (size_t)t / (size_t)cfg.threads,
+                               cfg.keys * (size_t)(t + 1) / (size_t)cfg.threads};
+    double t0 = now();
+    run_threads(load_thread, rg, sizeof rg[0]);
+    double load_s = now() - t0;
+
+    struct worker w[cfg.threads];
+    for (int t = 0; t < cfg.threads; t++) {
+        w[t] = (struct worker){.id = t, .ring = calloc(RING, VAL_BYTES)};
+        if (!w[t].ring || !load_vals)
+            fail("buffers", TXN_E_NOMEM);
+    }
+    pthread_barrier_init(&start_line, NULL, (unsigned)cfg.threads + 1);
+    pthread_t th[cfg.threads];
+    for (int t = 0; t < cfg.threads; t++)
+        if (pthread_create(&th[t], NULL, run_thread, &w[t]))
+            fail("pthread_create", TXN_E_NOMEM);
+    pthread_barrier_wait(&start_line);
+    double first = 0, last = 0;
+    for (int t = 0; t < cfg.threads; t++) {
+        pthread_join(th[t], NULL);
+        first = t && first < w[t].start ? first : w[t].start;
+        last = last > w[t].end ? last : w[t].end;
+    }
+    double run_s = last - first;
+    double total = (double)cfg.ops * cfg.threads, mops = total / run_s / 1e6;
+
+    mt_stats ms; /* before a restart: the rebuilt tree counts no splits */
+    mt_stats_get(tree, &ms);
+    double restart_s = 0;
+    if (cfg.restart && pool) {
+        mt_close(tree);
+        txn_pool_close(pool);
+        t0 = now();
+        if ((rc = txn_pool_open(path, "pmtx-ycsb", &pool)))
+            fail("pool open", rc);
+        mo.pool = pool;
+        if ((rc = mt_open(&mo, &tree)))
+            fail("rebuild", rc);
+        restart_s = now() - t0;
+    }
+    int bad = cfg.check ? check() : 0;
+    printf("ycsb-%s %c %s: %zu keys, %d threads x %zu ops: %.3f Mops/s "
+           "(load %.2f s, run %.2f s; %.2f barriers/op)%s%s\n",
+           engine, cfg.workload, cfg.zipf ? "zipf" : "uniform", cfg.keys, cfg.threads, cfg.ops,
+           mops, load_s, run_s, (double)s_barriers / total,
+           cfg.check ? (bad ? " CHECK FAILED" : " checked") : "",
+           restart_s > 0 ? "; restarted" : "");
+    if (restart_s > 0)
+        printf("# restart: pool open and tree rebuild %.3f s for %llu nodes\n", restart_s,
+               (unsigned long long)(ms.leaves + ms.inodes));
+    printf("{\"engine\":\"%s\",\"storage\":\"%s\",\"workload\":\"%c\",\"dist\":\"%s\","
+           "\"keys\":%zu,\"threads\":%d,\"ops\":%.0f,\"mops\":%.4f,\"load_s\":%.3f,"
+           "\"run_s\":%.3f,\"pdom\":%d,\"barriers_per_op\":%.3f,\"lines_per_op\":%.3f,"
+           "\"log_bytes_per_op\":%.1f,\"found\":%llu,\"leaves\":%llu,\"inodes\":%llu,"
+           "\"splits\":%llu,\"restart_s\":%.4f}\n",
+           engine, transient ? "transient" : "txn", cfg.workload, cfg.zipf ? "zipf" : "uniform",
+           cfg.keys, cfg.threads, total, mops, load_s, run_s, txn_pdom(),
+           (double)s_barriers / total, (double)s_lines / total, (double)s_logbytes / total,
+           (unsigned long long)s_found, (unsigned long long)ms.leaves,
+           (unsigned long long)ms.inodes, (unsigned long long)ms.splits, restart_s);
+    mt_close(tree);
+    for (int t = 0; t < cfg.threads; t++)
+        free(w[t].ring);
+    free(load_vals);
+    if (pool) {
+        txn_pool_close(pool);
+        const char *dir = getenv("TXN_POOL_DIR");
+        char full[600];
+        snprintf(full, sizeof full, "%s/%s", dir && *dir ? dir : "/dev/shm", path);
+        unlink(full);
+    }
+    return bad;
+}

@@ -1,0 +1,418 @@
+/* masstree.c - the Masstree against a reference ordered map, and under
+ * threads; built per engine, each test run on the transient tree and on
+ * the tree on txn.h (whose persistent mirrors are also rebuilt by mt_open
+ * and compared). Suites: "reference" and "stress" (CK_RUN_SUITE).
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "masstree.h"
+
+#define KMAX 28
+
+/* ---- pools */
+
+static char pool_name[128];
+
+static txn_pool *new_pool(void)
+{
+    static unsigned seq;
+    txn_pool *p;
+    txn_pool_opts o = {.size = (size_t)64 << 20, .threads = 16};
+    snprintf(pool_name, sizeof pool_name, "pmtx-masstree-test-%d-%u.pool", (int)getpid(), seq++);
+    int rc = txn_pool_create(pool_name, "pmtx-masstree-test", &o, &p);
+    ck_assert_msg(rc == 0, "pool create: %s", txn_strerror(rc));
+    return p;
+}
+
+static void drop_pool(txn_pool *p)
+{
+    char path[300];
+    const char *d = getenv("TXN_POOL_DIR");
+    txn_pool_close(p);
+    snprintf(path, sizeof path, "%s/%s", d && *d ? d : "/dev/shm", pool_name);
+    unlink(path);
+}
+
+/* ---- the reference: a sorted array */
+
+struct ent {
+    uint8_t k[KMAX];
+    size_t len;
+    uint64_t v;
+};
+
+struct ref {
+    struct ent *e;
+    size_t n;
+};
+
+static int kcmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+/* index of the first entry >= key; *found if equal */
+static size_t ref_find(struct ref *r, const uint8_t *k, size_t len, int *found)
+{
+    size_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (kcmp(r->e[mid].k, r->e[mid].len, k, len) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = lo < r->n && !kcmp(r->e[lo].k, r->e[lo].len, k, len);
+    return lo;
+}
+
+static int ref_put(struct ref *r, const uint8_t *k, size_t len, uint64_t v)
+{
+    int f;
+    size_t i = ref_find(r, k, len, &f);
+    if (f) {
+        r->e[i].v = v;
+        return 0;
+    }
+    r->e = realloc(r->e, (r->n + 1) * sizeof *r->e);
+    memmove(r->e + i + 1, r->e + i, (r->n - i) * sizeof *r->e);
+    memcpy(r->e[i].k, k, len);
+    r->e[i].len = len;
+    r->e[i].v = v;
+    r->n++;
+    return 1;
+}
+
+static int ref_remove(struct ref *r, const uint8_t *k, size_t len)
+{
+    int f;
+    size_t i = ref_find(r, k, len, &f);
+    if (!f)
+        return 0;
+    memmove(r->e + i, r->e + i + 1, (r->n - i - 1) * sizeof *r->e);
+    r->n--;
+    return 1;
+}
+
+/* ---- scans compared with the reference */
+
+struct cmp_scan {
+    struct ref *r;
+    size_t at;
+    int bad;
+};
+
+static int cmp_cb(const void *key, size_t len, uint64_t val, void *arg)
+{
+    struct cmp_scan *c = arg;
+    if (c->at >= c->r->n || kcmp(key, len, c->r->e[c->at].k, c->r->e[c->at].len) ||
+        val != c->r->e[c->at].v)
+        c->bad = 1;
+    c->at++;
+    return c->bad;
+}
+
+static void check_scan(mt_tree *t, struct ref *r, const uint8_t *k, size_t len, size_t max)
+{
+    int f;
+    struct cmp_scan c = {r, k ? ref_find(r, k, len, &f) : 0, 0};
+    size_t want = r->n - c.at < max ? r->n - c.at : max;
+    long n = mt_scan(t, k, len, max, cmp_cb, &c);
+    ck_assert_msg(!c.bad, "scan differs from the reference at entry %zu", c.at);
+    ck_assert_int_eq(n, (long)want);
+}
+
+/* keys from {0, 1, 'a', 0xff}, 0-KMAX bytes, mostly sharing prefixes:
+ * many keys per slice, layers several deep, lengths differing only in
+ * trailing zero bytes */
+static size_t rand_key(unsigned *seed, uint8_t *k, int shortkeys)
+{
+    static const uint8_t alpha[] = {0, 1, 'a', 0xff};
+    size_t len = (size_t)(rand_r(seed) % (KMAX + 1));
+    if (shortkeys) { /* 0-8 arbitrary bytes: one layer, leaves can empty */
+        len = (size_t)(rand_r(seed) % 9);
+        for (size_t i = 0; i < len; i++)
+            k[i] = (uint8_t)rand_r(seed);
+        return len;
+    }
+    if (rand_r(seed) % 3 == 0)
+        len = (size_t)(rand_r(seed) % 9);
+    for (size_t i = 0; i < len; i++)
+        k[i] = alpha[i < 6 ? rand_r(seed) % 2 : rand_r(seed) % 4];
+    return len;
+}
+
+#define POOL_KEYS 3000 /* the keys a run draws from, so removes hit */
+
+static void run_reference(mt_tree **tp, struct ref *r, unsigned seed, int ops,
+                          const mt_opts *reopen, int shortkeys)
+{
+    static uint8_t keys[POOL_KEYS][KMAX];
+    static size_t lens[POOL_KEYS];
+    for (int i = 0; i < POOL_KEYS; i++)
+        lens[i] = rand_key(&seed, keys[i], shortkeys);
+    for (int i = 0; i < ops; i++) {
+        unsigned pick = (unsigned)rand_r(&seed) % POOL_KEYS;
+        const uint8_t *k = keys[pick];
+        size_t len = lens[pick];
+        unsigned dice = (unsigned)rand_r(&seed) % 100;
+        /* phases: grow, then shrink (empty leaves get unlinked) */
+        int grow = (i / (ops / 4)) % 2 == 0;
+        uint64_t v = ((uint64_t)rand_r(&seed) << 16) | (uint64_t)i;
+        if (dice < (grow ? 55u : 15u)) {
+            int want = ref_put(r, k, len, v);
+            ck_assert_int_eq(mt_put(*tp, k, len, v), want);
+        } else if (dice < 85) {
+            int want = ref_remove(r, k, len);
+            ck_assert_int_eq(mt_remove(*tp, k, len), want);
+        } else {
+            int f;
+            uint64_t got = 0;
+            size_t at = ref_find(r, k, len, &f);
+            int rc = mt_get(*tp, k, len, &got);
+            ck_assert_int_eq(rc, f ? 0 : 1);
+            if (f)
+                ck_assert_uint_eq(got, r->e[at].v);
+        }
+        if (i % 97 == 0)
+            check_scan(*tp, r, k, len, 1 + (size_t)rand_r(&seed) % 40);
+        if (i % 1999 == 0) {
+            check_scan(*tp, r, NULL, 0, (size_t)-1);
+            if (reopen) { /* the mirrors hold the same tree */
+                mt_tree *t2;
+                int rc = mt_open(reopen, &t2);
+                ck_assert_msg(rc == 0, "mt_open: %s", txn_strerror(rc));
+                check_scan(t2, r, NULL, 0, (size_t)-1);
+                mt_close(*tp);
+                *tp = t2; /* go on with the rebuilt tree */
+            }
+        }
+    }
+    check_scan(*tp, r, NULL, 0, (size_t)-1);
+}
+
+START_TEST(reference_transient)
+{
+    mt_opts o = {0};
+    mt_tree *t;
+    struct ref r = {0};
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    run_reference(&t, &r, 7, 40000, NULL, _i);
+    mt_stats st;
+    mt_stats_get(t, &st);
+    /* what the run must have gone through: layers (long keys), or
+     * internal nodes and unlinked leaves (short keys) */
+    if (_i)
+        ck_assert_msg(st.unlinked > 0 && st.splits > 100, "%llu unlinked, %llu splits",
+                      (unsigned long long)st.unlinked, (unsigned long long)st.splits);
+    else
+        ck_assert_msg(st.layers > 100 && st.inodes > 0, "%llu layers, %llu inodes",
+                      (unsigned long long)st.layers, (unsigned long long)st.inodes);
+    mt_close(t);
+    free(r.e);
+}
+END_TEST
+
+START_TEST(reference_txn)
+{
+    txn_pool *p = new_pool();
+    mt_opts o = {.pool = p, .anchor_off = 8};
+    mt_tree *t;
+    struct ref r = {0};
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    run_reference(&t, &r, 11, 12000, &o, _i);
+    mt_close(t);
+    drop_pool(p);
+    free(r.e);
+}
+END_TEST
+
+START_TEST(bad_arguments)
+{
+    mt_opts o = {0};
+    mt_tree *t;
+    uint8_t big[MT_MAX_KEY + 1] = {0};
+    uint64_t v;
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    ck_assert_int_eq(mt_put(t, big, sizeof big, 1), TXN_E_INVAL);
+    ck_assert_int_eq(mt_get(t, big, sizeof big, &v), TXN_E_INVAL);
+    ck_assert_int_eq(mt_put(t, big, MT_MAX_KEY, 5), 1);
+    ck_assert_int_eq(mt_get(t, big, MT_MAX_KEY, &v), 0);
+    ck_assert_uint_eq(v, 5);
+    ck_assert_int_eq(mt_get(t, big, MT_MAX_KEY - 1, &v), 1);
+    ck_assert_int_eq(mt_put(t, NULL, 0, 7), 1); /* the empty key */
+    ck_assert_int_eq(mt_get(t, NULL, 0, &v), 0);
+    ck_assert_uint_eq(v, 7);
+    ck_assert_int_eq(mt_remove(t, NULL, 0), 1);
+    ck_assert_int_eq(mt_get(t, NULL, 0, &v), 1);
+    ck_assert_int_eq(mt_open(&o, &t), TXN_E_INVAL); /* transient: nothing to open */
+    mt_close(t);
+}
+END_TEST
+
+/* ---- stress: T writers on interleaved keys of their own, checking their
+ * own keys exactly, and a scanner checking order */
+
+#define T 3
+#define SKEYS 3000
+
+struct stress {
+    mt_tree *t;
+    int id, ops;
+    _Atomic int *done;
+    int bad;
+};
+
+/* key of id i: 8 bytes for even ids, 12 (a layer below) for odd ones */
+static size_t skey(unsigned i, uint8_t k[12])
+{
+    uint32_t be = __builtin_bswap32(i);
+    memcpy(k, &be, 4);
+    memcpy(k + 4, &be, 4);
+    memcpy(k + 8, "tail", 4);
+    return i % 2 ? 12 : 8;
+}
+
+static void *writer(void *arg)
+{
+    struct stress *s = arg;
+    static __thread uint64_t mine[SKEYS / T + 1];
+    unsigned seed = (unsigned)s->id * 77 + 1;
+    memset(mine, 0, sizeof mine);
+    for (int i = 0; i < s->ops && !s->bad; i++) {
+        unsigned j = (unsigned)rand_r(&seed) % (SKEYS / T), id = j * T + (unsigned)s->id;
+        uint8_t k[12];
+        uint64_t v = ((uint64_t)id << 32) | (uint64_t)(i + 1), got;
+        size_t len = skey(id, k);
+        switch (rand_r(&seed) % 4) {
+        case 0:
+        case 1:
+            if (mt_put(s->t, k, len, v) != !mine[j])
+                s->bad = 1;
+            mine[j] = v;
+            break;
+        case 2:
+            if (mt_remove(s->t, k, len) != !!mine[j])
+                s->bad = 1;
+            mine[j] = 0;
+            break;
+        default:
+            if (mt_get(s->t, k, len, &got) != (mine[j] ? 0 : 1) || (mine[j] && got != mine[j]))
+                s->bad = 1;
+        }
+    }
+    atomic_fetch_add(s->done, 1);
+    return NULL;
+}
+
+struct order {
+    uint8_t last[MT_MAX_KEY];
+    size_t len;
+    int bad, any;
+};
+
+static int order_cb(const void *key, size_t len, uint64_t val, void *arg)
+{
+    struct order *o = arg;
+    if ((o->any && kcmp(o->last, o->len, key, len) >= 0) || (val >> 32) >= SKEYS)
+        o->bad = 1;
+    memcpy(o->last, key, len);
+    o->len = len;
+    o->any = 1;
+    return 0;
+}
+
+static void *scanner(void *arg)
+{
+    struct stress *s = arg;
+    unsigned seed = 5;
+    while (atomic_load(s->done) < T && !s->bad) {
+        struct order o = {.any = 0};
+        uint8_t k[12];
+        size_t len = skey((unsigned)rand_r(&seed) % SKEYS, k);
+        mt_scan(s->t, k, len, 50, order_cb, &o);
+        s->bad |= o.bad;
+    }
+    return NULL;
+}
+
+static void run_stress(mt_tree *t, int ops)
+{
+    pthread_t th[T + 1];
+    struct stress s[T + 1];
+    _Atomic int done = 0;
+    for (int i = 0; i <= T; i++) {
+        s[i] = (struct stress){t, i, ops, &done, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, i < T ? writer : scanner, &s[i]), 0);
+    }
+    for (int i = 0; i <= T; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(!s[i].bad, "thread %d saw a wrong result", i);
+    }
+    struct order o = {.any = 0};
+    mt_scan(t, NULL, 0, (size_t)-1, order_cb, &o);
+    ck_assert(!o.bad);
+}
+
+static int stress_ops(void)
+{
+    const char *e = getenv("MT_STRESS_OPS");
+    return e ? atoi(e) : 20000;
+}
+
+START_TEST(stress_transient)
+{
+    mt_opts o = {0};
+    mt_tree *t;
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    run_stress(t, stress_ops());
+    mt_close(t);
+}
+END_TEST
+
+START_TEST(stress_txn)
+{
+    txn_pool *p = new_pool();
+    mt_opts o = {.pool = p};
+    mt_tree *t, *t2;
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    run_stress(t, stress_ops() / 4);
+    ck_assert_int_eq(mt_open(&o, &t2), 0); /* mirrors well-formed */
+    struct order a = {.any = 0};
+    long n1 = mt_scan(t, NULL, 0, (size_t)-1, order_cb, &a);
+    long n2 = mt_scan(t2, NULL, 0, (size_t)-1, order_cb, &(struct order){.any = 0});
+    ck_assert_int_eq(n1, n2);
+    mt_close(t2);
+    mt_close(t);
+    drop_pool(p);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *ref = suite_create("reference"), *st = suite_create("stress");
+    TCase *tr = tcase_create("reference"), *ts = tcase_create("stress");
+    tcase_add_loop_test(tr, reference_transient, 0, 2);
+    tcase_add_loop_test(tr, reference_txn, 0, 2);
+    tcase_add_test(tr, bad_arguments);
+    tcase_add_test(ts, stress_transient);
+    tcase_add_test(ts, stress_txn);
+    tcase_set_timeout(tr, 300);
+    tcase_set_timeout(ts, 300);
+    suite_add_tcase(ref, tr);
+    suite_add_tcase(st, ts);
+    SRunner *sr = srunner_create(ref);
+    srunner_add_suite(sr, st);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
