@@ -24,7 +24,7 @@ echo "== build (ThreadSanitizer): the suites that run threads"
 BUILD_TARGET=threaded_tests build build-tsan -DCMAKE_BUILD_TYPE=Debug -DPMTX_SANITIZE=thread
 (cd build-tsan && ctest --output-on-failure -j2 -R '^(conformance|kvstore-(proto|kill)|masstree-stress)-')
 
-echo "== fuzzing (libFuzzer, ${PMTX_FUZZ_SECONDS:-30} s per target)"
+echo "== fuzzing (libFuzzer, ${PMTX_FUZZ_SECONDS:-20} s per target)"
 BUILD_TARGET=fuzzers build build-fuzz -DPMTX_FUZZ=ON -DCMAKE_C_COMPILER=clang \
-    -DCMAKE_CXX_COMPILER=clang++ -DPMTX_FUZZ_SECONDS="${PMTX_FUZZ_SECONDS:-30}"
+    -DCMAKE_CXX_COMPILER=clang++ -DPMTX_FUZZ_SECONDS="${PMTX_FUZZ_SECONDS:-20}"
 (cd build-fuzz && ctest --output-on-failure)
