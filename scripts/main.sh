@@ -3,9 +3,13 @@
 # the engine comparison (scripts/report.sh: Array and Array-RAW on every
 # engine at PDOM 0, 1 and 2; results/ gets JSON, CSV, report.md and the
 # PNG plots), incll's global flush per epoch (scripts/incll_flush.sh:
-# results/incll_flush.md), then the small-transaction demo table of every
-# engine.
-# Arguments go to report.sh (--full: the paper's sizes and durations).
+# results/incll_flush.md), the Masstree YCSB sweep (scripts/ycsb.sh:
+# results/ycsb.md), the key-value store against redis-server
+# (scripts/kvbench.sh: results/kvstore.md and .png), the small-transaction
+# demo table of every engine (results/demo.txt) and the data retention
+# evaluation (scripts/retention.sh: results/retention.md and .png).
+# Arguments go to report.sh (--full: the paper's sizes and durations; the
+# sweeps take their --full too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -18,6 +22,8 @@ echo
 BUILD_DIR=build-release bash scripts/incll_flush.sh
 echo
 BUILD_DIR=build-release bash scripts/ycsb.sh --no-build $([[ " $* " == *" --full "* ]] && echo --full)
+echo
+BUILD_DIR=build-release bash scripts/kvbench.sh --no-build $([[ " $* " == *" --full "* ]] && echo --full)
 
 echo
 echo "== small transactions: N writes of 32 bytes each (apps/demo)"
