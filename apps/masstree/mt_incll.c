@@ -32,6 +32,7 @@
 __thread txn *t_tx;
 __thread uint64_t t_first;
 __thread int t_err;
+static __thread txn_pool *t_pool; /* of a read: recover in a txn of its own */
 
 const incll_layout mt_leaf_layout = {
     .size = sizeof(struct leaf),
@@ -84,6 +85,17 @@ static pthread_mutex_t rec_lock[REC_LOCKS] = {[0 ... REC_LOCKS - 1] = PTHREAD_MU
 void node_recover(struct node *n)
 {
     pthread_mutex_t *lk = &rec_lock[((uintptr_t)n * 0x9e3779b97f4a7c15ull) >> 58];
+    int own = !t_tx; /* a read: begun before the lock (txn_begin may wait
+                      * for an epoch end, which waits for the threads
+                      * that this lock may hold up) */
+    if (own) {
+        int rc = t_pool ? txn_begin(t_pool, &t_tx) : TXN_E_STATE;
+        if (rc) {
+            t_tx = NULL;
+            t_err = t_err ? t_err : rc;
+            return;
+        }
+    }
     pthread_mutex_lock(lk);
     struct leaf *l = (struct leaf *)n;
     if ((__atomic_load_n(&l->pepoch, __ATOMIC_ACQUIRE) >> INCLL_EPOCH_SHIFT) < t_first) {
@@ -97,6 +109,12 @@ void node_recover(struct node *n)
             t_err = rc;
     }
     pthread_mutex_unlock(lk);
+    if (own) {
+        int rc = txn_commit(t_tx);
+        t_tx = NULL;
+        if (rc && !t_err)
+            t_err = rc;
+    }
 }
 
 /* ---- writes */
@@ -236,20 +254,22 @@ void w_anchor(struct op *o, struct node *root)
         fail(o, txn_write(o->tx, o->t->anchor, o->t->anchor_off, &h, 8));
 }
 
+/* Reads enter no transaction: only a node's first access after a restart
+ * writes (node_recover begins one for it). */
 int rd_begin(mt_tree *t)
 {
-    int rc = txn_begin(t->pool, &t_tx);
+    t_tx = NULL;
+    t_pool = t->pool;
     t_first = t->first;
     t_err = 0;
-    return rc;
+    return 0;
 }
 
 int rd_end(mt_tree *t)
 {
     (void)t;
-    int rc = txn_commit(t_tx);
-    t_tx = NULL;
-    return t_err ? t_err : rc;
+    t_pool = NULL;
+    return t_err;
 }
 
 /* ---- the tree's life */
