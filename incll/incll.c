@@ -258,7 +258,6 @@ static void end_epoch(struct ipool *st)
     }
     alloc_cache_drain(p, &st->rel);
     st->overflow = 0;
-    st->held = 0;
 }
 
 /* Return once epoch `e` has ended (durably). */
@@ -276,6 +275,7 @@ static void advance_past(struct ipool *st, uint64_t e)
         pthread_mutex_unlock(&st->lk);
         end_epoch(st);
         pthread_mutex_lock(&st->lk);
+        st->held = 0; /* under lk: a commit that has left reads it (eng_commit) */
         st->epoch++;
         st->work = 0;
         st->advancing = 0;

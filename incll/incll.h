@@ -218,6 +218,18 @@ int incll_log(txn *tx, txn_obj *o, const incll_layout *l);
 /* A traced store into a node, for what the rules above allow. */
 void incll_store(void *dst, uint64_t v);
 
+/* The same for a word that other threads read concurrently (release). */
+void incll_store_shared(uint64_t *dst, uint64_t v);
+
+/* Traced compare-and-swap of a word in a node (full barrier); nonzero
+ * when it swapped. For words whose value after a crash does not matter
+ * (a structure's lock word, reset at the node's first access). */
+int incll_cas(uint64_t *dst, uint64_t expect, uint64_t nv);
+
+/* The first epoch of this execution (S of N7): a node whose epoch is
+ * below it has not been accessed since the pool was opened. */
+uint64_t incll_first_epoch(txn *tx);
+
 #ifdef __cplusplus
 }
 #endif

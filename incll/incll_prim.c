@@ -78,6 +78,21 @@ void incll_store(void *dst, uint64_t v)
     pm_store64(dst, v);
 }
 
+void incll_store_shared(uint64_t *dst, uint64_t v)
+{
+    pm_store64_shared(dst, v);
+}
+
+int incll_cas(uint64_t *dst, uint64_t expect, uint64_t nv)
+{
+    return pm_cas64(dst, expect, nv);
+}
+
+uint64_t incll_first_epoch(txn *tx)
+{
+    return incll__first_epoch(tx);
+}
+
 static void set_flags(incll_perm *pi, uint64_t set, uint64_t clear)
 {
     pm_store64_shared(&pi->epoch, (pi->epoch | set) & ~clear);

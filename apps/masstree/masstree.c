@@ -107,6 +107,8 @@ static struct leaf *walk_right(struct leaf *l, uint64_t ik, uint64_t *v)
 {
     while (!(*v & V_DELETED)) {
         struct leaf *nx = LDA(l->next);
+        if (nx)
+            node_ready(&nx->h);
         if (!nx || ik < LD(nx->lowkey))
             break;
         l = nx;
@@ -140,6 +142,8 @@ int mt_get(mt_tree *t, const void *key, size_t len, uint64_t *val)
     int rc;
     if (len > MT_MAX_KEY || (!key && len))
         return TXN_E_INVAL;
+    if ((rc = rd_begin(t)))
+        return rc;
     epoch_enter();
     struct node *layer = atomic_load_explicit(&t->root, memory_order_acquire);
     for (;;) {
@@ -174,7 +178,8 @@ int mt_get(mt_tree *t, const void *key, size_t len, uint64_t *val)
         len -= 8;
     }
     epoch_exit();
-    return rc;
+    int rrc = rd_end(t);
+    return rrc ? rrc : rc;
 }
 
 /* Lock and return the leaf of `layer` that holds slice ik. */
@@ -188,6 +193,8 @@ static struct leaf *leaf_locked(struct op *o, struct node *layer, uint64_t ik)
             if (atomic_load_explicit(&l->h.version, memory_order_relaxed) & V_DELETED)
                 break;
             struct leaf *nx = l->next;
+            if (nx)
+                node_ready(&nx->h);
             if (!nx || ik < nx->lowkey)
                 return l;
             op_lock(o, &nx->h);
@@ -198,6 +205,54 @@ static struct leaf *leaf_locked(struct op *o, struct node *layer, uint64_t ik)
     }
 }
 
+static unsigned child_index(struct inode *p, struct node *n);
+static void set_parent(struct node *c, struct inode *p);
+
+#ifdef MT_INCLL
+/* The parent of n (locked by o, not a root), found from its layer's root
+ * by a key of n's range (a leaf's lowkey, an internal node's first key):
+ * locked, and checked to hold n. For a parent forgotten at a restart. */
+static struct inode *find_parent(struct op *o, struct node *n)
+{
+    uint64_t key = is_leaf(n) ? ((struct leaf *)n)->lowkey : ((struct inode *)n)->ikey[0];
+    for (;;) {
+        struct node *c = o->layer[o->depth];
+        uint64_t v = node_stable(c);
+        while (!(v & V_ROOT)) { /* a root split in this execution knows its parent */
+            struct inode *p = LDA(c->parent);
+            if (!p)
+                break;
+            c = &p->h;
+            v = node_stable(c);
+        }
+        while (c != n && !(node_stable(c) & V_LEAF)) {
+            struct inode *in = (struct inode *)c;
+            unsigned nk = (unsigned)LD(in->nkeys), i = 0;
+            if (nk > IWIDTH)
+                nk = IWIDTH;
+            while (i < nk && key >= LD(in->ikey[i]))
+                i++;
+            struct node *d = LDA(in->child[i]);
+            if (d == n) {
+                op_lock(o, &in->h);
+                unsigned j = child_index(in, n);
+                if (j <= in->nkeys && in->child[j] == n &&
+                    !(atomic_load_explicit(&in->h.version, memory_order_relaxed) & V_DELETED)) {
+                    set_parent(n, in);
+                    return in;
+                }
+                op_unlock(o, &in->h);
+                break;
+            }
+            if (!d)
+                break;
+            c = d;
+        }
+        __builtin_ia32_pause();
+    }
+}
+#endif
+
 /* The parent of n (locked by o), locked, or NULL if n is a root. */
 static struct inode *locked_parent(struct op *o, struct node *n)
 {
@@ -205,22 +260,30 @@ static struct inode *locked_parent(struct op *o, struct node *n)
         if (atomic_load_explicit(&n->version, memory_order_relaxed) & V_ROOT)
             return NULL;
         struct inode *p = LDA(n->parent);
+#ifdef MT_INCLL
+        if (!p)
+            return find_parent(o, n);
+#endif
         op_lock(o, &p->h);
+#ifdef MT_INCLL /* a parent pointer may be stale (see insert_up) */
+        if (LDA(n->parent) == p) {
+            unsigned j = child_index(p, n);
+            if (j <= p->nkeys && p->child[j] == n)
+                return p;
+            op_unlock(o, &p->h);
+            return find_parent(o, n);
+        }
+#else
         if (LDA(n->parent) == p)
             return p;
+#endif
         op_unlock(o, &p->h);
     }
 }
 
 static void set_parent(struct node *c, struct inode *p)
 {
-    __atomic_store_n(&c->parent, p, __ATOMIC_RELEASE);
-}
-
-static void clear_root(struct node *n)
-{
-    uint64_t v = atomic_load_explicit(&n->version, memory_order_relaxed);
-    atomic_store_explicit(&n->version, v & ~V_ROOT, memory_order_release);
+    PST(c->parent, p);
 }
 
 /* A new root above old root n (split into n and r at key): the anchor or
@@ -230,15 +293,15 @@ static void new_root(struct op *o, struct node *n, struct node *r, uint64_t key,
     struct inode *q = inode_new(o);
     if (!q)
         return;
-    atomic_fetch_or_explicit(&q->h.version, V_ROOT, memory_order_relaxed);
-    q->nkeys = 1;
-    q->ikey[0] = key;
-    q->child[0] = n;
-    q->child[1] = r;
+    node_set_root(o, &q->h, 1);
+    PST(q->nkeys, 1);
+    PST(q->ikey[0], key);
+    PST(q->child[0], n);
+    PST(q->child[1], r);
     w_image(o, &q->h);
     set_parent(n, q);
     set_parent(r, q);
-    clear_root(n);
+    node_set_root(o, n, 0);
     if (depth == 0) {
         atomic_store_explicit(&o->t->root, &q->h, memory_order_release);
         w_anchor(o, &q->h);
@@ -248,7 +311,11 @@ static void new_root(struct op *o, struct node *n, struct node *r, uint64_t key,
     unsigned pos;
     int s = leaf_find(ul, ul->perm, o->ik[depth - 1], KLEN_LAYER, &pos);
     if (s >= 0) /* the entry is there: its layer is never removed */
+#ifdef MT_INCLL
+        w_value(o, ul, (unsigned)s, (uint64_t)q);
+#else
         w_ptr(o, &ul->h, LB_VAL + 8 * (size_t)s, q);
+#endif
 }
 
 static unsigned child_index(struct inode *p, struct node *n)
@@ -270,16 +337,17 @@ static void insert_up(struct op *o, struct node *n, struct node *r, uint64_t key
             return;
         }
         unsigned i = child_index(p, n), nk = (unsigned)p->nkeys;
+        node_will_change(o, &p->h);
         if (nk < IWIDTH) {
             node_mark(&p->h, V_INSERTING);
             for (unsigned j = nk; j > i; j--) {
-                ST(p->ikey[j], p->ikey[j - 1]);
-                __atomic_store_n(&p->child[j + 1], p->child[j], __ATOMIC_RELEASE);
+                PST(p->ikey[j], p->ikey[j - 1]);
+                PST(p->child[j + 1], p->child[j]);
             }
-            ST(p->ikey[i], key);
+            PST(p->ikey[i], key);
             set_parent(r, p);
-            __atomic_store_n(&p->child[i + 1], r, __ATOMIC_RELEASE);
-            ST(p->nkeys, nk + 1);
+            PST(p->child[i + 1], r);
+            PST(p->nkeys, nk + 1);
             w_range(o, &p->h, IB_IKEY + 8 * i, nk + 1 - i);
             w_range_ptr(o, &p->h, IB_CHILD + 8 * (i + 1), nk + 1 - i);
             w_u64(o, &p->h, IB_NKEYS, nk + 1);
@@ -302,22 +370,27 @@ static void insert_up(struct op *o, struct node *n, struct node *r, uint64_t key
             return;
         node_mark(&p->h, V_SPLITTING);
         enum { LEFT = 8 };
-        q->nkeys = IWIDTH - LEFT;
+        PST(q->nkeys, IWIDTH - LEFT);
         for (unsigned j = 0; j < IWIDTH - LEFT; j++)
-            q->ikey[j] = K[LEFT + 1 + j];
+            PST(q->ikey[j], K[LEFT + 1 + j]);
         for (unsigned j = 0; j <= IWIDTH - LEFT; j++) {
-            q->child[j] = C[LEFT + 1 + j];
-            set_parent(q->child[j], q);
+            PST(q->child[j], C[LEFT + 1 + j]);
+#ifdef MT_INCLL /* only nodes o holds: another thread may be logging the
+                 * others whole (their stale pointer is found out by
+                 * locked_parent) */
+            if (op_holds(o, q->child[j]))
+#endif
+                set_parent(q->child[j], q);
         }
         w_image(o, &q->h);
         for (unsigned j = 0; j < LEFT; j++)
-            ST(p->ikey[j], K[j]);
+            PST(p->ikey[j], K[j]);
         for (unsigned j = 0; j <= LEFT; j++) {
-            __atomic_store_n(&p->child[j], C[j], __ATOMIC_RELEASE);
+            PST(p->child[j], C[j]);
             if (C[j] == r)
                 set_parent(r, p);
         }
-        ST(p->nkeys, LEFT);
+        PST(p->nkeys, LEFT);
         w_range(o, &p->h, IB_IKEY, LEFT);
         w_range_ptr(o, &p->h, IB_CHILD, LEFT + 1);
         w_u64(o, &p->h, IB_NKEYS, LEFT);
@@ -331,6 +404,14 @@ static void insert_up(struct op *o, struct node *n, struct node *r, uint64_t key
 static void put_entry(struct op *o, struct leaf *l, unsigned s, uint64_t ik, unsigned kl,
                       uint64_t v)
 {
+#ifdef MT_INCLL /* after w_insert_begin or node_will_change */
+    if (o->err)
+        return;
+    PST(l->ikey[s], ik);
+    PST8(l->klen[s], kl);
+    PST(l->val[s], v);
+    return;
+#endif
     w_u64(o, &l->h, LB_IKEY + 8 * (size_t)s, ik);
     w_u8(o, &l->h, LB_KLEN + s, (uint8_t)kl);
     if (kl == KLEN_LAYER)
@@ -387,25 +468,30 @@ static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, 
         o->err = o->err ? o->err : TXN_E_INVAL;
         return;
     }
+    node_will_change(o, &l->h);
     node_mark(&l->h, V_SPLITTING);
-    r->lowkey = K[p];
+    PST(r->lowkey, K[p]);
     for (unsigned j = p; j < N; j++) {
-        r->ikey[j - p] = K[j];
-        r->klen[j - p] = (uint8_t)L[j];
-        r->val[j - p] = V[j];
+        PST(r->ikey[j - p], K[j]);
+        PST8(r->klen[j - p], L[j]);
+        PST(r->val[j - p], V[j]);
         a[j - p] = j - p;
     }
-    r->perm = perm_of(a, N - p);
+    PST(r->perm, perm_of(a, N - p));
     struct leaf *nx = l->next;
-    r->next = nx;
+    PST(r->next, nx);
+#ifndef MT_INCLL
     r->prev = l;
+#endif
     /* r's parent stays NULL until insert_up links r under the parent it
      * has locked: l's parent may change until then (an internal split) */
     w_image(o, &r->h);
+#ifndef MT_INCLL
     if (nx) {
         op_lock(o, &nx->h);
         w_ptr(o, &nx->h, LB_PREV, r);
     }
+#endif
     w_ptr(o, &l->h, LB_NEXT, r);
     /* l keeps entries 0..p-1 in their slots; the new one, if it is among
      * them, takes the first slot no kept entry uses */
@@ -438,11 +524,11 @@ static struct leaf *layer_chain(struct op *o, const uint8_t *k, size_t len, uint
     struct leaf *l = leaf_new(o);
     if (!l)
         return NULL;
-    atomic_fetch_or_explicit(&l->h.version, V_ROOT, memory_order_relaxed);
-    l->ikey[0] = slice_of(k, len);
-    l->klen[0] = (uint8_t)kl;
-    l->val[0] = v;
-    l->perm = perm_insert(PERM_EMPTY, 0);
+    node_set_root(o, &l->h, 1);
+    PST(l->ikey[0], slice_of(k, len));
+    PST8(l->klen[0], kl);
+    PST(l->val[0], v);
+    PST(l->perm, perm_insert(PERM_EMPTY, 0));
     w_image(o, &l->h);
     return l;
 }
@@ -450,6 +536,10 @@ static struct leaf *layer_chain(struct op *o, const uint8_t *k, size_t len, uint
 /* Unlink empty leaf l (locked) if that takes no waiting to the left. */
 static void try_unlink(struct op *o, struct leaf *l)
 {
+#ifdef MT_INCLL /* in-pool nodes are never freed: empty leaves stay */
+    (void)o, (void)l;
+    return;
+#else
     if (atomic_load_explicit(&l->h.version, memory_order_relaxed) & V_ROOT)
         return;
     struct leaf *pv = l->prev;
@@ -487,6 +577,7 @@ static void try_unlink(struct op *o, struct leaf *l)
         w_ptr(o, &nx->h, LB_PREV, pv);
     node_discard(o, &l->h);
     atomic_fetch_add_explicit(&o->t->unlinked, 1, memory_order_relaxed);
+#endif
 }
 
 enum { PUT, REMOVE };
@@ -524,8 +615,8 @@ static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t va
         }
         if (what == REMOVE) {
             if (s >= 0) {
-                node_mark(&l->h, V_INSERTING);
-                w_u64(&o, &l->h, LB_PERM, perm_remove(perm, pos));
+                w_remove_begin(&o, l);
+                w_perm(&o, l, perm_remove(perm, pos));
                 if (perm_count(perm) == 1)
                     try_unlink(&o, l);
                 ret = 1;
@@ -534,7 +625,7 @@ static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t va
         }
         if (s >= 0) { /* update: one word, readers need not retry (they may
                        * read it before its transaction commits) */
-            w_u64(&o, &l->h, LB_VAL + 8 * (size_t)s, val);
+            w_value(&o, l, (unsigned)s, val);
             break;
         }
         uint64_t ev = val;
@@ -545,9 +636,9 @@ static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t va
             ev = (uint64_t)sub;
         }
         if (perm_count(perm) < LWIDTH) {
-            node_mark(&l->h, V_INSERTING);
+            w_insert_begin(&o, l);
             put_entry(&o, l, perm_slot(perm, perm_count(perm)), ik, kl, ev);
-            w_u64(&o, &l->h, LB_PERM, perm_insert(perm, pos));
+            w_perm(&o, l, perm_insert(perm, pos));
         } else {
             leaf_split(&o, l, pos, ik, kl, ev);
         }
@@ -658,8 +749,12 @@ long mt_scan(mt_tree *t, const void *start, size_t len, size_t max, mt_scan_fn f
     if (!max)
         return 0;
     struct scan s = {.fn = fn, .arg = arg, .max = max};
+    int rc = rd_begin(t);
+    if (rc)
+        return rc;
     epoch_enter();
     scan_layer(&s, atomic_load_explicit(&t->root, memory_order_acquire), 0, start, len);
     epoch_exit();
-    return (long)s.count;
+    rc = rd_end(t);
+    return rc ? rc : (long)s.count;
 }

@@ -1,5 +1,5 @@
 /* masstree.h - a concurrent Masstree (a trie of B+trees on 8-byte key
- * slices) with two kinds of node storage:
+ * slices) with three kinds of node storage, the first two in one build:
  *
  *   transient  every node in DRAM, from an mmap'd node pool (opts.pool NULL)
  *   txn.h      the same DRAM tree, and every node mirrored in a persistent
@@ -17,8 +17,18 @@
  * logging and barriers on every node it changes; reads pay nothing (they
  * never touch the pool, as in DRAM-copy designs such as Kamino-Tx or
  * DudeTM); the nodes take DRAM and pool space both; a restart rebuilds
- * the DRAM tree (ycsb --restart measures it). An in-place durable tree,
- * read straight from the pool, is the InCLL variant's business.
+ * the DRAM tree (ycsb --restart measures it).
+ *
+ *   in-pool    (built with MT_INCLL, on the incll engine: ycsb-incll) no
+ *              DRAM copy: every node is an incll object read and changed
+ *              in place, readers and writers each in a transaction of the
+ *              engine's epoch; values change through the leaves' value
+ *              InCLLs, inserts and removes through the permutation InCLL,
+ *              everything else after the node went to the external log
+ *              (mt_incll.c). Durable at the end of the epoch (txn_sync);
+ *              mt_open rebuilds nothing: each node is recovered at its
+ *              first access. Empty leaves are never unlinked (no node is
+ *              freed), and there is no transient tree in this build.
  *
  * Keys are byte strings of at most MT_MAX_KEY bytes, values 8-byte words.
  * Every call may be made by any number of threads at once.

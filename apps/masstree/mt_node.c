@@ -217,14 +217,23 @@ uint64_t perm_remove(uint64_t p, unsigned i)
 
 /* ---- locks */
 
+static inline int lock_cas(struct node *n, uint64_t v)
+{
+#ifdef MT_INCLL
+    return incll_cas((uint64_t *)&n->version, v, v | V_LOCKED);
+#else
+    return atomic_compare_exchange_strong_explicit(&n->version, &v, v | V_LOCKED,
+                                                   memory_order_acquire,
+                                                   memory_order_relaxed);
+#endif
+}
+
 void node_lock(struct node *n)
 {
+    node_ready(n);
     for (;;) {
         uint64_t v = atomic_load_explicit(&n->version, memory_order_relaxed);
-        if (!(v & V_LOCKED) &&
-            atomic_compare_exchange_weak_explicit(&n->version, &v, v | V_LOCKED,
-                                                  memory_order_acquire,
-                                                  memory_order_relaxed))
+        if (!(v & V_LOCKED) && lock_cas(n, v))
             return;
         __builtin_ia32_pause();
     }
@@ -232,11 +241,9 @@ void node_lock(struct node *n)
 
 int node_trylock(struct node *n)
 {
+    node_ready(n);
     uint64_t v = atomic_load_explicit(&n->version, memory_order_relaxed);
-    return !(v & V_LOCKED) &&
-           atomic_compare_exchange_strong_explicit(&n->version, &v, v | V_LOCKED,
-                                                   memory_order_acquire,
-                                                   memory_order_relaxed);
+    return !(v & V_LOCKED) && lock_cas(n, v);
 }
 
 void node_unlock(struct node *n)
@@ -246,7 +253,7 @@ void node_unlock(struct node *n)
         nv = (nv & ~V_INSERT_MASK) | ((nv + V_INSERT_ONE) & V_INSERT_MASK);
     if (v & V_SPLITTING)
         nv += V_SPLIT_ONE;
-    atomic_store_explicit(&n->version, nv & ~(V_LOCKED | V_DIRTY), memory_order_release);
+    VSTORE(n, nv & ~(V_LOCKED | V_DIRTY));
 }
 
 /* ---- operations */
@@ -260,12 +267,23 @@ int op_begin(struct op *o, mt_tree *t)
     o->depth = 0;
     if (atomic_load(&t->broken))
         return TXN_E_STATE;
-    return t->pool ? txn_begin(t->pool, &o->tx) : 0;
+    int rc = t->pool ? txn_begin(t->pool, &o->tx) : 0;
+#ifdef MT_INCLL
+    t_tx = o->tx;
+    t_first = t->first;
+    t_err = 0;
+#endif
+    return rc;
 }
 
 int op_end(struct op *o)
 {
     int rc = 0;
+#ifdef MT_INCLL
+    if (t_err && !o->err)
+        o->err = t_err;
+    t_tx = NULL;
+#endif
     if (o->tx) {
         if (o->err) {
             txn_abort(o->tx);
@@ -284,7 +302,7 @@ int op_end(struct op *o)
     return rc;
 }
 
-static int held(struct op *o, struct node *n)
+int op_holds(struct op *o, struct node *n)
 {
     for (int i = o->nheld - 1; i >= 0; i--)
         if (o->held[i] == n)
@@ -306,7 +324,7 @@ void op_hold(struct op *o, struct node *n)
 
 void op_lock(struct op *o, struct node *n)
 {
-    if (held(o, n))
+    if (op_holds(o, n))
         return;
     node_lock(n);
     op_hold(o, n);
@@ -314,7 +332,7 @@ void op_lock(struct op *o, struct node *n)
 
 int op_trylock(struct op *o, struct node *n)
 {
-    if (held(o, n))
+    if (op_holds(o, n))
         return 0; /* the caller would unlock it while still using it */
     if (!node_trylock(n))
         return 0;
@@ -333,6 +351,7 @@ void op_unlock(struct op *o, struct node *n)
         }
 }
 
+#ifndef MT_INCLL /* the mirror writes; mt_incll.c has the in-pool ones */
 static inline uint64_t *word(struct node *n, size_t off)
 {
     return (uint64_t *)(BODY(n) + off);
@@ -456,3 +475,52 @@ void w_anchor(struct op *o, struct node *root)
     if (o->tx && !o->err)
         o->err = txn_write(o->tx, o->t->anchor, o->t->anchor_off, &root->pobj, 8);
 }
+
+void node_will_change(struct op *o, struct node *n)
+{
+    (void)o, (void)n;
+}
+
+void node_set_root(struct op *o, struct node *n, int root)
+{
+    (void)o;
+    if (root)
+        atomic_fetch_or_explicit(&n->version, V_ROOT, memory_order_relaxed);
+    else
+        atomic_fetch_and_explicit(&n->version, ~V_ROOT, memory_order_release);
+}
+
+void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v)
+{
+    w_u64(o, &l->h, LB_VAL + 8 * (size_t)s, v);
+}
+
+void w_insert_begin(struct op *o, struct leaf *l)
+{
+    (void)o;
+    node_mark(&l->h, V_INSERTING);
+}
+
+void w_remove_begin(struct op *o, struct leaf *l)
+{
+    (void)o;
+    node_mark(&l->h, V_INSERTING);
+}
+
+void w_perm(struct op *o, struct leaf *l, uint64_t perm)
+{
+    w_u64(o, &l->h, LB_PERM, perm);
+}
+
+int rd_begin(mt_tree *t)
+{
+    (void)t;
+    return 0;
+}
+
+int rd_end(mt_tree *t)
+{
+    (void)t;
+    return 0;
+}
+#endif /* !MT_INCLL */

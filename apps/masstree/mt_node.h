@@ -23,6 +23,11 @@
 
 /* Keys of a leaf: 15, or 14 (-DMT_LEAF_WIDTH=14), which leaves room in
  * the same five lines for the paper's InCLLs (see struct leaf). */
+#ifdef MT_INCLL /* nodes in the pool (incll engine): 14-key leaves */
+#undef MT_LEAF_WIDTH
+#define MT_LEAF_WIDTH 14
+#include "incll.h"
+#endif
 #ifndef MT_LEAF_WIDTH
 #define MT_LEAF_WIDTH 15
 #endif
@@ -50,6 +55,78 @@ _Static_assert(LWIDTH == 14 || LWIDTH == 15, "leaf width");
 
 enum { KIND_LEAF = 1, KIND_INODE = 2 };
 
+#ifdef MT_INCLL
+/* In-pool nodes (MT_INCLL, ycsb-incll): each node is an object of the
+ * incll engine (INCLL_NODE_ALLOC bytes: five lines, the payload starting
+ * INCLL_OBJ_HDR bytes into the first), read and changed in place; no DRAM
+ * copy. Node pointers are payload addresses (handles stay valid across
+ * restarts). The version word and the parent pointer live in the node but
+ * are volatile in meaning: the first access to a node in an execution
+ * (node_ready) resets them (version from the kind and root bytes, parent
+ * unknown = NULL) before incll_node_prepare() recovers its InCLLs.
+ * Stores to a node all go through the traced incll_* calls. */
+struct node {
+    _Atomic uint64_t version;
+    struct inode *parent; /* NULL: unknown (found from the layer root) */
+};
+
+/* Payload lines (Cohen et al., Figure 1):
+ *   0: version, parent, the permutation InCLL (epoch, saved, perm), next,
+ *      lowkey
+ *   1-2: ikey[0..13], klen[0..13], then the kind and root bytes
+ *   3: vlog1 (the InCLL of val[0..6]), val[0..6]
+ *   4: val[7..13], vlog2 (the InCLL of val[7..13])
+ * There is no prev pointer: empty leaves are not unlinked in this mode. */
+struct leaf {
+    struct node h;
+    uint64_t pepoch, psaved; /* with perm: the incll_perm */
+    uint64_t perm;
+    struct leaf *next;
+    uint64_t lowkey;
+    uint64_t ikey[LWIDTH];
+    uint8_t klen[16]; /* [14]: kind, [15]: root of its layer */
+    uint64_t vlog1;
+    uint64_t val[LWIDTH];
+    uint64_t vlog2;
+};
+/* An internal node: line 0 as a leaf's (its permutation InCLL unused but
+ * for the node epoch; one value InCLL covering nkeys, never used): every
+ * change of it goes through the external log. */
+struct inode {
+    struct node h;
+    uint64_t pepoch, psaved, pperm;
+    uint64_t vlog;
+    uint64_t nkeys;
+    uint64_t ikey[IWIDTH];
+    uint64_t flags; /* bytes 6 and 7: kind and root, as in a leaf */
+    struct node *child[IWIDTH + 1];
+};
+#define NB_KIND 182 /* payload byte of the kind, in both node types */
+#define NB_ROOT 183
+_Static_assert(offsetof(struct leaf, klen) + 14 == NB_KIND &&
+               offsetof(struct inode, flags) + 6 == NB_KIND, "kind byte");
+_Static_assert(offsetof(struct leaf, pepoch) == 16 && offsetof(struct inode, pepoch) == 16,
+               "node epoch");
+_Static_assert(INCLL_LINE_OF(struct leaf, pepoch) == 0 && INCLL_LINE_OF(struct leaf, lowkey) == 0,
+               "line 0");
+_Static_assert(INCLL_SAME_LINE(struct leaf, vlog1, val[0]) &&
+               INCLL_SAME_LINE(struct leaf, vlog1, val[6]) &&
+               INCLL_SAME_LINE(struct leaf, vlog2, val[7]) &&
+               INCLL_SAME_LINE(struct leaf, vlog2, val[13]), "value InCLL lines");
+_Static_assert(INCLL_SAME_LINE(struct inode, vlog, nkeys), "inode InCLL line");
+_Static_assert(INCLL_NODE_ALLOC(sizeof(struct leaf)) == 5 * 64 - INCLL_OBJ_HDR &&
+               INCLL_NODE_ALLOC(sizeof(struct inode)) == 5 * 64 - INCLL_OBJ_HDR,
+               "five lines a node");
+enum {
+    LB_PERM = offsetof(struct leaf, perm) - 16, LB_NEXT = offsetof(struct leaf, next) - 16,
+    LB_IKEY = offsetof(struct leaf, ikey) - 16, LB_KLEN = offsetof(struct leaf, klen) - 16,
+    LB_VAL = offsetof(struct leaf, val) - 16, IB_NKEYS = offsetof(struct inode, nkeys) - 16,
+    IB_IKEY = offsetof(struct inode, ikey) - 16, IB_CHILD = offsetof(struct inode, child) - 16
+};
+#define BODY(n) ((char *)(n) + sizeof(struct node))
+#define NODE_BYTES 320
+extern const incll_layout mt_leaf_layout, mt_inode_layout;
+#else
 /* The volatile header. Parent pointers are volatile: an internal node's
  * split moves children that other operations may have locked, so it may
  * not write their mirrors; recovery derives parents from the structure. */
@@ -117,6 +194,8 @@ _Static_assert(sizeof(struct inode) - sizeof(struct node) == INODE_BODY, "inode 
 _Static_assert(sizeof(struct leaf) <= NODE_BYTES && sizeof(struct inode) <= NODE_BYTES,
                "node class");
 
+#endif /* MT_INCLL */
+
 /* ---- permutation */
 static inline unsigned perm_count(uint64_t p) { return (unsigned)(p & 15); }
 static inline unsigned perm_slot(uint64_t p, unsigned i)
@@ -139,6 +218,7 @@ struct mt_tree {
     void *commit_arg;
     _Atomic int broken; /* a transaction failed: DRAM may differ */
     _Atomic uint64_t splits, unlinked;
+    uint64_t first; /* MT_INCLL: the pool's first epoch in this execution */
 };
 
 /* One put or remove: its transaction and the locks it holds. */
@@ -164,10 +244,38 @@ void node_retire(void *n);           /* freed when no reader can hold it */
 void epoch_enter(void);
 void epoch_exit(void);
 
+/* ---- the first access to a node in an execution (MT_INCLL): node_ready
+ * before reading a node; t_tx is the calling thread's transaction (every
+ * access runs in one), t_first its pool's first epoch, t_err the first
+ * failed recovery of the thread's current operation. */
+#ifdef MT_INCLL
+extern __thread txn *t_tx;
+extern __thread uint64_t t_first;
+extern __thread int t_err;
+void node_recover(struct node *n);
+static inline void node_ready(struct node *n)
+{
+    uint64_t e = __atomic_load_n(&((struct leaf *)n)->pepoch, __ATOMIC_ACQUIRE);
+    if (__builtin_expect((e >> INCLL_EPOCH_SHIFT) < t_first, 0))
+        node_recover(n);
+}
+/* stores into nodes: traced (word-sized; bytes by their word) */
+#define PST(x, v) incll_store_shared((uint64_t *)&(x), (uint64_t)(v))
+void pst8(uint8_t *p, uint8_t v);
+#define PST8(x, v) pst8(&(x), (uint8_t)(v))
+#define VSTORE(n, v) incll_store_shared((uint64_t *)&(n)->version, (v))
+#else
+static inline void node_ready(struct node *n) { (void)n; }
+#define PST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#define PST8(x, v) __atomic_store_n(&(x), (uint8_t)(v), __ATOMIC_RELAXED)
+#define VSTORE(n, v) atomic_store_explicit(&(n)->version, (v), memory_order_release)
+#endif
+
 /* ---- locks */
 static inline uint64_t node_stable(struct node *n)
 {
     uint64_t v;
+    node_ready(n);
     while ((v = atomic_load_explicit(&n->version, memory_order_acquire)) & V_DIRTY)
         __builtin_ia32_pause();
     return v;
@@ -184,7 +292,11 @@ void node_unlock(struct node *n);
 static inline void node_mark(struct node *n, uint64_t bits)
 {
     uint64_t v = atomic_load_explicit(&n->version, memory_order_relaxed);
+#ifdef MT_INCLL
+    VSTORE(n, v | bits);
+#else
     atomic_store_explicit(&n->version, v | bits, memory_order_relaxed);
+#endif
     atomic_thread_fence(memory_order_release);
 }
 
@@ -194,6 +306,7 @@ int op_end(struct op *o);                 /* commit, then unlock all */
 void op_lock(struct op *o, struct node *n);
 int op_trylock(struct op *o, struct node *n);
 void op_hold(struct op *o, struct node *n); /* a new node, locked */
+int op_holds(struct op *o, struct node *n);
 void w_u64(struct op *o, struct node *n, size_t off, uint64_t v);
 void w_ptr(struct op *o, struct node *n, size_t off, void *p);
 void w_u8(struct op *o, struct node *n, size_t off, uint8_t v);
@@ -209,6 +322,33 @@ struct inode *inode_new(struct op *o);
 void w_image(struct op *o, struct node *n);
 void node_discard(struct op *o, struct node *n); /* unlinked: retire, free mirror */
 void w_anchor(struct op *o, struct node *root);
+/* n (locked) is about to change by PST stores (MT_INCLL: logged first) */
+void node_will_change(struct op *o, struct node *n);
+/* n (locked, or new) becomes a layer's root, or stops being one */
+void node_set_root(struct op *o, struct node *n, int root);
+/* InCLL fast paths on a locked leaf (plain mirror writes elsewhere):
+ * value of slot s in use; begin an insert into a free slot (then
+ * put_entry's stores); begin a remove; publish the new permutation */
+void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v);
+void w_insert_begin(struct op *o, struct leaf *l);
+void w_remove_begin(struct op *o, struct leaf *l);
+void w_perm(struct op *o, struct leaf *l, uint64_t perm);
+/* a read-only operation's transaction (MT_INCLL; nothing otherwise) */
+int rd_begin(mt_tree *t);
+int rd_end(mt_tree *t);
+
+/* A node's persistent object (NULL: transient). */
+static inline txn_obj *node_obj(struct node *n)
+{
+#ifdef MT_INCLL
+    return (txn_obj *)((char *)n - INCLL_OBJ_HDR);
+#else
+    return n->pobj;
+#endif
+}
+
+/* A tree of opts (mt_tree.c), nothing in it yet. */
+mt_tree *tree_new(const mt_opts *opts);
 
 static inline int is_leaf(struct node *n)
 {

@@ -16,10 +16,9 @@
  *     compares mt_objects() with the allocator's live blocks).
  * Parents and version words are not persistent: derived on rebuild.
  */
+#include "mt_node.h"
 #include <stdlib.h>
 #include <string.h>
-
-#include "mt_node.h"
 
 static int default_commit(txn *tx, void *arg)
 {
@@ -27,7 +26,7 @@ static int default_commit(txn *tx, void *arg)
     return txn_commit(tx);
 }
 
-static mt_tree *tree_new(const mt_opts *opts)
+mt_tree *tree_new(const mt_opts *opts)
 {
     mt_tree *t = calloc(1, sizeof *t);
     if (!t)
@@ -40,14 +39,20 @@ static mt_tree *tree_new(const mt_opts *opts)
     return t;
 }
 
-/* Calls fn on every node below n (n included), children before parents. */
+/* Calls fn on every node below n (n included), children before parents
+ * (MT_INCLL: each node made ready first; stops at a failed recovery). */
 static void walk(struct node *n, void (*fn)(struct node *, void *), void *arg)
 {
     if (!n)
         return;
+    node_ready(n);
+#ifdef MT_INCLL
+    if (t_err)
+        return;
+#endif
     if (is_leaf(n)) {
         struct leaf *l = (struct leaf *)n;
-        for (unsigned i = 0; i < perm_count(l->perm); i++) {
+        for (unsigned i = 0; i < perm_count(l->perm) && i < LWIDTH; i++) {
             unsigned s = perm_slot(l->perm, i);
             if (l->klen[s] == KLEN_LAYER)
                 walk((struct node *)l->val[s], fn, arg);
@@ -60,6 +65,7 @@ static void walk(struct node *n, void (*fn)(struct node *, void *), void *arg)
     fn(n, arg);
 }
 
+#ifndef MT_INCLL /* mt_incll.c creates and opens the in-pool tree */
 static void free_node(struct node *n, void *arg)
 {
     (void)arg;
@@ -102,6 +108,7 @@ void mt_close(mt_tree *t)
     walk(atomic_load(&t->root), free_node, NULL);
     free(t);
 }
+#endif /* !MT_INCLL */
 
 struct obj_walk {
     void (*fn)(txn_obj *, void *);
@@ -111,14 +118,17 @@ struct obj_walk {
 static void obj_of(struct node *n, void *arg)
 {
     struct obj_walk *w = arg;
-    if (n->pobj)
-        w->fn(n->pobj, w->arg);
+    if (node_obj(n))
+        w->fn(node_obj(n), w->arg);
 }
 
 void mt_objects(mt_tree *t, void (*fn)(txn_obj *o, void *arg), void *arg)
 {
     struct obj_walk w = {fn, arg};
+    if (rd_begin(t))
+        return;
     walk(atomic_load(&t->root), obj_of, &w);
+    rd_end(t);
 }
 
 static void count_node(struct node *n, void *arg)
@@ -136,11 +146,15 @@ static void count_node(struct node *n, void *arg)
 void mt_stats_get(mt_tree *t, mt_stats *out)
 {
     memset(out, 0, sizeof *out);
-    walk(atomic_load(&t->root), count_node, out);
+    if (!rd_begin(t)) {
+        walk(atomic_load(&t->root), count_node, out);
+        rd_end(t);
+    }
     out->splits = atomic_load(&t->splits);
     out->unlinked = atomic_load(&t->unlinked);
 }
 
+#ifndef MT_INCLL /* the in-pool tree is not rebuilt */
 /* ---- rebuild */
 
 struct rebuild {
@@ -306,3 +320,4 @@ int mt_open(const mt_opts *opts, mt_tree **out)
     *out = t;
     return 0;
 }
+#endif /* !MT_INCLL */

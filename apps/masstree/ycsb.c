@@ -18,6 +18,11 @@
  * persistent nodes (the time to the first operation after a restart).
  */
 #define _GNU_SOURCE
+#ifdef MT_INCLL
+#define STORAGE "incll" /* nodes in the pool, InCLLs (mt_incll.c) */
+#else
+#define STORAGE "txn"
+#endif
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
@@ -315,7 +320,7 @@ int main(int argc, char **argv)
     txn_pool *pool = NULL;
     char path[256] = "";
     printf("# engine %s pdom %d (%u ns) flush %s storage %s\n", engine, txn_pdom(),
-           txn_pdom_ns(), txn_flush_name(), transient ? "transient" : "txn");
+           txn_pdom_ns(), txn_flush_name(), transient ? "transient" : STORAGE);
     if (!transient) {
         size_t inserts = cfg.workload == 'e' ? cfg.ops * (size_t)cfg.threads / 15 : 0;
         txn_pool_opts po = {.size = ((size_t)128 << 20) + (cfg.keys + inserts) * 64,
@@ -390,7 +395,7 @@ int main(int argc, char **argv)
            "\"run_s\":%.3f,\"pdom\":%d,\"barriers_per_op\":%.3f,\"lines_per_op\":%.3f,"
            "\"log_bytes_per_op\":%.1f,\"found\":%llu,\"leaves\":%llu,\"inodes\":%llu,"
            "\"splits\":%llu,\"restart_s\":%.4f}\n",
-           engine, transient ? "transient" : "txn", cfg.workload, cfg.zipf ? "zipf" : "uniform",
+           engine, transient ? "transient" : STORAGE, cfg.workload, cfg.zipf ? "zipf" : "uniform",
            cfg.keys, cfg.threads, total, mops, load_s, run_s, txn_pdom(),
            (double)s_barriers / total, (double)s_lines / total, (double)s_logbytes / total,
            (unsigned long long)s_found, (unsigned long long)ms.leaves,

@@ -63,6 +63,9 @@ int sim_touch(const struct workload *w, txn_pool *p, int t) __attribute__((weak)
  * txn_sync (or, during a sync, the last commit): the end of the last
  * completed epoch. */
 int sim_epoch_exact(const struct workload *w) __attribute__((weak));
+/* The Masstree workload's first access to every node of thread t's tree
+ * (masstree.c; lazy recovery of the incll build's in-pool nodes). */
+int mt_sim_touch(txn_pool *p, int t);
 
 /* Commit thread t's `tx`; `next` is the mirror's digest if it takes
  * effect. */

@@ -171,17 +171,22 @@ static int leaf_wl_step(txn_pool *p, int t, uint64_t *rng)
     return rc;
 }
 
-/* Epochs end only at txn_sync: no frees, logs far below 1/16 of the pool. */
+/* Epochs end only at txn_sync: no frees, logs far below 1/16 of the pool
+ * (the leaves here; the Masstree with its nodes in the pool, which frees
+ * none). */
 int sim_epoch_exact(const struct workload *w)
 {
     const char *ms = getenv("TXN_EPOCH_MS");
-    return w == &wl_leaf && ms && !strcmp(ms, "0");
+    return (w == &wl_leaf || w == &wl_masstree) && ms && !strcmp(ms, "0");
 }
 
-/* First access of every leaf of thread t's part (lazy recovery). */
+/* First access of every leaf of thread t's part (lazy recovery); of every
+ * node of the Masstree (mt_sim_touch, masstree.c). */
 int sim_touch(const struct workload *w, txn_pool *p, int t)
 {
     txn *tx;
+    if (w == &wl_masstree)
+        return mt_sim_touch(p, t);
     if (w != &wl_leaf)
         return 0;
     int rc = txn_begin(p, &tx);

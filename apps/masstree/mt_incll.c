@@ -1,0 +1,350 @@
+/* mt_incll.c - the Masstree's nodes in place in an incll pool (MT_INCLL,
+ * ycsb-incll): the write helpers of mt_node.h on the InCLL primitives of
+ * incll.h, the first access to a node in an execution, and the tree's
+ * life (create, open; mt_tree.c walks it). Built empty without MT_INCLL.
+ *
+ * Which primitive each change takes (Cohen et al., section 5):
+ *  - the value of a key in use: incll_update (the line's value InCLL; the
+ *    node is logged only when the InCLL holds another slot this epoch);
+ *  - an insert into a free slot: incll_insert_begin, the slot's key,
+ *    length and value stored, then incll_perm_store (the permutation
+ *    InCLL); a remove: incll_remove_begin, incll_perm_store;
+ *  - anything else (splits, internal nodes, the root flag, next
+ *    pointers): incll_log first (node_will_change), then stores.
+ * Durability: at the end of the epoch (txn_sync), as for the engine.
+ *
+ * After a restart nothing is rebuilt: mt_open reads the anchor. Each node
+ * is recovered at its first access (node_ready -> node_recover): under a
+ * hashed lock, its version word is reset from its kind and root bytes,
+ * its parent forgotten, then incll_node_prepare rolls its InCLLs back to
+ * the end of the last completed epoch (nodes logged in the failed epoch
+ * came back from the external log when the pool was opened). A parent
+ * that is not known is found again from the layer's root
+ * (mt_find_parent, masstree.c).
+ */
+#include "mt_node.h"
+
+#ifdef MT_INCLL
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+__thread txn *t_tx;
+__thread uint64_t t_first;
+__thread int t_err;
+static __thread txn_pool *t_pool; /* of a read: recover in a txn of its own */
+
+const incll_layout mt_leaf_layout = {
+    .size = sizeof(struct leaf),
+    .perm_off = offsetof(struct leaf, pepoch),
+    .vals_off = offsetof(struct leaf, val),
+    .nslots = LWIDTH,
+    .ngroups = 2,
+    .group_off = {offsetof(struct leaf, vlog1), offsetof(struct leaf, vlog2)},
+};
+
+const incll_layout mt_inode_layout = {
+    .size = sizeof(struct inode),
+    .perm_off = offsetof(struct inode, pepoch),
+    .vals_off = offsetof(struct inode, nkeys),
+    .nslots = 1,
+    .ngroups = 1,
+    .group_off = {offsetof(struct inode, vlog)},
+};
+
+
+static inline uint8_t kind_of(struct node *n)
+{
+    return __atomic_load_n((uint8_t *)n + NB_KIND, __ATOMIC_RELAXED);
+}
+
+static inline const incll_layout *layout_of(struct node *n)
+{
+    return kind_of(n) == KIND_LEAF ? &mt_leaf_layout : &mt_inode_layout;
+}
+
+static void fail(struct op *o, int rc)
+{
+    if (rc && !o->err)
+        o->err = rc;
+}
+
+void pst8(uint8_t *p, uint8_t v)
+{
+    uint64_t *w = (uint64_t *)((uintptr_t)p & ~(uintptr_t)7);
+    unsigned sh = 8 * (unsigned)((uintptr_t)p & 7);
+    uint64_t x = __atomic_load_n(w, __ATOMIC_RELAXED);
+    incll_store_shared(w, (x & ~(0xffull << sh)) | (uint64_t)v << sh);
+}
+
+/* ---- first access in this execution */
+
+#define REC_LOCKS 64
+static pthread_mutex_t rec_lock[REC_LOCKS] = {[0 ... REC_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER};
+
+void node_recover(struct node *n)
+{
+    pthread_mutex_t *lk = &rec_lock[((uintptr_t)n * 0x9e3779b97f4a7c15ull) >> 58];
+    int own = !t_tx; /* a read: begun before the lock (txn_begin may wait
+                      * for an epoch end, which waits for the threads
+                      * that this lock may hold up) */
+    if (own) {
+        int rc = t_pool ? txn_begin(t_pool, &t_tx) : TXN_E_STATE;
+        if (rc) {
+            t_tx = NULL;
+            t_err = t_err ? t_err : rc;
+            return;
+        }
+    }
+    pthread_mutex_lock(lk);
+    struct leaf *l = (struct leaf *)n;
+    if ((__atomic_load_n(&l->pepoch, __ATOMIC_ACQUIRE) >> INCLL_EPOCH_SHIFT) < t_first) {
+        uint8_t kind = kind_of(n), root = *((uint8_t *)n + NB_ROOT);
+        VSTORE(n, (kind == KIND_LEAF ? V_LEAF : 0) | (root ? V_ROOT : 0));
+        PST(n->parent, 0);
+        int rc = (kind == KIND_LEAF || kind == KIND_INODE) && t_tx
+                     ? incll_node_prepare(t_tx, node_obj(n), layout_of(n))
+                     : TXN_E_CORRUPT;
+        if (rc && !t_err)
+            t_err = rc;
+    }
+    pthread_mutex_unlock(lk);
+    if (own) {
+        int rc = txn_commit(t_tx);
+        t_tx = NULL;
+        if (rc && !t_err)
+            t_err = rc;
+    }
+}
+
+/* ---- writes */
+
+void node_will_change(struct op *o, struct node *n)
+{
+    if (!o->err)
+        fail(o, incll_log(o->tx, node_obj(n), layout_of(n)));
+}
+
+static inline uint64_t *word(struct node *n, size_t off)
+{
+    return (uint64_t *)(BODY(n) + off);
+}
+
+void w_u64(struct op *o, struct node *n, size_t off, uint64_t v)
+{
+    node_will_change(o, n);
+    if (!o->err)
+        incll_store_shared(word(n, off), v);
+}
+
+void w_ptr(struct op *o, struct node *n, size_t off, void *p)
+{
+    w_u64(o, n, off, (uint64_t)p);
+}
+
+void w_u8(struct op *o, struct node *n, size_t off, uint8_t v)
+{
+    node_will_change(o, n);
+    if (!o->err)
+        pst8((uint8_t *)BODY(n) + off, v);
+}
+
+/* the callers stored these after node_will_change */
+void w_range(struct op *o, struct node *n, size_t off, unsigned count)
+{
+    (void)o, (void)n, (void)off, (void)count;
+}
+
+void w_range_ptr(struct op *o, struct node *n, size_t off, unsigned count)
+{
+    (void)o, (void)n, (void)off, (void)count;
+}
+
+void w_image(struct op *o, struct node *n)
+{
+    (void)o, (void)n;
+}
+
+void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v)
+{
+    if (!o->err)
+        fail(o, incll_update(o->tx, node_obj(&l->h), &mt_leaf_layout, s, v));
+}
+
+void w_insert_begin(struct op *o, struct leaf *l)
+{
+    if (!o->err)
+        fail(o, incll_insert_begin(o->tx, node_obj(&l->h), &mt_leaf_layout));
+    node_mark(&l->h, V_INSERTING);
+}
+
+void w_remove_begin(struct op *o, struct leaf *l)
+{
+    if (!o->err)
+        fail(o, incll_remove_begin(o->tx, node_obj(&l->h), &mt_leaf_layout));
+    node_mark(&l->h, V_INSERTING);
+}
+
+void w_perm(struct op *o, struct leaf *l, uint64_t perm)
+{
+    if (!o->err)
+        incll_perm_store(node_obj(&l->h), &mt_leaf_layout, perm);
+}
+
+void node_set_root(struct op *o, struct node *n, int root)
+{
+    uint64_t v = atomic_load_explicit(&n->version, memory_order_relaxed);
+    if (!root) /* new nodes are logged already */
+        node_will_change(o, n);
+    if (o->err)
+        return;
+    pst8((uint8_t *)n + NB_ROOT, root ? 1 : 0);
+    VSTORE(n, root ? v | V_ROOT : v & ~V_ROOT);
+}
+
+/* A node allocated in o's transaction, zeroed but for its InCLL words,
+ * locked and held by o. */
+static struct node *node_new(struct op *o, uint8_t kind)
+{
+    const incll_layout *lay = kind == KIND_LEAF ? &mt_leaf_layout : &mt_inode_layout;
+    txn_obj *h;
+    if (o->err)
+        return NULL;
+    int rc = txn_alloc(o->tx, INCLL_NODE_ALLOC(lay->size), &h);
+    if (!rc)
+        rc = incll_node_init(o->tx, h, lay, kind == KIND_LEAF ? PERM_EMPTY : 0);
+    if (rc) {
+        fail(o, rc);
+        return NULL;
+    }
+    struct node *n = incll_node(h);
+    uint64_t *w = (uint64_t *)n;
+    for (size_t off = 0; off < lay->size; off += 8) {
+        size_t g = lay->group_off[0], g2 = lay->ngroups > 1 ? lay->group_off[1] : g;
+        if ((off >= lay->perm_off && off < lay->perm_off + sizeof(incll_perm)) || off == g ||
+            off == g2)
+            continue;
+        incll_store_shared(&w[off / 8], 0);
+    }
+    pst8((uint8_t *)n + NB_KIND, kind);
+    VSTORE(n, V_LOCKED | V_INSERTING | (kind == KIND_LEAF ? V_LEAF : 0));
+    op_hold(o, n);
+    return n;
+}
+
+struct leaf *leaf_new(struct op *o)
+{
+    return (struct leaf *)node_new(o, KIND_LEAF);
+}
+
+struct inode *inode_new(struct op *o)
+{
+    return (struct inode *)node_new(o, KIND_INODE);
+}
+
+void node_discard(struct op *o, struct node *n)
+{
+    (void)o, (void)n; /* never called: empty leaves stay (masstree.c) */
+}
+
+void w_anchor(struct op *o, struct node *root)
+{
+    txn_obj *h = node_obj(root);
+    if (!o->err)
+        fail(o, txn_write(o->tx, o->t->anchor, o->t->anchor_off, &h, 8));
+}
+
+/* Reads enter no transaction: only a node's first access after a restart
+ * writes (node_recover begins one for it). */
+int rd_begin(mt_tree *t)
+{
+    t_tx = NULL;
+    t_pool = t->pool;
+    t_first = t->first;
+    t_err = 0;
+    return 0;
+}
+
+int rd_end(mt_tree *t)
+{
+    (void)t;
+    t_pool = NULL;
+    return t_err;
+}
+
+/* ---- the tree's life */
+
+static int first_epoch(mt_tree *t)
+{
+    txn *tx;
+    int rc = txn_begin(t->pool, &tx);
+    if (rc)
+        return rc;
+    t->first = incll_first_epoch(tx);
+    txn_abort(tx);
+    return 0;
+}
+
+int mt_create(const mt_opts *opts, mt_tree **out)
+{
+    if (!opts->pool)
+        return TXN_E_INVAL; /* this build keeps its nodes in a pool */
+    mt_tree *t = tree_new(opts);
+    struct op o;
+    if (!t)
+        return TXN_E_NOMEM;
+    int rc = first_epoch(t);
+    if (!rc)
+        rc = op_begin(&o, t);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    struct leaf *l = leaf_new(&o);
+    if (l) {
+        node_set_root(&o, &l->h, 1);
+        w_anchor(&o, &l->h);
+        atomic_store(&t->root, &l->h);
+    }
+    rc = op_end(&o);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+int mt_open(const mt_opts *opts, mt_tree **out)
+{
+    if (!opts->pool)
+        return TXN_E_INVAL;
+    mt_tree *t = tree_new(opts);
+    if (!t)
+        return TXN_E_NOMEM;
+    int rc = first_epoch(t);
+    txn *tx = NULL;
+    txn_obj *h = NULL;
+    if (!rc)
+        rc = txn_begin(t->pool, &tx);
+    if (!rc) {
+        rc = txn_read(tx, t->anchor, t->anchor_off, &h, sizeof h);
+        if (!rc && (!h || txn_obj_size(t->pool, h) < INCLL_NODE_ALLOC(sizeof(struct leaf))))
+            rc = TXN_E_CORRUPT;
+        txn_abort(tx);
+    }
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    atomic_store(&t->root, (struct node *)incll_node(h));
+    *out = t;
+    return 0;
+}
+
+void mt_close(mt_tree *t)
+{
+    free(t); /* the nodes are the pool's */
+}
+
+#endif /* MT_INCLL */
