@@ -58,4 +58,15 @@ void trace_image_nth(void *out, uint64_t idx);
  * it is from then on so a store is reported once. */
 size_t trace_audit(const char *where);
 
+/* ---- shared by the models (trace_event.c) */
+
+/* Numbers an event and calls the hook; under trace_lock(). */
+void trace_event(void);
+
+/* Numbering starts again (a model's trace_detach calls it). */
+void trace_events_reset(void);
+
+/* splitmix64: the models' choices from a seed */
+uint64_t trace_mix(uint64_t *s);
+
 #endif

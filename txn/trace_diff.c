@@ -44,8 +44,6 @@ struct cand { /* a word with more than one possible value */
     uint64_t v[MAXV]; /* v[0] persisted, v[n-1] memory */
 };
 
-static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
-
 static struct {
     char *base;
     size_t size, nwords, nlines;
@@ -58,9 +56,6 @@ static struct {
     struct cand *cands;
     size_t ncands, capcands;
     uint64_t cands_at; /* events count when cands was made, +1 (0: none) */
-    uint64_t events;
-    trace_event_fn fn;
-    void *arg;
 } tr;
 
 static void *grow(void *a, size_t *cap, size_t need, size_t elem)
@@ -102,36 +97,8 @@ void trace_detach(void)
     free(tr.snaps);
     free(tr.order);
     free(tr.cands);
-    trace_event_fn fn = tr.fn;
-    void *arg = tr.arg;
     memset(&tr, 0, sizeof tr);
-    tr.fn = fn;
-    tr.arg = arg;
-}
-
-void trace_forked(void)
-{
-    pthread_mutex_init(&tlock, NULL);
-    tr.fn = NULL;
-    trace_detach();
-}
-
-void trace_on_event(trace_event_fn fn, void *arg)
-{
-    tr.fn = fn;
-    tr.arg = arg;
-}
-
-uint64_t trace_events(void)
-{
-    return tr.events;
-}
-
-static void event(void)
-{
-    uint64_t e = tr.events++;
-    if (tr.fn)
-        tr.fn(e, tr.arg);
+    trace_events_reset();
 }
 
 static int in_region(const void *a, size_t n)
@@ -162,26 +129,16 @@ static uint64_t mem_word(size_t w)
     return __atomic_load_n((const uint64_t *)tr.base + w, __ATOMIC_RELAXED);
 }
 
-void trace_lock(void)
-{
-    pthread_mutex_lock(&tlock);
-}
-
-void trace_unlock(void)
-{
-    pthread_mutex_unlock(&tlock);
-}
-
 void trace_store_unlock(const void *dst, size_t n)
 {
     if (n && in_region(dst, n))
-        event();
-    pthread_mutex_unlock(&tlock);
+        trace_event();
+    trace_unlock();
 }
 
 void trace_flush(const void *addr, size_t n)
 {
-    pthread_mutex_lock(&tlock);
+    trace_lock();
     if (tr.base && !tr.located && n)
         locate(addr);
     if (n && in_region(addr, n)) {
@@ -197,15 +154,15 @@ void trace_flush(const void *addr, size_t n)
         }
     }
     if (tr.located)
-        event();
-    pthread_mutex_unlock(&tlock);
+        trace_event();
+    trace_unlock();
 }
 
 void trace_fence(void)
 {
-    pthread_mutex_lock(&tlock);
+    trace_lock();
     if (!tr.located) {
-        pthread_mutex_unlock(&tlock);
+        trace_unlock();
         return;
     }
     pthread_t self = pthread_self();
@@ -220,8 +177,8 @@ void trace_fence(void)
         }
     }
     tr.nsnaps = keep;
-    event();
-    pthread_mutex_unlock(&tlock);
+    trace_event();
+    trace_unlock();
 }
 
 static const struct snap *cmp_base;
@@ -249,7 +206,7 @@ static void add_value(struct cand *c, uint64_t v, unsigned limit)
  * values; made once per event. */
 static void collect(void)
 {
-    if (tr.cands_at == tr.events + 1)
+    if (tr.cands_at == trace_events() + 1)
         return;
     tr.ncands = 0;
     tr.order = grow(tr.order, &tr.caporder, tr.nsnaps + 1, sizeof *tr.order);
@@ -285,15 +242,7 @@ static void collect(void)
         }
         o = o_end;
     }
-    tr.cands_at = tr.events + 1;
-}
-
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    tr.cands_at = trace_events() + 1;
 }
 
 /* Images mix four ways of choosing: each word at random; each line all
@@ -303,12 +252,12 @@ size_t trace_image(void *out, uint64_t seed)
     collect();
     memcpy(out, tr.durable, tr.size);
     uint64_t *img = out;
-    unsigned mode = (unsigned)(mix(&seed) % 4);
+    unsigned mode = (unsigned)(trace_mix(&seed) % 4);
     size_t line = SIZE_MAX;
     int line_new = 0;
     for (size_t i = 0; i < tr.ncands; i++) {
         const struct cand *c = &tr.cands[i];
-        uint64_t r = mix(&seed);
+        uint64_t r = trace_mix(&seed);
         unsigned k;
         if (mode == 1) {
             if (c->word / LWORDS != line) {
