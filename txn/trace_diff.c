@@ -40,8 +40,8 @@ struct snap { /* a line as a flush saw it */
 
 struct cand { /* a word with more than one possible value */
     size_t word;
-    unsigned n;
-    uint64_t v[MAXV]; /* v[0] persisted, v[n-1] memory */
+    unsigned n, now; /* values; the index of memory's */
+    uint64_t v[MAXV]; /* distinct; v[0] persisted */
 };
 
 static struct {
@@ -234,7 +234,10 @@ static void collect(void)
             struct cand c = {.word = w0 + k, .n = 1, .v = {tr.durable[w0 + k]}};
             for (size_t j = o; j < o_end; j++)
                 add_value(&c, tr.snaps[tr.order[j]].w[k], MAXV - 1);
-            add_value(&c, mem_word(w0 + k), MAXV);
+            uint64_t m = mem_word(w0 + k);
+            add_value(&c, m, MAXV);
+            while (c.v[c.now] != m)
+                c.now++;
             if (c.n > 1) {
                 tr.cands = grow(tr.cands, &tr.capcands, tr.ncands + 1, sizeof *tr.cands);
                 tr.cands[tr.ncands++] = c;
@@ -264,11 +267,11 @@ size_t trace_image(void *out, uint64_t seed)
                 line = c->word / LWORDS;
                 line_new = (int)(r & 1);
             }
-            k = line_new ? c->n - 1 : 0;
+            k = line_new ? c->now : 0;
         } else if (mode == 0 || r % 8 == 0) {
             k = (unsigned)((r >> 8) % c->n);
         } else {
-            k = mode == 2 ? 0 : c->n - 1;
+            k = mode == 2 ? 0 : c->now;
         }
         img[c->word] = c->v[k];
     }
