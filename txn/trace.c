@@ -37,8 +37,8 @@ int trace_attach(void *base, size_t size, const void *durable)
     tr.base = base;
     tr.size = size;
     tr.nlines = (size + LINE - 1) / LINE;
-    tr.durable = malloc(size);
-    tr.view = malloc(size);
+    tr.durable = trace_buf_alloc(size);
+    tr.view = trace_buf_alloc(size);
     tr.lines = calloc(tr.nlines, sizeof *tr.lines);
     tr.dirty = malloc(tr.nlines * sizeof *tr.dirty);
     if (!tr.durable || !tr.view || !tr.lines || !tr.dirty) {
@@ -55,8 +55,8 @@ void trace_detach(void)
     if (tr.lines)
         for (size_t i = 0; i < tr.nlines; i++)
             free(tr.lines[i].u);
-    free(tr.durable);
-    free(tr.view);
+    trace_buf_free(tr.durable, tr.size);
+    trace_buf_free(tr.view, tr.size);
     free(tr.lines);
     free(tr.dirty);
     memset(&tr, 0, sizeof tr);

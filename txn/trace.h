@@ -69,4 +69,10 @@ void trace_events_reset(void);
 /* splitmix64: the models' choices from a seed */
 uint64_t trace_mix(uint64_t *s);
 
+/* Buffers of a region's size (images, persisted contents), in huge pages
+ * where the kernel has them: otherwise their page faults are much of the
+ * cost of a crash image. */
+void *trace_buf_alloc(size_t n);
+void trace_buf_free(void *p, size_t n);
+
 #endif

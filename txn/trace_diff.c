@@ -82,7 +82,7 @@ int trace_attach(void *base, size_t size, const void *durable)
     tr.nwords = size / 8;
     tr.nlines = (tr.nwords + LWORDS - 1) / LWORDS;
     tr.located = durable == NULL;
-    tr.durable = malloc(tr.nwords * 8 + 8);
+    tr.durable = trace_buf_alloc(tr.nwords * 8 + 8);
     if (!tr.durable) {
         trace_detach();
         return -1;
@@ -93,7 +93,7 @@ int trace_attach(void *base, size_t size, const void *durable)
 
 void trace_detach(void)
 {
-    free(tr.durable);
+    trace_buf_free(tr.durable, tr.nwords * 8 + 8);
     free(tr.snaps);
     free(tr.order);
     free(tr.cands);

@@ -2,6 +2,7 @@
  * the lock stores and events are recorded under, the numbering of events
  * and the hook called at each. */
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include "trace.h"
 
@@ -56,4 +57,19 @@ uint64_t trace_mix(uint64_t *s)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+void *trace_buf_alloc(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, n, MADV_HUGEPAGE); /* only advice: 4 KiB pages do too */
+    return p;
+}
+
+void trace_buf_free(void *p, size_t n)
+{
+    if (p)
+        munmap(p, n);
 }

@@ -230,7 +230,7 @@ static int open_traced(const char *path, const void *durable)
  * R.img2. */
 static void crash_recovery(const char *path)
 {
-    void *durable = malloc(R.size);
+    void *durable = trace_buf_alloc(R.size);
     int fd = open(path, O_RDONLY);
     if (!durable || fd < 0 || read(fd, durable, R.size) != (ssize_t)R.size)
         _exit(4);
@@ -291,7 +291,7 @@ static void check_child(const struct check_req *q)
     R.rng = q->rng;
     memcpy(R.img2, q->img2, sizeof R.img2);
     if (q->recovery_crash) {
-        if (!(R.buf = malloc(R.size)))
+        if (!(R.buf = trace_buf_alloc(R.size)))
             _exit(4);
         crash_recovery(q->path);
     }
@@ -506,7 +506,7 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     if (sim_region(p, &base, &R.size))
         exit(2);
     R.base = base;
-    R.buf = malloc(R.size);
+    R.buf = trace_buf_alloc(R.size);
     snprintf(R.img, sizeof R.img, "/dev/shm/crashsim-%d.img", (int)getpid());
     snprintf(R.img2, sizeof R.img2, "/dev/shm/crashsim-%d.img2", (int)getpid());
     if (!R.buf || trace_attach(R.base, R.size, NULL)) {
@@ -542,7 +542,7 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     unlink(path);
     unlink(R.img);
     unlink(R.img2);
-    free(R.buf);
+    trace_buf_free(R.buf, R.size);
     return events;
 }
 
