@@ -503,8 +503,13 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     R = (typeof(R)){.w = w, .threads = threads, .p = p, .points = points,
                     .npoints = npoints, .t = t, .rng = seed ^ 0x5bd1e995};
     void *base;
-    if (sim_region(p, &base, &R.size))
+    if (sim_region(p, &base, &R.size)) {
+        char path[128];
+        txn_pool_close(p);
+        pool_path(name, path, sizeof path);
+        unlink(path);
         exit(2);
+    }
     R.base = base;
     R.buf = trace_buf_alloc(R.size);
     snprintf(R.img, sizeof R.img, "/dev/shm/crashsim-%d.img", (int)getpid());
