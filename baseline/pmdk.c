@@ -103,6 +103,7 @@
 #include "ctxreg.h"
 #include "layout_rec.h"
 #include "persist.h"
+#include "pmdk.h"
 #include "txn.h"
 #include "util.h"
 
@@ -547,6 +548,25 @@ static void scan_objects(txn_pool *p)
         } else if (o.off % GRAIN == 0 && o.off < p->size) {
             st_move(p, o.off, ST_FREE, ST_LIVE);
         }
+    }
+}
+
+void pmdk_region(txn_pool *p, void **base, size_t *size)
+{
+    *base = p->base;
+    *size = p->size;
+}
+
+void pmdk_foreach_object(txn_pool *p, void (*fn)(txn_obj *o, enum pmdk_kind k, void *arg),
+                         void *arg)
+{
+    for (PMEMoid o = pmemobj_first(p->pop); !OID_IS_NULL(o); o = pmemobj_next(o)) {
+        uint64_t type = pmemobj_type_num(o);
+        enum pmdk_kind k = o.off == p->root_off ? PMDK_ROOT
+                         : type == TYPE_META    ? PMDK_META
+                         : type == TYPE_RESERVE ? PMDK_RESERVE
+                                                : PMDK_USER;
+        fn(handle_of(o.off), k, arg);
     }
 }
 

@@ -20,9 +20,6 @@ struct line {
     uint32_t dirty_pos; /* index in tr.dirty + 1, 0 if not listed */
 };
 
-/* threads of a workload trace into one model */
-static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
-
 static struct {
     char *base;
     size_t size, nlines;
@@ -32,9 +29,6 @@ static struct {
     struct line *lines;
     uint32_t *dirty; /* lines with pending stores */
     size_t ndirty;
-    uint64_t events;
-    trace_event_fn fn;
-    void *arg;
 } tr;
 
 int trace_attach(void *base, size_t size, const void *durable)
@@ -43,8 +37,8 @@ int trace_attach(void *base, size_t size, const void *durable)
     tr.base = base;
     tr.size = size;
     tr.nlines = (size + LINE - 1) / LINE;
-    tr.durable = malloc(size);
-    tr.view = malloc(size);
+    tr.durable = trace_buf_alloc(size);
+    tr.view = trace_buf_alloc(size);
     tr.lines = calloc(tr.nlines, sizeof *tr.lines);
     tr.dirty = malloc(tr.nlines * sizeof *tr.dirty);
     if (!tr.durable || !tr.view || !tr.lines || !tr.dirty) {
@@ -61,40 +55,12 @@ void trace_detach(void)
     if (tr.lines)
         for (size_t i = 0; i < tr.nlines; i++)
             free(tr.lines[i].u);
-    free(tr.durable);
-    free(tr.view);
+    trace_buf_free(tr.durable, tr.size);
+    trace_buf_free(tr.view, tr.size);
     free(tr.lines);
     free(tr.dirty);
-    trace_event_fn fn = tr.fn;
-    void *arg = tr.arg;
     memset(&tr, 0, sizeof tr);
-    tr.fn = fn;
-    tr.arg = arg;
-}
-
-void trace_forked(void)
-{
-    pthread_mutex_init(&tlock, NULL);
-    tr.fn = NULL;
-    trace_detach();
-}
-
-void trace_on_event(trace_event_fn fn, void *arg)
-{
-    tr.fn = fn;
-    tr.arg = arg;
-}
-
-uint64_t trace_events(void)
-{
-    return tr.events;
-}
-
-static void event(void)
-{
-    uint64_t e = tr.events++;
-    if (tr.fn)
-        tr.fn(e, tr.arg);
+    trace_events_reset();
 }
 
 static int in_region(const void *a, size_t n)
@@ -126,20 +92,10 @@ static void add_unit(size_t li, size_t off, size_t len, const uint8_t *src)
     }
 }
 
-void trace_lock(void)
-{
-    pthread_mutex_lock(&tlock);
-}
-
-void trace_unlock(void)
-{
-    pthread_mutex_unlock(&tlock);
-}
-
 void trace_store_unlock(const void *dst, size_t n)
 {
     if (!in_region(dst, n) || n == 0) {
-        pthread_mutex_unlock(&tlock);
+        trace_unlock();
         return;
     }
     size_t pos = (size_t)((const char *)dst - tr.base), end = pos + n;
@@ -151,21 +107,21 @@ void trace_store_unlock(const void *dst, size_t n)
         add_unit(pos / LINE, pos % LINE, next - pos, tr.view + pos);
         pos = next;
     }
-    event();
-    pthread_mutex_unlock(&tlock);
+    trace_event();
+    trace_unlock();
 }
 
 void trace_flush(const void *addr, size_t n)
 {
-    pthread_mutex_lock(&tlock);
+    trace_lock();
     if (in_region(addr, n) && n) {
         size_t pos = (size_t)((const char *)addr - tr.base);
         for (size_t li = pos / LINE; li <= (pos + n - 1) / LINE; li++)
             tr.lines[li].flushed = tr.lines[li].n;
     }
     if (tr.base)
-        event();
-    pthread_mutex_unlock(&tlock);
+        trace_event();
+    trace_unlock();
 }
 
 static void apply(uint8_t *img, size_t li, const struct unit *u, uint32_t k)
@@ -176,9 +132,9 @@ static void apply(uint8_t *img, size_t li, const struct unit *u, uint32_t k)
 
 void trace_fence(void)
 {
-    pthread_mutex_lock(&tlock);
+    trace_lock();
     if (!tr.base) {
-        pthread_mutex_unlock(&tlock);
+        trace_unlock();
         return;
     }
     size_t keep = 0;
@@ -199,16 +155,8 @@ void trace_fence(void)
         }
     }
     tr.ndirty = keep;
-    event();
-    pthread_mutex_unlock(&tlock);
-}
-
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    trace_event();
+    trace_unlock();
 }
 
 size_t trace_image(void *out, uint64_t seed)
@@ -217,7 +165,7 @@ size_t trace_image(void *out, uint64_t seed)
     for (size_t d = 0; d < tr.ndirty; d++) {
         size_t li = tr.dirty[d];
         struct line *l = &tr.lines[li];
-        uint64_t r = mix(&seed);
+        uint64_t r = trace_mix(&seed);
         uint32_t k = r % 4 == 0 ? 0 : r % 4 == 1 ? l->n : (uint32_t)((r >> 8) % (l->n + 1));
         apply(out, li, l->u, k);
     }

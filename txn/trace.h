@@ -58,4 +58,21 @@ void trace_image_nth(void *out, uint64_t idx);
  * it is from then on so a store is reported once. */
 size_t trace_audit(const char *where);
 
+/* ---- shared by the models (trace_event.c) */
+
+/* Numbers an event and calls the hook; under trace_lock(). */
+void trace_event(void);
+
+/* Numbering starts again (a model's trace_detach calls it). */
+void trace_events_reset(void);
+
+/* splitmix64: the models' choices from a seed */
+uint64_t trace_mix(uint64_t *s);
+
+/* Buffers of a region's size (images, persisted contents), in huge pages
+ * where the kernel has them: otherwise their page faults are much of the
+ * cost of a crash image. */
+void *trace_buf_alloc(size_t n);
+void trace_buf_free(void *p, size_t n);
+
 #endif

@@ -27,11 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
 #include "common.h"
-#include "engine.h"
 #include "layout_rec.h"
-#include "pool.h"
 #include "sim.h"
 #include "trace.h"
 
@@ -161,6 +158,8 @@ static struct {
     const struct workload *w;
     int threads;
     txn_pool *p;
+    char *base; /* where p is mapped, size bytes */
+    size_t size;
     const uint64_t *points;
     size_t npoints, next;
     uint64_t rng;
@@ -177,66 +176,17 @@ static int R_exact(void)
     return sync_every > 1 && R.threads == 1 && sim_epoch_exact && sim_epoch_exact(R.w);
 }
 
+/* Overwritten in place, not truncated first: a file of the same size
+ * keeps its pages (images are written again and again). */
 static int write_file(const char *path, const void *buf, size_t n)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT, 0600);
     if (fd < 0)
         return -1;
     ssize_t w = write(fd, buf, n);
+    int rc = w == (ssize_t)n && !ftruncate(fd, (off_t)n) ? 0 : -1;
     close(fd);
-    return w == (ssize_t)n ? 0 : -1;
-}
-
-static int cmp_ptr(const void *a, const void *b)
-{
-    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-    return (x > y) - (x < y);
-}
-
-struct blocks {
-    void **b;
-    size_t n, cap, live, stray;
-};
-
-static void on_live(void *blk, size_t size, void *arg)
-{
-    (void)size;
-    struct blocks *s = arg;
-    if (bsearch(&blk, s->b, s->n, sizeof *s->b, cmp_ptr))
-        s->live++;
-    else if (s->stray++ < 3)
-        fprintf(stderr, "  leaked block %p\n", blk);
-}
-
-/* Reachable blocks = live blocks, each once. */
-static int check_alloc(txn_pool *p, const struct reach *r)
-{
-    struct blocks s = {0};
-    s.cap = 2 * (r->n + 1);
-    s.b = malloc(s.cap * sizeof *s.b);
-    if (!s.b)
-        return 1;
-    s.n = (size_t)eng_obj_blocks(p, txn_root(p), s.b);
-    for (size_t i = 0; i < r->n; i++)
-        s.n += (size_t)eng_obj_blocks(p, r->o[i], s.b + s.n);
-    qsort(s.b, s.n, sizeof *s.b, cmp_ptr);
-    int bad = 0;
-    for (size_t i = 1; i < s.n; i++)
-        if (s.b[i] == s.b[i - 1]) {
-            fprintf(stderr, "  block %p reached twice\n", s.b[i]);
-            bad = 1;
-        }
-    alloc_foreach_live(p, on_live, &s);
-    if (s.live != s.n) {
-        fprintf(stderr, "  %zu reachable blocks, %zu of them allocated\n", s.n, s.live);
-        for (size_t i = 0; i < s.n; i++)
-            if (!alloc_block_size(p, s.b[i], 1))
-                fprintf(stderr, "  reachable block %p (pool offset %#zx) is free\n", s.b[i],
-                        (size_t)((char *)s.b[i] - p->base));
-        bad = 1;
-    }
-    free(s.b);
-    return bad || s.stray;
+    return rc;
 }
 
 /* In a fresh process: open (recover) the image and check every thread's
@@ -278,7 +228,7 @@ static int check_image(const char *path, const struct expect *want)
         fprintf(stderr, "  layout record unreadable\n");
         bad = 1;
     }
-    bad |= check_alloc(p, &r);
+    bad |= sim_check_alloc(p, &r);
     free(r.o);
     txn_pool_close(p);
     return bad;
@@ -290,13 +240,13 @@ static void recovery_hook(uint64_t event, void *arg)
     if (event != R.rec_crash_at)
         return;
     trace_image(R.buf, R.rng);
-    _exit(write_file(R.img2, R.buf, R.p->size) ? 4 : 3);
+    _exit(write_file(R.img2, R.buf, R.size) ? 4 : 3);
 }
 
 static int open_traced(const char *path, const void *durable)
 {
     txn_pool *p;
-    trace_attach(R.p->base, R.p->size, durable);
+    trace_attach(R.base, R.size, durable);
     int rc = txn_pool_open(path, "crashsim", &p);
     for (int t = 0; !rc && sim_touch && t < R.threads; t++)
         sim_touch(R.w, p, t);
@@ -309,41 +259,141 @@ static int open_traced(const char *path, const void *durable)
  * R.img2. */
 static void crash_recovery(const char *path)
 {
-    void *durable = malloc(R.p->size);
+    void *durable = trace_buf_alloc(R.size);
     int fd = open(path, O_RDONLY);
-    if (!durable || fd < 0 || read(fd, durable, R.p->size) != (ssize_t)R.p->size)
+    if (!durable || fd < 0 || read(fd, durable, R.size) != (ssize_t)R.size)
         _exit(4);
     close(fd);
     /* count recovery's events on a copy, then crash at one of them */
-    write_file(R.img2, durable, R.p->size);
+    write_file(R.img2, durable, R.size);
     if (open_traced(R.img2, durable))
         _exit(5);
     uint64_t n = trace_events();
-    write_file(R.img2, durable, R.p->size);
+    write_file(R.img2, durable, R.size);
     R.rec_crash_at = n ? sim_rand(&R.rng) % n : 0;
     trace_on_event(recovery_hook, NULL);
     open_traced(R.img2, durable);
     _exit(6); /* recovery did not reach the crash point */
 }
 
+/* ---- the checker. Recovery runs in processes forked from one forked
+ * at start, before any pool was opened: a child of the running workload
+ * would inherit its open pool and its transaction in progress, which an
+ * engine's library may keep per process and per thread (PMDK does, and
+ * then refuses to open an image of the same pool). */
+struct check_req {
+    int recovery_crash, quiet, threads;
+    unsigned wl;
+    uint64_t rng;
+    char *base;
+    size_t size;
+    char path[112], img2[96];
+    struct expect want[SIM_THREADS];
+};
+
+static struct {
+    int req, res; /* pipes to and from it */
+    pid_t pid;
+} checker;
+
+static int xfer(int fd, void *buf, size_t n, int out)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t r = out ? write(fd, (char *)buf + done, n - done)
+                        : read(fd, (char *)buf + done, n - done);
+        if (r <= 0)
+            return -1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+/* In a process forked by the checker. */
+static void check_child(const struct check_req *q)
+{
+    if (q->quiet && !freopen("/dev/null", "w", stderr))
+        _exit(7);
+    R.w = workloads[q->wl];
+    R.threads = q->threads;
+    R.base = q->base;
+    R.size = q->size;
+    R.rng = q->rng;
+    memcpy(R.img2, q->img2, sizeof R.img2);
+    if (q->recovery_crash) {
+        if (!(R.buf = trace_buf_alloc(R.size)))
+            _exit(4);
+        crash_recovery(q->path);
+    }
+    _exit(check_image(q->path, q->want));
+}
+
+static void checker_loop(void)
+{
+    struct check_req q;
+    while (!xfer(checker.req, &q, sizeof q, 0)) {
+        int st, rc = -1;
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid == 0)
+            check_child(&q);
+        if (pid > 0 && waitpid(pid, &st, 0) == pid)
+            rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (xfer(checker.res, &rc, sizeof rc, 1))
+            break;
+    }
+    _exit(0);
+}
+
+static int checker_start(void)
+{
+    int req[2], res[2];
+    if (pipe(req) || pipe(res))
+        return -1;
+    fflush(NULL);
+    checker.pid = fork();
+    if (checker.pid < 0)
+        return -1;
+    if (checker.pid == 0) {
+        close(req[1]);
+        close(res[0]);
+        checker.req = req[0];
+        checker.res = res[1];
+        checker_loop();
+    }
+    close(req[0]);
+    close(res[1]);
+    checker.req = req[1];
+    checker.res = res[0];
+    return 0;
+}
+
+static void checker_stop(void)
+{
+    close(checker.req);
+    close(checker.res);
+    waitpid(checker.pid, NULL, 0);
+}
+
 static int run_child(int recovery_crash, const char *path, const struct expect *want)
 {
+    struct check_req q = {.recovery_crash = recovery_crash,
+                          .quiet = R.t->bad >= 5, /* details of the first few failures
+                                                     are enough */
+                          .threads = R.threads,
+                          .rng = R.rng,
+                          .base = R.base,
+                          .size = R.size};
+    for (unsigned i = 0; i < sizeof workloads / sizeof *workloads; i++)
+        if (workloads[i] == R.w)
+            q.wl = i;
+    snprintf(q.path, sizeof q.path, "%s", path);
+    memcpy(q.img2, R.img2, sizeof q.img2);
+    memcpy(q.want, want, sizeof q.want);
+    int rc;
     fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (R.t->bad >= 5) /* details of the first few failures are enough */
-            if (!freopen("/dev/null", "w", stderr))
-                _exit(7);
-        munmap(R.p->base, R.p->size); /* the image maps where our pool is */
-        trace_forked();
-        if (recovery_crash)
-            crash_recovery(path);
-        _exit(check_image(path, want));
-    }
-    int st;
-    if (pid < 0 || waitpid(pid, &st, 0) < 0)
+    if (xfer(checker.req, &q, sizeof q, 1) || xfer(checker.res, &rc, sizeof rc, 0))
         return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return rc;
 }
 
 /* Recover the image at `path` in fresh processes and check it. */
@@ -376,8 +426,11 @@ static size_t nsaved;
 static void verify(void)
 {
     struct saved *s = R.threads > 1 ? &saved[nsaved] : &saved[0];
-    snprintf(s->path, sizeof s->path, "%s.%zu", R.img, R.threads > 1 ? nsaved : 0);
-    if (write_file(s->path, R.buf, R.p->size)) {
+    if (R.threads > 1)
+        snprintf(s->path, sizeof s->path, "%s.%zu", R.img, nsaved);
+    else /* checked at once: one file, rewritten (run() removes it) */
+        snprintf(s->path, sizeof s->path, "%s", R.img);
+    if (write_file(s->path, R.buf, R.size)) {
         perror("crashsim: image");
         exit(2);
     }
@@ -387,7 +440,6 @@ static void verify(void)
         return;
     }
     check_saved(s->path, s->want);
-    unlink(s->path);
 }
 
 static void check_all_saved(void)
@@ -449,7 +501,7 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
 {
     char name[64];
     snprintf(name, sizeof name, "crashsim-%s-%d.pool", txn_engine_name(), (int)getpid());
-    txn_pool_opts o = {.size = w->pool_size * (size_t)threads,
+    txn_pool_opts o = {.size = sim_pool_size(w->pool_size * (size_t)threads),
                        .root_size = 8 * SIM_THREADS,
                        .threads = (unsigned)threads + 1};
     txn_pool *p;
@@ -478,11 +530,20 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
         ex[k].synced = ex[k].commits;
     }
     R = (typeof(R)){.w = w, .threads = threads, .p = p, .points = points,
-                    .npoints = npoints, .t = t, .rng = seed ^ 0x5bd1e995,
-                    .buf = malloc(p->size)};
+                    .npoints = npoints, .t = t, .rng = seed ^ 0x5bd1e995};
+    void *base;
+    if (sim_region(p, &base, &R.size)) {
+        char path[128];
+        txn_pool_close(p);
+        pool_path(name, path, sizeof path);
+        unlink(path);
+        exit(2);
+    }
+    R.base = base;
+    R.buf = trace_buf_alloc(R.size);
     snprintf(R.img, sizeof R.img, "/dev/shm/crashsim-%d.img", (int)getpid());
     snprintf(R.img2, sizeof R.img2, "/dev/shm/crashsim-%d.img2", (int)getpid());
-    if (!R.buf || trace_attach(p->base, p->size, NULL)) {
+    if (!R.buf || trace_attach(R.base, R.size, NULL)) {
         fputs("crashsim: out of memory\n", stderr);
         exit(2);
     }
@@ -515,7 +576,7 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     unlink(path);
     unlink(R.img);
     unlink(R.img2);
-    free(R.buf);
+    trace_buf_free(R.buf, R.size);
     return events;
 }
 
@@ -584,6 +645,10 @@ int main(int argc, char **argv)
     }
     struct tally all = {0};
     int found = 0;
+    if (checker_start()) {
+        perror("crashsim: checker");
+        return 2;
+    }
     for (size_t i = 0; i < sizeof workloads / sizeof *workloads; i++)
         if (workloads[i] && (only ? !strcmp(only, workloads[i]->name) : !(workloads[i]->flags & WL_BY_NAME))) {
             if (threads > 1 && workloads[i]->flags & WL_ONE_THREAD) {
@@ -593,6 +658,7 @@ int main(int argc, char **argv)
             found = 1;
             campaign(workloads[i], threads, images, seed, &all);
         }
+    checker_stop();
     if (!found) {
         fprintf(stderr, "crashsim: no workload named %s\n", only);
         return 2;

@@ -74,6 +74,21 @@ int sim_commit(txn *tx, int t, uint64_t next);
 /* Thread t's part of the pool, read in `tx` (never NULL in a run). */
 txn_obj *sim_part(txn *tx, txn_pool *p, int t);
 
+/* The engine's side: sim_pool.c for the shared pool format, sim_<engine>.c
+ * for an engine with a pool format of its own. */
+
+/* Bytes to create a pool with, for a workload of `size` bytes. */
+size_t sim_pool_size(size_t size);
+
+/* Where the open pool `p` is mapped: the region the crash model follows;
+ * nonzero (reported on stderr) when it cannot be followed. */
+int sim_region(txn_pool *p, void **base, size_t *size);
+
+/* The allocator oracle on a recovered pool: every object of r is
+ * allocated, once, and the allocator holds nothing else (the root and the
+ * engine's own objects aside). Nonzero, reported on stderr, otherwise. */
+int sim_check_alloc(txn_pool *p, const struct reach *r);
+
 /* Helpers for workloads. */
 uint64_t sim_rand(uint64_t *s);
 uint64_t sim_hash(uint64_t h, const void *p, size_t n);
