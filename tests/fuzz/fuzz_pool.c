@@ -53,12 +53,19 @@ static int step(txn_pool *p, uint64_t v)
     return rc ? rc : txn_commit(tx);
 }
 
+/* libFuzzer ends with exit(): the pool file goes with the process */
+static void remove_pool(void)
+{
+    unlink(path);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
     snprintf(name, sizeof name, "pmtx-fuzz-%d.pool", (int)getpid());
     snprintf(path, sizeof path, "/dev/shm/%s", name);
+    atexit(remove_pool);
     txn_pool_opts o = {.size = 2u << 20, .root_size = 8 * (SLOTS + 1), .threads = 2};
     txn_pool *p;
     txn *tx;
