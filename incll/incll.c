@@ -860,15 +860,7 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r)
 {
     if (!relevant(p, r->version))
         return 0; /* stale: an ended epoch's record, never applied */
-    switch (r->type) {
-    case LOG_DATA:
-        return pool_contains(p, (void *)(uintptr_t)r->addr, r->len) ? 0 : TXN_E_CORRUPT;
-    case LOG_ALLOC:
-    case LOG_FREE:
-        return tx_alloc_rec_valid(p, r) ? 0 : TXN_E_CORRUPT;
-    default:
-        return TXN_E_CORRUPT;
-    }
+    return tx_rec_valid(p, r);
 }
 
 /* I7: mark the crashed epoch failed, then move past it. */

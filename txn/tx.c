@@ -141,6 +141,19 @@ int tx_alloc_rec_valid(txn_pool *p, const struct log_rec *r)
     return r->len == 0 && alloc_record_valid(p, r->addr, r->aux);
 }
 
+int tx_rec_valid(txn_pool *p, const struct log_rec *r)
+{
+    switch (r->type) {
+    case LOG_DATA:
+        return pool_contains(p, (void *)(uintptr_t)r->addr, r->len) ? 0 : TXN_E_CORRUPT;
+    case LOG_ALLOC:
+    case LOG_FREE:
+        return tx_alloc_rec_valid(p, r) ? 0 : TXN_E_CORRUPT;
+    default:
+        return TXN_E_CORRUPT;
+    }
+}
+
 __attribute__((constructor)) static void tx_config(void)
 {
     const char *s = getenv("TXN_ALLOC_EAGER");

@@ -95,5 +95,9 @@ void tx_set_state(struct slot_hdr *slot, uint64_t version, unsigned state);
 void tx_redo_alloc_rec(txn_pool *p, const struct log_rec *r);
 void tx_undo_alloc_rec(txn_pool *p, const struct log_rec *r);
 int tx_alloc_rec_valid(txn_pool *p, const struct log_rec *r);
+/* The common record check of a log of in-place ranges and allocator
+ * records: a DATA record's range lies in the pool, an ALLOC/FREE record
+ * names a real allocator block; anything else is corrupt. */
+int tx_rec_valid(txn_pool *p, const struct log_rec *r);
 
 #endif

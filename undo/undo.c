@@ -267,15 +267,7 @@ void eng_abort(struct txn *tx)
 
 int eng_rec_valid(txn_pool *p, const struct log_rec *r)
 {
-    switch (r->type) {
-    case LOG_DATA:
-        return pool_contains(p, (void *)(uintptr_t)r->addr, r->len) ? 0 : TXN_E_CORRUPT;
-    case LOG_ALLOC:
-    case LOG_FREE:
-        return tx_alloc_rec_valid(p, r) ? 0 : TXN_E_CORRUPT;
-    default:
-        return TXN_E_CORRUPT;
-    }
+    return tx_rec_valid(p, r);
 }
 
 int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
