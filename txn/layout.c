@@ -540,45 +540,99 @@ int txn_layout_version(txn_pool *p, uint32_t *version)
 
 /* ---- lazily extendible structs */
 
-static int ext_make(txn *tx, const txn_ext_level *lv, txn_obj *o, txn_obj **out)
+/* The span of img[0, n) outside which every byte is zero: [*lo, *hi). */
+static void nonzero_span(const unsigned char *img, size_t n, size_t *lo, size_t *hi)
+{
+    size_t a = 0, b = n;
+    while (b > 0 && !img[b - 1])
+        b--;
+    while (a < b && !img[a])
+        a++;
+    *lo = a;
+    *hi = b;
+}
+
+/* A write that needs the level it goes to: its bytes go into the new
+ * block's image instead of a second store. */
+struct ext_put {
+    size_t off, n;
+    const void *src;
+};
+
+/* A new extension block of level lv for o: the image its init fills, with
+ * `put` (when the level is made for that write) laid over it, stored in one
+ * piece. txn_alloc zero-fills the block, so only the span between the first
+ * and the last nonzero byte of the image is stored (the image's own link,
+ * NULL, never is). */
+static int ext_make(txn *tx, const txn_ext_level *lv, txn_obj *o, const struct ext_put *put,
+                    txn_obj **out)
 {
     int rc = txn_alloc(tx, lv->size, out);
-    if (rc || !lv->init)
+    if (rc || (!lv->init && !put))
         return rc;
     unsigned char small[256];
-    void *img = lv->size <= sizeof small ? small : malloc(lv->size);
+    unsigned char *img = lv->size <= sizeof small ? small : malloc(lv->size);
     if (!img)
         return TXN_E_NOMEM;
     memset(img, 0, lv->size);
-    if (!(rc = lv->init(tx, o, img))) {
-        memset((char *)img + lv->link_off, 0, sizeof(txn_obj *));
-        rc = txn_write(tx, *out, 0, img, lv->size);
+    if (lv->init && !(rc = lv->init(tx, o, img)))
+        memset(img + lv->link_off, 0, sizeof(txn_obj *));
+    if (!rc && put)
+        memcpy(img + put->off, put->src, put->n);
+    if (!rc) {
+        size_t lo, hi;
+        nonzero_span(img, lv->size, &lo, &hi);
+        if (hi > lo)
+            rc = txn_write(tx, *out, lo, img + lo, hi - lo);
     }
     if (img != small)
         free(img);
     return rc;
 }
 
-int txn_ext_get(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, txn_obj **out)
+/* The block of `level`, making the missing levels; `link`, when not NULL,
+ * is o's own link as the caller read it in this transaction (section 4.4:
+ * that read is not repeated). `put` goes into the block of `level` if that
+ * level is made here (*put_done then). */
+static int ext_chain(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link, unsigned level,
+                     const struct ext_put *put, int *put_done, txn_obj **out)
 {
-    if (!t || !out || level == 0 || level > t->nlevels)
+    if (!t || !o || !out || level == 0 || level > t->nlevels)
         return TXN_E_INVAL;
     txn_obj *cur = o;
-    size_t link = t->link_off;
+    size_t off = t->link_off;
     for (unsigned k = 0; k < level; k++) {
-        txn_obj *next;
-        int rc = txn_read(tx, cur, link, &next, sizeof next);
+        txn_obj *next = k == 0 ? link : NULL;
+        int rc = next ? 0 : txn_read(tx, cur, off, &next, sizeof next);
         if (!rc && !next) {
-            if (!(rc = ext_make(tx, &t->levels[k], o, &next)))
-                rc = txn_write(tx, cur, link, &next, sizeof next);
+            const txn_ext_level *lv = &t->levels[k];
+            const struct ext_put *p = k + 1 == level && put && put->off <= lv->size &&
+                                              put->n <= lv->size - put->off
+                                          ? put
+                                          : NULL; /* else txn_write checks the range */
+            if (!(rc = ext_make(tx, lv, o, p, &next)))
+                rc = txn_write(tx, cur, off, &next, sizeof next);
+            if (!rc && p && put_done)
+                *put_done = 1;
         }
         if (rc)
             return rc;
         cur = next;
-        link = t->levels[k].link_off;
+        off = t->levels[k].link_off;
     }
     *out = cur;
     return 0;
+}
+
+int txn_ext_get(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, txn_obj **out)
+{
+    return ext_chain(tx, t, o, NULL, level, NULL, NULL, out);
+}
+
+int txn_ext_get_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link, unsigned level,
+                      txn_obj **out)
+{
+    return ext_chain(tx, t, o, link, level, NULL, NULL, out);
 }
 
 int txn_ext_read(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, size_t off,
@@ -634,28 +688,45 @@ int txn_ext_peek(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, siz
 int txn_ext_write(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, size_t off,
                   const void *src, size_t n)
 {
+    return txn_ext_write_known(tx, t, o, NULL, level, off, src, n);
+}
+
+int txn_ext_write_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link,
+                        unsigned level, size_t off, const void *src, size_t n)
+{
+    if (!src)
+        return TXN_E_INVAL;
+    struct ext_put put = {off, n, src};
     txn_obj *e;
-    int rc = txn_ext_get(tx, t, o, level, &e);
-    return rc ? rc : txn_write(tx, e, off, src, n);
+    int done = 0;
+    int rc = ext_chain(tx, t, o, link, level, &put, &done, &e);
+    return rc || done ? rc : txn_write(tx, e, off, src, n);
 }
 
 int txn_ext_free(txn *tx, const txn_ext_type *t, txn_obj *o)
 {
     if (!t || !o)
         return TXN_E_INVAL;
-    txn_obj *cur = o;
-    size_t link = t->link_off;
-    for (unsigned k = 0; cur; k++) {
+    txn_obj *link;
+    int rc = txn_read(tx, o, t->link_off, &link, sizeof link);
+    return rc ? rc : txn_ext_free_known(tx, t, o, link);
+}
+
+int txn_ext_free_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link)
+{
+    if (!t || !o)
+        return TXN_E_INVAL;
+    int rc = txn_free(tx, o);
+    txn_obj *cur = link;
+    for (unsigned k = 0; !rc && cur && k < t->nlevels; k++) {
         txn_obj *next = NULL;
-        int rc = txn_read(tx, cur, link, &next, sizeof next);
-        if (rc || (rc = txn_free(tx, cur)))
-            return rc;
-        if (k == t->nlevels)
-            break; /* a level this program does not know: none beyond */
+        if (k + 1 < t->nlevels) /* beyond the last known level: nothing */
+            rc = txn_read(tx, cur, t->levels[k].link_off, &next, sizeof next);
+        if (!rc)
+            rc = txn_free(tx, cur);
         cur = next;
-        link = t->levels[k].link_off;
     }
-    return 0;
+    return rc;
 }
 
 /* A copy of o's payload, its link cleared; *out the copy. */

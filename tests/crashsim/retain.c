@@ -440,9 +440,14 @@ static int ex_op(txn *tx, txn_pool *p, int t, uint64_t *rng, struct ex_m *m, uns
             return TXN_E_CORRUPT;
         m[i].key2 = k2;
         m[i].lvl = m[i].lvl ? m[i].lvl : 1;
-    } else if (op == 1) { /* write level 1 */
+    } else if (op == 1) { /* write level 1 (odd nodes: with the link read first) */
         m[i].key2 = sim_rand(rng);
-        rc = txn_ext_write(tx, &ex_type, o, 1, 0, &m[i].key2, 8);
+        txn_obj *link = NULL;
+        if (i % 2 && (rc = txn_read(tx, o, offsetof(struct ex_node, txn_ext_link_), &link,
+                                    sizeof link)))
+            return rc;
+        rc = i % 2 ? txn_ext_write_known(tx, &ex_type, o, link, 1, 0, &m[i].key2, 8)
+                   : txn_ext_write(tx, &ex_type, o, 1, 0, &m[i].key2, 8);
         m[i].lvl = m[i].lvl ? m[i].lvl : 1;
     } else if (op == 2) { /* write level 2: both levels made */
         if (!m[i].lvl)
@@ -459,11 +464,12 @@ static int ex_op(txn *tx, txn_pool *p, int t, uint64_t *rng, struct ex_m *m, uns
         m[i] = (struct ex_m){nd.key, 0, 0, 0};
         (*len)++;
     } else if (op == 4 && *len > EX_MIN) { /* unlink and free node i */
-        txn_obj *next;
-        if ((rc = txn_read(tx, o, offsetof(struct ex_node, next), &next, sizeof next)) ||
-            (rc = txn_write(tx, holder, off, &next, sizeof next)))
+        struct ex_node nd; /* next and the link in one read (odd nodes use it) */
+        if ((rc = txn_read(tx, o, 0, &nd, sizeof nd)) ||
+            (rc = txn_write(tx, holder, off, &nd.next, sizeof nd.next)))
             return rc;
-        rc = txn_ext_free(tx, &ex_type, o);
+        rc = i % 2 ? txn_ext_free_known(tx, &ex_type, o, nd.txn_ext_link_)
+                   : txn_ext_free(tx, &ex_type, o);
         (*len)--;
         memmove(m + i, m + i + 1, (*len - i) * sizeof *m);
     } else if (op == 5) { /* replace node i by a deep copy */

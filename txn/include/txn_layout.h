@@ -189,7 +189,8 @@ typedef struct txn_ext_type {
 int txn_ext_get(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, txn_obj **out);
 
 /* txn_read/txn_write of n bytes at `off` of o's extension `level`,
- * through txn_ext_get. */
+ * through txn_ext_get. A write that makes its own level stores the level's
+ * block once, the written bytes laid over what its init produced. */
 int txn_ext_read(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, size_t off,
                  void *dst, size_t n);
 int txn_ext_write(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, size_t off,
@@ -207,6 +208,20 @@ int txn_ext_peek(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, siz
 
 /* Free o and every extension it has, in tx. */
 int txn_ext_free(txn *tx, const txn_ext_type *t, txn_obj *o);
+
+/* Redundant checks removed (the paper's section 4.4): a caller that has
+ * read o's link (its TXN_EXTENDIBLE field) in this transaction, e.g. with
+ * o's other fields in one txn_read, passes the value as `link` and these
+ * calls do not read it again. A non-NULL link is always current (a link,
+ * once set, changes only when o is freed); get and write read a NULL one
+ * again before they make level 1, so a stale NULL costs a read, never a
+ * second extension. free_known trusts a NULL link: it must have been read
+ * after the last call of this transaction that could have extended o. */
+int txn_ext_get_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link, unsigned level,
+                      txn_obj **out);
+int txn_ext_write_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link,
+                        unsigned level, size_t off, const void *src, size_t n);
+int txn_ext_free_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link);
 
 /* A deep copy: a new object with o's payload and copies of its
  * extensions (a plain copy would share them). */
