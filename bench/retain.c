@@ -108,6 +108,7 @@ struct dnode {
     uint32_t n, leaf; /* keys in use; B-tree leaf flag or skip list level */
     uint64_t key[KMAX], val[KMAX];
     txn_obj *child[CMAX];
+    txn_obj *link; /* P-Auto: the extension link as loaded (NULL: none) */
 };
 
 /* What a kernel works on: its layout, where its entry handle lives, and
@@ -135,23 +136,31 @@ static void nload_rest(const struct lay *L, const unsigned char *b, struct dnode
     memcpy(d->child, b + L->off_child, 8 * L->C);
 }
 
-/* Section 4.4 by hand (what a compiler would emit): the load of the
- * node brings its extension link too, so the check needs no second read,
- * and a missing extension's keys come from the bytes already loaded (the
- * init's conversion) instead of a peek. --plain-ext: txn_ext_peek. */
+/* Section 4.4 (what a compiler would emit) for Layout-Change, where every
+ * load needs the key: the load of the node brings its extension link too,
+ * so no later access reads it again (the key read below,
+ * txn_ext_write_known, txn_ext_free_known), and a missing extension's keys
+ * come from the bytes already loaded (the init's conversion) instead of a
+ * peek. Layout-Add loads the link only where a delete will free the node
+ * (`for_free`: the hash table's delete path; elsewhere txn_ext_free reads
+ * it): loading it with every node a search passes would cost more (a
+ * cache line more for some nodes). --plain-ext: txn_ext_peek,
+ * txn_ext_write and txn_ext_free, each reading the link itself. */
 static int g_inline_check = 1;
 
-static int nload(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d)
+static int nload_for(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d, int for_free)
 {
     const struct lay *L = k->L;
     unsigned char b[256];
     int inline_key = L->ext == EXT_KEY && g_inline_check;
-    TRY(txn_read(tx, o, 0, b, inline_key ? L->size : L->off_name));
-    txn_obj *link;
-    memcpy(&link, b + L->off_link, sizeof link);
+    int with_link = L->ext != EXT_NONE && g_inline_check && (inline_key || for_free);
+    TRY(txn_read(tx, o, 0, b, with_link ? L->size : L->off_name));
+    d->link = NULL;
+    if (with_link)
+        memcpy(&d->link, b + L->off_link, sizeof d->link);
     nload_rest(L, b, d);
-    if (inline_key && link)
-        return txn_read(tx, link, 0, d->key, 8 * L->K);
+    if (inline_key && d->link)
+        return txn_read(tx, d->link, 0, d->key, 8 * L->K);
     if (L->ext == EXT_KEY && !inline_key) { /* a look only: the first write makes it */
         g_init_lay = L;
         return txn_ext_peek(tx, &L->xt, o, 1, 0, d->key, 8 * L->K);
@@ -166,6 +175,11 @@ static int nload(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d)
         }
     }
     return 0;
+}
+
+static int nload(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d)
+{
+    return nload_for(tx, k, o, d, 0);
 }
 
 #define W_HDR 1u
@@ -194,9 +208,12 @@ static int nstore(txn *tx, const struct kc *k, txn_obj *o, const struct dnode *d
     memcpy(b + L->off_vals, d->val, 8 * L->K);
     memcpy(b + L->off_child, d->child, 8 * L->C);
     int keys_in_base = L->ext != EXT_KEY;
-    if (w & W_NEW) /* one write of the whole base */
+    if (w & W_NEW && keys_in_base) { /* one write of the whole base */
         TRY(txn_write(tx, o, 0, b, L->off_link));
-    else {
+    } else if (w & W_NEW) { /* the old key field is dead: keys go to the extension */
+        TRY(txn_write(tx, o, 0, b, 8));
+        TRY(txn_write(tx, o, L->off_vals, b + L->off_vals, L->off_link - L->off_vals));
+    } else {
         if (w & W_HDR)
             TRY(txn_write(tx, o, 0, b, 8));
         if (w & W_KEYS && keys_in_base)
@@ -208,7 +225,8 @@ static int nstore(txn *tx, const struct kc *k, txn_obj *o, const struct dnode *d
     }
     g_init_lay = L;
     if (w & W_KEYS && !keys_in_base)
-        TRY(txn_ext_write(tx, &L->xt, o, 1, 0, d->key, 8 * L->K));
+        TRY(g_inline_check ? txn_ext_write_known(tx, &L->xt, o, d->link, 1, 0, d->key, 8 * L->K)
+                           : txn_ext_write(tx, &L->xt, o, 1, 0, d->key, 8 * L->K));
     return 0;
 }
 
@@ -217,9 +235,14 @@ static int nalloc(txn *tx, const struct kc *k, txn_obj **o)
     return k->m ? txn_migrate_alloc(k->m, tx, k->L->size, o) : txn_alloc(tx, k->L->size, o);
 }
 
-static int nfree(txn *tx, const struct kc *k, txn_obj *o)
+/* Free node o, loaded as d in this transaction since it last changed
+ * (`known`: with its link). */
+static int nfree(txn *tx, const struct kc *k, txn_obj *o, const struct dnode *d, int known)
 {
-    return k->L->ext != EXT_NONE ? txn_ext_free(tx, &k->L->xt, o) : txn_free(tx, o);
+    if (k->L->ext == EXT_NONE)
+        return txn_free(tx, o);
+    known = g_inline_check && (known || k->L->ext == EXT_KEY);
+    return known ? txn_ext_free_known(tx, &k->L->xt, o, d->link) : txn_ext_free(tx, &k->L->xt, o);
 }
 
 static int entry_get(txn *tx, const struct kc *k, txn_obj **e)
@@ -247,14 +270,14 @@ static uint64_t val_of(uint64_t key)
 /* ---- hash table: bucket array of nb handles, chains of one-key nodes */
 
 static int h_find(txn *tx, const struct kc *k, uint64_t key, txn_obj **bucket_arr, txn_obj **prev,
-                  txn_obj **cur, struct dnode *d)
+                  txn_obj **cur, struct dnode *d, int for_free)
 {
     TRY(entry_get(tx, k, bucket_arr));
     size_t b = mix64(key) & (k->nb - 1);
     *prev = NULL;
     TRY(txn_read(tx, *bucket_arr, 8 * b, cur, sizeof *cur));
     while (*cur) {
-        TRY(nload(tx, k, *cur, d));
+        TRY(nload_for(tx, k, *cur, d, for_free));
         if (d->key[0] == key)
             return 0;
         *prev = *cur;
@@ -267,7 +290,7 @@ static int h_lookup(txn *tx, const struct kc *k, uint64_t key, int *found)
 {
     txn_obj *arr, *prev, *cur;
     struct dnode d;
-    TRY(h_find(tx, k, key, &arr, &prev, &cur, &d));
+    TRY(h_find(tx, k, key, &arr, &prev, &cur, &d, 0));
     *found = cur != NULL;
     return 0;
 }
@@ -288,7 +311,7 @@ static int h_delete(txn *tx, const struct kc *k, uint64_t key)
 {
     txn_obj *arr, *prev, *cur;
     struct dnode d, pd;
-    TRY(h_find(tx, k, key, &arr, &prev, &cur, &d));
+    TRY(h_find(tx, k, key, &arr, &prev, &cur, &d, 1));
     if (!cur)
         return 0;
     if (prev) {
@@ -299,7 +322,7 @@ static int h_delete(txn *tx, const struct kc *k, uint64_t key)
         size_t b = mix64(key) & (k->nb - 1);
         TRY(txn_write(tx, arr, 8 * b, &d.child[0], 8));
     }
-    return nfree(tx, k, cur);
+    return nfree(tx, k, cur, &d, 1);
 }
 
 static int h_create(txn *tx, const struct kc *k)
@@ -396,7 +419,7 @@ static int s_delete(txn *tx, const struct kc *k, uint64_t key)
         return 0;
     for (unsigned l = 0; l < cd.leaf; l++)
         TRY(s_link(tx, k, upd[l], l, cd.child[l]));
-    return nfree(tx, k, cand);
+    return nfree(tx, k, cand, &cd, 0);
 }
 
 static int s_create(txn *tx, const struct kc *k)
@@ -541,7 +564,7 @@ static int b_merge(txn *tx, const struct kc *k, txn_obj *xo, struct dnode *x, un
     x->n--;
     TRY(nstore(tx, k, yo, y, W_ALL));
     TRY(nstore(tx, k, xo, x, W_ALL));
-    TRY(nfree(tx, k, zo));
+    TRY(nfree(tx, k, zo, &z, 0));
     *yo_out = yo;
     return 0;
 }
@@ -677,7 +700,7 @@ static int b_delete(txn *tx, const struct kc *k, uint64_t key)
     TRY(nload(tx, k, ro, &r));
     if (r.n == 0) {
         TRY(entry_set(tx, k, r.leaf ? NULL : r.child[0]));
-        TRY(nfree(tx, k, ro));
+        TRY(nfree(tx, k, ro, &r, 0));
     }
     return 0;
 }
