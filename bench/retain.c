@@ -15,21 +15,29 @@
  *   P-Manual    runs the update input on the migrated pool (version 2);
  *   P-Auto      runs the update input on an unconverted copy of the
  *               original pool, the new field in an extension level made at
- *               first access (txn_ext_*).
+ *               first access (txn_ext_*);
+ *   P-Original' (Layout-Add rows) the original program running the update
+ *               input on another copy of the original pool: P-Auto against
+ *               it is what the extendible structs cost on the same heap.
  * Inputs (every operation: look the key up, delete it if found, insert
  * it otherwise; one transaction each): INS (the original inserts N keys,
  * the update N others), DEL (the update deletes the same N), RAND (N
  * random keys that repeat, the same sequence in both).
  * Overheads: Manual = T(P-Retain) / T(P-Manual), Auto = (T(P-Auto) -
- * T(P-Manual)) / T(P-Manual). Bytes: what the programs store to the pool
+ * T(P-Manual)) / T(P-Manual), the latter as the median of each run's
+ * paired ratio, with its quartiles, in thread CPU time and wall time.
+ * Bytes: what the programs store to the pool
  * (txn_stats.bytes_stored: data, logs, allocator metadata); the retention
  * bytes are P-Retain's for the manual model and what P-Auto stores beyond
  * P-Manual for the automatic one ("none" when it stores less).
  *
- *   retain-<engine> [--n N] [--reps R] [--kernel hash|btree|skip]
+ *   retain-<engine> [--n N] [--reps R] [--reps-add R] [--kernel hash|btree|skip]
+ *                   [--block OPS] (the update programs run in processes of
+ *                               their own, taking turns block by block)
  *                   [--sweep]   (DEL of 0.1%, 1%, 10%, 100% of the keys)
- *                   [--plain-ext] (P-Auto reads keys with txn_ext_peek, not
- *                               with the inlined check of nload)
+ *                   [--plain-ext] (P-Auto without section 4.4: txn_ext_peek,
+ *                               txn_ext_write and txn_ext_free read the link
+ *                               at each access)
  * P-Manual and P-Auto check their result (how many of their keys they find,
  * known from the input), so a wrong migration, extension or kernel fails
  * the run (exit 1).
@@ -40,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "txn.h"
@@ -902,12 +911,34 @@ enum input { INS, DEL, RAND };
 static const char *const input_name[] = {"INS", "DEL", "RAND"};
 
 /* The thread's CPU time: the run is one thread, and the machine's other
- * processes then cost it nothing (barrier spins and page faults count). */
-static double now_s(void)
+ * processes then cost it nothing (barrier spins and page faults count),
+ * except through the caches they share. Wall time is reported beside it. */
+static double clock_s(clockid_t c)
 {
     struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    clock_gettime(c, &t);
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static double now_s(void)
+{
+    return clock_s(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/* A timed interval: thread CPU time and wall time. */
+struct stamp {
+    double cpu, wall;
+};
+
+static struct stamp stamp_now(void)
+{
+    return (struct stamp){now_s(), clock_s(CLOCK_MONOTONIC)};
+}
+
+static struct stamp stamp_since(struct stamp t0)
+{
+    struct stamp t = stamp_now();
+    return (struct stamp){t.cpu - t0.cpu, t.wall - t0.wall};
 }
 
 static uint64_t stored(void)
@@ -973,9 +1004,15 @@ static int create_structure(txn_pool *p, const struct kc *k)
     return txn_commit(tx);
 }
 
+static char g_dir[256], g_orig[512], g_work[512], g_work2[512], g_work3[512];
+
 static void die(const char *what, int rc)
 {
     fprintf(stderr, "retain: %s: %s %s\n", what, txn_strerror(rc), txn_layout_error());
+    unlink(g_orig);
+    unlink(g_work);
+    unlink(g_work2);
+    unlink(g_work3);
     exit(1);
 }
 
@@ -994,12 +1031,20 @@ static int copy_file(const char *from, const char *to)
     return rc;
 }
 
-static char g_dir[256], g_orig[512], g_work[512];
 static size_t g_n;
-static unsigned g_reps = 3;
+static unsigned g_reps = 3, g_reps_add; /* runs per row; Layout-Add rows (0: g_reps) */
+#define REPS_MAX 64
 
+/* Medians over the runs; the Auto overheads are medians of the runs'
+ * paired ratios (e.g. T(P-Auto)/T(P-Manual) - 1 of one run), with their
+ * quartiles: the spread says which differences the measurement resolves. */
 struct measure {
     double t_orig, t_retain, t_manual, t_auto;
+    double ov_cpu[3], ov_wall[3]; /* Auto overhead: 25th, 50th, 75th percentile */
+    double lx_cpu[3], lx_wall[3]; /* P-Auto against P-Original' (below), likewise */
+    double t_same;                /* P-Original' */
+    int same;                     /* P-Original' ran */
+    unsigned reps;
     uint64_t b_orig, b_retain, b_manual, b_auto;
 };
 
@@ -1009,10 +1054,25 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *v, unsigned n)
+/* The q-quantile of v (sorted in place), interpolated between ranks. */
+static double quantile(double *v, unsigned n, double q)
 {
     qsort(v, n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    double x = q * (double)(n - 1);
+    unsigned i = (unsigned)x;
+    return i + 1 < n ? v[i] + (x - (double)i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+static double median(double *v, unsigned n)
+{
+    return quantile(v, n, 0.5);
+}
+
+static void quartiles(double *v, unsigned n, double out[3])
+{
+    out[0] = quantile(v, n, 0.25);
+    out[1] = quantile(v, n, 0.5);
+    out[2] = quantile(v, n, 0.75);
 }
 
 static unsigned buckets_for(size_t n)
@@ -1045,19 +1105,169 @@ static void p_original(struct lay *L, const uint32_t *keys, size_t n, struct mea
     txn_pool_close(p);
 }
 
-/* P-Retain then P-Manual on a copy of the original; P-Auto on another.
+/* An update program: its pool (P-Manual: version 2, migrated already;
+ * P-Auto and P-Original': version 1), opened after an untimed warm-up of
+ * its heap, and what it has measured so far. */
+struct prog {
+    const char *what;
+    txn_pool *p;
+    struct kc k;
+    struct stamp t;
+    size_t found;
+    uint64_t bytes;
+};
+
+static void prog_open(struct prog *g, const char *what, const char *path, const txn_layout *lay,
+                      struct lay *L, unsigned nb)
+{
+    int rc;
+    *g = (struct prog){.what = what};
+    if ((rc = txn_layout_open(path, lay, NULL, 0, &g->p)))
+        die(what, rc);
+    g->k = (struct kc){L, txn_root(g->p), 0, NULL, nb};
+    if ((rc = warm_heap(g->p, L->size, 2 * g_n)))
+        die("warm", rc);
+}
+
+/* Operations [from, to) of the update input, timed. */
+static void prog_ops(struct prog *g, const uint32_t *keys, size_t from, size_t to)
+{
+    size_t f;
+    int rc;
+    uint64_t b0 = stored();
+    struct stamp t0 = stamp_now();
+    if ((rc = run_ops(g->p, &g->k, keys + from, to - from, &f)))
+        die(g->what, rc);
+    struct stamp t = stamp_since(t0);
+    g->bytes += stored() - b0;
+    g->t.cpu += t.cpu;
+    g->t.wall += t.wall;
+    g->found += f;
+}
+
+/* Close it; it must have found `want` keys. */
+static void prog_close(struct prog *g, size_t want)
+{
+    if (g->found != want) {
+        fprintf(stderr, "retain: %s found %zu keys, expected %zu\n", g->what, g->found, want);
+        exit(1);
+    }
+    txn_pool_close(g->p);
+}
+
+/* Operations per block of an interleaved run (0: each program runs the
+ * whole input at once). */
+static size_t g_block;
+
+/* An interleaved program runs in a child process of its own (a pool maps
+ * at the address it was made at, so copies of one pool cannot be open in
+ * one process): it opens its pool, then runs the blocks the parent sends
+ * and answers each with its counters; one child runs at a time. */
+struct child {
+    pid_t pid;
+    int cmd, ans; /* pipe ends: to the child, from it */
+    struct prog g;
+};
+
+struct block_cmd {
+    size_t from, to; /* from > to: close and exit */
+};
+
+static void xfer(int fd, void *buf, size_t n, int out)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t r = out ? write(fd, (char *)buf + done, n - done)
+                        : read(fd, (char *)buf + done, n - done);
+        if (r <= 0) {
+            fprintf(stderr, "retain: pipe to an interleaved program broke\n");
+            exit(1);
+        }
+        done += (size_t)r;
+    }
+}
+
+static void child_start(struct child *c, const char *what, const char *path,
+                        const txn_layout *lay, struct lay *L, unsigned nb, const uint32_t *keys,
+                        size_t want)
+{
+    int to[2], from[2];
+    if (pipe(to) || pipe(from))
+        die("pipe", TXN_E_IO);
+    fflush(stdout);
+    c->pid = fork();
+    if (c->pid < 0)
+        die("fork", TXN_E_IO);
+    if (c->pid == 0) {
+        close(to[1]);
+        close(from[0]);
+        prog_open(&c->g, what, path, lay, L, nb);
+        for (;;) {
+            struct block_cmd b;
+            xfer(to[0], &b, sizeof b, 0);
+            if (b.from > b.to) {
+                prog_close(&c->g, want);
+                xfer(from[1], &c->g, sizeof c->g, 1);
+                _exit(0);
+            }
+            prog_ops(&c->g, keys, b.from, b.to);
+            xfer(from[1], &c->g, sizeof c->g, 1);
+        }
+    }
+    close(to[0]);
+    close(from[1]);
+    c->cmd = to[1];
+    c->ans = from[0];
+    c->g = (struct prog){.what = what};
+}
+
+static void child_run(struct child *c, size_t from, size_t to)
+{
+    struct block_cmd b = {from, to};
+    xfer(c->cmd, &b, sizeof b, 1);
+    xfer(c->ans, &c->g, sizeof c->g, 0);
+}
+
+static void child_end(struct child *c)
+{
+    int st;
+    child_run(c, 1, 0);
+    close(c->cmd);
+    close(c->ans);
+    if (waitpid(c->pid, &st, 0) != c->pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+        fprintf(stderr, "retain: %s failed\n", c->g.what);
+        exit(1);
+    }
+}
+
+/* Each run: P-Retain on a copy of the original (a program of its own: it
+ * opens, migrates and closes the pool), then P-Manual on the migrated
+ * copy, P-Auto on a fresh copy of the original and, with `same`,
+ * P-Original' (the original program, no retention, running the update
+ * input on another fresh copy of the original pool), in an order that
+ * rotates from run to run. With g_block, each program runs in a process of
+ * its own with its pool open, and they take turns, block after block of
+ * g_block operations (the order rotating from block to block), so that
+ * what the machine's other load does to the caches and the clock falls on
+ * all of them alike. P-Auto against P-Manual is the paper's overhead; it
+ * includes what the migration changed besides the layout (P-Retain lays
+ * the nodes out anew, in traversal order). P-Auto against P-Original',
+ * the same pool and heap, is what the extendible structs themselves cost.
  * `want` = keys the update input must find. */
 static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint32_t *keys,
-                     size_t n, size_t want, struct measure *m)
+                     size_t n, size_t want, unsigned reps, int same, struct measure *m)
 {
     struct mig g = {L1, L2, buckets_for(g_n)};
     const txn_migration mg[] = {{1, sizeof(struct conv), conv_step, conv_finish, &g}};
     const txn_layout v2 = {"retain-bench", 2, NULL, 0, mg, 1, BATCH};
     const txn_layout v1 = {"retain-bench", 1, NULL, 0, NULL, 0, 0};
-    double tr[16], tm[16], ta[16];
-    for (unsigned r = 0; r < g_reps; r++) {
+    static const char *const names[] = {"P-Manual", "P-Auto", "P-Original'"};
+    const char *paths[] = {g_work, g_work2, g_work3};
+    const txn_layout *lays[] = {&v2, &v1, &v1};
+    struct lay *Ls[] = {L2, La, L1};
+    double tr[REPS_MAX], tm[REPS_MAX], ta[REPS_MAX], ts[REPS_MAX];
+    double oc[REPS_MAX], ow[REPS_MAX], lc[REPS_MAX], lw[REPS_MAX];
+    for (unsigned r = 0; r < reps; r++) {
         txn_pool *p;
-        size_t f;
         int rc;
         if (copy_file(g_orig, g_work))
             die("copy", TXN_E_IO);
@@ -1067,43 +1277,58 @@ static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint3
             die("P-Retain", rc);
         tr[r] = now_s() - t0;
         m->b_retain = stored() - b0;
-        struct kc k2 = {L2, txn_root(p), 0, NULL, g.nb};
-        if ((rc = warm_heap(p, L2->size, 2 * g_n)))
-            die("warm", rc);
-        b0 = stored();
-        t0 = now_s();
-        if ((rc = run_ops(p, &k2, keys, n, &f)))
-            die("P-Manual", rc);
-        tm[r] = now_s() - t0;
-        m->b_manual = stored() - b0;
-        if (f != want) {
-            fprintf(stderr, "retain: P-Manual found %zu keys, expected %zu\n", f, want);
-            exit(1);
-        }
         txn_pool_close(p);
-        if (copy_file(g_orig, g_work))
-            die("copy", TXN_E_IO);
-        if ((rc = txn_layout_open(g_work, &v1, NULL, 0, &p)))
-            die("P-Auto open", rc);
-        struct kc ka = {La, txn_root(p), 0, NULL, g.nb};
-        if ((rc = warm_heap(p, La->size, 2 * g_n)))
-            die("warm", rc);
-        b0 = stored();
-        t0 = now_s();
-        if ((rc = run_ops(p, &ka, keys, n, &f)))
-            die("P-Auto", rc);
-        ta[r] = now_s() - t0;
-        m->b_auto = stored() - b0;
-        if (f != want) {
-            fprintf(stderr, "retain: P-Auto found %zu keys, expected %zu\n", f, want);
-            exit(1);
+        struct prog pg[3]; /* Manual, Auto, Original' */
+        struct child ch[3];
+        unsigned np = same ? 3 : 2;
+        size_t block = g_block ? g_block : n;
+        for (unsigned q = 0; g_block && q < np; q++) {
+            if (q > 0 && copy_file(g_orig, paths[q]))
+                die("copy", TXN_E_IO);
+            child_start(&ch[q], names[q], paths[q], lays[q], Ls[q], g.nb, keys, want);
         }
-        txn_pool_close(p);
+        for (size_t from = 0, b = 0; from < n; from += block, b++)
+            for (unsigned i = 0; i < np; i++) {
+                unsigned q = (unsigned)((i + r + b) % np);
+                size_t to = from + block < n ? from + block : n;
+                if (g_block) {
+                    child_run(&ch[q], from, to);
+                    continue;
+                }
+                if (q > 0 && copy_file(g_orig, paths[q])) /* one program after the other */
+                    die("copy", TXN_E_IO);
+                prog_open(&pg[q], names[q], paths[q], lays[q], Ls[q], g.nb);
+                prog_ops(&pg[q], keys, from, to);
+                prog_close(&pg[q], want);
+            }
+        for (unsigned q = 0; g_block && q < np; q++) {
+            child_end(&ch[q]);
+            pg[q] = ch[q].g;
+        }
+        m->b_manual = pg[0].bytes;
+        m->b_auto = pg[1].bytes;
+        struct stamp st[3] = {pg[0].t, pg[1].t, same ? pg[2].t : pg[1].t};
+        tm[r] = st[0].cpu;
+        ta[r] = st[1].cpu;
+        ts[r] = st[2].cpu;
+        oc[r] = st[1].cpu / st[0].cpu - 1;
+        ow[r] = st[1].wall / st[0].wall - 1;
+        lc[r] = st[1].cpu / st[2].cpu - 1;
+        lw[r] = st[1].wall / st[2].wall - 1;
     }
     unlink(g_work);
-    m->t_retain = median(tr, g_reps);
-    m->t_manual = median(tm, g_reps);
-    m->t_auto = median(ta, g_reps);
+    unlink(g_work2);
+    unlink(g_work3);
+    m->reps = reps;
+    m->same = same;
+    m->t_retain = median(tr, reps);
+    m->t_manual = median(tm, reps);
+    m->t_auto = median(ta, reps);
+    m->t_same = median(ts, reps);
+    quartiles(oc, reps, m->ov_cpu);
+    quartiles(ow, reps, m->ov_wall);
+    quartiles(lc, reps, m->lx_cpu);
+    quartiles(lw, reps, m->lx_wall);
 }
 
 static uint32_t key_at(uint64_t i)
@@ -1169,10 +1394,12 @@ static void layouts(enum kind kd, int change, struct lay *L1, struct lay *L2, st
 static void table(int kmask)
 {
     uint32_t *orig = malloc(g_n * 4), *upd = malloc(g_n * 4);
-    printf("| kernel | layout | input | P-Original ms | P-Retain ms | P-Manual ms | P-Auto ms "
-           "| Manual overhead | Auto overhead | bytes P-Retain | bytes P-Manual | bytes P-Auto "
-           "| retention bytes Manual/Auto |\n");
-    printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("| kernel | layout | input | runs | P-Original ms | P-Retain ms | P-Manual ms | P-Auto ms "
+           "| P-Original' ms | Manual overhead | Auto overhead, CPU [quartiles] | Auto overhead, "
+           "wall [quartiles] | Auto/P-Original', CPU [quartiles] | Auto/P-Original', wall "
+           "[quartiles] | bytes P-Retain | bytes P-Manual | bytes P-Auto | retention bytes "
+           "Manual/Auto |\n");
+    printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int kd = 0; kd < 3; kd++) {
         if (!(kmask & 1 << kd))
             continue;
@@ -1184,19 +1411,30 @@ static void table(int kmask)
                 layouts(kd, change, &L1, &L2, &La);
                 make_input(in, g_n, orig, upd, &want, g_n);
                 p_original(&L1, orig, g_n, &m);
-                p_update(&L1, &L2, &La, upd, g_n, want, &m);
+                p_update(&L1, &L2, &La, upd, g_n, want,
+                         change || !g_reps_add ? g_reps : g_reps_add, !change, &m);
                 char ratio[32];
                 if (m.b_auto > m.b_manual)
                     snprintf(ratio, sizeof ratio, "%.1fx",
                              (double)m.b_retain / (double)(m.b_auto - m.b_manual));
                 else
                     snprintf(ratio, sizeof ratio, "Auto: none");
-                printf("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f%% | %.2f%% | %llu | %llu "
-                       "| %llu | %s |\n",
+                char same_t[32] = "-", same_c[64] = "-", same_w[64] = "-";
+                if (m.same) {
+                    snprintf(same_t, sizeof same_t, "%.1f", m.t_same * 1e3);
+                    snprintf(same_c, sizeof same_c, "%.2f%% [%.2f, %.2f]", 100 * m.lx_cpu[1],
+                             100 * m.lx_cpu[0], 100 * m.lx_cpu[2]);
+                    snprintf(same_w, sizeof same_w, "%.2f%% [%.2f, %.2f]", 100 * m.lx_wall[1],
+                             100 * m.lx_wall[0], 100 * m.lx_wall[2]);
+                }
+                printf("| %s | %s | %s | %u | %.1f | %.1f | %.1f | %.1f | %s | %.2f%% "
+                       "| %.2f%% [%.2f, %.2f] | %.2f%% [%.2f, %.2f] | %s | %s | %llu | %llu | %llu "
+                       "| %s |\n",
                        kind_name[kd], change ? "Layout-Change" : "Layout-Add", input_name[in],
-                       m.t_orig * 1e3, m.t_retain * 1e3, m.t_manual * 1e3, m.t_auto * 1e3,
-                       100 * m.t_retain / m.t_manual,
-                       100 * (m.t_auto - m.t_manual) / m.t_manual,
+                       m.reps, m.t_orig * 1e3, m.t_retain * 1e3, m.t_manual * 1e3, m.t_auto * 1e3,
+                       same_t, 100 * m.t_retain / m.t_manual, 100 * m.ov_cpu[1],
+                       100 * m.ov_cpu[0], 100 * m.ov_cpu[2], 100 * m.ov_wall[1],
+                       100 * m.ov_wall[0], 100 * m.ov_wall[2], same_c, same_w,
                        (unsigned long long)m.b_retain, (unsigned long long)m.b_manual,
                        (unsigned long long)m.b_auto, ratio);
                 fflush(stdout);
@@ -1227,7 +1465,7 @@ static void sweep(int kmask)
         for (int i = 0; i < 4; i++) {
             struct measure m = {0};
             size_t n = (size_t)(frac[i] * (double)g_n + 0.5);
-            p_update(&L1, &L2, &La, upd, n, n, &m);
+            p_update(&L1, &L2, &La, upd, n, n, g_reps, 0, &m);
             double auto_cost = m.t_auto - m.t_manual;
             /* bytes the retention costs: all of P-Retain for the manual
              * model, what P-Auto stores beyond P-Manual for the automatic */
@@ -1258,14 +1496,20 @@ int main(int argc, char **argv)
                                          {"kernel", required_argument, 0, 'k'},
                                          {"sweep", no_argument, 0, 's'},
                                          {"plain-ext", no_argument, 0, 'p'},
+                                         {"reps-add", required_argument, 0, 'a'},
+                                         {"block", required_argument, 0, 'b'},
                                          {0, 0, 0, 0}};
     int kmask = 7, do_sweep = 0;
     g_n = 20000;
     for (int c; (c = getopt_long(argc, argv, "n:r:k:s", opts, NULL)) != -1;) {
         if (c == 'n' && atol(optarg) >= 16)
             g_n = (size_t)atol(optarg);
-        else if (c == 'r' && atoi(optarg) >= 1 && atoi(optarg) <= 16)
+        else if (c == 'r' && atoi(optarg) >= 1 && atoi(optarg) <= REPS_MAX)
             g_reps = (unsigned)atoi(optarg);
+        else if (c == 'a' && atoi(optarg) >= 1 && atoi(optarg) <= REPS_MAX)
+            g_reps_add = (unsigned)atoi(optarg);
+        else if (c == 'b' && atol(optarg) >= 0)
+            g_block = (size_t)atol(optarg);
         else if (c == 'k' && (!strcmp(optarg, "hash") || !strcmp(optarg, "btree") ||
                               !strcmp(optarg, "skip")))
             kmask = !strcmp(optarg, "hash") ? 1 : !strcmp(optarg, "btree") ? 2 : 4;
@@ -1274,7 +1518,9 @@ int main(int argc, char **argv)
         else if (c == 'p')
             g_inline_check = 0;
         else {
-            fprintf(stderr, "usage: %s [--n N] [--reps 1..16] [--kernel hash|btree|skip] [--sweep] [--plain-ext]\n",
+            fprintf(stderr,
+                    "usage: %s [--n N] [--reps 1..64] [--reps-add 1..64] [--kernel hash|btree|skip] "
+                    "[--block OPS] [--sweep] [--plain-ext]\n",
                     argv[0]);
             return 2;
         }
@@ -1286,13 +1532,21 @@ int main(int argc, char **argv)
              (int)getpid());
     snprintf(g_work, sizeof g_work, "%s/retain-%s-%d-work.pool", g_dir, txn_engine_name(),
              (int)getpid());
-    printf("# retain: engine %s, PDOM %d, N = %zu keys, median of %u runs, thread CPU time\n", txn_engine_name(),
-           txn_pdom(), g_n, g_reps);
+    snprintf(g_work2, sizeof g_work2, "%s/retain-%s-%d-work2.pool", g_dir, txn_engine_name(),
+             (int)getpid());
+    snprintf(g_work3, sizeof g_work3, "%s/retain-%s-%d-work3.pool", g_dir, txn_engine_name(),
+             (int)getpid());
+    printf("# retain: engine %s, PDOM %d, N = %zu keys, medians of %u runs (Layout-Add: %u), "
+           "thread CPU time, %s\n",
+           txn_engine_name(), txn_pdom(), g_n, g_reps, g_reps_add ? g_reps_add : g_reps,
+           g_block ? "interleaved blocks" : "one program after the other");
     if (do_sweep)
         sweep(kmask);
     else
         table(kmask);
     unlink(g_orig);
     unlink(g_work);
+    unlink(g_work2);
+    unlink(g_work3);
     return 0;
 }
