@@ -25,7 +25,9 @@
  *  I3 ALLOC/FREE records are appended by txn_alloc/txn_free; the allocator
  *     bits change at commit, after a barrier covered the records.
  *  I4 A block freed in E returns to the volatile allocator only after E is
- *     durable, so a block allocated in E was free at E's start. Recovery
+ *     durable (and, under a grace, incll_set_grace, once the structure's
+ *     readers are past it), so a block allocated in E was free at E's
+ *     start. Recovery
  *     of E: a block with an ALLOC record of E is free, one with only FREE
  *     records of E is allocated (all FREEs set, then all ALLOCs cleared).
  *  T  Tracking: when a block's tag becomes E (logged, or allocated in E),
@@ -931,12 +933,19 @@ static void fail_epoch(txn_pool *p, uint64_t e)
     pm_persist(&w[W_EPOCH], 8);
 }
 
-static void restore(txn_pool *p, struct log_rec **r, size_t n)
+static uint64_t restored_bytes; /* by the last restore (TXN_INCLL_STATS) */
+
+/* Returns the number of data records restored. */
+static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n)
 {
+    uint64_t count = 0;
+    restored_bytes = 0;
     for (size_t i = 0; i < n; i++)
         if (r[i]->type == LOG_DATA && is_failed(p->hdr->eng_words, r[i]->version)) {
             pm_memcpy((void *)(uintptr_t)r[i]->addr, log_payload(r[i]), r[i]->len);
             pm_flush((void *)(uintptr_t)r[i]->addr, r[i]->len);
+            count += r[i]->len > 0;
+            restored_bytes += r[i]->len;
         }
     /* I4: a FREE-only block was allocated at the epoch's start, one with an
      * ALLOC was free: all sets first, then all clears */
@@ -945,6 +954,7 @@ static void restore(txn_pool *p, struct log_rec **r, size_t n)
             if (r[i]->type == (pass ? LOG_ALLOC : LOG_FREE) &&
                 is_failed(p->hdr->eng_words, r[i]->version))
                 tx_undo_alloc_rec(p, r[i]);
+    return count;
 }
 
 /* The first call recovers every slot at once (I4 needs all of an epoch's
@@ -960,6 +970,7 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
     struct vec all;
     vec_init(&all, sizeof(struct log_rec *));
     int rc = 0;
+    uint64_t t0 = now_ns(), t1 = 0, failed = 0;
     for (size_t s = 0; !rc && s < p->hdr->nslots; s++)
         rc = log_scan(p, pool_slot(p, s), &all);
     if (!rc) {
@@ -969,9 +980,15 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
                 fail_epoch(p, e);
                 break;
             }
-        restore(p, (struct log_rec **)all.a, all.n);
+        t1 = now_ns();
+        failed = restore(p, (struct log_rec **)all.a, all.n);
         p->eng = &recovered;
     }
+    if (!rc && env_uint("TXN_INCLL_STATS", 0)) /* what the replay took */
+        fprintf(stderr, "incll-recover: %zu records scanned in %.2f ms, %llu restored "
+                "(%llu bytes) in %.2f ms\n", all.n, (double)(t1 - t0) / 1e6,
+                (unsigned long long)failed, (unsigned long long)restored_bytes,
+                (double)(now_ns() - t1) / 1e6);
     vec_free(&all);
     return rc;
 }
