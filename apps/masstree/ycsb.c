@@ -373,7 +373,8 @@ static uint64_t crash_val(uint64_t x)
 }
 
 /* Updates of random keys until the threads' logged nodes reach the
- * target; the epoch does not end meanwhile. */
+ * target (or 20 updates per key: a tree of fewer leaves never gets
+ * there); the epoch does not end meanwhile. */
 static void *crash_thread(void *arg)
 {
     struct worker *w = arg;
@@ -381,7 +382,8 @@ static void *crash_thread(void *arg)
     incll_stats is;
     pthread_barrier_wait(&start_line);
     incll_stats_reset();
-    while (!atomic_load_explicit(&crash_stop, memory_order_relaxed)) {
+    while (!atomic_load_explicit(&crash_stop, memory_order_relaxed) &&
+           ops < 20 * cfg.keys / (size_t)cfg.threads) {
         for (int j = 0; j < 256; j++, ops++) {
             uint8_t k[8];
             key_of(rnd(&s) % cfg.keys, k);
