@@ -958,8 +958,9 @@ static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n)
 }
 
 /* The first call recovers every slot at once (I4 needs all of an epoch's
- * allocation records together); later calls of the same open find it
- * done. */
+ * allocation records together), from the records pool.c validated
+ * (open_recs; scanned again without them); later calls of the same open
+ * find it done. */
 int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
 {
     (void)slot;
@@ -971,8 +972,17 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
     vec_init(&all, sizeof(struct log_rec *));
     int rc = 0;
     uint64_t t0 = now_ns(), t1 = 0, failed = 0;
-    for (size_t s = 0; !rc && s < p->hdr->nslots; s++)
-        rc = log_scan(p, pool_slot(p, s), &all);
+    for (size_t s = 0; !rc && s < p->hdr->nslots; s++) {
+        const struct vec *v = p->open_recs ? &p->open_recs[s] : NULL;
+        if (!v)
+            rc = log_scan(p, pool_slot(p, s), &all);
+        else if (v->n && vec_reserve(&all, v->n))
+            rc = TXN_E_NOMEM;
+        else if (v->n) {
+            memcpy(vec_at(&all, all.n), v->a, v->n * sizeof(struct log_rec *));
+            all.n += v->n;
+        }
+    }
     if (!rc) {
         uint64_t e = p->hdr->eng_words[W_EPOCH];
         for (size_t i = 0; i < all.n; i++)
