@@ -995,7 +995,7 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
         p->eng = &recovered;
     }
     if (!rc && env_uint("TXN_INCLL_STATS", 0)) /* what the replay took */
-        fprintf(stderr, "incll-recover: %zu records scanned in %.2f ms, %llu restored "
+        fprintf(stderr, "incll-recover: %zu records gathered in %.2f ms, %llu restored "
                 "(%llu bytes) in %.2f ms\n", all.n, (double)(t1 - t0) / 1e6,
                 (unsigned long long)failed, (unsigned long long)restored_bytes,
                 (double)(now_ns() - t1) / 1e6);

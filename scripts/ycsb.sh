@@ -167,7 +167,7 @@ incll_row() { # cfg: ycsb-incll's counters in that configuration (medians)
         echo "open replays the log (every logged node copied back), the tree's open reads"
         echo "its anchor, the first get recovers the nodes on its path. Medians of 3."
         echo
-        echo "| logged nodes | pool open (replay) ms | clean open ms | first get ms | first operation after restart ms | replay: scan ms | replay: copy back ms | every node touched ms |"
+        echo "| logged nodes | pool open (replay) ms | clean open ms | first get ms | first operation after restart ms | replay: records gathered ms | replay: copy back ms | every node touched ms |"
         echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
         printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' \
             "$(echo "$rj" | field logged_nodes | median)" \
@@ -181,11 +181,11 @@ incll_row() { # cfg: ycsb-incll's counters in that configuration (medians)
         echo
         echo "Every run checks that each key holds its loaded value after the restart"
         echo "(\"ok\" in results/ycsb.json): the failed epoch's updates are all gone."
-        echo "The pool open minus the clean open is the replay; its scan reads and checks"
-        echo "the logs (the pool's validation pass, then the engine's), its copy back"
-        echo "writes every logged node (320 bytes) back in place and flushes it. The"
-        echo "pool file is mapped afresh, so each page touched faults once (4 KiB pages"
-        echo "of /dev/shm)."
+        echo "The pool open minus the clean open is the replay: the pool's pass over the"
+        echo "logs (every record read and its checksum checked), the engine's gathering"
+        echo "of those records (the failed epoch marked), and its copy back of every"
+        echo "logged node (320 bytes) in place, flushed. The pool file is mapped afresh,"
+        echo "so each page the replay touches faults once (4 KiB pages of /dev/shm)."
     fi
 } >results/ycsb.md
 
