@@ -253,9 +253,11 @@ static void release_later(struct ipool *st, void *blk, int grace, uint64_t token
 }
 
 /* Blocks of the limbo whose grace has passed (all of them: `all`, when
- * the pool's last context goes), oldest first, back to the allocator. */
+ * the pool's last context goes, or no grace is set any more), oldest
+ * first, back to the allocator. */
 static void release_limbo(struct ipool *st, const incll_grace *g, int all)
 {
+    all |= !g || !g->passed;
     while (st->limbo_head < st->limbo.n) {
         struct limbo *l = vec_at(&st->limbo, st->limbo_head);
         if (!all && !g->passed(g->arg, l->token))
