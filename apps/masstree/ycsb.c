@@ -407,6 +407,19 @@ static void *crash_thread(void *arg)
     return NULL;
 }
 
+static void *crash_load(void *arg)
+{
+    struct range *r = arg;
+    for (size_t i = r->from; i < r->to; i++) {
+        uint8_t k[8];
+        key_of(i, k);
+        int rc = mt_put(tree, k, 8, crash_val(i));
+        if (rc < 0)
+            fail("load", rc);
+    }
+    return NULL;
+}
+
 struct crash_report {
     uint64_t logged, ops;
     double load_s, run_s;
@@ -429,12 +442,11 @@ static void crash_child(const char *path, int fd)
     if ((rc = mt_create(&mo, &tree)))
         fail("create", rc);
     double t0 = now();
-    for (size_t i = 0; i < cfg.keys; i++) {
-        uint8_t k[8];
-        key_of(i, k);
-        if ((rc = mt_put(tree, k, 8, crash_val(i))) < 0)
-            fail("load", rc);
-    }
+    struct range rg[cfg.threads];
+    for (int t = 0; t < cfg.threads; t++)
+        rg[t] = (struct range){cfg.keys * (size_t)t / (size_t)cfg.threads,
+                               cfg.keys * (size_t)(t + 1) / (size_t)cfg.threads};
+    run_threads(crash_load, rg, sizeof rg[0]);
     if ((rc = txn_sync(pool)))
         fail("sync", rc);
     struct crash_report r = {.load_s = now() - t0};
