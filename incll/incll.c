@@ -27,8 +27,7 @@
  *  I4 A block freed in E returns to the volatile allocator only after E is
  *     durable (and, under a grace, incll_set_grace, once the structure's
  *     readers are past it), so a block allocated in E was free at E's
- *     start. Recovery
- *     of E: a block with an ALLOC record of E is free, one with only FREE
+ *     start. Recovery of E: a block with an ALLOC record of E is free, one with only FREE
  *     records of E is allocated (all FREEs set, then all ALLOCs cleared).
  *  T  Tracking: when a block's tag becomes E (logged, or allocated in E),
  *     its first TRACK_HEAD bytes (or all of it, if smaller) join the
@@ -935,18 +934,17 @@ static void fail_epoch(txn_pool *p, uint64_t e)
     pm_persist(&w[W_EPOCH], 8);
 }
 
-static uint64_t restored_bytes; /* by the last restore (TXN_INCLL_STATS) */
-
-/* Returns the number of data records restored. */
-static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n)
+/* Returns the number of data records restored, their bytes in *bytes. */
+static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *bytes)
 {
     uint64_t count = 0;
-    restored_bytes = 0;
+    *bytes = 0;
     /* read each target first: in the pool's fresh mapping, a read fault
      * maps the pages around it too (the kernel's fault-around), a write
-     * fault only its own page (84K logged nodes: copy back 25 -> 10 ms) */
+     * fault only its own page */
     for (size_t i = 0; i < n; i++)
-        if (r[i]->type == LOG_DATA && r[i]->len) {
+        if (r[i]->type == LOG_DATA && r[i]->len &&
+            is_failed(p->hdr->eng_words, r[i]->version)) {
             const volatile char *a = (const char *)(uintptr_t)r[i]->addr;
             (void)a[0];
             (void)a[r[i]->len - 1];
@@ -956,7 +954,7 @@ static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n)
             pm_memcpy((void *)(uintptr_t)r[i]->addr, log_payload(r[i]), r[i]->len);
             pm_flush((void *)(uintptr_t)r[i]->addr, r[i]->len);
             count += r[i]->len > 0;
-            restored_bytes += r[i]->len;
+            *bytes += r[i]->len;
         }
     /* I4: a FREE-only block was allocated at the epoch's start, one with an
      * ALLOC was free: all sets first, then all clears */
@@ -982,7 +980,7 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
     struct vec all;
     vec_init(&all, sizeof(struct log_rec *));
     int rc = 0;
-    uint64_t t0 = now_ns(), t1 = 0, failed = 0;
+    uint64_t t0 = now_ns(), t1 = 0, failed = 0, bytes = 0;
     for (size_t s = 0; !rc && s < p->hdr->nslots; s++) {
         const struct vec *v = p->open_recs ? &p->open_recs[s] : NULL;
         if (!v)
@@ -1002,13 +1000,13 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
                 break;
             }
         t1 = now_ns();
-        failed = restore(p, (struct log_rec **)all.a, all.n);
+        failed = restore(p, (struct log_rec **)all.a, all.n, &bytes);
         p->eng = &recovered;
     }
     if (!rc && env_uint("TXN_INCLL_STATS", 0)) /* what the replay took */
         fprintf(stderr, "incll-recover: %zu records gathered in %.2f ms, %llu restored "
                 "(%llu bytes) in %.2f ms\n", all.n, (double)(t1 - t0) / 1e6,
-                (unsigned long long)failed, (unsigned long long)restored_bytes,
+                (unsigned long long)failed, (unsigned long long)bytes,
                 (double)(now_ns() - t1) / 1e6);
     vec_free(&all);
     return rc;

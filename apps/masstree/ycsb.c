@@ -94,6 +94,7 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+#ifdef MT_INCLL
 /* CPU time of the calling thread (kernel time of its page faults
  * included): what a restart costs when other processes share the cores */
 static double cpu_now(void)
@@ -102,6 +103,7 @@ static double cpu_now(void)
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+#endif
 
 static uint64_t mix64(uint64_t x)
 {
