@@ -25,8 +25,9 @@
  *  I3 ALLOC/FREE records are appended by txn_alloc/txn_free; the allocator
  *     bits change at commit, after a barrier covered the records.
  *  I4 A block freed in E returns to the volatile allocator only after E is
- *     durable, so a block allocated in E was free at E's start. Recovery
- *     of E: a block with an ALLOC record of E is free, one with only FREE
+ *     durable (and, under a grace, incll_set_grace, once the structure's
+ *     readers are past it), so a block allocated in E was free at E's
+ *     start. Recovery of E: a block with an ALLOC record of E is free, one with only FREE
  *     records of E is allocated (all FREEs set, then all ALLOCs cleared).
  *  T  Tracking: when a block's tag becomes E (logged, or allocated in E),
  *     its first TRACK_HEAD bytes (or all of it, if smaller) join the
@@ -123,6 +124,8 @@ struct ipool {
     int whole, stats;
     struct islot **slots; /* per slot, created by its first transaction */
     struct alloc_cache rel; /* to hand deferred frees back */
+    struct vec limbo;       /* struct limbo: freed, durable, awaiting the grace */
+    size_t limbo_head;      /* of the oldest still waiting */
     uint64_t n_epochs, flush_ns, flush_ns_max, flush_lines;
     uint64_t t_start, n_early; /* TXN_INCLL_STATS: since the state exists;
                                   epochs a commit ended (log size, frees) */
@@ -165,7 +168,17 @@ struct itx {
     struct vec obytes;   /* old bytes */
 };
 
+/* A freed block whose epoch has ended, held back from reuse until the
+ * structure's readers are past it (incll_set_grace). */
+struct limbo {
+    void *blk;
+    uint64_t token;
+};
+
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_grace_lock = PTHREAD_MUTEX_INITIALIZER; /* never held long */
+static incll_grace g_grace; /* g_grace_lock; now == NULL: none */
+static _Atomic uint64_t g_epochs_ended; /* in this process (incll_stats) */
 static char recovered; /* p->eng while recovery has run and no state exists */
 
 static inline uint64_t *tag_of(txn_obj *o) { return (uint64_t *)o; }
@@ -226,6 +239,41 @@ static void flush_epoch_data(struct ipool *st)
     }
 }
 
+/* A block freed in the epoch that ends: back to the allocator, or, under
+ * a grace, into the limbo (no room there: it stays out of use until the
+ * pool is opened again, where the allocator finds it free). */
+static void release_later(struct ipool *st, void *blk, int grace, uint64_t token)
+{
+    struct limbo *l = grace ? vec_push(&st->limbo) : NULL;
+    if (l)
+        *l = (struct limbo){blk, token};
+    else if (!grace)
+        alloc_release(st->p, &st->rel, blk);
+}
+
+/* Blocks of the limbo whose grace has passed (all of them: `all`, when
+ * the pool's last context goes, or no grace is set any more), oldest
+ * first, back to the allocator. */
+static void release_limbo(struct ipool *st, const incll_grace *g, int all)
+{
+    all |= !g || !g->passed;
+    while (st->limbo_head < st->limbo.n) {
+        struct limbo *l = vec_at(&st->limbo, st->limbo_head);
+        if (!all && !g->passed(g->arg, l->token))
+            break; /* tokens grow: the later ones wait too */
+        alloc_release(st->p, &st->rel, l->blk);
+        st->limbo_head++;
+    }
+    if (st->limbo_head == st->limbo.n) {
+        st->limbo.n = st->limbo_head = 0;
+    } else if (st->limbo_head > st->limbo.n / 2) { /* compact */
+        memmove(st->limbo.a, vec_at(&st->limbo, st->limbo_head),
+                (st->limbo.n - st->limbo_head) * sizeof(struct limbo));
+        st->limbo.n -= st->limbo_head;
+        st->limbo_head = 0;
+    }
+}
+
 /* Called at quiescence by the one thread that set `advancing`. */
 static void end_epoch(struct ipool *st)
 {
@@ -246,17 +294,24 @@ static void end_epoch(struct ipool *st)
                 (unsigned long long)(pm_ctr.lines_flushed - l0));
         st->t_last = t0;
     }
+    pthread_mutex_lock(&g_grace_lock);
+    incll_grace g = g_grace;
+    pthread_mutex_unlock(&g_grace_lock);
+    uint64_t token = g.now ? g.now(g.arg) : 0;
     for (size_t s = 0; s < p->hdr->nslots; s++) {
         struct islot *isl = st->slots[s];
         if (!isl)
             continue;
         for (size_t i = 0; i < isl->frees.n; i++) /* I4: durable now */
-            alloc_release(p, &st->rel, ((struct tx_block *)vec_at(&isl->frees, i))->blk);
+            release_later(st, ((struct tx_block *)vec_at(&isl->frees, i))->blk,
+                          g.now != NULL, token);
         isl->dirty.n = isl->metas.n = isl->frees.n = 0;
         addrmap_clear(&isl->dmap);
         log_rewind(&isl->log);
     }
+    release_limbo(st, &g, 0);
     alloc_cache_drain(p, &st->rel);
+    g_epochs_ended++;
     st->overflow = 0;
 }
 
@@ -343,6 +398,7 @@ static struct ipool *state_new(txn_pool *p)
     st->whole = f && !strcmp(f, "whole");
     st->stats = (int)env_uint("TXN_INCLL_STATS", 0);
     st->t_start = st->t_last = now_ns();
+    vec_init(&st->limbo, sizeof(struct limbo));
     uint64_t *w = p->hdr->eng_words;
     if (w[W_EPOCH] == 0) { /* a new pool: epoch 0 never tags a record */
         pm_store64(&w[W_EPOCH], 1);
@@ -381,6 +437,9 @@ static void state_destroy(struct ipool *st)
         pthread_join(st->thread, NULL);
     }
     end_if_work(st);
+    release_limbo(st, NULL, 1); /* the structure's readers are gone */
+    alloc_cache_drain(p, &st->rel);
+    vec_free(&st->limbo);
     if (st->stats && st->n_epochs) {
         double n = (double)st->n_epochs, run = (double)(now_ns() - st->t_start);
         fprintf(stderr, "incll: %llu epochs (%llu ended early by log size or frees), "
@@ -875,12 +934,27 @@ static void fail_epoch(txn_pool *p, uint64_t e)
     pm_persist(&w[W_EPOCH], 8);
 }
 
-static void restore(txn_pool *p, struct log_rec **r, size_t n)
+/* Returns the number of data records restored, their bytes in *bytes. */
+static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *bytes)
 {
+    uint64_t count = 0;
+    *bytes = 0;
+    /* read each target first: in the pool's fresh mapping, a read fault
+     * maps the pages around it too (the kernel's fault-around), a write
+     * fault only its own page */
+    for (size_t i = 0; i < n; i++)
+        if (r[i]->type == LOG_DATA && r[i]->len &&
+            is_failed(p->hdr->eng_words, r[i]->version)) {
+            const volatile char *a = (const char *)(uintptr_t)r[i]->addr;
+            (void)a[0];
+            (void)a[r[i]->len - 1];
+        }
     for (size_t i = 0; i < n; i++)
         if (r[i]->type == LOG_DATA && is_failed(p->hdr->eng_words, r[i]->version)) {
             pm_memcpy((void *)(uintptr_t)r[i]->addr, log_payload(r[i]), r[i]->len);
             pm_flush((void *)(uintptr_t)r[i]->addr, r[i]->len);
+            count += r[i]->len > 0;
+            *bytes += r[i]->len;
         }
     /* I4: a FREE-only block was allocated at the epoch's start, one with an
      * ALLOC was free: all sets first, then all clears */
@@ -889,11 +963,13 @@ static void restore(txn_pool *p, struct log_rec **r, size_t n)
             if (r[i]->type == (pass ? LOG_ALLOC : LOG_FREE) &&
                 is_failed(p->hdr->eng_words, r[i]->version))
                 tx_undo_alloc_rec(p, r[i]);
+    return count;
 }
 
 /* The first call recovers every slot at once (I4 needs all of an epoch's
- * allocation records together); later calls of the same open find it
- * done. */
+ * allocation records together), from the records pool.c validated
+ * (open_recs; scanned again without them); later calls of the same open
+ * find it done. */
 int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
 {
     (void)slot;
@@ -904,8 +980,18 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
     struct vec all;
     vec_init(&all, sizeof(struct log_rec *));
     int rc = 0;
-    for (size_t s = 0; !rc && s < p->hdr->nslots; s++)
-        rc = log_scan(p, pool_slot(p, s), &all);
+    uint64_t t0 = now_ns(), t1 = 0, failed = 0, bytes = 0;
+    for (size_t s = 0; !rc && s < p->hdr->nslots; s++) {
+        const struct vec *v = p->open_recs ? &p->open_recs[s] : NULL;
+        if (!v)
+            rc = log_scan(p, pool_slot(p, s), &all);
+        else if (v->n && vec_reserve(&all, v->n))
+            rc = TXN_E_NOMEM;
+        else if (v->n) {
+            memcpy(vec_at(&all, all.n), v->a, v->n * sizeof(struct log_rec *));
+            all.n += v->n;
+        }
+    }
     if (!rc) {
         uint64_t e = p->hdr->eng_words[W_EPOCH];
         for (size_t i = 0; i < all.n; i++)
@@ -913,9 +999,15 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
                 fail_epoch(p, e);
                 break;
             }
-        restore(p, (struct log_rec **)all.a, all.n);
+        t1 = now_ns();
+        failed = restore(p, (struct log_rec **)all.a, all.n, &bytes);
         p->eng = &recovered;
     }
+    if (!rc && env_uint("TXN_INCLL_STATS", 0)) /* what the replay took */
+        fprintf(stderr, "incll-recover: %zu records gathered in %.2f ms, %llu restored "
+                "(%llu bytes) in %.2f ms\n", all.n, (double)(t1 - t0) / 1e6,
+                (unsigned long long)failed, (unsigned long long)bytes,
+                (double)(now_ns() - t1) / 1e6);
     vec_free(&all);
     return rc;
 }
@@ -987,4 +1079,18 @@ void incll__dirty(txn *tx, txn_obj *o, size_t n)
     struct itx *t = tx->eng;
     track(t, (char *)o, 0, OBJ_HDR + n);
     t->touched = 1;
+}
+
+/* ---- reuse of freed blocks, epochs (incll.h) */
+
+void incll_set_grace(const incll_grace *g)
+{
+    pthread_mutex_lock(&g_grace_lock);
+    g_grace = g && g->now && g->passed ? *g : (incll_grace){0};
+    pthread_mutex_unlock(&g_grace_lock);
+}
+
+uint64_t incll__epochs_ended(void)
+{
+    return g_epochs_ended;
 }

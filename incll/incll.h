@@ -230,6 +230,49 @@ int incll_cas(uint64_t *dst, uint64_t expect, uint64_t nv);
  * below it has not been accessed since the pool was opened. */
 uint64_t incll_first_epoch(txn *tx);
 
+/* ---- statistics: per calling thread, cumulative since thread start or
+ * the last incll_stats_reset() (as txn_stats). Cheap: thread-local
+ * counters; a program sums its threads'. */
+typedef struct incll_stats {
+    uint64_t hit_update;   /* value changes a value InCLL absorbed (no log) */
+    uint64_t hit_insert;   /* inserts the permutation InCLL absorbed */
+    uint64_t hit_remove;   /* removes the permutation InCLL absorbed */
+    uint64_t in_logged;    /* updates and inserts into a node logged already
+                              this epoch (nothing to save) */
+    uint64_t log_overflow; /* nodes logged because an InCLL could not take a
+                              change (N4: insert after a remove, N5: the
+                              value InCLL holds another slot) */
+    uint64_t log_explicit; /* nodes logged by incll_log (structure changes)
+                              or at the 16-bit epoch wrap (N6) */
+    uint64_t epochs;       /* epochs ended in this process (all pools; not
+                              per thread) since the reset */
+} incll_stats;
+
+void incll_stats_get(incll_stats *out);
+void incll_stats_reset(void);
+
+/* ---- reuse of freed nodes. A block freed by a transaction (txn_free)
+ * returns to the allocator when its epoch has ended and is durable (I4 of
+ * incll.c). A structure whose readers run outside transactions (the
+ * Masstree's gets and scans: they lock nothing and pin no epoch) may still
+ * be reading such a node then; it gives the engine its readers' grace
+ * period, and freed blocks wait for it too: at the end of the epoch that
+ * freed them, token = now(arg); they return at the end of the first
+ * later epoch for which passed(arg, token) is true. Both are called by the
+ * thread ending an epoch, while no transaction runs: they must not wait
+ * for the structure's readers (try, and say no). When a pool's last
+ * transaction context goes (txn_pool_close), its waiting blocks return at
+ * once: the structure's readers must be done by then. One grace for the
+ * process (NULL: none, the default). A crash forgets nothing: the frees
+ * are durable, and the waiting blocks are free when the pool is opened. */
+typedef struct incll_grace {
+    uint64_t (*now)(void *arg);
+    int (*passed)(void *arg, uint64_t token);
+    void *arg;
+} incll_grace;
+
+void incll_set_grace(const incll_grace *g);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,4 +33,7 @@ int incll__log(txn *tx, txn_obj *o);
  * epoch's global flush must write them back. */
 void incll__dirty(txn *tx, txn_obj *o, size_t n);
 
+/* Epochs ended in this process, all pools (incll_stats). */
+uint64_t incll__epochs_ended(void);
+
 #endif

@@ -12,6 +12,23 @@
  * release fence is a compiler barrier; the lines are never flushed here. */
 #define store_order() __asm__ __volatile__("" ::: "memory")
 
+/* incll_stats: this thread's counters, and the epoch count at its reset */
+static __thread incll_stats t_st;
+static __thread uint64_t t_epochs0;
+#define COUNT(field) (t_st.field++)
+
+void incll_stats_get(incll_stats *out)
+{
+    *out = t_st;
+    out->epochs = incll__epochs_ended() - t_epochs0;
+}
+
+void incll_stats_reset(void)
+{
+    t_st = (incll_stats){0};
+    t_epochs0 = incll__epochs_ended();
+}
+
 /* Volatile recovery locks, hashed by node (N7). */
 #define REC_LOCKS 64
 static pthread_mutex_t rec_lock[REC_LOCKS] = {[0 ... REC_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER};
@@ -129,6 +146,8 @@ static int first_touch(txn *tx, txn_obj *o, const incll_layout *l, uint64_t e, i
     int rc = logged ? incll__log(tx, o) : incll__mark(tx);
     if (rc)
         return rc;
+    if (logged)
+        COUNT(log_explicit);
     incll__dirty(tx, o, l->size); /* N9 */
     for (unsigned g = 0; g < l->ngroups; g++) {
         incll_val *gw = group_of(o, l, g);
@@ -194,8 +213,15 @@ int incll_insert_begin(txn *tx, txn_obj *o, const incll_layout *l)
 {
     int rc = touch(tx, o, l);
     incll_perm *pi = perm_of(o, l);
-    if (!rc && !(pi->epoch & INCLL_INS_OK)) /* N4 */
-        rc = log_node(tx, o, pi);
+    if (rc)
+        return rc;
+    if (pi->epoch & INCLL_INS_OK) {
+        COUNT(hit_insert);
+    } else if (pi->epoch & INCLL_LOGGED) {
+        COUNT(in_logged);
+    } else if (!(rc = log_node(tx, o, pi))) { /* N4 */
+        COUNT(log_overflow);
+    }
     return rc;
 }
 
@@ -205,6 +231,8 @@ int incll_remove_begin(txn *tx, txn_obj *o, const incll_layout *l)
     incll_perm *pi = perm_of(o, l);
     if (!rc && (pi->epoch & INCLL_INS_OK))
         set_flags(pi, 0, INCLL_INS_OK); /* N4 */
+    if (!rc)
+        COUNT(hit_remove);
     return rc;
 }
 
@@ -226,13 +254,18 @@ int incll_update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint
     uint64_t *val = &vals_of(o, l)[slot];
     incll_val *gw = group_of(o, l, (unsigned)g);
     unsigned held = incll_val_slot(*gw);
-    if (pi->epoch & INCLL_LOGGED || held == slot) {
-        /* N5: logged, or its start-of-epoch value is saved already */
+    if (pi->epoch & INCLL_LOGGED) {
+        COUNT(in_logged); /* N5: logged */
+    } else if (held == slot) {
+        COUNT(hit_update); /* N5: its start-of-epoch value is saved already */
     } else if (held == INCLL_NONE && incll_val_fits(*val)) {
         pm_store64(gw, incll_val_pack(slot, *val, incll__epoch(tx)));
         store_order();
+        COUNT(hit_update);
     } else if ((rc = log_node(tx, o, pi))) {
         return rc;
+    } else {
+        COUNT(log_overflow);
     }
     pm_store64_shared(val, v);
     return 0;
@@ -241,5 +274,10 @@ int incll_update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint
 int incll_log(txn *tx, txn_obj *o, const incll_layout *l)
 {
     int rc = touch(tx, o, l);
-    return rc ? rc : log_node(tx, o, perm_of(o, l));
+    incll_perm *pi = perm_of(o, l);
+    if (rc || (pi->epoch & INCLL_LOGGED))
+        return rc;
+    if (!(rc = log_node(tx, o, pi)))
+        COUNT(log_explicit);
+    return rc;
 }

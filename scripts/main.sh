@@ -3,8 +3,9 @@
 # the engine comparison (scripts/report.sh: Array and Array-RAW on every
 # engine at PDOM 0, 1 and 2; results/ gets JSON, CSV, report.md and the
 # PNG plots), incll's global flush per epoch (scripts/incll_flush.sh:
-# results/incll_flush.md), the Masstree YCSB sweep (scripts/ycsb.sh:
-# results/ycsb.md), the key-value store against redis-server
+# results/incll_flush.md), the Masstree YCSB sweep and incll's recovery
+# after a crash with 84K logged nodes (scripts/ycsb.sh: results/ycsb.md
+# and .png), the key-value store against redis-server
 # (scripts/kvbench.sh: results/kvstore.md and .png), the small-transaction
 # demo table of every engine (results/demo.txt) and the data retention
 # evaluation (scripts/retention.sh: results/retention.md and .png).

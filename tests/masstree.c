@@ -252,7 +252,7 @@ START_TEST(reference_txn)
     struct ref r = {0};
     ck_assert_int_eq(mt_create(&o, &t), 0);
     run_reference(&t, &r, 11, 12000, &o, _i);
-#ifdef MT_INCLL /* what the run went through (no unlinking in this build) */
+#ifdef MT_INCLL /* what the run went through (unlinking: reuse_txn) */
     mt_stats st;
     mt_stats_get(t, &st);
     if (_i)
@@ -441,6 +441,105 @@ START_TEST(stress_txn)
 }
 END_TEST
 
+/* ---- reuse: keys removed give their leaves back, and the next keys'
+ * leaves take their memory (in the pool: after the epoch and the readers'
+ * grace, mt_incll.c) */
+
+static int hcmp(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return (x > y) - (x < y);
+}
+
+struct handles {
+    uintptr_t *h;
+    size_t n, cap;
+};
+
+static void add_handle(txn_obj *o, void *arg)
+{
+    struct handles *hs = arg;
+    if (hs->n == hs->cap) {
+        hs->cap = hs->cap ? 2 * hs->cap : 1024;
+        hs->h = realloc(hs->h, hs->cap * sizeof *hs->h);
+        ck_assert_ptr_nonnull(hs->h);
+    }
+    hs->h[hs->n++] = (uintptr_t)o;
+}
+
+static int has_handle(const struct handles *hs, uintptr_t o)
+{
+    return bsearch(&o, hs->h, hs->n, sizeof *hs->h, hcmp) != NULL;
+}
+
+static void handles_of(mt_tree *t, struct handles *hs)
+{
+    hs->n = 0;
+    mt_objects(t, add_handle, hs);
+    qsort(hs->h, hs->n, sizeof *hs->h, hcmp);
+}
+
+/* an epoch with work ends (incll: the frees' epoch, then one that gives
+ * them back); immediate elsewhere */
+static void settle(mt_tree *t, txn_pool *p)
+{
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(mt_put(t, "settle", 6, 16), 1);
+        ck_assert_int_eq(mt_remove(t, "settle", 6), 1);
+        ck_assert_int_eq(txn_sync(p), 0);
+    }
+}
+
+START_TEST(reuse_txn)
+{
+    enum { ROUNDS = 4, N = 6000 };
+    txn_pool *p = new_pool();
+    mt_opts o = {.pool = p};
+    mt_tree *t;
+    struct handles ins = {0}, rem = {0}, freed = {0};
+    uint64_t stay = 0; /* empty leaves kept by the rounds before */
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        for (unsigned i = 0; i < N; i++) { /* keys new in each round */
+            uint64_t k = __builtin_bswap64((uint64_t)r * N + i + 1);
+            ck_assert_int_eq(mt_put(t, &k, 8, 16 * (uint64_t)i), 1);
+        }
+        mt_stats full, empty;
+        mt_stats_get(t, &full);
+        handles_of(t, &ins);
+        if (r > 0 && strcmp(txn_engine_name(), "pmdk")) { /* most of the freed
+            * nodes hold new keys (pmdk's allocator hands out others first) */
+            size_t reused = 0;
+            for (size_t i = 0; i < freed.n; i++)
+                reused += has_handle(&ins, freed.h[i]);
+            ck_assert_msg(reused * 4 >= freed.n * 3, "round %u: %zu of %zu freed nodes reused",
+                          r, reused, freed.n);
+        }
+        for (unsigned i = 0; i < N; i++) {
+            uint64_t k = __builtin_bswap64((uint64_t)r * N + i + 1);
+            ck_assert_int_eq(mt_remove(t, &k, 8), 1);
+        }
+        mt_stats_get(t, &empty);
+        handles_of(t, &rem);
+        freed.n = 0;
+        for (size_t i = 0; i < ins.n; i++)
+            if (!has_handle(&rem, ins.h[i]))
+                add_handle((txn_obj *)ins.h[i], &freed);
+        /* the round's empty leaves went, but first children (internal
+         * nodes stay) */
+        uint64_t grown = full.leaves - stay, kept = empty.leaves - stay;
+        ck_assert_msg(kept * 3 < grown && empty.unlinked > 0 && freed.n >= grown - kept,
+                      "round %u: %llu of %llu new leaves stay, %zu nodes freed", r,
+                      (unsigned long long)kept, (unsigned long long)grown, freed.n);
+        stay = empty.leaves;
+        settle(t, p);
+    }
+    mt_close(t);
+    drop_pool(o.pool);
+    free(ins.h), free(rem.h), free(freed.h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *ref = suite_create("reference"), *st = suite_create("stress");
@@ -451,6 +550,7 @@ int main(void)
 #endif
     tcase_add_loop_test(tr, reference_txn, 0, 2);
     tcase_add_test(tr, bad_arguments);
+    tcase_add_test(tr, reuse_txn);
     tcase_add_test(ts, stress_txn);
     tcase_set_timeout(tr, 300);
     tcase_set_timeout(ts, 300);

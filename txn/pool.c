@@ -350,8 +350,12 @@ int txn_pool_open(const char *path, const char *layout, txn_pool **out)
     }
     for (size_t s = 0; s < h.nslots; s++)
         vec_init(&recs[s], sizeof(struct log_rec *));
-    if ((rc = alloc_check(p)) || (rc = scan_logs(p, recs, &segs)) ||
-        (rc = recover(p, recs)) || (rc = pool_start(p, &segs)))
+    if ((rc = alloc_check(p)) || (rc = scan_logs(p, recs, &segs)))
+        goto done;
+    p->open_recs = recs;
+    rc = recover(p, recs);
+    p->open_recs = NULL;
+    if (rc || (rc = pool_start(p, &segs)))
         goto done;
     pm_store64(&p->hdr->boot, p->hdr->boot + 1);
     pm_persist(&p->hdr->boot, sizeof p->hdr->boot);

@@ -103,6 +103,10 @@ struct txn_pool {
     uint8_t *slot_used;       /* volatile claim flag per slot */
     uint64_t gen;             /* unique per open, keys thread caches */
     void *eng;                /* engine's per-pool state */
+    struct vec *open_recs;    /* while txn_pool_open recovers: each slot's
+                                 validated records (nslots vectors of
+                                 struct log_rec *), for an engine that
+                                 recovers all slots at once */
 };
 
 static inline struct slot_hdr *pool_slot(txn_pool *p, size_t i)

@@ -24,7 +24,10 @@
  * entry of the layer above. A leaf that becomes empty is unlinked if it is
  * not its parent's first child and its left neighbour's lock is free;
  * otherwise it stays for later inserts. Internal nodes and layers are
- * never removed.
+ * never removed. An unlinked leaf is freed in the unlinking transaction;
+ * its memory is reused only when no reader can still hold it (the
+ * transient node pool's epochs; in the pool, the engine holds the freed
+ * block back for the same epochs: mt_incll.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -536,12 +539,28 @@ static struct leaf *layer_chain(struct op *o, const uint8_t *k, size_t len, uint
 /* Unlink empty leaf l (locked) if that takes no waiting to the left. */
 static void try_unlink(struct op *o, struct leaf *l)
 {
-#ifdef MT_INCLL /* in-pool nodes are never freed: empty leaves stay */
-    (void)o, (void)l;
-    return;
-#else
     if (atomic_load_explicit(&l->h.version, memory_order_relaxed) & V_ROOT)
         return;
+#ifdef MT_INCLL
+    /* no prev pointer: l's left neighbour is the child left of it in
+     * their parent (l is never a first child here); the parent first
+     * (child before parent), then the neighbour without waiting */
+    struct inode *p = locked_parent(o, &l->h);
+    unsigned i = child_index(p, &l->h), nk = (unsigned)p->nkeys;
+    struct leaf *pv = i > 0 && i <= nk ? (struct leaf *)p->child[i - 1] : NULL;
+    if (!pv || !op_trylock(o, &pv->h)) {
+        op_unlock(o, &p->h);
+        return;
+    }
+    if (pv->next != l ||
+        (atomic_load_explicit(&pv->h.version, memory_order_relaxed) & V_DELETED)) {
+        op_unlock(o, &pv->h);
+        op_unlock(o, &p->h);
+        return;
+    }
+    struct leaf *nx = l->next;
+    node_will_change(o, &p->h); /* logged whole before its keys move */
+#else
     struct leaf *pv = l->prev;
     if (!pv || !op_trylock(o, &pv->h))
         return;
@@ -562,22 +581,24 @@ static void try_unlink(struct op *o, struct leaf *l)
         op_unlock(o, &pv->h);
         return;
     }
+#endif
     node_mark(&l->h, V_DELETED | V_SPLITTING);
     node_mark(&p->h, V_INSERTING);
     for (unsigned j = i; j < nk; j++) {
-        ST(p->ikey[j - 1], p->ikey[j]);
-        __atomic_store_n(&p->child[j], p->child[j + 1], __ATOMIC_RELEASE);
+        PST(p->ikey[j - 1], p->ikey[j]);
+        PST(p->child[j], p->child[j + 1]);
     }
-    ST(p->nkeys, nk - 1);
+    PST(p->nkeys, nk - 1);
     w_range(o, &p->h, IB_IKEY + 8 * (i - 1), nk - i);
     w_range_ptr(o, &p->h, IB_CHILD + 8 * i, nk - i);
     w_u64(o, &p->h, IB_NKEYS, nk - 1);
     w_ptr(o, &pv->h, LB_NEXT, nx);
+#ifndef MT_INCLL
     if (nx)
         w_ptr(o, &nx->h, LB_PREV, pv);
+#endif
     node_discard(o, &l->h);
     atomic_fetch_add_explicit(&o->t->unlinked, 1, memory_order_relaxed);
-#endif
 }
 
 enum { PUT, REMOVE };

@@ -21,14 +21,17 @@
  *
  *   in-pool    (built with MT_INCLL, on the incll engine: ycsb-incll) no
  *              DRAM copy: every node is an incll object read and changed
- *              in place, readers and writers each in a transaction of the
- *              engine's epoch; values change through the leaves' value
+ *              in place, writers each in a transaction of the engine's
+ *              epoch, readers in none (but at a node's first access after
+ *              a restart); values change through the leaves' value
  *              InCLLs, inserts and removes through the permutation InCLL,
  *              everything else after the node went to the external log
  *              (mt_incll.c). Durable at the end of the epoch (txn_sync);
  *              mt_open rebuilds nothing: each node is recovered at its
- *              first access. Empty leaves are never unlinked (no node is
- *              freed), and there is no transient tree in this build.
+ *              first access. Empty leaves are unlinked and freed as in
+ *              the other variants (their blocks reused once no reader
+ *              can hold them), and there is no transient tree in this
+ *              build.
  *
  * Keys are byte strings of at most MT_MAX_KEY bytes, values 8-byte words.
  * Every call may be made by any number of threads at once.

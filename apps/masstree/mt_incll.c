@@ -10,7 +10,11 @@
  *    length and value stored, then incll_perm_store (the permutation
  *    InCLL); a remove: incll_remove_begin, incll_perm_store;
  *  - anything else (splits, internal nodes, the root flag, next
- *    pointers): incll_log first (node_will_change), then stores.
+ *    pointers, unlinking an empty leaf): incll_log first
+ *    (node_will_change), then stores.
+ * An unlinked leaf is freed in its unlinking transaction (node_discard);
+ * the engine gives its block back for reuse once the epoch is durable
+ * and the readers' epochs of mt_node.c have moved on (incll_set_grace).
  * Durability: at the end of the epoch (txn_sync), as for the engine.
  *
  * After a restart nothing is rebuilt: mt_open reads the anchor. Each node
@@ -242,9 +246,20 @@ struct inode *inode_new(struct op *o)
     return (struct inode *)node_new(o, KIND_INODE);
 }
 
+/* An unlinked leaf: freed with the unlink (one transaction, so a crash
+ * keeps both or neither, I4 of incll.c). Its block returns to the
+ * allocator after its epoch, and after the readers' grace (mt_grace_*):
+ * gets and scans run in no transaction and may still be on it. */
 void node_discard(struct op *o, struct node *n)
 {
-    (void)o, (void)n; /* never called: empty leaves stay (masstree.c) */
+    if (!o->err)
+        fail(o, txn_free(o->tx, node_obj(n)));
+}
+
+static void use_grace(void)
+{
+    static const incll_grace g = {mt_grace_now, mt_grace_passed, NULL};
+    incll_set_grace(&g);
 }
 
 void w_anchor(struct op *o, struct node *root)
@@ -293,6 +308,7 @@ int mt_create(const mt_opts *opts, mt_tree **out)
     struct op o;
     if (!t)
         return TXN_E_NOMEM;
+    use_grace();
     int rc = first_epoch(t);
     if (!rc)
         rc = op_begin(&o, t);
@@ -322,6 +338,7 @@ int mt_open(const mt_opts *opts, mt_tree **out)
     mt_tree *t = tree_new(opts);
     if (!t)
         return TXN_E_NOMEM;
+    use_grace();
     int rc = first_epoch(t);
     txn *tx = NULL;
     txn_obj *h = NULL;

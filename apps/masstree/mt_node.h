@@ -76,7 +76,8 @@ struct node {
  *   1-2: ikey[0..13], klen[0..13], then the kind and root bytes
  *   3: vlog1 (the InCLL of val[0..6]), val[0..6]
  *   4: val[7..13], vlog2 (the InCLL of val[7..13])
- * There is no prev pointer: empty leaves are not unlinked in this mode. */
+ * There is no prev pointer: an empty leaf's left neighbour is found in
+ * its parent (masstree.c, try_unlink). */
 struct leaf {
     struct node h;
     uint64_t pepoch, psaved; /* with perm: the incll_perm */
@@ -253,6 +254,10 @@ extern __thread txn *t_tx;
 extern __thread uint64_t t_first;
 extern __thread int t_err;
 void node_recover(struct node *n);
+/* the readers' grace for blocks the engine holds back (incll_grace): the
+ * node epoch now, and whether every reader of that epoch is gone */
+uint64_t mt_grace_now(void *arg);
+int mt_grace_passed(void *arg, uint64_t token);
 static inline void node_ready(struct node *n)
 {
     uint64_t e = __atomic_load_n(&((struct leaf *)n)->pepoch, __ATOMIC_ACQUIRE);

@@ -16,6 +16,19 @@
  * --restart (txn.h storage) closes tree and pool after the run and times
  * opening them again: the pool's recovery and the tree's rebuild from its
  * persistent nodes (the time to the first operation after a restart).
+ * ycsb-incll also prints what its InCLLs did in the run (incll_stats):
+ * updates, inserts and removes absorbed by an InCLL, nodes logged to the
+ * external log, epochs, and nodes logged per epoch.
+ *
+ * --crash-recovery N (ycsb-incll): the worst case of recovery. A child
+ * process loads the keys, ends the epoch (txn_sync), and its threads
+ * update random keys in one long epoch (no epoch thread: TXN_EPOCH_MS=0)
+ * until N nodes are in the epoch's external log; then it dies (SIGKILL)
+ * before the epoch ends. The parent times opening the pool (the replay of
+ * the external log), opening the tree, and the first get after it; then
+ * checks every key against the loaded value (the failed epoch's updates
+ * must all be gone, each node recovered at its first access) and times a
+ * clean open of the same pool for comparison.
  */
 #define _GNU_SOURCE
 #ifdef MT_INCLL
@@ -34,6 +47,12 @@
 #include <unistd.h>
 
 #include "masstree.h"
+#ifdef MT_INCLL
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "incll.h"
+#endif
 
 #define VAL_BYTES 32
 #define RING 4096 /* update buffers per thread, reused round robin */
@@ -42,14 +61,31 @@
 static struct {
     char workload;
     int zipf, threads, check, restart;
-    size_t keys, ops;
+    size_t keys, ops, crash_logged;
     uint64_t seed;
-} cfg = {'a', 0, 2, 0, 0, 1000000, 1000000, 1};
+} cfg = {'a', 0, 2, 0, 0, 1000000, 1000000, 0, 1};
 
 static mt_tree *tree;
 static char *load_vals;
 static pthread_barrier_t start_line;
 static _Atomic uint64_t s_barriers, s_lines, s_logbytes, s_found, s_inserted;
+#ifdef MT_INCLL
+static _Atomic uint64_t s_hit_upd, s_hit_ins, s_hit_rem, s_in_logged, s_logged, s_epochs;
+
+/* this thread's incll_stats into the sums (epochs: the process's, once) */
+static void add_incll_stats(int first)
+{
+    incll_stats is;
+    incll_stats_get(&is);
+    atomic_fetch_add(&s_hit_upd, is.hit_update);
+    atomic_fetch_add(&s_hit_ins, is.hit_insert);
+    atomic_fetch_add(&s_hit_rem, is.hit_remove);
+    atomic_fetch_add(&s_in_logged, is.in_logged);
+    atomic_fetch_add(&s_logged, is.log_overflow + is.log_explicit);
+    if (first)
+        atomic_store(&s_epochs, is.epochs);
+}
+#endif
 
 static double now(void)
 {
@@ -57,6 +93,17 @@ static double now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+#ifdef MT_INCLL
+/* CPU time of the calling thread (kernel time of its page faults
+ * included): what a restart costs when other processes share the cores */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+#endif
 
 static uint64_t mix64(uint64_t x)
 {
@@ -191,6 +238,9 @@ static void *run_thread(void *arg)
     unsigned upd = cfg.workload == 'a' ? 50 : cfg.workload == 'b' ? 5 : 0;
     pthread_barrier_wait(&start_line);
     txn_stats_reset();
+#ifdef MT_INCLL
+    incll_stats_reset();
+#endif
     w->start = now();
     for (size_t j = 0; j < cfg.ops; j++) {
         uint8_t k[8], buf[VAL_BYTES];
@@ -237,6 +287,9 @@ static void *run_thread(void *arg)
     atomic_fetch_add(&s_logbytes, st.log_bytes);
     atomic_fetch_add(&s_found, found);
     atomic_fetch_add(&s_inserted, ins);
+#ifdef MT_INCLL
+    add_incll_stats(w->id == 0);
+#endif
     return NULL;
 }
 
@@ -272,7 +325,7 @@ static void usage(const char *me)
 {
     fprintf(stderr,
             "usage: %s [--workload a|b|c|e] [--dist uniform|zipf] [--keys N] [--threads T]"
-            " [--ops M] [--seed S] [--check] [--restart]\n",
+            " [--ops M] [--seed S] [--check] [--restart] [--crash-recovery N]\n",
             me);
     exit(2);
 }
@@ -284,6 +337,7 @@ static void parse(int argc, char **argv)
         {"keys", required_argument, 0, 'k'},     {"threads", required_argument, 0, 't'},
         {"ops", required_argument, 0, 'o'},      {"seed", required_argument, 0, 's'},
         {"check", no_argument, 0, 'c'},          {"restart", no_argument, 0, 'r'},
+        {"crash-recovery", required_argument, 0, 'x'},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -304,12 +358,217 @@ static void parse(int argc, char **argv)
         case 's': cfg.seed = strtoull(optarg, NULL, 10); break;
         case 'c': cfg.check = 1; break;
         case 'r': cfg.restart = 1; break;
+        case 'x': cfg.crash_logged = strtoull(optarg, NULL, 10); break;
         default: usage(argv[0]);
         }
     }
     if (optind != argc || cfg.keys == 0 || cfg.threads < 1 || cfg.threads > 256)
         usage(argv[0]);
+#ifndef MT_INCLL
+    if (cfg.crash_logged) {
+        fprintf(stderr, "ycsb: --crash-recovery is for ycsb-incll\n");
+        exit(2);
+    }
+#endif
 }
+
+#ifdef MT_INCLL
+/* ---- --crash-recovery: the external log's worst case */
+
+static _Atomic int crash_stop;
+static _Atomic uint64_t crash_logged[256], crash_ops;
+
+static uint64_t crash_val(uint64_t x)
+{
+    return 16 * (x + 1); /* 16-byte aligned: a value InCLL can save it */
+}
+
+/* Updates of random keys until the threads' logged nodes reach the
+ * target (or 20 updates per key: a tree of fewer leaves never gets
+ * there); the epoch does not end meanwhile. */
+static void *crash_thread(void *arg)
+{
+    struct worker *w = arg;
+    uint64_t s = mix64(cfg.seed * 1000003 + (uint64_t)w->id) | 1, ops = 0;
+    incll_stats is;
+    pthread_barrier_wait(&start_line);
+    incll_stats_reset();
+    while (!atomic_load_explicit(&crash_stop, memory_order_relaxed) &&
+           ops < 20 * cfg.keys / (size_t)cfg.threads) {
+        for (int j = 0; j < 256; j++, ops++) {
+            uint8_t k[8];
+            key_of(rnd(&s) % cfg.keys, k);
+            int rc = mt_put(tree, k, 8, crash_val(cfg.keys + ops));
+            if (rc < 0)
+                fail("update", rc);
+        }
+        incll_stats_get(&is);
+        if (is.epochs) {
+            fprintf(stderr, "ycsb: an epoch ended during the run (TXN_EPOCH_MS, log size)\n");
+            exit(1);
+        }
+        atomic_store(&crash_logged[w->id], is.log_overflow + is.log_explicit);
+        uint64_t sum = 0;
+        for (int t = 0; t < cfg.threads; t++)
+            sum += atomic_load(&crash_logged[t]);
+        if (sum >= cfg.crash_logged)
+            atomic_store(&crash_stop, 1);
+    }
+    atomic_fetch_add(&crash_ops, ops);
+    return NULL;
+}
+
+static void *crash_load(void *arg)
+{
+    struct range *r = arg;
+    for (size_t i = r->from; i < r->to; i++) {
+        uint8_t k[8];
+        key_of(i, k);
+        int rc = mt_put(tree, k, 8, crash_val(i));
+        if (rc < 0)
+            fail("load", rc);
+    }
+    return NULL;
+}
+
+struct crash_report {
+    uint64_t logged, ops;
+    double load_s, run_s;
+};
+
+/* The child: load, sync, update in one epoch, report, die in it. */
+static void crash_child(const char *path, int fd)
+{
+    setenv("TXN_EPOCH_MS", "0", 1); /* epochs end at txn_sync only */
+    /* room for the log: an epoch ends early when a thread's log passes
+     * 1/16 of the heap (incll.c); a logged node takes about 400 bytes */
+    size_t logb = cfg.crash_logged * 400 * 16 / (size_t)cfg.threads + ((size_t)64 << 20);
+    txn_pool_opts po = {.size = ((size_t)128 << 20) + cfg.keys * 64 + logb,
+                        .threads = (unsigned)cfg.threads + 1};
+    txn_pool *pool;
+    int rc = txn_pool_create(path, "pmtx-ycsb", &po, &pool);
+    if (rc)
+        fail("pool create", rc);
+    mt_opts mo = {.pool = pool};
+    if ((rc = mt_create(&mo, &tree)))
+        fail("create", rc);
+    double t0 = now();
+    struct range rg[cfg.threads];
+    for (int t = 0; t < cfg.threads; t++)
+        rg[t] = (struct range){cfg.keys * (size_t)t / (size_t)cfg.threads,
+                               cfg.keys * (size_t)(t + 1) / (size_t)cfg.threads};
+    run_threads(crash_load, rg, sizeof rg[0]);
+    if ((rc = txn_sync(pool)))
+        fail("sync", rc);
+    struct crash_report r = {.load_s = now() - t0};
+    struct worker w[cfg.threads];
+    pthread_t th[cfg.threads];
+    pthread_barrier_init(&start_line, NULL, (unsigned)cfg.threads + 1);
+    for (int t = 0; t < cfg.threads; t++) {
+        w[t] = (struct worker){.id = t};
+        if (pthread_create(&th[t], NULL, crash_thread, &w[t]))
+            fail("pthread_create", TXN_E_NOMEM);
+    }
+    pthread_barrier_wait(&start_line);
+    t0 = now();
+    for (int t = 0; t < cfg.threads; t++)
+        pthread_join(th[t], NULL);
+    r.run_s = now() - t0;
+    for (int t = 0; t < cfg.threads; t++)
+        r.logged += crash_logged[t];
+    r.ops = crash_ops;
+    if (write(fd, &r, sizeof r) != (ssize_t)sizeof r)
+        exit(1);
+    kill(getpid(), SIGKILL); /* in the epoch: nothing flushed, no sync */
+    exit(1);
+}
+
+static int crash_recovery(const char *engine)
+{
+    char path[256], full[600];
+    snprintf(path, sizeof path, "ycsb-%s-crash-%d.pool", engine, (int)getpid());
+    const char *dir = getenv("TXN_POOL_DIR");
+    snprintf(full, sizeof full, "%s/%s", dir && *dir ? dir : "/dev/shm", path);
+    int fds[2];
+    if (pipe(fds))
+        fail("pipe", TXN_E_NOMEM);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        fail("fork", TXN_E_NOMEM);
+    if (pid == 0) {
+        close(fds[0]);
+        crash_child(path, fds[1]);
+    }
+    close(fds[1]);
+    struct crash_report r;
+    int st = 0, got = read(fds[0], &r, sizeof r) == (ssize_t)sizeof r;
+    waitpid(pid, &st, 0);
+    if (!got || !WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
+        fprintf(stderr, "ycsb: the crashing child did not report and die as planned\n");
+        unlink(full);
+        return 1;
+    }
+    /* the restart: pool (the external log's replay), tree, first get */
+    txn_pool *pool;
+    mt_opts mo = {0};
+    uint64_t v = 0;
+    uint8_t k[8];
+    double c0 = cpu_now(), t0 = now();
+    int rc = txn_pool_open(path, "pmtx-ycsb", &pool);
+    if (rc)
+        fail("pool open", rc);
+    double t1 = now(), c1 = cpu_now();
+    mo.pool = pool;
+    if ((rc = mt_open(&mo, &tree)))
+        fail("tree open", rc);
+    double t2 = now();
+    key_of(cfg.keys / 2, k);
+    rc = mt_get(tree, k, 8, &v);
+    double t3 = now(), c3 = cpu_now();
+    int bad = rc != 0 || v != crash_val(cfg.keys / 2);
+    /* every node at its first access: all keys back at their loaded values */
+    for (size_t i = 0; i < cfg.keys && !bad; i++) {
+        key_of(i, k);
+        if (mt_get(tree, k, 8, &v) || v != crash_val(i)) {
+            fprintf(stderr, "ycsb: key %zu: not its loaded value after recovery\n", i);
+            bad = 1;
+        }
+    }
+    size_t n = 0;
+    mt_scan(tree, NULL, 0, (size_t)-1, count_cb, &n);
+    bad |= n != cfg.keys;
+    double t4 = now();
+    mt_stats ms;
+    mt_stats_get(tree, &ms);
+    mt_close(tree);
+    txn_pool_close(pool);
+    double t5 = now(); /* a clean open of the same pool, for comparison */
+    if ((rc = txn_pool_open(path, "pmtx-ycsb", &pool)))
+        fail("pool open", rc);
+    double clean = now() - t5;
+    txn_pool_close(pool);
+    unlink(full);
+    printf("ycsb-%s recovery: %llu nodes logged in the failed epoch (%llu updates, %d threads, "
+           "%.2f s) of %llu nodes; pool open (log replay) %.2f ms (clean open %.2f ms), "
+           "tree open %.3f ms, first get %.3f ms: first operation %.2f ms after the restart "
+           "(CPU %.2f ms, pool open %.2f); every node recovered and checked in %.0f ms%s\n",
+           engine, (unsigned long long)r.logged, (unsigned long long)r.ops, cfg.threads,
+           r.run_s, (unsigned long long)(ms.leaves + ms.inodes), (t1 - t0) * 1e3, clean * 1e3,
+           (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3, (c3 - c0) * 1e3, (c1 - c0) * 1e3,
+           (t4 - t3) * 1e3, bad ? " CHECK FAILED" : " (checked)");
+    printf("{\"engine\":\"%s\",\"test\":\"recovery\",\"keys\":%zu,\"threads\":%d,"
+           "\"logged_nodes\":%llu,\"epoch_updates\":%llu,\"nodes\":%llu,"
+           "\"recovery_ms\":%.3f,\"clean_open_ms\":%.3f,\"tree_open_ms\":%.4f,"
+           "\"first_get_ms\":%.4f,\"first_op_ms\":%.3f,\"recovery_cpu_ms\":%.3f,"
+           "\"first_op_cpu_ms\":%.3f,\"touch_all_ms\":%.1f,\"ok\":%s}\n",
+           engine, cfg.keys, cfg.threads, (unsigned long long)r.logged,
+           (unsigned long long)r.ops, (unsigned long long)(ms.leaves + ms.inodes),
+           (t1 - t0) * 1e3, clean * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3,
+           (c1 - c0) * 1e3, (c3 - c0) * 1e3, (t4 - t3) * 1e3, bad ? "false" : "true");
+    return bad;
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -321,6 +580,10 @@ int main(int argc, char **argv)
     char path[256] = "";
     printf("# engine %s pdom %d (%u ns) flush %s storage %s\n", engine, txn_pdom(),
            txn_pdom_ns(), txn_flush_name(), transient ? "transient" : STORAGE);
+#ifdef MT_INCLL
+    if (cfg.crash_logged)
+        return crash_recovery(engine);
+#endif
     if (!transient) {
         size_t inserts = cfg.workload == 'e' ? cfg.ops * (size_t)cfg.threads / 15 : 0;
         txn_pool_opts po = {.size = ((size_t)128 << 20) + (cfg.keys + inserts) * 64,
@@ -390,16 +653,36 @@ int main(int argc, char **argv)
     if (restart_s > 0)
         printf("# restart: pool open and tree rebuild %.3f s for %llu nodes\n", restart_s,
                (unsigned long long)(ms.leaves + ms.inodes));
+    char extra[400] = "";
+#ifdef MT_INCLL
+    /* the epochs the run ran in: those that ended, and the last one */
+    uint64_t hits = s_hit_upd + s_hit_ins + s_hit_rem, ep = s_epochs + 1;
+    printf("# incll: %llu epochs, %.0f nodes logged per epoch (%llu in all, %.4f per op); "
+           "InCLL hits %llu (updates %llu, inserts %llu, removes %llu), %llu changes of "
+           "nodes logged already\n",
+           (unsigned long long)ep, (double)s_logged / (double)ep,
+           (unsigned long long)s_logged, (double)s_logged / total, (unsigned long long)hits,
+           (unsigned long long)s_hit_upd, (unsigned long long)s_hit_ins,
+           (unsigned long long)s_hit_rem, (unsigned long long)s_in_logged);
+    snprintf(extra, sizeof extra,
+             ",\"epochs\":%llu,\"logged_nodes\":%llu,\"logged_per_epoch\":%.1f,"
+             "\"incll_hits\":%llu,\"hits_update\":%llu,\"hits_insert\":%llu,"
+             "\"hits_remove\":%llu,\"in_logged\":%llu",
+             (unsigned long long)ep, (unsigned long long)s_logged,
+             (double)s_logged / (double)ep, (unsigned long long)hits,
+             (unsigned long long)s_hit_upd, (unsigned long long)s_hit_ins,
+             (unsigned long long)s_hit_rem, (unsigned long long)s_in_logged);
+#endif
     printf("{\"engine\":\"%s\",\"storage\":\"%s\",\"workload\":\"%c\",\"dist\":\"%s\","
            "\"keys\":%zu,\"threads\":%d,\"ops\":%.0f,\"mops\":%.4f,\"load_s\":%.3f,"
            "\"run_s\":%.3f,\"pdom\":%d,\"barriers_per_op\":%.3f,\"lines_per_op\":%.3f,"
            "\"log_bytes_per_op\":%.1f,\"found\":%llu,\"leaves\":%llu,\"inodes\":%llu,"
-           "\"splits\":%llu,\"restart_s\":%.4f}\n",
+           "\"splits\":%llu,\"restart_s\":%.4f%s}\n",
            engine, transient ? "transient" : STORAGE, cfg.workload, cfg.zipf ? "zipf" : "uniform",
            cfg.keys, cfg.threads, total, mops, load_s, run_s, txn_pdom(),
            (double)s_barriers / total, (double)s_lines / total, (double)s_logbytes / total,
            (unsigned long long)s_found, (unsigned long long)ms.leaves,
-           (unsigned long long)ms.inodes, (unsigned long long)ms.splits, restart_s);
+           (unsigned long long)ms.inodes, (unsigned long long)ms.splits, restart_s, extra);
     mt_close(tree);
     for (int t = 0; t < cfg.threads; t++)
         free(w[t].ring);

@@ -111,16 +111,21 @@ static int opts_of(txn_pool *p, int t, mt_opts *o)
 }
 
 /* one operation on tree and reference; the tree's answer must match */
-static int op(int t, unsigned key, uint64_t v, int del)
+static int op_key(int t, const uint8_t *k, size_t len, uint64_t v, int del)
 {
-    uint8_t k[KLEN_MAX];
-    size_t len = key_of(key, k);
     int want = ref_apply(t, k, len, v, del);
     next_digest[t] = mt_mirror(t);
     int rc = del ? mt_remove(tree[t], k, len) : mt_put(tree[t], k, len, v);
     if (rc < 0)
         return rc;
     return rc == want ? 0 : TXN_E_STATE;
+}
+
+static int op(int t, unsigned key, uint64_t v, int del)
+{
+    uint8_t k[KLEN_MAX];
+    size_t len = key_of(key, k);
+    return op_key(t, k, len, v, del);
 }
 
 static int mt_setup(txn_pool *p, int t)
@@ -140,11 +145,20 @@ static int mt_setup(txn_pool *p, int t)
     return rc;
 }
 
+/* puts and removes of random keys; three steps in ten remove the key
+ * three quarters into the key order (past the long keys' layer), so that
+ * those removes sweep through neighbouring keys and empty leaves (which
+ * are unlinked and freed) */
 static int mt_step(txn_pool *p, int t, uint64_t *rng)
 {
     (void)p;
-    unsigned key = (unsigned)(sim_rand(rng) % KEYS);
-    return op(t, key, sim_rand(rng), sim_rand(rng) % 10 < 3);
+    unsigned key = (unsigned)(sim_rand(rng) % KEYS), dice = (unsigned)(sim_rand(rng) % 10);
+    uint64_t v = sim_rand(rng);
+    if (dice < 3 && nref[t] > 0) {
+        struct kv e = ref[t][nref[t] * 3 / 4];
+        return op_key(t, e.k, e.len, 0, 1);
+    }
+    return op(t, key, v, dice < 4);
 }
 
 struct rb {

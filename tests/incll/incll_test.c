@@ -232,6 +232,110 @@ START_TEST(test_remove_insert)
 }
 END_TEST
 
+/* incll_stats counts what each primitive did: known operations on one
+ * leaf over two epochs. */
+START_TEST(test_stats)
+{
+    make_leaf(0, 6); /* keys 1..6 in slots 0..5 */
+    incll_stats a, b;
+    incll_stats_reset();
+    txn *tx = begin();
+    txn_obj *o = leaf_at(tx, 0);
+    ck_assert_int_eq(tleaf_update(tx, o, 1, 0x100), 0);   /* incll1 takes slot 0 */
+    ck_assert_int_eq(tleaf_update(tx, o, 1, 0x110), 0);   /* holds slot 0 */
+    ck_assert_int_eq(tleaf_insert(tx, o, 50, 0x500), 0);  /* perm InCLL */
+    ck_assert_int_eq(tleaf_insert(tx, o, 51, 0x510), 0);
+    ck_assert_int_eq(tleaf_remove(tx, o, 50), 0);         /* perm InCLL, INS_OK off */
+    incll_stats_get(&a);
+    ck_assert_uint_eq(a.hit_update, 2);
+    ck_assert_uint_eq(a.hit_insert, 2);
+    ck_assert_uint_eq(a.hit_remove, 1);
+    ck_assert_uint_eq(a.log_overflow + a.log_explicit + a.in_logged, 0);
+    ck_assert_int_eq(tleaf_update(tx, o, 2, 0x120), 0);   /* incll1 holds slot 0: log */
+    ck_assert_int_eq(tleaf_update(tx, o, 3, 0x130), 0);   /* in the log already */
+    ck_assert_int_eq(tleaf_insert(tx, o, 52, 0x520), 0);  /* in the log already */
+    incll_stats_get(&b);
+    ck_assert_uint_eq(b.log_overflow, 1);
+    ck_assert_uint_eq(b.in_logged, 2);
+    ck_assert_uint_eq(b.hit_update, 2);
+    ck_assert_uint_eq(b.epochs, 0);
+    commit_sync(tx); /* one epoch ends */
+    tx = begin();
+    ck_assert_int_eq(tleaf_remove(tx, o, 51), 0);
+    ck_assert_int_eq(tleaf_insert(tx, o, 53, 0x530), 0);  /* after a remove: N4, log */
+    ck_assert_int_eq(incll_log(tx, o, &leaf_layout), 0);  /* logged already: nothing */
+    commit_sync(tx);
+    tx = begin();
+    ck_assert_int_eq(incll_log(tx, o, &leaf_layout), 0);  /* a structure change */
+    commit_sync(tx);
+    incll_stats_get(&b);
+    ck_assert_uint_eq(b.hit_remove, 2);
+    ck_assert_uint_eq(b.log_overflow, 2);
+    ck_assert_uint_eq(b.log_explicit, 1);
+    ck_assert_uint_eq(b.epochs, 3);
+    incll_stats_reset();
+    incll_stats_get(&a);
+    ck_assert_uint_eq(a.hit_update + a.hit_insert + a.hit_remove + a.log_overflow + a.epochs, 0);
+}
+END_TEST
+
+/* A grace that says no until told: freed blocks wait for it. */
+static int g_open;
+static uint64_t grace_now(void *arg)
+{
+    return ++*(uint64_t *)arg;
+}
+static int grace_passed(void *arg, uint64_t token)
+{
+    (void)arg, (void)token;
+    return g_open;
+}
+
+/* Whether one of n allocations of 200 bytes (aborted) gets block a. */
+static int allocates(txn_obj *a, int n)
+{
+    txn *tx = begin();
+    txn_obj *c;
+    int seen = 0;
+    for (int i = 0; i < n && !seen; i++) {
+        ck_assert_int_eq(txn_alloc(tx, 200, &c), 0);
+        seen = c == a;
+    }
+    txn_abort(tx);
+    return seen;
+}
+
+/* A block freed under a grace returns to the allocator only once the
+ * grace has passed (the allocator hands it out again then). */
+START_TEST(test_grace)
+{
+    uint64_t calls = 0;
+    txn_obj *a, *b;
+    incll_grace g = {grace_now, grace_passed, &calls};
+    incll_set_grace(&g);
+    g_open = 0;
+    txn *tx = begin();
+    ck_assert_int_eq(txn_alloc(tx, 200, &a), 0);
+    commit_sync(tx);
+    tx = begin();
+    ck_assert_int_eq(txn_free(tx, a), 0);
+    commit_sync(tx); /* its epoch ended: a is free, waiting */
+    ck_assert_uint_ge(calls, 1); /* the grace was asked */
+    for (int i = 0; i < 3; i++) { /* epochs end; the grace holds a back */
+        ck_assert(!allocates(a, 300));
+        tx = begin();
+        ck_assert_int_eq(txn_alloc(tx, 200, &b), 0);
+        commit_sync(tx);
+    }
+    g_open = 1;
+    tx = begin(); /* an epoch with work ends: the waiting blocks return */
+    ck_assert_int_eq(txn_alloc(tx, 200, &b), 0);
+    commit_sync(tx);
+    ck_assert(allocates(a, 300));
+    incll_set_grace(NULL);
+}
+END_TEST
+
 /* Set the durable epoch of the closed pool (the next context reads it). */
 static void set_epoch_words(uint64_t epoch, uint64_t nfailed, const uint64_t *ring)
 {
@@ -429,6 +533,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_layout);
     tcase_add_test(tc, test_update_incll);
     tcase_add_test(tc, test_remove_insert);
+    tcase_add_test(tc, test_stats);
+    tcase_add_test(tc, test_grace);
     tcase_add_test(tc, test_wrap);
     tcase_add_test(tc, test_lazy_recovery);
     tcase_add_test(tc, test_two_crashes);
