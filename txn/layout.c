@@ -531,33 +531,42 @@ static int is_mismatch(int rc)
     return rc == TXN_E_LAYOUT || rc == TXN_E_LAYOUTVER || rc == TXN_E_TYPESIG;
 }
 
+/* On a private view of the file (layout_rec.h): the pool as the real
+ * open will find it, interrupted transactions recovered in memory only.
+ * So a refusal writes nothing (no recovery, no boot count, no run-time
+ * state; an interrupted transaction is left for the next open), and it is
+ * the refusal settle() would end with, never one of a state recovery
+ * would change. */
+int layout_verdict(const char *path, const txn_layout *l)
+{
+    err_msg[0] = 0;
+    if (!path || !layout_ok(l))
+        return TXN_E_INVAL;
+    txn_pool *p = NULL;
+    int rc = pool_open_view(path, l->name, &p);
+    if (rc == TXN_E_LAYOUT)
+        refuse(rc, "%s: the pool's layout is not '%s' (version %u)", path, l->name, l->version);
+    if (rc)
+        return rc;
+    rc = verdict(p, path, l);
+    txn_pool_close(p);
+    if (!is_mismatch(rc)) /* not a refusal: the real open finds out */
+        err_msg[0] = 0;
+    return is_mismatch(rc) ? rc : 0;
+}
+
 int txn_layout_open(const char *path, const txn_layout *l, const txn_pool_opts *opts,
                     unsigned flags, txn_pool **out)
 {
     err_msg[0] = 0;
     if (!path || !out || !layout_ok(l) || flags & ~(TXN_LAYOUT_CREATE | TXN_LAYOUT_RESET))
         return TXN_E_INVAL;
-    /* The verdict first, on a private view of the file (layout_rec.h):
-     * the pool as the real open will find it, interrupted transactions
-     * recovered in memory only. So a refusal writes no byte of the file
-     * (no recovery, no boot count, no run-time state; an interrupted
-     * transaction is left for the next open to recover), and it is the
-     * refusal settle() would end with, never one of a state recovery
-     * would change. A view that cannot be had, or a verdict that is not a
-     * refusal, leaves the decision to the real open. Another process may
-     * change the pool between the two opens: the real open's settle()
-     * then still decides (a refusal there writes what an open writes). */
+    /* The verdict first (layout_verdict): a refusal writes no byte of the
+     * file. Another process may change the pool between the view and the
+     * real open: the real open's settle() then still decides (a refusal
+     * there writes what an open writes). */
     txn_pool *p = NULL;
-    int rc = pool_open_view(path, l->name, &p);
-    if (!rc) {
-        rc = verdict(p, path, l);
-        txn_pool_close(p);
-        p = NULL;
-        if (!is_mismatch(rc)) {
-            rc = 0;
-            err_msg[0] = 0;
-        }
-    }
+    int rc = layout_verdict(path, l);
     if (!is_mismatch(rc))
         rc = txn_pool_open(path, l->name, &p);
     if (rc == TXN_E_LAYOUT)
