@@ -60,7 +60,8 @@
  *    has written has passed (layout, descriptor checksum, truncation).
  *    PMDK keeps run-time state inside the mapped file before its later
  *    checks (heap), so if pmemobj_open fails anyway the file's first bytes
- *    are put back as they were.
+ *    are put back as they were. A view (pool_open_view, layout_rec.h)
+ *    writes nothing at all: PMDK maps it copy-on-write.
  * 4. Deferred actions run after pmemobj_tx_end, when PMDK has no
  *    transaction on the thread, so they may begin new ones.
  *
@@ -652,7 +653,31 @@ int txn_pool_create(const char *path, const char *layout, const txn_pool_opts *o
     return rc;
 }
 
-int txn_pool_open(const char *path, const char *layout, txn_pool **out)
+/* PMDK's copy-on-write open (the ctl copy_on_write.at_open, which PMDK's
+ * own read-only tools use): the file mapped MAP_PRIVATE, so that PMDK's
+ * run-time state, its recovery and our transactions reach only this
+ * process's pages. The setting is global to the process: every open of
+ * this engine takes g_open_lock, so no real open runs while it is set.
+ * (A program opening PMDK pools behind this library's back, at the same
+ * time as a view, could get a private mapping.) */
+static pthread_mutex_t g_open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static PMEMobjpool *open_pop(const char *file, const char *layout, int view)
+{
+    pthread_mutex_lock(&g_open_lock);
+    int on = 1, off = 0;
+    PMEMobjpool *pop = NULL;
+    if (!view || !pmemobj_ctl_set(NULL, "copy_on_write.at_open", &on))
+        pop = pmemobj_open(file, layout);
+    int e = errno;
+    if (view)
+        pmemobj_ctl_set(NULL, "copy_on_write.at_open", &off);
+    pthread_mutex_unlock(&g_open_lock);
+    errno = e;
+    return pop;
+}
+
+static int pool_open(const char *path, const char *layout, int view, txn_pool **out)
 {
     if (!path || !layout || !out || !*layout)
         return TXN_E_INVAL;
@@ -668,10 +693,10 @@ int txn_pool_open(const char *path, const char *layout, txn_pool **out)
         return TXN_E_NOMEM;
     if ((rc = read_prefix(file, layout, f)))
         goto done;
-    PMEMobjpool *pop = pmemobj_open(file, layout);
+    PMEMobjpool *pop = open_pop(file, layout, view);
     if (!pop) {
         rc = open_error(errno);
-        if (rc != TXN_E_BUSY)
+        if (rc != TXN_E_BUSY && !view) /* a view wrote nothing to put back */
             restore_prefix(file, f);
         goto done;
     }
@@ -680,6 +705,16 @@ int txn_pool_open(const char *path, const char *layout, txn_pool **out)
 done:
     free(f);
     return rc;
+}
+
+int txn_pool_open(const char *path, const char *layout, txn_pool **out)
+{
+    return pool_open(path, layout, 0, out);
+}
+
+int pool_open_view(const char *path, const char *layout, txn_pool **out)
+{
+    return pool_open(path, layout, 1, out);
 }
 
 void txn_pool_close(txn_pool *p)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "txn.h"
@@ -42,8 +43,6 @@ static void remove_pool(void)
     unlink(path);
 }
 
-#define BOOKKEEPING 8192u
-
 static unsigned char *slurp(size_t *len)
 {
     char path[256];
@@ -59,6 +58,25 @@ static unsigned char *slurp(size_t *len)
     ck_assert_uint_eq(fread(b, 1, *len, f), *len);
     fclose(f);
     return b;
+}
+
+/* txn_layout_open(l) must refuse with `want` and leave every byte of the
+ * file as it was: no recovery, no boot count, no run-time state. */
+static void refused_untouched(const txn_layout *l, int want)
+{
+    txn_pool *p = NULL;
+    size_t n0, n1;
+    unsigned char *before = slurp(&n0);
+    CHECK_RC(txn_layout_open(g_pool, l, NULL, 0, &p), want);
+    unsigned char *after = slurp(&n1);
+    ck_assert_uint_eq(n0, n1);
+    size_t i = 0;
+    while (i < n0 && before[i] == after[i])
+        i++;
+    ck_assert_msg(i == n0, "a refused open (%s) wrote the file: byte %zu of %zu changed",
+                  txn_strerror(want), i, n0);
+    free(before);
+    free(after);
 }
 
 static const txn_pool_opts g_opts = {.size = 16u << 20, .root_size = 64};
@@ -263,31 +281,21 @@ START_TEST(test_reset_refuses_and_resets)
 {
     txn_pool *p = NULL;
     make_v1_pool();
-    /* a newer version without a migration: refused, named */
-    size_t n0, n1;
-    unsigned char *before = slurp(&n0);
-    CHECK_RC(txn_layout_open(g_pool, &layout_v2_no_migration, NULL, 0, &p), TXN_E_LAYOUTVER);
-    unsigned char *after = slurp(&n1);
-    /* Only what any open writes may differ: the boot count, a log slot's
-     * version range, PMDK's run-time state, all in the first 8 KiB (pool
-     * header, slot 0, PMDK's header and descriptor); no object is there. */
-    ck_assert_uint_eq(n0, n1);
-    ck_assert_msg(!memcmp(before + BOOKKEEPING, after + BOOKKEEPING, n0 - BOOKKEEPING),
-                  "a refused open changed the pool's objects");
-    free(before);
-    free(after);
+    /* a newer version without a migration: refused, named, and not one
+     * byte of the file written */
+    refused_untouched(&layout_v2_no_migration, TXN_E_LAYOUTVER);
     const char *msg = txn_layout_error();
     ck_assert_msg(strstr(msg, "version 1") && strstr(msg, "version 2") && strstr(msg, NAME),
                   "message names both versions: %s", msg);
     /* the same version whose struct changed: refused */
     txn_layout changed = layout_v1;
     changed.types = v1_changed_types;
-    CHECK_RC(txn_layout_open(g_pool, &changed, NULL, 0, &p), TXN_E_TYPESIG);
+    refused_untouched(&changed, TXN_E_TYPESIG);
     ck_assert_msg(strstr(txn_layout_error(), "node_v1_changed"), "%s", txn_layout_error());
     /* another layout name: refused */
     txn_layout other = layout_v1;
     other.name = "another";
-    CHECK_RC(txn_layout_open(g_pool, &other, NULL, 0, &p), TXN_E_LAYOUT);
+    refused_untouched(&other, TXN_E_LAYOUT);
     ck_assert_msg(strstr(txn_layout_error(), "another"), "%s", txn_layout_error());
     check_v1_intact(); /* nothing above touched the data */
     /* the reset option recreates it empty at version 2 */
@@ -303,7 +311,7 @@ START_TEST(test_reset_refuses_and_resets)
     ck_assert_ptr_null(head);
     txn_pool_close(p);
     /* now version 1 is the older one */
-    CHECK_RC(txn_layout_open(g_pool, &layout_v1, NULL, 0, &p), TXN_E_LAYOUTVER);
+    refused_untouched(&layout_v1, TXN_E_LAYOUTVER);
     ck_assert_msg(strstr(txn_layout_error(), "newer"), "%s", txn_layout_error());
     remove_pool();
 }
@@ -338,7 +346,7 @@ START_TEST(test_manual_migrates)
     check_v2(p);
     txn_pool_close(p);
     /* the old program is refused now */
-    CHECK_RC(txn_layout_open(g_pool, &layout_v1, NULL, 0, &p), TXN_E_LAYOUTVER);
+    refused_untouched(&layout_v1, TXN_E_LAYOUTVER);
     remove_pool();
 }
 END_TEST
@@ -361,19 +369,72 @@ START_TEST(test_manual_resumes)
 }
 END_TEST
 
-START_TEST(test_manual_dropped_by_old_program)
+/* The old program drops a half-built version and finds its data; the new
+ * one then migrates from the start. */
+static void drop_then_migrate(void)
 {
     txn_pool *p;
-    make_v1_pool();
-    g_ctl = (struct conv_ctl){.batch = 16, .fail_after = 7};
-    CHECK_RC(txn_layout_open(g_pool, &layout_v2, NULL, 0, &p), TXN_E_IO);
-    /* the old program drops the half-built version and finds its data */
     check_v1_intact();
     g_ctl = (struct conv_ctl){.batch = 16};
     CHECK_OK(txn_layout_open(g_pool, &layout_v2, NULL, 0, &p));
     ck_assert_uint_eq(g_ctl.steps, (NODES + 15) / 16);
     check_v2(p);
     txn_pool_close(p);
+}
+
+START_TEST(test_manual_dropped_by_old_program)
+{
+    txn_pool *p;
+    make_v1_pool();
+    g_ctl = (struct conv_ctl){.batch = 16, .fail_after = 7};
+    CHECK_RC(txn_layout_open(g_pool, &layout_v2, NULL, 0, &p), TXN_E_IO);
+    drop_then_migrate();
+    remove_pool();
+}
+END_TEST
+
+/* A step that crashes (the process ends) in the middle of its
+ * transaction, after txn_migrate_alloc wrote the layout record (the head
+ * of its list of new objects) and a new node. */
+static int crash_step(txn_migrate *m, txn *tx, txn_obj *scratch, void *arg)
+{
+    (void)scratch;
+    (void)arg;
+    txn_obj *o;
+    struct node_v2 n = {.key = 7};
+    int rc = txn_migrate_alloc(m, tx, sizeof n, &o);
+    if (!rc)
+        rc = txn_write(tx, o, 0, &n, sizeof n);
+    _exit(rc ? 2 : 0);
+}
+
+static const txn_migration v1_to_v2_crash[] = {{1, sizeof(struct conv), crash_step, NULL, NULL}};
+static const txn_layout layout_v2_crash = {NAME, 2, v2_types, 1, v1_to_v2_crash, 1, 16};
+
+/* A pool left by a crash in a migration's transaction, with the layout
+ * record among what it wrote: a refusal decides on the pool as recovery
+ * will make it, yet writes nothing, recovery included (the interrupted
+ * transaction waits for the next open). The programs that may open it
+ * then find their data. */
+START_TEST(test_reset_refusal_after_crash)
+{
+    txn_pool *p;
+    make_v1_pool();
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        txn_layout_open(g_pool, &layout_v2_crash, NULL, 0, &p);
+        _exit(3); /* the step did not run */
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the crashing step did not run");
+    refused_untouched(&layout_v2_no_migration, TXN_E_LAYOUTVER);
+    txn_layout changed = layout_v1;
+    changed.types = v1_changed_types;
+    refused_untouched(&changed, TXN_E_TYPESIG);
+    if (strcmp(txn_engine_name(), "none")) /* none recovers nothing */
+        drop_then_migrate();
     remove_pool();
 }
 END_TEST
@@ -606,6 +667,7 @@ int main(void)
     tcase_add_test(tc, test_manual_migrates);
     tcase_add_test(tc, test_manual_resumes);
     tcase_add_test(tc, test_manual_dropped_by_old_program);
+    tcase_add_test(tc, test_reset_refusal_after_crash);
     tcase_add_test(tc, test_auto_lazy);
     tcase_add_test(tc, test_auto_known_and_merged);
     suite_add_tcase(s, tc);

@@ -413,51 +413,92 @@ static int path_ok(const txn_layout *l, uint64_t v, uint64_t *missing)
     return 1;
 }
 
+/* Whether settle resumes the migration a BUILD record describes (else it
+ * drops what the migration built). */
+static int resumable(const struct lrec *r, const txn_layout *l)
+{
+    return r->target == r->version + 1 && r->target <= l->version &&
+           find_step(l, r->version) && find_step(l, r->version)->step;
+}
+
+#define JUDGE_ADOPT 2 /* record l's version and signatures */
+#define JUDGE_START 3 /* start the migration from r->version */
+
+/* What a record at rest (IDLE, or CLEAN once drained) at r->version means
+ * for l: 0 when it matches, JUDGE_ADOPT, JUDGE_START, or a refusal
+ * (TXN_E_LAYOUTVER, TXN_E_TYPESIG) or another error. Writes nothing. */
+static int judge(txn_pool *p, const char *path, const struct lrec *r, const txn_layout *l)
+{
+    uint64_t missing;
+    if (r->version == 0)
+        return JUDGE_ADOPT;
+    if (r->version == l->version) {
+        if (!r->sigs) /* none, or reached by a chain of migrations */
+            return l->ntypes ? JUDGE_ADOPT : 0;
+        return sigs_check(p, path, r->sigs, l);
+    }
+    if (r->version > l->version)
+        return refuse(TXN_E_LAYOUTVER,
+                      "%s: pool '%s' version %llu, program '%s' version %u: the pool is newer",
+                      path, l->name, (unsigned long long)r->version, l->name, l->version);
+    if (!path_ok(l, r->version, &missing))
+        return refuse(TXN_E_LAYOUTVER,
+                      "%s: pool '%s' version %llu, program '%s' version %u: no migration from "
+                      "version %llu",
+                      path, l->name, (unsigned long long)r->version, l->name, l->version,
+                      (unsigned long long)missing);
+    return JUDGE_START;
+}
+
 /* One move toward l: 1 when another is needed, 0 when the pool is at
  * l's version and checked, or an error. */
 static int settle_once(txn_pool *p, const char *path, txn_obj *rec, const txn_layout *l)
 {
     struct lrec r;
-    uint64_t missing;
     int rc = rec_read(p, rec, &r);
     if (rc)
         return rc;
     if (r.state == MIG_BUILD) {
-        int resume = r.target == r.version + 1 && r.target <= l->version &&
-                     find_step(l, r.version) && find_step(l, r.version)->step;
-        rc = resume ? build(p, rec, &r, l) : drain(p, rec, l, 1);
+        rc = resumable(&r, l) ? build(p, rec, &r, l) : drain(p, rec, l, 1);
         return rc ? rc : 1;
     }
     if (r.state == MIG_CLEAN && r.version <= l->version)
         return (rc = drain(p, rec, l, 0)) ? rc : 1;
     if (r.state > MIG_CLEAN)
         return TXN_E_CORRUPT;
-    if (r.version == 0) {
+    rc = judge(p, path, &r, l);
+    if (rc == JUDGE_ADOPT) {
         struct adopt_arg a = {rec, l};
         return in_tx(p, adopt_once, &a);
     }
-    if (r.version == l->version) {
-        if (!r.sigs && !l->ntypes)
-            return 0;
-        if (!r.sigs) { /* reached by a chain of migrations: record them */
-            struct adopt_arg a = {rec, l};
-            return in_tx(p, adopt_once, &a);
-        }
-        return sigs_check(p, path, r.sigs, l);
+    if (rc == JUDGE_START) {
+        struct start_arg a = {rec, find_step(l, r.version), r.version + 1};
+        rc = in_tx(p, start_once, &a);
+        return rc ? rc : 1;
     }
-    if (r.version > l->version)
-        return refuse(TXN_E_LAYOUTVER,
-                      "%s: pool '%s' version %llu, program '%s' version %u: the pool is newer",
-                      path, l->name, (unsigned long long)r.version, l->name, l->version);
-    if (!path_ok(l, r.version, &missing))
-        return refuse(TXN_E_LAYOUTVER,
-                      "%s: pool '%s' version %llu, program '%s' version %u: no migration from "
-                      "version %llu",
-                      path, l->name, (unsigned long long)r.version, l->name, l->version,
-                      (unsigned long long)missing);
-    struct start_arg a = {rec, find_step(l, r.version), r.version + 1};
-    rc = in_tx(p, start_once, &a);
-    return rc ? rc : 1;
+    return rc;
+}
+
+/* Whether settle() would refuse l, decided from the record alone, running
+ * and writing nothing: the refusal settle would end with (TXN_E_LAYOUTVER,
+ * TXN_E_TYPESIG, and the message) or 0 when it would not refuse (it may
+ * still fail otherwise, e.g. in a migration step). settle_once's moves
+ * change the version a judge sees only through a BUILD it resumes, which
+ * ends at the target with l's signatures when that is l's version (a
+ * match) or passes on to the target's own migration path; dropping a
+ * BUILD or draining a CLEAN keeps the version and the signatures. */
+static int verdict(txn_pool *p, const char *path, const txn_layout *l)
+{
+    txn_obj *rec = pool_layout_rec(p);
+    struct lrec r;
+    if (!rec || rec_read(p, rec, &r) || r.state > MIG_CLEAN)
+        return 0; /* settle reports it */
+    if (r.state == MIG_BUILD && resumable(&r, l)) {
+        r.version = r.target;
+        r.sigs = 0;
+    }
+    int rc = judge(p, path, &r, l);
+    return rc == JUDGE_ADOPT || rc == JUDGE_START ? 0 : rc;
 }
 
 static int settle(txn_pool *p, const char *path, const txn_layout *l)
@@ -490,18 +531,49 @@ static int is_mismatch(int rc)
     return rc == TXN_E_LAYOUT || rc == TXN_E_LAYOUTVER || rc == TXN_E_TYPESIG;
 }
 
+/* On a private view of the file (layout_rec.h): the pool as the real
+ * open will find it, interrupted transactions recovered in memory only.
+ * So a refusal writes nothing (no recovery, no boot count, no run-time
+ * state; an interrupted transaction is left for the next open), and it is
+ * the refusal settle() would end with, never one of a state recovery
+ * would change. */
+int layout_verdict(const char *path, const txn_layout *l)
+{
+    err_msg[0] = 0;
+    if (!path || !layout_ok(l))
+        return TXN_E_INVAL;
+    txn_pool *p = NULL;
+    int rc = pool_open_view(path, l->name, &p);
+    if (rc == TXN_E_LAYOUT)
+        refuse(rc, "%s: the pool's layout is not '%s' (version %u)", path, l->name, l->version);
+    if (rc)
+        return rc;
+    rc = verdict(p, path, l);
+    txn_pool_close(p);
+    if (!is_mismatch(rc)) /* not a refusal: the real open finds out */
+        err_msg[0] = 0;
+    return is_mismatch(rc) ? rc : 0;
+}
+
 int txn_layout_open(const char *path, const txn_layout *l, const txn_pool_opts *opts,
                     unsigned flags, txn_pool **out)
 {
     err_msg[0] = 0;
     if (!path || !out || !layout_ok(l) || flags & ~(TXN_LAYOUT_CREATE | TXN_LAYOUT_RESET))
         return TXN_E_INVAL;
+    /* The verdict first (layout_verdict): a refusal writes no byte of the
+     * file. Another process may change the pool between the view and the
+     * real open: the real open's settle() then still decides (a refusal
+     * there writes what an open writes). */
     txn_pool *p = NULL;
-    int rc = txn_pool_open(path, l->name, &p);
+    int rc = layout_verdict(path, l);
+    if (!is_mismatch(rc))
+        rc = txn_pool_open(path, l->name, &p);
     if (rc == TXN_E_LAYOUT)
         refuse(rc, "%s: the pool's layout is not '%s' (version %u)", path, l->name, l->version);
     if (!rc && (rc = settle(p, path, l))) {
-        txn_pool_close(p); /* a refusal wrote nothing but the open's own */
+        txn_pool_close(p); /* settle refused after the verdict passed: a
+                              race, or a failed migration */
         p = NULL;
     }
     int create = (rc == TXN_E_NOENT && flags & TXN_LAYOUT_CREATE) ||

@@ -13,6 +13,22 @@
  * type number. */
 txn_obj *pool_layout_rec(txn_pool *p);
 
+/* txn_pool_open() on a private copy-on-write view of the file: the open
+ * recovers, counts the boot and runs transactions as usual, but every byte
+ * it writes stays in this process's memory and is gone at
+ * txn_pool_close(); the file is not written. What a check that must leave
+ * the file as it was looks at: the pool as the next real open will find
+ * it, interrupted transactions recovered. */
+int pool_open_view(const char *path, const char *layout, txn_pool **out);
+
+struct txn_layout;
+
+/* Whether txn_layout_open(path, l) refuses the pool (TXN_E_LAYOUT,
+ * TXN_E_LAYOUTVER, TXN_E_TYPESIG, message in txn_layout_error()), decided
+ * on a view (pool_open_view) without writing the file; 0 when it does not
+ * refuse, or the view's own error (the real open then reports it). */
+int layout_verdict(const char *path, const struct txn_layout *l);
+
 /* Calls fn on every object the layout machinery holds that nothing else
  * reaches: the record, its signature table, a migration's scratch object
  * and lists, the objects a BUILD made and those a CLEAN still has to

@@ -51,11 +51,13 @@ static size_t align_up(size_t x, size_t a)
     return (x + a - 1) / a * a;
 }
 
-/* Map the file at `base`; TXN_E_BUSY when something is there already. */
-static int map_at(int fd, uint64_t base, size_t size, char **out)
+/* Map the file at `base` (MAP_SHARED, or a private copy-on-write view:
+ * MAP_PRIVATE | MAP_NORESERVE); TXN_E_BUSY when something is there
+ * already. */
+static int map_at(int fd, uint64_t base, size_t size, int share, char **out)
 {
     void *a = mmap((void *)(uintptr_t)base, size, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+                   share | MAP_FIXED_NOREPLACE, fd, 0);
     if (a == MAP_FAILED)
         return errno == EEXIST ? TXN_E_BUSY : TXN_E_IO;
     if ((uint64_t)(uintptr_t)a != base) { /* kernel without NOREPLACE */
@@ -77,7 +79,7 @@ static int map_anywhere(int fd, size_t size, char **out)
             r = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull + (uint64_t)tries;
         uint64_t slots = (span - align_up(size, MAP_ALIGN)) / MAP_ALIGN;
         uint64_t base = MAP_LO + (r % slots) * MAP_ALIGN;
-        int rc = map_at(fd, base, size, out);
+        int rc = map_at(fd, base, size, MAP_SHARED, out);
         if (rc != TXN_E_BUSY)
             return rc;
     }
@@ -312,13 +314,17 @@ static int recover(txn_pool *p, struct vec *recs)
     return 0;
 }
 
-int txn_pool_open(const char *path, const char *layout, txn_pool **out)
+/* txn_pool_open, or with `view` pool_open_view: the same steps on a
+ * private mapping of a file opened read-only, so that recovery, the boot
+ * count and whatever runs later land in this process's copy of the pages
+ * and never in the file. */
+static int pool_open(const char *path, const char *layout, int view, txn_pool **out)
 {
     char full[PATH_MAX];
     if (!path || !layout || !out)
         return TXN_E_INVAL;
     int rc = pool_path(path, full, sizeof full), fd;
-    if (rc || (rc = open_file(full, O_RDWR, &fd)))
+    if (rc || (rc = open_file(full, view ? O_RDONLY : O_RDWR, &fd)))
         return rc;
     struct stat st;
     struct pool_hdr h;
@@ -332,7 +338,8 @@ int txn_pool_open(const char *path, const char *layout, txn_pool **out)
         return rc;
     }
     char *base;
-    if ((rc = map_at(fd, h.base, h.size, &base))) {
+    if ((rc = map_at(fd, h.base, h.size, view ? MAP_PRIVATE | MAP_NORESERVE : MAP_SHARED,
+                     &base))) {
         close(fd);
         return rc;
     }
@@ -368,6 +375,16 @@ done:
     if (rc)
         pool_free(p);
     return rc;
+}
+
+int txn_pool_open(const char *path, const char *layout, txn_pool **out)
+{
+    return pool_open(path, layout, 0, out);
+}
+
+int pool_open_view(const char *path, const char *layout, txn_pool **out)
+{
+    return pool_open(path, layout, 1, out);
 }
 
 void txn_pool_close(txn_pool *p)

@@ -194,13 +194,13 @@ static int write_file(const char *path, const void *buf, size_t n)
 static int check_image(const char *path, const struct expect *want)
 {
     txn_pool *p;
+    int bad = sim_file_check(R.w, path);
     int rc = txn_pool_open(path, "crashsim", &p);
     if (rc) {
         fprintf(stderr, "  open: %s\n", txn_strerror(rc));
         return 1;
     }
     struct reach r = {0};
-    int bad = 0;
     for (int t = 0; t < R.threads; t++) {
         txn *tx;
         txn_obj *part = NULL;

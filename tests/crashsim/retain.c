@@ -14,9 +14,11 @@
  * covers which extensions exist, so an extension made by a transaction
  * that did not commit is caught, and the allocator check catches a leaked
  * or shared extension. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout_rec.h"
 #include "sim.h"
 #include "txn_layout.h"
 
@@ -103,6 +105,7 @@ static int decode(txn *tx, txn_pool *p, txn_obj *o, uint32_t fmt, struct gnode *
 static uint32_t mg_key[MG_MAX];
 static unsigned mg_len, mg_steps;
 static uint32_t mg_ver;
+static uint32_t mg_view_ver; /* what sim_file_check's view found */
 
 static uint64_t mg_digest_of(const uint32_t *key, unsigned len)
 {
@@ -329,6 +332,10 @@ static int mg_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
     (void)t;
     if (mg_walk(p, 0, digest, NULL) || txn_layout_version(p, &v))
         return 1;
+    if (v != mg_view_ver) {
+        fprintf(stderr, "  recovery gave version %u, the view %u\n", v, mg_view_ver);
+        return 1;
+    }
     /* the program of the recorded version opens it (dropping a half-built
      * newer version), then the newest (resuming or starting migrations) */
     if (v < 3 && (txn_layout_apply(p, &mg_layouts[v]) || mg_walk(p, v, &d1, NULL) ||
@@ -341,6 +348,63 @@ static int mg_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 
 const struct workload wl_migrate = {"migrate", 2u << 20, 16, mg_setup, mg_step, mg_mirror,
                                     mg_read, WL_BY_NAME | WL_ONE_THREAD};
+
+static unsigned char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char *b = NULL;
+    if (f && !fseek(f, 0, SEEK_END) && (*n = (size_t)ftell(f)) && (b = malloc(*n))) {
+        rewind(f);
+        if (fread(b, 1, *n, f) != *n) {
+            free(b);
+            b = NULL;
+        }
+    }
+    if (f)
+        fclose(f);
+    return b;
+}
+
+/* The refusals of txn_layout_open, decided on a private view before the
+ * open (layout_verdict), agree with the version recovery leaves: each
+ * program older than it is refused, the others (which drop, resume or
+ * start migrations) are not, a version 4 without migrations always is;
+ * and none of these writes a byte of the image. */
+int sim_file_check(const struct workload *w, const char *path)
+{
+    static const txn_layout v4 = {"crashsim", 4, mg_t3, 1, NULL, 0, 3};
+    if (w != &wl_migrate)
+        return 0;
+    mg_view_ver = UINT32_MAX;
+    size_t n0 = 0, n1 = 0;
+    unsigned char *b0 = slurp(path, &n0), *b1 = NULL;
+    txn_pool *p;
+    uint32_t v = 4;
+    int bad = !b0 || pool_open_view(path, "crashsim", &p);
+    if (!bad) {
+        bad = txn_layout_version(p, &v) || v > 3;
+        txn_pool_close(p);
+        mg_view_ver = v;
+    }
+    for (uint32_t k = 1; !bad && k <= 4; k++) {
+        int want = (k < v || k == 4) && v ? TXN_E_LAYOUTVER : 0;
+        int rc = layout_verdict(path, k < 4 ? &mg_layouts[k] : &v4);
+        if (rc != want) {
+            fprintf(stderr, "  pool at version %u, program version %u: %s, expected %s\n", v, k,
+                    txn_strerror(rc), txn_strerror(want));
+            bad = 1;
+        }
+    }
+    if (!bad && (!(b1 = slurp(path, &n1)) || n1 != n0 || memcmp(b0, b1, n0))) {
+        fprintf(stderr, "  a verdict wrote the image\n");
+        bad = 1;
+    } else if (bad && v > 3) {
+        fprintf(stderr, "  the view of the image has no layout version\n");
+    }
+    free(b0);
+    free(b1);
+    return bad;
+}
 
 /* ---- extend */
 

@@ -63,6 +63,11 @@ int sim_touch(const struct workload *w, txn_pool *p, int t) __attribute__((weak)
  * txn_sync (or, during a sync, the last commit): the end of the last
  * completed epoch. */
 int sim_epoch_exact(const struct workload *w) __attribute__((weak));
+/* Checks of the crash image file at `path` made before the driver opens
+ * it, which must leave every byte of it as it was (retain.c: the
+ * verdicts of txn_layout_open for the migrate workload); nonzero,
+ * reported on stderr, when one fails. */
+int sim_file_check(const struct workload *w, const char *path);
 /* The Masstree workload's first access to every node of thread t's tree
  * (masstree.c; lazy recovery of the incll build's in-pool nodes). */
 int mt_sim_touch(txn_pool *p, int t);

@@ -121,8 +121,12 @@ typedef struct txn_layout {
  *  - older version: the migrations from it to l->version run (all must be
  *    registered, else TXN_E_LAYOUTVER) before this returns;
  *  - newer version: TXN_E_LAYOUTVER.
- * A refused pool is closed with its file as it was (an interrupted
- * transaction is still recovered) unless TXN_LAYOUT_RESET recreates it.
+ * The refusals are decided before anything is written, on a private
+ * copy-on-write view of the file with interrupted transactions recovered
+ * in memory (the pool as the open would find it): a refused pool's file
+ * keeps every byte (an interrupted transaction stays for the next open to
+ * recover), unless TXN_LAYOUT_RESET recreates it. An open that is not
+ * refused opens the file twice (the view, then the pool).
  * Other errors: those of txn_pool_open/txn_pool_create, and those of the
  * migrations (the pool then holds the old version or the new, and the next
  * open resumes). Durable on return. */
