@@ -85,6 +85,7 @@ _Static_assert(OBJ_HDR == INCLL_OBJ_HDR, "incll.h knows where payloads start");
 #define NONE UINT32_MAX
 #define DEF_EPOCH_MS 64u
 #define TRACK_HEAD 256u /* T */
+#define PIN_POLL_US 50  /* P: an epoch end looks at the pins again */
 
 /* A range written in place during the epoch: block offsets [lo, hi). */
 struct dirty {
@@ -276,6 +277,20 @@ static int pinned(struct ipool *st)
     return 0;
 }
 
+/* Wait (lk held) for a transaction to leave: woken by unpin, or after
+ * PIN_POLL_US when unpin read `advancing` before it was set (P). */
+static void wait_unpinned(struct ipool *st)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += PIN_POLL_US * 1000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&st->cv, &st->lk, &ts);
+}
+
 /* Return once epoch `e` has ended (durably). */
 static void advance_past(struct ipool *st, uint64_t e)
 {
@@ -288,7 +303,7 @@ static void advance_past(struct ipool *st, uint64_t e)
         /* P: new transactions wait in eng_begin; running ones end */
         __atomic_store_n(&st->advancing, 1, __ATOMIC_SEQ_CST);
         while (pinned(st))
-            pthread_cond_wait(&st->cv, &st->lk);
+            wait_unpinned(st);
         pthread_mutex_unlock(&st->lk);
         end_epoch(st);
         pthread_mutex_lock(&st->lk);
@@ -507,14 +522,17 @@ static struct islot *islot_get(struct txn *tx, struct ipool *st)
  * the other: either the epoch end waits for the transaction, or the
  * transaction drops its pin and waits for the epoch end. So no
  * transaction spans an epoch boundary, and t->epoch, read while pinned
- * with `advancing` clear, is the epoch it runs in. Leaving drops the pin,
- * then reads `advancing`: when set, it wakes the epoch end under lk, which
- * checked the pins under lk before it waits, so the wake-up is not lost.
- * One context at a time holds a slot, so a pin is 0 or 1. */
+ * with `advancing` clear, is the epoch it runs in. Leaving drops the pin
+ * (a release store: no fence, which would wait for the transaction's
+ * stores on the commit path), then reads `advancing`: when set, it wakes
+ * the epoch end. That read may pass the store, and then the epoch end,
+ * which saw the pin still set, is not woken: it looks again after
+ * PIN_POLL_US (wait_unpinned). One context at a time holds a slot, so a
+ * pin is 0 or 1. */
 static void unpin(struct ipool *st, struct pin *pn)
 {
-    __atomic_store_n(&pn->in, 0, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&st->advancing, __ATOMIC_SEQ_CST)) {
+    __atomic_store_n(&pn->in, 0, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&st->advancing, __ATOMIC_RELAXED)) {
         pthread_mutex_lock(&st->lk);
         pthread_cond_broadcast(&st->cv);
         pthread_mutex_unlock(&st->lk);
