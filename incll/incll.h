@@ -230,6 +230,13 @@ int incll_cas(uint64_t *dst, uint64_t expect, uint64_t nv);
  * below it has not been accessed since the pool was opened. */
 uint64_t incll_first_epoch(txn *tx);
 
+/* The epoch of the running transaction. A block allocated (txn_alloc) in
+ * epoch E is in E's global flush whole: stores into it with incll_store()
+ * in transactions of E need no log, as its bytes at E's start do not
+ * matter (a crash in E frees it again); from E+1 on, it changes like any
+ * other object (txn_write). */
+uint64_t incll_epoch(txn *tx);
+
 #ifdef __cplusplus
 }
 #endif
