@@ -142,8 +142,6 @@ static void fail(const char *what, int rc)
     exit(1);
 }
 
-static void fail(const char *what, int rc);
-
 #ifdef MT_INCLL
 /* Value buffers in the pool: each thread fills buffers in a block
  * allocated in the current epoch (incll_epoch), in a transaction of that
