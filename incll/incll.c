@@ -86,6 +86,7 @@ _Static_assert(OBJ_HDR == INCLL_OBJ_HDR, "incll.h knows where payloads start");
 #define NONE UINT32_MAX
 #define DEF_EPOCH_MS 64u
 #define TRACK_HEAD 256u /* T */
+#define PIN_POLL_US 50  /* P: an epoch end looks at the pins again */
 
 /* A range written in place during the epoch: block offsets [lo, hi). */
 struct dirty {
@@ -105,18 +106,25 @@ struct islot {
     struct vec frees;    /* struct tx_block: freed, released after flush */
 };
 
+/* A slot's pin: nonzero while a transaction of the slot runs. Each in its
+ * own line, so that beginning and ending a transaction write no line that
+ * another thread writes (P, below eng_begin). */
+struct pin {
+    _Alignas(64) unsigned in;
+};
+
 struct ipool {
     txn_pool *p;
     pthread_mutex_t lk;
-    pthread_cond_t cv;    /* advancing or inflight changed */
+    pthread_cond_t cv;    /* advancing cleared, or a pin dropped while set */
     pthread_cond_t tcv;   /* wakes the epoch thread to stop */
-    uint64_t epoch;       /* current; equals the durable word */
+    uint64_t epoch;       /* current; equals the durable word (atomic: P) */
     uint64_t first;       /* epoch when this state was made (incll__first_epoch) */
-    unsigned inflight;    /* transactions running */
-    int advancing;        /* an epoch end is in progress */
-    int work;             /* the epoch changed or logged something */
+    struct pin *pins;     /* per slot: transactions running */
+    int advancing;        /* an epoch end is in progress (atomic: P) */
+    int work;             /* the epoch changed or logged something (atomic) */
     int overflow;         /* dirty tracking ran out of memory: flush all */
-    size_t held;          /* bytes freed in the epoch, not yet released */
+    size_t held;          /* bytes freed in the epoch, not yet released (atomic) */
     int stop, has_thread;
     pthread_t thread;
     unsigned nctx, users; /* lifetime (g_lock) */
@@ -315,6 +323,29 @@ static void end_epoch(struct ipool *st)
     st->overflow = 0;
 }
 
+/* Whether a transaction runs (P); lk held, advancing set. */
+static int pinned(struct ipool *st)
+{
+    for (size_t s = 0; s < st->p->hdr->nslots; s++)
+        if (__atomic_load_n(&st->pins[s].in, __ATOMIC_SEQ_CST))
+            return 1;
+    return 0;
+}
+
+/* Wait (lk held) for a transaction to leave: woken by unpin, or after
+ * PIN_POLL_US when unpin read `advancing` before it was set (P). */
+static void wait_unpinned(struct ipool *st)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += PIN_POLL_US * 1000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&st->cv, &st->lk, &ts);
+}
+
 /* Return once epoch `e` has ended (durably). */
 static void advance_past(struct ipool *st, uint64_t e)
 {
@@ -324,16 +355,17 @@ static void advance_past(struct ipool *st, uint64_t e)
             pthread_cond_wait(&st->cv, &st->lk);
             continue;
         }
-        st->advancing = 1; /* new transactions wait in eng_begin */
-        while (st->inflight)
-            pthread_cond_wait(&st->cv, &st->lk);
+        /* P: new transactions wait in eng_begin; running ones end */
+        __atomic_store_n(&st->advancing, 1, __ATOMIC_SEQ_CST);
+        while (pinned(st))
+            wait_unpinned(st);
         pthread_mutex_unlock(&st->lk);
         end_epoch(st);
         pthread_mutex_lock(&st->lk);
-        st->held = 0; /* under lk: a commit that has left reads it (eng_commit) */
-        st->epoch++;
-        st->work = 0;
-        st->advancing = 0;
+        __atomic_store_n(&st->held, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&st->work, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&st->epoch, st->epoch + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&st->advancing, 0, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&st->cv);
     }
     pthread_mutex_unlock(&st->lk);
@@ -344,7 +376,7 @@ static void end_if_work(struct ipool *st)
 {
     pthread_mutex_lock(&st->lk);
     uint64_t e = st->epoch;
-    int work = st->work || st->advancing;
+    int work = __atomic_load_n(&st->work, __ATOMIC_RELAXED) || st->advancing;
     pthread_mutex_unlock(&st->lk);
     if (work)
         advance_past(st, e);
@@ -385,10 +417,14 @@ static unsigned env_uint(const char *name, unsigned def)
 static struct ipool *state_new(txn_pool *p)
 {
     struct ipool *st = calloc(1, sizeof *st);
-    if (!st || !(st->slots = calloc(p->hdr->nslots, sizeof *st->slots))) {
+    if (!st || !(st->slots = calloc(p->hdr->nslots, sizeof *st->slots)) ||
+        !(st->pins = aligned_alloc(sizeof(struct pin), p->hdr->nslots * sizeof(struct pin)))) {
+        if (st)
+            free(st->slots);
         free(st);
         return NULL;
     }
+    memset(st->pins, 0, p->hdr->nslots * sizeof(struct pin));
     st->p = p;
     pthread_mutex_init(&st->lk, NULL);
     pthread_cond_init(&st->cv, NULL);
@@ -453,6 +489,7 @@ static void state_destroy(struct ipool *st)
         if (st->slots[s])
             islot_free(st->slots[s]);
     free(st->slots);
+    free(st->pins);
     pthread_mutex_destroy(&st->lk);
     pthread_cond_destroy(&st->cv);
     pthread_cond_destroy(&st->tcv);
@@ -538,29 +575,57 @@ static struct islot *islot_get(struct txn *tx, struct ipool *st)
     return isl;
 }
 
-/* The transaction leaves its epoch. */
-static void leave(struct ipool *st, int touched, size_t freed)
+/* P: a transaction pins its slot (a store and a load, no lock): it sets
+ * its pin, then reads `advancing`; an epoch end sets `advancing`, then
+ * reads every pin (all four sequentially consistent). One of the two sees
+ * the other: either the epoch end waits for the transaction, or the
+ * transaction drops its pin and waits for the epoch end. So no
+ * transaction spans an epoch boundary, and t->epoch, read while pinned
+ * with `advancing` clear, is the epoch it runs in. Leaving drops the pin
+ * (a release store: no fence, which would wait for the transaction's
+ * stores on the commit path), then reads `advancing`: when set, it wakes
+ * the epoch end. That read may pass the store, and then the epoch end,
+ * which saw the pin still set, is not woken: it looks again after
+ * PIN_POLL_US (wait_unpinned). One context at a time holds a slot, so a
+ * pin is 0 or 1. */
+static void unpin(struct ipool *st, struct pin *pn)
 {
-    pthread_mutex_lock(&st->lk);
-    st->work |= touched;
-    st->held += freed;
-    if (--st->inflight == 0 && st->advancing)
+    __atomic_store_n(&pn->in, 0, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&st->advancing, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&st->lk);
         pthread_cond_broadcast(&st->cv);
-    pthread_mutex_unlock(&st->lk);
+        pthread_mutex_unlock(&st->lk);
+    }
+}
+
+/* The transaction leaves its epoch. */
+static void leave(struct ipool *st, struct pin *pn, int touched, size_t freed)
+{
+    if (touched && !__atomic_load_n(&st->work, __ATOMIC_RELAXED))
+        __atomic_store_n(&st->work, 1, __ATOMIC_RELAXED);
+    if (freed)
+        __atomic_fetch_add(&st->held, freed, __ATOMIC_RELAXED);
+    unpin(st, pn);
 }
 
 int eng_begin(struct txn *tx)
 {
     struct itx *t = tx->eng;
     struct ipool *st = t->st;
-    pthread_mutex_lock(&st->lk);
-    while (st->advancing) /* never span an epoch boundary */
-        pthread_cond_wait(&st->cv, &st->lk);
-    st->inflight++;
-    t->epoch = st->epoch;
-    pthread_mutex_unlock(&st->lk);
+    struct pin *pn = &st->pins[tx->slot_idx];
+    for (;;) {
+        __atomic_store_n(&pn->in, 1, __ATOMIC_SEQ_CST);
+        if (!__atomic_load_n(&st->advancing, __ATOMIC_SEQ_CST))
+            break;
+        unpin(st, pn); /* never span an epoch boundary */
+        pthread_mutex_lock(&st->lk);
+        while (st->advancing)
+            pthread_cond_wait(&st->cv, &st->lk);
+        pthread_mutex_unlock(&st->lk);
+    }
+    t->epoch = __atomic_load_n(&st->epoch, __ATOMIC_ACQUIRE);
     if (!(t->isl = islot_get(tx, st))) {
-        leave(st, 0, 0);
+        leave(st, pn, 0, 0);
         return TXN_E_NOMEM;
     }
     return 0;
@@ -871,17 +936,19 @@ int eng_commit(struct txn *tx)
     uint64_t sixteenth = tx->p->hdr->nchunks * (uint64_t)CHUNK_SIZE / 16;
     int log_big = t->isl->log.used > sixteenth;
     reset(t);
-    leave(st, touched, freed);
+    leave(st, &st->pins[tx->slot_idx], touched, freed);
     /* a pool being created is durable on return (the root allocation);
      * frees or a log beyond 1/16 of the heap end the epoch, so that the
      * space they hold comes back now rather than 64 ms later (a log that
      * grew without bound would fill the pool) */
-    pthread_mutex_lock(&st->lk);
-    int now = !tx->p->hdr->root || st->held > sixteenth || log_big;
-    st->n_early += now;
-    pthread_mutex_unlock(&st->lk);
-    if (now)
+    int now = !tx->p->hdr->root || __atomic_load_n(&st->held, __ATOMIC_RELAXED) > sixteenth ||
+              log_big;
+    if (now) {
+        pthread_mutex_lock(&st->lk);
+        st->n_early++;
+        pthread_mutex_unlock(&st->lk);
         advance_past(st, t->epoch);
+    }
     return 0;
 }
 
@@ -895,7 +962,7 @@ void eng_abort(struct txn *tx)
     }
     int touched = t->touched;
     reset(t);
-    leave(t->st, touched, 0);
+    leave(t->st, &t->st->pins[tx->slot_idx], touched, 0);
 }
 
 /* ---- recovery (I4, I7) */
@@ -1074,11 +1141,21 @@ int incll__log(txn *tx, txn_obj *o)
     return rc ? rc : drain(tx, t, 1);
 }
 
+/* Called once per node and epoch (its first touch, or its creation): a
+ * range of its own, without the lookup that merges ranges (a range
+ * tracked twice is flushed twice, nothing worse). */
 void incll__dirty(txn *tx, txn_obj *o, size_t n)
 {
     struct itx *t = tx->eng;
-    track(t, (char *)o, 0, OBJ_HDR + n);
     t->touched = 1;
+    if (t->st->whole)
+        return;
+    struct dirty *d = vec_push(&t->isl->dirty);
+    if (!d) {
+        t->st->overflow = 1; /* out of memory: this epoch flushes it all */
+        return;
+    }
+    *d = (struct dirty){(char *)o, 0, OBJ_HDR + n};
 }
 
 /* ---- reuse of freed blocks, epochs (incll.h) */

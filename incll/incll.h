@@ -273,6 +273,13 @@ typedef struct incll_grace {
 
 void incll_set_grace(const incll_grace *g);
 
+/* The epoch of the running transaction. A block allocated (txn_alloc) in
+ * epoch E is in E's global flush whole: stores into it with incll_store()
+ * in transactions of E need no log, as its bytes at E's start do not
+ * matter (a crash in E frees it again); from E+1 on, it changes like any
+ * other object (txn_write). */
+uint64_t incll_epoch(txn *tx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,7 +30,8 @@ int incll__mark(txn *tx);
 int incll__log(txn *tx, txn_obj *o);
 
 /* The first `n` payload bytes of o change in place this epoch: the
- * epoch's global flush must write them back. */
+ * epoch's global flush must write them back. Each call adds a range
+ * (no merging): call it once per object and epoch. */
 void incll__dirty(txn *tx, txn_obj *o, size_t n);
 
 /* Epochs ended in this process, all pools (incll_stats). */

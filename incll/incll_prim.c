@@ -110,6 +110,11 @@ uint64_t incll_first_epoch(txn *tx)
     return incll__first_epoch(tx);
 }
 
+uint64_t incll_epoch(txn *tx)
+{
+    return incll__epoch(tx);
+}
+
 static void set_flags(incll_perm *pi, uint64_t set, uint64_t clear)
 {
     pm_store64_shared(&pi->epoch, (pi->epoch | set) & ~clear);

@@ -241,7 +241,7 @@ uint64_t perm_remove(uint64_t p, unsigned i)
 static inline int lock_cas(struct node *n, uint64_t v)
 {
 #ifdef MT_INCLL
-    return incll_cas((uint64_t *)&n->version, v, v | V_LOCKED);
+    return VCAS(n, v, v | V_LOCKED);
 #else
     return atomic_compare_exchange_strong_explicit(&n->version, &v, v | V_LOCKED,
                                                    memory_order_acquire,

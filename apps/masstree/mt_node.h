@@ -268,7 +268,18 @@ static inline void node_ready(struct node *n)
 #define PST(x, v) incll_store_shared((uint64_t *)&(x), (uint64_t)(v))
 void pst8(uint8_t *p, uint8_t v);
 #define PST8(x, v) pst8(&(x), (uint8_t)(v))
+/* The version word means nothing after a restart (node_recover resets
+ * it): the crash simulator's build traces its stores like any other, a
+ * normal build stores it in line, without a call into the library. */
+#ifdef PMTX_TRACE
 #define VSTORE(n, v) incll_store_shared((uint64_t *)&(n)->version, (v))
+#define VCAS(n, v, nv) incll_cas((uint64_t *)&(n)->version, (v), (nv))
+#else
+#define VSTORE(n, v) atomic_store_explicit(&(n)->version, (v), memory_order_release)
+#define VCAS(n, v, nv)                                                                   \
+    atomic_compare_exchange_strong_explicit(&(n)->version, &(uint64_t){(v)}, (nv),      \
+                                            memory_order_acquire, memory_order_relaxed)
+#endif
 #else
 static inline void node_ready(struct node *n) { (void)n; }
 #define PST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)

@@ -8,7 +8,12 @@
  *   c  100% get                 e  95% scan of 10 keys, 5% insert
  * Keys are 8-byte strings, chosen uniformly or by a scrambled Zipfian
  * (constant 0.99, as YCSB). A value is a pointer to a 32-byte buffer; an
- * update points its key at a new buffer, a get copies the buffer.
+ * update or insert points its key at a new buffer (none is used twice in
+ * a run), a get copies the buffer. With the nodes in the pool
+ * (ycsb-incll) the buffers are in the pool too, durable with the epoch
+ * that wrote them (new_val); elsewhere they are in DRAM (the transient
+ * tree's, and the txn.h variants', whose mirrors keep the pointers only).
+ * --check also finds every value's buffer whole (one byte repeated).
  * ycsb-none runs the transient tree (no txn.h at all); the other engines
  * the tree on txn.h in a pool under $TXN_POOL_DIR (default /dev/shm),
  * removed at the end. Prints one line for people and one JSON line.
@@ -55,7 +60,6 @@
 #endif
 
 #define VAL_BYTES 32
-#define RING 4096 /* update buffers per thread, reused round robin */
 #define SCAN_LEN 10
 
 static struct {
@@ -66,6 +70,7 @@ static struct {
 } cfg = {'a', 0, 2, 0, 0, 1000000, 1000000, 0, 1};
 
 static mt_tree *tree;
+static txn_pool *pool;
 static char *load_vals;
 static pthread_barrier_t start_line;
 static _Atomic uint64_t s_barriers, s_lines, s_logbytes, s_found, s_inserted;
@@ -181,6 +186,73 @@ static void fail(const char *what, int rc)
     exit(1);
 }
 
+#ifdef MT_INCLL
+/* Value buffers in the pool: each thread fills buffers in a block
+ * allocated in the current epoch (incll_epoch), in a transaction of that
+ * epoch, so the epoch's global flush writes the bytes back and a crash in
+ * it frees the block; the tree's pointer to a buffer changes in the same
+ * epoch or a later one. A new block when the epoch moved on (a block of an
+ * earlier epoch would have to be logged) or when it is full. VAL_BATCH
+ * buffers are filled in one transaction (as if each were written in its
+ * put's), handed out one by one. Buffers are 16-byte aligned: a value
+ * InCLL saves only such pointers. Old buffers are not reused (the pool is
+ * sized for the run). */
+#define VAL_BLOCK 16376 /* the largest small block: 16 KiB with its tag */
+#define VAL_BATCH 64
+static __thread struct {
+    char *next, *lim; /* filled, not handed out */
+    char *end;        /* of the block */
+    uint64_t epoch;   /* of the block */
+    unsigned fill;
+} t_vals;
+
+static void fill_vals(void)
+{
+    txn *tx;
+    txn_obj *o;
+    int rc = txn_begin(pool, &tx);
+    if (rc)
+        fail("value", rc);
+    size_t room = (size_t)(t_vals.end - t_vals.next) / VAL_BYTES;
+    if (!t_vals.next || t_vals.epoch != incll_epoch(tx) || room == 0) {
+        if ((rc = txn_alloc(tx, VAL_BLOCK, &o)))
+            fail("value", rc);
+        char *b = incll_node(o);
+        t_vals.next = (char *)(((uintptr_t)b + 15) & ~(uintptr_t)15);
+        t_vals.end = b + VAL_BLOCK;
+        t_vals.epoch = incll_epoch(tx);
+        room = (size_t)(t_vals.end - t_vals.next) / VAL_BYTES;
+    }
+    size_t n = room < VAL_BATCH ? room : VAL_BATCH;
+    t_vals.lim = t_vals.next + n * VAL_BYTES;
+    for (char *v = t_vals.next; v < t_vals.lim; v += VAL_BYTES) {
+        uint64_t word = 0x0101010101010101ull * (uint8_t)t_vals.fill++;
+        for (unsigned i = 0; i < VAL_BYTES; i += 8)
+            incll_store(v + i, word);
+    }
+    if ((rc = txn_commit(tx)))
+        fail("value", rc);
+}
+
+static char *new_val(char *dram, size_t i, int fill)
+{
+    (void)dram, (void)i, (void)fill;
+    if (t_vals.next == t_vals.lim)
+        fill_vals();
+    char *v = t_vals.next;
+    t_vals.next += VAL_BYTES;
+    return v;
+}
+#else
+/* Buffer i of a thread's DRAM array (each used once, as in the pool). */
+static char *new_val(char *dram, size_t i, int fill)
+{
+    char *v = dram + i * VAL_BYTES;
+    memset(v, fill, VAL_BYTES);
+    return v;
+}
+#endif
+
 /* ---- load */
 struct range {
     size_t from, to;
@@ -191,8 +263,7 @@ static void *load_thread(void *arg)
     struct range *r = arg;
     for (size_t i = r->from; i < r->to; i++) {
         uint8_t k[8];
-        char *v = load_vals + i * VAL_BYTES;
-        memset(v, (int)(i & 0xff), VAL_BYTES);
+        char *v = new_val(load_vals, i, (int)(i & 0xff));
         key_of(i, k);
         int rc = mt_put(tree, k, 8, (uint64_t)v);
         if (rc < 0)
@@ -214,7 +285,7 @@ static void run_threads(void *(*fn)(void *), void *args, size_t argsize)
 /* ---- run */
 struct worker {
     int id;
-    char *ring;
+    char *vals; /* DRAM: the buffers of its updates and inserts */
     uint64_t sink;
     double start, end; /* of its run: the main thread may not be scheduled */
 };
@@ -234,7 +305,7 @@ static void *run_thread(void *arg)
 {
     struct worker *w = arg;
     uint64_t s = mix64(cfg.seed * 1000003 + (uint64_t)w->id) | 1, found = 0, ins = 0;
-    unsigned next_buf = 0;
+    size_t next_buf = 0;
     unsigned upd = cfg.workload == 'a' ? 50 : cfg.workload == 'b' ? 5 : 0;
     pthread_barrier_wait(&start_line);
     txn_stats_reset();
@@ -248,8 +319,7 @@ static void *run_thread(void *arg)
         if (cfg.workload == 'e') {
             if (dice < 5) { /* insert a new key */
                 uint64_t id = cfg.keys + (uint64_t)w->id + (uint64_t)cfg.threads * ins++;
-                char *v = w->ring + (size_t)(next_buf++ % RING) * VAL_BYTES;
-                memset(v, (int)(j & 0xff), VAL_BYTES);
+                char *v = new_val(w->vals, next_buf++, (int)(j & 0xff));
                 key_of(id, k);
                 int rc = mt_put(tree, k, 8, (uint64_t)v);
                 if (rc < 0)
@@ -265,8 +335,7 @@ static void *run_thread(void *arg)
         }
         key_of(pick(&s), k);
         if (dice < upd) {
-            char *v = w->ring + (size_t)(next_buf++ % RING) * VAL_BYTES;
-            memset(v, (int)(j & 0xff), VAL_BYTES);
+            char *v = new_val(w->vals, next_buf++, (int)(j & 0xff));
             int rc = mt_put(tree, k, 8, (uint64_t)v);
             if (rc < 0)
                 fail("update", rc);
@@ -311,6 +380,12 @@ static int check(void)
             fprintf(stderr, "ycsb: check: key %zu missing\n", i);
             return 1;
         }
+        const uint8_t *b = (const uint8_t *)v; /* a buffer is filled with one byte */
+        for (unsigned j = 1; j < VAL_BYTES; j++)
+            if (b[j] != b[0]) {
+                fprintf(stderr, "ycsb: check: the value of key %zu is torn\n", i);
+                return 1;
+            }
     }
     mt_scan(tree, NULL, 0, (size_t)-1, count_cb, &n);
     if (n != cfg.keys + s_inserted) {
@@ -445,7 +520,6 @@ static void crash_child(const char *path, int fd)
     size_t logb = cfg.crash_logged * 400 * 16 / (size_t)cfg.threads + ((size_t)64 << 20);
     txn_pool_opts po = {.size = ((size_t)128 << 20) + cfg.keys * 64 + logb,
                         .threads = (unsigned)cfg.threads + 1};
-    txn_pool *pool;
     int rc = txn_pool_create(path, "pmtx-ycsb", &po, &pool);
     if (rc)
         fail("pool create", rc);
@@ -510,7 +584,6 @@ static int crash_recovery(const char *engine)
         return 1;
     }
     /* the restart: pool (the external log's replay), tree, first get */
-    txn_pool *pool;
     mt_opts mo = {0};
     uint64_t v = 0;
     uint8_t k[8];
@@ -576,7 +649,6 @@ int main(int argc, char **argv)
     const char *engine = txn_engine_name();
     /* none keeps nothing: its line is the transient tree (MT+) */
     int transient = !strcmp(engine, "none");
-    txn_pool *pool = NULL;
     char path[256] = "";
     printf("# engine %s pdom %d (%u ns) flush %s storage %s\n", engine, txn_pdom(),
            txn_pdom_ns(), txn_flush_name(), transient ? "transient" : STORAGE);
@@ -588,6 +660,9 @@ int main(int argc, char **argv)
         size_t inserts = cfg.workload == 'e' ? cfg.ops * (size_t)cfg.threads / 15 : 0;
         txn_pool_opts po = {.size = ((size_t)128 << 20) + (cfg.keys + inserts) * 64,
                             .threads = (unsigned)cfg.threads + 1};
+#ifdef MT_INCLL /* the value buffers, a quarter more for blocks left part full */
+        po.size += (cfg.keys + cfg.ops * (size_t)cfg.threads) * VAL_BYTES / 4 * 5;
+#endif
         snprintf(path, sizeof path, "ycsb-%s-%d.pool", engine, (int)getpid());
         int rc = txn_pool_create(path, "pmtx-ycsb", &po, &pool);
         if (rc)
@@ -599,7 +674,11 @@ int main(int argc, char **argv)
         fail("create", rc);
     if (cfg.zipf)
         zipf_init(cfg.keys);
+#ifndef MT_INCLL
     load_vals = malloc(cfg.keys * VAL_BYTES);
+    if (!load_vals)
+        fail("buffers", TXN_E_NOMEM);
+#endif
     struct range rg[cfg.threads];
     for (int t = 0; t < cfg.threads; t++)
         rg[t] = (struct range){cfg.keys * (size_t)t / (size_t)cfg.threads,
@@ -610,9 +689,11 @@ int main(int argc, char **argv)
 
     struct worker w[cfg.threads];
     for (int t = 0; t < cfg.threads; t++) {
-        w[t] = (struct worker){.id = t, .ring = calloc(RING, VAL_BYTES)};
-        if (!w[t].ring || !load_vals)
+        w[t] = (struct worker){.id = t};
+#ifndef MT_INCLL
+        if (!(w[t].vals = calloc(cfg.ops, VAL_BYTES)))
             fail("buffers", TXN_E_NOMEM);
+#endif
     }
     pthread_barrier_init(&start_line, NULL, (unsigned)cfg.threads + 1);
     pthread_t th[cfg.threads];
@@ -685,7 +766,7 @@ int main(int argc, char **argv)
            (unsigned long long)ms.inodes, (unsigned long long)ms.splits, restart_s, extra);
     mt_close(tree);
     for (int t = 0; t < cfg.threads; t++)
-        free(w[t].ring);
+        free(w[t].vals);
     free(load_vals);
     if (pool) {
         txn_pool_close(pool);

@@ -506,6 +506,34 @@ END_TEST
 /* A node older than every failed epoch the engine remembers, with more
  * failures than it remembers: its state cannot be told, and prepare says
  * so instead of guessing. */
+/* incll_epoch: the running transaction's epoch, which ends at txn_sync;
+ * a block allocated in it takes incll_store()s in place, durable with the
+ * epoch. */
+START_TEST(test_epoch)
+{
+    txn *tx = begin();
+    uint64_t e = incll_epoch(tx);
+    ck_assert_uint_ge(e, incll_first_epoch(tx));
+    txn_obj *o;
+    ck_assert_int_eq(txn_alloc(tx, 64, &o), 0);
+    ck_assert_int_eq(txn_write(tx, txn_root(g_p), 0, &o, sizeof o), 0);
+    uint64_t *w = incll_node(o);
+    for (int i = 0; i < 8; i++)
+        incll_store(&w[i], 0x1111u * (uint64_t)(i + 1));
+    commit_sync(tx);
+    reopen();
+    tx = begin();
+    ck_assert_uint_gt(incll_epoch(tx), e);
+    o = leaf_at(tx, 0);
+    for (int i = 0; i < 8; i++) {
+        uint64_t v;
+        ck_assert_int_eq(txn_read(tx, o, 8 * (size_t)i, &v, sizeof v), 0);
+        ck_assert_uint_eq(v, 0x1111u * (uint64_t)(i + 1));
+    }
+    txn_abort(tx);
+}
+END_TEST
+
 START_TEST(test_forgotten_epoch)
 {
     make_leaf(0, 4);
@@ -539,6 +567,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_lazy_recovery);
     tcase_add_test(tc, test_two_crashes);
     tcase_add_test(tc, test_forgotten_epoch);
+    tcase_add_test(tc, test_epoch);
     suite_add_tcase(s, tc);
     return s;
 }
