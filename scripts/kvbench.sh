@@ -4,11 +4,14 @@
 # --ack commit, the paper's buffered durability) and against Debian's
 # redis-server with appendfsync always, appendfsync everysec and no
 # persistence, all over UNIX sockets, one after the other:
-#     redis-benchmark -t set,get -c 50 -n N -P 1   (and -P 16)
+#     redis-benchmark -t set,get -c 50 -n N -P 1   (and -n 10N -P 16)
 # The whole sequence runs R times (default 3) and every figure is the median
 # of its R measurements: the machine is shared and one run of a server can
-# fall on a busy moment. Writes results/kvstore.md (ops/s, p50 and p99
-# latency) and results/kvstore.png. N is 100000 (--full: 1000000; --requests N).
+# fall on a busy moment; each run also waits (at most 30 s) for the CPUs to
+# be 90% idle before it starts. Writes results/kvstore.md (ops/s, p50 and p99
+# latency) and results/kvstore.png. N is 100000 (--full: 1000000; --requests N)
+# at -P 1 and 10 N at -P 16, so that both depths run about as long (100000
+# pipelined GETs take 40 ms, too short to measure on a shared machine).
 # Without --keyspace every request names the same key, as redis-benchmark
 # does by default; --keyspace N adds -r N (random keys). $BUILD_DIR
 # (default build) holds the binaries; --no-build uses them as they are.
@@ -65,10 +68,29 @@ wait_sock() {
     exit 1
 }
 
+# Wait (at most 30 s) until the CPUs are at least 90% idle over half a
+# second, so that a server's run does not start while other jobs hold the
+# machine; the idle share seen last goes into $tmp/idle.
+settle() {
+    local _ u n s id io irq sirq st i0 t0 i=0 idle=0
+    while [ $i -lt 60 ]; do
+        read -r _ u n s id io irq sirq st _ </proc/stat
+        t0=$((u + n + s + id + io + irq + sirq + st)) i0=$id
+        sleep 0.5
+        read -r _ u n s id io irq sirq st _ </proc/stat
+        idle=$(((id - i0) * 100 / (u + n + s + id + io + irq + sirq + st - t0 + 1)))
+        [ $idle -lt 90 ] || break
+        i=$((i + 1))
+    done
+    echo "$idle" >>"$tmp/idle"
+}
+
 # bench NAME PERSISTENCE SOCKET: both pipeline depths
 bench() {
     for p in 1 16; do
-        redis-benchmark -s "$3" -t set,get -c 50 -n "$n" -P "$p" ${keyspace:+-r "$keyspace"} --csv |
+        settle
+        redis-benchmark -s "$3" -t set,get -c 50 -n $((p == 1 ? n : 10 * n)) -P "$p" \
+            ${keyspace:+-r "$keyspace"} --csv |
             tr -d '"' | awk -F, -v s="$1" -v d="$2" -v p="$p" \
                 '$1 == "SET" || $1 == "GET" { print s "," d "," p "," $1 "," $2 "," $5 "," $7 }' >>"$raw"
     done
@@ -157,9 +179,11 @@ awk -F, '{ k = $1 "," $2 "," $3; if (!(k in seen)) { seen[k] = 1; order[++n] = k
 {
     echo "# kvstore vs redis-server"
     echo
-    echo "redis-benchmark -t set,get -c 50 -n $n -P 1|16${keyspace:+ -r $keyspace} over UNIX sockets;"
+    echo "redis-benchmark -t set,get -c 50 -n $n -P 1 and -n $((10 * n)) -P 16${keyspace:+ -r $keyspace} over UNIX sockets;"
     echo "medians of $rounds rounds (each round runs every server in turn);"
     echo "kvstore at TXN_PDOM=1 ($(nproc) cores shared by server and client; pools and AOF in /dev/shm)."
+    echo "Each server's run waited (up to 30 s) for the CPUs to be 90% idle: $(awk '$1 >= 90 { q++ } END { print q + 0 " of " NR }' "$tmp/idle") runs started so;"
+    echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
     echo "$(redis-server --version | cut -d' ' -f1-3); $(date -u +%Y-%m-%d)."
     echo
     echo "| server | durability | P | SET ops/s | SET p50 ms | SET p99 ms | GET ops/s | GET p50 ms | GET p99 ms |"
@@ -187,7 +211,7 @@ gnuplot <<EOF
 set terminal pngcairo size 1200,650 noenhanced font ",10"
 set output "results/kvstore.png"
 set datafile separator ","
-set title "redis-benchmark -c 50 -n $n: ops/s (UNIX socket)"
+set title "redis-benchmark -c 50 -n $n (-P 1) / $((10 * n)) (-P 16): ops/s (UNIX socket)"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1

@@ -36,8 +36,8 @@
  * (50 threads on 2 cores); a worker serves every client that is ready in
  * one epoll_wait and sends their replies in one pass, so at -P 1 it does
  * 1.7x the work. Two workers beat one where the transactions cost (undo
- * SET -P 16: +18%), so the default is one worker per online CPU.
- * What that costs at -P 1, where redis-benchmark is the bottleneck: server
+ * SET -P 16: +18% in that measurement; not any more, see below).
+ * What two workers cost at -P 1, where redis-benchmark is the bottleneck: server
  * CPU time per request (perf stat task-clock / requests, means of 3 runs,
  * machine shared with other jobs, 2 cores):
  *                      -P 1 SET / GET          context switches per request
@@ -57,6 +57,35 @@
  * -P 1 SET 4.81 us CPU per request (two workers 5.05, one 3.80), -P 16
  * SET 431k ops/s (two workers 742k, one 377k): the hand-over and the join
  * cost more than the independent workers' wake-ups.
+ *
+ * Polling before sleeping (--spin-us, default 20) and one CPU left to the
+ * clients (default --threads: online CPUs - 1, at least 1). With one
+ * redis-benchmark thread as the client, the client is the bottleneck (0.41
+ * us of its CPU per GET at -P 16; servers 0.31-0.41 us). redis-server is
+ * slightly slower than the client, so it always finds requests waiting and
+ * sleeps about once per 1500 requests; our workers were faster, drained
+ * their sockets and slept in epoll_wait every 70-110 requests, and the
+ * client paid for the wake-ups in its sends (a KVM guest: an idle vCPU to
+ * wake): 0.45-0.48 us of its CPU per request instead of 0.41.
+ * Measured with strace: redis-benchmark makes the same calls against both
+ * servers (one recvfrom and one sendto per 16 replies), so the framing was
+ * not the difference; with server and client pinned to separate CPUs the
+ * gap stayed (one worker, no polling: 2.03-2.15M GET/s, redis 2.28-2.41M),
+ * so it was the wake-ups. Polling 20 us after a round that
+ * had work keeps the worker awake while requests stream in; with two
+ * workers polling, both CPUs are taken and the client loses its own.
+ * redis-benchmark -c 50, UNIX socket, 2-core KVM guest shared with other
+ * jobs, medians of 3 rounds, runs started only when the machine was >= 88%
+ * idle, ops/s (server CPU us per request):
+ *                            none GET -P16  none GET -P1   undo SET -P16
+ *   2 workers, no polling    2132k (0.39)   124k (4.15)     846k (1.40)
+ *   2 workers, 20 us         1773k (0.43)   142k (5.60)     846k (1.41)
+ *   1 worker, 20 us          2237k (0.41)   149k (5.10)    1119k (0.88)
+ *   redis-server, no persistence 2193k (0.40) 125k (3.75)
+ * A worker that polls uses a whole CPU while requests stream in, even at
+ * -P 1 (5.1 us of CPU per request, against 3.0 when it sleeps): the price of
+ * the client's cheaper sends. Two workers no longer win on undo SET -P 16
+ * (every request the same key, so both contend on one bucket).
  *
  * Flow control: a connection whose replies pile up past OUT_HIGH stops
  * running requests and stops being read until they are sent, so a
@@ -363,6 +392,30 @@ static void round_end(struct worker *w)
     stats_publish();
 }
 
+/* The events of the next round. After a round that had work the worker
+ * polls for up to srv.spin_ns before it sleeps in epoll_wait: a client
+ * that writes to a sleeping worker pays for the wake-up (on the 2-core
+ * KVM development machine about 5 us of the client's CPU time, see the
+ * head of this file), so a worker that is faster than its clients would
+ * otherwise make them slower. An idle server sleeps after one spin. */
+static int wait_events(struct worker *w, struct epoll_event *ev, int busy)
+{
+    int n = epoll_wait(w->epfd, ev, MAX_EVENTS, 0);
+    if (n || w->resume)
+        return n;
+    if (busy && srv.spin_ns) {
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do {
+            if ((n = epoll_wait(w->epfd, ev, MAX_EVENTS, 0)))
+                return n;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) <
+                 srv.spin_ns);
+    }
+    return epoll_wait(w->epfd, ev, MAX_EVENTS, -1);
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -372,10 +425,12 @@ static void *worker_main(void *arg)
         txn_abort(tx);
     pthread_barrier_wait(&start_barrier);
     struct epoll_event ev[MAX_EVENTS];
+    int busy = 0; /* the last round had events */
     while (!w->init_rc && !atomic_load(&srv.stopping)) {
-        int n = epoll_wait(w->epfd, ev, MAX_EVENTS, w->resume ? 0 : -1);
+        int n = wait_events(w, ev, busy);
         if (n < 0 && errno != EINTR)
             break;
+        busy = n > 0;
         struct conn *r = w->resume;
         w->resume = NULL;
         for (struct conn *next; r; r = next) {

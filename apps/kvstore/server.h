@@ -49,6 +49,7 @@ struct server {
     struct resp_limits lim;
     size_t max_query;      /* bytes one request may occupy */
     unsigned threads;      /* epoll workers */
+    long long spin_ns;     /* a worker polls this long before it sleeps */
     unsigned max_clients;
     enum ack_mode ack;
     enum io_mode io;

@@ -1408,7 +1408,7 @@ static int run_kill(const char *bin)
     struct server s;
     server_names(&s, bin, "kill");
     /* one old bucket per write: resizes last long enough to be killed in */
-    const char *extra[] = {"--pool-size", "256M", "--resize-step", "1", NULL};
+    const char *extra[] = {"--pool-size", "256M", "--resize-step", "1", "--threads", "2", NULL};
     struct kill_totals t = {0};
     uint64_t t0 = now_ms();
     for (int round = 1; round <= rounds; round++) {
