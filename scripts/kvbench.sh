@@ -191,15 +191,19 @@ awk -F, '{ k = $1 "," $2 "," $3; if (!(k in seen)) { seen[k] = 1; order[++n] = k
     awk -F, '{ printf "| %s | %s | %s | %.0f | %s | %s | %.0f | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9 }' "$table"
     echo
     # the comparisons the issue asks for
+    # the fastest persistent engine of each operation (a durable kvstore:
+    # acknowledged at commit or after the epoch's flush)
     for p in 1 16; do
-        best=$(awk -F, -v p="$p" '$3 == p && $1 ~ /^kvstore-/ && $2 ~ /PDOM/ && $4 > b { b = $4; n = $1 } END { print n }' "$table")
-        awk -F, -v p="$p" -v best="$best" '
-            $3 == p && $1 == best && $2 ~ /PDOM/ { ks = $4; kg = $7 }
+        awk -F, -v p="$p" '
+            $3 == p && $1 ~ /^kvstore-/ && $2 ~ /PDOM/ {
+                if ($4 > ks) { ks = $4; bs = $1 }
+                if ($7 > kg) { kg = $7; bg = $1 }
+            }
             $3 == p && $1 == "redis-server" && $2 == "AOF fsync always" { rs = $4; rg = $7 }
             $3 == p && $1 == "kvstore-none" { ns = $4; ng = $7 }
             $3 == p && $1 == "redis-server" && $2 == "none" { os = $4; og = $7 }
             END {
-                if (rs && ks) printf "- P %s: fastest persistent engine (%s) vs redis-server appendfsync always: SET %.2fx, GET %.2fx\n", p, best, ks / rs, kg / rg
+                if (rs && ks) printf "- P %s: fastest persistent engine vs redis-server appendfsync always: SET %.2fx (%s), GET %.2fx (%s)\n", p, ks / rs, bs, kg / rg, bg
                 if (os && ns) printf "- P %s: kvstore-none vs redis-server without persistence: SET %.2fx, GET %.2fx\n", p, ns / os, ng / og
             }' "$table"
     done
