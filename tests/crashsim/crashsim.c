@@ -93,6 +93,18 @@ int sim_commit(txn *tx, int t, uint64_t next)
     return rc;
 }
 
+int sim_finish(txn *tx, int t, uint64_t *rng, uint64_t next, int *committed)
+{
+    *committed = 0;
+    if (sim_rand(rng) % 8 == 0) {
+        txn_abort(tx);
+        return 0;
+    }
+    int rc = sim_commit(tx, t, next);
+    *committed = rc == 0;
+    return rc;
+}
+
 uint64_t sim_rand(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);

@@ -22,20 +22,6 @@
 #include "sim.h"
 #include "txn_layout.h"
 
-#define TRY(x)                                                                 \
-    do {                                                                       \
-        int rc_ = (x);                                                         \
-        if (rc_) {                                                             \
-            txn_abort(tx);                                                     \
-            return rc_;                                                        \
-        }                                                                      \
-    } while (0)
-
-static int aborts(uint64_t *rng)
-{
-    return sim_rand(rng) % 8 == 0;
-}
-
 /* ---- migrate */
 
 enum { MG_INIT = 24, MG_MAX = 32, MG_MIN = 4, MG_TO2 = 15, MG_TO3 = 60 };
@@ -288,12 +274,8 @@ static int mg_step(txn_pool *p, int t, uint64_t *rng)
             TRY(txn_write(tx, o, 0, b, n));
         }
     }
-    if (aborts(rng)) {
-        txn_abort(tx);
-        return 0;
-    }
-    int rc = sim_commit(tx, t, mg_digest_of(key, len));
-    if (!rc) {
+    int done, rc = sim_finish(tx, t, rng, mg_digest_of(key, len), &done);
+    if (done) {
         memcpy(mg_key, key, sizeof key);
         mg_len = len;
     }
@@ -555,12 +537,8 @@ static int ex_step(txn_pool *p, int t, uint64_t *rng)
     unsigned ops = 1 + (unsigned)(sim_rand(rng) % 3);
     for (unsigned k = 0; k < ops; k++)
         TRY(ex_op(tx, p, t, rng, m, &len));
-    if (aborts(rng)) {
-        txn_abort(tx);
-        return 0;
-    }
-    int rc = sim_commit(tx, t, ex_digest_of(m, len));
-    if (!rc) {
+    int done, rc = sim_finish(tx, t, rng, ex_digest_of(m, len), &done);
+    if (done) {
         memcpy(ex_m[t], m, sizeof m);
         ex_len[t] = len;
     }

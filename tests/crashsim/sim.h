@@ -76,6 +76,20 @@ int mt_sim_touch(txn_pool *p, int t);
  * effect. */
 int sim_commit(txn *tx, int t, uint64_t next);
 
+/* The end of a workload's update: abort `tx` one time in eight, else
+ * sim_commit it; *committed says whether the mirror is to take `next`. */
+int sim_finish(txn *tx, int t, uint64_t *rng, uint64_t next, int *committed);
+
+/* In a function holding `txn *tx`: on an error, abort tx and return it. */
+#define TRY(x)                                                                 \
+    do {                                                                       \
+        int rc_ = (x);                                                         \
+        if (rc_) {                                                             \
+            txn_abort(tx);                                                     \
+            return rc_;                                                        \
+        }                                                                      \
+    } while (0)
+
 /* Thread t's part of the pool, read in `tx` (never NULL in a run). */
 txn_obj *sim_part(txn *tx, txn_pool *p, int t);
 

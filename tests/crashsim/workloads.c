@@ -8,20 +8,6 @@
 
 #include "sim.h"
 
-#define TRY(x)                                                                 \
-    do {                                                                       \
-        int rc_ = (x);                                                         \
-        if (rc_) {                                                             \
-            txn_abort(tx);                                                     \
-            return rc_;                                                        \
-        }                                                                      \
-    } while (0)
-
-static int aborts(uint64_t *rng)
-{
-    return sim_rand(rng) % 8 == 0;
-}
-
 /* ---- slots: K objects of 4 u64 and a counter of all increments */
 
 enum { K = 24, SLOT_WORDS = 4, SL_ROOT = 8 + 8 * K };
@@ -87,12 +73,8 @@ static int slots_step(txn_pool *p, int t, uint64_t *rng)
         count += SLOT_WORDS;
     }
     TRY(txn_write_u64(tx, sim_part(tx, p, t), 0, count));
-    if (aborts(rng)) {
-        txn_abort(tx);
-        return 0;
-    }
-    int rc = sim_commit(tx, t, slots_digest_of(nv, count));
-    if (!rc) {
+    int done, rc = sim_finish(tx, t, rng, slots_digest_of(nv, count), &done);
+    if (done) {
         memcpy(sl_val[t], nv, sizeof nv);
         sl_count[t] = count;
     }
@@ -208,12 +190,8 @@ static int list_step(txn_pool *p, int t, uint64_t *rng)
         TRY(txn_write_u64(tx, o, 0, val[i]));
     }
     TRY(txn_write(tx, root, 8, &len, sizeof len));
-    if (aborts(rng)) {
-        txn_abort(tx);
-        return 0;
-    }
-    int rc = sim_commit(tx, t, list_digest_of(val, size, len));
-    if (!rc) {
+    int done, rc = sim_finish(tx, t, rng, list_digest_of(val, size, len), &done);
+    if (done) {
         memcpy(ls_val[t], val, sizeof val);
         memcpy(ls_size[t], size, sizeof size);
         ls_len[t] = len;
@@ -319,12 +297,8 @@ static int mix_step(txn_pool *p, int t, uint64_t *rng)
             TRY(txn_write(tx, o, 8 + at, data[s] + at, n));
         }
     }
-    if (aborts(rng)) {
-        txn_abort(tx);
-        return 0;
-    }
-    int rc = sim_commit(tx, t, mix_digest_of(data, size));
-    if (!rc) {
+    int done, rc = sim_finish(tx, t, rng, mix_digest_of(data, size), &done);
+    if (done) {
         memcpy(mx_data[t], data, sizeof data_of[t]);
         memcpy(mx_size[t], size, sizeof size);
     }
