@@ -170,7 +170,8 @@ static int list_drain(txn *tx, txn_obj *rec, size_t field, int objects, unsigned
         }
         if ((rc = txn_free(tx, c)) || (rc = rec_set(tx, rec, field, next)))
             break;
-        (*budget)--;
+        if (*budget) /* the chunk's last entries may have taken the rest */
+            (*budget)--;
         head = next;
     }
     *empty = !rc && !head;
@@ -491,7 +492,9 @@ static int verdict(txn_pool *p, const char *path, const txn_layout *l)
 {
     txn_obj *rec = pool_layout_rec(p);
     struct lrec r;
-    if (!rec || rec_read(p, rec, &r) || r.state > MIG_CLEAN)
+    if (!rec)
+        return refuse(TXN_E_VERSION, "%s: the pool file has no layout record", path);
+    if (rec_read(p, rec, &r) || r.state > MIG_CLEAN)
         return 0; /* settle reports it */
     if (r.state == MIG_BUILD && resumable(&r, l)) {
         r.version = r.target;
@@ -550,9 +553,10 @@ int layout_verdict(const char *path, const txn_layout *l)
         return rc;
     rc = verdict(p, path, l);
     txn_pool_close(p);
-    if (!is_mismatch(rc)) /* not a refusal: the real open finds out */
+    int refused = is_mismatch(rc) || rc == TXN_E_VERSION;
+    if (!refused) /* not a refusal: the real open finds out */
         err_msg[0] = 0;
-    return is_mismatch(rc) ? rc : 0;
+    return refused ? rc : 0;
 }
 
 int txn_layout_open(const char *path, const txn_layout *l, const txn_pool_opts *opts,
@@ -566,11 +570,14 @@ int txn_layout_open(const char *path, const txn_layout *l, const txn_pool_opts *
      * real open: the real open's settle() then still decides (a refusal
      * there writes what an open writes). */
     txn_pool *p = NULL;
-    int rc = layout_verdict(path, l);
-    if (!is_mismatch(rc))
+    int rc = flags & TXN_LAYOUT_RESET ? 0 /* a refused pool is recreated */
+                                      : layout_verdict(path, l);
+    if (!rc) {
         rc = txn_pool_open(path, l->name, &p);
-    if (rc == TXN_E_LAYOUT)
-        refuse(rc, "%s: the pool's layout is not '%s' (version %u)", path, l->name, l->version);
+        if (rc == TXN_E_LAYOUT)
+            refuse(rc, "%s: the pool's layout is not '%s' (version %u)", path, l->name,
+                   l->version);
+    }
     if (!rc && (rc = settle(p, path, l))) {
         txn_pool_close(p); /* settle refused after the verdict passed: a
                               race, or a failed migration */
