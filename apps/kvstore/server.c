@@ -400,18 +400,19 @@ static void round_end(struct worker *w)
  * otherwise make them slower. An idle server sleeps after one spin. */
 static int wait_events(struct worker *w, struct epoll_event *ev, int busy)
 {
-    int n = epoll_wait(w->epfd, ev, MAX_EVENTS, 0);
-    if (n || w->resume)
-        return n;
-    if (busy && srv.spin_ns) {
-        struct timespec t0, t;
+    int spin = busy && srv.spin_ns;
+    struct timespec t0, t;
+    if (spin)
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        do {
-            if ((n = epoll_wait(w->epfd, ev, MAX_EVENTS, 0)))
-                return n;
-            clock_gettime(CLOCK_MONOTONIC, &t);
-        } while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) <
-                 srv.spin_ns);
+    for (;;) {
+        int n = epoll_wait(w->epfd, ev, MAX_EVENTS, 0);
+        if (n || w->resume)
+            return n;
+        if (!spin)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) >= srv.spin_ns)
+            break;
     }
     return epoll_wait(w->epfd, ev, MAX_EVENTS, -1);
 }
