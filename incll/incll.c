@@ -672,17 +672,25 @@ static void track(struct itx *t, char *blk, size_t lo, size_t hi)
     *at = isl->dirty.n;
 }
 
-/* T: the head of a block whose tag just became the epoch's. */
-static void track_head(struct itx *t, char *blk, size_t size)
+/* The first n bytes of blk as a range of their own, without the lookup
+ * that merges ranges (a range tracked twice is flushed twice, nothing
+ * worse): for ranges tracked once per block and epoch. */
+static void track_new(struct itx *t, char *blk, size_t n)
 {
     if (t->st->whole)
         return;
     struct dirty *d = vec_push(&t->isl->dirty);
     if (!d) {
-        t->st->overflow = 1;
+        t->st->overflow = 1; /* out of memory: this epoch flushes it all */
         return;
     }
-    *d = (struct dirty){blk, 0, size < TRACK_HEAD ? size : TRACK_HEAD};
+    *d = (struct dirty){blk, 0, n};
+}
+
+/* T: the head of a block whose tag just became the epoch's. */
+static void track_head(struct itx *t, char *blk, size_t size)
+{
+    track_new(t, blk, size < TRACK_HEAD ? size : TRACK_HEAD);
 }
 
 /* I1: the object's whole block into the epoch's log (not fenced). */
@@ -1148,14 +1156,7 @@ void incll__dirty(txn *tx, txn_obj *o, size_t n)
 {
     struct itx *t = tx->eng;
     t->touched = 1;
-    if (t->st->whole)
-        return;
-    struct dirty *d = vec_push(&t->isl->dirty);
-    if (!d) {
-        t->st->overflow = 1; /* out of memory: this epoch flushes it all */
-        return;
-    }
-    *d = (struct dirty){(char *)o, 0, OBJ_HDR + n};
+    track_new(t, (char *)o, OBJ_HDR + n);
 }
 
 /* ---- reuse of freed blocks, epochs (incll.h) */
