@@ -49,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "txn.h"
@@ -973,7 +974,7 @@ static int run_ops(txn_pool *p, const struct kc *k, const uint32_t *keys, size_t
 /* Untimed: allocate (zero-filled) and abort `n` node-sized objects, so
  * that the timed program does not pay first touches of pool pages that
  * another program's pool had touched already (P-Retain's frees leave
- * P-Manual warm pages; a fresh copy for P-Auto has none). */
+ * P-Manual warm pages; a fresh copy, with --block, has none). */
 static int warm_heap(txn_pool *p, size_t size, size_t n)
 {
     for (size_t done = 0; done < n;) {
@@ -1016,17 +1017,25 @@ static void die(const char *what, int rc)
     exit(1);
 }
 
+/* Copy a pool file over `to`, in place when `to` exists: the file keeps
+ * its pages (on /dev/shm, the same physical memory), so programs that run
+ * one after the other on it run on the same memory. */
 static int copy_file(const char *from, const char *to)
 {
-    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    int a = open(from, O_RDONLY), b = open(to, O_WRONLY | O_CREAT, 0600);
     static char buf[1 << 20];
-    size_t n;
-    int rc = a && b ? 0 : -1;
-    while (!rc && (n = fread(buf, 1, sizeof buf, a)) > 0)
-        rc = fwrite(buf, 1, n, b) == n ? 0 : -1;
-    if (a)
-        fclose(a);
-    if (b && fclose(b))
+    ssize_t n;
+    off_t at = 0;
+    int rc = a >= 0 && b >= 0 ? 0 : -1;
+    while (!rc && (n = read(a, buf, sizeof buf)) > 0) {
+        rc = pwrite(b, buf, (size_t)n, at) == n ? 0 : -1;
+        at += n;
+    }
+    if (!rc && (n < 0 || ftruncate(b, at)))
+        rc = -1;
+    if (a >= 0)
+        close(a);
+    if (b >= 0 && close(b))
         rc = -1;
     return rc;
 }
@@ -1043,6 +1052,7 @@ struct measure {
     double ov_cpu[3], ov_wall[3]; /* Auto overhead: 25th, 50th, 75th percentile */
     double lx_cpu[3], lx_wall[3]; /* P-Auto against P-Original' (below), likewise */
     double t_same;                /* P-Original' */
+    double d_auto;                /* median of the runs' T(P-Auto) - T(P-Manual) */
     int same;                     /* P-Original' ran */
     unsigned reps;
     uint64_t b_orig, b_retain, b_manual, b_auto;
@@ -1239,19 +1249,40 @@ static void child_end(struct child *c)
     }
 }
 
-/* Each run: P-Retain on a copy of the original (a program of its own: it
- * opens, migrates and closes the pool), then P-Manual on the migrated
- * copy, P-Auto on a fresh copy of the original and, with `same`,
- * P-Original' (the original program, no retention, running the update
- * input on another fresh copy of the original pool), in an order that
- * rotates from run to run. With g_block, each program runs in a process of
- * its own with its pool open, and they take turns, block after block of
- * g_block operations (the order rotating from block to block), so that
- * what the machine's other load does to the caches and the clock falls on
- * all of them alike. P-Auto against P-Manual is the paper's overhead; it
- * includes what the migration changed besides the layout (P-Retain lays
- * the nodes out anew, in traversal order). P-Auto against P-Original',
- * the same pool and heap, is what the extendible structs themselves cost.
+/* P-Retain: the original pool copied over g_work, then migrated to v2
+ * there (timed; its bytes counted). */
+static void retain_copy(const txn_layout *v2, double *t, struct measure *m)
+{
+    txn_pool *p;
+    int rc;
+    if (copy_file(g_orig, g_work))
+        die("copy", TXN_E_IO);
+    uint64_t b0 = stored();
+    double t0 = now_s();
+    if ((rc = txn_layout_open(g_work, v2, NULL, 0, &p)))
+        die("P-Retain", rc);
+    *t = now_s() - t0;
+    m->b_retain = stored() - b0;
+    txn_pool_close(p);
+}
+
+/* Each run: P-Retain (a program of its own: it opens, migrates and
+ * closes the pool), then P-Manual on the migrated pool, P-Auto on the
+ * original pool and, with `same`, P-Original' (the original program, no
+ * retention, running the update input on the original pool), in an order
+ * that rotates from run to run. By default they run one after the other,
+ * each on the same file, the original copied over it in place before each
+ * (and migrated for P-Manual): every program runs on the same memory, at
+ * the same address (with a file per program, the physical pages under
+ * each differed, and two identical programs differed by up to 5%). With
+ * g_block, each program runs in a process of its own with its pool open
+ * (a file each), and they take turns, block after block of g_block
+ * operations (the order rotating from block to block). P-Auto against
+ * P-Manual is the paper's overhead; it includes what the migration
+ * changed besides the layout (P-Retain lays the nodes out anew, in
+ * traversal order: a hash chain's nodes end up side by side). P-Auto
+ * against P-Original', the same pool and heap, is what the extendible
+ * structs themselves cost.
  * `want` = keys the update input must find. */
 static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint32_t *keys,
                      size_t n, size_t want, unsigned reps, int same, struct measure *m)
@@ -1265,23 +1296,16 @@ static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint3
     const txn_layout *lays[] = {&v2, &v1, &v1};
     struct lay *Ls[] = {L2, La, L1};
     double tr[REPS_MAX], tm[REPS_MAX], ta[REPS_MAX], ts[REPS_MAX];
-    double oc[REPS_MAX], ow[REPS_MAX], lc[REPS_MAX], lw[REPS_MAX];
+    double oc[REPS_MAX], ow[REPS_MAX], lc[REPS_MAX], lw[REPS_MAX], da[REPS_MAX];
     for (unsigned r = 0; r < reps; r++) {
-        txn_pool *p;
-        int rc;
-        if (copy_file(g_orig, g_work))
-            die("copy", TXN_E_IO);
-        uint64_t b0 = stored();
-        double t0 = now_s();
-        if ((rc = txn_layout_open(g_work, &v2, NULL, 0, &p)))
-            die("P-Retain", rc);
-        tr[r] = now_s() - t0;
-        m->b_retain = stored() - b0;
-        txn_pool_close(p);
         struct prog pg[3]; /* Manual, Auto, Original' */
         struct child ch[3];
         unsigned np = same ? 3 : 2;
         size_t block = g_block ? g_block : n;
+        unlink(g_work); /* each run on new pages: what their placement does
+                           to the caches differs from run to run */
+        if (g_block) /* P-Manual's pool first: the children open theirs at once */
+            retain_copy(&v2, &tr[r], m);
         for (unsigned q = 0; g_block && q < np; q++) {
             if (q > 0 && copy_file(g_orig, paths[q]))
                 die("copy", TXN_E_IO);
@@ -1295,9 +1319,13 @@ static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint3
                     child_run(&ch[q], from, to);
                     continue;
                 }
-                if (q > 0 && copy_file(g_orig, paths[q])) /* one program after the other */
+                /* one program after the other, each on the same file made
+                 * anew in place: the same memory under every program */
+                if (q == 0)
+                    retain_copy(&v2, &tr[r], m);
+                else if (copy_file(g_orig, g_work))
                     die("copy", TXN_E_IO);
-                prog_open(&pg[q], names[q], paths[q], lays[q], Ls[q], g.nb);
+                prog_open(&pg[q], names[q], g_work, lays[q], Ls[q], g.nb);
                 prog_ops(&pg[q], keys, from, to);
                 prog_close(&pg[q], want);
             }
@@ -1311,6 +1339,7 @@ static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint3
         tm[r] = st[0].cpu;
         ta[r] = st[1].cpu;
         ts[r] = st[2].cpu;
+        da[r] = st[1].cpu - st[0].cpu;
         oc[r] = st[1].cpu / st[0].cpu - 1;
         ow[r] = st[1].wall / st[0].wall - 1;
         lc[r] = st[1].cpu / st[2].cpu - 1;
@@ -1325,6 +1354,7 @@ static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint3
     m->t_manual = median(tm, reps);
     m->t_auto = median(ta, reps);
     m->t_same = median(ts, reps);
+    m->d_auto = median(da, reps);
     quartiles(oc, reps, m->ov_cpu);
     quartiles(ow, reps, m->ov_wall);
     quartiles(lc, reps, m->lx_cpu);
@@ -1466,7 +1496,7 @@ static void sweep(int kmask)
             struct measure m = {0};
             size_t n = (size_t)(frac[i] * (double)g_n + 0.5);
             p_update(&L1, &L2, &La, upd, n, n, g_reps, 0, &m);
-            double auto_cost = m.t_auto - m.t_manual;
+            double auto_cost = m.d_auto; /* paired: run by run */
             /* bytes the retention costs: all of P-Retain for the manual
              * model, what P-Auto stores beyond P-Manual for the automatic */
             double auto_bytes = (double)m.b_auto - (double)m.b_manual;

@@ -6,14 +6,16 @@
 # (DEL of 0.1%, 1%, 10%, 100% of the keys, Layout-Change). Writes
 # results/retention.md and results/retention.png (the sweep).
 #
-#   bash scripts/retention.sh          N = 20000 keys; hash and B-tree:
-#                                      medians of 5 runs (Layout-Add: 15),
-#                                      skip list (slow): of 3
-#   bash scripts/retention.sh --full   N = 100000 (the paper's), medians of 7
-#                                      (Layout-Add: 15; long: the skip list)
-# In each run the update programs run one after the other, in an order that
-# rotates from run to run; the Auto overheads are medians of each run's
-# paired ratios, with their quartiles (the spread the measurement has).
+#   bash scripts/retention.sh          hash and B-tree: N = 100000 keys (the
+#                                      paper's), medians of 5 runs (Layout-Add:
+#                                      15); skip list (each operation walks
+#                                      O(N) nodes): N = 20000, of 5 (Layout-Add: 7)
+#   bash scripts/retention.sh --full   the skip list at N = 100000 too (long),
+#                                      medians of 7
+# In each run the update programs run one after the other, on the same
+# file (the same memory), in an order that rotates from run to run; the
+# Auto overheads are medians of each run's paired ratios, with their
+# quartiles (the spread the measurement has).
 # (retain --block OPS interleaves them finer, in processes of their own
 # taking turns; each turn then starts on caches the others filled, which
 # costs the program with the larger nodes more: not used here.)
@@ -25,10 +27,10 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-release}
 OUT=${OUT_DIR:-results}
 ENGINE=${RETAIN_ENGINE:-undo}
-n=20000 reps=5 reps_add=15 reps_skip=3
+n=100000 n_skip=20000 reps=5 reps_add=15 reps_skip=5 reps_skip_add=7
 case "${1:-}" in
 "") ;;
---full) n=100000 reps=7 reps_skip=7 ;;
+--full) n_skip=100000 reps=7 reps_skip=7 reps_skip_add=7 ;;
 *) echo "usage: $0 [--full]" >&2; exit 2 ;;
 esac
 
@@ -43,39 +45,43 @@ md="$OUT/retention.md"
 {
     echo "# Persistent data retention: manual migration vs lazily extendible structs"
     echo
-    echo "Engine $ENGINE, PDOM ${TXN_PDOM:-1}, N = $n keys; medians of $reps runs on hash and"
-    echo "B-tree ($reps_add on Layout-Add), of $reps_skip on the skip list (runs: a column), of the"
-    echo "thread's CPU time ($(nproc) cores, $(uname -r), load average at the start:"
-    echo "$(cut -d' ' -f1-3 /proc/loadavg)). In each run the update programs run one after"
-    echo "the other, each opening its own pool, in an order that rotates from run to"
-    echo "run. Overheads as the paper defines"
+    echo "Engine $ENGINE, PDOM ${TXN_PDOM:-1}; hash and B-tree: N = $n keys, medians of $reps runs"
+    echo "($reps_add on Layout-Add); skip list: N = $n_skip, of $reps_skip ($reps_skip_add on Layout-Add)"
+    echo "(runs: a column); of the thread's CPU time ($(nproc) cores, $(uname -r), load"
+    echo "average at the start: $(cut -d' ' -f1-3 /proc/loadavg)). In each run the update"
+    echo "programs run one after the other, each on the same file (the original copied"
+    echo "over it in place, and migrated for P-Manual: the same memory under every"
+    echo "program), in an order that rotates from run to run. Overheads as the paper defines"
     echo "them: Manual = T(P-Retain) / T(P-Manual); Auto = (T(P-Auto) - T(P-Manual)) /"
     echo "T(P-Manual), here the median of each run's paired ratio with its quartiles"
     echo "[25%, 75%], in CPU and in wall time. P-Original' (Layout-Add) is the original"
-    echo "program running the update input on a copy of the same pool as P-Auto:"
+    echo "program running the update input on the same pool as P-Auto:"
     echo "Auto/P-Original' is what the extendible structs cost, without what the"
     echo "migration changes in the heap (P-Manual runs on nodes laid out anew)."
     echo "Bytes: everything stored to the pool (data, logs, allocator metadata);"
     echo "retention bytes: P-Retain's (Manual) against what P-Auto stores beyond"
     echo "P-Manual (Auto)."
     echo
-    # per kernel: runs, runs on Layout-Add
-    runs() { if [ "$1" = skip ]; then echo "$reps_skip $reps_skip"; else echo "$reps $reps_add"; fi; }
+    # per kernel: keys, runs, runs on Layout-Add
+    runs() {
+        if [ "$1" = skip ]; then echo "$n_skip $reps_skip $reps_skip_add"; else echo "$n $reps $reps_add"; fi
+    }
     for k in hash btree skip; do
-        read -r r ra <<<"$(runs "$k")"
-        "$bin" --n "$n" --reps "$r" --reps-add "$ra" --kernel "$k" |
+        read -r kn r ra <<<"$(runs "$k")"
+        "$bin" --n "$kn" --reps "$r" --reps-add "$ra" --kernel "$k" |
             grep -v '^#' | { [ "$k" = hash ] && cat || grep -v -e '^| kernel' -e '^|---'; }
     done
     echo
     echo "## Working-set sweep (Layout-Change, DEL of a fraction of the keys)"
     echo
-    echo "Manual cost: the whole migration (P-Retain); Auto cost: P-Auto - P-Manual."
+    echo "Manual cost: the whole migration (P-Retain); Auto cost: P-Auto - P-Manual (the median"
+    echo "of the runs' paired differences)."
     echo
-    echo "Runs: $reps (hash, B-tree), $reps_skip (skip list)."
+    echo "Runs: $reps (hash, B-tree; N = $n), $reps_skip (skip list; N = $n_skip)."
     echo
     for k in hash btree skip; do
-        read -r r ra <<<"$(runs "$k")"
-        "$bin" --n "$n" --reps "$r" --sweep --kernel "$k" |
+        read -r kn r ra <<<"$(runs "$k")"
+        "$bin" --n "$kn" --reps "$r" --sweep --kernel "$k" |
             grep -v '^#' | { [ "$k" = hash ] && cat || grep -v -e '^| kernel' -e '^|---'; }
     done
     echo
@@ -93,7 +99,7 @@ set output "$OUT/retention.png"
 set logscale xy
 set xlabel "keys deleted by the update program (%)"
 set ylabel "retention cost (ms)"
-set title "Working-set sweep, Layout-Change ($ENGINE, N = $n)"
+set title "Working-set sweep, Layout-Change ($ENGINE, N = $n; skip list $n_skip)"
 set key top left
 set label "an Auto cost of 0 or less (none measurable) is drawn at 0.0005 ms" at graph 0.02, graph 0.04 font ",9"
 plot for [k in "hash btree skip"] "< grep '^".k." ' $OUT/retention.dat" using 2:3 with linespoints title k." Manual", \
