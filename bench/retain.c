@@ -66,8 +66,12 @@ enum kind { HASH, BTREE, SKIP };
 enum ext { EXT_NONE, EXT_KEY, EXT_NAME };
 static const char *const kind_name[] = {"hash", "btree", "skip"};
 
-/* A node layout: header {u32 n, u32 leaf/level}, keys (kw bytes each,
- * padded to 8), values, children, name, extension link. */
+/* A node layout: header {u32 n, u32 leaf/level}, extension link, keys (kw
+ * bytes each, padded to 8), values, children, name. The link (the hidden
+ * pointer of an extendible struct, present in every version) sits right
+ * after the header, in the node's first line: a load of the node brings
+ * it with the fields, as a compiler placing the hidden pointer first
+ * would (a vtable pointer's place). */
 struct lay {
     enum kind kind;
     unsigned kw, name;
@@ -100,12 +104,12 @@ static void lay_init(struct lay *L, enum kind kind, unsigned kw, unsigned name, 
     L->ext = ext;
     L->K = kind == BTREE ? KMAX : 1;
     L->C = kind == BTREE ? CMAX : kind == SKIP ? SKIP_LEVELS : 1;
-    L->off_keys = 8;
+    L->off_link = 8;
+    L->off_keys = 16;
     L->off_vals = L->off_keys + (kw * L->K + 7) / 8 * 8;
     L->off_child = L->off_vals + 8 * L->K;
     L->off_name = L->off_child + 8 * L->C;
-    L->off_link = L->off_name + name;
-    L->size = L->off_link + 8;
+    L->size = L->off_name + name;
     if (ext != EXT_NONE) {
         size_t payload = ext == EXT_KEY ? 8 * L->K : NAME_LEN;
         L->xl = (txn_ext_level){payload + 8, payload, ext == EXT_KEY ? ext_key_init : NULL};
@@ -146,27 +150,23 @@ static void nload_rest(const struct lay *L, const unsigned char *b, struct dnode
     memcpy(d->child, b + L->off_child, 8 * L->C);
 }
 
-/* Section 4.4 (what a compiler would emit) for Layout-Change, where every
- * load needs the key: the load of the node brings its extension link too,
- * so no later access reads it again (the key read below,
- * txn_ext_write_known, txn_ext_free_known), and a missing extension's keys
+/* Section 4.4 (what a compiler would emit): the load of a node brings its
+ * extension link (it is in the bytes read, after the header), so no later
+ * access reads it again (the key read below, txn_ext_write_known,
+ * txn_ext_free_known), and for Layout-Change a missing extension's keys
  * come from the bytes already loaded (the init's conversion) instead of a
- * peek. Layout-Add loads the link only where a delete will free the node
- * (`for_free`: the hash table's delete path; elsewhere txn_ext_free reads
- * it): loading it with every node a search passes would cost more (a
- * cache line more for some nodes). --plain-ext: txn_ext_peek,
- * txn_ext_write and txn_ext_free, each reading the link itself. */
+ * peek. --plain-ext: txn_ext_peek, txn_ext_write and txn_ext_free, each
+ * reading the link itself. */
 static int g_inline_check = 1;
 
-static int nload_for(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d, int for_free)
+static int nload(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d)
 {
     const struct lay *L = k->L;
     unsigned char b[256];
     int inline_key = L->ext == EXT_KEY && g_inline_check;
-    int with_link = L->ext != EXT_NONE && g_inline_check && (inline_key || for_free);
-    TRY(txn_read(tx, o, 0, b, with_link ? L->size : L->off_name));
+    TRY(txn_read(tx, o, 0, b, L->off_name)); /* all but the name */
     d->link = NULL;
-    if (with_link)
+    if (L->ext != EXT_NONE && g_inline_check)
         memcpy(&d->link, b + L->off_link, sizeof d->link);
     nload_rest(L, b, d);
     if (inline_key && d->link)
@@ -185,11 +185,6 @@ static int nload_for(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d, i
         }
     }
     return 0;
-}
-
-static int nload(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d)
-{
-    return nload_for(tx, k, o, d, 0);
 }
 
 #define W_HDR 1u
@@ -218,11 +213,12 @@ static int nstore(txn *tx, const struct kc *k, txn_obj *o, const struct dnode *d
     memcpy(b + L->off_vals, d->val, 8 * L->K);
     memcpy(b + L->off_child, d->child, 8 * L->C);
     int keys_in_base = L->ext != EXT_KEY;
-    if (w & W_NEW && keys_in_base) { /* one write of the whole base */
-        TRY(txn_write(tx, o, 0, b, L->off_link));
-    } else if (w & W_NEW) { /* the old key field is dead: keys go to the extension */
+    if (w & W_NEW) { /* all but the link (NULL: txn_alloc zero-fills) */
         TRY(txn_write(tx, o, 0, b, 8));
-        TRY(txn_write(tx, o, L->off_vals, b + L->off_vals, L->off_link - L->off_vals));
+        /* Layout-Change's P-Auto: the old key field is dead, keys go to
+         * the extension */
+        size_t from = keys_in_base ? L->off_keys : L->off_vals;
+        TRY(txn_write(tx, o, from, b + from, L->size - from));
     } else {
         if (w & W_HDR)
             TRY(txn_write(tx, o, 0, b, 8));
@@ -280,14 +276,14 @@ static uint64_t val_of(uint64_t key)
 /* ---- hash table: bucket array of nb handles, chains of one-key nodes */
 
 static int h_find(txn *tx, const struct kc *k, uint64_t key, txn_obj **bucket_arr, txn_obj **prev,
-                  txn_obj **cur, struct dnode *d, int for_free)
+                  txn_obj **cur, struct dnode *d)
 {
     TRY(entry_get(tx, k, bucket_arr));
     size_t b = mix64(key) & (k->nb - 1);
     *prev = NULL;
     TRY(txn_read(tx, *bucket_arr, 8 * b, cur, sizeof *cur));
     while (*cur) {
-        TRY(nload_for(tx, k, *cur, d, for_free));
+        TRY(nload(tx, k, *cur, d));
         if (d->key[0] == key)
             return 0;
         *prev = *cur;
@@ -300,7 +296,7 @@ static int h_lookup(txn *tx, const struct kc *k, uint64_t key, int *found)
 {
     txn_obj *arr, *prev, *cur;
     struct dnode d;
-    TRY(h_find(tx, k, key, &arr, &prev, &cur, &d, 0));
+    TRY(h_find(tx, k, key, &arr, &prev, &cur, &d));
     *found = cur != NULL;
     return 0;
 }
@@ -321,7 +317,7 @@ static int h_delete(txn *tx, const struct kc *k, uint64_t key)
 {
     txn_obj *arr, *prev, *cur;
     struct dnode d, pd;
-    TRY(h_find(tx, k, key, &arr, &prev, &cur, &d, 1));
+    TRY(h_find(tx, k, key, &arr, &prev, &cur, &d));
     if (!cur)
         return 0;
     if (prev) {
@@ -1284,8 +1280,9 @@ static void retain_copy(const txn_layout *v2, double *t, struct measure *m)
  * against P-Original', the same pool and heap, is what the extendible
  * structs themselves cost.
  * `want` = keys the update input must find. */
-static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint32_t *keys,
-                     size_t n, size_t want, unsigned reps, int same, struct measure *m)
+static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint32_t *orig,
+                     const uint32_t *keys, size_t n, size_t want, unsigned reps, int same,
+                     struct measure *m)
 {
     struct mig g = {L1, L2, buckets_for(g_n)};
     const txn_migration mg[] = {{1, sizeof(struct conv), conv_step, conv_finish, &g}};
@@ -1302,8 +1299,16 @@ static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint3
         struct child ch[3];
         unsigned np = same ? 3 : 2;
         size_t block = g_block ? g_block : n;
-        unlink(g_work); /* each run on new pages: what their placement does
-                           to the caches differs from run to run */
+        /* each run on a pool of its own, built anew: a new address (a pool
+         * maps where it was made) and new pages, whose placement in the
+         * caches and TLBs changes from run to run; with one pool for all
+         * runs, P-Auto against P-Manual moved by up to 6 points from one
+         * invocation to the next, with tight quartiles in each */
+        if (r > 0) {
+            struct measure mo = {0};
+            p_original(L1, orig, g_n, &mo);
+        }
+        unlink(g_work);
         if (g_block) /* P-Manual's pool first: the children open theirs at once */
             retain_copy(&v2, &tr[r], m);
         for (unsigned q = 0; g_block && q < np; q++) {
@@ -1441,7 +1446,7 @@ static void table(int kmask)
                 layouts(kd, change, &L1, &L2, &La);
                 make_input(in, g_n, orig, upd, &want, g_n);
                 p_original(&L1, orig, g_n, &m);
-                p_update(&L1, &L2, &La, upd, g_n, want,
+                p_update(&L1, &L2, &La, orig, upd, g_n, want,
                          change || !g_reps_add ? g_reps : g_reps_add, !change, &m);
                 char ratio[32];
                 if (m.b_auto > m.b_manual)
@@ -1495,7 +1500,7 @@ static void sweep(int kmask)
         for (int i = 0; i < 4; i++) {
             struct measure m = {0};
             size_t n = (size_t)(frac[i] * (double)g_n + 0.5);
-            p_update(&L1, &L2, &La, upd, n, n, g_reps, 0, &m);
+            p_update(&L1, &L2, &La, orig, upd, n, n, g_reps, 0, &m);
             double auto_cost = m.d_auto; /* paired: run by run */
             /* bytes the retention costs: all of P-Retain for the manual
              * model, what P-Auto stores beyond P-Manual for the automatic */
