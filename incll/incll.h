@@ -211,6 +211,19 @@ void incll_perm_store(txn_obj *o, const incll_layout *l, uint64_t perm);
 /* Set the value word of `slot` (a slot in use) to v (N5). */
 int incll_update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v);
 
+/* What the InCLLs can absorb now, without the external log: an update of
+ * `slot` (INCLL_ABSORB_UPDATE: its line's InCLL is free or holds it, or
+ * the node is logged) and an insert into a free slot (INCLL_ABSORB_INSERT:
+ * no removal in this epoch, so every free slot was free at its start); or
+ * an error (< 0). An update it cannot absorb may instead move the entry
+ * to a free slot when an insert can be absorbed: incll_insert_begin, the
+ * key and new value into the free slot, incll_remove_begin, then one
+ * incll_perm_store naming the new slot where the old one was (the
+ * rollback of perm brings the old slot back, untouched). */
+#define INCLL_ABSORB_UPDATE 1
+#define INCLL_ABSORB_INSERT 2
+int incll_absorbs(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot);
+
 /* Log the whole node in the current epoch's external log now (no-op if it
  * is there): afterwards any field may change, through incll_store(). */
 int incll_log(txn *tx, txn_obj *o, const incll_layout *l);

@@ -276,6 +276,21 @@ int incll_update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint
     return 0;
 }
 
+int incll_absorbs(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot)
+{
+    int g = slot < l->nslots ? group_of_slot(l, slot) : -1;
+    if (g < 0)
+        return TXN_E_INVAL;
+    int rc = touch(tx, o, l);
+    if (rc)
+        return rc;
+    uint64_t e = perm_of(o, l)->epoch;
+    unsigned held = incll_val_slot(*group_of(o, l, (unsigned)g));
+    int upd = (e & INCLL_LOGGED) || held == slot ||
+              (held == INCLL_NONE && incll_val_fits(vals_of(o, l)[slot]));
+    return (upd ? INCLL_ABSORB_UPDATE : 0) | (e & INCLL_INS_OK ? INCLL_ABSORB_INSERT : 0);
+}
+
 int incll_log(txn *tx, txn_obj *o, const incll_layout *l)
 {
     int rc = touch(tx, o, l);

@@ -175,6 +175,18 @@ void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v)
         fail(o, incll_update(o->tx, node_obj(&l->h), &mt_leaf_layout, s, v));
 }
 
+int w_value_moves(struct op *o, struct leaf *l, unsigned s)
+{
+    if (o->err)
+        return 0;
+    int a = incll_absorbs(o->tx, node_obj(&l->h), &mt_leaf_layout, s);
+    if (a < 0) {
+        fail(o, a);
+        return 0;
+    }
+    return !(a & INCLL_ABSORB_UPDATE) && (a & INCLL_ABSORB_INSERT);
+}
+
 void w_insert_begin(struct op *o, struct leaf *l)
 {
     if (!o->err)

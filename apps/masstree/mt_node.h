@@ -349,6 +349,18 @@ void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v);
 void w_insert_begin(struct op *o, struct leaf *l);
 void w_remove_begin(struct op *o, struct leaf *l);
 void w_perm(struct op *o, struct leaf *l, uint64_t perm);
+/* MT_INCLL: an update of slot s that its line's InCLL cannot absorb, on a
+ * leaf where an insert can (incll_absorbs): 1 = move the entry to a free
+ * slot instead of logging the node. 0 elsewhere. */
+#ifdef MT_INCLL
+int w_value_moves(struct op *o, struct leaf *l, unsigned s);
+#else
+static inline int w_value_moves(struct op *o, struct leaf *l, unsigned s)
+{
+    (void)o, (void)l, (void)s;
+    return 0;
+}
+#endif
 /* a read-only operation's transaction (MT_INCLL; nothing otherwise) */
 int rd_begin(mt_tree *t);
 int rd_end(mt_tree *t);
