@@ -35,6 +35,7 @@
 
 __thread txn *t_tx;
 __thread uint64_t t_first;
+__thread int t_ready;
 __thread int t_err;
 static __thread txn_pool *t_pool; /* of a read: recover in a txn of its own */
 
@@ -288,6 +289,7 @@ int rd_begin(mt_tree *t)
     t_tx = NULL;
     t_pool = t->pool;
     t_first = t->first;
+    t_ready = t->ready;
     t_err = 0;
     return 0;
 }
@@ -339,6 +341,7 @@ int mt_create(const mt_opts *opts, mt_tree **out)
         free(t);
         return rc;
     }
+    t->ready = 1;
     *out = t;
     return 0;
 }

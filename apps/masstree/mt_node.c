@@ -292,6 +292,7 @@ int op_begin(struct op *o, mt_tree *t)
 #ifdef MT_INCLL
     t_tx = o->tx;
     t_first = t->first;
+    t_ready = t->ready;
     t_err = 0;
 #endif
     return rc;
