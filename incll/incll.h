@@ -211,18 +211,22 @@ void incll_perm_store(txn_obj *o, const incll_layout *l, uint64_t perm);
 /* Set the value word of `slot` (a slot in use) to v (N5). */
 int incll_update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v);
 
-/* What the InCLLs can absorb now, without the external log: an update of
- * `slot` (INCLL_ABSORB_UPDATE: its line's InCLL is free or holds it, or
- * the node is logged) and an insert into a free slot (INCLL_ABSORB_INSERT:
- * no removal in this epoch, so every free slot was free at its start); or
- * an error (< 0). An update it cannot absorb may instead move the entry
- * to a free slot when an insert can be absorbed: incll_insert_begin, the
- * key and new value into the free slot, incll_remove_begin, then one
- * incll_perm_store naming the new slot where the old one was (the
- * rollback of perm brings the old slot back, untouched). */
-#define INCLL_ABSORB_UPDATE 1
-#define INCLL_ABSORB_INSERT 2
-int incll_absorbs(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot);
+/* incll_update, or a move: an update its line's InCLL cannot absorb (the
+ * InCLL holds another slot, or the old value is no 16-byte aligned 48-bit
+ * word) on a node not logged in this epoch, where no slot was freed in the
+ * epoch (so every free slot was free at its start), changes nothing and
+ * returns INCLL_MOVE instead of logging the node: the caller then moves
+ * the entry to a free slot, incll_move_begin, the key and new value into
+ * the free slot (incll_store), one incll_perm_store naming the new slot
+ * where the old one was; the epoch's rollback of perm brings the old
+ * slot back, untouched (N3). Otherwise as incll_update: 0 or an error. */
+#define INCLL_MOVE 1
+int incll_update_try(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v);
+
+/* Begin a move (after INCLL_MOVE, same transaction): no free slot may be
+ * written again in the epoch before the node is logged (N4: the old slot
+ * holds the start-of-epoch pair). TXN_E_STATE when no move is allowed. */
+int incll_move_begin(txn *tx, txn_obj *o, const incll_layout *l);
 
 /* Log the whole node in the current epoch's external log now (no-op if it
  * is there): afterwards any field may change, through incll_store(). */
@@ -250,6 +254,8 @@ typedef struct incll_stats {
     uint64_t hit_update;   /* value changes a value InCLL absorbed (no log) */
     uint64_t hit_insert;   /* inserts the permutation InCLL absorbed */
     uint64_t hit_remove;   /* removes the permutation InCLL absorbed */
+    uint64_t hit_move;     /* updates moved to a free slot (INCLL_MOVE),
+                              absorbed by the permutation InCLL */
     uint64_t in_logged;    /* updates and inserts into a node logged already
                               this epoch (nothing to save) */
     uint64_t log_overflow; /* nodes logged because an InCLL could not take a

@@ -255,7 +255,10 @@ static int slot_touch(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot,
     return *g < 0 ? TXN_E_INVAL : touch(tx, o, l);
 }
 
-int incll_update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v)
+/* N5; with `may_move`, INCLL_MOVE where the node would be logged but a
+ * move can be absorbed (incll_update_try). */
+static int update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v,
+                  int may_move)
 {
     int g, rc = slot_touch(tx, o, l, slot, &g);
     if (rc)
@@ -272,6 +275,8 @@ int incll_update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint
         pm_store64(gw, incll_val_pack(slot, *val, incll__epoch(tx)));
         store_order();
         COUNT(hit_update);
+    } else if (may_move && (pi->epoch & INCLL_INS_OK)) {
+        return INCLL_MOVE; /* nothing changed */
     } else if ((rc = log_node(tx, o, pi))) {
         return rc;
     } else {
@@ -281,16 +286,27 @@ int incll_update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint
     return 0;
 }
 
-int incll_absorbs(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot)
+int incll_update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v)
 {
-    int g, rc = slot_touch(tx, o, l, slot, &g);
+    return update(tx, o, l, slot, v, 0);
+}
+
+int incll_update_try(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v)
+{
+    return update(tx, o, l, slot, v, 1);
+}
+
+int incll_move_begin(txn *tx, txn_obj *o, const incll_layout *l)
+{
+    int rc = touch(tx, o, l);
+    incll_perm *pi = perm_of(o, l);
     if (rc)
         return rc;
-    uint64_t e = perm_of(o, l)->epoch;
-    unsigned held = incll_val_slot(*group_of(o, l, (unsigned)g));
-    int upd = (e & INCLL_LOGGED) || held == slot ||
-              (held == INCLL_NONE && incll_val_fits(vals_of(o, l)[slot]));
-    return (upd ? INCLL_ABSORB_UPDATE : 0) | (e & INCLL_INS_OK ? INCLL_ABSORB_INSERT : 0);
+    if ((pi->epoch & (INCLL_INS_OK | INCLL_LOGGED)) != INCLL_INS_OK)
+        return TXN_E_STATE;
+    set_flags(pi, 0, INCLL_INS_OK); /* N4 */
+    COUNT(hit_move);
+    return 0;
 }
 
 int incll_log(txn *tx, txn_obj *o, const incll_layout *l)

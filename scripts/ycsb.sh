@@ -148,7 +148,8 @@ incll_row() { # cfg: ycsb-incll's counters in that configuration (medians)
         echo "## ycsb-incll: what the InCLLs did (medians)"
         echo
         echo "Epochs the run spanned; nodes copied to the external log per epoch;"
-        echo "InCLL hits (updates, inserts and removes an InCLL absorbed: no log);"
+        echo "InCLL hits (updates, inserts and removes an InCLL absorbed, and updates"
+        echo "moved to a free slot: no log);"
         echo "changes of nodes already in the epoch's log; barriers and log bytes per"
         echo "operation."
         echo

@@ -4,8 +4,12 @@
  * life (create, open; mt_tree.c walks it). Built empty without MT_INCLL.
  *
  * Which primitive each change takes (Cohen et al., section 5):
- *  - the value of a key in use: incll_update (the line's value InCLL; the
- *    node is logged only when the InCLL holds another slot this epoch);
+ *  - the value of a key in use: incll_update_try (the line's value
+ *    InCLL); when the InCLL cannot take it (it holds another slot this
+ *    epoch, or the old value is no aligned 48-bit word) and no slot was
+ *    freed in the epoch, the entry moves to a free slot instead
+ *    (incll_move_begin, its key, length and value stored, incll_perm_store
+ *    naming it where the old slot was); otherwise the node is logged;
  *  - an insert into a free slot: incll_insert_begin, the slot's key,
  *    length and value stored, then incll_perm_store (the permutation
  *    InCLL); a remove: incll_remove_begin, incll_perm_store;
@@ -176,16 +180,21 @@ void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v)
         fail(o, incll_update(o->tx, node_obj(&l->h), &mt_leaf_layout, s, v));
 }
 
-int w_value_moves(struct op *o, struct leaf *l, unsigned s)
+int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v)
 {
     if (o->err)
         return 0;
-    int a = incll_absorbs(o->tx, node_obj(&l->h), &mt_leaf_layout, s);
-    if (a < 0) {
-        fail(o, a);
-        return 0;
-    }
-    return !(a & INCLL_ABSORB_UPDATE) && (a & INCLL_ABSORB_INSERT);
+    int rc = incll_update_try(o->tx, node_obj(&l->h), &mt_leaf_layout, s, v);
+    if (rc < 0)
+        fail(o, rc);
+    return rc == INCLL_MOVE;
+}
+
+void w_move_begin(struct op *o, struct leaf *l)
+{
+    if (!o->err)
+        fail(o, incll_move_begin(o->tx, node_obj(&l->h), &mt_leaf_layout));
+    node_mark(&l->h, V_INSERTING);
 }
 
 void w_insert_begin(struct op *o, struct leaf *l)

@@ -517,6 +517,17 @@ void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v)
     w_u64(o, &l->h, LB_VAL + 8 * (size_t)s, v);
 }
 
+int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v)
+{
+    w_value(o, l, s, v);
+    return 0;
+}
+
+void w_move_begin(struct op *o, struct leaf *l)
+{
+    w_insert_begin(o, l); /* never reached: w_value_try moves nothing */
+}
+
 void w_insert_begin(struct op *o, struct leaf *l)
 {
     (void)o;

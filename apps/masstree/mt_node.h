@@ -356,18 +356,11 @@ void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v);
 void w_insert_begin(struct op *o, struct leaf *l);
 void w_remove_begin(struct op *o, struct leaf *l);
 void w_perm(struct op *o, struct leaf *l, uint64_t perm);
-/* MT_INCLL: an update of slot s that its line's InCLL cannot absorb, on a
- * leaf where an insert can (incll_absorbs): 1 = move the entry to a free
- * slot instead of logging the node. 0 elsewhere. */
-#ifdef MT_INCLL
-int w_value_moves(struct op *o, struct leaf *l, unsigned s);
-#else
-static inline int w_value_moves(struct op *o, struct leaf *l, unsigned s)
-{
-    (void)o, (void)l, (void)s;
-    return 0;
-}
-#endif
+/* w_value, or (MT_INCLL) 1 and nothing changed: the update is to move the
+ * entry to a free slot (incll_update_try's INCLL_MOVE): w_move_begin,
+ * put_entry into a free slot, w_perm. */
+int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v);
+void w_move_begin(struct op *o, struct leaf *l);
 /* a read-only operation's transaction (MT_INCLL; nothing otherwise) */
 int rd_begin(mt_tree *t);
 int rd_end(mt_tree *t);

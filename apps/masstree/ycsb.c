@@ -75,7 +75,8 @@ static char *load_vals;
 static pthread_barrier_t start_line;
 static _Atomic uint64_t s_barriers, s_lines, s_logbytes, s_found, s_inserted;
 #ifdef MT_INCLL
-static _Atomic uint64_t s_hit_upd, s_hit_ins, s_hit_rem, s_in_logged, s_logged, s_epochs;
+static _Atomic uint64_t s_hit_upd, s_hit_ins, s_hit_rem, s_hit_mov, s_in_logged, s_logged,
+    s_epochs;
 
 /* this thread's incll_stats into the sums (epochs: the process's, once) */
 static void add_incll_stats(int first)
@@ -85,6 +86,7 @@ static void add_incll_stats(int first)
     atomic_fetch_add(&s_hit_upd, is.hit_update);
     atomic_fetch_add(&s_hit_ins, is.hit_insert);
     atomic_fetch_add(&s_hit_rem, is.hit_remove);
+    atomic_fetch_add(&s_hit_mov, is.hit_move);
     atomic_fetch_add(&s_in_logged, is.in_logged);
     atomic_fetch_add(&s_logged, is.log_overflow + is.log_explicit);
     if (first)
@@ -740,25 +742,27 @@ int main(int argc, char **argv)
     if (restart_s > 0)
         printf("# restart: pool open and tree rebuild %.3f s for %llu nodes\n", restart_s,
                (unsigned long long)(ms.leaves + ms.inodes));
-    char extra[400] = "";
+    char extra[512] = "";
 #ifdef MT_INCLL
     /* the epochs the run ran in: those that ended, and the last one */
-    uint64_t hits = s_hit_upd + s_hit_ins + s_hit_rem, ep = s_epochs + 1;
+    uint64_t hits = s_hit_upd + s_hit_ins + s_hit_rem + s_hit_mov, ep = s_epochs + 1;
     printf("# incll: %llu epochs, %.0f nodes logged per epoch (%llu in all, %.4f per op); "
-           "InCLL hits %llu (updates %llu, inserts %llu, removes %llu), %llu changes of "
-           "nodes logged already\n",
+           "InCLL hits %llu (updates %llu, inserts %llu, removes %llu, updates moved to a "
+           "free slot %llu), %llu changes of nodes logged already\n",
            (unsigned long long)ep, (double)s_logged / (double)ep,
            (unsigned long long)s_logged, (double)s_logged / total, (unsigned long long)hits,
            (unsigned long long)s_hit_upd, (unsigned long long)s_hit_ins,
-           (unsigned long long)s_hit_rem, (unsigned long long)s_in_logged);
+           (unsigned long long)s_hit_rem, (unsigned long long)s_hit_mov,
+           (unsigned long long)s_in_logged);
     snprintf(extra, sizeof extra,
              ",\"epochs\":%llu,\"logged_nodes\":%llu,\"logged_per_epoch\":%.1f,"
              "\"incll_hits\":%llu,\"hits_update\":%llu,\"hits_insert\":%llu,"
-             "\"hits_remove\":%llu,\"in_logged\":%llu",
+             "\"hits_remove\":%llu,\"hits_move\":%llu,\"in_logged\":%llu",
              (unsigned long long)ep, (unsigned long long)s_logged,
              (double)s_logged / (double)ep, (unsigned long long)hits,
              (unsigned long long)s_hit_upd, (unsigned long long)s_hit_ins,
-             (unsigned long long)s_hit_rem, (unsigned long long)s_in_logged);
+             (unsigned long long)s_hit_rem, (unsigned long long)s_hit_mov,
+             (unsigned long long)s_in_logged);
 #endif
     printf("{\"engine\":\"%s\",\"storage\":\"%s\",\"workload\":\"%c\",\"dist\":\"%s\","
            "\"keys\":%zu,\"threads\":%d,\"ops\":%.0f,\"mops\":%.4f,\"load_s\":%.3f,"

@@ -279,6 +279,53 @@ START_TEST(test_stats)
 }
 END_TEST
 
+/* incll_update_try: what incll_update absorbs it does; where incll_update
+ * would log the node and no slot was freed in the epoch, it changes
+ * nothing and answers INCLL_MOVE; incll_move_begin then takes INS_OK away
+ * (a second move, or an insert, logs). */
+START_TEST(test_update_move)
+{
+    make_leaf(0, 10); /* keys 1..10 in slots 0..9, value of x = 16 * x */
+    incll_stats st;
+    incll_stats_reset();
+    txn *tx = begin();
+    txn_obj *o = leaf_at(tx, 0);
+    struct leaf *n = node(tx, o);
+    ck_assert_int_eq(incll_update_try(tx, o, &leaf_layout, 1, 0x1000), 0); /* incll1: slot 1 */
+    ck_assert_uint_eq(value_of(n, 2), 0x1000);
+    /* slot 3 shares incll1's line: a move, nothing written */
+    ck_assert_int_eq(incll_update_try(tx, o, &leaf_layout, 3, 0x2000), INCLL_MOVE);
+    ck_assert_uint_eq(value_of(n, 4), 64);
+    ck_assert(!logged(n));
+    ck_assert(n->p.epoch & INCLL_INS_OK);
+    ck_assert_int_eq(incll_move_begin(tx, o, &leaf_layout), 0);
+    ck_assert(!(n->p.epoch & INCLL_INS_OK));
+    ck_assert_int_eq(incll_move_begin(tx, o, &leaf_layout), TXN_E_STATE);
+    /* no second move: slot 4 of the same line logs the node */
+    ck_assert_int_eq(incll_update_try(tx, o, &leaf_layout, 4, 0x3000), 0);
+    ck_assert(logged(n));
+    ck_assert_uint_eq(value_of(n, 5), 0x3000);
+    ck_assert_int_eq(incll_move_begin(tx, o, &leaf_layout), TXN_E_STATE); /* logged */
+    incll_stats_get(&st);
+    ck_assert_uint_eq(st.hit_move, 1);
+    ck_assert_uint_eq(st.log_overflow, 1);
+    commit_sync(tx);
+    /* an old value no InCLL can save: a move too; after a remove, a log */
+    tx = begin();
+    n = node(tx, o);
+    ck_assert_int_eq(tleaf_update(tx, o, 7, 0x7001), 0); /* incll1 free: saves 112 */
+    commit_sync(tx);
+    tx = begin();
+    n = node(tx, o);
+    ck_assert_int_eq(incll_update_try(tx, o, &leaf_layout, 6, 0x8000), INCLL_MOVE);
+    ck_assert_int_eq(tleaf_remove(tx, o, 1), 0);
+    ck_assert_int_eq(incll_update_try(tx, o, &leaf_layout, 6, 0x8000), 0);
+    ck_assert(logged(n));
+    ck_assert_uint_eq(value_of(n, 7), 0x8000);
+    commit_sync(tx);
+}
+END_TEST
+
 /* A grace that says no until told: freed blocks wait for it. */
 static int g_open;
 static uint64_t grace_now(void *arg)
@@ -562,6 +609,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_update_incll);
     tcase_add_test(tc, test_remove_insert);
     tcase_add_test(tc, test_stats);
+    tcase_add_test(tc, test_update_move);
     tcase_add_test(tc, test_grace);
     tcase_add_test(tc, test_wrap);
     tcase_add_test(tc, test_lazy_recovery);
