@@ -121,6 +121,15 @@ static int op_key(int t, const uint8_t *k, size_t len, uint64_t v, int del)
     return rc == want ? 0 : TXN_E_STATE;
 }
 
+/* a value: half of them 16-byte aligned words below 2^48 (what a value
+ * InCLL of the in-pool tree can save, as the pointers of ycsb-incll), the
+ * others any 64-bit word (the node is logged or the entry moved) */
+static uint64_t mt_value(uint64_t *rng)
+{
+    uint64_t v = sim_rand(rng);
+    return v & 1 ? v & 0x0000fffffffffff0ull : v;
+}
+
 static int op(int t, unsigned key, uint64_t v, int del)
 {
     uint8_t k[KLEN_MAX];
@@ -140,8 +149,10 @@ static int mt_setup(txn_pool *p, int t)
     if ((rc = mt_create(&o, &tree[t])))
         return rc;
     uint64_t rng = 99 + (uint64_t)t;
-    for (unsigned i = 0; i < PRELOAD && !rc; i++)
-        rc = op(t, (unsigned)(sim_rand(&rng) % KEYS), sim_rand(&rng), 0);
+    for (unsigned i = 0; i < PRELOAD && !rc; i++) {
+        unsigned key = (unsigned)(sim_rand(&rng) % KEYS);
+        rc = op(t, key, mt_value(&rng), 0);
+    }
     return rc;
 }
 
@@ -153,7 +164,7 @@ static int mt_step(txn_pool *p, int t, uint64_t *rng)
 {
     (void)p;
     unsigned key = (unsigned)(sim_rand(rng) % KEYS), dice = (unsigned)(sim_rand(rng) % 10);
-    uint64_t v = sim_rand(rng);
+    uint64_t v = mt_value(rng);
     if (dice < 3 && nref[t] > 0) {
         struct kv e = ref[t][nref[t] * 3 / 4];
         return op_key(t, e.k, e.len, 0, 1);
