@@ -81,7 +81,10 @@ int mt_put(mt_tree *t, const void *key, size_t len, uint64_t val);
 /* 1 removed, 0 absent, or a negative TXN_E_* as for mt_put. */
 int mt_remove(mt_tree *t, const void *key, size_t len);
 
-/* Called by mt_scan for each key in order; nonzero stops the scan. */
+/* Called by mt_scan for each key in order; nonzero stops the scan. It
+ * must not call the tree API itself (an operation's per-thread state,
+ * e.g. whether its tree's nodes need recovery at first access, would be
+ * the inner call's for the rest of the scan). */
 typedef int (*mt_scan_fn)(const void *key, size_t len, uint64_t val, void *arg);
 
 /* Visit keys >= start (start NULL: from the first key) in ascending order,
