@@ -211,21 +211,24 @@ void incll_perm_store(txn_obj *o, const incll_layout *l, uint64_t perm);
 /* Set the value word of `slot` (a slot in use) to v (N5). */
 int incll_update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v);
 
-/* incll_update, or a move: an update its line's InCLL cannot absorb (the
- * InCLL holds another slot, or the old value is no 16-byte aligned 48-bit
- * word) on a node not logged in this epoch, where no slot was freed in the
- * epoch (so every free slot was free at its start), changes nothing and
- * returns INCLL_MOVE instead of logging the node: the caller then moves
- * the entry to a free slot, incll_move_begin, the key and new value into
- * the free slot (incll_store), one incll_perm_store naming the new slot
- * where the old one was; the epoch's rollback of perm brings the old
- * slot back, untouched (N3). Otherwise as incll_update: 0 or an error. */
+/* incll_update, or a move: where incll_update would log the node (its
+ * line's InCLL holds another slot, or the old value is no 16-byte aligned
+ * 48-bit word; the node not logged in this epoch), incll_update_try
+ * changes nothing and returns INCLL_MOVE. The caller may then move the
+ * entry to a slot that is free now and was free at the start of the
+ * epoch (not in `saved`: its bytes are unreachable after a rollback,
+ * N3): incll_move_begin, the key and new value into that slot
+ * (incll_store), one incll_perm_store naming it where the old slot was;
+ * the epoch's rollback of perm brings the old slot back, untouched. With
+ * no such slot, incll_update (which logs). Otherwise as incll_update: 0
+ * or an error. */
 #define INCLL_MOVE 1
 int incll_update_try(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v);
 
-/* Begin a move (after INCLL_MOVE, same transaction): no free slot may be
- * written again in the epoch before the node is logged (N4: the old slot
- * holds the start-of-epoch pair). TXN_E_STATE when no move is allowed. */
+/* Begin a move (after INCLL_MOVE, same transaction): clears INS_OK (N4:
+ * the old slot is free in perm but holds the start-of-epoch pair, so an
+ * insert into the first free slot must log the node first). TXN_E_STATE
+ * on a node logged in this epoch. */
 int incll_move_begin(txn *tx, txn_obj *o, const incll_layout *l);
 
 /* Log the whole node in the current epoch's external log now (no-op if it

@@ -275,7 +275,7 @@ static int update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uin
         pm_store64(gw, incll_val_pack(slot, *val, incll__epoch(tx)));
         store_order();
         COUNT(hit_update);
-    } else if (may_move && (pi->epoch & INCLL_INS_OK)) {
+    } else if (may_move) {
         return INCLL_MOVE; /* nothing changed */
     } else if ((rc = log_node(tx, o, pi))) {
         return rc;
@@ -302,9 +302,10 @@ int incll_move_begin(txn *tx, txn_obj *o, const incll_layout *l)
     incll_perm *pi = perm_of(o, l);
     if (rc)
         return rc;
-    if ((pi->epoch & (INCLL_INS_OK | INCLL_LOGGED)) != INCLL_INS_OK)
-        return TXN_E_STATE;
-    set_flags(pi, 0, INCLL_INS_OK); /* N4 */
+    if (pi->epoch & INCLL_LOGGED)
+        return TXN_E_STATE; /* nothing to move: any change is free */
+    if (pi->epoch & INCLL_INS_OK)
+        set_flags(pi, 0, INCLL_INS_OK); /* N4: the old slot is free in perm */
     COUNT(hit_move);
     return 0;
 }

@@ -646,15 +646,15 @@ static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t va
         }
         if (s >= 0) { /* update: one word, readers need not retry (they may
                        * read it before its transaction commits) */
-            int move = perm_count(perm) < LWIDTH ? w_value_try(&o, l, (unsigned)s, val)
-                                                  : (w_value(&o, l, (unsigned)s, val), 0);
-            if (move) { /* MT_INCLL, INCLL_MOVE: rather than log the node,
-                         * the entry moves to a free slot, an insert and a
-                         * removal in one permutation store (the epoch's
-                         * rollback of it brings the old slot back) */
+            int f = w_value_try(&o, l, (unsigned)s, val);
+            if (f >= 0) { /* MT_INCLL, INCLL_MOVE: rather than log the node,
+                           * the entry moves to a slot free since the start
+                           * of the epoch, an insert and a removal in one
+                           * permutation store (the epoch's rollback of it
+                           * brings the old slot back) */
                 w_move_begin(&o, l);
-                put_entry(&o, l, perm_slot(perm, perm_count(perm)), ik, kl, val);
-                w_perm(&o, l, perm_remove(perm_insert(perm, pos), pos + 1));
+                put_entry(&o, l, perm_slot(perm, (unsigned)f), ik, kl, val);
+                w_perm(&o, l, perm_swap(perm, pos, (unsigned)f));
             }
             break;
         }

@@ -6,10 +6,10 @@
  * Which primitive each change takes (Cohen et al., section 5):
  *  - the value of a key in use: incll_update_try (the line's value
  *    InCLL); when the InCLL cannot take it (it holds another slot this
- *    epoch, or the old value is no aligned 48-bit word) and no slot was
- *    freed in the epoch, the entry moves to a free slot instead
- *    (incll_move_begin, its key, length and value stored, incll_perm_store
- *    naming it where the old slot was); otherwise the node is logged;
+ *    epoch, or the old value is no aligned 48-bit word), the entry moves
+ *    to a slot free since the start of the epoch instead (incll_move_begin,
+ *    its key, length and value stored, incll_perm_store naming it where
+ *    the old slot was); with no such slot the node is logged;
  *  - an insert into a free slot: incll_insert_begin, the slot's key,
  *    length and value stored, then incll_perm_store (the permutation
  *    InCLL); a remove: incll_remove_begin, incll_perm_store;
@@ -183,11 +183,19 @@ void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v)
 int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v)
 {
     if (o->err)
-        return 0;
-    int rc = incll_update_try(o->tx, node_obj(&l->h), &mt_leaf_layout, s, v);
-    if (rc < 0)
-        fail(o, rc);
-    return rc == INCLL_MOVE;
+        return -1;
+    txn_obj *h = node_obj(&l->h);
+    int rc = incll_update_try(o->tx, h, &mt_leaf_layout, s, v);
+    if (rc != INCLL_MOVE) {
+        if (rc < 0)
+            fail(o, rc);
+        return -1;
+    }
+    /* psaved: the start-of-epoch perm (the node is touched in this epoch) */
+    int f = perm_free_since(l->perm, l->psaved);
+    if (f < 0)
+        fail(o, incll_update(o->tx, h, &mt_leaf_layout, s, v)); /* logs the node */
+    return f;
 }
 
 void w_move_begin(struct op *o, struct leaf *l)

@@ -236,6 +236,25 @@ uint64_t perm_remove(uint64_t p, unsigned i)
     return perm_encode(a, n - 1);
 }
 
+int perm_free_since(uint64_t p, uint64_t from)
+{
+    unsigned used = 0, n = perm_count(from) < LWIDTH ? perm_count(from) : LWIDTH;
+    for (unsigned i = 0; i < n; i++)
+        used |= 1u << perm_slot(from, i);
+    for (unsigned i = perm_count(p); i < LWIDTH; i++)
+        if (!(used >> perm_slot(p, i) & 1))
+            return (int)i;
+    return -1;
+}
+
+uint64_t perm_swap(uint64_t p, unsigned i, unsigned f)
+{
+    unsigned a[PERM_SLOTS], n = perm_decode(p, a), slot = a[i];
+    a[i] = a[f];
+    a[f] = slot;
+    return perm_encode(a, n);
+}
+
 /* ---- locks */
 
 static inline int lock_cas(struct node *n, uint64_t v)
@@ -520,7 +539,7 @@ void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v)
 int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v)
 {
     w_value(o, l, s, v);
-    return 0;
+    return -1;
 }
 
 void w_move_begin(struct op *o, struct leaf *l)

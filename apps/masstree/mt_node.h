@@ -208,6 +208,11 @@ static inline unsigned perm_slot(uint64_t p, unsigned i)
 uint64_t perm_insert(uint64_t p, unsigned i);
 /* remove the key at sorted position i (its slot becomes the first free) */
 uint64_t perm_remove(uint64_t p, unsigned i);
+/* a free position (>= count) of p whose slot is not in use in `from` (the
+ * permutation at the start of the epoch), or -1 */
+int perm_free_since(uint64_t p, uint64_t from);
+/* sorted position i names the slot of free position f, f names i's */
+uint64_t perm_swap(uint64_t p, unsigned i, unsigned f);
 
 /* ---- the tree */
 struct mt_tree {
@@ -356,9 +361,10 @@ void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v);
 void w_insert_begin(struct op *o, struct leaf *l);
 void w_remove_begin(struct op *o, struct leaf *l);
 void w_perm(struct op *o, struct leaf *l, uint64_t perm);
-/* w_value, or (MT_INCLL) 1 and nothing changed: the update is to move the
- * entry to a free slot (incll_update_try's INCLL_MOVE): w_move_begin,
- * put_entry into a free slot, w_perm. */
+/* w_value (-1), or (MT_INCLL) the free position of perm to move the entry
+ * to, nothing changed yet (incll_update_try's INCLL_MOVE, a slot free
+ * since the start of the epoch): then w_move_begin, put_entry into that
+ * slot, w_perm(perm_swap). */
 int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v);
 void w_move_begin(struct op *o, struct leaf *l);
 /* a read-only operation's transaction (MT_INCLL; nothing otherwise) */

@@ -280,9 +280,10 @@ START_TEST(test_stats)
 END_TEST
 
 /* incll_update_try: what incll_update absorbs it does; where incll_update
- * would log the node and no slot was freed in the epoch, it changes
- * nothing and answers INCLL_MOVE; incll_move_begin then takes INS_OK away
- * (a second move, or an insert, logs). */
+ * would log the node it changes nothing and answers INCLL_MOVE (the
+ * structure picks a slot free since the start of the epoch, or calls
+ * incll_update); incll_move_begin takes INS_OK away (an insert into the
+ * first free slot, which may be the moved one, logs). */
 START_TEST(test_update_move)
 {
     make_leaf(0, 10); /* keys 1..10 in slots 0..9, value of x = 16 * x */
@@ -300,28 +301,31 @@ START_TEST(test_update_move)
     ck_assert(n->p.epoch & INCLL_INS_OK);
     ck_assert_int_eq(incll_move_begin(tx, o, &leaf_layout), 0);
     ck_assert(!(n->p.epoch & INCLL_INS_OK));
-    ck_assert_int_eq(incll_move_begin(tx, o, &leaf_layout), TXN_E_STATE);
-    /* no second move: slot 4 of the same line logs the node */
-    ck_assert_int_eq(incll_update_try(tx, o, &leaf_layout, 4, 0x3000), 0);
+    ck_assert_int_eq(incll_move_begin(tx, o, &leaf_layout), 0); /* another move */
+    /* slot 4 of the same line: a move again; or incll_update, which logs */
+    ck_assert_int_eq(incll_update_try(tx, o, &leaf_layout, 4, 0x3000), INCLL_MOVE);
+    ck_assert_uint_eq(value_of(n, 5), 80);
+    ck_assert_int_eq(incll_update(tx, o, &leaf_layout, 4, 0x3000), 0);
     ck_assert(logged(n));
     ck_assert_uint_eq(value_of(n, 5), 0x3000);
-    ck_assert_int_eq(incll_move_begin(tx, o, &leaf_layout), TXN_E_STATE); /* logged */
+    /* logged: everything is free, nothing to move */
+    ck_assert_int_eq(incll_update_try(tx, o, &leaf_layout, 5, 0x4000), 0);
+    ck_assert_uint_eq(value_of(n, 6), 0x4000);
+    ck_assert_int_eq(incll_move_begin(tx, o, &leaf_layout), TXN_E_STATE);
     incll_stats_get(&st);
-    ck_assert_uint_eq(st.hit_move, 1);
+    ck_assert_uint_eq(st.hit_move, 2);
     ck_assert_uint_eq(st.log_overflow, 1);
+    ck_assert_uint_eq(st.in_logged, 1);
     commit_sync(tx);
-    /* an old value no InCLL can save: a move too; after a remove, a log */
+    /* an old value no InCLL can save: a move too */
     tx = begin();
-    n = node(tx, o);
     ck_assert_int_eq(tleaf_update(tx, o, 7, 0x7001), 0); /* incll1 free: saves 112 */
     commit_sync(tx);
     tx = begin();
     n = node(tx, o);
     ck_assert_int_eq(incll_update_try(tx, o, &leaf_layout, 6, 0x8000), INCLL_MOVE);
-    ck_assert_int_eq(tleaf_remove(tx, o, 1), 0);
-    ck_assert_int_eq(incll_update_try(tx, o, &leaf_layout, 6, 0x8000), 0);
-    ck_assert(logged(n));
-    ck_assert_uint_eq(value_of(n, 7), 0x8000);
+    ck_assert_uint_eq(value_of(n, 7), 0x7001);
+    ck_assert(!logged(n));
     commit_sync(tx);
 }
 END_TEST
