@@ -7,13 +7,15 @@
 # results/retention.md and results/retention.png (the sweep).
 #
 #   bash scripts/retention.sh          hash and B-tree: N = 100000 keys (the
-#                                      paper's), medians of 5 runs (Layout-Add:
+#                                      paper's), medians of 6 runs (Layout-Add:
 #                                      15); skip list (each operation walks
-#                                      O(N) nodes): N = 20000, of 5 (Layout-Add: 7)
+#                                      O(N) nodes): N = 20000, of 6 (Layout-Add: 9)
 #   bash scripts/retention.sh --full   the skip list at N = 100000 too (long),
-#                                      medians of 7
+#                                      medians of 8 (Layout-Add: 15, 9)
 # In each run the update programs run one after the other, on the same
-# file (the same memory), in an order that rotates from run to run; the
+# file (the same memory), in an order that rotates from run to run (run
+# counts are multiples of the programs compared: 2 on Layout-Change, 3 on
+# Layout-Add, so that each program runs as often in each place); the
 # Auto overheads are medians of each run's paired ratios, with their
 # quartiles (the spread the measurement has).
 # (retain --block OPS interleaves them finer, in processes of their own
@@ -27,10 +29,10 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-release}
 OUT=${OUT_DIR:-results}
 ENGINE=${RETAIN_ENGINE:-undo}
-n=100000 n_skip=20000 reps=5 reps_add=15 reps_skip=5 reps_skip_add=7
+n=100000 n_skip=20000 reps=6 reps_add=15 reps_skip=6 reps_skip_add=9
 case "${1:-}" in
 "") ;;
---full) n_skip=100000 reps=7 reps_skip=7 reps_skip_add=7 ;;
+--full) n_skip=100000 reps=8 reps_skip=8 reps_skip_add=9 ;;
 *) echo "usage: $0 [--full]" >&2; exit 2 ;;
 esac
 
