@@ -166,7 +166,7 @@ static int nload(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d)
     int inline_key = L->ext == EXT_KEY && g_inline_check;
     TRY(txn_read(tx, o, 0, b, L->off_name)); /* all but the name */
     d->link = NULL;
-    if (L->ext != EXT_NONE && g_inline_check)
+    if (inline_key)
         memcpy(&d->link, b + L->off_link, sizeof d->link);
     nload_rest(L, b, d);
     if (inline_key && d->link)
@@ -242,13 +242,14 @@ static int nalloc(txn *tx, const struct kc *k, txn_obj **o)
 }
 
 /* Free node o, loaded as d in this transaction since it last changed
- * (`known`: with its link). */
-static int nfree(txn *tx, const struct kc *k, txn_obj *o, const struct dnode *d, int known)
+ * (Layout-Change: with its link; Layout-Add's loads leave the link, which
+ * only a free needs, to txn_ext_free). */
+static int nfree(txn *tx, const struct kc *k, txn_obj *o, const struct dnode *d)
 {
     if (k->L->ext == EXT_NONE)
         return txn_free(tx, o);
-    known = g_inline_check && (known || k->L->ext == EXT_KEY);
-    return known ? txn_ext_free_known(tx, &k->L->xt, o, d->link) : txn_ext_free(tx, &k->L->xt, o);
+    return k->L->ext == EXT_KEY && g_inline_check ? txn_ext_free_known(tx, &k->L->xt, o, d->link)
+                                                  : txn_ext_free(tx, &k->L->xt, o);
 }
 
 static int entry_get(txn *tx, const struct kc *k, txn_obj **e)
@@ -328,7 +329,7 @@ static int h_delete(txn *tx, const struct kc *k, uint64_t key)
         size_t b = mix64(key) & (k->nb - 1);
         TRY(txn_write(tx, arr, 8 * b, &d.child[0], 8));
     }
-    return nfree(tx, k, cur, &d, 1);
+    return nfree(tx, k, cur, &d);
 }
 
 static int h_create(txn *tx, const struct kc *k)
@@ -425,7 +426,7 @@ static int s_delete(txn *tx, const struct kc *k, uint64_t key)
         return 0;
     for (unsigned l = 0; l < cd.leaf; l++)
         TRY(s_link(tx, k, upd[l], l, cd.child[l]));
-    return nfree(tx, k, cand, &cd, 0);
+    return nfree(tx, k, cand, &cd);
 }
 
 static int s_create(txn *tx, const struct kc *k)
@@ -570,7 +571,7 @@ static int b_merge(txn *tx, const struct kc *k, txn_obj *xo, struct dnode *x, un
     x->n--;
     TRY(nstore(tx, k, yo, y, W_ALL));
     TRY(nstore(tx, k, xo, x, W_ALL));
-    TRY(nfree(tx, k, zo, &z, 0));
+    TRY(nfree(tx, k, zo, &z));
     *yo_out = yo;
     return 0;
 }
@@ -706,7 +707,7 @@ static int b_delete(txn *tx, const struct kc *k, uint64_t key)
     TRY(nload(tx, k, ro, &r));
     if (r.n == 0) {
         TRY(entry_set(tx, k, r.leaf ? NULL : r.child[0]));
-        TRY(nfree(tx, k, ro, &r, 0));
+        TRY(nfree(tx, k, ro, &r));
     }
     return 0;
 }
