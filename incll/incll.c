@@ -693,14 +693,25 @@ static void track_head(struct itx *t, char *blk, size_t size)
     track_new(t, blk, size < TRACK_HEAD ? size : TRACK_HEAD);
 }
 
-/* I1: the object's whole block into the epoch's log (not fenced). */
+/* I1: the object's whole block into the epoch's log (not fenced), copied
+ * word by word with atomic loads, LOG_COPY bytes at a time: other threads
+ * read the words of a node its owner logs and may try to lock it (a
+ * compare-and-swap on its version word) meanwhile. Block sizes are
+ * multiples of 16. */
+#define LOG_COPY 4096u
+_Static_assert(LOG_COPY <= LOG_MAX_PAYLOAD && LOG_COPY % 8 == 0, "log copy");
+
 static int log_obj(struct txn *tx, struct itx *t, txn_obj *o, size_t *sizep)
 {
     size_t size = *sizep = alloc_block_size(tx->p, o, 0);
+    uint64_t buf[LOG_COPY / 8];
     for (size_t done = 0; done < size;) {
-        uint32_t len = (uint32_t)(size - done < LOG_MAX_PAYLOAD ? size - done : LOG_MAX_PAYLOAD);
+        uint32_t len = (uint32_t)(size - done < LOG_COPY ? size - done : LOG_COPY);
+        const uint64_t *w = (const uint64_t *)((char *)o + done);
+        for (uint32_t i = 0; i < len / 8; i++)
+            buf[i] = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
         int rc = log_append(&t->isl->log, t->epoch, LOG_DATA,
-                            (uint64_t)(uintptr_t)o + done, 0, (char *)o + done, len, NULL);
+                            (uint64_t)(uintptr_t)o + done, 0, buf, len, NULL);
         if (rc)
             return rc;
         done += len;
