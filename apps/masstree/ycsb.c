@@ -94,23 +94,26 @@ static void add_incll_stats(int first)
 }
 #endif
 
-static double now(void)
+static double clock_s(clockid_t c)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(c, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-#ifdef MT_INCLL
-/* CPU time of the calling thread (kernel time of its page faults
- * included): what a restart costs when other processes share the cores */
-static double cpu_now(void)
+static double now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return clock_s(CLOCK_MONOTONIC);
 }
-#endif
+
+/* The file of a pool path given relative (under $TXN_POOL_DIR), to remove. */
+static void pool_unlink(const char *path)
+{
+    const char *dir = getenv("TXN_POOL_DIR");
+    char full[600];
+    snprintf(full, sizeof full, "%s/%s", dir && *dir ? dir : "/dev/shm", path);
+    unlink(full);
+}
 
 static uint64_t mix64(uint64_t x)
 {
@@ -272,6 +275,18 @@ static void *load_thread(void *arg)
             fail("load", rc);
     }
     return NULL;
+}
+
+static void run_threads(void *(*fn)(void *), void *args, size_t argsize);
+
+/* fn on each thread's share of keys 0..keys-1 */
+static void load_keys(void *(*fn)(void *))
+{
+    struct range rg[cfg.threads];
+    for (int t = 0; t < cfg.threads; t++)
+        rg[t] = (struct range){cfg.keys * (size_t)t / (size_t)cfg.threads,
+                               cfg.keys * (size_t)(t + 1) / (size_t)cfg.threads};
+    run_threads(fn, rg, sizeof rg[0]);
 }
 
 static void run_threads(void *(*fn)(void *), void *args, size_t argsize)
@@ -529,11 +544,7 @@ static void crash_child(const char *path, int fd)
     if ((rc = mt_create(&mo, &tree)))
         fail("create", rc);
     double t0 = now();
-    struct range rg[cfg.threads];
-    for (int t = 0; t < cfg.threads; t++)
-        rg[t] = (struct range){cfg.keys * (size_t)t / (size_t)cfg.threads,
-                               cfg.keys * (size_t)(t + 1) / (size_t)cfg.threads};
-    run_threads(crash_load, rg, sizeof rg[0]);
+    load_keys(crash_load);
     if ((rc = txn_sync(pool)))
         fail("sync", rc);
     struct crash_report r = {.load_s = now() - t0};
@@ -561,10 +572,8 @@ static void crash_child(const char *path, int fd)
 
 static int crash_recovery(const char *engine)
 {
-    char path[256], full[600];
+    char path[256];
     snprintf(path, sizeof path, "ycsb-%s-crash-%d.pool", engine, (int)getpid());
-    const char *dir = getenv("TXN_POOL_DIR");
-    snprintf(full, sizeof full, "%s/%s", dir && *dir ? dir : "/dev/shm", path);
     int fds[2];
     if (pipe(fds))
         fail("pipe", TXN_E_NOMEM);
@@ -582,25 +591,27 @@ static int crash_recovery(const char *engine)
     waitpid(pid, &st, 0);
     if (!got || !WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
         fprintf(stderr, "ycsb: the crashing child did not report and die as planned\n");
-        unlink(full);
+        pool_unlink(path);
         return 1;
     }
     /* the restart: pool (the external log's replay), tree, first get */
     mt_opts mo = {0};
     uint64_t v = 0;
     uint8_t k[8];
-    double c0 = cpu_now(), t0 = now();
+    /* CPU time of this thread too (its page faults included): what the
+     * restart costs when other processes share the cores */
+    double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID), t0 = now();
     int rc = txn_pool_open(path, "pmtx-ycsb", &pool);
     if (rc)
         fail("pool open", rc);
-    double t1 = now(), c1 = cpu_now();
+    double t1 = now(), c1 = clock_s(CLOCK_THREAD_CPUTIME_ID);
     mo.pool = pool;
     if ((rc = mt_open(&mo, &tree)))
         fail("tree open", rc);
     double t2 = now();
     key_of(cfg.keys / 2, k);
     rc = mt_get(tree, k, 8, &v);
-    double t3 = now(), c3 = cpu_now();
+    double t3 = now(), c3 = clock_s(CLOCK_THREAD_CPUTIME_ID);
     int bad = rc != 0 || v != crash_val(cfg.keys / 2);
     /* every node at its first access: all keys back at their loaded values */
     for (size_t i = 0; i < cfg.keys && !bad; i++) {
@@ -623,7 +634,7 @@ static int crash_recovery(const char *engine)
         fail("pool open", rc);
     double clean = now() - t5;
     txn_pool_close(pool);
-    unlink(full);
+    pool_unlink(path);
     printf("ycsb-%s recovery: %llu nodes logged in the failed epoch (%llu updates, %d threads, "
            "%.2f s) of %llu nodes; pool open (log replay) %.2f ms (clean open %.2f ms), "
            "tree open %.3f ms, first get %.3f ms: first operation %.2f ms after the restart "
@@ -681,12 +692,8 @@ int main(int argc, char **argv)
     if (!load_vals)
         fail("buffers", TXN_E_NOMEM);
 #endif
-    struct range rg[cfg.threads];
-    for (int t = 0; t < cfg.threads; t++)
-        rg[t] = (struct range){cfg.keys * (size_t)t / (size_t)cfg.threads,
-                               cfg.keys * (size_t)(t + 1) / (size_t)cfg.threads};
     double t0 = now();
-    run_threads(load_thread, rg, sizeof rg[0]);
+    load_keys(load_thread);
     /* the load is durable before the run: on incll, the global flush of
      * the load's epoch (every line the load wrote, ~80 MB for 1M keys)
      * would otherwise land in the run's first epoch, on its memory
@@ -780,10 +787,7 @@ int main(int argc, char **argv)
     free(load_vals);
     if (pool) {
         txn_pool_close(pool);
-        const char *dir = getenv("TXN_POOL_DIR");
-        char full[600];
-        snprintf(full, sizeof full, "%s/%s", dir && *dir ? dir : "/dev/shm", path);
-        unlink(full);
+        pool_unlink(path);
     }
     return bad;
 }
