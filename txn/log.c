@@ -63,10 +63,7 @@ static void put_rec(struct log *l, const struct log_rec *h, const void *src)
     size_t pad = sz - REC_TAIL - sizeof *h - h->len;
     if (pad)
         pm_memset(at + sizeof *h + h->len, 0, pad);
-    /* the checksum of the copy: another thread may change a word of the
-     * source meanwhile (incll logs a node whose parent pointer or version
-     * word other threads may store), and the record must match itself */
-    pm_store64(at + sz - REC_TAIL, rec_csum(h, at + sizeof *h));
+    pm_store64(at + sz - REC_TAIL, rec_csum(h, src));
     pm_ctr.log_bytes += sz;
     l->off += sz;
     l->used += sz;
