@@ -247,20 +247,15 @@ void incll_perm_store(txn_obj *o, const incll_layout *l, uint64_t perm)
     pm_store64_shared(&perm_of(o, l)->perm, perm);
 }
 
-/* The value InCLL group of `slot` in *g, once the node is recovered and
- * started in the current epoch. */
-static int slot_touch(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, int *g)
-{
-    *g = slot < l->nslots ? group_of_slot(l, slot) : -1;
-    return *g < 0 ? TXN_E_INVAL : touch(tx, o, l);
-}
-
 /* N5; with `may_move`, INCLL_MOVE where the node would be logged but a
  * move can be absorbed (incll_update_try). */
 static int update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v,
                   int may_move)
 {
-    int g, rc = slot_touch(tx, o, l, slot, &g);
+    int g = slot < l->nslots ? group_of_slot(l, slot) : -1;
+    if (g < 0)
+        return TXN_E_INVAL;
+    int rc = touch(tx, o, l);
     if (rc)
         return rc;
     incll_perm *pi = perm_of(o, l);
