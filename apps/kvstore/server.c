@@ -397,19 +397,17 @@ static void round_end(struct worker *w)
  * that writes to a sleeping worker pays for the wake-up (on the 2-core
  * KVM development machine about 5 us of the client's CPU time, see the
  * head of this file), so a worker that is faster than its clients would
- * otherwise make them slower. An idle server sleeps after one spin. */
+ * otherwise make them slower. After a round without work it sleeps at once. */
 static int wait_events(struct worker *w, struct epoll_event *ev, int busy)
 {
-    int spin = busy && srv.spin_ns;
+    if (!busy || !srv.spin_ns)
+        return epoll_wait(w->epfd, ev, MAX_EVENTS, w->resume ? 0 : -1);
     struct timespec t0, t;
-    if (spin)
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         int n = epoll_wait(w->epfd, ev, MAX_EVENTS, 0);
         if (n || w->resume)
             return n;
-        if (!spin)
-            break;
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) >= srv.spin_ns)
             break;
