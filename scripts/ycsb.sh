@@ -92,11 +92,16 @@ if [[ " $engines " == *" incll "* ]]; then
 fi
 
 # the tables: a row per engine, a column per configuration
-mops() { # engine cfg: the median of its runs
+field() { # name: its value in the JSON lines read, one per line
+    sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"
+}
+median() { # [what to print for no values, default -]
+    sort -g | awk -v none="${1--}" '{ v[NR] = $1 }
+        END { if (NR) print v[int((NR + 1) / 2)]; else if (none != "") print none }'
+}
+mops() { # engine cfg: the median of its runs (nothing without runs)
     grep "\"engine\":\"$1\"" "$json" |
-        grep "\"workload\":\"${2%-*}\",\"dist\":\"${2#*-}\"" |
-        sed 's/.*"mops":\([0-9.]*\).*/\1/' | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+        grep "\"workload\":\"${2%-*}\",\"dist\":\"${2#*-}\"" | field mops | median ""
 }
 ratio() { # engine cfg: throughput over that of none
     awk -v a="$(mops "$1" "$2")" -v b="$(mops none "$2")" \
@@ -110,12 +115,6 @@ table() { # cell function
         for c in $configs; do printf ' %s |' "$("$1" "$e" "$c")"; done
         echo
     done
-}
-field() { # name: its value in the JSON lines read, one per line
-    sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"
-}
-median() {
-    sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'
 }
 incll_row() { # cfg: ycsb-incll's counters in that configuration (medians)
     local lines
