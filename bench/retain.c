@@ -150,13 +150,15 @@ static void nload_rest(const struct lay *L, const unsigned char *b, struct dnode
     memcpy(d->child, b + L->off_child, 8 * L->C);
 }
 
-/* Section 4.4 (what a compiler would emit): the load of a node brings its
- * extension link (it is in the bytes read, after the header), so no later
- * access reads it again (the key read below, txn_ext_write_known,
- * txn_ext_free_known), and for Layout-Change a missing extension's keys
- * come from the bytes already loaded (the init's conversion) instead of a
- * peek. --plain-ext: txn_ext_peek, txn_ext_write and txn_ext_free, each
- * reading the link itself. */
+/* Section 4.4 (what a compiler would emit): the bytes a load of a node
+ * reads hold its extension link (after the header). Layout-Change takes
+ * it there, so no later access reads it again (the key read below,
+ * txn_ext_write_known, txn_ext_free_known), and a missing extension's
+ * keys come from the bytes already loaded (the init's conversion) instead
+ * of a peek. Layout-Add, whose searches never need it, leaves it to the
+ * free (txn_ext_free reads it): taking it from every node a skip-list
+ * search passed measured 1.5-2.2% on INS. --plain-ext: txn_ext_peek,
+ * txn_ext_write and txn_ext_free, each reading the link itself. */
 static int g_inline_check = 1;
 
 static int nload(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d)
