@@ -11,7 +11,8 @@
  *   P-Original  builds the pool (version 1) from the input;
  *   P-Retain    txn_layout_open of version 2 with the manual migration:
  *               copies every node into the new layout (same shape), in
- *               transactions of 64 nodes, then frees the old ones;
+ *               heap order, in transactions of 64 nodes, then frees the
+ *               old ones;
  *   P-Manual    runs the update input on the migrated pool (version 2);
  *   P-Auto      runs the update input on an unconverted copy of the
  *               original pool, the new field in an extension level made at
@@ -35,6 +36,8 @@
  *                   [--block OPS] (the update programs run in processes of
  *                               their own, taking turns block by block)
  *                   [--sweep]   (DEL of 0.1%, 1%, 10%, 100% of the keys)
+ *                   [--interrupt K] (every K-th migration step fails and is
+ *                               rolled back; P-Retain opens again and resumes)
  *                   [--plain-ext] (P-Auto without section 4.4: txn_ext_peek,
  *                               txn_ext_write and txn_ext_free read the link
  *                               at each access)
@@ -757,120 +760,221 @@ static int k_create(txn *tx, const struct kc *k)
     return k->L->kind == HASH ? h_create(tx, k) : k->L->kind == SKIP ? s_create(tx, k) : 0;
 }
 
-/* ---- the manual model's migration: copy every node into the new layout.
- * Scratch: the new structure's entry, a cursor, a stack (B-tree) or the
- * tails of the new list (skip list). */
-#define STACK_MAX 24 /* B-tree depth: far more than 4^24 keys */
-struct frame {           /* B-tree: a node whose children are being copied */
-    txn_obj *old;
-    uint64_t next;       /* its next child to copy */
-    txn_obj *copy[CMAX]; /* copies of its children so far */
+/* ---- the manual model's migration: copy every node into the new layout,
+ * in heap order. The old nodes, found by walking the structure, are
+ * copied in the order of their addresses, so the new nodes lie in the heap
+ * as the old ones did (a PMDK program would walk POBJ_FOREACH, which goes
+ * in heap order too): P-Manual then runs on the original's layout, and the
+ * paper's overhead compares the structs, not a defragmented heap (copied
+ * in traversal order, a hash chain's nodes came out side by side, and
+ * P-Manual ran INS up to 6% faster than the original program on the
+ * original heap). Three phases, BATCH nodes a transaction: allocate the
+ * copies (their handles in a forwarding array, a migration object), fill
+ * them with the old node's fields and its children's copies, then point
+ * the new entry (bucket array, root, head) at the copies. The old
+ * structure is read-only throughout, so a resumed migration walks it
+ * again and finds the same order. */
+struct conv {               /* the scratch object */
+    txn_obj *entry;         /* the new structure (at the end: the root's word) */
+    txn_obj *fwd;           /* forwarding array: the copy of old node i */
+    uint64_t started, done; /* done: the last phase ended */
+    uint64_t phase, next;   /* phase 0 alloc, 1 fill, 2 entry; next index */
+    uint64_t count;         /* old nodes */
+    uint64_t steps;         /* steps committed */
 };
-struct conv {
-    txn_obj *entry;             /* the new structure */
-    uint64_t started, done;
-    uint64_t bucket;            /* hash: next bucket to copy */
-    txn_obj *cursor;            /* skip list: next old node */
-    txn_obj *tail[SKIP_LEVELS]; /* skip list: last new node per level */
-    uint64_t sp;                /* B-tree: frames in use */
-    struct frame stack[STACK_MAX];
+
+struct heap_order {         /* DRAM: the walk, made again by a resumed step */
+    txn_obj *scratch;
+    txn_pool *p;
+    uint64_t steps;         /* the scratch's count once its last step commits:
+                               another means that step was rolled back */
+    size_t n;
+    txn_obj **old;          /* old nodes by address */
+    txn_obj **fwd;          /* copies of the nodes allocated so far */
 };
 
 struct mig {
     struct lay *from, *to;
     unsigned nb;
+    struct heap_order *h;
 };
 
-/* Copy one old node into the new layout and retire it (a B-tree node
- * once its children are copied: a step may instead descend one level). */
-static int conv_one(txn_migrate *m, txn *tx, const struct mig *g, const struct kc *ok,
-                    const struct kc *nk, struct conv *c)
+static int cmp_obj(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t) * (txn_obj *const *)a, y = (uintptr_t) * (txn_obj *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void order_drop(struct heap_order *h)
+{
+    free(h->old);
+    free(h->fwd);
+    *h = (struct heap_order){0};
+}
+
+static int order_push(struct heap_order *h, size_t *cap, txn_obj *o)
+{
+    if (h->n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 1024;
+        txn_obj **a = realloc(h->old, nc * sizeof *a);
+        if (!a)
+            return TXN_E_NOMEM;
+        h->old = a;
+        *cap = nc;
+    }
+    h->old[h->n++] = o;
+    return 0;
+}
+
+/* Every old node (the skip list's head included; not the hash table's
+ * bucket array), by address. */
+static int order_walk(txn *tx, const struct mig *g, const struct kc *ok, struct heap_order *h)
 {
     struct dnode d;
-    txn_obj *no, *cur;
+    txn_obj *e;
+    size_t cap = 0;
+    TRY(entry_get(tx, ok, &e));
     if (g->from->kind == HASH) {
-        txn_obj *arr;
-        TRY(entry_get(tx, ok, &arr));
-        while (!c->cursor && c->bucket < g->nb) {
-            TRY(txn_read(tx, arr, 8 * c->bucket, &c->cursor, sizeof c->cursor));
-            if (!c->cursor)
-                c->bucket++;
+        for (uint64_t b = 0; e && b < g->nb; b++) {
+            txn_obj *c;
+            TRY(txn_read(tx, e, 8 * b, &c, sizeof c));
+            for (; c; c = d.child[0]) {
+                TRY(order_push(h, &cap, c));
+                TRY(nload(tx, ok, c, &d));
+            }
         }
-        if (!c->cursor) {
-            c->done = 1;
-            return 0;
+    } else if (g->from->kind == SKIP) {
+        for (txn_obj *c = e; c; c = d.child[0]) {
+            TRY(order_push(h, &cap, c));
+            TRY(nload(tx, ok, c, &d));
         }
-        cur = c->cursor;
-        TRY(nload(tx, ok, cur, &d));
-        c->cursor = d.child[0];
-        TRY(txn_read(tx, c->entry, 8 * c->bucket, &d.child[0], 8)); /* push front */
-        TRY(nalloc(tx, nk, &no));
-        TRY(nstore(tx, nk, no, &d, W_NEW));
-        TRY(txn_write(tx, c->entry, 8 * c->bucket, &no, sizeof no));
-        if (!c->cursor)
-            c->bucket++;
-        return txn_migrate_retire(m, tx, cur);
+    } else if (e) { /* B-tree: the walked part of h->old is the stack */
+        TRY(order_push(h, &cap, e));
+        for (size_t i = 0; i < h->n; i++) {
+            TRY(nload(tx, ok, h->old[i], &d));
+            for (unsigned j = 0; !d.leaf && j <= d.n; j++)
+                TRY(order_push(h, &cap, d.child[j]));
+        }
     }
-    if (g->from->kind == SKIP) { /* append in key order, at the node's levels */
-        if (!(cur = c->cursor)) {
-            c->done = 1;
-            return 0;
-        }
-        TRY(nload(tx, ok, cur, &d));
-        c->cursor = d.child[0];
-        memset(d.child, 0, sizeof d.child);
-        TRY(nalloc(tx, nk, &no));
-        TRY(nstore(tx, nk, no, &d, W_NEW));
-        for (unsigned l = 0; l < d.leaf; l++) {
-            TRY(s_link(tx, nk, c->tail[l], l, no));
-            c->tail[l] = no;
-        }
-        return txn_migrate_retire(m, tx, cur);
-    }
-    if (c->sp == 0) { /* B-tree: copied in post-order, the same shape */
-        c->done = 1;
+    if (h->n)
+        qsort(h->old, h->n, sizeof *h->old, cmp_obj);
+    return 0;
+}
+
+/* The copy of old node o (NULL stays NULL). */
+static int forward(const struct heap_order *h, txn_obj *o, txn_obj **out)
+{
+    if (!o) {
+        *out = NULL;
         return 0;
     }
-    struct frame *f = &c->stack[c->sp - 1];
-    TRY(nload(tx, ok, f->old, &d));
-    if (!d.leaf && f->next <= d.n) { /* copy the next child first */
-        if (c->sp == STACK_MAX)
-            return TXN_E_NOMEM;
-        c->stack[c->sp++] = (struct frame){.old = d.child[f->next]};
+    txn_obj **at = bsearch(&o, h->old, h->n, sizeof *h->old, cmp_obj);
+    if (!at)
+        return TXN_E_CORRUPT; /* a child outside the structure */
+    *out = h->fwd[at - h->old];
+    return 0;
+}
+
+/* The DRAM walk of this migration, made on its first step in this
+ * process (a new migration, or one resumed after a crash). */
+static int order_get(txn *tx, const struct mig *g, const struct kc *ok, txn_obj *scratch,
+                     const struct conv *c, struct heap_order **out)
+{
+    struct heap_order *h = g->h;
+    txn_pool *p = txn_pool_of(tx);
+    if (h->old && h->scratch == scratch && h->p == p && h->steps == c->steps) {
+        *out = h;
         return 0;
     }
-    memcpy(d.child, f->copy, sizeof d.child);
-    TRY(nalloc(tx, nk, &no));
-    TRY(nstore(tx, nk, no, &d, W_NEW));
-    TRY(txn_migrate_retire(m, tx, f->old));
-    if (--c->sp == 0)
-        c->entry = no;
-    else
-        c->stack[c->sp - 1].copy[c->stack[c->sp - 1].next++] = no;
+    order_drop(h);
+    int rc = order_walk(tx, g, ok, h);
+    if (!rc && c->started && h->n != c->count)
+        rc = TXN_E_CORRUPT; /* the old structure changed under the migration */
+    if (!rc && !(h->fwd = calloc(h->n ? h->n : 1, sizeof *h->fwd)))
+        rc = TXN_E_NOMEM;
+    if (!rc && c->started && h->n) { /* resumed: the copies made so far */
+        size_t have = c->phase > 0 ? h->n : c->next;
+        rc = txn_read(tx, c->fwd, 0, h->fwd, have * sizeof *h->fwd);
+    }
+    if (rc) {
+        order_drop(h);
+        return rc;
+    }
+    h->scratch = scratch;
+    h->p = p;
+    *out = h;
     return 0;
 }
 
 static int conv_start(txn_migrate *m, txn *tx, const struct mig *g, const struct kc *ok,
-                      const struct kc *nk, struct conv *c)
+                      const struct heap_order *h, struct conv *c)
 {
     txn_obj *e;
-    struct dnode d, h = {.n = 0, .leaf = SKIP_LEVELS};
     c->started = 1;
+    c->count = h->n;
+    TRY(txn_migrate_alloc(m, tx, 8 * (h->n ? h->n : 1), &c->fwd));
     TRY(entry_get(tx, ok, &e));
-    if (g->from->kind == BTREE) {
-        if (e)
-            c->stack[c->sp++] = (struct frame){.old = e};
+    if (g->from->kind != HASH)
+        return 0;
+    TRY(txn_migrate_retire(m, tx, e)); /* the old bucket array */
+    return txn_migrate_alloc(m, tx, 8 * (size_t)g->nb, &c->entry);
+}
+
+/* --interrupt K: every K-th step fails after its work (the library rolls
+ * it back and the open fails; P-Retain opens the pool again, resuming). */
+static unsigned g_interrupt, g_steps_run;
+
+/* Up to BATCH units of the current phase. */
+static int conv_batch(txn_migrate *m, txn *tx, const struct mig *g, const struct kc *ok,
+                      const struct kc *nk, struct heap_order *h, struct conv *c)
+{
+    uint64_t end = c->next + BATCH;
+    if (c->phase == 0) { /* allocate the copies, in address order */
+        if (end > h->n)
+            end = h->n;
+        for (uint64_t i = c->next; i < end; i++)
+            TRY(nalloc(tx, nk, &h->fwd[i]));
+        if (end > c->next)
+            TRY(txn_write(tx, c->fwd, 8 * c->next, &h->fwd[c->next], 8 * (end - c->next)));
+    } else if (c->phase == 1) { /* fill them; retire the originals */
+        if (end > h->n)
+            end = h->n;
+        for (uint64_t i = c->next; i < end; i++) {
+            struct dnode d;
+            TRY(nload(tx, ok, h->old[i], &d));
+            unsigned nc = g->from->kind == HASH ? 1 : g->from->kind == SKIP ? d.leaf
+                          : d.leaf ? 0 : d.n + 1;
+            for (unsigned j = 0; j < CMAX; j++) /* the rest: stale words, cleared */
+                if (j >= nc || j >= g->from->C)
+                    d.child[j] = NULL;
+                else
+                    TRY(forward(h, d.child[j], &d.child[j]));
+            TRY(nstore(tx, nk, h->fwd[i], &d, W_NEW));
+            TRY(txn_migrate_retire(m, tx, h->old[i]));
+        }
+    } else { /* the entry: the hash table's buckets, BATCH at a time */
+        txn_obj *e;
+        TRY(entry_get(tx, ok, &e));
+        if (g->from->kind != HASH) {
+            TRY(forward(h, e, &c->entry));
+        } else {
+            txn_obj *heads[BATCH];
+            if (end > g->nb)
+                end = g->nb;
+            TRY(txn_read(tx, e, 8 * c->next, heads, 8 * (end - c->next)));
+            for (uint64_t b = 0; b < end - c->next; b++)
+                TRY(forward(h, heads[b], &heads[b]));
+            TRY(txn_write(tx, c->entry, 8 * c->next, heads, 8 * (end - c->next)));
+            c->next = end;
+        }
+        c->done = g->from->kind != HASH || c->next == g->nb; /* the last phase ended */
         return 0;
     }
-    TRY(txn_migrate_retire(m, tx, e)); /* the bucket array or the head */
-    if (g->from->kind == HASH)
-        return txn_migrate_alloc(m, tx, 8 * (size_t)g->nb, &c->entry);
-    TRY(nload(tx, ok, e, &d));
-    TRY(nalloc(tx, nk, &c->entry));
-    TRY(nstore(tx, nk, c->entry, &h, W_NEW));
-    c->cursor = d.child[0];
-    for (int l = 0; l < SKIP_LEVELS; l++)
-        c->tail[l] = c->entry;
+    c->next = end;
+    if (end == h->n) {
+        c->phase++;
+        c->next = 0;
+    }
     return 0;
 }
 
@@ -878,31 +982,33 @@ static int conv_step(txn_migrate *m, txn *tx, txn_obj *scratch, void *arg)
 {
     const struct mig *g = arg;
     txn_pool *p = txn_pool_of(tx);
-    struct conv *c = malloc(sizeof *c);
-    if (!c)
-        return TXN_E_NOMEM;
+    struct conv c;
+    struct heap_order *h;
     struct kc ok = {g->from, txn_root(p), 0, NULL, g->nb};
     struct kc nk = {g->to, scratch, offsetof(struct conv, entry), m, g->nb};
-    int rc = txn_read(tx, scratch, 0, c, sizeof *c);
-    if (!rc && !c->done && !c->started && !(rc = conv_start(m, tx, g, &ok, &nk, c)))
-        rc = txn_write(tx, scratch, 0, &c->entry, sizeof c->entry);
-    for (unsigned n = 0; !rc && !c->done && n < BATCH; n++)
-        rc = conv_one(m, tx, g, &ok, &nk, c);
-    if (!rc)
-        rc = txn_write(tx, scratch, 0, c, offsetof(struct conv, stack) + sizeof(struct frame) * c->sp);
-    if (!rc && !c->done)
-        rc = TXN_MIGRATE_MORE;
-    free(c);
-    return rc;
+    TRY(txn_read(tx, scratch, 0, &c, sizeof c));
+    if (c.done)
+        return 0;
+    TRY(order_get(tx, g, &ok, scratch, &c, &h));
+    if (!c.started)
+        TRY(conv_start(m, tx, g, &ok, h, &c));
+    TRY(conv_batch(m, tx, g, &ok, &nk, h, &c));
+    c.steps++;
+    TRY(txn_write(tx, scratch, 0, &c, sizeof c));
+    h->steps = c.steps;
+    if (g_interrupt && ++g_steps_run % g_interrupt == 0)
+        return TXN_E_IO;
+    return c.done ? 0 : TXN_MIGRATE_MORE;
 }
 
 static int conv_finish(txn_migrate *m, txn *tx, txn_obj *scratch, void *arg)
 {
-    (void)m;
-    (void)arg;
-    txn_obj *e;
-    TRY(txn_read(tx, scratch, offsetof(struct conv, entry), &e, sizeof e));
-    return txn_write(tx, txn_root(txn_pool_of(tx)), 0, &e, sizeof e);
+    const struct mig *g = arg;
+    struct conv c;
+    order_drop(g->h);
+    TRY(txn_read(tx, scratch, 0, &c, sizeof c));
+    TRY(txn_migrate_retire(m, tx, c.fwd)); /* a migration object, freed with the old */
+    return txn_write(tx, txn_root(txn_pool_of(tx)), 0, &c.entry, sizeof c.entry);
 }
 
 /* ---- programs */
@@ -1258,7 +1364,11 @@ static void retain_copy(const txn_layout *v2, double *t, struct measure *m)
         die("copy", TXN_E_IO);
     uint64_t b0 = stored();
     double t0 = now_s();
-    if ((rc = txn_layout_open(g_work, v2, NULL, 0, &p)))
+    unsigned tries = 0;
+    while ((rc = txn_layout_open(g_work, v2, NULL, 0, &p)) == TXN_E_IO && g_interrupt &&
+           ++tries < 1000000)
+        ; /* an interrupted migration resumes */
+    if (rc)
         die("P-Retain", rc);
     *t = now_s() - t0;
     m->b_retain = stored() - b0;
@@ -1278,16 +1388,16 @@ static void retain_copy(const txn_layout *v2, double *t, struct measure *m)
  * (a file each), and they take turns, block after block of g_block
  * operations (the order rotating from block to block). P-Auto against
  * P-Manual is the paper's overhead; it includes what the migration
- * changed besides the layout (P-Retain lays the nodes out anew, in
- * traversal order: a hash chain's nodes end up side by side). P-Auto
- * against P-Original', the same pool and heap, is what the extendible
- * structs themselves cost.
+ * changed besides the layout (the nodes' size class; P-Retain keeps their
+ * order in the heap). P-Auto against P-Original', the same pool and heap,
+ * is what the extendible structs themselves cost.
  * `want` = keys the update input must find. */
 static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint32_t *orig,
                      const uint32_t *keys, size_t n, size_t want, unsigned reps, int same,
                      struct measure *m)
 {
-    struct mig g = {L1, L2, buckets_for(g_n)};
+    struct heap_order ho = {0};
+    struct mig g = {L1, L2, buckets_for(g_n), &ho};
     const txn_migration mg[] = {{1, sizeof(struct conv), conv_step, conv_finish, &g}};
     const txn_layout v2 = {"retain-bench", 2, NULL, 0, mg, 1, BATCH};
     const txn_layout v1 = {"retain-bench", 1, NULL, 0, NULL, 0, 0};
@@ -1353,6 +1463,7 @@ static void p_update(struct lay *L1, struct lay *L2, struct lay *La, const uint3
         lc[r] = st[1].cpu / st[2].cpu - 1;
         lw[r] = st[1].wall / st[2].wall - 1;
     }
+    order_drop(&ho);
     unlink(g_work);
     unlink(g_work2);
     unlink(g_work3);
@@ -1536,6 +1647,7 @@ int main(int argc, char **argv)
                                          {"plain-ext", no_argument, 0, 'p'},
                                          {"reps-add", required_argument, 0, 'a'},
                                          {"block", required_argument, 0, 'b'},
+                                         {"interrupt", required_argument, 0, 'i'},
                                          {0, 0, 0, 0}};
     int kmask = 7, do_sweep = 0;
     g_n = 20000;
@@ -1555,10 +1667,12 @@ int main(int argc, char **argv)
             do_sweep = 1;
         else if (c == 'p')
             g_inline_check = 0;
+        else if (c == 'i' && atoi(optarg) >= 2)
+            g_interrupt = (unsigned)atoi(optarg);
         else {
             fprintf(stderr,
                     "usage: %s [--n N] [--reps 1..64] [--reps-add 1..64] [--kernel hash|btree|skip] "
-                    "[--block OPS] [--sweep] [--plain-ext]\n",
+                    "[--block OPS] [--sweep] [--plain-ext] [--interrupt K]\n",
                     argv[0]);
             return 2;
         }
