@@ -154,14 +154,13 @@ static void nload_rest(const struct lay *L, const unsigned char *b, struct dnode
 }
 
 /* Section 4.4 (what a compiler would emit): the bytes a load of a node
- * reads hold its extension link (after the header). Layout-Change takes
- * it there, so no later access reads it again (the key read below,
- * txn_ext_write_known, txn_ext_free_known), and a missing extension's
- * keys come from the bytes already loaded (the init's conversion) instead
- * of a peek. Layout-Add, whose searches never need it, leaves it to the
- * free (txn_ext_free reads it): taking it from every node a skip-list
- * search passed measured 1.5-2.2% on INS. --plain-ext: txn_ext_peek,
- * txn_ext_write and txn_ext_free, each reading the link itself. */
+ * reads hold its extension link (after the header), so the load takes it
+ * there and no later access reads it again (the key read below,
+ * txn_ext_write_known, txn_ext_free_known); a missing extension's keys
+ * (Layout-Change) come from the bytes already loaded (the init's
+ * conversion) instead of a peek. --plain-ext: txn_ext_peek, txn_ext_write
+ * and txn_ext_free, each reading the link itself (on Layout-Add DEL, the
+ * free's read of the link cost P-Auto about 1% of its time). */
 static int g_inline_check = 1;
 
 static int nload(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d)
@@ -171,7 +170,7 @@ static int nload(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d)
     int inline_key = L->ext == EXT_KEY && g_inline_check;
     TRY(txn_read(tx, o, 0, b, L->off_name)); /* all but the name */
     d->link = NULL;
-    if (inline_key)
+    if (L->ext != EXT_NONE && g_inline_check)
         memcpy(&d->link, b + L->off_link, sizeof d->link);
     nload_rest(L, b, d);
     if (inline_key && d->link)
@@ -246,15 +245,14 @@ static int nalloc(txn *tx, const struct kc *k, txn_obj **o)
     return k->m ? txn_migrate_alloc(k->m, tx, k->L->size, o) : txn_alloc(tx, k->L->size, o);
 }
 
-/* Free node o, loaded as d in this transaction since it last changed
- * (Layout-Change: with its link; Layout-Add's loads leave the link, which
- * only a free needs, to txn_ext_free). */
+/* Free node o, loaded as d (with its link) in this transaction since it
+ * last changed. */
 static int nfree(txn *tx, const struct kc *k, txn_obj *o, const struct dnode *d)
 {
     if (k->L->ext == EXT_NONE)
         return txn_free(tx, o);
-    return k->L->ext == EXT_KEY && g_inline_check ? txn_ext_free_known(tx, &k->L->xt, o, d->link)
-                                                  : txn_ext_free(tx, &k->L->xt, o);
+    return g_inline_check ? txn_ext_free_known(tx, &k->L->xt, o, d->link)
+                          : txn_ext_free(tx, &k->L->xt, o);
 }
 
 static int entry_get(txn *tx, const struct kc *k, txn_obj **e)
