@@ -766,10 +766,12 @@ static int k_create(txn *tx, const struct kc *k)
  * paper's overhead compares the structs, not a defragmented heap (copied
  * in traversal order, a hash chain's nodes came out side by side, and
  * P-Manual ran INS up to 6% faster than the original program on the
- * original heap). Three phases, BATCH nodes a transaction: allocate the
- * copies (their handles in a forwarding array, a migration object), fill
- * them with the old node's fields and its children's copies, then point
- * the new entry (bucket array, root, head) at the copies. The old
+ * original heap). Three phases, BATCH nodes a transaction: copy each node
+ * (its children still the old nodes; the copies' handles in a forwarding
+ * array, a migration object), then point the copies' children at the
+ * children's copies, then the new entry (bucket array, root, head). A copy
+ * is written whole in the transaction that allocates it, which logs
+ * nothing for it; the second pass logs and writes only child words. The old
  * structure is read-only throughout, so a resumed migration walks it
  * again and finds the same order. */
 struct conv {               /* the scratch object */
@@ -918,6 +920,14 @@ static int conv_start(txn_migrate *m, txn *tx, const struct mig *g, const struct
     return txn_migrate_alloc(m, tx, 8 * (size_t)g->nb, &c->entry);
 }
 
+/* Children of a loaded node: a chain's next, a skip-list node's levels,
+ * an internal B-tree node's n + 1. */
+static unsigned children(const struct lay *L, const struct dnode *d)
+{
+    unsigned nc = L->kind == HASH ? 1 : L->kind == SKIP ? d->leaf : d->leaf ? 0 : d->n + 1;
+    return nc < L->C ? nc : L->C;
+}
+
 /* --interrupt K: every K-th step fails after its work (the library rolls
  * it back and the open fails; P-Retain opens the pool again, resuming). */
 static unsigned g_interrupt, g_steps_run;
@@ -927,38 +937,38 @@ static int conv_batch(txn_migrate *m, txn *tx, const struct mig *g, const struct
                       const struct kc *nk, struct heap_order *h, struct conv *c)
 {
     uint64_t end = c->next + BATCH;
-    if (c->phase == 0) { /* allocate the copies, in address order */
-        if (end > h->n)
-            end = h->n;
-        for (uint64_t i = c->next; i < end; i++)
+    if (end > h->n)
+        end = h->n;
+    for (uint64_t i = c->next; c->phase < 2 && i < end; i++) {
+        struct dnode d;
+        TRY(nload(tx, ok, h->old[i], &d));
+        unsigned nc = children(g->from, &d);
+        if (c->phase == 0) { /* the copy, its children still the old nodes */
+            for (unsigned j = nc; j < CMAX; j++) /* stale words, cleared */
+                d.child[j] = NULL;
             TRY(nalloc(tx, nk, &h->fwd[i]));
-        if (end > c->next)
-            TRY(txn_write(tx, c->fwd, 8 * c->next, &h->fwd[c->next], 8 * (end - c->next)));
-    } else if (c->phase == 1) { /* fill them; retire the originals */
-        if (end > h->n)
-            end = h->n;
-        for (uint64_t i = c->next; i < end; i++) {
-            struct dnode d;
-            TRY(nload(tx, ok, h->old[i], &d));
-            unsigned nc = g->from->kind == HASH ? 1 : g->from->kind == SKIP ? d.leaf
-                          : d.leaf ? 0 : d.n + 1;
-            for (unsigned j = 0; j < CMAX; j++) /* the rest: stale words, cleared */
-                if (j >= nc || j >= g->from->C)
-                    d.child[j] = NULL;
-                else
-                    TRY(forward(h, d.child[j], &d.child[j]));
             TRY(nstore(tx, nk, h->fwd[i], &d, W_NEW));
             TRY(txn_migrate_retire(m, tx, h->old[i]));
+            continue;
         }
-    } else { /* the entry: the hash table's buckets, BATCH at a time */
+        int any = 0; /* phase 1: the children's copies */
+        for (unsigned j = 0; j < nc; j++) {
+            TRY(forward(h, d.child[j], &d.child[j]));
+            any |= d.child[j] != NULL;
+        }
+        if (any)
+            TRY(txn_write(tx, h->fwd[i], nk->L->off_child, d.child, 8 * nc));
+    }
+    if (c->phase == 0 && end > c->next)
+        TRY(txn_write(tx, c->fwd, 8 * c->next, &h->fwd[c->next], 8 * (end - c->next)));
+    if (c->phase == 2) { /* the entry: the hash table's buckets, BATCH at a time */
         txn_obj *e;
         TRY(entry_get(tx, ok, &e));
         if (g->from->kind != HASH) {
             TRY(forward(h, e, &c->entry));
         } else {
             txn_obj *heads[BATCH];
-            if (end > g->nb)
-                end = g->nb;
+            end = c->next + BATCH < g->nb ? c->next + BATCH : g->nb;
             TRY(txn_read(tx, e, 8 * c->next, heads, 8 * (end - c->next)));
             for (uint64_t b = 0; b < end - c->next; b++)
                 TRY(forward(h, heads[b], &heads[b]));
