@@ -38,6 +38,9 @@
  *                   [--sweep]   (DEL of 0.1%, 1%, 10%, 100% of the keys)
  *                   [--interrupt K] (every K-th migration step fails and is
  *                               rolled back; P-Retain opens again and resumes)
+ *                   [--lazy-new] (P-Auto's new nodes are not born extended:
+ *                               their extension made at first access, as
+ *                               the paper's)
  *                   [--plain-ext] (P-Auto without section 4.4: txn_ext_peek,
  *                               txn_ext_write and txn_ext_free read the link
  *                               at each access)
@@ -116,7 +119,7 @@ static void lay_init(struct lay *L, enum kind kind, unsigned kw, unsigned name, 
     if (ext != EXT_NONE) {
         size_t payload = ext == EXT_KEY ? 8 * L->K : NAME_LEN;
         L->xl = (txn_ext_level){payload + 8, payload, ext == EXT_KEY ? ext_key_init : NULL};
-        L->xt = (txn_ext_type){L->off_link, &L->xl, 1};
+        L->xt = (txn_ext_type){L->off_link, &L->xl, 1, L->size};
     }
 }
 
@@ -162,6 +165,7 @@ static void nload_rest(const struct lay *L, const unsigned char *b, struct dnode
  * and txn_ext_free, each reading the link itself (on Layout-Add DEL, the
  * free's read of the link cost P-Auto about 1% of its time). */
 static int g_inline_check = 1;
+static int g_born = 1; /* --lazy-new: P-Auto's new nodes extended lazily too */
 
 static int nload(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d)
 {
@@ -173,6 +177,8 @@ static int nload(txn *tx, const struct kc *k, txn_obj *o, struct dnode *d)
     if (L->ext != EXT_NONE && g_inline_check)
         memcpy(&d->link, b + L->off_link, sizeof d->link);
     nload_rest(L, b, d);
+    if (inline_key && d->link == TXN_EXT_INLINE) /* born extended (nalloc) */
+        return txn_read(tx, o, txn_ext_inline_off(&L->xt, 1), d->key, 8 * L->K);
     if (inline_key && d->link)
         return txn_read(tx, d->link, 0, d->key, 8 * L->K);
     if (L->ext == EXT_KEY && !inline_key) { /* a look only: the first write makes it */
@@ -240,9 +246,16 @@ static int nstore(txn *tx, const struct kc *k, txn_obj *o, const struct dnode *d
     return 0;
 }
 
+/* A new node. P-Auto's are born extended (txn_ext_alloc: the level in the
+ * node's block, one allocation), as a program that knows the new fields
+ * makes its objects; the old nodes' extensions stay lazy. */
 static int nalloc(txn *tx, const struct kc *k, txn_obj **o)
 {
-    return k->m ? txn_migrate_alloc(k->m, tx, k->L->size, o) : txn_alloc(tx, k->L->size, o);
+    if (k->m)
+        return txn_migrate_alloc(k->m, tx, k->L->size, o);
+    if (k->L->ext != EXT_NONE && g_born)
+        return txn_ext_alloc(tx, &k->L->xt, o);
+    return txn_alloc(tx, k->L->size, o);
 }
 
 /* Free node o, loaded as d (with its link) in this transaction since it
@@ -1653,6 +1666,7 @@ int main(int argc, char **argv)
                                          {"kernel", required_argument, 0, 'k'},
                                          {"sweep", no_argument, 0, 's'},
                                          {"plain-ext", no_argument, 0, 'p'},
+                                         {"lazy-new", no_argument, 0, 'l'},
                                          {"reps-add", required_argument, 0, 'a'},
                                          {"block", required_argument, 0, 'b'},
                                          {"interrupt", required_argument, 0, 'i'},
@@ -1675,12 +1689,14 @@ int main(int argc, char **argv)
             do_sweep = 1;
         else if (c == 'p')
             g_inline_check = 0;
+        else if (c == 'l')
+            g_born = 0;
         else if (c == 'i' && atoi(optarg) >= 2)
             g_interrupt = (unsigned)atoi(optarg);
         else {
             fprintf(stderr,
                     "usage: %s [--n N] [--reps 1..64] [--reps-add 1..64] [--kernel hash|btree|skip] "
-                    "[--block OPS] [--sweep] [--plain-ext] [--interrupt K]\n",
+                    "[--block OPS] [--sweep] [--plain-ext] [--lazy-new] [--interrupt K]\n",
                     argv[0]);
             return 2;
         }

@@ -563,8 +563,9 @@ START_TEST(test_auto_lazy)
     txn_abort(tx);
     /* bad levels */
     CHECK_OK(txn_begin(p, &tx));
-    CHECK_RC(txn_ext_get(tx, &node_ext, n5, 3, &c), TXN_E_INVAL);
-    CHECK_RC(txn_ext_get(tx, &node_ext, n5, 0, &c), TXN_E_INVAL);
+    size_t at;
+    CHECK_RC(txn_ext_get(tx, &node_ext, n5, 3, &c, &at), TXN_E_INVAL);
+    CHECK_RC(txn_ext_get(tx, &node_ext, n5, 0, &c, &at), TXN_E_INVAL);
     txn_abort(tx);
     txn_pool_close(p);
     remove_pool();
@@ -593,10 +594,12 @@ START_TEST(test_auto_known_and_merged)
      * key of node 1, 299 twice, and k64 each end in two zero bytes) */
     CHECK_OK(txn_begin(p, &tx));
     txn_obj *n1 = nth_node(tx, p, 1), *n2 = nth_node(tx, p, 2), *e;
+    size_t at;
     /* node 0 first: the allocator's refill, if any, is not counted below */
-    CHECK_OK(txn_ext_get(tx, &node_ext, nth_node(tx, p, 0), 1, &e));
+    CHECK_OK(txn_ext_get(tx, &node_ext, nth_node(tx, p, 0), 1, &e, &at));
     uint64_t b0 = bytes_now();
-    CHECK_OK(txn_ext_get(tx, &node_ext, n1, 1, &e));
+    CHECK_OK(txn_ext_get(tx, &node_ext, n1, 1, &e, &at));
+    ck_assert_uint_eq(at, 0);
     uint64_t by_get = bytes_now() - b0;
     uint64_t k64 = 0x112233445566ull; /* as many nonzero bytes as the init's */
     g_inits = 0;
@@ -631,12 +634,12 @@ START_TEST(test_auto_known_and_merged)
     CHECK_OK(txn_ext_write_known(tx, &node_ext, n1, NULL, 1, 0, &k64, 8));
     ck_assert_uint_eq(g_inits, 0);
     ck_assert_ptr_eq(link_of(tx, n1, node_ext.link_off), l1);
-    CHECK_OK(txn_ext_get_known(tx, &node_ext, n1, l1, 1, &e));
+    CHECK_OK(txn_ext_get_known(tx, &node_ext, n1, l1, 1, &e, &at));
     ck_assert_ptr_eq(e, l1);
     k64 = 0;
     CHECK_OK(txn_read(tx, l1, 0, &k64, 8));
     ck_assert_uint_eq(k64, 42);
-    CHECK_RC(txn_ext_get_known(tx, &node_ext, n1, l1, 0, &e), TXN_E_INVAL);
+    CHECK_RC(txn_ext_get_known(tx, &node_ext, n1, l1, 0, &e, &at), TXN_E_INVAL);
     CHECK_OK(txn_commit(tx));
     /* free_known frees the object and both levels */
     CHECK_OK(txn_begin(p, &tx));
@@ -658,6 +661,109 @@ START_TEST(test_auto_known_and_merged)
 }
 END_TEST
 
+/* An object born extended (txn_ext_alloc): one block, its levels in it
+ * behind TXN_EXT_INLINE links, no init run; every txn_ext_* call finds the
+ * levels there, a copy keeps them inline, a free frees the one block. */
+START_TEST(test_auto_born_extended)
+{
+    txn_pool *p;
+    txn *tx;
+    make_v1_pool();
+    CHECK_OK(txn_layout_open(g_pool, &layout_v1, NULL, 0, &p));
+    const size_t off1 = txn_ext_inline_off(&node_ext, 1), off2 = txn_ext_inline_off(&node_ext, 2);
+    ck_assert_uint_eq(off1, sizeof(struct node_v1));
+    ck_assert_uint_eq(off2, off1 + sizeof(struct node_ext1));
+    CHECK_OK(txn_begin(p, &tx));
+    txn_obj *n, *head = nth_node(tx, p, 0), *e;
+    g_inits = 0;
+    uint64_t b0 = bytes_now();
+    CHECK_OK(txn_ext_alloc(tx, &node_ext, &n));
+    ck_assert_uint_ge(txn_obj_size(p, n), off2 + sizeof(struct node_ext2));
+    ck_assert_ptr_eq(link_of(tx, n, node_ext.link_off), TXN_EXT_INLINE);
+    ck_assert_ptr_eq(link_of(tx, n, off1 + node_ext.levels[0].link_off), TXN_EXT_INLINE);
+    ck_assert_ptr_null(link_of(tx, n, off2 + node_ext.levels[1].link_off));
+    ck_assert_uint_eq(g_inits, 0);
+    (void)b0;
+    struct node_v1 nd = {77, 0, head, TXN_EXT_INLINE};
+    CHECK_OK(txn_write(tx, n, 0, &nd, offsetof(struct node_v1, txn_ext_link_)));
+    CHECK_OK(txn_write(tx, txn_root(p), 0, &n, sizeof n));
+    size_t at = 0;
+    CHECK_OK(txn_ext_get(tx, &node_ext, n, 2, &e, &at));
+    ck_assert_ptr_eq(e, n);
+    ck_assert_uint_eq(at, off2);
+    CHECK_OK(txn_ext_get_known(tx, &node_ext, n, TXN_EXT_INLINE, 1, &e, &at));
+    ck_assert_ptr_eq(e, n);
+    ck_assert_uint_eq(at, off1);
+    uint64_t k64 = 1;
+    CHECK_OK(txn_ext_read(tx, &node_ext, n, 1, 0, &k64, 8)); /* born zeroed */
+    ck_assert_uint_eq(k64, 0);
+    k64 = 0xabcdef;
+    CHECK_OK(txn_ext_write_known(tx, &node_ext, n, TXN_EXT_INLINE, 1, 0, &k64, 8));
+    CHECK_OK(txn_ext_write(tx, &node_ext, n, 2, 0, "born", 5));
+    /* beyond a level: refused, not spilled into the next one */
+    char big[40] = {0};
+    CHECK_RC(txn_ext_write(tx, &node_ext, n, 1, 8, big, 16), TXN_E_INVAL);
+    CHECK_RC(txn_ext_read(tx, &node_ext, n, 2, 0, big, sizeof big), TXN_E_INVAL);
+    ck_assert_uint_eq(g_inits, 0);
+    CHECK_OK(txn_commit(tx));
+    txn_pool_close(p);
+    /* found again after a reopen, in place */
+    CHECK_OK(txn_layout_open(g_pool, &layout_v1, NULL, 0, &p));
+    CHECK_OK(txn_begin(p, &tx));
+    n = nth_node(tx, p, 0);
+    k64 = 0;
+    CHECK_OK(txn_read(tx, n, off1, &k64, 8));
+    ck_assert_uint_eq(k64, 0xabcdef);
+    char got[24] = {0};
+    CHECK_OK(txn_ext_read(tx, &node_ext, n, 2, 0, got, sizeof got));
+    ck_assert_str_eq(got, "born");
+    CHECK_OK(txn_ext_peek(tx, &node_ext, n, 1, 0, &k64, 8));
+    ck_assert_uint_eq(k64, 0xabcdef);
+    ck_assert_uint_eq(g_inits, 0);
+    /* a deep copy: one block again, the same bytes */
+    txn_obj *c;
+    CHECK_OK(txn_ext_copy(tx, &node_ext, n, &c));
+    ck_assert_ptr_ne(c, n);
+    ck_assert_ptr_eq(link_of(tx, c, node_ext.link_off), TXN_EXT_INLINE);
+    memset(got, 0, sizeof got);
+    CHECK_OK(txn_read(tx, c, off2, got, sizeof got));
+    ck_assert_str_eq(got, "born");
+    CHECK_OK(txn_commit(tx));
+    /* freeing: the one block (known link or not) */
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_OK(txn_ext_free(tx, &node_ext, c));
+    CHECK_OK(txn_commit(tx));
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_RC(txn_free(tx, c), TXN_E_INVAL);
+    txn_abort(tx);
+    CHECK_OK(txn_begin(p, &tx));
+    n = nth_node(tx, p, 0);
+    head = nth_node(tx, p, 1);
+    CHECK_OK(txn_write(tx, txn_root(p), 0, &head, sizeof head));
+    CHECK_OK(txn_ext_free_known(tx, &node_ext, n, TXN_EXT_INLINE));
+    CHECK_OK(txn_commit(tx));
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_RC(txn_free(tx, n), TXN_E_INVAL);
+    txn_abort(tx);
+    /* an inline link outside the object it was born in is corrupt */
+    CHECK_OK(txn_begin(p, &tx));
+    txn_obj *n7 = nth_node(tx, p, 7), *in = TXN_EXT_INLINE;
+    CHECK_OK(txn_ext_get(tx, &node_ext, n7, 1, &e, &at));
+    ck_assert_uint_eq(at, 0);
+    CHECK_OK(txn_write(tx, e, node_ext.levels[0].link_off, &in, sizeof in));
+    CHECK_RC(txn_ext_get(tx, &node_ext, n7, 2, &e, &at), TXN_E_CORRUPT);
+    txn_abort(tx);
+    /* a type without the base's size cannot make one */
+    txn_ext_type no_size = node_ext;
+    no_size.base_size = 0;
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_RC(txn_ext_alloc(tx, &no_size, &n), TXN_E_INVAL);
+    txn_abort(tx);
+    txn_pool_close(p);
+    remove_pool();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("retention");
@@ -670,6 +776,7 @@ int main(void)
     tcase_add_test(tc, test_reset_refusal_after_crash);
     tcase_add_test(tc, test_auto_lazy);
     tcase_add_test(tc, test_auto_known_and_merged);
+    tcase_add_test(tc, test_auto_born_extended);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -669,57 +669,98 @@ static int ext_make(txn *tx, const txn_ext_level *lv, txn_obj *o, const struct e
     return rc;
 }
 
-/* The block of `level`, making the missing levels; `link`, when not NULL,
- * is o's own link as the caller read it in this transaction (section 4.4:
- * that read is not repeated). `put` goes into the block of `level` if that
- * level is made here (*put_done then). */
+/* Where level k + 1 lies in an object born extended (txn_ext_alloc). */
+static size_t inline_at(const txn_ext_type *t, unsigned k)
+{
+    return txn_ext_inline_off(t, k + 1);
+}
+
+/* Whether [off, off + n) is within level `level`'s struct. */
+static int in_level(const txn_ext_type *t, unsigned level, size_t off, size_t n)
+{
+    const txn_ext_level *lv = &t->levels[level - 1];
+    return off <= lv->size && n <= lv->size - off;
+}
+
+/* Where `level` is (*out, *base), making the missing levels; `link`, when
+ * not NULL, is o's own link as the caller read it in this transaction
+ * (section 4.4: that read is not repeated). `put` goes into the block of
+ * `level` if that level is made here (*put_done then). A TXN_EXT_INLINE
+ * link keeps to o: the next level is born in it. */
 static int ext_chain(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link, unsigned level,
-                     const struct ext_put *put, int *put_done, txn_obj **out)
+                     const struct ext_put *put, int *put_done, txn_obj **out, size_t *base)
 {
     if (!t || !o || !out || level == 0 || level > t->nlevels)
         return TXN_E_INVAL;
     txn_obj *cur = o;
-    size_t off = t->link_off;
+    size_t at = 0, off = t->link_off;
     for (unsigned k = 0; k < level; k++) {
         txn_obj *next = k == 0 ? link : NULL;
-        int rc = next ? 0 : txn_read(tx, cur, off, &next, sizeof next);
+        int rc = next ? 0 : txn_read(tx, cur, at + off, &next, sizeof next);
+        if (!rc && next == TXN_EXT_INLINE) {
+            if (cur != o)
+                return TXN_E_CORRUPT; /* only a level born in o is in o */
+            at = inline_at(t, k);
+            off = t->levels[k].link_off;
+            continue;
+        }
         if (!rc && !next) {
             const txn_ext_level *lv = &t->levels[k];
-            const struct ext_put *p = k + 1 == level && put && put->off <= lv->size &&
-                                              put->n <= lv->size - put->off
+            const struct ext_put *p = k + 1 == level && put && in_level(t, level, put->off, put->n)
                                           ? put
-                                          : NULL; /* else txn_write checks the range */
+                                          : NULL; /* else the caller refuses it */
             if (!(rc = ext_make(tx, lv, o, p, &next)))
-                rc = txn_write(tx, cur, off, &next, sizeof next);
+                rc = txn_write(tx, cur, at + off, &next, sizeof next);
             if (!rc && p && put_done)
                 *put_done = 1;
         }
         if (rc)
             return rc;
         cur = next;
+        at = 0;
         off = t->levels[k].link_off;
     }
     *out = cur;
+    if (base)
+        *base = at;
     return 0;
 }
 
-int txn_ext_get(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, txn_obj **out)
+int txn_ext_alloc(txn *tx, const txn_ext_type *t, txn_obj **out)
 {
-    return ext_chain(tx, t, o, NULL, level, NULL, NULL, out);
+    if (!t || !out || !t->nlevels || t->link_off + sizeof(txn_obj *) > t->base_size)
+        return TXN_E_INVAL;
+    int rc = txn_alloc(tx, inline_at(t, t->nlevels), out);
+    txn_obj *in = TXN_EXT_INLINE;
+    /* the base's link and every level's but the last lead on in the block */
+    for (unsigned k = 0; !rc && k < t->nlevels; k++) {
+        size_t at = k == 0 ? t->link_off : inline_at(t, k - 1) + t->levels[k - 1].link_off;
+        rc = txn_write(tx, *out, at, &in, sizeof in);
+    }
+    return rc;
+}
+
+int txn_ext_get(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, txn_obj **out,
+                size_t *off)
+{
+    return ext_chain(tx, t, o, NULL, level, NULL, NULL, out, off);
 }
 
 int txn_ext_get_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link, unsigned level,
-                      txn_obj **out)
+                      txn_obj **out, size_t *off)
 {
-    return ext_chain(tx, t, o, link, level, NULL, NULL, out);
+    return ext_chain(tx, t, o, link, level, NULL, NULL, out, off);
 }
 
 int txn_ext_read(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, size_t off,
                  void *dst, size_t n)
 {
     txn_obj *e;
-    int rc = txn_ext_get(tx, t, o, level, &e);
-    return rc ? rc : txn_read(tx, e, off, dst, n);
+    size_t at;
+    if (t && level >= 1 && level <= t->nlevels && !in_level(t, level, off, n))
+        return TXN_E_INVAL;
+    int rc = txn_ext_get(tx, t, o, level, &e, &at);
+    return rc ? rc : txn_read(tx, e, at + off, dst, n);
 }
 
 /* Level `level` of o as it is, or as its init would make it: missing
@@ -727,26 +768,33 @@ int txn_ext_read(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, siz
 int txn_ext_peek(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, size_t off,
                  void *dst, size_t n)
 {
-    if (!t || !dst || level == 0 || level > t->nlevels)
+    if (!t || !o || !dst || level == 0 || level > t->nlevels)
+        return TXN_E_INVAL;
+    if (!in_level(t, level, off, n))
         return TXN_E_INVAL;
     txn_obj *cur = o;
-    size_t link = t->link_off;
+    size_t at = 0, link = t->link_off;
     unsigned k = 0;
     for (; k < level; k++) {
         txn_obj *next;
-        int rc = txn_read(tx, cur, link, &next, sizeof next);
+        int rc = txn_read(tx, cur, at + link, &next, sizeof next);
         if (rc)
             return rc;
         if (!next)
             break;
-        cur = next;
+        if (next == TXN_EXT_INLINE) {
+            if (cur != o)
+                return TXN_E_CORRUPT;
+            at = inline_at(t, k);
+        } else {
+            cur = next;
+            at = 0;
+        }
         link = t->levels[k].link_off;
     }
     if (k == level)
-        return txn_read(tx, cur, off, dst, n);
+        return txn_read(tx, cur, at + off, dst, n);
     const txn_ext_level *lv = &t->levels[level - 1];
-    if (off > lv->size || n > lv->size - off)
-        return TXN_E_INVAL;
     if (!lv->init) { /* a level without init starts zeroed */
         memset(dst, 0, n);
         return 0;
@@ -775,11 +823,14 @@ int txn_ext_write_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *lin
 {
     if (!src)
         return TXN_E_INVAL;
+    if (t && level >= 1 && level <= t->nlevels && !in_level(t, level, off, n))
+        return TXN_E_INVAL;
     struct ext_put put = {off, n, src};
     txn_obj *e;
+    size_t at;
     int done = 0;
-    int rc = ext_chain(tx, t, o, link, level, &put, &done, &e);
-    return rc || done ? rc : txn_write(tx, e, off, src, n);
+    int rc = ext_chain(tx, t, o, link, level, &put, &done, &e, &at);
+    return rc || done ? rc : txn_write(tx, e, at + off, src, n);
 }
 
 int txn_ext_free(txn *tx, const txn_ext_type *t, txn_obj *o)
@@ -791,16 +842,44 @@ int txn_ext_free(txn *tx, const txn_ext_type *t, txn_obj *o)
     return rc ? rc : txn_ext_free_known(tx, t, o, link);
 }
 
+/* The first link of o that leads out of it: o's own link, or, past the
+ * levels born in o, the link of the last of them; *k = those levels,
+ * *at = where that link is in o, *link = its value. `link` as given by a
+ * caller of a *_known call (NULL: read it). */
+static int first_out(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link, unsigned *k,
+                     size_t *at, txn_obj **out)
+{
+    *k = 0;
+    *at = t->link_off;
+    int rc = link ? 0 : txn_read(tx, o, *at, &link, sizeof link);
+    while (!rc && link == TXN_EXT_INLINE && *k < t->nlevels) {
+        *at = inline_at(t, *k) + t->levels[*k].link_off;
+        link = NULL;
+        if (++*k < t->nlevels) /* the last level's link: beyond the known ones */
+            rc = txn_read(tx, o, *at, &link, sizeof link);
+    }
+    *out = link;
+    return rc;
+}
+
 int txn_ext_free_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link)
 {
     if (!t || !o)
         return TXN_E_INVAL;
-    int rc = txn_free(tx, o);
+    unsigned k = 0;
+    size_t at;
+    int rc = 0;
+    if (link == TXN_EXT_INLINE) /* the levels born in o: the links in it */
+        rc = first_out(tx, t, o, link, &k, &at, &link);
+    if (!rc)
+        rc = txn_free(tx, o);
     txn_obj *cur = link;
-    for (unsigned k = 0; !rc && cur && k < t->nlevels; k++) {
+    for (; !rc && cur && k < t->nlevels; k++) {
         txn_obj *next = NULL;
         if (k + 1 < t->nlevels) /* beyond the last known level: nothing */
             rc = txn_read(tx, cur, t->levels[k].link_off, &next, sizeof next);
+        if (!rc && next == TXN_EXT_INLINE)
+            rc = TXN_E_CORRUPT;
         if (!rc)
             rc = txn_free(tx, cur);
         cur = next;
@@ -808,14 +887,14 @@ int txn_ext_free_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link
     return rc;
 }
 
-/* A copy of o's payload, its link cleared; *out the copy. */
+/* A copy of o's payload, its link at `link` cleared; *out the copy. */
 static int copy_block(txn *tx, txn_obj *o, size_t link, txn_obj **out, txn_obj **link_of_o)
 {
     size_t n = txn_obj_size(txn_pool_of(tx), o);
     char *buf = n ? malloc(n) : NULL;
     if (!buf)
         return n ? TXN_E_NOMEM : TXN_E_INVAL;
-    int rc = txn_read(tx, o, 0, buf, n);
+    int rc = link + sizeof(txn_obj *) <= n ? txn_read(tx, o, 0, buf, n) : TXN_E_CORRUPT;
     if (!rc) {
         memcpy(link_of_o, buf + link, sizeof *link_of_o);
         memset(buf + link, 0, sizeof(txn_obj *));
@@ -830,25 +909,32 @@ int txn_ext_copy(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj **out)
 {
     if (!t || !o || !out)
         return TXN_E_INVAL;
+    unsigned k;
+    size_t link;
+    txn_obj *first;
+    /* o whole, its levels born in it included: their links stay inline */
+    int rc = first_out(tx, t, o, NULL, &k, &link, &first);
     txn_obj *src = o, *prev = NULL, *next;
-    size_t link = t->link_off, prev_link = 0;
-    for (unsigned k = 0; src; k++) {
+    size_t prev_link = 0;
+    for (; !rc && src; k++) {
         txn_obj *c;
-        int rc = copy_block(tx, src, link, &c, &next);
+        rc = copy_block(tx, src, link, &c, &next);
         if (!rc && prev)
             rc = txn_write(tx, prev, prev_link, &c, sizeof c);
         if (rc)
             return rc;
         if (!prev)
             *out = c;
-        if (k == t->nlevels)
+        if (k >= t->nlevels)
             break;
+        if (next == TXN_EXT_INLINE)
+            return TXN_E_CORRUPT;
         prev = c;
         prev_link = link;
         src = next;
         link = t->levels[k].link_off;
     }
-    return 0;
+    return rc;
 }
 
 /* ---- for leak checks */

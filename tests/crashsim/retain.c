@@ -501,13 +501,18 @@ static int ex_op(txn *tx, txn_pool *p, int t, uint64_t *rng, struct ex_m *m, uns
         m[i].tag = sim_rand(rng);
         rc = txn_ext_write(tx, &ex_type, o, 2, 0, &m[i].tag, 8);
         m[i].lvl = 2;
-    } else if (op == 3 && *len < EX_MAX) { /* push before node i */
+    } else if (op == 3 && *len < EX_MAX) { /* push before node i (odd keys: born
+                                               extended, both levels zeroed) */
         struct ex_node nd = {sim_rand(rng), o, NULL};
-        if ((rc = txn_alloc(tx, sizeof nd, &c)) || (rc = txn_write(tx, c, 0, &nd, sizeof nd)))
+        int born = nd.key & 1;
+        if (born ? (rc = txn_ext_alloc(tx, &ex_type, &c)) ||
+                       (rc = txn_write(tx, c, 0, &nd, offsetof(struct ex_node, txn_ext_link_)))
+                 : (rc = txn_alloc(tx, sizeof nd, &c)) ||
+                       (rc = txn_write(tx, c, 0, &nd, sizeof nd)))
             return rc;
         rc = txn_write(tx, holder, off, &c, sizeof c);
         memmove(m + i + 1, m + i, (*len - i) * sizeof *m);
-        m[i] = (struct ex_m){nd.key, 0, 0, 0};
+        m[i] = (struct ex_m){nd.key, born ? 2 : 0, 0, 0};
         (*len)++;
     } else if (op == 4 && *len > EX_MIN) { /* unlink and free node i */
         struct ex_node nd; /* next and the link in one read (odd nodes use it) */
@@ -561,7 +566,16 @@ static int ex_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
             TRY(1);
         TRY(txn_read(tx, o, 0, &nd, sizeof nd));
         m[n] = (struct ex_m){nd.key, 0, 0, 0};
-        if (nd.txn_ext_link_) {
+        if (nd.txn_ext_link_ == TXN_EXT_INLINE) { /* born extended: both levels in o */
+            size_t at1 = txn_ext_inline_off(&ex_type, 1), at2 = txn_ext_inline_off(&ex_type, 2);
+            if (txn_obj_size(p, o) < at2 + sizeof e2)
+                TRY(1);
+            TRY(txn_read(tx, o, at1, &e1, sizeof e1));
+            TRY(txn_read(tx, o, at2, &e2, sizeof e2));
+            if (e1.txn_ext_link_ != TXN_EXT_INLINE || e2.txn_ext_link_)
+                TRY(1);
+            m[n] = (struct ex_m){nd.key, 2, e1.key2, e2.tag};
+        } else if (nd.txn_ext_link_) {
             if (txn_obj_size(p, nd.txn_ext_link_) < sizeof e1 || reach_add(r, nd.txn_ext_link_))
                 TRY(1);
             TRY(txn_read(tx, nd.txn_ext_link_, 0, &e1, sizeof e1));

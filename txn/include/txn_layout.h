@@ -26,7 +26,8 @@
  *            never changed (TXN_EXT_LEVEL); reaching a field of level k
  *            through txn_ext_get() allocates and initialises the missing
  *            levels 1..k inside the caller's transaction, the first time.
- *            Objects nobody touches are never converted.
+ *            Objects nobody touches are never converted; objects a new
+ *            program makes may be born extended (txn_ext_alloc).
  *
  * Handles stored in extension links are txn_obj * values, valid across runs
  * like every handle (txn.h).
@@ -178,23 +179,48 @@ typedef struct txn_ext_type {
     size_t link_off; /* offset of the base struct's link */
     const txn_ext_level *levels;
     unsigned nlevels;
+    size_t base_size; /* bytes of the base struct (txn_ext_alloc) */
 } txn_ext_type;
 
 #define TXN_EXT_LEVEL(ext, init) {sizeof(ext), offsetof(ext, txn_ext_link_), init}
 #define TXN_EXT_TYPE(base, ...)                                                \
     {offsetof(base, txn_ext_link_), (const txn_ext_level[]){__VA_ARGS__},      \
-     (unsigned)(sizeof((const txn_ext_level[]){__VA_ARGS__}) / sizeof(txn_ext_level))}
+     (unsigned)(sizeof((const txn_ext_level[]){__VA_ARGS__}) / sizeof(txn_ext_level)), \
+     sizeof(base)}
 
-/* The extension block of `level` (1..nlevels) of object o, allocating and
+/* Objects born extended. An object made by txn_ext_alloc holds its base
+ * struct and every level of its type in one block (one allocation, no
+ * extension to follow): level k at txn_ext_inline_off(t, k), each link
+ * that leads to a level in the block set to TXN_EXT_INLINE, the last
+ * level's link NULL (a level a later program adds is a block of its own).
+ * Nothing else is written: the levels' inits do not run (a new object's
+ * fields are its program's to write). Every txn_ext_* call follows
+ * TXN_EXT_INLINE links; only such an object holds them. */
+#define TXN_EXT_INLINE ((txn_obj *)(uintptr_t)1)
+int txn_ext_alloc(txn *tx, const txn_ext_type *t, txn_obj **out);
+static inline size_t txn_ext_inline_off(const txn_ext_type *t, unsigned level)
+{
+    size_t off = (t->base_size + 7) & ~(size_t)7;
+    for (unsigned k = 1; k < level; k++)
+        off += (t->levels[k - 1].size + 7) & ~(size_t)7;
+    return off;
+}
+
+/* Where level `level` (1..nlevels) of object o is, allocating and
  * initialising the missing levels up to it in tx, each once, level by
- * level. *out = the block (read and write it with txn_read/txn_write).
- * TXN_E_INVAL for a bad level; otherwise what txn_read/txn_alloc/
- * txn_write return (an error leaves tx able only to abort). */
-int txn_ext_get(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, txn_obj **out);
+ * level: *out = the object that holds it, *off = where it starts there
+ * (0 for an extension block; txn_ext_inline_off for a level born in o).
+ * Read and write it with txn_read/txn_write at *off + the field's offset.
+ * TXN_E_INVAL for a bad level, TXN_E_CORRUPT for a TXN_EXT_INLINE link
+ * outside o; otherwise what txn_read/txn_alloc/txn_write return (an error
+ * leaves tx able only to abort). */
+int txn_ext_get(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, txn_obj **out,
+                size_t *off);
 
 /* txn_read/txn_write of n bytes at `off` of o's extension `level`,
- * through txn_ext_get. A write that makes its own level stores the level's
- * block once, the written bytes laid over what its init produced. */
+ * through txn_ext_get (TXN_E_INVAL beyond the level's size). A write that
+ * makes its own level stores the level's block once, the written bytes
+ * laid over what its init produced. */
 int txn_ext_read(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, size_t off,
                  void *dst, size_t n);
 int txn_ext_write(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, size_t off,
@@ -222,13 +248,13 @@ int txn_ext_free(txn *tx, const txn_ext_type *t, txn_obj *o);
  * second extension. free_known trusts a NULL link: it must have been read
  * after the last call of this transaction that could have extended o. */
 int txn_ext_get_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link, unsigned level,
-                      txn_obj **out);
+                      txn_obj **out, size_t *off);
 int txn_ext_write_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link,
                         unsigned level, size_t off, const void *src, size_t n);
 int txn_ext_free_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link);
 
-/* A deep copy: a new object with o's payload and copies of its
- * extensions (a plain copy would share them). */
+/* A deep copy: a new object with o's payload (levels born in o included)
+ * and copies of its extension blocks (a plain copy would share them). */
 int txn_ext_copy(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj **out);
 
 #ifdef __cplusplus
