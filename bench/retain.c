@@ -246,6 +246,12 @@ static int nstore(txn *tx, const struct kc *k, txn_obj *o, const struct dnode *d
     return 0;
 }
 
+/* Bytes of a new node: P-Auto's hold their extension level. */
+static size_t node_bytes(const struct lay *L)
+{
+    return L->ext != EXT_NONE && g_born ? txn_ext_inline_off(&L->xt, L->xt.nlevels + 1) : L->size;
+}
+
 /* A new node. P-Auto's are born extended (txn_ext_alloc: the level in the
  * node's block, one allocation), as a program that knows the new fields
  * makes its objects; the old nodes' extensions stay lazy. */
@@ -1261,7 +1267,7 @@ static void prog_open(struct prog *g, const char *what, const char *path, const 
     if ((rc = txn_layout_open(path, lay, NULL, 0, &g->p)))
         die(what, rc);
     g->k = (struct kc){L, txn_root(g->p), 0, NULL, nb};
-    if ((rc = warm_heap(g->p, L->size, 2 * g_n)))
+    if ((rc = warm_heap(g->p, node_bytes(L), 2 * g_n)))
         die("warm", rc);
 }
 
