@@ -753,6 +753,48 @@ START_TEST(test_auto_born_extended)
     CHECK_OK(txn_write(tx, e, node_ext.levels[0].link_off, &in, sizeof in));
     CHECK_RC(txn_ext_get(tx, &node_ext, n7, 2, &e, &at), TXN_E_CORRUPT);
     txn_abort(tx);
+    /* born with level 1 by a program that knew only it; a later program
+     * adds level 2 as a block of its own, linked from the inline level */
+    const txn_ext_type one_level =
+        TXN_EXT_TYPE(struct node_v1, TXN_EXT_LEVEL(struct node_ext1, ext1_init));
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_OK(txn_ext_alloc(tx, &one_level, &n));
+    ck_assert_ptr_null(link_of(tx, n, off1 + node_ext.levels[0].link_off));
+    head = nth_node(tx, p, 0);
+    nd = (struct node_v1){88, 0, head, TXN_EXT_INLINE};
+    CHECK_OK(txn_write(tx, n, 0, &nd, offsetof(struct node_v1, txn_ext_link_)));
+    CHECK_OK(txn_write(tx, txn_root(p), 0, &n, sizeof n));
+    CHECK_OK(txn_commit(tx));
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_OK(txn_ext_write(tx, &node_ext, n, 2, 0, "later", 6));
+    txn_obj *l2 = link_of(tx, n, off1 + node_ext.levels[0].link_off);
+    ck_assert_ptr_nonnull(l2);
+    ck_assert_ptr_ne(l2, TXN_EXT_INLINE);
+    CHECK_OK(txn_ext_get(tx, &node_ext, n, 2, &e, &at));
+    ck_assert_ptr_eq(e, l2);
+    ck_assert_uint_eq(at, 0);
+    CHECK_OK(txn_ext_copy(tx, &node_ext, n, &c));
+    txn_obj *l2c = link_of(tx, c, off1 + node_ext.levels[0].link_off);
+    ck_assert_ptr_nonnull(l2c);
+    ck_assert_ptr_ne(l2c, l2);
+    memset(got, 0, sizeof got);
+    CHECK_OK(txn_ext_read(tx, &node_ext, c, 2, 0, got, sizeof got));
+    ck_assert_str_eq(got, "later");
+    CHECK_OK(txn_ext_free(tx, &node_ext, c));
+    CHECK_OK(txn_commit(tx));
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_RC(txn_free(tx, l2c), TXN_E_INVAL);
+    CHECK_RC(txn_free(tx, c), TXN_E_INVAL);
+    txn_abort(tx);
+    CHECK_OK(txn_begin(p, &tx));
+    n = nth_node(tx, p, 0);
+    head = nth_node(tx, p, 1);
+    CHECK_OK(txn_write(tx, txn_root(p), 0, &head, sizeof head));
+    CHECK_OK(txn_ext_free_known(tx, &node_ext, n, TXN_EXT_INLINE));
+    CHECK_OK(txn_commit(tx));
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_RC(txn_free(tx, l2), TXN_E_INVAL); /* the later level went with it */
+    txn_abort(tx);
     /* a type without the base's size cannot make one */
     txn_ext_type no_size = node_ext;
     no_size.base_size = 0;
