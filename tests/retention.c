@@ -661,6 +661,19 @@ START_TEST(test_auto_known_and_merged)
 }
 END_TEST
 
+/* Unlink the list's first node, born extended, and free it with
+ * txn_ext_free_known (its link: TXN_EXT_INLINE); the freed handle. */
+static txn_obj *pop_born(txn_pool *p)
+{
+    txn *tx;
+    CHECK_OK(txn_begin(p, &tx));
+    txn_obj *n = nth_node(tx, p, 0), *next = nth_node(tx, p, 1);
+    CHECK_OK(txn_write(tx, txn_root(p), 0, &next, sizeof next));
+    CHECK_OK(txn_ext_free_known(tx, &node_ext, n, TXN_EXT_INLINE));
+    CHECK_OK(txn_commit(tx));
+    return n;
+}
+
 /* An object born extended (txn_ext_alloc): one block, its levels in it
  * behind TXN_EXT_INLINE links, no init run; every txn_ext_* call finds the
  * levels there, a copy keeps them inline, a free frees the one block. */
@@ -736,12 +749,7 @@ START_TEST(test_auto_born_extended)
     CHECK_OK(txn_begin(p, &tx));
     CHECK_RC(txn_free(tx, c), TXN_E_INVAL);
     txn_abort(tx);
-    CHECK_OK(txn_begin(p, &tx));
-    n = nth_node(tx, p, 0);
-    head = nth_node(tx, p, 1);
-    CHECK_OK(txn_write(tx, txn_root(p), 0, &head, sizeof head));
-    CHECK_OK(txn_ext_free_known(tx, &node_ext, n, TXN_EXT_INLINE));
-    CHECK_OK(txn_commit(tx));
+    n = pop_born(p);
     CHECK_OK(txn_begin(p, &tx));
     CHECK_RC(txn_free(tx, n), TXN_E_INVAL);
     txn_abort(tx);
@@ -786,12 +794,7 @@ START_TEST(test_auto_born_extended)
     CHECK_RC(txn_free(tx, l2c), TXN_E_INVAL);
     CHECK_RC(txn_free(tx, c), TXN_E_INVAL);
     txn_abort(tx);
-    CHECK_OK(txn_begin(p, &tx));
-    n = nth_node(tx, p, 0);
-    head = nth_node(tx, p, 1);
-    CHECK_OK(txn_write(tx, txn_root(p), 0, &head, sizeof head));
-    CHECK_OK(txn_ext_free_known(tx, &node_ext, n, TXN_EXT_INLINE));
-    CHECK_OK(txn_commit(tx));
+    pop_born(p);
     CHECK_OK(txn_begin(p, &tx));
     CHECK_RC(txn_free(tx, l2), TXN_E_INVAL); /* the later level went with it */
     txn_abort(tx);
