@@ -911,10 +911,9 @@ static int order_get(txn *tx, const struct mig *g, const struct kc *ok, txn_obj 
         rc = TXN_E_CORRUPT; /* the old structure changed under the migration */
     if (!rc && !(h->fwd = calloc(h->n ? h->n : 1, sizeof *h->fwd)))
         rc = TXN_E_NOMEM;
-    if (!rc && c->started && h->n) { /* resumed: the copies made so far */
-        size_t have = c->phase > 0 ? h->n : c->next;
+    size_t have = !c->started ? 0 : c->phase > 0 ? h->n : c->next;
+    if (!rc && have) /* resumed: the copies made so far */
         rc = txn_read(tx, c->fwd, 0, h->fwd, have * sizeof *h->fwd);
-    }
     if (rc) {
         order_drop(h);
         return rc;
