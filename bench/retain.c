@@ -797,7 +797,7 @@ struct conv {               /* the scratch object */
     txn_obj *entry;         /* the new structure (at the end: the root's word) */
     txn_obj *fwd;           /* forwarding array: the copy of old node i */
     uint64_t started, done; /* done: the last phase ended */
-    uint64_t phase, next;   /* phase 0 alloc, 1 fill, 2 entry; next index */
+    uint64_t phase, next;   /* phase 0 copies, 1 child words, 2 entry; next index */
     uint64_t count;         /* old nodes */
     uint64_t steps;         /* steps committed */
 };
