@@ -1021,44 +1021,43 @@ static void fail_epoch(txn_pool *p, uint64_t e)
     pm_persist(&w[W_EPOCH], 8);
 }
 
-/* Returns the number of data records restored, their bytes in *bytes. */
-/* The data records of failed epochs in r[from, to): each target read
- * first (in the pool's fresh mapping, a read fault maps the pages around
- * it too, the kernel's fault-around; a write fault only its own page),
- * then restored and flushed. */
+/* Data records of failed epochs whose addresses are in one range (every
+ * record of one address in one part, in the log's order): each target
+ * read first (in the pool's fresh mapping, a read fault maps the pages
+ * around it too, the kernel's fault-around; a write fault only its own
+ * page), then restored and flushed. */
 struct restore_part {
-    txn_pool *p;
-    struct log_rec **r;
-    size_t from, to;
+    struct log_rec **r; /* the part's records */
+    size_t n;
     uint64_t count, bytes;
 };
 
 static void *restore_data(void *arg)
 {
     struct restore_part *q = arg;
-    const uint64_t *w = q->p->hdr->eng_words;
-    for (size_t i = q->from; i < q->to; i++)
-        if (q->r[i]->type == LOG_DATA && q->r[i]->len && is_failed(w, q->r[i]->version)) {
+    for (size_t i = 0; i < q->n; i++)
+        if (q->r[i]->len) {
             const volatile char *a = (const char *)(uintptr_t)q->r[i]->addr;
             (void)a[0];
             (void)a[q->r[i]->len - 1];
         }
-    for (size_t i = q->from; i < q->to; i++)
-        if (q->r[i]->type == LOG_DATA && is_failed(w, q->r[i]->version)) {
-            pm_memcpy((void *)(uintptr_t)q->r[i]->addr, log_payload(q->r[i]), q->r[i]->len);
-            pm_flush((void *)(uintptr_t)q->r[i]->addr, q->r[i]->len);
-            q->count += q->r[i]->len > 0;
-            q->bytes += q->r[i]->len;
-        }
+    for (size_t i = 0; i < q->n; i++) {
+        pm_memcpy((void *)(uintptr_t)q->r[i]->addr, log_payload(q->r[i]), q->r[i]->len);
+        pm_flush((void *)(uintptr_t)q->r[i]->addr, q->r[i]->len);
+        q->count += q->r[i]->len > 0;
+        q->bytes += q->r[i]->len;
+    }
     return NULL;
 }
 
-/* Restore threads for n records: the external log of a crashed epoch
- * holds each object once (I1: logged at its first change in the epoch,
- * and a block freed in the epoch is not reused in it, I4), so its records
- * restore in any order, in parallel (Cohen et al.: the log entries have
- * no dependencies). One thread for a small log; none in the crash
- * simulator's build, whose store trace is one thread's. */
+/* Restore threads for n records, each with a range of addresses (its own
+ * pages: no two threads fault on one). The records of one address restore
+ * in the log's order in one thread; those of different addresses cover
+ * different bytes (an object is logged whole, the same way each time, and
+ * a block freed in the epoch is not reused in it, I4), so they restore in
+ * any order, in parallel (Cohen et al.: the log entries have no
+ * dependencies). One thread for a small log; one in the crash simulator's
+ * build, whose store trace is one thread's. */
 #define RESTORE_PER_THREAD 8192
 #define RESTORE_THREADS 4
 static unsigned restore_threads(size_t n)
@@ -1075,18 +1074,56 @@ static unsigned restore_threads(size_t n)
 #endif
 }
 
+static int failed_data(txn_pool *p, const struct log_rec *r)
+{
+    return r->type == LOG_DATA && is_failed(p->hdr->eng_words, r->version);
+}
+
+/* Returns the number of data records restored, their bytes in *bytes. */
 static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *bytes)
 {
-    struct restore_part q[RESTORE_THREADS];
+    struct restore_part q[RESTORE_THREADS] = {{0}};
     pthread_t th[RESTORE_THREADS];
     unsigned nt = restore_threads(n), started = 1;
-    for (unsigned k = 0; k < nt; k++)
-        q[k] = (struct restore_part){p, r, n * k / nt, n * (k + 1) / nt, 0, 0};
-    while (started < nt && !pthread_create(&th[started], NULL, restore_data, &q[started]))
+    uint64_t lo = UINT64_MAX, hi = 0;
+    size_t nd = 0;
+    for (size_t i = 0; i < n; i++)
+        if (failed_data(p, r[i])) {
+            lo = r[i]->addr < lo ? r[i]->addr : lo;
+            hi = r[i]->addr > hi ? r[i]->addr : hi;
+            nd++;
+        }
+    /* part k: the records in the k-th of nt equal address ranges, in the
+     * log's order, one part after another in `mine` */
+    struct log_rec **mine = malloc((nd ? nd : 1) * sizeof *mine);
+    if (!mine)
+        nt = 1;
+    uint64_t span = nd ? (hi - lo) / nt + 1 : 1;
+    size_t at[RESTORE_THREADS + 1] = {0};
+    for (size_t i = 0; mine && i < n; i++)
+        if (failed_data(p, r[i]))
+            at[(r[i]->addr - lo) / span + 1]++;
+    for (unsigned k = 0; mine && k < nt; k++) {
+        at[k + 1] += at[k];
+        q[k].r = mine + at[k];
+    }
+    for (size_t i = 0; mine && i < n; i++)
+        if (failed_data(p, r[i])) {
+            struct restore_part *part = &q[(r[i]->addr - lo) / span];
+            part->r[part->n++] = r[i];
+        }
+    while (mine && started < nt && !pthread_create(&th[started], NULL, restore_data, &q[started]))
         started++;
-    for (unsigned k = 0; k < nt; k++)
+    for (unsigned k = 0; mine && k < nt; k++)
         if (k == 0 || k >= started) /* what no thread took, this one does */
             restore_data(&q[k]);
+    for (size_t i = 0; !mine && i < n; i++) /* no room to sort: one by one */
+        if (failed_data(p, r[i])) {
+            struct restore_part one = {&r[i], 1, 0, 0};
+            restore_data(&one);
+            q[0].count += one.count;
+            q[0].bytes += one.bytes;
+        }
     uint64_t count = 0;
     *bytes = 0;
     for (unsigned k = 0; k < nt; k++) {
@@ -1095,6 +1132,7 @@ static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *byt
         count += q[k].count;
         *bytes += q[k].bytes;
     }
+    free(mine);
     /* I4: a FREE-only block was allocated at the epoch's start, one with an
      * ALLOC was free: all sets first, then all clears */
     for (int pass = 0; pass < 2; pass++)
