@@ -67,7 +67,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "addrmap.h"
 #include "engine.h"
@@ -1060,19 +1059,6 @@ static void *restore_data(void *arg)
  * build, whose store trace is one thread's. */
 #define RESTORE_PER_THREAD 8192
 #define RESTORE_THREADS 4
-static unsigned restore_threads(size_t n)
-{
-#ifdef PMTX_TRACE
-    (void)n;
-    return 1;
-#else
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t t = n / RESTORE_PER_THREAD;
-    if (cpus > 0 && t > (size_t)cpus)
-        t = (size_t)cpus;
-    return t < 1 ? 1 : t > RESTORE_THREADS ? RESTORE_THREADS : (unsigned)t;
-#endif
-}
 
 static int failed_data(txn_pool *p, const struct log_rec *r)
 {
@@ -1083,8 +1069,7 @@ static int failed_data(txn_pool *p, const struct log_rec *r)
 static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *bytes)
 {
     struct restore_part q[RESTORE_THREADS] = {{0}};
-    pthread_t th[RESTORE_THREADS];
-    unsigned nt = restore_threads(n), started = 1;
+    unsigned nt = par_threads(n, RESTORE_PER_THREAD, RESTORE_THREADS);
     uint64_t lo = UINT64_MAX, hi = 0;
     size_t nd = 0;
     for (size_t i = 0; i < n; i++)
@@ -1112,11 +1097,8 @@ static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *byt
             struct restore_part *part = &q[(r[i]->addr - lo) / span];
             part->r[part->n++] = r[i];
         }
-    while (mine && started < nt && !pthread_create(&th[started], NULL, restore_data, &q[started]))
-        started++;
-    for (unsigned k = 0; mine && k < nt; k++)
-        if (k == 0 || k >= started) /* what no thread took, this one does */
-            restore_data(&q[k]);
+    if (mine)
+        par_run(restore_data, q, sizeof q[0], nt);
     for (size_t i = 0; !mine && i < n; i++) /* no room to sort: one by one */
         if (failed_data(p, r[i])) {
             struct restore_part one = {&r[i], 1, 0, 0};
@@ -1127,8 +1109,6 @@ static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *byt
     uint64_t count = 0;
     *bytes = 0;
     for (unsigned k = 0; k < nt; k++) {
-        if (k > 0 && k < started)
-            pthread_join(th[k], NULL);
         count += q[k].count;
         *bytes += q[k].bytes;
     }
@@ -1162,12 +1142,8 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
         const struct vec *v = p->open_recs ? &p->open_recs[s] : NULL;
         if (!v)
             rc = log_scan(p, pool_slot(p, s), &all);
-        else if (v->n && vec_reserve(&all, v->n))
+        else if (vec_append(&all, v->a, v->n))
             rc = TXN_E_NOMEM;
-        else if (v->n) {
-            memcpy(vec_at(&all, all.n), v->a, v->n * sizeof(struct log_rec *));
-            all.n += v->n;
-        }
     }
     if (!rc) {
         uint64_t e = p->hdr->eng_words[W_EPOCH];

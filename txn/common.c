@@ -1,8 +1,10 @@
 /* common.c - what every engine library shares, including those with a
  * pool format of their own: error strings and pool path resolution. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "txn.h"
@@ -67,4 +69,34 @@ const char *txn_strerror(int err)
     if (err < 0)
         err = -err;
     return strerror(err);
+}
+
+unsigned par_threads(size_t units, size_t per, unsigned max)
+{
+#ifdef PMTX_TRACE
+    (void)units, (void)per, (void)max;
+    return 1;
+#else
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t t = per ? units / per : units;
+    if (cpus > 0 && t > (size_t)cpus)
+        t = (size_t)cpus;
+    return t < 1 ? 1 : t > max ? max : (unsigned)t;
+#endif
+}
+
+#define PAR_MAX 16
+void par_run(void *(*fn)(void *), void *parts, size_t size, unsigned n)
+{
+    pthread_t th[PAR_MAX];
+    unsigned started = 1;
+    char *at = parts;
+    while (started < n && started < PAR_MAX &&
+           !pthread_create(&th[started], NULL, fn, at + size * started))
+        started++;
+    fn(at);
+    for (unsigned k = started; k < n; k++) /* no thread took it */
+        fn(at + size * k);
+    for (unsigned k = 1; k < started; k++)
+        pthread_join(th[k], NULL);
 }

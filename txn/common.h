@@ -27,6 +27,16 @@ struct tx_defer {
  * fresh list and are not run here. */
 void defers_run(struct vec *defers, int outcome);
 
+/* Threads for `units` of work, one per `per` units (at least one), at
+ * most `max` and the cores online; 1 in the crash simulator's build (its
+ * store trace is one thread's). */
+unsigned par_threads(size_t units, size_t per, unsigned max);
+
+/* fn on each of the n parts (consecutive, `size` bytes each), n - 1 of
+ * them in threads of their own and the first in the caller, which also
+ * runs any part no thread could be started for; returns once all ended. */
+void par_run(void *(*fn)(void *), void *parts, size_t size, unsigned n);
+
 /* The first bytes of a libpmemobj pool file (PMDK's signature): pools of
  * the pmdk engine start with them, ours with POOL_MAGIC. */
 #define PMDK_POOL_SIG "PMEMOBJ"

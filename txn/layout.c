@@ -844,21 +844,20 @@ int txn_ext_free(txn *tx, const txn_ext_type *t, txn_obj *o)
 
 /* The first link of o that leads out of it: o's own link, or, past the
  * levels born in o, the link of the last of them; *k = those levels,
- * *at = where that link is in o, *link = its value. `link` as given by a
- * caller of a *_known call (NULL: read it). */
-static int first_out(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link, unsigned *k,
-                     size_t *at, txn_obj **out)
+ * *at = where that link is in o; its value in *link, given by a caller of
+ * a *_known call (NULL: read it), and NULL past the last known level. */
+static int first_out(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj **link, unsigned *k,
+                     size_t *at)
 {
     *k = 0;
     *at = t->link_off;
-    int rc = link ? 0 : txn_read(tx, o, *at, &link, sizeof link);
-    while (!rc && link == TXN_EXT_INLINE && *k < t->nlevels) {
+    int rc = *link ? 0 : txn_read(tx, o, *at, link, sizeof *link);
+    while (!rc && *link == TXN_EXT_INLINE && *k < t->nlevels) {
         *at = inline_at(t, *k) + t->levels[*k].link_off;
-        link = NULL;
+        *link = NULL;
         if (++*k < t->nlevels) /* the last level's link: beyond the known ones */
-            rc = txn_read(tx, o, *at, &link, sizeof link);
+            rc = txn_read(tx, o, *at, link, sizeof *link);
     }
-    *out = link;
     return rc;
 }
 
@@ -870,7 +869,7 @@ int txn_ext_free_known(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link
     size_t at;
     int rc = 0;
     if (link == TXN_EXT_INLINE) /* the levels born in o: the links in it */
-        rc = first_out(tx, t, o, link, &k, &at, &link);
+        rc = first_out(tx, t, o, &link, &k, &at);
     if (!rc)
         rc = txn_free(tx, o);
     txn_obj *cur = link;
@@ -911,9 +910,9 @@ int txn_ext_copy(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj **out)
         return TXN_E_INVAL;
     unsigned k;
     size_t link;
-    txn_obj *first;
+    txn_obj *out_link = NULL; /* copy_block reads it again, with the block */
     /* o whole, its levels born in it included: their links stay inline */
-    int rc = first_out(tx, t, o, NULL, &k, &link, &first);
+    int rc = first_out(tx, t, o, &out_link, &k, &link);
     txn_obj *src = o, *prev = NULL, *next;
     size_t prev_link = 0;
     for (; !rc && src; k++) {

@@ -293,18 +293,6 @@ static void *scan_slots(void *arg)
 }
 
 #define SCAN_THREADS 4
-static unsigned scan_threads(const txn_pool *p)
-{
-#ifdef PMTX_TRACE
-    (void)p;
-    return 1; /* the crash simulator's build: one thread, as its trace */
-#else
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t t = cpus > 1 ? (size_t)cpus : 1;
-    t = t < p->hdr->nslots ? t : p->hdr->nslots;
-    return t < 1 ? 1 : t > SCAN_THREADS ? SCAN_THREADS : (unsigned)t;
-#endif
-}
 
 /* Scan every slot; validate all records before anything is written. The
  * slots' logs are independent: with more than one core, threads scan them
@@ -314,28 +302,19 @@ static unsigned scan_threads(const txn_pool *p)
 static int scan_logs(txn_pool *p, struct vec *recs, struct vec *segs)
 {
     struct scan_job j[SCAN_THREADS];
-    pthread_t th[SCAN_THREADS];
     _Atomic size_t next = 0;
-    unsigned nt = scan_threads(p), started = 1;
+    unsigned nt = par_threads(p->hdr->nslots, 1, SCAN_THREADS);
     for (unsigned k = 0; k < nt; k++) {
         j[k] = (struct scan_job){p, recs, &next, {0}, 0};
         vec_init(&j[k].segs, sizeof(uint64_t));
     }
-    while (started < nt && !pthread_create(&th[started], NULL, scan_slots, &j[started]))
-        started++;
-    scan_slots(&j[0]); /* and the slots no thread took */
+    par_run(scan_slots, j, sizeof j[0], nt);
     int rc = 0;
     for (unsigned k = 0; k < nt; k++) {
-        if (k > 0 && k < started)
-            pthread_join(th[k], NULL);
         if (!rc)
             rc = j[k].rc;
-        if (!rc && j[k].segs.n && vec_reserve(segs, j[k].segs.n))
+        if (!rc && vec_append(segs, j[k].segs.a, j[k].segs.n))
             rc = TXN_E_NOMEM;
-        if (!rc && j[k].segs.n) {
-            memcpy(vec_at(segs, segs->n), j[k].segs.a, j[k].segs.n * sizeof(uint64_t));
-            segs->n += j[k].segs.n;
-        }
         vec_free(&j[k].segs);
     }
     return rc;

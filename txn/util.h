@@ -55,6 +55,17 @@ static inline void *vec_at(const struct vec *v, size_t i)
     return v->a + v->isz * i;
 }
 
+/* Append n items from src (items of v's size); 0, or -1 when out of memory. */
+static inline int vec_append(struct vec *v, const void *src, size_t n)
+{
+    if (n && vec_reserve(v, n))
+        return -1;
+    if (n)
+        memcpy(v->a + v->isz * v->n, src, n * v->isz);
+    v->n += n;
+    return 0;
+}
+
 /* A 64-bit checksum over 8-byte words; detects torn and stale records.
  * Two independent lanes (even and odd words) keep the multiplier busy:
  * checksums sit on the undo log's hot path. */
