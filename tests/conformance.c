@@ -707,6 +707,39 @@ START_TEST(test_free_commit_reuses_memory)
 }
 END_TEST
 
+/* A small object is zero-filled to its usable size (txn_obj_size), the
+ * padding past what was asked for too, when its block held an object that
+ * wrote all of it: the allocator skips storing a padding that is zero. */
+START_TEST(test_alloc_zero_fills_padding)
+{
+    char name[NAME_MAX_LEN];
+    txn_pool *p = create_pool(name, 64);
+    txn_obj *root = txn_root(p), *o;
+    unsigned char junk[256], got[256];
+    memset(junk, 0xab, sizeof junk);
+    for (int i = 0; i < 40; i++) {
+        size_t n = 33 + (size_t)(i % 8) * 2; /* one size class, or two */
+        txn *tx = begin(p);
+        CHECK_OK(txn_alloc(tx, n, &o));
+        size_t usable = txn_obj_size(p, o);
+        ck_assert_uint_ge(usable, n);
+        ck_assert_uint_le(usable, sizeof got);
+        CHECK_OK(txn_read(tx, o, 0, got, usable));
+        ck_assert_msg(first_not(got, usable, 0) == usable,
+                      "cycle %d: %zu-byte object (usable %zu) not zero at byte %zu", i, n,
+                      usable, first_not(got, usable, 0));
+        CHECK_OK(txn_write(tx, o, 0, junk, usable)); /* the padding too */
+        write_handle(tx, root, 0, o);
+        CHECK_OK(txn_commit(tx));
+        tx = begin(p);
+        CHECK_OK(txn_free(tx, read_handle(tx, root, 0)));
+        write_handle(tx, root, 0, NULL);
+        CHECK_OK(txn_commit(tx));
+    }
+    destroy_pool(p, name);
+}
+END_TEST
+
 START_TEST(test_free_abort_keeps_object)
 {
     char name[NAME_MAX_LEN];
@@ -1347,6 +1380,7 @@ static Suite *conformance_suite(void)
     tcase_add_test(heap, test_alloc_commit);
     tcase_add_test(heap, test_alloc_abort_does_not_leak);
     tcase_add_test(heap, test_free_commit_reuses_memory);
+    tcase_add_test(heap, test_alloc_zero_fills_padding);
     tcase_add_test(heap, test_free_abort_keeps_object);
     tcase_add_test(heap, test_free_bad_objects);
     tcase_add_test(heap, test_pool_full);

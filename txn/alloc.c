@@ -336,6 +336,20 @@ static int refill(txn_pool *p, struct alloc_cache *cache, unsigned c)
     return cache->n[c] ? 0 : (rc ? rc : TXN_E_NOSPACE);
 }
 
+static int all_zero(const char *b, size_t n)
+{
+    for (; n && ((uintptr_t)b & 7); b++, n--)
+        if (*b)
+            return 0;
+    for (; n >= 8; b += 8, n -= 8)
+        if (*(const uint64_t *)b)
+            return 0;
+    for (; n; b++, n--)
+        if (*b)
+            return 0;
+    return 1;
+}
+
 int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, void **blk,
                   size_t *usable)
 {
@@ -362,7 +376,13 @@ int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, void **blk,
         *blk = c->blk[k][--c->n[k]];
         *usable = class_size[k];
     }
-    pm_memset(*blk, 0, *usable);
+    /* zero-filled to the usable size; the padding past n is usually zero
+     * already (nothing is written there unless a program writes past what
+     * it asked for): stored only when it is not, a store to the pool saved
+     * per allocation (the commit flushes the whole block either way) */
+    pm_memset(*blk, 0, n);
+    if (!all_zero((const char *)*blk + n, *usable - n))
+        pm_memset((char *)*blk + n, 0, *usable - n);
     return 0;
 }
 
