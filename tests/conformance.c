@@ -740,6 +740,62 @@ START_TEST(test_alloc_zero_fills_padding)
 }
 END_TEST
 
+/* After a reopen, objects made before it are freed before their run hands
+ * out anything: the freed blocks come back once, and no live object's
+ * block is handed out again (the allocator reads a run's bitmap when it
+ * first needs it, which must be as it was at the open). */
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return (x > y) - (x < y);
+}
+
+START_TEST(test_reopen_frees_then_allocs_no_twice)
+{
+    enum { OLD = 1500, FREED = 40, NEW = 2500, SZ = 64, BATCH = 250 };
+    char name[NAME_MAX_LEN];
+    txn_pool *p = create_pool(name, 64);
+    txn_obj *arr, **all = malloc((OLD + NEW) * sizeof *all);
+    ck_assert_ptr_nonnull(all);
+    txn *tx = begin(p);
+    CHECK_OK(txn_alloc(tx, OLD * sizeof(txn_obj *), &arr));
+    write_handle(tx, txn_root(p), 0, arr);
+    CHECK_OK(txn_commit(tx));
+    for (int i = 0; i < OLD; i += BATCH) {
+        tx = begin(p);
+        for (int j = i; j < i + BATCH; j++) {
+            CHECK_OK(txn_alloc(tx, SZ, &all[j]));
+            write_handle(tx, arr, (size_t)j * sizeof(txn_obj *), all[j]);
+        }
+        CHECK_OK(txn_commit(tx));
+    }
+    p = reopen_pool(p, name);
+    tx = begin(p);
+    arr = read_handle(tx, txn_root(p), 0);
+    for (int j = 0; j < OLD; j++)
+        all[j] = read_handle(tx, arr, (size_t)j * sizeof(txn_obj *));
+    CHECK_OK(txn_commit(tx));
+    tx = begin(p); /* free every 37th old object, from the first runs */
+    for (int j = 0; j < FREED; j++) {
+        CHECK_OK(txn_free(tx, all[j * 37]));
+        all[j * 37] = NULL;
+    }
+    CHECK_OK(txn_commit(tx));
+    CHECK_OK(txn_sync(p));
+    for (int i = 0; i < NEW; i += BATCH) {
+        tx = begin(p);
+        for (int j = i; j < i + BATCH; j++)
+            CHECK_OK(txn_alloc(tx, SZ, &all[OLD + j]));
+        CHECK_OK(txn_commit(tx));
+    }
+    qsort(all, OLD + NEW, sizeof *all, cmp_ptr);
+    for (int j = FREED + 1; j < OLD + NEW; j++) /* the first FREED are NULL */
+        ck_assert_msg(all[j] != all[j - 1], "block %p handed out while live", (void *)all[j]);
+    free(all);
+    destroy_pool(p, name);
+}
+END_TEST
+
 START_TEST(test_free_abort_keeps_object)
 {
     char name[NAME_MAX_LEN];
@@ -1381,6 +1437,7 @@ static Suite *conformance_suite(void)
     tcase_add_test(heap, test_alloc_abort_does_not_leak);
     tcase_add_test(heap, test_free_commit_reuses_memory);
     tcase_add_test(heap, test_alloc_zero_fills_padding);
+    tcase_add_test(heap, test_reopen_frees_then_allocs_no_twice);
     tcase_add_test(heap, test_free_abort_keeps_object);
     tcase_add_test(heap, test_free_bad_objects);
     tcase_add_test(heap, test_pool_full);

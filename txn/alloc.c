@@ -121,14 +121,39 @@ static int add_run(struct alloc_state *al, unsigned c, uint32_t ci)
     return 0;
 }
 
-static int load_run(txn_pool *p, struct alloc_state *al, size_t ci, unsigned c)
+/* A run's volatile bitmap is a copy of its durable one as the pool opened,
+ * made when the run is first needed (carve, or the first change of one of
+ * its durable bits: none changes before), not at open: an open reads no
+ * run header (with a heap of thousands of runs, a page fault each, most of
+ * a clean open's time). NO_BITS: the copy could not be made (no memory)
+ * when a durable bit was about to change; the run hands out no more
+ * never-handed-out blocks until the next open. Caller holds al->lock. */
+static uint64_t no_bits_mark;
+#define NO_BITS (&no_bits_mark)
+
+static uint64_t *run_bits(txn_pool *p, struct alloc_state *al, size_t ci)
 {
-    size_t words = (run_blocks(c) + 63) / 64;
-    al->vbits[ci] = malloc(words * 8);
-    if (!al->vbits[ci])
-        return TXN_E_NOMEM;
-    memcpy(al->vbits[ci], chunk_addr(p, ci), words * 8);
-    return add_run(al, c, (uint32_t)ci);
+    uint64_t *vb = al->vbits[ci];
+    if (vb)
+        return vb;
+    size_t words = (run_blocks(ck_class(ctab(p)[ci])) + 63) / 64;
+    if ((vb = malloc(words * 8))) {
+        memcpy(vb, chunk_addr(p, ci), words * 8);
+        __atomic_store_n(&al->vbits[ci], vb, __ATOMIC_RELEASE);
+    }
+    return vb;
+}
+
+/* Before a durable bit of run ci changes: its copy as the pool opened. */
+static void run_bits_before_change(txn_pool *p, size_t ci)
+{
+    struct alloc_state *al = p->al;
+    if (!al || __atomic_load_n(&al->vbits[ci], __ATOMIC_ACQUIRE))
+        return; /* recovery before alloc_open, or made already */
+    pthread_mutex_lock(&al->lock);
+    if (!run_bits(p, al, ci))
+        __atomic_store_n(&al->vbits[ci], NO_BITS, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&al->lock);
 }
 
 static int fix_log_chunks(txn_pool *p, const struct vec *segs)
@@ -165,7 +190,8 @@ void alloc_close(txn_pool *p)
     if (!al)
         return;
     for (size_t i = 0; i < al->nchunks; i++)
-        free(al->vbits[i]);
+        if (al->vbits[i] != NO_BITS)
+            free(al->vbits[i]);
     for (unsigned c = 0; c < ALLOC_CLASSES; c++) {
         vec_free(&al->cls[c].stack);
         vec_free(&al->cls[c].runs);
@@ -202,8 +228,8 @@ int alloc_open(txn_pool *p, const struct vec *segs)
     for (size_t i = 0; i < al->nchunks; i++) {
         uint64_t e = t[i];
         switch (ck_kind(e)) {
-        case CK_RUN:
-            if (load_run(p, al, i, ck_class(e)))
+        case CK_RUN: /* its bitmap copied when first needed (run_bits) */
+            if (add_run(al, ck_class(e), (uint32_t)i))
                 goto nomem;
             break;
         case CK_LARGE:
@@ -274,10 +300,9 @@ static int new_run(txn_pool *p, struct alloc_state *al, unsigned c)
     if (ci < 0)
         return TXN_E_NOSPACE;
     size_t words = (run_blocks(c) + 63) / 64;
-    al->vbits[ci] = calloc(words, 8);
-    if (!al->vbits[ci] || add_run(al, c, (uint32_t)ci)) {
-        free(al->vbits[ci]);
-        al->vbits[ci] = NULL;
+    uint64_t *vb = calloc(words, 8);
+    if (!vb || add_run(al, c, (uint32_t)ci)) {
+        free(vb);
         al->chunk_free[ci] = 1;
         return TXN_E_NOMEM;
     }
@@ -287,6 +312,7 @@ static int new_run(txn_pool *p, struct alloc_state *al, unsigned c)
     uint64_t *e = &ctab(p)[ci];
     pm_store64(e, ck_make(CK_RUN, c, 0));
     pm_flush(e, 8);
+    __atomic_store_n(&al->vbits[ci], vb, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -297,7 +323,13 @@ static void carve(txn_pool *p, struct alloc_state *al, unsigned c, unsigned want
     unsigned nb = run_blocks(c);
     while (want && cv->runs.n) {
         uint32_t ci = *(uint32_t *)vec_at(&cv->runs, cv->runs.n - 1);
-        uint64_t *vb = al->vbits[ci];
+        uint64_t *vb = run_bits(p, al, ci);
+        if (!vb)
+            return; /* no memory for the copy: none carved */
+        if (vb == NO_BITS) {
+            cv->runs.n--;
+            continue;
+        }
         char *data = chunk_addr(p, ci) + RUN_HDR;
         for (unsigned w = 0; want && w * 64 < nb; w++) {
             while (want && ~vb[w]) {
@@ -459,6 +491,7 @@ void alloc_apply(txn_pool *p, uint64_t blk, uint64_t size, enum alloc_op op,
     }
     if (ck_kind(t[ci]) != CK_RUN)
         return; /* the run was never durably formatted: no bit to change */
+    run_bits_before_change(p, ci);
     unsigned k = ck_class(t[ci]);
     size_t idx = (size_t)((char *)b - chunk_addr(p, ci) - RUN_HDR) / class_size[k];
     uint64_t *word = (uint64_t *)chunk_addr(p, ci) + idx / 64;
