@@ -1028,12 +1028,19 @@ static void fail_epoch(txn_pool *p, uint64_t e)
 struct restore_part {
     struct log_rec **r; /* the part's records */
     size_t n;
+};
+
+/* A restore thread: takes the next part until none is left (a thread
+ * that starts late, waiting for a core, takes fewer). */
+struct restore_job {
+    const struct restore_part *parts;
+    unsigned nparts;
+    volatile uint64_t *next;
     uint64_t count, bytes;
 };
 
-static void *restore_data(void *arg)
+static void restore_range(const struct restore_part *q, struct restore_job *j)
 {
-    struct restore_part *q = arg;
     for (size_t i = 0; i < q->n; i++)
         if (q->r[i]->len) {
             const volatile char *a = (const char *)(uintptr_t)q->r[i]->addr;
@@ -1043,14 +1050,21 @@ static void *restore_data(void *arg)
     for (size_t i = 0; i < q->n; i++) {
         pm_memcpy((void *)(uintptr_t)q->r[i]->addr, log_payload(q->r[i]), q->r[i]->len);
         pm_flush((void *)(uintptr_t)q->r[i]->addr, q->r[i]->len);
-        q->count += q->r[i]->len > 0;
-        q->bytes += q->r[i]->len;
+        j->count += q->r[i]->len > 0;
+        j->bytes += q->r[i]->len;
     }
+}
+
+static void *restore_data(void *arg)
+{
+    struct restore_job *j = arg;
+    for (uint64_t k; (k = at_fetch_add(j->next, 1)) < j->nparts;)
+        restore_range(&j->parts[k], j);
     return NULL;
 }
 
-/* Restore threads for n records, each with a range of addresses (its own
- * pages: no two threads fault on one). The records of one address restore
+/* Restore threads for n records, taking parts of 8 ranges of addresses
+ * per thread (a range's pages its own but at its ends). The records of one address restore
  * in the log's order in one thread; those of different addresses cover
  * different bytes (an object is logged whole, the same way each time, and
  * a block freed in the epoch is not reused in it, I4), so they restore in
@@ -1059,67 +1073,85 @@ static void *restore_data(void *arg)
  * build, whose store trace is one thread's. */
 #define RESTORE_PER_THREAD 8192
 #define RESTORE_THREADS 4
+#define RESTORE_PARTS (8 * RESTORE_THREADS)
 
 static int failed_data(txn_pool *p, const struct log_rec *r)
 {
     return r->type == LOG_DATA && is_failed(p->hdr->eng_words, r->version);
 }
 
-/* Returns the number of data records restored, their bytes in *bytes. */
+/* A failed epoch's record, as the one pass over the log's headers found it. */
+struct failed_rec {
+    uint64_t addr;
+    struct log_rec *r;
+};
+
+/* Returns the number of data records restored, their bytes in *bytes. The
+ * log's headers (records scattered over megabytes) are read in one pass,
+ * which lists the failed epochs' records; the parts are made from that
+ * list. */
 static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *bytes)
 {
-    struct restore_part q[RESTORE_THREADS] = {{0}};
+    struct restore_part q[RESTORE_PARTS] = {{0}};
+    struct restore_job job[RESTORE_THREADS];
+    volatile uint64_t next = 0;
     unsigned nt = par_threads(n, RESTORE_PER_THREAD, RESTORE_THREADS);
+    struct failed_rec *f = malloc((n ? n : 1) * sizeof *f);
+    struct log_rec **mine = malloc((n ? n : 1) * sizeof *mine);
     uint64_t lo = UINT64_MAX, hi = 0;
-    size_t nd = 0;
-    for (size_t i = 0; i < n; i++)
-        if (failed_data(p, r[i])) {
+    size_t nd = 0, na = n; /* data records from the start, allocation ones from the end */
+    for (size_t i = 0; f && i < n; i++) {
+        if (!is_failed(p->hdr->eng_words, r[i]->version))
+            continue;
+        if (r[i]->type == LOG_DATA) {
+            f[nd++] = (struct failed_rec){r[i]->addr, r[i]};
             lo = r[i]->addr < lo ? r[i]->addr : lo;
             hi = r[i]->addr > hi ? r[i]->addr : hi;
-            nd++;
+        } else if (r[i]->type == LOG_ALLOC || r[i]->type == LOG_FREE) {
+            f[--na] = (struct failed_rec){0, r[i]};
         }
-    /* part k: the records in the k-th of nt equal address ranges, in the
-     * log's order, one part after another in `mine` */
-    struct log_rec **mine = malloc((nd ? nd : 1) * sizeof *mine);
-    if (!mine)
+    }
+    if (!f || !mine)
         nt = 1;
-    uint64_t span = nd ? (hi - lo) / nt + 1 : 1;
-    size_t at[RESTORE_THREADS + 1] = {0};
-    for (size_t i = 0; mine && i < n; i++)
-        if (failed_data(p, r[i]))
-            at[(r[i]->addr - lo) / span + 1]++;
-    for (unsigned k = 0; mine && k < nt; k++) {
+    unsigned np = nt > 1 ? 8 * nt : 1;
+    for (unsigned k = 0; k < nt; k++)
+        job[k] = (struct restore_job){q, np, &next, 0, 0};
+    /* part k: the records in the k-th of np equal address ranges, in the
+     * log's order, one part after another in `mine` */
+    uint64_t span = nd ? (hi - lo) / np + 1 : 1;
+    size_t at[RESTORE_PARTS + 1] = {0};
+    for (size_t i = 0; f && mine && i < nd; i++)
+        at[(f[i].addr - lo) / span + 1]++;
+    for (unsigned k = 0; f && mine && k < np; k++) {
         at[k + 1] += at[k];
         q[k].r = mine + at[k];
     }
-    for (size_t i = 0; mine && i < n; i++)
-        if (failed_data(p, r[i])) {
-            struct restore_part *part = &q[(r[i]->addr - lo) / span];
-            part->r[part->n++] = r[i];
-        }
-    if (mine)
-        par_run(restore_data, q, sizeof q[0], nt);
-    for (size_t i = 0; !mine && i < n; i++) /* no room to sort: one by one */
-        if (failed_data(p, r[i])) {
-            struct restore_part one = {&r[i], 1, 0, 0};
-            restore_data(&one);
-            q[0].count += one.count;
-            q[0].bytes += one.bytes;
-        }
+    for (size_t i = 0; f && mine && i < nd; i++) {
+        struct restore_part *part = &q[(f[i].addr - lo) / span];
+        part->r[part->n++] = f[i].r;
+    }
+    if (f && mine)
+        par_run(restore_data, job, sizeof job[0], nt);
+    for (size_t i = 0; !(f && mine) && i < n; i++) /* no room for lists: one by one */
+        if (failed_data(p, r[i]))
+            restore_range(&(struct restore_part){&r[i], 1}, &job[0]);
     uint64_t count = 0;
     *bytes = 0;
     for (unsigned k = 0; k < nt; k++) {
-        count += q[k].count;
-        *bytes += q[k].bytes;
+        count += job[k].count;
+        *bytes += job[k].bytes;
     }
-    free(mine);
     /* I4: a FREE-only block was allocated at the epoch's start, one with an
      * ALLOC was free: all sets first, then all clears */
     for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; i < n; i++)
-            if (r[i]->type == (pass ? LOG_ALLOC : LOG_FREE) &&
-                is_failed(p->hdr->eng_words, r[i]->version))
-                tx_undo_alloc_rec(p, r[i]);
+        for (size_t k = 0; k < (f ? n - na : n); k++) { /* in the log's order */
+            struct log_rec *a = f ? f[n - 1 - k].r : r[k];
+            if (a->type == (pass ? LOG_ALLOC : LOG_FREE) &&
+                is_failed(p->hdr->eng_words, a->version))
+                tx_undo_alloc_rec(p, a);
+        }
+    free(f);
+    free(mine);
     return count;
 }
 
