@@ -1063,14 +1063,14 @@ static void *restore_data(void *arg)
     return NULL;
 }
 
-/* Restore threads for n records, taking parts of 8 ranges of addresses
- * per thread (a range's pages its own but at its ends). The records of one address restore
- * in the log's order in one thread; those of different addresses cover
- * different bytes (an object is logged whole, the same way each time, and
- * a block freed in the epoch is not reused in it, I4), so they restore in
- * any order, in parallel (Cohen et al.: the log entries have no
- * dependencies). One thread for a small log; one in the crash simulator's
- * build, whose store trace is one thread's. */
+/* Restore threads for n records, taking parts from a counter: 8 ranges of
+ * addresses per thread (a range's pages its own but at its ends). The
+ * records of one address restore in the log's order in one thread; those
+ * of different addresses cover different bytes (an object is logged
+ * whole, the same way each time, and a block freed in the epoch is not
+ * reused in it, I4), so they restore in any order, in parallel (Cohen et
+ * al.: the log entries have no dependencies). One thread for a small log;
+ * one in the crash simulator's build, whose store trace is one thread's. */
 #define RESTORE_PER_THREAD 8192
 #define RESTORE_THREADS 4
 #define RESTORE_PARTS (8 * RESTORE_THREADS)

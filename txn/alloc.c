@@ -373,9 +373,11 @@ static int all_zero(const char *b, size_t n)
     for (; n && ((uintptr_t)b & 7); b++, n--)
         if (*b)
             return 0;
-    for (; n >= 8; b += 8, n -= 8)
-        if (*(const uint64_t *)b)
+    for (uint64_t w; n >= 8; b += 8, n -= 8) {
+        memcpy(&w, b, 8);
+        if (w)
             return 0;
+    }
     for (; n; b++, n--)
         if (*b)
             return 0;
