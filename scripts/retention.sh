@@ -18,9 +18,10 @@
 # Layout-Add, so that each program runs as often in each place); the
 # Auto overheads are medians of each run's paired ratios, with their
 # quartiles (the spread the measurement has).
+# Every timed part starts from cold caches (retain writes over twice the
+# last-level cache first: the migration leaves P-Manual's nodes cached).
 # (retain --block OPS interleaves them finer, in processes of their own
-# taking turns; each turn then starts on caches the others filled, which
-# costs the program with the larger nodes more: not used here.)
+# taking turns: not used here.)
 # Environment: BUILD_DIR (default build-release, configured and built if
 # missing), RETAIN_ENGINE (default undo), TXN_PDOM (default 1), OUT_DIR.
 set -euo pipefail
@@ -53,7 +54,8 @@ md="$OUT/retention.md"
     echo "average at the start: $(cut -d' ' -f1-3 /proc/loadavg)). In each run the update"
     echo "programs run one after the other, each on the same file (the original copied"
     echo "over it in place, and migrated for P-Manual: the same memory under every"
-    echo "program), in an order that rotates from run to run. Overheads as the paper defines"
+    echo "program), in an order that rotates from run to run, each from cold caches (a"
+    echo "write over twice the last-level cache first). Overheads as the paper defines"
     echo "them: Manual = T(P-Retain) / T(P-Manual); Auto = (T(P-Auto) - T(P-Manual)) /"
     echo "T(P-Manual), here the median of each run's paired ratio with its quartiles"
     echo "[25%, 75%], in CPU and in wall time. P-Original' (Layout-Add) is the original"
