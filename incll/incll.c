@@ -1028,19 +1028,12 @@ static void fail_epoch(txn_pool *p, uint64_t e)
 struct restore_part {
     struct log_rec **r; /* the part's records */
     size_t n;
+    uint64_t count, bytes; /* restored */
 };
 
-/* A restore thread: takes the next part until none is left (a thread
- * that starts late, waiting for a core, takes fewer). */
-struct restore_job {
-    const struct restore_part *parts;
-    unsigned nparts;
-    volatile uint64_t *next;
-    uint64_t count, bytes;
-};
-
-static void restore_range(const struct restore_part *q, struct restore_job *j)
+static void restore_range(void *arg)
 {
+    struct restore_part *q = arg;
     for (size_t i = 0; i < q->n; i++)
         if (q->r[i]->len) {
             const volatile char *a = (const char *)(uintptr_t)q->r[i]->addr;
@@ -1050,17 +1043,9 @@ static void restore_range(const struct restore_part *q, struct restore_job *j)
     for (size_t i = 0; i < q->n; i++) {
         pm_memcpy((void *)(uintptr_t)q->r[i]->addr, log_payload(q->r[i]), q->r[i]->len);
         pm_flush((void *)(uintptr_t)q->r[i]->addr, q->r[i]->len);
-        j->count += q->r[i]->len > 0;
-        j->bytes += q->r[i]->len;
+        q->count += q->r[i]->len > 0;
+        q->bytes += q->r[i]->len;
     }
-}
-
-static void *restore_data(void *arg)
-{
-    struct restore_job *j = arg;
-    for (uint64_t k; (k = at_fetch_add(j->next, 1)) < j->nparts;)
-        restore_range(&j->parts[k], j);
-    return NULL;
 }
 
 /* Restore threads for n records, taking parts from a counter: 8 ranges of
@@ -1093,8 +1078,6 @@ struct failed_rec {
 static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *bytes)
 {
     struct restore_part q[RESTORE_PARTS] = {{0}};
-    struct restore_job job[RESTORE_THREADS];
-    volatile uint64_t next = 0;
     unsigned nt = par_threads(n, RESTORE_PER_THREAD, RESTORE_THREADS);
     struct failed_rec *f = malloc((n ? n : 1) * sizeof *f);
     struct log_rec **mine = malloc((n ? n : 1) * sizeof *mine);
@@ -1114,8 +1097,6 @@ static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *byt
     if (!f || !mine)
         nt = 1;
     unsigned np = nt > 1 ? 8 * nt : 1;
-    for (unsigned k = 0; k < nt; k++)
-        job[k] = (struct restore_job){q, np, &next, 0, 0};
     /* part k: the records in the k-th of np equal address ranges, in the
      * log's order, one part after another in `mine` */
     uint64_t span = nd ? (hi - lo) / np + 1 : 1;
@@ -1131,15 +1112,19 @@ static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *byt
         part->r[part->n++] = f[i].r;
     }
     if (f && mine)
-        par_run(restore_data, job, sizeof job[0], nt);
+        par_run(restore_range, q, sizeof q[0], np, nt);
     for (size_t i = 0; !(f && mine) && i < n; i++) /* no room for lists: one by one */
-        if (failed_data(p, r[i]))
-            restore_range(&(struct restore_part){&r[i], 1}, &job[0]);
+        if (failed_data(p, r[i])) {
+            struct restore_part one = {&r[i], 1, 0, 0};
+            restore_range(&one);
+            q[0].count += one.count;
+            q[0].bytes += one.bytes;
+        }
     uint64_t count = 0;
     *bytes = 0;
-    for (unsigned k = 0; k < nt; k++) {
-        count += job[k].count;
-        *bytes += job[k].bytes;
+    for (unsigned k = 0; k < np; k++) {
+        count += q[k].count;
+        *bytes += q[k].bytes;
     }
     /* I4: a FREE-only block was allocated at the epoch's start, one with an
      * ALLOC was free: all sets first, then all clears */

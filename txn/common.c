@@ -1,6 +1,7 @@
 /* common.c - what every engine library shares, including those with a
  * pool format of their own: error strings and pool path resolution. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,17 +87,30 @@ unsigned par_threads(size_t units, size_t per, unsigned max)
 }
 
 #define PAR_MAX 16
-void par_run(void *(*fn)(void *), void *parts, size_t size, unsigned n)
+struct par_ctx {
+    void (*fn)(void *);
+    char *parts;
+    size_t size, n;
+    _Atomic size_t next;
+};
+
+static void *par_worker(void *arg)
 {
+    struct par_ctx *c = arg;
+    for (size_t k; (k = atomic_fetch_add(&c->next, 1)) < c->n;)
+        c->fn(c->parts + c->size * k);
+    return NULL;
+}
+
+void par_run(void (*fn)(void *part), void *parts, size_t size, size_t n, unsigned threads)
+{
+    struct par_ctx c = {fn, parts, size, n, 0};
     pthread_t th[PAR_MAX];
-    unsigned started = 1;
-    char *at = parts;
-    while (started < n && started < PAR_MAX &&
-           !pthread_create(&th[started], NULL, fn, at + size * started))
+    unsigned started = 0;
+    while (started + 1 < threads && started + 1 < n && started < PAR_MAX &&
+           !pthread_create(&th[started], NULL, par_worker, &c))
         started++;
-    fn(at);
-    for (unsigned k = started; k < n; k++) /* no thread took it */
-        fn(at + size * k);
-    for (unsigned k = 1; k < started; k++)
+    par_worker(&c);
+    for (unsigned k = 0; k < started; k++)
         pthread_join(th[k], NULL);
 }

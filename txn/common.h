@@ -32,10 +32,12 @@ void defers_run(struct vec *defers, int outcome);
  * store trace is one thread's). */
 unsigned par_threads(size_t units, size_t per, unsigned max);
 
-/* fn on each of the n parts (consecutive, `size` bytes each), n - 1 of
- * them in threads of their own and the first in the caller, which also
- * runs any part no thread could be started for; returns once all ended. */
-void par_run(void *(*fn)(void *), void *parts, size_t size, unsigned n);
+/* fn on each of the n parts (consecutive, `size` bytes each), by up to
+ * `threads` threads, the caller one of them, that take the parts in order
+ * from a counter: a thread that starts late (waiting for a core) takes
+ * fewer, and the caller takes any no thread could be started for. Returns
+ * once all ended. */
+void par_run(void (*fn)(void *part), void *parts, size_t size, size_t n, unsigned threads);
 
 /* The first bytes of a libpmemobj pool file (PMDK's signature): pools of
  * the pmdk engine start with them, ours with POOL_MAGIC. */

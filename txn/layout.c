@@ -682,6 +682,22 @@ static int in_level(const txn_ext_type *t, unsigned level, size_t off, size_t n)
     return off <= lv->size && n <= lv->size - off;
 }
 
+/* Follow link `next` (not NULL) of level k's holder: into a new block, or,
+ * TXN_EXT_INLINE, to level k + 1 born in o (only o holds such links). */
+static int ext_step(const txn_ext_type *t, txn_obj *o, unsigned k, txn_obj *next,
+                    txn_obj **cur, size_t *at)
+{
+    if (next == TXN_EXT_INLINE) {
+        if (*cur != o)
+            return TXN_E_CORRUPT;
+        *at = inline_at(t, k);
+    } else {
+        *cur = next;
+        *at = 0;
+    }
+    return 0;
+}
+
 /* Where `level` is (*out, *base), making the missing levels; `link`, when
  * not NULL, is o's own link as the caller read it in this transaction
  * (section 4.4: that read is not repeated). `put` goes into the block of
@@ -697,13 +713,6 @@ static int ext_chain(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link, 
     for (unsigned k = 0; k < level; k++) {
         txn_obj *next = k == 0 ? link : NULL;
         int rc = next ? 0 : txn_read(tx, cur, at + off, &next, sizeof next);
-        if (!rc && next == TXN_EXT_INLINE) {
-            if (cur != o)
-                return TXN_E_CORRUPT; /* only a level born in o is in o */
-            at = inline_at(t, k);
-            off = t->levels[k].link_off;
-            continue;
-        }
         if (!rc && !next) {
             const txn_ext_level *lv = &t->levels[k];
             const struct ext_put *p = k + 1 == level && put && in_level(t, level, put->off, put->n)
@@ -714,10 +723,10 @@ static int ext_chain(txn *tx, const txn_ext_type *t, txn_obj *o, txn_obj *link, 
             if (!rc && p && put_done)
                 *put_done = 1;
         }
+        if (!rc)
+            rc = ext_step(t, o, k, next, &cur, &at);
         if (rc)
             return rc;
-        cur = next;
-        at = 0;
         off = t->levels[k].link_off;
     }
     *out = cur;
@@ -782,14 +791,8 @@ int txn_ext_peek(txn *tx, const txn_ext_type *t, txn_obj *o, unsigned level, siz
             return rc;
         if (!next)
             break;
-        if (next == TXN_EXT_INLINE) {
-            if (cur != o)
-                return TXN_E_CORRUPT;
-            at = inline_at(t, k);
-        } else {
-            cur = next;
-            at = 0;
-        }
+        if ((rc = ext_step(t, o, k, next, &cur, &at)))
+            return rc;
         link = t->levels[k].link_off;
     }
     if (k == level)

@@ -1,7 +1,6 @@
 /* pool.c - pool files: create, validate, map, recover, close. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdatomic.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -267,29 +266,25 @@ static int check_hdr(const struct pool_hdr *h, size_t file_size, const char *lay
     return 0;
 }
 
-/* Scanning threads take the slots one at a time; each keeps the log
- * segments it finds. */
-struct scan_job {
+/* One slot's scan: its records (recs), the log segments it finds. */
+struct scan_part {
     txn_pool *p;
+    size_t slot;
     struct vec *recs;
-    _Atomic size_t *next; /* the next slot to take */
     struct vec segs;
     int rc;
 };
 
-static void *scan_slots(void *arg)
+static void scan_slot(void *arg)
 {
-    struct scan_job *j = arg;
-    for (size_t s; !j->rc && (s = atomic_fetch_add(j->next, 1)) < j->p->hdr->nslots;) {
-        struct vec *r = &j->recs[s];
-        int rc = log_chain(j->p, pool_slot(j->p, s), &j->segs);
-        if (!rc)
-            rc = log_scan(j->p, pool_slot(j->p, s), r);
-        for (size_t i = 0; !rc && i < r->n; i++)
-            rc = eng_rec_valid(j->p, *(struct log_rec **)vec_at(r, i));
-        j->rc = rc;
-    }
-    return NULL;
+    struct scan_part *j = arg;
+    struct slot_hdr *slot = pool_slot(j->p, j->slot);
+    int rc = log_chain(j->p, slot, &j->segs);
+    if (!rc)
+        rc = log_scan(j->p, slot, j->recs);
+    for (size_t i = 0; !rc && i < j->recs->n; i++)
+        rc = eng_rec_valid(j->p, *(struct log_rec **)vec_at(j->recs, i));
+    j->rc = rc;
 }
 
 #define SCAN_THREADS 4
@@ -301,22 +296,24 @@ static void *scan_slots(void *arg)
  * most of what recovery reads). */
 static int scan_logs(txn_pool *p, struct vec *recs, struct vec *segs)
 {
-    struct scan_job j[SCAN_THREADS];
-    _Atomic size_t next = 0;
-    unsigned nt = par_threads(p->hdr->nslots, 1, SCAN_THREADS);
-    for (unsigned k = 0; k < nt; k++) {
-        j[k] = (struct scan_job){p, recs, &next, {0}, 0};
-        vec_init(&j[k].segs, sizeof(uint64_t));
+    size_t ns = p->hdr->nslots;
+    struct scan_part *j = calloc(ns, sizeof *j);
+    if (!j)
+        return TXN_E_NOMEM;
+    for (size_t s = 0; s < ns; s++) {
+        j[s] = (struct scan_part){p, s, &recs[s], {0}, 0};
+        vec_init(&j[s].segs, sizeof(uint64_t));
     }
-    par_run(scan_slots, j, sizeof j[0], nt);
+    par_run(scan_slot, j, sizeof j[0], ns, par_threads(ns, 1, SCAN_THREADS));
     int rc = 0;
-    for (unsigned k = 0; k < nt; k++) {
+    for (size_t s = 0; s < ns; s++) {
         if (!rc)
-            rc = j[k].rc;
-        if (!rc && vec_append(segs, j[k].segs.a, j[k].segs.n))
+            rc = j[s].rc;
+        if (!rc && vec_append(segs, j[s].segs.a, j[s].segs.n))
             rc = TXN_E_NOMEM;
-        vec_free(&j[k].segs);
+        vec_free(&j[s].segs);
     }
+    free(j);
     return rc;
 }
 
