@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ycsb.sh [--full] [--keys N] [--ops M] [--threads T] [--reps R] [--engines "a b"]
-#         [--recovery-nodes N] [--no-build]
+# ycsb.sh [--full] [--keys N] [--ops M] [--threads T] [--reps R] [--pairs P]
+#         [--pair-ops M] [--engines "a b"] [--recovery-nodes N] [--no-build]
 # Throughput of the Masstree on every engine (ycsb-<engine>, TXN_PDOM=1) on
 # YCSB workloads a, b, c, e x uniform, zipf; each configuration loads its
 # own tree. Defaults sized for 2 cores: 1M keys, 2 threads, 500K operations
@@ -10,7 +10,10 @@
 # again, so the repetitions are spread in time; the tables give medians.
 # Writes results/ycsb.json (one JSON line per run) and results/ycsb.md
 # (Mops/s, and each engine's throughput relative to the transient tree,
-# ycsb-none, measured in the same sweep; what incll's InCLLs did in each
+# ycsb-none, measured in the same sweep; incll against none side by side:
+# --pairs P pairs of longer runs, --pair-ops M operations per thread, each
+# pair back to back, which one first alternating, per configuration: the
+# median of the pairs' ratios; what incll's InCLLs did in each
 # configuration: nodes logged per epoch, InCLL hits; recovery) and
 # results/ycsb.png (throughput of every engine per configuration, and
 # incll's overhead over the transient tree).
@@ -29,6 +32,8 @@ keys=1000000
 ops=500000
 threads=2
 reps=3
+pairs=5
+pops=1500000
 engines="none undo redo cow pmdk incll"
 rnodes=84000
 nobuild=
@@ -39,10 +44,12 @@ while [ $# -gt 0 ]; do
     --ops) ops=$2; shift ;;
     --threads) threads=$2; shift ;;
     --reps) reps=$2; shift ;;
+    --pairs) pairs=$2; shift ;;
+    --pair-ops) pops=$2; shift ;;
     --engines) engines=$2; shift ;;
     --recovery-nodes) rnodes=$2; shift ;;
     --no-build) nobuild=1 ;;
-    *) echo "usage: $0 [--full] [--keys N] [--ops M] [--threads T] [--reps R] [--engines \"a b\"] [--recovery-nodes N] [--no-build]" >&2
+    *) echo "usage: $0 [--full] [--keys N] [--ops M] [--threads T] [--reps R] [--pairs P] [--pair-ops M] [--engines \"a b\"] [--recovery-nodes N] [--no-build]" >&2
        exit 2 ;;
     esac
     shift
@@ -76,6 +83,28 @@ for rep in $(seq "$reps"); do
     done
 done
 
+# incll against none side by side: a short run's ratio moves by up to
+# 0.2 on this shared machine, so each pair runs back to back, longer
+pjson=results/ycsb_pairs.json
+: >"$pjson"
+has_pair=
+if [[ " $engines " == *" none "* && " $engines " == *" incll "* ]] && [ "$pairs" -gt 0 ]; then
+    has_pair=1
+    echo "== ycsb: incll against none, $pairs pairs per configuration, $pops operations per thread"
+    for p in $(seq "$pairs"); do
+        order="none incll"
+        [ $((p % 2)) -eq 0 ] && order="incll none"
+        for cfg in $configs; do
+            wl=${cfg%-*} dist=${cfg#*-}
+            for e in $order; do
+                out=$("$BUILD_DIR/bin/ycsb-$e" --workload "$wl" --dist "$dist" --keys "$keys" \
+                      --threads "$threads" --ops "$pops" --seed "$((100 + p))")
+                echo "$out" | grep '^{' | sed "s/^{/{\"pair\":$p,/" >>"$pjson"
+            done
+        done
+    done
+fi
+
 # recovery: a crash in an epoch with $rnodes logged nodes, three times
 rec=$(mktemp)
 trap 'rm -f "$rec" "$rec.dat" "$rec.ovh"' EXIT
@@ -106,6 +135,25 @@ mops() { # engine cfg: the median of its runs (nothing without runs)
 ratio() { # engine cfg: throughput over that of none
     awk -v a="$(mops "$1" "$2")" -v b="$(mops none "$2")" \
         'BEGIN { if (b > 0 && a != "") printf "%.2f", a / b; else printf "-" }'
+}
+pair_ratios() { # cfg: incll/none of each pair, one per line
+    local c=$1 p a b
+    for p in $(seq "$pairs"); do
+        a=$(grep "^{\"pair\":$p,\"engine\":\"incll\"" "$pjson" |
+            grep "\"workload\":\"${c%-*}\",\"dist\":\"${c#*-}\"" | field mops)
+        b=$(grep "^{\"pair\":$p,\"engine\":\"none\"" "$pjson" |
+            grep "\"workload\":\"${c%-*}\",\"dist\":\"${c#*-}\"" | field mops)
+        awk -v a="$a" -v b="$b" 'BEGIN { if (a != "" && b > 0) printf "%.4f\n", a / b }'
+    done
+}
+pair_cell() { # cfg: median [lowest, highest] of the pairs' ratios
+    pair_ratios "$1" | sort -g | awk '{ v[NR] = $1 }
+        END { if (!NR) { printf "-"; exit }
+              m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+              printf "%.2f [%.2f, %.2f]", m, v[1], v[NR] }'
+}
+pair_median() { # cfg
+    pair_cell "$1" | cut -d' ' -f1
 }
 table() { # cell function
     printf '| engine |'; for c in $configs; do printf ' %s |' "$c"; done; echo
@@ -142,6 +190,16 @@ incll_row() { # cfg: ycsb-incll's counters in that configuration (medians)
     echo
     table ratio
     echo
+    if [ -n "$has_pair" ]; then
+        echo "incll against none side by side: $pairs pairs of runs per configuration,"
+        echo "$pops operations per thread, each pair back to back (which one first"
+        echo "alternating); the median of the pairs' ratios incll/none [lowest, highest]:"
+        echo
+        printf '|'; for c in $configs; do printf ' %s |' "$c"; done; echo
+        printf '|'; for c in $configs; do printf ' ---: |'; done; echo
+        printf '|'; for c in $configs; do printf ' %s |' "$(pair_cell "$c")"; done; echo
+        echo
+    fi
     echo "![throughput per configuration, and incll's overhead over none](ycsb.png)"
     if grep -q '"engine":"incll","storage"' "$json"; then
         echo
@@ -200,9 +258,14 @@ for c in $configs; do
     for e in $engines; do v=$(mops "$e" "$c"); printf ' %s' "${v:--}"; done
     echo
 done >"$rec.dat"
-for c in $configs; do
-    awk -v c="$c" -v a="$(mops incll "$c")" -v b="$(mops none "$c")" \
-        'BEGIN { if (a != "" && b > 0) printf "%s %.2f\n", c, 100 * (1 - a / b) }'
+for c in $configs; do # the pairs' median when there are pairs
+    if [ -n "$has_pair" ]; then
+        awk -v c="$c" -v r="$(pair_median "$c")" \
+            'BEGIN { if (r != "") printf "%s %.2f\n", c, 100 * (1 - r) }'
+    else
+        awk -v c="$c" -v a="$(mops incll "$c")" -v b="$(mops none "$c")" \
+            'BEGIN { if (a != "" && b > 0) printf "%s %.2f\n", c, 100 * (1 - a / b) }'
+    fi
 done >"$rec.ovh"
 if [[ " $engines " == *" none "* && " $engines " == *" incll "* ]] && command -v gnuplot >/dev/null; then
     gnuplot <<EOF
@@ -223,7 +286,7 @@ set yrange [0:*]
 set key outside right top
 set title "throughput per workload-distribution"
 plot for [i = 1:words(engines)] "$rec.dat" using i + 1:xtic(1) title word(engines, i) lc rgb color(word(engines, i))
-set title "incll: throughput lost against the transient tree (none), percent"
+set title "incll: throughput lost against the transient tree (none), percent$([ -n "$has_pair" ] && echo ", median of $pairs pairs side by side")"
 set ylabel "% slower than none"
 set yrange [*:*]
 set key off
