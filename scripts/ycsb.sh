@@ -102,6 +102,12 @@ if [[ " $engines " == *" none "* && " $engines " == *" incll "* ]] && [ "$pairs"
                 echo "$out" | grep '^{' | sed "s/^{/{\"pair\":$p,/" >>"$pjson"
             done
         done
+        # where the time goes: A uniform again, every operation timed
+        for e in $order; do
+            out=$("$BUILD_DIR/bin/ycsb-$e" --workload a --dist uniform --keys "$keys" \
+                  --threads "$threads" --ops "$pops" --seed "$((100 + p))" --op-times)
+            echo "$out" | grep '^{' | sed "s/^{/{\"pair\":$p,\"timed\":1,/" >>"$pjson"
+        done
     done
 fi
 
@@ -198,6 +204,18 @@ incll_row() { # cfg: ycsb-incll's counters in that configuration (medians)
         printf '|'; for c in $configs; do printf ' %s |' "$c"; done; echo
         printf '|'; for c in $configs; do printf ' ---: |'; done; echo
         printf '|'; for c in $configs; do printf ' %s |' "$(pair_cell "$c")"; done; echo
+        echo
+        echo "Where the time goes: A uniform once more in each pair, every operation"
+        echo "timed (--op-times: two clock reads each, counted in); medians of the"
+        echo "$pairs runs, nanoseconds per operation:"
+        echo
+        echo "| engine | get ns | update ns |"
+        echo "| --- | ---: | ---: |"
+        for e in none incll; do
+            tl=$(grep "^{\"pair\":[0-9]*,\"timed\":1,\"engine\":\"$e\"" "$pjson")
+            printf '| %s | %s | %s |\n' "$e" "$(echo "$tl" | field get_ns | median)" \
+                "$(echo "$tl" | field update_ns | median)"
+        done
         echo
     fi
     echo "![throughput per configuration, and incll's overhead over none](ycsb.png)"

@@ -1,7 +1,7 @@
 /* ycsb.c - the YCSB driver of the Masstree: ycsb-<engine>.
  *
  *   ycsb-<engine> [--workload a|b|c|e] [--dist uniform|zipf] [--keys N]
- *                 [--threads T] [--ops M] [--seed S] [--check]
+ *                 [--threads T] [--ops M] [--seed S] [--check] [--op-times]
  *
  * Loads N keys (T threads), then T threads run M operations each:
  *   a  50% get, 50% update      b  95% get, 5% update
@@ -18,6 +18,10 @@
  * the tree on txn.h in a pool under $TXN_POOL_DIR (default /dev/shm),
  * removed at the end. Prints one line for people and one JSON line.
  * --check verifies the tree afterwards (every key, a full scan).
+ * --op-times times every operation of the run (two clock reads each,
+ * counted in) and prints the mean time of a get, an update (its new
+ * buffer and its put), a scan and an insert: where one engine's run is
+ * slower than another's.
  * --restart (txn.h storage) closes tree and pool after the run and times
  * opening them again: the pool's recovery and the tree's rebuild from its
  * persistent nodes (the time to the first operation after a restart).
@@ -64,16 +68,20 @@
 
 static struct {
     char workload;
-    int zipf, threads, check, restart;
+    int zipf, threads, check, restart, op_times;
     size_t keys, ops, crash_logged;
     uint64_t seed;
-} cfg = {'a', 0, 2, 0, 0, 1000000, 1000000, 0, 1};
+} cfg = {'a', 0, 2, 0, 0, 0, 1000000, 1000000, 0, 1};
 
 static mt_tree *tree;
 static txn_pool *pool;
 static char *load_vals;
 static pthread_barrier_t start_line;
 static _Atomic uint64_t s_barriers, s_lines, s_logbytes, s_found, s_inserted;
+/* --op-times: nanoseconds and counts per kind of operation */
+enum { OP_GET, OP_UPDATE, OP_SCAN, OP_INSERT, OP_KINDS };
+static const char *const op_name[OP_KINDS] = {"get", "update", "scan", "insert"};
+static _Atomic uint64_t s_op_ns[OP_KINDS], s_op_n[OP_KINDS];
 #ifdef MT_INCLL
 static _Atomic uint64_t s_hit_upd, s_hit_ins, s_hit_rem, s_hit_mov, s_in_logged, s_logged,
     s_epochs;
@@ -104,6 +112,13 @@ static double clock_s(clockid_t c)
 static double now(void)
 {
     return clock_s(CLOCK_MONOTONIC);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* The file of a pool path given relative (under $TXN_POOL_DIR), to remove. */
@@ -322,6 +337,7 @@ static void *run_thread(void *arg)
 {
     struct worker *w = arg;
     uint64_t s = mix64(cfg.seed * 1000003 + (uint64_t)w->id) | 1, found = 0, ins = 0;
+    uint64_t op_ns[OP_KINDS] = {0}, op_n[OP_KINDS] = {0}, t0 = 0;
     size_t next_buf = 0;
     unsigned upd = cfg.workload == 'a' ? 50 : cfg.workload == 'b' ? 5 : 0;
     pthread_barrier_wait(&start_line);
@@ -332,37 +348,50 @@ static void *run_thread(void *arg)
     w->start = now();
     for (size_t j = 0; j < cfg.ops; j++) {
         uint8_t k[8], buf[VAL_BYTES];
-        unsigned dice = (unsigned)(rnd(&s) % 100);
+        unsigned dice = (unsigned)(rnd(&s) % 100), kind;
         if (cfg.workload == 'e') {
             if (dice < 5) { /* insert a new key */
                 uint64_t id = cfg.keys + (uint64_t)w->id + (uint64_t)cfg.threads * ins++;
-                char *v = new_val(w->vals, next_buf++, (int)(j & 0xff));
                 key_of(id, k);
+                kind = OP_INSERT;
+                if (cfg.op_times)
+                    t0 = now_ns();
+                char *v = new_val(w->vals, next_buf++, (int)(j & 0xff));
                 int rc = mt_put(tree, k, 8, (uint64_t)v);
                 if (rc < 0)
                     fail("insert", rc);
             } else {
                 key_of(pick(&s), k);
+                kind = OP_SCAN;
+                if (cfg.op_times)
+                    t0 = now_ns();
                 long n = mt_scan(tree, k, 8, SCAN_LEN, scan_cb, w);
                 if (n < 0)
                     fail("scan", (int)n);
                 found += n > 0;
             }
-            continue;
-        }
-        key_of(pick(&s), k);
-        if (dice < upd) {
-            char *v = new_val(w->vals, next_buf++, (int)(j & 0xff));
-            int rc = mt_put(tree, k, 8, (uint64_t)v);
-            if (rc < 0)
-                fail("update", rc);
         } else {
-            uint64_t v;
-            if (mt_get(tree, k, 8, &v) == 0) {
-                memcpy(buf, (const void *)v, VAL_BYTES);
-                w->sink += buf[0];
-                found++;
+            key_of(pick(&s), k);
+            kind = dice < upd ? OP_UPDATE : OP_GET;
+            if (cfg.op_times)
+                t0 = now_ns();
+            if (kind == OP_UPDATE) {
+                char *v = new_val(w->vals, next_buf++, (int)(j & 0xff));
+                int rc = mt_put(tree, k, 8, (uint64_t)v);
+                if (rc < 0)
+                    fail("update", rc);
+            } else {
+                uint64_t v;
+                if (mt_get(tree, k, 8, &v) == 0) {
+                    memcpy(buf, (const void *)v, VAL_BYTES);
+                    w->sink += buf[0];
+                    found++;
+                }
             }
+        }
+        if (cfg.op_times) {
+            op_ns[kind] += now_ns() - t0;
+            op_n[kind]++;
         }
     }
     w->end = now();
@@ -373,6 +402,10 @@ static void *run_thread(void *arg)
     atomic_fetch_add(&s_logbytes, st.log_bytes);
     atomic_fetch_add(&s_found, found);
     atomic_fetch_add(&s_inserted, ins);
+    for (int i = 0; i < OP_KINDS; i++) {
+        atomic_fetch_add(&s_op_ns[i], op_ns[i]);
+        atomic_fetch_add(&s_op_n[i], op_n[i]);
+    }
 #ifdef MT_INCLL
     add_incll_stats(w->id == 0);
 #endif
@@ -417,7 +450,7 @@ static void usage(const char *me)
 {
     fprintf(stderr,
             "usage: %s [--workload a|b|c|e] [--dist uniform|zipf] [--keys N] [--threads T]"
-            " [--ops M] [--seed S] [--check] [--restart] [--crash-recovery N]\n",
+            " [--ops M] [--seed S] [--check] [--restart] [--op-times] [--crash-recovery N]\n",
             me);
     exit(2);
 }
@@ -429,7 +462,7 @@ static void parse(int argc, char **argv)
         {"keys", required_argument, 0, 'k'},     {"threads", required_argument, 0, 't'},
         {"ops", required_argument, 0, 'o'},      {"seed", required_argument, 0, 's'},
         {"check", no_argument, 0, 'c'},          {"restart", no_argument, 0, 'r'},
-        {"crash-recovery", required_argument, 0, 'x'},
+        {"crash-recovery", required_argument, 0, 'x'}, {"op-times", no_argument, 0, 'p'},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -450,6 +483,7 @@ static void parse(int argc, char **argv)
         case 's': cfg.seed = strtoull(optarg, NULL, 10); break;
         case 'c': cfg.check = 1; break;
         case 'r': cfg.restart = 1; break;
+        case 'p': cfg.op_times = 1; break;
         case 'x': cfg.crash_logged = strtoull(optarg, NULL, 10); break;
         default: usage(argv[0]);
         }
@@ -749,7 +783,20 @@ int main(int argc, char **argv)
     if (restart_s > 0)
         printf("# restart: pool open and tree rebuild %.3f s for %llu nodes\n", restart_s,
                (unsigned long long)(ms.leaves + ms.inodes));
-    char extra[512] = "";
+    char extra[768] = "";
+    size_t xn = 0;
+    if (cfg.op_times) {
+        printf("# op times (mean, each timed by two clock reads):");
+        for (int i = 0; i < OP_KINDS; i++) {
+            if (!s_op_n[i])
+                continue;
+            double ns = (double)s_op_ns[i] / (double)s_op_n[i];
+            printf(" %s %.1f ns (%llu)", op_name[i], ns, (unsigned long long)s_op_n[i]);
+            xn += (size_t)snprintf(extra + xn, sizeof extra - xn, ",\"%s_ns\":%.1f", op_name[i],
+                                   ns);
+        }
+        printf("\n");
+    }
 #ifdef MT_INCLL
     /* the epochs the run ran in: those that ended, and the last one */
     uint64_t hits = s_hit_upd + s_hit_ins + s_hit_rem + s_hit_mov, ep = s_epochs + 1;
@@ -761,7 +808,7 @@ int main(int argc, char **argv)
            (unsigned long long)s_hit_upd, (unsigned long long)s_hit_ins,
            (unsigned long long)s_hit_rem, (unsigned long long)s_hit_mov,
            (unsigned long long)s_in_logged);
-    snprintf(extra, sizeof extra,
+    snprintf(extra + xn, sizeof extra - xn,
              ",\"epochs\":%llu,\"logged_nodes\":%llu,\"logged_per_epoch\":%.1f,"
              "\"incll_hits\":%llu,\"hits_update\":%llu,\"hits_insert\":%llu,"
              "\"hits_remove\":%llu,\"hits_move\":%llu,\"in_logged\":%llu",
