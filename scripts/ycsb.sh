@@ -13,8 +13,10 @@
 # ycsb-none, measured in the same sweep; incll against none side by side:
 # --pairs P pairs of longer runs, --pair-ops M operations per thread, each
 # pair back to back, which one first alternating, per configuration: the
-# median of the pairs' ratios; what incll's InCLLs did in each
-# configuration: nodes logged per epoch, InCLL hits; recovery) and
+# median of the pairs' ratios, and A uniform once more per pair with
+# --op-times (the mean time of a get and of an update); what incll's
+# InCLLs did in each configuration: nodes logged per epoch, InCLL hits;
+# recovery) and
 # results/ycsb.png (throughput of every engine per configuration, and
 # incll's overhead over the transient tree).
 # Recovery (ycsb-incll --crash-recovery, when incll is among the engines):
@@ -158,8 +160,8 @@ pair_cell() { # cfg: median [lowest, highest] of the pairs' ratios
               m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
               printf "%.2f [%.2f, %.2f]", m, v[1], v[NR] }'
 }
-pair_median() { # cfg
-    pair_cell "$1" | cut -d' ' -f1
+pair_median() { # cfg: nothing without pairs
+    pair_cell "$1" | cut -d' ' -f1 | grep -v '^-$' || true
 }
 table() { # cell function
     printf '| engine |'; for c in $configs; do printf ' %s |' "$c"; done; echo
