@@ -114,13 +114,6 @@ static double now(void)
     return clock_s(CLOCK_MONOTONIC);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The file of a pool path given relative (under $TXN_POOL_DIR), to remove. */
 static void pool_unlink(const char *path)
 {
@@ -337,7 +330,8 @@ static void *run_thread(void *arg)
 {
     struct worker *w = arg;
     uint64_t s = mix64(cfg.seed * 1000003 + (uint64_t)w->id) | 1, found = 0, ins = 0;
-    uint64_t op_ns[OP_KINDS] = {0}, op_n[OP_KINDS] = {0}, t0 = 0;
+    uint64_t op_n[OP_KINDS] = {0};
+    double op_s[OP_KINDS] = {0};
     size_t next_buf = 0;
     unsigned upd = cfg.workload == 'a' ? 50 : cfg.workload == 'b' ? 5 : 0;
     pthread_barrier_wait(&start_line);
@@ -350,47 +344,35 @@ static void *run_thread(void *arg)
         uint8_t k[8], buf[VAL_BYTES];
         unsigned dice = (unsigned)(rnd(&s) % 100), kind;
         if (cfg.workload == 'e') {
-            if (dice < 5) { /* insert a new key */
-                uint64_t id = cfg.keys + (uint64_t)w->id + (uint64_t)cfg.threads * ins++;
-                key_of(id, k);
-                kind = OP_INSERT;
-                if (cfg.op_times)
-                    t0 = now_ns();
-                char *v = new_val(w->vals, next_buf++, (int)(j & 0xff));
-                int rc = mt_put(tree, k, 8, (uint64_t)v);
-                if (rc < 0)
-                    fail("insert", rc);
-            } else {
-                key_of(pick(&s), k);
-                kind = OP_SCAN;
-                if (cfg.op_times)
-                    t0 = now_ns();
-                long n = mt_scan(tree, k, 8, SCAN_LEN, scan_cb, w);
-                if (n < 0)
-                    fail("scan", (int)n);
-                found += n > 0;
-            }
+            kind = dice < 5 ? OP_INSERT : OP_SCAN; /* an insert takes a new key */
+            key_of(kind == OP_INSERT ? cfg.keys + (uint64_t)w->id + (uint64_t)cfg.threads * ins++
+                                     : pick(&s),
+                   k);
         } else {
-            key_of(pick(&s), k);
             kind = dice < upd ? OP_UPDATE : OP_GET;
-            if (cfg.op_times)
-                t0 = now_ns();
-            if (kind == OP_UPDATE) {
-                char *v = new_val(w->vals, next_buf++, (int)(j & 0xff));
-                int rc = mt_put(tree, k, 8, (uint64_t)v);
-                if (rc < 0)
-                    fail("update", rc);
-            } else {
-                uint64_t v;
-                if (mt_get(tree, k, 8, &v) == 0) {
-                    memcpy(buf, (const void *)v, VAL_BYTES);
-                    w->sink += buf[0];
-                    found++;
-                }
+            key_of(pick(&s), k);
+        }
+        double t0 = cfg.op_times ? now() : 0;
+        if (kind == OP_INSERT || kind == OP_UPDATE) {
+            char *v = new_val(w->vals, next_buf++, (int)(j & 0xff));
+            int rc = mt_put(tree, k, 8, (uint64_t)v);
+            if (rc < 0)
+                fail(kind == OP_INSERT ? "insert" : "update", rc);
+        } else if (kind == OP_SCAN) {
+            long n = mt_scan(tree, k, 8, SCAN_LEN, scan_cb, w);
+            if (n < 0)
+                fail("scan", (int)n);
+            found += n > 0;
+        } else {
+            uint64_t v;
+            if (mt_get(tree, k, 8, &v) == 0) {
+                memcpy(buf, (const void *)v, VAL_BYTES);
+                w->sink += buf[0];
+                found++;
             }
         }
         if (cfg.op_times) {
-            op_ns[kind] += now_ns() - t0;
+            op_s[kind] += now() - t0;
             op_n[kind]++;
         }
     }
@@ -403,7 +385,7 @@ static void *run_thread(void *arg)
     atomic_fetch_add(&s_found, found);
     atomic_fetch_add(&s_inserted, ins);
     for (int i = 0; i < OP_KINDS; i++) {
-        atomic_fetch_add(&s_op_ns[i], op_ns[i]);
+        atomic_fetch_add(&s_op_ns[i], (uint64_t)(op_s[i] * 1e9));
         atomic_fetch_add(&s_op_n[i], op_n[i]);
     }
 #ifdef MT_INCLL
