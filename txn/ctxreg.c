@@ -21,6 +21,7 @@ struct tls_state {
 };
 
 static PM_TLS struct tls_state tls;
+static PM_TLS struct entry last; /* what ctxreg_get returned last */
 static pthread_key_t tls_key;
 static int tls_key_ok;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
@@ -53,6 +54,7 @@ static void tls_exit(void *arg)
     free(t->e);
     t->e = NULL;
     t->n = t->cap = 0;
+    last = (struct entry){0};
 }
 
 static void tls_setup(void)
@@ -94,11 +96,13 @@ void ctxreg_drop(void *pool, uint64_t gen, void *ctx)
     pthread_mutex_unlock(&reg_lock);
 }
 
-void *ctxreg_get(void *pool, uint64_t gen, int *err)
+static __attribute__((noinline)) void *get_slow(void *pool, uint64_t gen, int *err)
 {
     for (unsigned i = 0; i < tls.n; i++)
-        if (tls.e[i].pool == pool && tls.e[i].gen == gen)
-            return tls.e[i].ctx;
+        if (tls.e[i].pool == pool && tls.e[i].gen == gen) {
+            last = tls.e[i];
+            return last.ctx;
+        }
     pthread_once(&tls_once, tls_setup);
     if (!tls_key_ok || pthread_setspecific(tls_key, &tls)) {
         *err = TXN_E_NOMEM; /* no way to give the context back at exit */
@@ -129,6 +133,14 @@ void *ctxreg_get(void *pool, uint64_t gen, int *err)
     }
     void *ctx = ops->create(pool, err);
     if (ctx)
-        tls.e[tls.n++] = (struct entry){pool, gen, ctx, NULL};
+        last = tls.e[tls.n++] = (struct entry){pool, gen, ctx, NULL};
     return ctx;
+}
+
+/* The slow part apart: the hit saves no registers. */
+void *ctxreg_get(void *pool, uint64_t gen, int *err)
+{
+    if (last.pool == pool && last.gen == gen) /* a gen is never reused */
+        return last.ctx;
+    return get_slow(pool, gen, err);
 }
