@@ -12,9 +12,11 @@
  * release fence is a compiler barrier; the lines are never flushed here. */
 #define store_order() __asm__ __volatile__("" ::: "memory")
 
-/* incll_stats: this thread's counters, and the epoch count at its reset */
-static __thread incll_stats t_st;
-static __thread uint64_t t_epochs0;
+/* incll_stats: this thread's counters, and the epoch count at its reset
+ * (initial-exec: a count is a plain add, no call to find the library's
+ * thread-local block) */
+static PM_TLS incll_stats t_st;
+static PM_TLS uint64_t t_epochs0;
 #define COUNT(field) (t_st.field++)
 
 void incll_stats_get(incll_stats *out)
@@ -186,12 +188,17 @@ int incll_node_prepare(txn *tx, txn_obj *o, const incll_layout *l)
     return rc;
 }
 
-/* Recovered, and started in the current epoch. */
+/* Recovered, and started in the current epoch. A node epoch equal to
+ * the current one says both at once (it is not below the first epoch of
+ * this execution): one load. */
 static int touch(txn *tx, txn_obj *o, const incll_layout *l)
 {
+    uint64_t c = incll__epoch(tx);
+    if (at_load(&perm_of(o, l)->epoch) >> INCLL_EPOCH_SHIFT == c)
+        return 0;
     int rc = incll_node_prepare(tx, o, l);
     uint64_t e = incll_node_epoch(perm_of(o, l));
-    if (!rc && e != incll__epoch(tx))
+    if (!rc && e != c)
         rc = first_touch(tx, o, l, e, 0);
     return rc;
 }
