@@ -238,6 +238,10 @@ int incll_log(txn *tx, txn_obj *o, const incll_layout *l);
 /* A traced store into a node, for what the rules above allow. */
 void incll_store(void *dst, uint64_t v);
 
+/* The same for n bytes from src (e.g. filling a block allocated in the
+ * running epoch, see incll_epoch). */
+void incll_store_bytes(void *dst, const void *src, size_t n);
+
 /* The same for a word that other threads read concurrently (release). */
 void incll_store_shared(uint64_t *dst, uint64_t v);
 

@@ -97,6 +97,11 @@ void incll_store(void *dst, uint64_t v)
     pm_store64(dst, v);
 }
 
+void incll_store_bytes(void *dst, const void *src, size_t n)
+{
+    pm_memcpy(dst, src, n);
+}
+
 void incll_store_shared(uint64_t *dst, uint64_t v)
 {
     pm_store64_shared(dst, v);

@@ -237,12 +237,11 @@ static void fill_vals(void)
         room = (size_t)(t_vals.end - t_vals.next) / VAL_BYTES;
     }
     size_t n = room < VAL_BATCH ? room : VAL_BATCH;
+    char batch[VAL_BATCH * VAL_BYTES];
+    for (size_t i = 0; i < n; i++)
+        memset(batch + i * VAL_BYTES, (uint8_t)t_vals.fill++, VAL_BYTES);
+    incll_store_bytes(t_vals.next, batch, n * VAL_BYTES); /* one traced copy */
     t_vals.lim = t_vals.next + n * VAL_BYTES;
-    for (char *v = t_vals.next; v < t_vals.lim; v += VAL_BYTES) {
-        uint64_t word = 0x0101010101010101ull * (uint8_t)t_vals.fill++;
-        for (unsigned i = 0; i < VAL_BYTES; i += 8)
-            incll_store(v + i, word);
-    }
     if ((rc = txn_commit(tx)))
         fail("value", rc);
 }

@@ -558,8 +558,8 @@ END_TEST
  * failures than it remembers: its state cannot be told, and prepare says
  * so instead of guessing. */
 /* incll_epoch: the running transaction's epoch, which ends at txn_sync;
- * a block allocated in it takes incll_store()s in place, durable with the
- * epoch. */
+ * a block allocated in it takes incll_store()s and incll_store_bytes() in
+ * place, durable with the epoch. */
 START_TEST(test_epoch)
 {
     txn *tx = begin();
@@ -568,9 +568,12 @@ START_TEST(test_epoch)
     txn_obj *o;
     ck_assert_int_eq(txn_alloc(tx, 64, &o), 0);
     ck_assert_int_eq(txn_write(tx, txn_root(g_p), 0, &o, sizeof o), 0);
-    uint64_t *w = incll_node(o);
-    for (int i = 0; i < 8; i++)
+    uint64_t *w = incll_node(o), more[4];
+    for (int i = 0; i < 4; i++)
         incll_store(&w[i], 0x1111u * (uint64_t)(i + 1));
+    for (int i = 4; i < 8; i++)
+        more[i - 4] = 0x1111u * (uint64_t)(i + 1);
+    incll_store_bytes(&w[4], more, sizeof more);
     commit_sync(tx);
     reopen();
     tx = begin();
