@@ -10,18 +10,15 @@ struct txn_config txn_cfg;
 
 #define VERSION_RANGE (1ull << 32)
 
-uint64_t tx_next_version(struct txn *tx)
+void tx_claim_versions(struct txn *tx)
 {
-    if (tx->version + 1 >= tx->version_end) {
-        /* claim a fresh range; versions are never reused, so a stale record
-         * can never pass for one of a later transaction */
-        uint64_t v = tx->slot->next_version ? tx->slot->next_version : 1;
-        pm_store64(&tx->slot->next_version, v + VERSION_RANGE);
-        pm_persist(&tx->slot->next_version, 8);
-        tx->version = v - 1;
-        tx->version_end = v + VERSION_RANGE;
-    }
-    return ++tx->version;
+    /* versions are never reused, so a stale record can never pass for one
+     * of a later transaction */
+    uint64_t v = tx->slot->next_version ? tx->slot->next_version : 1;
+    pm_store64(&tx->slot->next_version, v + VERSION_RANGE);
+    pm_persist(&tx->slot->next_version, 8);
+    tx->version = v - 1;
+    tx->version_end = v + VERSION_RANGE;
 }
 
 int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)

@@ -51,7 +51,13 @@ extern struct txn_config txn_cfg;
 
 /* Next transaction version of this context; claims a fresh range (one
  * barrier) when the current one is used up. */
-uint64_t tx_next_version(struct txn *tx);
+void tx_claim_versions(struct txn *tx); /* the fresh range, durably */
+static inline uint64_t tx_next_version(struct txn *tx)
+{
+    if (tx->version + 1 >= tx->version_end)
+        tx_claim_versions(tx);
+    return ++tx->version;
+}
 
 /* Reserve a block for the transaction and remember it (volatile). */
 int tx_reserve(struct txn *tx, size_t n, struct tx_block *out);
