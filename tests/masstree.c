@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "masstree.h"
+#include "mt_node.h"
 
 #define KMAX 28
 
@@ -540,6 +541,44 @@ START_TEST(reuse_txn)
 }
 END_TEST
 
+/* The permutation helpers that moves use (mt_incll.c), against plain
+ * decoding: perm_swap exchanges two positions' slots, perm_free_since
+ * finds the first free position whose slot `from` does not use. */
+START_TEST(permutation)
+{
+    uint64_t seed = 88172645463325252ull;
+    for (int round = 0; round < 20000; round++) {
+        uint64_t p = PERM_EMPTY, from = PERM_EMPTY;
+        for (int k = 0; k < 40; k++) { /* random inserts and removes */
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            unsigned n = perm_count(p);
+            if (k == 20)
+                from = p;
+            if (n < LWIDTH && (n == 0 || seed % 3))
+                p = perm_insert(p, (unsigned)(seed >> 8) % (n + 1));
+            else
+                p = perm_remove(p, (unsigned)(seed >> 8) % n);
+        }
+        unsigned n = perm_count(p), i = (unsigned)(seed >> 20) % PERM_SLOTS,
+                 f = (unsigned)(seed >> 30) % PERM_SLOTS;
+        uint64_t q = perm_swap(p, i, f);
+        ck_assert_uint_eq(perm_count(q), n);
+        for (unsigned j = 0; j < PERM_SLOTS; j++)
+            ck_assert_uint_eq(perm_slot(q, j),
+                              perm_slot(p, j == i ? f : j == f ? i : j));
+        int want = -1;
+        for (unsigned j = n; j < LWIDTH && want < 0; j++) {
+            int used = 0;
+            for (unsigned u = 0; u < perm_count(from); u++)
+                used |= perm_slot(from, u) == perm_slot(p, j);
+            if (!used)
+                want = (int)j;
+        }
+        ck_assert_int_eq(perm_free_since(p, from), want);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *ref = suite_create("reference"), *st = suite_create("stress");
@@ -550,6 +589,7 @@ int main(void)
 #endif
     tcase_add_loop_test(tr, reference_txn, 0, 2);
     tcase_add_test(tr, bad_arguments);
+    tcase_add_test(tr, permutation);
     tcase_add_test(tr, reuse_txn);
     tcase_add_test(ts, stress_txn);
     tcase_set_timeout(tr, 300);

@@ -239,20 +239,23 @@ uint64_t perm_remove(uint64_t p, unsigned i)
 int perm_free_since(uint64_t p, uint64_t from)
 {
     unsigned used = 0, n = perm_count(from) < LWIDTH ? perm_count(from) : LWIDTH;
-    for (unsigned i = 0; i < n; i++)
-        used |= 1u << perm_slot(from, i);
-    for (unsigned i = perm_count(p); i < LWIDTH; i++)
-        if (!(used >> perm_slot(p, i) & 1))
+    uint64_t q = from >> 4; /* its slots in sorted order, one nibble each */
+    for (unsigned i = 0; i < n; i++, q >>= 4)
+        used |= 1u << (q & 15);
+    if (perm_count(p) >= LWIDTH)
+        return -1;
+    q = p >> (4 * perm_count(p) + 4); /* p's free slots */
+    for (unsigned i = perm_count(p); i < LWIDTH; i++, q >>= 4)
+        if (!(used >> (q & 15) & 1))
             return (int)i;
     return -1;
 }
 
 uint64_t perm_swap(uint64_t p, unsigned i, unsigned f)
 {
-    unsigned a[PERM_SLOTS], n = perm_decode(p, a), slot = a[i];
-    a[i] = a[f];
-    a[f] = slot;
-    return perm_encode(a, n);
+    unsigned si = 4 * i + 4, sf = 4 * f + 4; /* the two nibbles */
+    uint64_t x = (p >> si ^ p >> sf) & 15;
+    return p ^ (x << si | x << sf);
 }
 
 /* ---- locks */
