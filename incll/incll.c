@@ -575,6 +575,14 @@ static __attribute__((noinline)) struct islot *islot_get(struct txn *tx, struct 
     return isl;
 }
 
+/* Wakes the threads waiting for an epoch end or for pins to drop. */
+static __attribute__((noinline)) void wake(struct ipool *st)
+{
+    pthread_mutex_lock(&st->lk);
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->lk);
+}
+
 /* P: a transaction pins its slot (a store and a load, no lock): it sets
  * its pin, then reads `advancing`; an epoch end sets `advancing`, then
  * reads every pin (all four sequentially consistent). One of the two sees
@@ -588,13 +596,6 @@ static __attribute__((noinline)) struct islot *islot_get(struct txn *tx, struct 
  * which saw the pin still set, is not woken: it looks again after
  * PIN_POLL_US (wait_unpinned). One context at a time holds a slot, so a
  * pin is 0 or 1. */
-static __attribute__((noinline)) void wake(struct ipool *st)
-{
-    pthread_mutex_lock(&st->lk);
-    pthread_cond_broadcast(&st->cv);
-    pthread_mutex_unlock(&st->lk);
-}
-
 static void unpin(struct ipool *st, struct pin *pn)
 {
     __atomic_store_n(&pn->in, 0, __ATOMIC_RELEASE);
