@@ -81,11 +81,19 @@ static void *new_ctx(void *pool, int *err)
     return tx;
 }
 
-/* Called with the registry locked. */
+static void end_tx(struct txn *tx, int committed);
+
+/* Called with the registry locked. A transaction still running (its
+ * thread ended in it) is rolled back first, so that it holds up nobody
+ * (incll: its pin). */
 static void release_ctx(void *ctx)
 {
     struct txn *tx = ctx;
     txn_pool *p = tx->p;
+    if (tx->active && tx->eng) {
+        eng_abort(tx);
+        end_tx(tx, 0);
+    }
     if (tx->eng)
         eng_tx_fini(tx);
     alloc_cache_drain(p, &tx->cache);
