@@ -1211,6 +1211,11 @@ uint64_t incll__epoch(txn *tx)
     return ((struct itx *)tx->eng)->epoch;
 }
 
+int incll_epoch_waiting(txn *tx)
+{
+    return __atomic_load_n(&((struct itx *)tx->eng)->st->advancing, __ATOMIC_RELAXED);
+}
+
 uint64_t incll__first_epoch(txn *tx)
 {
     return ((struct itx *)tx->eng)->st->first;

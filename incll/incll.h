@@ -299,6 +299,11 @@ typedef struct incll_grace {
 
 void incll_set_grace(const incll_grace *g);
 
+/* Nonzero when an epoch end waits for the running transactions to end:
+ * a transaction that a thread keeps open across several operations of a
+ * structure (masstree's mt_opts.batch) commits then. */
+int incll_epoch_waiting(txn *tx);
+
 /* The epoch of the running transaction. A block allocated (txn_alloc) in
  * epoch E is in E's global flush whole: stores into it with incll_store()
  * in transactions of E need no log, as its bytes at E's start do not

@@ -245,18 +245,21 @@ END_TEST
 
 #endif
 
+/* _i: 0 and 1 long and short keys, one transaction per operation; 2
+ * and 3 the same with up to 7 operations per transaction (mt_opts.batch:
+ * the in-pool build only) */
 START_TEST(reference_txn)
 {
     txn_pool *p = new_pool();
-    mt_opts o = {.pool = p, .anchor_off = 8};
+    mt_opts o = {.pool = p, .anchor_off = 8, .batch = _i >= 2 ? 7 : 0};
     mt_tree *t;
     struct ref r = {0};
     ck_assert_int_eq(mt_create(&o, &t), 0);
-    run_reference(&t, &r, 11, 12000, &o, _i);
+    run_reference(&t, &r, 11, 12000, &o, _i & 1);
 #ifdef MT_INCLL /* what the run went through (unlinking: reuse_txn) */
     mt_stats st;
     mt_stats_get(t, &st);
-    if (_i)
+    if (_i & 1)
         ck_assert_msg(st.inodes > 0, "%llu inodes", (unsigned long long)st.inodes);
     else
         ck_assert_msg(st.layers > 100 && st.inodes > 0, "%llu layers, %llu inodes",
@@ -352,6 +355,8 @@ static void *writer(void *arg)
                 s->bad = 1;
         }
     }
+    if (mt_flush(s->t)) /* a shared transaction (mt_opts.batch) */
+        s->bad = 1;
     atomic_fetch_add(s->done, 1);
     return NULL;
 }
@@ -424,10 +429,11 @@ END_TEST
 
 #endif
 
+/* _i 1: the writers' operations share transactions (mt_opts.batch) */
 START_TEST(stress_txn)
 {
     txn_pool *p = new_pool();
-    mt_opts o = {.pool = p};
+    mt_opts o = {.pool = p, .batch = _i ? 16 : 0};
     mt_tree *t, *t2;
     ck_assert_int_eq(mt_create(&o, &t), 0);
     run_stress(t, stress_ops() / 4);
@@ -579,6 +585,56 @@ START_TEST(permutation)
 }
 END_TEST
 
+#ifdef MT_INCLL
+/* mt_opts.batch: puts share a thread's transaction (fewer commits); a
+ * thread that ends without mt_flush holds up no epoch end (its context's
+ * release rolls the transaction back: InCLL changes stay), and its puts
+ * are in the tree. */
+static void *batch_putter(void *arg)
+{
+    mt_tree *t = arg;
+    for (uint64_t i = 0; i < 5; i++)
+        if (mt_put(t, &i, 8, 160 + 16 * i) != 0) /* updates */
+            return (void *)1;
+    return NULL; /* no mt_flush */
+}
+
+START_TEST(batch)
+{
+    txn_pool *p = new_pool();
+    mt_opts o = {.pool = p, .batch = 8};
+    mt_tree *t;
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    for (uint64_t i = 0; i < 10; i++) /* one leaf: no split */
+        ck_assert_int_eq(mt_put(t, &i, 8, 16 * i), 1);
+    ck_assert_int_eq(mt_flush(t), 0);
+    txn_stats st;
+    txn_stats_reset();
+    for (uint64_t j = 0; j < 40; j++) {
+        uint64_t i = j % 10;
+        ck_assert_int_eq(mt_put(t, &i, 8, 16 * (i + j)), 0);
+    }
+    ck_assert_int_eq(mt_flush(t), 0);
+    txn_stats_get(&st);
+    ck_assert_msg(st.commits >= 5 && st.commits <= 20, "%llu commits for 40 puts",
+                  (unsigned long long)st.commits);
+    pthread_t th;
+    void *bad;
+    ck_assert_int_eq(pthread_create(&th, NULL, batch_putter, t), 0);
+    pthread_join(th, &bad);
+    ck_assert_ptr_null(bad);
+    ck_assert_int_eq(txn_sync(p), 0); /* would wait for the thread's pin */
+    for (uint64_t i = 0; i < 5; i++) {
+        uint64_t v;
+        ck_assert_int_eq(mt_get(t, &i, 8, &v), 0);
+        ck_assert_uint_eq(v, 160 + 16 * i);
+    }
+    mt_close(t);
+    drop_pool(p);
+}
+END_TEST
+#endif
+
 int main(void)
 {
     Suite *ref = suite_create("reference"), *st = suite_create("stress");
@@ -587,11 +643,14 @@ int main(void)
     tcase_add_loop_test(tr, reference_transient, 0, 2);
     tcase_add_test(ts, stress_transient);
 #endif
-    tcase_add_loop_test(tr, reference_txn, 0, 2);
+    tcase_add_loop_test(tr, reference_txn, 0, 4);
     tcase_add_test(tr, bad_arguments);
     tcase_add_test(tr, permutation);
     tcase_add_test(tr, reuse_txn);
-    tcase_add_test(ts, stress_txn);
+    tcase_add_loop_test(ts, stress_txn, 0, 2);
+#ifdef MT_INCLL
+    tcase_add_test(tr, batch);
+#endif
     tcase_set_timeout(tr, 300);
     tcase_set_timeout(ts, 300);
     suite_add_tcase(ref, tr);

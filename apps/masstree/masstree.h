@@ -57,6 +57,16 @@ typedef struct mt_opts {
      * simulator announces the state a commit makes through it */
     int (*commit)(txn *tx, void *arg);
     void *commit_arg;
+    /* in-pool build (MT_INCLL) only: up to `batch` puts and removes of a
+     * thread share one transaction of the engine's epoch (0 or 1: one
+     * each), as the paper's threads, which meet only at epoch boundaries;
+     * durability is the epoch's either way. The shared transaction
+     * commits after `batch` operations, after an operation that allocated
+     * or freed a node (a split, an unlinked leaf), when an epoch end
+     * waits for it (checked at each of the thread's operations, reads
+     * too), and at mt_flush(). Ignored by the other builds, whose
+     * operations are durable at their own commit. */
+    unsigned batch;
 } mt_opts;
 
 /* A new empty tree; with a pool, its root handle is written to the anchor
@@ -67,8 +77,19 @@ int mt_create(const mt_opts *opts, mt_tree **out);
  * its structure: TXN_E_CORRUPT if it is not a well-formed tree. */
 int mt_open(const mt_opts *opts, mt_tree **out);
 
-/* Release the DRAM tree (the persistent objects stay). No call may run. */
+/* Release the DRAM tree (the persistent objects stay). No call may run;
+ * every other thread has called mt_flush(). Flushes the calling thread. */
 void mt_close(mt_tree *t);
+
+/* Commit the calling thread's shared transaction (mt_opts.batch), if it
+ * has one on t: before the thread waits for another thread (an epoch end
+ * waits for the transaction, and other threads' puts for the epoch end),
+ * begins a transaction of its own on the pool or calls txn_sync (which
+ * would wait for it), or exits (a thread that exits without it has its
+ * transaction rolled back with its context: its InCLL changes stay, see
+ * incll.h). 0 or the commit's error (the tree is then unusable, as after
+ * a failed put). */
+int mt_flush(mt_tree *t);
 
 /* 0 and *val if key is present, 1 if not, TXN_E_INVAL for a long key. */
 int mt_get(mt_tree *t, const void *key, size_t len, uint64_t *val);

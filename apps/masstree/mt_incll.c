@@ -244,6 +244,7 @@ static struct node *node_new(struct op *o, uint8_t kind)
     txn_obj *h;
     if (o->err)
         return NULL;
+    o->made = 1;
     int rc = txn_alloc(o->tx, INCLL_NODE_ALLOC(lay->size), &h);
     if (!rc)
         rc = incll_node_init(o->tx, h, lay, kind == KIND_LEAF ? PERM_EMPTY : 0);
@@ -282,6 +283,7 @@ struct inode *inode_new(struct op *o)
  * gets and scans run in no transaction and may still be on it. */
 void node_discard(struct op *o, struct node *n)
 {
+    o->made = 1;
     if (!o->err)
         fail(o, txn_free(o->tx, node_obj(n)));
 }
@@ -295,20 +297,23 @@ static void use_grace(void)
 void w_anchor(struct op *o, struct node *root)
 {
     txn_obj *h = node_obj(root);
+    o->made = 1;
     if (!o->err)
         fail(o, txn_write(o->tx, o->t->anchor, o->t->anchor_off, &h, 8));
 }
 
 /* Reads enter no transaction: only a node's first access after a restart
- * writes (node_recover begins one for it). */
+ * writes (node_recover begins one for it, or uses the thread's shared
+ * one). An epoch end waiting for the shared transaction ends it here too. */
 int rd_begin(mt_tree *t)
 {
-    t_tx = NULL;
+    int rc = batch_check();
+    t_tx = batch_tx(t->pool);
     t_pool = t->pool;
     t_first = t->first;
     t_ready = t->ready;
     t_err = 0;
-    return 0;
+    return rc;
 }
 
 int rd_end(mt_tree *t)
@@ -393,6 +398,9 @@ int mt_open(const mt_opts *opts, mt_tree **out)
 
 void mt_close(mt_tree *t)
 {
+    if (!t)
+        return;
+    mt_flush(t);
     free(t); /* the nodes are the pool's */
 }
 

@@ -301,16 +301,71 @@ void node_unlock(struct node *n)
 
 /* ---- operations */
 
+#ifdef MT_INCLL
+/* The calling thread's shared transaction (opts.batch): its tree, and the
+ * operations it has run. */
+static __thread struct {
+    mt_tree *t;
+    txn *tx;
+    unsigned n;
+} t_batch;
+
+txn *batch_tx(txn_pool *p)
+{
+    return t_batch.tx && txn_pool_of(t_batch.tx) == p ? t_batch.tx : NULL;
+}
+
+/* Commit the shared transaction, if any. */
+static int batch_end(void)
+{
+    txn *tx = t_batch.tx;
+    mt_tree *t = t_batch.t;
+    t_batch.tx = NULL;
+    t_batch.n = 0;
+    int rc = tx ? t->commit(tx, t->commit_arg) : 0;
+    if (rc)
+        atomic_store(&t->broken, 1);
+    return rc;
+}
+
+int batch_check(void)
+{
+    return t_batch.tx && incll_epoch_waiting(t_batch.tx) ? batch_end() : 0;
+}
+
+int mt_flush(mt_tree *t)
+{
+    return t_batch.tx && t_batch.t == t ? batch_end() : 0;
+}
+#else
+int mt_flush(mt_tree *t)
+{
+    (void)t;
+    return 0;
+}
+#endif
+
 int op_begin(struct op *o, mt_tree *t)
 {
     o->t = t;
     o->tx = NULL;
     o->err = 0;
+    o->made = 0;
     o->nheld = 0;
     o->depth = 0;
     if (atomic_load(&t->broken))
         return TXN_E_STATE;
+#ifdef MT_INCLL
+    int rc = 0;
+    if (t_batch.tx && (t_batch.t != t || incll_epoch_waiting(t_batch.tx)))
+        rc = batch_end();
+    if (!rc && t_batch.tx)
+        o->tx = t_batch.tx;
+    else if (!rc)
+        rc = txn_begin(t->pool, &o->tx);
+#else
     int rc = t->pool ? txn_begin(t->pool, &o->tx) : 0;
+#endif
 #ifdef MT_INCLL
     t_tx = o->tx;
     t_first = t->first;
@@ -327,6 +382,15 @@ int op_end(struct op *o)
     if (t_err && !o->err)
         o->err = t_err;
     t_tx = NULL;
+    if (o->tx && !o->err && !o->made && ++t_batch.n < o->t->batch) {
+        t_batch.t = o->t; /* the next operation goes on in it */
+        t_batch.tx = o->tx;
+        while (o->nheld > 0)
+            node_unlock(o->held[--o->nheld]);
+        return 0;
+    }
+    t_batch.tx = NULL;
+    t_batch.n = 0;
 #endif
     if (o->tx) {
         if (o->err) {

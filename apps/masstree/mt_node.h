@@ -227,6 +227,7 @@ struct mt_tree {
     uint64_t first; /* MT_INCLL: the pool's first epoch in this execution */
     int ready;      /* MT_INCLL: made in this execution (mt_create): every
                        node is of it, node_ready has nothing to check */
+    unsigned batch; /* MT_INCLL: opts.batch */
 };
 
 /* One put or remove: its transaction and the locks it holds. */
@@ -235,6 +236,8 @@ struct op {
     mt_tree *t;
     txn *tx;   /* NULL when transient */
     int err;   /* first failed txn call */
+    int made;  /* MT_INCLL: allocated, freed or txn_write'd something (its
+                  transaction is not shared with the next operation) */
     int nheld;
     struct node *held[OP_LOCKS];
     /* the layers the key went through: their roots as first reached, and
@@ -370,6 +373,12 @@ void w_move_begin(struct op *o, struct leaf *l);
 /* a read-only operation's transaction (MT_INCLL; nothing otherwise) */
 int rd_begin(mt_tree *t);
 int rd_end(mt_tree *t);
+#ifdef MT_INCLL
+/* the calling thread's shared transaction (opts.batch) on pool p, or NULL */
+txn *batch_tx(txn_pool *p);
+/* commit the shared transaction when an epoch end waits for it */
+int batch_check(void);
+#endif
 
 /* A node's persistent object (NULL: transient). */
 static inline txn_obj *node_obj(struct node *n)

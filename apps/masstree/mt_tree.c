@@ -36,6 +36,7 @@ mt_tree *tree_new(const mt_opts *opts)
     t->anchor_off = opts->anchor_off;
     t->commit = opts->commit ? opts->commit : default_commit;
     t->commit_arg = opts->commit_arg;
+    t->batch = opts->batch;
     return t;
 }
 

@@ -2,6 +2,7 @@
  *
  *   ycsb-<engine> [--workload a|b|c|e] [--dist uniform|zipf] [--keys N]
  *                 [--threads T] [--ops M] [--seed S] [--check] [--op-times]
+ *                 [--batch B]
  *
  * Loads N keys (T threads), then T threads run M operations each:
  *   a  50% get, 50% update      b  95% get, 5% update
@@ -25,6 +26,9 @@
  * --restart (txn.h storage) closes tree and pool after the run and times
  * opening them again: the pool's recovery and the tree's rebuild from its
  * persistent nodes (the time to the first operation after a restart).
+ * --batch B (ycsb-incll): up to B puts of a thread share one transaction
+ * of the epoch (mt_opts.batch; default 32, 1: a transaction per put),
+ * as the paper's threads, which enter no transaction per operation.
  * ycsb-incll also prints what its InCLLs did in the run (incll_stats):
  * updates, inserts and removes absorbed by an InCLL, nodes logged to the
  * external log, epochs, and nodes logged per epoch.
@@ -71,7 +75,8 @@ static struct {
     int zipf, threads, check, restart, op_times;
     size_t keys, ops, crash_logged;
     uint64_t seed;
-} cfg = {'a', 0, 2, 0, 0, 0, 1000000, 1000000, 0, 1};
+    unsigned batch;
+} cfg = {'a', 0, 2, 0, 0, 0, 1000000, 1000000, 0, 1, 32};
 
 static mt_tree *tree;
 static txn_pool *pool;
@@ -223,8 +228,8 @@ static void fill_vals(void)
 {
     txn *tx;
     txn_obj *o;
-    int rc = txn_begin(pool, &tx);
-    if (rc)
+    int rc = mt_flush(tree); /* the thread's shared transaction, if any */
+    if (rc || (rc = txn_begin(pool, &tx)))
         fail("value", rc);
     size_t room = (size_t)(t_vals.end - t_vals.next) / VAL_BYTES;
     if (!t_vals.next || t_vals.epoch != incll_epoch(tx) || room == 0) {
@@ -281,6 +286,9 @@ static void *load_thread(void *arg)
         if (rc < 0)
             fail("load", rc);
     }
+    int rc = mt_flush(tree); /* before the thread ends */
+    if (rc)
+        fail("load", rc);
     return NULL;
 }
 
@@ -375,6 +383,9 @@ static void *run_thread(void *arg)
             op_n[kind]++;
         }
     }
+    int rc = mt_flush(tree); /* the last shared transaction: in the run */
+    if (rc)
+        fail("commit", rc);
     w->end = now();
     txn_stats st;
     txn_stats_get(&st);
@@ -431,7 +442,8 @@ static void usage(const char *me)
 {
     fprintf(stderr,
             "usage: %s [--workload a|b|c|e] [--dist uniform|zipf] [--keys N] [--threads T]"
-            " [--ops M] [--seed S] [--check] [--restart] [--op-times] [--crash-recovery N]\n",
+            " [--ops M] [--seed S] [--check] [--restart] [--op-times] [--batch B]"
+            " [--crash-recovery N]\n",
             me);
     exit(2);
 }
@@ -444,7 +456,7 @@ static void parse(int argc, char **argv)
         {"ops", required_argument, 0, 'o'},      {"seed", required_argument, 0, 's'},
         {"check", no_argument, 0, 'c'},          {"restart", no_argument, 0, 'r'},
         {"crash-recovery", required_argument, 0, 'x'}, {"op-times", no_argument, 0, 'p'},
-        {0, 0, 0, 0}};
+        {"batch", required_argument, 0, 'b'},    {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -466,6 +478,7 @@ static void parse(int argc, char **argv)
         case 'r': cfg.restart = 1; break;
         case 'p': cfg.op_times = 1; break;
         case 'x': cfg.crash_logged = strtoull(optarg, NULL, 10); break;
+        case 'b': cfg.batch = (unsigned)strtoul(optarg, NULL, 10); break;
         default: usage(argv[0]);
         }
     }
@@ -696,7 +709,7 @@ int main(int argc, char **argv)
         if (rc)
             fail("pool create", rc);
     }
-    mt_opts mo = {.pool = pool};
+    mt_opts mo = {.pool = pool, .batch = cfg.batch};
     int rc = mt_create(&mo, &tree);
     if (rc)
         fail("create", rc);
@@ -790,10 +803,10 @@ int main(int argc, char **argv)
            (unsigned long long)s_hit_rem, (unsigned long long)s_hit_mov,
            (unsigned long long)s_in_logged);
     snprintf(extra + xn, sizeof extra - xn,
-             ",\"epochs\":%llu,\"logged_nodes\":%llu,\"logged_per_epoch\":%.1f,"
+             ",\"batch\":%u,\"epochs\":%llu,\"logged_nodes\":%llu,\"logged_per_epoch\":%.1f,"
              "\"incll_hits\":%llu,\"hits_update\":%llu,\"hits_insert\":%llu,"
              "\"hits_remove\":%llu,\"hits_move\":%llu,\"in_logged\":%llu",
-             (unsigned long long)ep, (unsigned long long)s_logged,
+             cfg.batch, (unsigned long long)ep, (unsigned long long)s_logged,
              (double)s_logged / (double)ep, (unsigned long long)hits,
              (unsigned long long)s_hit_upd, (unsigned long long)s_hit_ins,
              (unsigned long long)s_hit_rem, (unsigned long long)s_hit_mov,
