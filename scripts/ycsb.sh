@@ -190,7 +190,9 @@ incll_row() { # cfg: ycsb-incll's counters in that configuration (medians)
     echo "$keys keys, $threads threads x $ops operations, PDOM $TXN_PDOM;"
     echo "median of $reps run(s) each, all in one sweep."
     echo "none = the transient tree (MT+: mmap'd node pool, epochs);"
-    echo "the others = every node change a txn_write, one transaction per put."
+    echo "undo, redo, cow, pmdk = every node change a txn_write, one transaction per put;"
+    echo "incll = the nodes in the pool, changed through InCLLs, up to 32 puts of a"
+    echo "thread per transaction of the epoch (ycsb --batch, its default)."
     echo
     table mops
     echo
