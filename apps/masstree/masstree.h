@@ -63,8 +63,9 @@ typedef struct mt_opts {
      * durability is the epoch's either way. The shared transaction
      * commits after `batch` operations, after an operation that allocated
      * or freed a node (a split, an unlinked leaf), when an epoch end
-     * waits for it (checked at each of the thread's operations, reads
-     * too), and at mt_flush(). Ignored by the other builds, whose
+     * waits for it (checked at the end of each of the thread's puts and
+     * removes and at the start of its reads), and at mt_flush(): always
+     * between two operations. Ignored by the other builds, whose
      * operations are durable at their own commit. */
     unsigned batch;
 } mt_opts;

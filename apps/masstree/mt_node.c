@@ -357,7 +357,7 @@ int op_begin(struct op *o, mt_tree *t)
         return TXN_E_STATE;
 #ifdef MT_INCLL
     int rc = 0;
-    if (t_batch.tx && (t_batch.t != t || incll_epoch_waiting(t_batch.tx)))
+    if (t_batch.tx && t_batch.t != t) /* another tree's */
         rc = batch_end();
     if (!rc && t_batch.tx)
         o->tx = t_batch.tx;
@@ -382,7 +382,11 @@ int op_end(struct op *o)
     if (t_err && !o->err)
         o->err = t_err;
     t_tx = NULL;
-    if (o->tx && !o->err && !o->made && ++t_batch.n < o->t->batch) {
+    /* commits cover whole operations: an epoch end waiting for this
+     * transaction has it after this operation (a commit hook announces
+     * the state after it) */
+    if (o->tx && !o->err && !o->made && ++t_batch.n < o->t->batch &&
+        !incll_epoch_waiting(o->tx)) {
         t_batch.t = o->t; /* the next operation goes on in it */
         t_batch.tx = o->tx;
         while (o->nheld > 0)
