@@ -504,6 +504,8 @@ static void *work(void *arg)
     struct worker *k = arg;
     for (int i = 0; i < TX_PER_RUN && !k->rc; i++)
         k->rc = R.w->step(R.p, k->t, &k->rng);
+    if (!k->rc && R.w->finish)
+        k->rc = R.w->finish(k->t);
     return NULL;
 }
 

@@ -8,7 +8,11 @@
  * the live blocks beyond the parts. Built for incll, the tree keeps its
  * nodes in the pool (MT_INCLL): mt_open checks nothing, recovery is the
  * first access of each node (mt_sim_touch, crashed too), and with one
- * thread the oracle is exact: the tree at the last completed txn_sync. */
+ * thread the oracle is exact: the tree at the last completed txn_sync.
+ * CRASHSIM_MT_BATCH=B (the in-pool build): up to B operations share a
+ * transaction (mt_opts.batch); the commit hook then announces the state
+ * after the batch, and the sync every K commits runs after such a commit.
+ * Setup and each thread's last step commit what they keep (mt_flush). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,8 +108,10 @@ static int opts_of(txn_pool *p, int t, mt_opts *o)
     int rc = txn_begin(p, &tx);
     if (rc)
         return rc;
+    const char *b = getenv("CRASHSIM_MT_BATCH");
     *o = (mt_opts){.pool = p, .anchor = sim_part(tx, p, t), .commit = commit_hook,
-                   .commit_arg = (void *)(intptr_t)t};
+                   .commit_arg = (void *)(intptr_t)t,
+                   .batch = b ? (unsigned)strtoul(b, NULL, 10) : 0};
     txn_abort(tx);
     return 0;
 }
@@ -153,7 +159,12 @@ static int mt_setup(txn_pool *p, int t)
         unsigned key = (unsigned)(sim_rand(&rng) % KEYS);
         rc = op(t, key, mt_value(&rng), 0);
     }
-    return rc;
+    return rc ? rc : mt_flush(tree[t]);
+}
+
+static int mt_finish(int t)
+{
+    return mt_flush(tree[t]);
 }
 
 /* puts and removes of random keys; three steps in ten remove the key
@@ -235,4 +246,4 @@ int mt_sim_touch(txn_pool *p, int t)
 
 /* run when named (--workload masstree): it has its own ctest entries */
 const struct workload wl_masstree = {"masstree", 4u << 20, 8, mt_setup, mt_step, mt_mirror,
-                                     mt_read, WL_BY_NAME};
+                                     mt_read, WL_BY_NAME, mt_finish};

@@ -329,7 +329,7 @@ static int mg_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 }
 
 const struct workload wl_migrate = {"migrate", 2u << 20, 16, mg_setup, mg_step, mg_mirror,
-                                    mg_read, WL_BY_NAME | WL_ONE_THREAD};
+                                    mg_read, WL_BY_NAME | WL_ONE_THREAD, NULL};
 
 static unsigned char *slurp(const char *path, size_t *n)
 {
@@ -600,4 +600,4 @@ static int ex_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 }
 
 const struct workload wl_extend = {"extend", 2u << 20, 16, ex_setup, ex_step, ex_mirror,
-                                   ex_read, WL_BY_NAME};
+                                   ex_read, WL_BY_NAME, NULL};

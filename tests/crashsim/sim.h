@@ -44,6 +44,9 @@ struct workload {
      * (nonzero = broken), and every object reached (root excluded) */
     int (*read_back)(txn_pool *p, int t, uint64_t *digest, struct reach *r);
     unsigned flags; /* WL_* */
+    /* optional: thread t ran its last step (e.g. commit what it keeps
+     * open); 0 or a TXN_E_* */
+    int (*finish)(int t);
 };
 
 #define WL_BY_NAME 1u    /* runs only when --workload names it */

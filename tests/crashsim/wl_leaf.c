@@ -247,4 +247,4 @@ static int leaf_wl_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 }
 
 const struct workload wl_leaf = {"leaf", 2u << 20, LF_ROOT, leaf_wl_setup, leaf_wl_step,
-                                 leaf_mirror, leaf_wl_read, 0};
+                                 leaf_mirror, leaf_wl_read, 0, NULL};

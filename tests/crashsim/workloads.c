@@ -107,7 +107,7 @@ static int slots_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 }
 
 const struct workload wl_slots = {"slots", 2u << 20, SL_ROOT, slots_setup, slots_step,
-                                  slots_mirror, slots_read, 0};
+                                  slots_mirror, slots_read, 0, NULL};
 
 /* ---- list: a linked list of nodes {value, next, size} of varied sizes,
  * pushed and popped at the head and rewritten in the middle */
@@ -230,7 +230,7 @@ static int list_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 }
 
 const struct workload wl_list = {"list", 4u << 20, L_ROOT, list_setup, list_step, list_mirror,
-                                 list_read, 0};
+                                 list_read, 0, NULL};
 
 /* ---- mix: a table of objects of random sizes ({size, bytes}); each
  * transaction allocates, frees and rewrites parts of them */
@@ -331,4 +331,4 @@ static int mix_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 }
 
 const struct workload wl_mix = {"mix", 4u << 20, M_ROOT, mix_setup, mix_step, mix_mirror,
-                                mix_read, 0};
+                                mix_read, 0, NULL};
