@@ -85,8 +85,8 @@ void mt_close(mt_tree *t);
 /* Commit the calling thread's shared transaction (mt_opts.batch), if it
  * has one on t: before the thread waits for another thread (an epoch end
  * waits for the transaction, and other threads' puts for the epoch end),
- * begins a transaction of its own on the pool or calls txn_sync (which
- * would wait for it), or exits (a thread that exits without it has its
+ * begins a transaction of its own on the pool or calls txn_sync or
+ * txn_pool_close (which would wait for it), or exits (a thread that exits without it has its
  * transaction rolled back with its context: its InCLL changes stay, see
  * incll.h). 0 or the commit's error (the tree is then unusable, as after
  * a failed put). */
