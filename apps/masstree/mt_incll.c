@@ -307,8 +307,8 @@ void w_anchor(struct op *o, struct node *root)
  * one). An epoch end waiting for the shared transaction ends it here too. */
 int rd_begin(mt_tree *t)
 {
-    int rc = batch_check();
-    t_tx = batch_tx(t->pool);
+    int rc;
+    t_tx = batch_for_read(t->pool, &rc);
     t_pool = t->pool;
     t_first = t->first;
     t_ready = t->ready;

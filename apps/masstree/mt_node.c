@@ -310,11 +310,6 @@ static __thread struct {
     unsigned n;
 } t_batch;
 
-txn *batch_tx(txn_pool *p)
-{
-    return t_batch.tx && txn_pool_of(t_batch.tx) == p ? t_batch.tx : NULL;
-}
-
 /* Commit the shared transaction, if any. */
 static int batch_end(void)
 {
@@ -328,9 +323,16 @@ static int batch_end(void)
     return rc;
 }
 
-int batch_check(void)
+txn *batch_for_read(txn_pool *p, int *rc)
 {
-    return t_batch.tx && incll_epoch_waiting(t_batch.tx) ? batch_end() : 0;
+    *rc = 0;
+    if (!t_batch.tx)
+        return NULL;
+    if (incll_epoch_waiting(t_batch.tx)) {
+        *rc = batch_end();
+        return NULL;
+    }
+    return txn_pool_of(t_batch.tx) == p ? t_batch.tx : NULL;
 }
 
 int mt_flush(mt_tree *t)

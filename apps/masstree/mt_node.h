@@ -374,10 +374,11 @@ void w_move_begin(struct op *o, struct leaf *l);
 int rd_begin(mt_tree *t);
 int rd_end(mt_tree *t);
 #ifdef MT_INCLL
-/* the calling thread's shared transaction (opts.batch) on pool p, or NULL */
-txn *batch_tx(txn_pool *p);
-/* commit the shared transaction when an epoch end waits for it */
-int batch_check(void);
+/* a read's view of the calling thread's shared transaction (opts.batch):
+ * committed (*rc its result) and NULL when an epoch end waits for it; else
+ * the transaction if it is on pool p (a node's first access after a
+ * restart recovers in it), or NULL */
+txn *batch_for_read(txn_pool *p, int *rc);
 #endif
 
 /* A node's persistent object (NULL: transient). */
