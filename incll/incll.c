@@ -1216,6 +1216,11 @@ int incll_epoch_waiting(txn *tx)
     return __atomic_load_n(&((struct itx *)tx->eng)->st->advancing, __ATOMIC_RELAXED);
 }
 
+const int *incll_waiting_word(txn *tx)
+{
+    return &((struct itx *)tx->eng)->st->advancing;
+}
+
 uint64_t incll__first_epoch(txn *tx)
 {
     return ((struct itx *)tx->eng)->st->first;

@@ -311,6 +311,61 @@ int incll_epoch_waiting(txn *tx);
  * other object (txn_write). */
 uint64_t incll_epoch(txn *tx);
 
+/* The word incll_epoch_waiting(tx) reads, for a check without a call
+ * (incll_waiting); it stays valid while tx's pool is open. */
+const int *incll_waiting_word(txn *tx);
+static inline int incll_waiting(const int *w) { return __atomic_load_n(w, __ATOMIC_RELAXED); }
+
+/* ---- inline fast paths: the common case of a primitive without a call
+ * into the library. `epoch` is the running transaction's (incll_epoch(tx),
+ * which does not change while it runs). */
+
+/* This thread's counters (incll_stats_get); the fast paths count here. */
+extern __thread incll_stats incll_tstats __attribute__((tls_model("initial-exec")));
+
+#ifdef PMTX_TRACE /* the crash simulator's build traces every store */
+#define INCLL_STORE_(p, v) incll_store_shared((uint64_t *)(p), (v))
+#else
+#define INCLL_STORE_(p, v) __atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELAXED)
+#endif
+
+/* incll_update_try. When the node was started in this epoch already and
+ * its line's value InCLL takes the change (it saved this slot, or is
+ * free and the old value fits) or the node is logged, the store is done
+ * here: N5 as in the library; with a layout constant to the compiler,
+ * the search for the slot's InCLL folds away. Anything else (the node's
+ * first change in the epoch, a move, a log) calls incll_update_try. */
+static inline int incll_update_try_in(txn *tx, txn_obj *o, const incll_layout *l,
+                                      unsigned slot, uint64_t v, uint64_t epoch)
+{
+    char *n = (char *)incll_node(o);
+    uint64_t ew = __atomic_load_n(&((incll_perm *)(n + l->perm_off))->epoch, __ATOMIC_RELAXED);
+    if (ew >> INCLL_EPOCH_SHIFT != epoch || slot >= l->nslots)
+        return incll_update_try(tx, o, l, slot, v);
+    uint64_t *val = (uint64_t *)(n + l->vals_off) + slot;
+    size_t line = (INCLL_OBJ_HDR + l->vals_off + 8 * (size_t)slot) / INCLL_LINE;
+    for (unsigned g = 0; g < l->ngroups && g < INCLL_MAX_GROUPS; g++) {
+        if ((INCLL_OBJ_HDR + l->group_off[g]) / INCLL_LINE != line)
+            continue;
+        incll_val *gw = (incll_val *)(n + l->group_off[g]);
+        unsigned held = incll_val_slot(*gw);
+        if (ew & INCLL_LOGGED) {
+            incll_tstats.in_logged++;
+        } else if (held == slot) {
+            incll_tstats.hit_update++;
+        } else if (held == INCLL_NONE && incll_val_fits(*val)) {
+            INCLL_STORE_(gw, incll_val_pack(slot, *val, epoch));
+            __asm__ __volatile__("" ::: "memory"); /* N5: the InCLL before the value */
+            incll_tstats.hit_update++;
+        } else {
+            break;
+        }
+        INCLL_STORE_(val, v);
+        return 0;
+    }
+    return incll_update_try(tx, o, l, slot, v);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,19 +15,19 @@
 /* incll_stats: this thread's counters, and the epoch count at its reset
  * (initial-exec: a count is a plain add, no call to find the library's
  * thread-local block) */
-static PM_TLS incll_stats t_st;
+PM_TLS incll_stats incll_tstats; /* incll.h: the inline paths count too */
 static PM_TLS uint64_t t_epochs0;
-#define COUNT(field) (t_st.field++)
+#define COUNT(field) (incll_tstats.field++)
 
 void incll_stats_get(incll_stats *out)
 {
-    *out = t_st;
+    *out = incll_tstats;
     out->epochs = incll__epochs_ended() - t_epochs0;
 }
 
 void incll_stats_reset(void)
 {
-    t_st = (incll_stats){0};
+    incll_tstats = (incll_stats){0};
     t_epochs0 = incll__epochs_ended();
 }
 

@@ -41,7 +41,7 @@ __thread txn *t_tx;
 __thread uint64_t t_first;
 __thread int t_ready;
 __thread int t_err;
-static __thread txn_pool *t_pool; /* of a read: recover in a txn of its own */
+__thread txn_pool *t_pool;
 
 const incll_layout mt_leaf_layout = {
     .size = sizeof(struct leaf),
@@ -185,7 +185,7 @@ int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v)
     if (o->err)
         return -1;
     txn_obj *h = node_obj(&l->h);
-    int rc = incll_update_try(o->tx, h, &mt_leaf_layout, s, v);
+    int rc = incll_update_try_in(o->tx, h, &mt_leaf_layout, s, v, o->epoch);
     if (rc != INCLL_MOVE) {
         if (rc < 0)
             fail(o, rc);
@@ -300,27 +300,6 @@ void w_anchor(struct op *o, struct node *root)
     o->made = 1;
     if (!o->err)
         fail(o, txn_write(o->tx, o->t->anchor, o->t->anchor_off, &h, 8));
-}
-
-/* Reads enter no transaction: only a node's first access after a restart
- * writes (node_recover begins one for it, or uses the thread's shared
- * one). An epoch end waiting for the shared transaction ends it here too. */
-int rd_begin(mt_tree *t)
-{
-    int rc;
-    t_tx = batch_for_read(t->pool, &rc);
-    t_pool = t->pool;
-    t_first = t->first;
-    t_ready = t->ready;
-    t_err = 0;
-    return rc;
-}
-
-int rd_end(mt_tree *t)
-{
-    (void)t;
-    t_pool = NULL;
-    return t_err;
 }
 
 /* ---- the tree's life */

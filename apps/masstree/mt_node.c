@@ -302,13 +302,7 @@ void node_unlock(struct node *n)
 /* ---- operations */
 
 #ifdef MT_INCLL
-/* The calling thread's shared transaction (opts.batch): its tree, and the
- * operations it has run. */
-static __thread struct {
-    mt_tree *t;
-    txn *tx;
-    unsigned n;
-} t_batch;
+__thread struct mt_batch t_batch;
 
 /* Commit the shared transaction, if any. */
 static int batch_end(void)
@@ -323,16 +317,12 @@ static int batch_end(void)
     return rc;
 }
 
-txn *batch_for_read(txn_pool *p, int *rc)
+int rd_batch(mt_tree *t)
 {
-    *rc = 0;
-    if (!t_batch.tx)
-        return NULL;
-    if (incll_epoch_waiting(t_batch.tx)) {
-        *rc = batch_end();
-        return NULL;
-    }
-    return txn_pool_of(t_batch.tx) == p ? t_batch.tx : NULL;
+    if (incll_waiting(t_batch.wait))
+        return batch_end();
+    t_tx = t_batch.pool == t->pool ? t_batch.tx : NULL;
+    return 0;
 }
 
 int mt_flush(mt_tree *t)
@@ -361,10 +351,14 @@ int op_begin(struct op *o, mt_tree *t)
     int rc = 0;
     if (t_batch.tx && t_batch.t != t) /* another tree's */
         rc = batch_end();
-    if (!rc && t_batch.tx)
+    if (!rc && t_batch.tx) {
         o->tx = t_batch.tx;
-    else if (!rc)
-        rc = txn_begin(t->pool, &o->tx);
+        o->epoch = t_batch.epoch;
+        o->wait = t_batch.wait;
+    } else if (!rc && !(rc = txn_begin(t->pool, &o->tx))) {
+        o->epoch = incll_epoch(o->tx);
+        o->wait = incll_waiting_word(o->tx);
+    }
 #else
     int rc = t->pool ? txn_begin(t->pool, &o->tx) : 0;
 #endif
@@ -387,10 +381,12 @@ int op_end(struct op *o)
     /* commits cover whole operations: an epoch end waiting for this
      * transaction has it after this operation (a commit hook announces
      * the state after it) */
-    if (o->tx && !o->err && !o->made && ++t_batch.n < o->t->batch &&
-        !incll_epoch_waiting(o->tx)) {
+    if (o->tx && !o->err && !o->made && ++t_batch.n < o->t->batch && !incll_waiting(o->wait)) {
         t_batch.t = o->t; /* the next operation goes on in it */
         t_batch.tx = o->tx;
+        t_batch.pool = o->t->pool;
+        t_batch.epoch = o->epoch;
+        t_batch.wait = o->wait;
         while (o->nheld > 0)
             node_unlock(o->held[--o->nheld]);
         return 0;

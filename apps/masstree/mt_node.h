@@ -238,6 +238,10 @@ struct op {
     int err;   /* first failed txn call */
     int made;  /* MT_INCLL: allocated, freed or txn_write'd something (its
                   transaction is not shared with the next operation) */
+#ifdef MT_INCLL
+    uint64_t epoch; /* of tx (incll_epoch), for the InCLL fast paths */
+    const int *wait; /* incll_waiting_word(tx) */
+#endif
     int nheld;
     struct node *held[OP_LOCKS];
     /* the layers the key went through: their roots as first reached, and
@@ -371,14 +375,50 @@ void w_perm(struct op *o, struct leaf *l, uint64_t perm);
 int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v);
 void w_move_begin(struct op *o, struct leaf *l);
 /* a read-only operation's transaction (MT_INCLL; nothing otherwise) */
+#ifdef MT_INCLL
+/* The calling thread's shared transaction (opts.batch): its tree, pool,
+ * epoch and epoch-end word, and the operations it has run. */
+struct mt_batch {
+    mt_tree *t;
+    txn *tx;
+    txn_pool *pool;
+    uint64_t epoch;
+    const int *wait;
+    unsigned n;
+};
+extern __thread struct mt_batch t_batch;
+extern __thread txn_pool *t_pool; /* of a read: recover in a txn of its own */
+/* rd_begin's rest: the shared transaction committed (its result) when an
+ * epoch end waits for it; else t_tx is it if it is on t's pool (a node's
+ * first access after a restart recovers in it), or NULL */
+int rd_batch(mt_tree *t);
+/* Reads enter no transaction: only a node's first access after a restart
+ * writes (node_recover begins one for it, or uses the thread's shared
+ * one). An epoch end waiting for the shared transaction ends it here too. */
+static inline int rd_begin(mt_tree *t)
+{
+    t_pool = t->pool;
+    t_first = t->first;
+    t_ready = t->ready;
+    t_err = 0;
+    t_tx = NULL;
+    if (!t_batch.tx)
+        return 0;
+    if (!incll_waiting(t_batch.wait) && t_batch.pool == t->pool) {
+        t_tx = t_batch.tx;
+        return 0;
+    }
+    return rd_batch(t);
+}
+static inline int rd_end(mt_tree *t)
+{
+    (void)t;
+    t_pool = NULL;
+    return t_err;
+}
+#else
 int rd_begin(mt_tree *t);
 int rd_end(mt_tree *t);
-#ifdef MT_INCLL
-/* a read's view of the calling thread's shared transaction (opts.batch):
- * committed (*rc its result) and NULL when an epoch end waits for it; else
- * the transaction if it is on pool p (a node's first access after a
- * restart recovers in it), or NULL */
-txn *batch_for_read(txn_pool *p, int *rc);
 #endif
 
 /* A node's persistent object (NULL: transient). */
