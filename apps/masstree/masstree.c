@@ -64,21 +64,24 @@ static inline void prefetch_node(const void *n)
         __builtin_prefetch((const char *)n + off);
 }
 
+#define STABLE(n) (ready ? node_wait(n) : node_stable(n))
 /* The leaf of layer `layer` whose range holds slice ik, and its stable
- * version. */
-static struct leaf *reach_leaf(struct node *layer, uint64_t ik, uint64_t *vout)
+ * version. `ready`: no node needs node_ready (t_ready), a constant in each
+ * of reach_leaf's two copies. */
+static inline __attribute__((always_inline)) struct leaf *
+reach_leaf_in(struct node *layer, uint64_t ik, uint64_t *vout, int ready)
 {
     struct node *n;
     uint64_t v;
 retry:
     n = layer;
-    v = node_stable(n);
+    v = STABLE(n);
     while (!(v & V_ROOT)) { /* the layer grew a root above it */
         struct inode *p = LDA(n->parent);
         if (!p)
             goto retry;
         n = &p->h;
-        v = node_stable(n);
+        v = STABLE(n);
     }
     while (!(v & V_LEAF)) {
         struct inode *in = (struct inode *)n;
@@ -90,13 +93,13 @@ retry:
         struct node *c = LDA(in->child[i]);
         if (c)
             prefetch_node(c);
-        uint64_t vc = c ? node_stable(c) : 0;
+        uint64_t vc = c ? STABLE(c) : 0;
         if (c && !node_changed(n, v)) {
             n = c;
             v = vc;
             continue;
         }
-        uint64_t v2 = node_stable(n);
+        uint64_t v2 = STABLE(n);
         if ((v2 ^ v) >= V_SPLIT_ONE || (v2 & V_DELETED))
             goto retry;
         v = v2;
@@ -104,6 +107,17 @@ retry:
     *vout = v;
     return (struct leaf *)n;
 }
+
+static struct leaf *reach_leaf(struct node *layer, uint64_t ik, uint64_t *vout)
+{
+#ifdef MT_INCLL
+    if (!t_ready)
+        return reach_leaf_in(layer, ik, vout, 0);
+#endif
+    return reach_leaf_in(layer, ik, vout, 1);
+}
+
+#undef STABLE
 
 /* From leaf l (version *v), the leaf right of it that holds slice ik. */
 static struct leaf *walk_right(struct leaf *l, uint64_t ik, uint64_t *v)

@@ -238,15 +238,18 @@ uint64_t perm_remove(uint64_t p, unsigned i)
 
 int perm_free_since(uint64_t p, uint64_t from)
 {
-    unsigned used = 0, n = perm_count(from) < LWIDTH ? perm_count(from) : LWIDTH;
-    uint64_t q = from >> 4; /* its slots in sorted order, one nibble each */
-    for (unsigned i = 0; i < n; i++, q >>= 4)
-        used |= 1u << (q & 15);
+    /* the slots free in `from`: its nibbles past its count (fewer than
+     * the used ones in a leaf more than half full) */
+    unsigned was_free = 0, c = perm_count(from) < LWIDTH ? perm_count(from) : LWIDTH;
+    uint64_t q = c < PERM_SLOTS ? from >> (4 * c + 4) : 0;
+    for (unsigned i = c; i < PERM_SLOTS; i++, q >>= 4)
+        was_free |= 1u << (q & 15);
+    was_free &= (1u << LWIDTH) - 1; /* slot 14 of a 14-key leaf is never used */
     if (perm_count(p) >= LWIDTH)
         return -1;
     q = p >> (4 * perm_count(p) + 4); /* p's free slots */
     for (unsigned i = perm_count(p); i < LWIDTH; i++, q >>= 4)
-        if (!(used >> (q & 15) & 1))
+        if (was_free >> (q & 15) & 1)
             return (int)i;
     return -1;
 }
@@ -337,60 +340,24 @@ int mt_flush(mt_tree *t)
 }
 #endif
 
-int op_begin(struct op *o, mt_tree *t)
-{
-    o->t = t;
-    o->tx = NULL;
-    o->err = 0;
-    o->made = 0;
-    o->nheld = 0;
-    o->depth = 0;
-    if (atomic_load(&t->broken))
-        return TXN_E_STATE;
 #ifdef MT_INCLL
+int op_begin_tx(struct op *o, mt_tree *t)
+{
     int rc = 0;
     if (t_batch.tx && t_batch.t != t) /* another tree's */
         rc = batch_end();
-    if (!rc && t_batch.tx) {
-        o->tx = t_batch.tx;
-        o->epoch = t_batch.epoch;
-        o->wait = t_batch.wait;
-    } else if (!rc && !(rc = txn_begin(t->pool, &o->tx))) {
+    if (!rc && !(rc = txn_begin(t->pool, &o->tx))) {
         o->epoch = incll_epoch(o->tx);
         o->wait = incll_waiting_word(o->tx);
     }
-#else
-    int rc = t->pool ? txn_begin(t->pool, &o->tx) : 0;
-#endif
-#ifdef MT_INCLL
-    t_tx = o->tx;
-    t_first = t->first;
-    t_ready = t->ready;
-    t_err = 0;
-#endif
     return rc;
 }
+#endif
 
-int op_end(struct op *o)
+int op_finish(struct op *o)
 {
     int rc = 0;
 #ifdef MT_INCLL
-    if (t_err && !o->err)
-        o->err = t_err;
-    t_tx = NULL;
-    /* commits cover whole operations: an epoch end waiting for this
-     * transaction has it after this operation (a commit hook announces
-     * the state after it) */
-    if (o->tx && !o->err && !o->made && ++t_batch.n < o->t->batch && !incll_waiting(o->wait)) {
-        t_batch.t = o->t; /* the next operation goes on in it */
-        t_batch.tx = o->tx;
-        t_batch.pool = o->t->pool;
-        t_batch.epoch = o->epoch;
-        t_batch.wait = o->wait;
-        while (o->nheld > 0)
-            node_unlock(o->held[--o->nheld]);
-        return 0;
-    }
     t_batch.tx = NULL;
     t_batch.n = 0;
 #endif

@@ -307,13 +307,18 @@ static inline void node_ready(struct node *n) { (void)n; }
 #endif
 
 /* ---- locks */
-static inline uint64_t node_stable(struct node *n)
+/* n's version once no writer is changing it (n ready already) */
+static inline uint64_t node_wait(struct node *n)
 {
     uint64_t v;
-    node_ready(n);
     while ((v = atomic_load_explicit(&n->version, memory_order_acquire)) & V_DIRTY)
         __builtin_ia32_pause();
     return v;
+}
+static inline uint64_t node_stable(struct node *n)
+{
+    node_ready(n);
+    return node_wait(n);
 }
 static inline int node_changed(struct node *n, uint64_t v)
 {
@@ -336,8 +341,6 @@ static inline void node_mark(struct node *n, uint64_t bits)
 }
 
 /* ---- operations' writes: DRAM store plus txn_write to the mirror */
-int op_begin(struct op *o, mt_tree *t);
-int op_end(struct op *o);                 /* commit, then unlock all */
 void op_lock(struct op *o, struct node *n);
 int op_trylock(struct op *o, struct node *n);
 void op_hold(struct op *o, struct node *n); /* a new node, locked */
@@ -420,6 +423,65 @@ static inline int rd_end(mt_tree *t)
 int rd_begin(mt_tree *t);
 int rd_end(mt_tree *t);
 #endif
+
+/* An operation's start: its transaction (MT_INCLL: the thread's shared
+ * one when it is on this tree, else op_begin_tx begins one). */
+#ifdef MT_INCLL
+int op_begin_tx(struct op *o, mt_tree *t);
+#endif
+static inline int op_begin(struct op *o, mt_tree *t)
+{
+    o->t = t;
+    o->tx = NULL;
+    o->err = 0;
+    o->made = 0;
+    o->nheld = 0;
+    o->depth = 0;
+    if (atomic_load(&t->broken))
+        return TXN_E_STATE;
+#ifdef MT_INCLL
+    int rc = 0;
+    if (t_batch.tx && t_batch.t == t) {
+        o->tx = t_batch.tx;
+        o->epoch = t_batch.epoch;
+        o->wait = t_batch.wait;
+    } else {
+        rc = op_begin_tx(o, t);
+    }
+    t_tx = o->tx;
+    t_first = t->first;
+    t_ready = t->ready;
+    t_err = 0;
+    return rc;
+#else
+    return t->pool ? txn_begin(t->pool, &o->tx) : 0;
+#endif
+}
+
+/* Commit (or abort on an error), then unlock all. */
+int op_finish(struct op *o);
+static inline int op_end(struct op *o)
+{
+#ifdef MT_INCLL
+    if (t_err && !o->err)
+        o->err = t_err;
+    t_tx = NULL;
+    /* commits cover whole operations: an epoch end waiting for this
+     * transaction has it after this operation (a commit hook announces
+     * the state after it) */
+    if (o->tx && !o->err && !o->made && ++t_batch.n < o->t->batch && !incll_waiting(o->wait)) {
+        t_batch.t = o->t; /* the next operation goes on in it */
+        t_batch.tx = o->tx;
+        t_batch.pool = o->t->pool;
+        t_batch.epoch = o->epoch;
+        t_batch.wait = o->wait;
+        while (o->nheld > 0)
+            node_unlock(o->held[--o->nheld]);
+        return 0;
+    }
+#endif
+    return op_finish(o);
+}
 
 /* A node's persistent object (NULL: transient). */
 static inline txn_obj *node_obj(struct node *n)
