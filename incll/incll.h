@@ -323,10 +323,14 @@ static inline int incll_waiting(const int *w) { return __atomic_load_n(w, __ATOM
 /* This thread's counters (incll_stats_get); the fast paths count here. */
 extern __thread incll_stats incll_tstats __attribute__((tls_model("initial-exec")));
 
+/* the library's count of bytes stored by such paths (txn_stats.bytes_stored) */
+extern __thread uint64_t txn__stored_inline __attribute__((tls_model("initial-exec")));
+
 #ifdef PMTX_TRACE /* the crash simulator's build traces every store */
 #define INCLL_STORE_(p, v) incll_store_shared((uint64_t *)(p), (v))
 #else
-#define INCLL_STORE_(p, v) __atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELAXED)
+#define INCLL_STORE_(p, v)                                                                \
+    (__atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELAXED), txn__stored_inline += 8)
 #endif
 
 /* incll_update_try. When the node was started in this epoch already and

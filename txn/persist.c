@@ -13,6 +13,7 @@
 #include "txn.h"
 
 PM_TLS struct pm_counters pm_ctr;
+PM_TLS uint64_t txn__stored_inline;
 struct pm_config pm_cfg = {1, 100, 1, "clwb"};
 static pthread_once_t persist_once = PTHREAD_ONCE_INIT;
 
@@ -120,12 +121,13 @@ void txn_stats_get(txn_stats *out)
     out->lines_flushed = pm_ctr.lines_flushed;
     out->log_bytes = pm_ctr.log_bytes;
     out->raw_lookups = pm_ctr.raw_lookups;
-    out->bytes_stored = pm_ctr.bytes_stored;
+    out->bytes_stored = pm_ctr.bytes_stored + txn__stored_inline;
 }
 
 void txn_stats_reset(void)
 {
     memset(&pm_ctr, 0, sizeof pm_ctr);
+    txn__stored_inline = 0;
 }
 
 int txn_pdom(void) { return pm_cfg.pdom; }

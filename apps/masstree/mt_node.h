@@ -377,7 +377,7 @@ void w_perm(struct op *o, struct leaf *l, uint64_t perm);
  * slot, w_perm(perm_swap). */
 int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v);
 void w_move_begin(struct op *o, struct leaf *l);
-/* a read-only operation's transaction (MT_INCLL; nothing otherwise) */
+/* ---- a read-only operation's transaction (MT_INCLL; nothing otherwise) */
 #ifdef MT_INCLL
 /* The calling thread's shared transaction (opts.batch): its tree, pool,
  * epoch and epoch-end word, and the operations it has run. */

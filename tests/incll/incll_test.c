@@ -531,6 +531,72 @@ START_TEST(test_lazy_recovery)
 }
 END_TEST
 
+/* incll_update_try_in (incll.h's inline path) with the transaction's
+ * epoch: a node not started in the epoch goes to the library (its first
+ * touch); then a slot its line's InCLL saved, a free InCLL of the other
+ * line and a logged node are done inline, counted as the library counts
+ * (incll_stats, txn_stats.bytes_stored); a slot whose InCLL holds another
+ * answers INCLL_MOVE with nothing written. */
+static void child_inline(txn *tx)
+{
+    txn_obj *o = leaf_at(tx, 0);
+    uint64_t e = incll_epoch(tx);
+    ck_assert_int_eq(incll_update_try_in(tx, o, &leaf_layout, 1, 0x1a00, e), 0);
+    ck_assert_int_eq(incll_update_try_in(tx, o, &leaf_layout, 1, 0x1b00, e), 0);
+    ck_assert_int_eq(incll_update_try_in(tx, o, &leaf_layout, 8, 0x2b00, e), 0);
+}
+
+START_TEST(test_update_inline)
+{
+    make_leaf(0, 10); /* keys 1..10 in slots 0..9, value of x = 16 * x */
+    incll_stats st;
+    txn_stats s0, s1;
+    incll_stats_reset();
+    txn *tx = begin();
+    txn_obj *o = leaf_at(tx, 0);
+    struct leaf *n = node(tx, o);
+    uint64_t e = incll_epoch(tx);
+    ck_assert_uint_ne(incll_node_epoch(&n->p), e);
+    ck_assert_int_eq(incll_update_try_in(tx, o, &leaf_layout, 1, 0x1000, e), 0); /* first touch */
+    ck_assert_uint_eq(incll_node_epoch(&n->p), e);
+    ck_assert_uint_eq(n->incll1, incll_val_pack(1, 32, e));
+    txn_stats_get(&s0);
+    ck_assert_int_eq(incll_update_try_in(tx, o, &leaf_layout, 1, 0x1100, e), 0); /* saved */
+    txn_stats_get(&s1);
+    ck_assert_uint_eq(value_of(n, 2), 0x1100);
+    ck_assert_uint_eq(n->incll1, incll_val_pack(1, 32, e)); /* still the epoch's start */
+    ck_assert_uint_eq(s1.bytes_stored - s0.bytes_stored, 8);
+    ck_assert_int_eq(incll_update_try_in(tx, o, &leaf_layout, 8, 0x2000, e), 0); /* incll2 */
+    txn_stats_get(&s0);
+    ck_assert_uint_eq(s0.bytes_stored - s1.bytes_stored, 16);
+    ck_assert_uint_eq(n->incll2, incll_val_pack(8, 144, e));
+    ck_assert_uint_eq(value_of(n, 9), 0x2000);
+    ck_assert_int_eq(incll_update_try_in(tx, o, &leaf_layout, 3, 0x3000, e), INCLL_MOVE);
+    ck_assert_uint_eq(value_of(n, 4), 64);
+    ck_assert_int_eq(incll_update(tx, o, &leaf_layout, 3, 0x3000), 0); /* logs */
+    ck_assert(logged(n));
+    ck_assert_int_eq(incll_update_try_in(tx, o, &leaf_layout, 5, 0x5000, e), 0);
+    ck_assert_uint_eq(value_of(n, 6), 0x5000);
+    incll_stats_get(&st);
+    ck_assert_uint_eq(st.hit_update, 3);
+    ck_assert_uint_eq(st.log_overflow, 1);
+    ck_assert_uint_eq(st.in_logged, 1);
+    commit_sync(tx);
+    /* the inline changes of a failed epoch roll back at the first access */
+    uint64_t fe = crash_child(child_inline);
+    tx = begin();
+    o = leaf_at(tx, 0);
+    n = incll_node(o);
+    ck_assert_uint_eq(incll_node_epoch(&n->p), fe);
+    ck_assert_uint_eq(n->vals[1], 0x1b00);
+    ck_assert_uint_eq(n->vals[8], 0x2b00);
+    n = node(tx, o);
+    ck_assert_uint_eq(value_of(n, 2), 0x1100);
+    ck_assert_uint_eq(value_of(n, 9), 0x2000);
+    commit_sync(tx);
+}
+END_TEST
+
 static void child_touch_a(txn *tx)
 {
     ck_assert_int_eq(tleaf_update(tx, leaf_at(tx, 0), 1, 0x990), 0);
@@ -617,6 +683,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_remove_insert);
     tcase_add_test(tc, test_stats);
     tcase_add_test(tc, test_update_move);
+    tcase_add_test(tc, test_update_inline);
     tcase_add_test(tc, test_grace);
     tcase_add_test(tc, test_wrap);
     tcase_add_test(tc, test_lazy_recovery);
