@@ -1211,14 +1211,14 @@ uint64_t incll__epoch(txn *tx)
     return ((struct itx *)tx->eng)->epoch;
 }
 
-int incll_epoch_waiting(txn *tx)
-{
-    return __atomic_load_n(&((struct itx *)tx->eng)->st->advancing, __ATOMIC_RELAXED);
-}
-
 const int *incll_waiting_word(txn *tx)
 {
     return &((struct itx *)tx->eng)->st->advancing;
+}
+
+int incll_epoch_waiting(txn *tx)
+{
+    return incll_waiting(incll_waiting_word(tx));
 }
 
 uint64_t incll__first_epoch(txn *tx)

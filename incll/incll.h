@@ -333,40 +333,56 @@ extern __thread uint64_t txn__stored_inline __attribute__((tls_model("initial-ex
     (__atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELAXED), txn__stored_inline += 8)
 #endif
 
-/* incll_update_try. When the node was started in this epoch already and
- * its line's value InCLL takes the change (it saved this slot, or is
- * free and the old value fits) or the node is logged, the store is done
- * here: N5 as in the library; with a layout constant to the compiler,
- * the search for the slot's InCLL folds away. Anything else (the node's
- * first change in the epoch, a move, a log) calls incll_update_try. */
+/* The value InCLL (index in group_off) whose line holds slot s's value
+ * word, or -1. */
+static inline int incll__group_of_slot(const incll_layout *l, unsigned s)
+{
+    size_t line = (INCLL_OBJ_HDR + l->vals_off + 8 * (size_t)s) / INCLL_LINE;
+    for (unsigned g = 0; g < l->ngroups && g < INCLL_MAX_GROUPS; g++)
+        if ((INCLL_OBJ_HDR + l->group_off[g]) / INCLL_LINE == line)
+            return (int)g;
+    return -1;
+}
+
+/* N5 on a node started in `epoch` (its epoch word ew), `gw` the InCLL of
+ * the line of `val` (slot's value word): when the node is logged, or the
+ * InCLL saved this slot already, or is free and takes the old value, v
+ * is stored (counted) and 1 returned; else 0, nothing changed. The
+ * library's incll_update and the inline path below both decide here. */
+static inline int incll__update_hit(uint64_t ew, incll_val *gw, uint64_t *val, unsigned slot,
+                                    uint64_t v, uint64_t epoch)
+{
+    unsigned held = incll_val_slot(*gw);
+    if (ew & INCLL_LOGGED) {
+        incll_tstats.in_logged++;
+    } else if (held == slot) {
+        incll_tstats.hit_update++; /* its start-of-epoch value is saved already */
+    } else if (held == INCLL_NONE && incll_val_fits(*val)) {
+        INCLL_STORE_(gw, incll_val_pack(slot, *val, epoch));
+        __asm__ __volatile__("" ::: "memory"); /* the InCLL before the value */
+        incll_tstats.hit_update++;
+    } else {
+        return 0;
+    }
+    INCLL_STORE_(val, v);
+    return 1;
+}
+
+/* incll_update_try without a call when the node was started in this
+ * epoch already and incll__update_hit takes the change; with a layout
+ * constant to the compiler, the search for the slot's InCLL folds away.
+ * Anything else (the node's first change in the epoch, a move, a log)
+ * calls incll_update_try. */
 static inline int incll_update_try_in(txn *tx, txn_obj *o, const incll_layout *l,
                                       unsigned slot, uint64_t v, uint64_t epoch)
 {
     char *n = (char *)incll_node(o);
     uint64_t ew = __atomic_load_n(&((incll_perm *)(n + l->perm_off))->epoch, __ATOMIC_RELAXED);
-    if (ew >> INCLL_EPOCH_SHIFT != epoch || slot >= l->nslots)
-        return incll_update_try(tx, o, l, slot, v);
-    uint64_t *val = (uint64_t *)(n + l->vals_off) + slot;
-    size_t line = (INCLL_OBJ_HDR + l->vals_off + 8 * (size_t)slot) / INCLL_LINE;
-    for (unsigned g = 0; g < l->ngroups && g < INCLL_MAX_GROUPS; g++) {
-        if ((INCLL_OBJ_HDR + l->group_off[g]) / INCLL_LINE != line)
-            continue;
-        incll_val *gw = (incll_val *)(n + l->group_off[g]);
-        unsigned held = incll_val_slot(*gw);
-        if (ew & INCLL_LOGGED) {
-            incll_tstats.in_logged++;
-        } else if (held == slot) {
-            incll_tstats.hit_update++;
-        } else if (held == INCLL_NONE && incll_val_fits(*val)) {
-            INCLL_STORE_(gw, incll_val_pack(slot, *val, epoch));
-            __asm__ __volatile__("" ::: "memory"); /* N5: the InCLL before the value */
-            incll_tstats.hit_update++;
-        } else {
-            break;
-        }
-        INCLL_STORE_(val, v);
+    int g = slot < l->nslots ? incll__group_of_slot(l, slot) : -1;
+    if (ew >> INCLL_EPOCH_SHIFT == epoch && g >= 0 &&
+        incll__update_hit(ew, (incll_val *)(n + l->group_off[g]), (uint64_t *)(n + l->vals_off) + slot,
+                          slot, v, epoch))
         return 0;
-    }
     return incll_update_try(tx, o, l, slot, v);
 }
 

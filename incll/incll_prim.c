@@ -62,16 +62,6 @@ static size_t line_of(size_t off)
     return (INCLL_OBJ_HDR + off) / INCLL_LINE;
 }
 
-/* The value InCLL whose line holds slot s's value word, or -1. */
-static int group_of_slot(const incll_layout *l, unsigned s)
-{
-    size_t line = line_of(l->vals_off + 8 * (size_t)s);
-    for (unsigned g = 0; g < l->ngroups; g++)
-        if (line_of(l->group_off[g]) == line)
-            return (int)g;
-    return -1;
-}
-
 int incll_layout_check(const incll_layout *l)
 {
     if (!l || l->nslots == 0 || l->nslots > INCLL_MAX_SLOTS || l->ngroups == 0 ||
@@ -87,7 +77,7 @@ int incll_layout_check(const incll_layout *l)
                 return TXN_E_INVAL; /* two InCLLs for one line: the slot says which */
     }
     for (unsigned s = 0; s < l->nslots; s++)
-        if (group_of_slot(l, s) < 0)
+        if (incll__group_of_slot(l, s) < 0)
             return TXN_E_INVAL;
     return 0;
 }
@@ -148,7 +138,7 @@ static int first_touch(txn *tx, txn_obj *o, const incll_layout *l, uint64_t e, i
     for (unsigned g = 0; recover && g < l->ngroups; g++) { /* decide before writing */
         incll_val w = *group_of(o, l, g);
         unsigned s = incll_val_slot(w);
-        if (s < l->nslots && group_of_slot(l, s) == (int)g &&
+        if (s < l->nslots && incll__group_of_slot(l, s) == (int)g &&
             (failed[g] = incll__epoch_failed(tx, incll_val_epoch(w, e))) < 0)
             return failed[g];
     }
@@ -264,7 +254,7 @@ void incll_perm_store(txn_obj *o, const incll_layout *l, uint64_t perm)
 static int update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uint64_t v,
                   int may_move)
 {
-    int g = slot < l->nslots ? group_of_slot(l, slot) : -1;
+    int g = slot < l->nslots ? incll__group_of_slot(l, slot) : -1;
     if (g < 0)
         return TXN_E_INVAL;
     int rc = touch(tx, o, l);
@@ -272,23 +262,13 @@ static int update(txn *tx, txn_obj *o, const incll_layout *l, unsigned slot, uin
         return rc;
     incll_perm *pi = perm_of(o, l);
     uint64_t *val = &vals_of(o, l)[slot];
-    incll_val *gw = group_of(o, l, (unsigned)g);
-    unsigned held = incll_val_slot(*gw);
-    if (pi->epoch & INCLL_LOGGED) {
-        COUNT(in_logged); /* N5: logged */
-    } else if (held == slot) {
-        COUNT(hit_update); /* N5: its start-of-epoch value is saved already */
-    } else if (held == INCLL_NONE && incll_val_fits(*val)) {
-        pm_store64(gw, incll_val_pack(slot, *val, incll__epoch(tx)));
-        store_order();
-        COUNT(hit_update);
-    } else if (may_move) {
+    if (incll__update_hit(pi->epoch, group_of(o, l, (unsigned)g), val, slot, v, incll__epoch(tx)))
+        return 0; /* N5: logged, or its InCLL saved the slot or takes it */
+    if (may_move)
         return INCLL_MOVE; /* nothing changed */
-    } else if ((rc = log_node(tx, o, pi))) {
+    if ((rc = log_node(tx, o, pi)))
         return rc;
-    } else {
-        COUNT(log_overflow);
-    }
+    COUNT(log_overflow);
     pm_store64_shared(val, v);
     return 0;
 }

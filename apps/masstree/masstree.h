@@ -86,9 +86,9 @@ void mt_close(mt_tree *t);
  * has one on t: before the thread waits for another thread (an epoch end
  * waits for the transaction, and other threads' puts for the epoch end),
  * begins a transaction of its own on the pool or calls txn_sync or
- * txn_pool_close (which would wait for it), or exits (a thread that exits without it has its
- * transaction rolled back with its context: its InCLL changes stay, see
- * incll.h). 0 or the commit's error (the tree is then unusable, as after
+ * txn_pool_close (which would wait for it), or exits (a thread that
+ * exits without it has its transaction rolled back with its context: its
+ * InCLL changes stay, see incll.h). 0 or the commit's error (the tree is then unusable, as after
  * a failed put). */
 int mt_flush(mt_tree *t);
 
