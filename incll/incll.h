@@ -41,9 +41,12 @@
  *  N1 perm, saved and epoch share one line; each value InCLL shares the
  *     line of every value word it covers.
  *  N2 First touch: the first change of a node in C, or its first access in
- *     this execution, stores per line, in this order: in each value line,
- *     [the restore of N7], then the InCLL := (none, low16(C)); in the perm
- *     line, saved := perm [or perm := saved, N7], then epoch := C | INS_OK.
+ *     this execution, stores per line, in this order: in each value line
+ *     that N7 restores or whose InCLL N6 needs rewritten, [the restore],
+ *     then the InCLL := (none, low16(C)); in the perm line, saved := perm
+ *     [or perm := saved, N7], then epoch := C | INS_OK. Other value lines
+ *     are not written (nor read): their InCLLs carry an older epoch, which
+ *     says free in C (N5).
  *     Before any of it, either this thread's epoch marker is durable (a
  *     record of C in its log, one barrier per thread per epoch: a crash in
  *     C then fails C), or, when C and the node epoch differ in their high
@@ -57,27 +60,37 @@
  *     brings back).
  *  N5 A value of a slot in use changes in C only after its line's InCLL
  *     holds (slot, old value, low16(C)), or held that slot already in C, or
- *     the node is logged in C. Otherwise (the InCLL holds another slot, or
- *     the old value is no 16-byte aligned 48-bit word) the node is logged
- *     first.
- *  N6 A value InCLL's epoch is (node epoch & ~0xffff) | low16: N2 rewrites
- *     every value InCLL at each first touch, and logs instead when the
- *     high bits would differ, so whichever node epoch is durable (the old
- *     one or C: the lines persist independently) has the right high bits.
+ *     the node is logged in C. An InCLL holds a slot in C only when its
+ *     epoch bits are low16(C); with other bits it is free. Otherwise (the
+ *     InCLL holds another slot in C, or the old value is no 16-byte aligned
+ *     48-bit word) the node is logged first.
+ *  N6 A value InCLL's epoch is (node epoch & ~0xffff) | low16, at most the
+ *     node epoch or C (a save of C may persist without C's epoch word): it
+ *     is written only in its node's epoch, and when C and the node epoch
+ *     differ in their high bits N2 logs the node and rewrites every value
+ *     InCLL, so whichever node epoch is durable (the old one or C: the
+ *     lines persist independently) has the right high bits. So an InCLL
+ *     with bits other than low16(C) is of an epoch before C.
  *  N7 Lazy recovery: a node whose epoch is below S is recovered at its
  *     first access, under a hashed volatile recovery lock (the node's own
  *     lock may be in any state after a crash): perm := saved if the node
  *     epoch failed, vals[slot] := old for each value InCLL whose epoch
- *     failed, then N2. Idempotent: after a crash part way, the node epoch
+ *     failed, then N2; a restored InCLL, rewritten after its restore in
+ *     the same line, is flushed and fenced before the node epoch changes
+ *     (one barrier per node with a restore). So a value InCLL of an epoch
+ *     below the node epoch is of a complete epoch (one that failed was
+ *     restored at the node's first access after it, durably before the
+ *     node epoch passed it), and only InCLLs of the node epoch or later
+ *     are looked up: an old complete epoch may be one the failure ring
+ *     no longer tells. Idempotent: after a crash part way, the node epoch
  *     is the old failed one or C (failed by the marker), saved is
- *     unchanged, and each value InCLL is either unchanged (restored again)
- *     or reset after its restore in the same line.
+ *     unchanged, and each value InCLL is either unchanged (restored
+ *     again) or reset after its restore in the same line.
  *  N8 A node logged in C comes back from the external log as it was when
  *     logged, InCLL words included (it may have changed in C before); N7
  *     then takes it back to the start of C.
  *  N9 N2 adds the whole node to C's global flush, so at the start of each
- *     epoch every node's words are durable and each value InCLL carries
- *     low16(node epoch).
+ *     epoch every node's words are durable.
  *
  * Cost: no barrier per change; one per thread per epoch (the marker), one
  * per node logged. Reads of a node after a restart write it once (N7).
@@ -352,7 +365,8 @@ static inline int incll__group_of_slot(const incll_layout *l, unsigned s)
 static inline int incll__update_hit(uint64_t ew, incll_val *gw, uint64_t *val, unsigned slot,
                                     uint64_t v, uint64_t epoch)
 {
-    unsigned held = incll_val_slot(*gw);
+    incll_val w = *gw;
+    unsigned held = w >> 48 == (epoch & 0xffffu) ? incll_val_slot(w) : INCLL_NONE; /* N5 */
     if (ew & INCLL_LOGGED) {
         incll_tstats.in_logged++;
     } else if (held == slot) {

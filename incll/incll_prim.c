@@ -138,8 +138,9 @@ static int first_touch(txn *tx, txn_obj *o, const incll_layout *l, uint64_t e, i
     for (unsigned g = 0; recover && g < l->ngroups; g++) { /* decide before writing */
         incll_val w = *group_of(o, l, g);
         unsigned s = incll_val_slot(w);
-        if (s < l->nslots && incll__group_of_slot(l, s) == (int)g &&
-            (failed[g] = incll__epoch_failed(tx, incll_val_epoch(w, e))) < 0)
+        uint64_t we = incll_val_epoch(w, e);
+        if (s < l->nslots && incll__group_of_slot(l, s) == (int)g && we >= e && /* N7 */
+            (failed[g] = incll__epoch_failed(tx, we)) < 0)
             return failed[g];
     }
     if (recover && (failed[INCLL_MAX_GROUPS] = incll__epoch_failed(tx, e)) < 0)
@@ -151,14 +152,21 @@ static int first_touch(txn *tx, txn_obj *o, const incll_layout *l, uint64_t e, i
     if (logged)
         COUNT(log_explicit);
     incll__dirty(tx, o, l->size); /* N9 */
+    int restored = 0;
     for (unsigned g = 0; g < l->ngroups; g++) {
         incll_val *gw = group_of(o, l, g);
         if (failed[g]) {
             pm_store64(&vals[incll_val_slot(*gw)], incll_val_old(*gw));
             store_order();
+            pm_store64(gw, incll_val_pack(INCLL_NONE, 0, c));
+            pm_flush(gw, 8);
+            restored = 1;
+        } else if (logged) { /* N2: any other one is of an epoch before C */
+            pm_store64(gw, incll_val_pack(INCLL_NONE, 0, c));
         }
-        pm_store64(gw, incll_val_pack(INCLL_NONE, 0, c));
     }
+    if (restored) /* N7: no node epoch above a failed InCLL */
+        pm_barrier();
     if (failed[INCLL_MAX_GROUPS])
         pm_store64_shared(&pi->perm, pi->saved);
     else

@@ -183,10 +183,13 @@ START_TEST(test_update_incll)
     ck_assert_int_eq(tleaf_update(tx, o, 2, 0x6000), 0);
     ck_assert(!logged(n));
     ck_assert_uint_eq(n->incll1, incll_val_pack(1, 0x3000, incll__epoch(tx)));
-    ck_assert_uint_eq(n->incll2, incll_val_pack(INCLL_NONE, 0, incll__epoch(tx)));
+    /* the other line was not written: its InCLL, of the last epoch, is
+     * free in this one (N2, N5) */
+    ck_assert_uint_eq(n->incll2, incll_val_pack(8, 144, e));
     /* an old value that is no 16-byte aligned pointer cannot be saved */
     ck_assert_int_eq(tleaf_update(tx, o, 10, 0x7001), 0);
     ck_assert(!logged(n));
+    ck_assert_uint_eq(n->incll2, incll_val_pack(9, 160, incll__epoch(tx)));
     commit_sync(tx);
     tx = begin();
     n = node(tx, o);
@@ -602,6 +605,62 @@ static void child_touch_a(txn *tx)
     ck_assert_int_eq(tleaf_update(tx, leaf_at(tx, 0), 1, 0x990), 0);
 }
 
+static void child_update_9(txn *tx)
+{
+    ck_assert_int_eq(tleaf_update(tx, leaf_at(tx, 0), 9, 0x990), 0);
+}
+
+/* Value InCLLs are reset lazily (N2, N5): one of an epoch before the
+ * node's stays as it was, and recovery looks only at those of the node
+ * epoch or later (N7). An older one is of a complete epoch, even when the
+ * failure ring no longer tells it: its node is not taken for corrupt,
+ * and its old value is not restored after a later crash. */
+START_TEST(test_stale_incll)
+{
+    make_leaf(0, 10);
+    txn *tx = begin();
+    txn_obj *o = leaf_at(tx, 0);
+    ck_assert_int_eq(tleaf_update(tx, o, 2, 0x1000), 0); /* slot 1: incll1 */
+    uint64_t e1 = incll__epoch(tx);
+    commit_sync(tx);
+    set_epoch_words(e1 + 20, 0, NULL);
+    tx = begin();
+    o = leaf_at(tx, 0);
+    struct leaf *n = node(tx, o);
+    ck_assert_int_eq(tleaf_update(tx, o, 9, 0x2000), 0); /* slot 8: incll2 */
+    uint64_t e2 = incll__epoch(tx);
+    ck_assert_uint_eq(n->incll1, incll_val_pack(1, 32, e1)); /* not rewritten */
+    ck_assert_uint_eq(n->incll2, incll_val_pack(8, 144, e2));
+    commit_sync(tx);
+    /* seven failures since e1, six remembered: e1 is older than all */
+    uint64_t ring[6];
+    for (int i = 0; i < 6; i++)
+        ring[i] = e1 + 1 + (uint64_t)i;
+    set_epoch_words(e2 + 10, 7, ring);
+    tx = begin();
+    ck_assert_int_eq(incll__epoch_failed(tx, e1), TXN_E_CORRUPT);
+    o = leaf_at(tx, 0);
+    ck_assert_int_eq(tleaf_open(tx, o, &n), 0);
+    ck_assert_uint_eq(value_of(n, 2), 0x1000);
+    ck_assert_uint_eq(n->incll1, incll_val_pack(1, 32, e1));
+    txn_abort(tx);
+    uint64_t e3 = crash_child(child_update_9);
+    tx = begin();
+    ck_assert_int_eq(incll__epoch_failed(tx, e3), 1);
+    o = leaf_at(tx, 0);
+    n = incll_node(o);
+    ck_assert_uint_eq(n->vals[8], 0x990); /* before the first access */
+    ck_assert_int_eq(tleaf_open(tx, o, &n), 0);
+    ck_assert_uint_eq(value_of(n, 9), 0x2000);
+    ck_assert_uint_eq(value_of(n, 2), 0x1000);
+    ck_assert_uint_eq(n->incll1, incll_val_pack(1, 32, e1));
+    for (uint64_t x = 3; x <= 10; x++)
+        if (x != 9)
+            ck_assert_uint_eq(value_of(n, x), 16 * x);
+    commit_sync(tx);
+}
+END_TEST
+
 /* Two crashes in a row, the second before the first one's leaves were
  * touched: each keeps its failed epoch. */
 START_TEST(test_two_crashes)
@@ -688,6 +747,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_wrap);
     tcase_add_test(tc, test_lazy_recovery);
     tcase_add_test(tc, test_two_crashes);
+    tcase_add_test(tc, test_stale_incll);
     tcase_add_test(tc, test_forgotten_epoch);
     tcase_add_test(tc, test_epoch);
     suite_add_tcase(s, tc);
