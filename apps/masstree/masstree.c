@@ -199,13 +199,21 @@ int mt_get(mt_tree *t, const void *key, size_t len, uint64_t *val)
     return rrc ? rrc : rc;
 }
 
-/* Lock and return the leaf of `layer` that holds slice ik. */
+/* Lock and return the leaf of `layer` that holds slice ik. reach_leaf's
+ * leaf held ik at its version v (a split keeps a leaf dirty until its
+ * parent has the new sibling); only a split moves part of a leaf's range
+ * away (an unlink marks the leaf deleted, a neighbour's unlink widens
+ * it), so with its split count as in v the locked leaf holds ik still, and
+ * the next leaf's low key, a cache miss, is read only after a split. */
 static struct leaf *leaf_locked(struct op *o, struct node *layer, uint64_t ik)
 {
     for (;;) {
         uint64_t v;
         struct leaf *l = reach_leaf(layer, ik, &v);
         op_lock(o, &l->h);
+        uint64_t w = atomic_load_explicit(&l->h.version, memory_order_relaxed);
+        if (!(w & V_DELETED) && (w ^ v) < V_SPLIT_ONE)
+            return l;
         for (;;) {
             if (atomic_load_explicit(&l->h.version, memory_order_relaxed) & V_DELETED)
                 break;
