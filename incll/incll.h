@@ -64,13 +64,14 @@
  *     epoch bits are low16(C); with other bits it is free. Otherwise (the
  *     InCLL holds another slot in C, or the old value is no 16-byte aligned
  *     48-bit word) the node is logged first.
- *  N6 A value InCLL's epoch is (node epoch & ~0xffff) | low16, at most the
- *     node epoch or C (a save of C may persist without C's epoch word): it
- *     is written only in its node's epoch, and when C and the node epoch
- *     differ in their high bits N2 logs the node and rewrites every value
- *     InCLL, so whichever node epoch is durable (the old one or C: the
- *     lines persist independently) has the right high bits. So an InCLL
- *     with bits other than low16(C) is of an epoch before C.
+ *  N6 A value InCLL's epoch is (node epoch & ~0xffff) | low16. It is
+ *     written only in its node's epoch, so it is at most the node epoch
+ *     (or C, when a save of C persisted and C's epoch word did not); when
+ *     C and the node epoch differ in their high bits, N2 logs the node and
+ *     rewrites every value InCLL, so whichever node epoch is durable (the
+ *     old one or C: the lines persist independently) has the right high
+ *     bits. An InCLL with bits other than low16(C) is thus of an epoch
+ *     before C.
  *  N7 Lazy recovery: a node whose epoch is below S is recovered at its
  *     first access, under a hashed volatile recovery lock (the node's own
  *     lock may be in any state after a crash): perm := saved if the node
@@ -93,7 +94,8 @@
  *     epoch every node's words are durable.
  *
  * Cost: no barrier per change; one per thread per epoch (the marker), one
- * per node logged. Reads of a node after a restart write it once (N7).
+ * per node logged. Reads of a node after a restart write it once (N7),
+ * with one barrier when they restore a value InCLL.
  *
  * Rules for a structure using these
  *  - Every call runs inside a transaction of the calling thread (it pins
