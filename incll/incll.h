@@ -45,8 +45,8 @@
  *     that N7 restores or whose InCLL N6 needs rewritten, [the restore],
  *     then the InCLL := (none, low16(C)); in the perm line, saved := perm
  *     [or perm := saved, N7], then epoch := C | INS_OK. Other value lines
- *     are not written (nor read): their InCLLs carry an older epoch, which
- *     says free in C (N5).
+ *     are not written (nor read, but by N7's decision): their InCLLs
+ *     carry an older epoch, which says free in C (N5).
  *     Before any of it, either this thread's epoch marker is durable (a
  *     record of C in its log, one barrier per thread per epoch: a crash in
  *     C then fails C), or, when C and the node epoch differ in their high
