@@ -155,14 +155,16 @@ static int first_touch(txn *tx, txn_obj *o, const incll_layout *l, uint64_t e, i
     int restored = 0;
     for (unsigned g = 0; g < l->ngroups; g++) {
         incll_val *gw = group_of(o, l, g);
+        if (!failed[g] && !logged)
+            continue; /* N2: of an epoch before C, free in it */
         if (failed[g]) {
             pm_store64(&vals[incll_val_slot(*gw)], incll_val_old(*gw));
             store_order();
-            pm_store64(gw, incll_val_pack(INCLL_NONE, 0, c));
+        }
+        pm_store64(gw, incll_val_pack(INCLL_NONE, 0, c));
+        if (failed[g]) {
             pm_flush(gw, 8);
             restored = 1;
-        } else if (logged) { /* N2: any other one is of an epoch before C */
-            pm_store64(gw, incll_val_pack(INCLL_NONE, 0, c));
         }
     }
     if (restored) /* N7: no node epoch above a failed InCLL */
