@@ -1046,7 +1046,8 @@ static void fail_epoch(txn_pool *p, uint64_t e)
  * record of one address in one part, in the log's order): each target
  * read first (in the pool's fresh mapping, a read fault maps the pages
  * around it too, the kernel's fault-around; a write fault only its own
- * page), then restored and flushed. */
+ * page), then restored and written back (pm_memcpy_flush: stores
+ * around the caches, no read of the lines it overwrites). */
 struct restore_part {
     struct log_rec **r; /* the part's records */
     size_t n;
@@ -1063,8 +1064,7 @@ static void restore_range(void *arg)
             (void)a[q->r[i]->len - 1];
         }
     for (size_t i = 0; i < q->n; i++) {
-        pm_memcpy((void *)(uintptr_t)q->r[i]->addr, log_payload(q->r[i]), q->r[i]->len);
-        pm_flush((void *)(uintptr_t)q->r[i]->addr, q->r[i]->len);
+        pm_memcpy_flush((void *)(uintptr_t)q->r[i]->addr, log_payload(q->r[i]), q->r[i]->len);
         q->count += q->r[i]->len > 0;
         q->bytes += q->r[i]->len;
     }

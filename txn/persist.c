@@ -95,6 +95,11 @@ void pm_flush_lines(const void *addr, size_t len)
     real_flush(addr, len);
 }
 
+void pm_copy_lines(void *dst, const void *src, size_t n)
+{
+    pmem_memcpy(dst, src, n, PMEM_F_MEM_NONTEMPORAL | PMEM_F_MEM_NODRAIN);
+}
+
 static inline uint64_t now_ns(void)
 {
     struct timespec ts;

@@ -132,6 +132,33 @@ static inline void pm_memset(void *dst, int c, size_t n)
     PM_TRACE_STORE(dst, n);
 }
 
+void pm_copy_lines(void *dst, const void *src, size_t n); /* persist.c */
+
+/* pm_memcpy then pm_flush of the copy, for a large copy that nothing
+ * reads soon (recovery's restore): at PDOM 0 and 1 it stores around the
+ * caches (libpmem's non-temporal copy), so that neither the destination's
+ * lines are read first nor are they left to be written back. Ordered by
+ * the next pm_barrier, as a flush is. */
+static inline void pm_memcpy_flush(void *dst, const void *src, size_t n)
+{
+#ifdef PMTX_TRACE
+    pm_memcpy(dst, src, n);
+    pm_flush(dst, n);
+#else
+    if (n == 0)
+        return;
+    if (!pm_cfg.do_flush) {
+        pm_memcpy(dst, src, n);
+        return;
+    }
+    uintptr_t a = (uintptr_t)dst & ~(uintptr_t)(PM_LINE - 1);
+    uintptr_t e = (uintptr_t)dst + n;
+    pm_ctr.lines_flushed += (e - a + PM_LINE - 1) / PM_LINE;
+    pm_ctr.bytes_stored += n;
+    pm_copy_lines(dst, src, n);
+#endif
+}
+
 /* Atomic read-modify-write of a persistent word (allocator bitmaps, which
  * threads share). */
 static inline void pm_or64(uint64_t *dst, uint64_t bits)
