@@ -1068,6 +1068,8 @@ static void restore_range(void *arg)
         q->count += q->r[i]->len > 0;
         q->bytes += q->r[i]->len;
     }
+    pm_order(); /* before the part is handed back: recover()'s barrier
+                   runs in the opening thread */
 }
 
 /* Restore threads for n records, taking parts from a counter: 8 ranges of

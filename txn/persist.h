@@ -159,6 +159,18 @@ static inline void pm_memcpy_flush(void *dst, const void *src, size_t n)
 #endif
 }
 
+/* This thread's flushes and non-temporal copies ordered before whatever
+ * it does next (an sfence): for a helper thread whose writes another
+ * thread's pm_barrier makes durable (recovery's restore threads). Not a
+ * persist barrier: nothing counted, no emulated latency. */
+static inline void pm_order(void)
+{
+#ifndef PMTX_TRACE
+    if (pm_cfg.do_flush)
+        __builtin_ia32_sfence();
+#endif
+}
+
 /* Atomic read-modify-write of a persistent word (allocator bitmaps, which
  * threads share). */
 static inline void pm_or64(uint64_t *dst, uint64_t bits)
