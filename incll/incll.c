@@ -1046,8 +1046,9 @@ static void fail_epoch(txn_pool *p, uint64_t e)
  * record of one address in one part, in the log's order): each target
  * read first (in the pool's fresh mapping, a read fault maps the pages
  * around it too, the kernel's fault-around; a write fault only its own
- * page), then restored and written back (pm_memcpy_flush: stores
- * around the caches, no read of the lines it overwrites). */
+ * page), then restored and written back (pm_memcpy_flush: at PDOM 0 and
+ * 1 non-temporal stores, so that a target's lines between its first and
+ * its last are not read before they are overwritten). */
 struct restore_part {
     struct log_rec **r; /* the part's records */
     size_t n;

@@ -56,14 +56,18 @@ static const char *detect_flush(void)
  * barriers) without this layer calling back into itself. */
 static void (*real_flush)(const void *, size_t) = pmem_flush;
 static void (*real_drain)(void) = pmem_drain;
+static void *(*real_memcpy)(void *, const void *, size_t, unsigned) = pmem_memcpy;
 
 static void find_libpmem(void)
 {
     void *f = dlsym(RTLD_NEXT, "pmem_flush"), *d = dlsym(RTLD_NEXT, "pmem_drain");
+    void *m = dlsym(RTLD_NEXT, "pmem_memcpy");
     if (f && d) {
         real_flush = (void (*)(const void *, size_t))f;
         real_drain = (void (*)(void))d;
     }
+    if (m)
+        real_memcpy = (void *(*)(void *, const void *, size_t, unsigned))m;
 }
 
 static void persist_setup(void)
@@ -97,7 +101,7 @@ void pm_flush_lines(const void *addr, size_t len)
 
 void pm_copy_lines(void *dst, const void *src, size_t n)
 {
-    pmem_memcpy(dst, src, n, PMEM_F_MEM_NONTEMPORAL | PMEM_F_MEM_NODRAIN);
+    real_memcpy(dst, src, n, PMEM_F_MEM_NONTEMPORAL | PMEM_F_MEM_NODRAIN);
 }
 
 static inline uint64_t now_ns(void)
