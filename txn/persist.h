@@ -76,15 +76,21 @@ void persist_init(void);
 void pm_flush_lines(const void *addr, size_t len); /* persist.c */
 void pm_fence_spin(void);                          /* persist.c */
 
+/* Count the lines holding [addr, addr+len) as flushed (len > 0). */
+static inline void pm_count_lines(const void *addr, size_t len)
+{
+    uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(PM_LINE - 1);
+    uintptr_t e = (uintptr_t)addr + len;
+    pm_ctr.lines_flushed += (e - a + PM_LINE - 1) / PM_LINE;
+}
+
 /* Write back the lines holding [addr, addr+len); no ordering guarantee. */
 static inline void pm_flush(const void *addr, size_t len)
 {
     if (len == 0)
         return;
     PM_TRACE_FLUSH(addr, len);
-    uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(PM_LINE - 1);
-    uintptr_t e = (uintptr_t)addr + len;
-    pm_ctr.lines_flushed += (e - a + PM_LINE - 1) / PM_LINE;
+    pm_count_lines(addr, len);
     if (pm_cfg.do_flush)
         pm_flush_lines(addr, len);
 }
@@ -150,9 +156,7 @@ static inline void pm_memcpy_flush(void *dst, const void *src, size_t n)
     if (n == 0)
         return;
     /* counted as pm_memcpy + pm_flush count, at every PDOM */
-    uintptr_t a = (uintptr_t)dst & ~(uintptr_t)(PM_LINE - 1);
-    uintptr_t e = (uintptr_t)dst + n;
-    pm_ctr.lines_flushed += (e - a + PM_LINE - 1) / PM_LINE;
+    pm_count_lines(dst, n);
     pm_ctr.bytes_stored += n;
     if (pm_cfg.do_flush)
         pm_copy_lines(dst, src, n);
