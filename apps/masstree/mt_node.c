@@ -185,14 +185,11 @@ void epoch_enter(void)
 {
     struct tstate *st = self();
     if (st->depth++ == 0) {
-        /* The announcement must be visible before this thread reads any
-         * node: a seq_cst exchange, a full barrier by itself (x86's
-         * locked xchg; arm64's swpal, which Linux's fully ordered xchg
-         * relies on too). It used to be a seq_cst store followed by a
-         * seq_cst fence: the same xchg, then a locked `or` on the stack,
-         * which cost the pool tree's reads about a quarter of their
-         * throughput on one host, the transient tree's 0-12% (C
-         * uniform, README). */
+        /* The announcement is visible before this thread reads any node:
+         * a seq_cst exchange is a full barrier by itself (x86's locked
+         * xchg; arm64's swpal). No fence after it: gcc's locked `or` on
+         * the stack cost the pool tree's reads about a quarter (README,
+         * "The reads' fence"). */
         (void)atomic_exchange(&g_slots[t_slot].active, atomic_load(&g_epoch));
     }
 }
