@@ -547,6 +547,125 @@ START_TEST(reuse_txn)
 }
 END_TEST
 
+/* A full pool: a put that needs new nodes fails with TXN_E_NOSPACE and
+ * nothing else changes: the tree keeps every key put before and not the
+ * failed one, and stays usable (updates, removes, then puts again once
+ * removes made room); it opens again with the same keys. On cow, whose
+ * writes allocate copies, the pool may fill part way through a put: the
+ * tree is then unusable (TXN_E_STATE) until mt_open brings back the
+ * committed one; so is it after a remove that found no room for its
+ * copy. Keys of 8 bytes, and every 50th of 20 (a layer each:
+ * a layer's entry stays in its leaf for good, so few of them, for the
+ * removes to empty leaves). */
+static uint64_t full_slice(uint64_t i)
+{
+    return i * 2654435761u % 1000003u;
+}
+
+static size_t full_key(uint64_t i, uint8_t k[20])
+{
+    uint64_t be = __builtin_bswap64(full_slice(i));
+    memcpy(k, &be, 8);
+    memcpy(k + 8, "layer-layer-", 12);
+    return i % 50 == 0 ? 20 : 8;
+}
+
+START_TEST(full_pool)
+{
+    txn_pool *p;
+    int pmdk = !strcmp(txn_engine_name(), "pmdk"), cow = !strcmp(txn_engine_name(), "cow");
+    txn_pool_opts po = {.size = (size_t)(pmdk ? 12 : 3) << 20, .threads = 4};
+    snprintf(pool_name, sizeof pool_name, "pmtx-masstree-full-%d.pool", (int)getpid());
+    ck_assert_int_eq(txn_pool_create(pool_name, "pmtx-masstree-test", &po, &p), 0);
+    mt_opts o = {.pool = p};
+    mt_tree *t;
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    struct ref r = {0};
+    uint8_t k[20];
+    uint64_t n = 0, v;
+    size_t len;
+    int rc;
+    for (;; n++) {
+        len = full_key(n, k);
+        if ((rc = mt_put(t, k, len, 16 * (n + 1))) != 1)
+            break;
+        ref_put(&r, k, len, 16 * (n + 1));
+        ck_assert_msg(n < 2000000, "the pool never filled");
+    }
+    ck_assert_msg(rc == TXN_E_NOSPACE, "put %llu: %s", (unsigned long long)n, txn_strerror(rc));
+    ck_assert_msg(n > 1000, "full after %llu keys", (unsigned long long)n);
+    len = full_key(n, k);
+    rc = mt_get(t, k, len, &v);
+    if (rc == TXN_E_STATE) { /* met part way */
+        ck_assert_msg(cow, "a full pool broke the tree on %s", txn_engine_name());
+        ck_assert_int_eq(mt_put(t, k, len, 16), TXN_E_STATE);
+        ck_assert_int_eq(mt_remove(t, k, len), TXN_E_STATE);
+        ck_assert_int_eq(mt_scan(t, NULL, 0, 10, cmp_cb, &(struct cmp_scan){&r, 0, 0}),
+                         TXN_E_STATE);
+        mt_tree *t2;
+        ck_assert_int_eq(mt_open(&o, &t2), 0);
+        mt_close(t);
+        t = t2;
+        ck_assert_int_eq(mt_get(t, k, len, &v), 1);
+        check_scan(t, &r, NULL, 0, (size_t)-1);
+    } else {
+        ck_assert_int_eq(rc, 1); /* the failed put left nothing */
+        ck_assert_int_eq(mt_put(t, k, len, 16), TXN_E_NOSPACE); /* and fails again */
+        check_scan(t, &r, NULL, 0, (size_t)-1);
+    }
+    for (uint64_t i = 0; i < n; i += 7) { /* updates need no room */
+        len = full_key(i, k);
+        rc = mt_put(t, k, len, 16 * (i + 2));
+        if (cow && rc == TXN_E_NOSPACE)
+            break; /* copies need room */
+        ck_assert_int_eq(rc, 0);
+        ref_put(&r, k, len, 16 * (i + 2));
+    }
+    for (uint64_t i = 0; i < n; i++) /* removes: the keys above the lowest tenth */
+        if (full_slice(i) >= 100000) {
+            len = full_key(i, k);
+            rc = mt_remove(t, k, len);
+            if (cow && rc == TXN_E_NOSPACE) { /* a remove copies a leaf too */
+                ck_assert_int_eq(mt_get(t, k, len, &v), TXN_E_STATE);
+                mt_tree *t2;
+                ck_assert_int_eq(mt_open(&o, &t2), 0); /* the committed tree */
+                check_scan(t2, &r, NULL, 0, (size_t)-1);
+                mt_close(t2);
+                mt_close(t);
+                drop_pool(p);
+                free(r.e);
+                return;
+            }
+            ck_assert_int_eq(rc, 1);
+            ref_remove(&r, k, len);
+        }
+    check_scan(t, &r, NULL, 0, (size_t)-1);
+    ck_assert_int_eq(txn_sync(p), 0);
+    ck_assert_int_eq(txn_sync(p), 0); /* incll: the frees' epoch is durable */
+    for (uint64_t i = n; i < n + n / 4; i++) { /* room again */
+        len = full_key(i, k);
+        rc = mt_put(t, k, len, 16 * (i + 1));
+        ck_assert_msg(rc == 1, "put %llu after removes: %s", (unsigned long long)i,
+                      rc < 0 ? txn_strerror(rc) : "not new");
+        ref_put(&r, k, len, 16 * (i + 1));
+    }
+    check_scan(t, &r, NULL, 0, (size_t)-1);
+    ck_assert_int_eq(txn_sync(p), 0);
+    mt_tree *t2;
+#ifdef MT_INCLL
+    mt_close(t);
+    t = NULL;
+    o.pool = reopen_pool(p);
+#endif
+    ck_assert_int_eq(mt_open(&o, &t2), 0);
+    check_scan(t2, &r, NULL, 0, (size_t)-1);
+    mt_close(t2);
+    mt_close(t);
+    drop_pool(o.pool);
+    free(r.e);
+}
+END_TEST
+
 /* The permutation helpers that moves use (mt_incll.c), against plain
  * decoding: perm_swap exchanges two positions' slots, perm_free_since
  * finds the first free position whose slot `from` does not use. */
@@ -647,6 +766,7 @@ int main(void)
     tcase_add_test(tr, bad_arguments);
     tcase_add_test(tr, permutation);
     tcase_add_test(tr, reuse_txn);
+    tcase_add_test(tr, full_pool);
     tcase_add_loop_test(ts, stress_txn, 0, 2);
 #ifdef MT_INCLL
     tcase_add_test(tr, batch);

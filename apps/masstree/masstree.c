@@ -311,11 +311,17 @@ static void set_parent(struct node *c, struct inode *p)
     PST(c->parent, p);
 }
 
+/* An internal node that split_prepare made for this split. */
+static struct inode *spare_inode(struct op *o)
+{
+    return o->nspare ? o->spare[--o->nspare] : inode_new(o);
+}
+
 /* A new root above old root n (split into n and r at key): the anchor or
  * the entry of the layer above names it. */
 static void new_root(struct op *o, struct node *n, struct node *r, uint64_t key, int depth)
 {
-    struct inode *q = inode_new(o);
+    struct inode *q = spare_inode(o);
     if (!q)
         return;
     node_set_root(o, &q->h, 1);
@@ -390,7 +396,7 @@ static void insert_up(struct op *o, struct node *n, struct node *r, uint64_t key
         }
         for (unsigned j = 0, a = 0; j <= IWIDTH + 1; j++)
             C[j] = j == i + 1 ? r : p->child[a++];
-        struct inode *q = inode_new(o);
+        struct inode *q = spare_inode(o);
         if (!q)
             return;
         node_mark(&p->h, V_SPLITTING);
@@ -463,6 +469,43 @@ static uint64_t perm_of(const unsigned *a, unsigned n)
     return p;
 }
 
+/* Before a split of leaf l changes anything: lock the parents it will
+ * change (each full one, and the first with room), have l and them logged
+ * (in-pool build), and make the new leaf and the internal nodes (one per
+ * full parent, one for a new root). A full pool then fails the put alone,
+ * with the tree as it was (o->clean). Exact: a locked parent keeps its
+ * keys, and its child keeps it as parent. */
+static struct leaf *split_prepare(struct op *o, struct leaf *l)
+{
+    unsigned need = 0;
+    struct node *n = &l->h;
+    node_will_change(o, n);
+    for (;;) {
+        struct inode *p = locked_parent(o, n);
+        if (!p) {
+            need++;
+            break;
+        }
+        node_will_change(o, &p->h);
+        if (p->nkeys < IWIDTH)
+            break;
+        need++;
+        n = &p->h;
+    }
+    if (need > OP_SPARE)
+        o->err = o->err ? o->err : TXN_E_INVAL;
+    struct leaf *r = o->err ? NULL : leaf_new(o);
+    for (unsigned i = 0; r && i < need && !o->err; i++) {
+        struct inode *q = inode_new(o);
+        if (q)
+            o->spare[o->nspare++] = q;
+    }
+    if (!o->err)
+        return r;
+    o->clean = 1;
+    return NULL;
+}
+
 /* Split full leaf l, adding (ik, kl, v) at sorted position pos. */
 static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, unsigned kl,
                        uint64_t v)
@@ -488,12 +531,18 @@ static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, 
         else if (d < MID && K[MID - d - 1] != K[MID - d])
             p = MID - d;
     }
-    struct leaf *r = leaf_new(o);
-    if (!r || !p) {
+    if (!p) {
         o->err = o->err ? o->err : TXN_E_INVAL;
         return;
     }
-    node_will_change(o, &l->h);
+    struct leaf *nx = l->next;
+#ifndef MT_INCLL
+    if (nx) /* before the parents: left to right, then up */
+        op_lock(o, &nx->h);
+#endif
+    struct leaf *r = split_prepare(o, l);
+    if (!r)
+        return;
     node_mark(&l->h, V_SPLITTING);
     PST(r->lowkey, K[p]);
     for (unsigned j = p; j < N; j++) {
@@ -503,7 +552,6 @@ static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, 
         a[j - p] = j - p;
     }
     PST(r->perm, perm_of(a, N - p));
-    struct leaf *nx = l->next;
     PST(r->next, nx);
 #ifndef MT_INCLL
     r->prev = l;
@@ -512,10 +560,8 @@ static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, 
      * has locked: l's parent may change until then (an internal split) */
     w_image(o, &r->h);
 #ifndef MT_INCLL
-    if (nx) {
-        op_lock(o, &nx->h);
+    if (nx)
         w_ptr(o, &nx->h, LB_PREV, r);
-    }
 #endif
     w_ptr(o, &l->h, LB_NEXT, r);
     /* l keeps entries 0..p-1 in their slots; the new one, if it is among
@@ -582,6 +628,14 @@ static void try_unlink(struct op *o, struct leaf *l)
     }
     struct leaf *nx = l->next;
     node_will_change(o, &p->h); /* logged whole before its keys move */
+    node_will_change(o, &pv->h); /* and pv before its next pointer */
+    node_discard(o, &l->h);      /* freed in the same transaction */
+    if (o->err) { /* before any change: l stays, empty (the remove is done) */
+        o->err = 0;
+        op_unlock(o, &pv->h);
+        op_unlock(o, &p->h);
+        return;
+    }
 #else
     struct leaf *pv = l->prev;
     if (!pv || !op_trylock(o, &pv->h))
@@ -619,14 +673,24 @@ static void try_unlink(struct op *o, struct leaf *l)
     if (nx)
         w_ptr(o, &nx->h, LB_PREV, pv);
 #endif
+#ifndef MT_INCLL
     node_discard(o, &l->h);
+#endif
     atomic_fetch_add_explicit(&o->t->unlinked, 1, memory_order_relaxed);
 }
 
 enum { PUT, REMOVE };
 
+/* In the in-pool build an InCLL call (w_*_begin, w_value_try) that fails
+ * has changed nothing; elsewhere w_value_try has changed the DRAM tree. */
+#ifdef MT_INCLL
+#define IN_POOL 1
+#else
+#define IN_POOL 0
+#endif
+
 /* One put or remove: 1 inserted/removed, 0 updated/absent, or an error. */
-static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t val)
+static int modify_once(mt_tree *t, int what, const void *key, size_t len, uint64_t val)
 {
     const uint8_t *k = key;
     struct op o;
@@ -659,6 +723,10 @@ static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t va
         if (what == REMOVE) {
             if (s >= 0) {
                 w_remove_begin(&o, l);
+                if (o.err) {
+                    o.clean = IN_POOL;
+                    break;
+                }
                 w_perm(&o, l, perm_remove(perm, pos));
                 if (perm_count(perm) == 1)
                     try_unlink(&o, l);
@@ -669,12 +737,20 @@ static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t va
         if (s >= 0) { /* update: one word, readers need not retry (they may
                        * read it before its transaction commits) */
             int f = w_value_try(&o, l, (unsigned)s, val);
+            if (o.err) {
+                o.clean = IN_POOL;
+                break;
+            }
             if (f >= 0) { /* MT_INCLL, INCLL_MOVE: rather than log the node,
                            * the entry moves to a slot free since the start
                            * of the epoch, an insert and a removal in one
                            * permutation store (the epoch's rollback of it
                            * brings the old slot back) */
                 w_move_begin(&o, l);
+                if (o.err) {
+                    o.clean = IN_POOL;
+                    break;
+                }
                 put_entry(&o, l, perm_slot(perm, (unsigned)f), ik, kl, val);
                 w_perm(&o, l, perm_swap(perm, pos, (unsigned)f));
             }
@@ -683,12 +759,18 @@ static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t va
         uint64_t ev = val;
         if (kl == KLEN_LAYER) {
             struct leaf *sub = layer_chain(&o, k + 8, len - 8, val);
-            if (!sub)
+            if (!sub) { /* it made new nodes only */
+                o.clean = 1;
                 break;
+            }
             ev = (uint64_t)sub;
         }
         if (perm_count(perm) < LWIDTH) {
             w_insert_begin(&o, l);
+            if (o.err) {
+                o.clean = IN_POOL;
+                break;
+            }
             put_entry(&o, l, perm_slot(perm, perm_count(perm)), ik, kl, ev);
             w_perm(&o, l, perm_insert(perm, pos));
         } else {
@@ -697,9 +779,24 @@ static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t va
         ret = 1;
         break;
     }
+    if (o.err && o.clean)
+        op_drop_new(&o);
     rc = op_end(&o);
     epoch_exit();
     return rc ? rc : ret;
+}
+
+static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t val)
+{
+    int rc = modify_once(t, what, key, len, val);
+#ifdef MT_INCLL
+    /* A full pool met before any change: the epoch's log may have needed
+     * another chunk, or blocks freed in the epoch wait for its end. End
+     * it (the thread holds no transaction now), and try once more. */
+    if (rc == TXN_E_NOSPACE && !atomic_load(&t->broken) && txn_sync(t->pool) == 0)
+        rc = modify_once(t, what, key, len, val);
+#endif
+    return rc;
 }
 
 int mt_put(mt_tree *t, const void *key, size_t len, uint64_t val)

@@ -92,12 +92,18 @@ void mt_close(mt_tree *t);
  * a failed put). */
 int mt_flush(mt_tree *t);
 
-/* 0 and *val if key is present, 1 if not, TXN_E_INVAL for a long key. */
+/* 0 and *val if key is present, 1 if not, TXN_E_INVAL for a long key,
+ * TXN_E_STATE once the tree is unusable (see mt_put). */
 int mt_get(mt_tree *t, const void *key, size_t len, uint64_t *val);
 
-/* Insert or update: 1 inserted, 0 updated, or a negative TXN_E_* (the
- * transaction's error; the DRAM tree is then unusable, every later call
- * returns TXN_E_STATE and mt_open() brings back the committed tree). */
+/* Insert or update: 1 inserted, 0 updated, or a negative TXN_E_*.
+ * A put that needs new nodes (a split, a new layer) makes them before it
+ * changes anything: when the pool is full it returns TXN_E_NOSPACE and
+ * the tree is as before, usable (removes make room again). Any other
+ * error (and, on an engine that allocates to write, as cow's copies, a
+ * full pool met part way) leaves the DRAM tree unusable: every later
+ * call returns TXN_E_STATE and mt_open() brings back the committed tree
+ * (the in-pool build: after the pool is opened again). */
 int mt_put(mt_tree *t, const void *key, size_t len, uint64_t val);
 
 /* 1 removed, 0 absent, or a negative TXN_E_* as for mt_put. */

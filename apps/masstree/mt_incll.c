@@ -246,8 +246,8 @@ static struct node *node_new(struct op *o, uint8_t kind)
         return NULL;
     o->made = 1;
     int rc = txn_alloc(o->tx, INCLL_NODE_ALLOC(lay->size), &h);
-    if (!rc)
-        rc = incll_node_init(o->tx, h, lay, kind == KIND_LEAF ? PERM_EMPTY : 0);
+    if (!rc && (rc = incll_node_init(o->tx, h, lay, kind == KIND_LEAF ? PERM_EMPTY : 0)))
+        (void)txn_free(o->tx, h); /* unreachable: a failed free leaves a leak */
     if (rc) {
         fail(o, rc);
         return NULL;
@@ -264,7 +264,22 @@ static struct node *node_new(struct op *o, uint8_t kind)
     pst8((uint8_t *)n + NB_KIND, kind);
     VSTORE(n, V_LOCKED | V_INSERTING | (kind == KIND_LEAF ? V_LEAF : 0));
     op_hold(o, n);
+    if (o->nnew < OP_LOCKS)
+        o->made_new[o->nnew++] = n;
     return n;
+}
+
+/* Never linked: freed in the operation's transaction, which commits
+ * (op_finish). A free that fails leaves the error unclean. */
+void op_drop_new(struct op *o)
+{
+    while (o->nnew > 0) {
+        struct node *n = o->made_new[--o->nnew];
+        op_unhold(o, n);
+        int rc = txn_free(o->tx, node_obj(n));
+        if (rc)
+            o->clean = 0;
+    }
 }
 
 struct leaf *leaf_new(struct op *o)

@@ -360,27 +360,44 @@ int op_begin_tx(struct op *o, mt_tree *t)
 
 int op_finish(struct op *o)
 {
-    int rc = 0;
+    int rc = 0, broken = 0;
 #ifdef MT_INCLL
     t_batch.tx = NULL;
     t_batch.n = 0;
+    /* A clean error commits: the thread's shared transaction may hold
+     * InCLL changes of its earlier operations, which no abort may follow
+     * (incll.h); this operation's nodes were freed in it (op_drop_new). */
+    int abort = o->err && !o->clean;
+#else
+    int abort = o->err != 0;
 #endif
-    if (o->tx) {
-        if (o->err) {
-            txn_abort(o->tx);
-            rc = o->err;
-        } else {
-            rc = o->t->commit(o->tx, o->t->commit_arg);
-        }
-        if (rc)
-            atomic_store(&o->t->broken, 1);
+    if (o->tx && abort) {
+        txn_abort(o->tx);
+        rc = o->err;
+        broken = !o->clean;
+    } else if (o->tx) {
+        rc = o->t->commit(o->tx, o->t->commit_arg);
+        broken = rc != 0;
+        rc = rc ? rc : o->err;
     } else if (o->err) {
         rc = o->err;
-        atomic_store(&o->t->broken, 1);
+        broken = !o->clean;
     }
+    if (broken)
+        atomic_store(&o->t->broken, 1);
     while (o->nheld > 0)
         node_unlock(o->held[--o->nheld]);
     return rc;
+}
+
+/* n leaves o's locks (it stays locked: a node o made, going away). */
+void op_unhold(struct op *o, struct node *n)
+{
+    for (int i = o->nheld - 1; i >= 0; i--)
+        if (o->held[i] == n) {
+            o->held[i] = o->held[--o->nheld];
+            return;
+        }
 }
 
 int op_holds(struct op *o, struct node *n)
@@ -505,7 +522,20 @@ static struct node *node_new(struct op *o, uint64_t kind, size_t body)
                           V_LOCKED | V_INSERTING | (kind == KIND_LEAF ? V_LEAF : 0),
                           memory_order_relaxed);
     op_hold(o, n);
+    if (o->nnew < OP_LOCKS)
+        o->made_new[o->nnew++] = n;
     return n;
+}
+
+/* Never linked, never seen by a reader: back to the free list at once;
+ * their objects go with the aborted transaction. */
+void op_drop_new(struct op *o)
+{
+    while (o->nnew > 0) {
+        struct node *n = o->made_new[--o->nnew];
+        op_unhold(o, n);
+        node_free_now(n);
+    }
 }
 
 struct leaf *leaf_new(struct op *o)
@@ -606,8 +636,7 @@ void w_perm(struct op *o, struct leaf *l, uint64_t perm)
 
 int rd_begin(mt_tree *t)
 {
-    (void)t;
-    return 0;
+    return atomic_load_explicit(&t->broken, memory_order_relaxed) ? TXN_E_STATE : 0;
 }
 
 int rd_end(mt_tree *t)

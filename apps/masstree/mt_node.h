@@ -232,12 +232,19 @@ struct mt_tree {
 
 /* One put or remove: its transaction and the locks it holds. */
 #define OP_LOCKS 64
+#define OP_SPARE 24 /* a split's new internal nodes: a layer of 2^64 keys
+                       has fewer levels */
 struct op {
     mt_tree *t;
     txn *tx;   /* NULL when transient */
     int err;   /* first failed txn call */
     int made;  /* MT_INCLL: allocated, freed or txn_write'd something (its
                   transaction is not shared with the next operation) */
+    int clean; /* err came before the operation changed the tree: it
+                  fails alone, the tree stays usable (op_drop_new) */
+    int nspare, nnew;
+    struct inode *spare[OP_SPARE]; /* a split's internal nodes, made first */
+    struct node *made_new[OP_LOCKS]; /* the nodes it allocated */
 #ifdef MT_INCLL
     uint64_t epoch; /* of tx (incll_epoch), for the InCLL fast paths */
     const int *wait; /* incll_waiting_word(tx) */
@@ -344,7 +351,11 @@ static inline void node_mark(struct node *n, uint64_t bits)
 void op_lock(struct op *o, struct node *n);
 int op_trylock(struct op *o, struct node *n);
 void op_hold(struct op *o, struct node *n); /* a new node, locked */
+/* After a clean error (o->clean): the nodes the operation allocated go
+ * back (its transaction then ends without a change). */
+void op_drop_new(struct op *o);
 int op_holds(struct op *o, struct node *n);
+void op_unhold(struct op *o, struct node *n); /* without unlocking it */
 void w_u64(struct op *o, struct node *n, size_t off, uint64_t v);
 void w_ptr(struct op *o, struct node *n, size_t off, void *p);
 void w_u8(struct op *o, struct node *n, size_t off, uint8_t v);
@@ -400,6 +411,8 @@ int rd_batch(mt_tree *t);
  * one). An epoch end waiting for the shared transaction ends it here too. */
 static inline int rd_begin(mt_tree *t)
 {
+    if (atomic_load_explicit(&t->broken, memory_order_relaxed))
+        return TXN_E_STATE;
     t_pool = t->pool;
     t_first = t->first;
     t_ready = t->ready;
@@ -435,6 +448,8 @@ static inline int op_begin(struct op *o, mt_tree *t)
     o->tx = NULL;
     o->err = 0;
     o->made = 0;
+    o->clean = 0;
+    o->nspare = o->nnew = 0;
     o->nheld = 0;
     o->depth = 0;
     if (atomic_load(&t->broken))
