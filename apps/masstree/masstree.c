@@ -681,14 +681,6 @@ static void try_unlink(struct op *o, struct leaf *l)
 
 enum { PUT, REMOVE };
 
-/* In the in-pool build an InCLL call (w_*_begin, w_value_try) that fails
- * has changed nothing; elsewhere w_value_try has changed the DRAM tree. */
-#ifdef MT_INCLL
-#define IN_POOL 1
-#else
-#define IN_POOL 0
-#endif
-
 /* One put or remove: 1 inserted/removed, 0 updated/absent, or an error. */
 static int modify_once(mt_tree *t, int what, const void *key, size_t len, uint64_t val)
 {
@@ -723,12 +715,8 @@ static int modify_once(mt_tree *t, int what, const void *key, size_t len, uint64
         if (what == REMOVE) {
             if (s >= 0) {
                 w_remove_begin(&o, l);
-                if (o.err) {
-                    o.clean = IN_POOL;
-                    break;
-                }
                 w_perm(&o, l, perm_remove(perm, pos));
-                if (perm_count(perm) == 1)
+                if (!o.err && perm_count(perm) == 1)
                     try_unlink(&o, l);
                 ret = 1;
             }
@@ -737,20 +725,12 @@ static int modify_once(mt_tree *t, int what, const void *key, size_t len, uint64
         if (s >= 0) { /* update: one word, readers need not retry (they may
                        * read it before its transaction commits) */
             int f = w_value_try(&o, l, (unsigned)s, val);
-            if (o.err) {
-                o.clean = IN_POOL;
-                break;
-            }
             if (f >= 0) { /* MT_INCLL, INCLL_MOVE: rather than log the node,
                            * the entry moves to a slot free since the start
                            * of the epoch, an insert and a removal in one
                            * permutation store (the epoch's rollback of it
                            * brings the old slot back) */
                 w_move_begin(&o, l);
-                if (o.err) {
-                    o.clean = IN_POOL;
-                    break;
-                }
                 put_entry(&o, l, perm_slot(perm, (unsigned)f), ik, kl, val);
                 w_perm(&o, l, perm_swap(perm, pos, (unsigned)f));
             }
@@ -767,10 +747,6 @@ static int modify_once(mt_tree *t, int what, const void *key, size_t len, uint64
         }
         if (perm_count(perm) < LWIDTH) {
             w_insert_begin(&o, l);
-            if (o.err) {
-                o.clean = IN_POOL;
-                break;
-            }
             put_entry(&o, l, perm_slot(perm, perm_count(perm)), ik, kl, ev);
             w_perm(&o, l, perm_insert(perm, pos));
         } else {

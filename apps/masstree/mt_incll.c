@@ -78,6 +78,16 @@ static void fail(struct op *o, int rc)
         o->err = rc;
 }
 
+/* The InCLL calls that start a change fail before they change anything:
+ * the operation fails alone (o->clean, op_finish). */
+static void fail_clean(struct op *o, int rc)
+{
+    if (rc && !o->err) {
+        o->err = rc;
+        o->clean = 1;
+    }
+}
+
 void pst8(uint8_t *p, uint8_t v)
 {
     uint64_t *w = (uint64_t *)((uintptr_t)p & ~(uintptr_t)7);
@@ -188,34 +198,34 @@ int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v)
     int rc = incll_update_try_in(o->tx, h, &mt_leaf_layout, s, v, o->epoch);
     if (rc != INCLL_MOVE) {
         if (rc < 0)
-            fail(o, rc);
+            fail_clean(o, rc);
         return -1;
     }
     /* psaved: the start-of-epoch perm (the node is touched in this epoch) */
     int f = perm_free_since(l->perm, l->psaved);
     if (f < 0)
-        fail(o, incll_update(o->tx, h, &mt_leaf_layout, s, v)); /* logs the node */
+        fail_clean(o, incll_update(o->tx, h, &mt_leaf_layout, s, v)); /* logs the node */
     return f;
 }
 
 void w_move_begin(struct op *o, struct leaf *l)
 {
     if (!o->err)
-        fail(o, incll_move_begin(o->tx, node_obj(&l->h), &mt_leaf_layout));
+        fail_clean(o, incll_move_begin(o->tx, node_obj(&l->h), &mt_leaf_layout));
     node_mark(&l->h, V_INSERTING);
 }
 
 void w_insert_begin(struct op *o, struct leaf *l)
 {
     if (!o->err)
-        fail(o, incll_insert_begin(o->tx, node_obj(&l->h), &mt_leaf_layout));
+        fail_clean(o, incll_insert_begin(o->tx, node_obj(&l->h), &mt_leaf_layout));
     node_mark(&l->h, V_INSERTING);
 }
 
 void w_remove_begin(struct op *o, struct leaf *l)
 {
     if (!o->err)
-        fail(o, incll_remove_begin(o->tx, node_obj(&l->h), &mt_leaf_layout));
+        fail_clean(o, incll_remove_begin(o->tx, node_obj(&l->h), &mt_leaf_layout));
     node_mark(&l->h, V_INSERTING);
 }
 
