@@ -49,6 +49,7 @@
 #else
 #define STORAGE "txn"
 #endif
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
@@ -448,6 +449,21 @@ static void usage(const char *me)
     exit(2);
 }
 
+/* A flag's number: decimal digits only, within [lo, hi]; otherwise a
+ * clear error (exit 2), not a number strtoull made up. */
+static uint64_t num(const char *flag, const char *s, uint64_t lo, uint64_t hi)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*s < '0' || *s > '9' || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "ycsb: --%s %s: not a whole number from %llu to %llu\n", flag, s,
+                (unsigned long long)lo, (unsigned long long)hi);
+        exit(2);
+    }
+    return v;
+}
+
 static void parse(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -470,19 +486,19 @@ static void parse(int argc, char **argv)
                 usage(argv[0]);
             cfg.zipf = !strcmp(optarg, "zipf");
             break;
-        case 'k': cfg.keys = strtoull(optarg, NULL, 10); break;
-        case 't': cfg.threads = atoi(optarg); break;
-        case 'o': cfg.ops = strtoull(optarg, NULL, 10); break;
-        case 's': cfg.seed = strtoull(optarg, NULL, 10); break;
+        case 'k': cfg.keys = num("keys", optarg, 1, (uint64_t)1 << 36); break;
+        case 't': cfg.threads = (int)num("threads", optarg, 1, 256); break;
+        case 'o': cfg.ops = num("ops", optarg, 1, (uint64_t)1 << 40); break;
+        case 's': cfg.seed = num("seed", optarg, 0, UINT64_MAX); break;
         case 'c': cfg.check = 1; break;
         case 'r': cfg.restart = 1; break;
         case 'p': cfg.op_times = 1; break;
-        case 'x': cfg.crash_logged = strtoull(optarg, NULL, 10); break;
-        case 'b': cfg.batch = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 'x': cfg.crash_logged = num("crash-recovery", optarg, 1, (uint64_t)1 << 32); break;
+        case 'b': cfg.batch = (unsigned)num("batch", optarg, 1, 1u << 20); break;
         default: usage(argv[0]);
         }
     }
-    if (optind != argc || cfg.keys == 0 || cfg.threads < 1 || cfg.threads > 256)
+    if (optind != argc)
         usage(argv[0]);
 #ifndef MT_INCLL
     if (cfg.crash_logged) {
