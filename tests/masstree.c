@@ -584,8 +584,22 @@ static uint64_t full_slice(uint64_t i)
     return i * 2654435761u % 1000003u;
 }
 
+/* Key i of full_pool's run `full_layers`: 0, 8-byte keys and every 50th
+ * a 20-byte one (a layer each); 1, 16-byte keys in FULL_LAYERS layers,
+ * filled in turn: the layers' roots split in runs, each split changing
+ * the layer's entry in the leaf above. */
+#define FULL_LAYERS 64
+static int full_layers;
+
 static size_t full_key(uint64_t i, uint8_t k[20])
 {
+    if (full_layers) {
+        uint64_t hi = __builtin_bswap64(i % FULL_LAYERS + 1);
+        uint64_t lo = __builtin_bswap64(full_slice(i / FULL_LAYERS));
+        memcpy(k, &hi, 8);
+        memcpy(k + 8, &lo, 8);
+        return 16;
+    }
     uint64_t be = __builtin_bswap64(full_slice(i));
     memcpy(k, &be, 8);
     memcpy(k + 8, "layer-layer-", 12);
@@ -594,6 +608,7 @@ static size_t full_key(uint64_t i, uint8_t k[20])
 
 START_TEST(full_pool)
 {
+    full_layers = _i;
     txn_pool *p;
     int pmdk = !strcmp(txn_engine_name(), "pmdk"), cow = !strcmp(txn_engine_name(), "cow");
     txn_pool_opts po = {.size = (size_t)(pmdk ? 12 : 3) << 20, .threads = 4};
@@ -801,7 +816,7 @@ int main(void)
     tcase_add_test(tr, bad_arguments);
     tcase_add_test(tr, permutation);
     tcase_add_test(tr, reuse_txn);
-    tcase_add_test(tr, full_pool);
+    tcase_add_loop_test(tr, full_pool, 0, 2);
     tcase_add_loop_test(ts, stress_txn, 0, 2);
 #ifdef MT_INCLL
     tcase_add_test(tr, batch);

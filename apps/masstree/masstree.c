@@ -472,9 +472,12 @@ static uint64_t perm_of(const unsigned *a, unsigned n)
 /* Before a split of leaf l changes anything: lock the parents it will
  * change (each full one, and the first with room), have l and them logged
  * (in-pool build), and make the new leaf and the internal nodes (one per
- * full parent, one for a new root). A full pool then fails the put alone,
- * with the tree as it was (o->clean). Exact: a locked parent keeps its
- * keys, and its child keeps it as parent. */
+ * full parent, one for a new root). A new root of a layer below the top
+ * one changes the layer's entry in the leaf above (new_root): that leaf
+ * is locked and logged here too, so its value store cannot fail. A full
+ * pool then fails the put alone, with the tree as it was (o->clean).
+ * Exact: a locked parent keeps its keys, and its child keeps it as
+ * parent. */
 static struct leaf *split_prepare(struct op *o, struct leaf *l)
 {
     unsigned need = 0;
@@ -484,6 +487,9 @@ static struct leaf *split_prepare(struct op *o, struct leaf *l)
         struct inode *p = locked_parent(o, n);
         if (!p) {
             need++;
+            if (o->depth > 0) /* the same leaf new_root finds, locked from here on */
+                node_will_change(
+                    o, &leaf_locked(o, o->layer[o->depth - 1], o->ik[o->depth - 1])->h);
             break;
         }
         node_will_change(o, &p->h);
