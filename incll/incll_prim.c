@@ -307,6 +307,15 @@ int incll_move_begin(txn *tx, txn_obj *o, const incll_layout *l)
     return 0;
 }
 
+int incll_log_object(txn *tx, txn_obj *o)
+{
+    if (!tx || !o || !txn_obj_size(txn_pool_of(tx), o))
+        return TXN_E_INVAL;
+    if (txn_last_error(tx))
+        return TXN_E_STATE;
+    return incll__log(tx, o);
+}
+
 int incll_log(txn *tx, txn_obj *o, const incll_layout *l)
 {
     int rc = touch(tx, o, l);
