@@ -471,10 +471,11 @@ static uint64_t perm_of(const unsigned *a, unsigned n)
 
 /* Before a split of leaf l changes anything: lock the parents it will
  * change (each full one, and the first with room), have l and them logged
- * (in-pool build), and make the new leaf and the internal nodes (one per
- * full parent, one for a new root). A new root of a layer below the top
- * one changes the layer's entry in the leaf above (new_root): that leaf
- * is locked and logged here too, so its value store cannot fail. A full
+ * (in-pool build) or opened to write (node_will_change), and make the new
+ * leaf and the internal nodes (one per full parent, one for a new root).
+ * A new root of a layer below the top one changes the layer's entry in
+ * the leaf above (new_root): that leaf is locked and logged here too, so
+ * its value store cannot fail; a new top root, the anchor. A full
  * pool then fails the put alone, with the tree as it was (o->clean).
  * Exact: a locked parent keeps its keys, and its child keeps it as
  * parent. */
@@ -490,6 +491,8 @@ static struct leaf *split_prepare(struct op *o, struct leaf *l)
             if (o->depth > 0) /* the same leaf new_root finds, locked from here on */
                 node_will_change(
                     o, &leaf_locked(o, o->layer[o->depth - 1], o->ik[o->depth - 1])->h);
+            else
+                anchor_will_change(o);
             break;
         }
         node_will_change(o, &p->h);
@@ -543,8 +546,10 @@ static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, 
     }
     struct leaf *nx = l->next;
 #ifndef MT_INCLL
-    if (nx) /* before the parents: left to right, then up */
+    if (nx) { /* before the parents: left to right, then up */
         op_lock(o, &nx->h);
+        node_will_change(o, &nx->h); /* its prev pointer */
+    }
 #endif
     struct leaf *r = split_prepare(o, l);
     if (!r)
@@ -610,11 +615,27 @@ static struct leaf *layer_chain(struct op *o, const uint8_t *k, size_t len, uint
     return l;
 }
 
-/* Unlink empty leaf l (locked) if that takes no waiting to the left. */
-static void try_unlink(struct op *o, struct leaf *l)
+/* Unlinking empty leaf l: its parent p (l is its child i of nk keys),
+ * its neighbours pv (left) and nx (right). */
+struct unlink {
+    struct inode *p;
+    struct leaf *pv, *nx;
+    unsigned i, nk;
+};
+
+/* Ready the unlink of leaf l (locked), which its remove empties, if that
+ * takes no waiting to the left: lock what it changes and have it logged
+ * (in-pool build, which also frees l's object with the transaction here)
+ * or opened to write, before any change. 1: unlink_do follows, and
+ * nothing in it fails for want of room. 0: l stays, empty. A failure is
+ * left in o->err only in the txn.h build, where this runs before the
+ * remove changes anything and fails it alone (cow: the copies need
+ * room); the pool build runs it after the remove, which stands (its
+ * InCLL changes cannot be taken back). */
+static int unlink_prepare(struct op *o, struct leaf *l, struct unlink *u)
 {
     if (atomic_load_explicit(&l->h.version, memory_order_relaxed) & V_ROOT)
-        return;
+        return 0;
 #ifdef MT_INCLL
     /* no prev pointer: l's left neighbour is the child left of it in
      * their parent (l is never a first child here); the parent first
@@ -624,13 +645,13 @@ static void try_unlink(struct op *o, struct leaf *l)
     struct leaf *pv = i > 0 && i <= nk ? (struct leaf *)p->child[i - 1] : NULL;
     if (!pv || !op_trylock(o, &pv->h)) {
         op_unlock(o, &p->h);
-        return;
+        return 0;
     }
     if (pv->next != l ||
         (atomic_load_explicit(&pv->h.version, memory_order_relaxed) & V_DELETED)) {
         op_unlock(o, &pv->h);
         op_unlock(o, &p->h);
-        return;
+        return 0;
     }
     struct leaf *nx = l->next;
     node_will_change(o, &p->h); /* logged whole before its keys move */
@@ -640,16 +661,16 @@ static void try_unlink(struct op *o, struct leaf *l)
         o->err = 0;
         op_unlock(o, &pv->h);
         op_unlock(o, &p->h);
-        return;
+        return 0;
     }
 #else
     struct leaf *pv = l->prev;
     if (!pv || !op_trylock(o, &pv->h))
-        return;
+        return 0;
     if (pv->next != l ||
         (atomic_load_explicit(&pv->h.version, memory_order_relaxed) & V_DELETED)) {
         op_unlock(o, &pv->h);
-        return;
+        return 0;
     }
     struct leaf *nx = l->next;
     if (nx)
@@ -661,9 +682,25 @@ static void try_unlink(struct op *o, struct leaf *l)
         if (nx)
             op_unlock(o, &nx->h);
         op_unlock(o, &pv->h);
-        return;
+        return 0;
+    }
+    node_will_change(o, &p->h);
+    node_will_change(o, &pv->h);
+    if (nx)
+        node_will_change(o, &nx->h);
+    if (o->err) {
+        o->clean = 1;
+        return 0;
     }
 #endif
+    *u = (struct unlink){p, pv, nx, i, nk};
+    return 1;
+}
+
+static void unlink_do(struct op *o, struct leaf *l, const struct unlink *u)
+{
+    struct inode *p = u->p;
+    unsigned i = u->i, nk = u->nk;
     node_mark(&l->h, V_DELETED | V_SPLITTING);
     node_mark(&p->h, V_INSERTING);
     for (unsigned j = i; j < nk; j++) {
@@ -674,14 +711,14 @@ static void try_unlink(struct op *o, struct leaf *l)
     w_range(o, &p->h, IB_IKEY + 8 * (i - 1), nk - i);
     w_range_ptr(o, &p->h, IB_CHILD + 8 * i, nk - i);
     w_u64(o, &p->h, IB_NKEYS, nk - 1);
-    w_ptr(o, &pv->h, LB_NEXT, nx);
+    w_ptr(o, &u->pv->h, LB_NEXT, u->nx);
 #ifndef MT_INCLL
-    if (nx)
-        w_ptr(o, &nx->h, LB_PREV, pv);
+    if (u->nx)
+        w_ptr(o, &u->nx->h, LB_PREV, u->pv);
+    node_discard(o, &l->h); /* after the remove's write to it (cow: a freed
+                               object takes no writes); fails only for memory */
 #endif
-#ifndef MT_INCLL
-    node_discard(o, &l->h);
-#endif
+    node_gone(&l->h);
     atomic_fetch_add_explicit(&o->t->unlinked, 1, memory_order_relaxed);
 }
 
@@ -720,10 +757,18 @@ static int modify_once(mt_tree *t, int what, const void *key, size_t len, uint64
         }
         if (what == REMOVE) {
             if (s >= 0) {
+                struct unlink u;
+                int go = 0;
                 w_remove_begin(&o, l);
+#ifndef MT_INCLL /* before the remove changes anything */
+                go = !o.err && perm_count(perm) == 1 && unlink_prepare(&o, l, &u);
+#endif
                 w_perm(&o, l, perm_remove(perm, pos));
-                if (!o.err && perm_count(perm) == 1)
-                    try_unlink(&o, l);
+#ifdef MT_INCLL /* after it: a failure leaves the remove done */
+                go = !o.err && perm_count(perm) == 1 && unlink_prepare(&o, l, &u);
+#endif
+                if (go)
+                    unlink_do(&o, l, &u);
                 ret = 1;
             }
             break;

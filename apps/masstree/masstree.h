@@ -97,13 +97,13 @@ int mt_flush(mt_tree *t);
 int mt_get(mt_tree *t, const void *key, size_t len, uint64_t *val);
 
 /* Insert or update: 1 inserted, 0 updated, or a negative TXN_E_*.
- * A put that needs new nodes (a split, a new layer) makes them before it
- * changes anything: when the pool is full it returns TXN_E_NOSPACE and
- * the tree is as before, usable (removes make room again). Any other
- * error (and, on an engine that allocates to write, as cow's copies, a
- * full pool met part way) leaves the DRAM tree unusable: every later
- * call returns TXN_E_STATE and mt_open() brings back the committed tree
- * (the in-pool build: after the pool is opened again). */
+ * A put that needs new nodes (a split, a new layer) makes them, and
+ * readies every node it will change (logged, or opened to write: cow's
+ * copies), before it changes anything: when the pool is full it returns
+ * TXN_E_NOSPACE and the tree is as before, usable (removes make room
+ * again). Any other error leaves the DRAM tree unusable: every later call
+ * returns TXN_E_STATE and mt_open() brings back the committed tree (the
+ * in-pool build: after the pool is opened again). */
 int mt_put(mt_tree *t, const void *key, size_t len, uint64_t val);
 
 /* 1 removed, 0 absent, or a negative TXN_E_* as for mt_put. */

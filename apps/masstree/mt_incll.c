@@ -319,6 +319,17 @@ static void use_grace(void)
     incll_set_grace(&g);
 }
 
+void node_gone(struct node *n)
+{
+    (void)n; /* the node is its object, freed with the transaction */
+}
+
+void anchor_will_change(struct op *o)
+{
+    if (!o->err)
+        fail(o, incll_log_object(o->tx, o->t->anchor));
+}
+
 void w_anchor(struct op *o, struct node *root)
 {
     txn_obj *h = node_obj(root);

@@ -466,24 +466,29 @@ static void mirror_write(struct op *o, struct node *n, size_t off, const void *s
         o->err = txn_write(o->tx, n->pobj, off, src, len);
 }
 
+/* The word writes: the mirror first, the DRAM store only when it took
+ * (after an error the DRAM tree changes no more: a failure before any
+ * change leaves it as it was). */
 void w_u64(struct op *o, struct node *n, size_t off, uint64_t v)
 {
-    ST(*word(n, off), v);
-    if (o->tx && !o->err)
-        o->err = txn_write_u64(o->tx, n->pobj, off, v);
+    mirror_write(o, n, off, &v, 8);
+    if (!o->err)
+        ST(*word(n, off), v);
 }
 
 void w_ptr(struct op *o, struct node *n, size_t off, void *p)
 {
-    __atomic_store_n(word(n, off), (uint64_t)p, __ATOMIC_RELEASE);
-    if (o->tx && !o->err)
-        o->err = txn_write_u64(o->tx, n->pobj, off, (uint64_t)mirror_of((uint64_t)p));
+    txn_obj *h = mirror_of((uint64_t)p);
+    mirror_write(o, n, off, &h, 8);
+    if (!o->err)
+        __atomic_store_n(word(n, off), (uint64_t)p, __ATOMIC_RELEASE);
 }
 
 void w_u8(struct op *o, struct node *n, size_t off, uint8_t v)
 {
-    __atomic_store_n((uint8_t *)BODY(n) + off, v, __ATOMIC_RELAXED);
     mirror_write(o, n, off, &v, 1);
+    if (!o->err)
+        __atomic_store_n((uint8_t *)BODY(n) + off, v, __ATOMIC_RELAXED);
 }
 
 void w_range(struct op *o, struct node *n, size_t off, unsigned count)
@@ -578,6 +583,10 @@ void node_discard(struct op *o, struct node *n)
 {
     if (o->tx && !o->err)
         o->err = txn_free(o->tx, n->pobj);
+}
+
+void node_gone(struct node *n)
+{
     node_retire(n);
 }
 
@@ -587,9 +596,25 @@ void w_anchor(struct op *o, struct node *root)
         o->err = txn_write(o->tx, o->t->anchor, o->t->anchor_off, &root->pobj, 8);
 }
 
+/* Opened to write before anything changes: an engine that copies to
+ * write (cow) makes its copy here, where a full pool fails the operation
+ * alone; undo logs the object whole, once. */
+static void open_rw(struct op *o, txn_obj *h)
+{
+    if (o->tx && !o->err && !txn_open(o->tx, h, TXN_RW)) {
+        int rc = txn_last_error(o->tx);
+        o->err = rc ? rc : TXN_E_STATE;
+    }
+}
+
 void node_will_change(struct op *o, struct node *n)
 {
-    (void)o, (void)n;
+    open_rw(o, n->pobj);
+}
+
+void anchor_will_change(struct op *o)
+{
+    open_rw(o, o->t->anchor);
 }
 
 void node_set_root(struct op *o, struct node *n, int root)
@@ -608,7 +633,10 @@ void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v)
 
 int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v)
 {
+    if (o->err)
+        return -1;
     w_value(o, l, s, v);
+    o->clean = o->err != 0; /* an update's one write: nothing changed */
     return -1;
 }
 
@@ -617,16 +645,24 @@ void w_move_begin(struct op *o, struct leaf *l)
     (void)o, (void)l; /* never called: w_value_try moves nothing here */
 }
 
+/* An insert or a remove opens its leaf before it changes it. */
+static void leaf_will_change(struct op *o, struct leaf *l)
+{
+    if (!o->err) {
+        node_will_change(o, &l->h);
+        o->clean = o->err != 0;
+    }
+    node_mark(&l->h, V_INSERTING);
+}
+
 void w_insert_begin(struct op *o, struct leaf *l)
 {
-    (void)o;
-    node_mark(&l->h, V_INSERTING);
+    leaf_will_change(o, l);
 }
 
 void w_remove_begin(struct op *o, struct leaf *l)
 {
-    (void)o;
-    node_mark(&l->h, V_INSERTING);
+    leaf_will_change(o, l);
 }
 
 void w_perm(struct op *o, struct leaf *l, uint64_t perm)

@@ -77,7 +77,7 @@ struct node {
  *   3: vlog1 (the InCLL of val[0..6]), val[0..6]
  *   4: val[7..13], vlog2 (the InCLL of val[7..13])
  * There is no prev pointer: an empty leaf's left neighbour is found in
- * its parent (masstree.c, try_unlink). */
+ * its parent (masstree.c, unlink_prepare). */
 struct leaf {
     struct node h;
     uint64_t pepoch, psaved; /* with perm: the incll_perm */
@@ -369,10 +369,17 @@ void op_unlock(struct op *o, struct node *n); /* an unchanged node */
 struct leaf *leaf_new(struct op *o);
 struct inode *inode_new(struct op *o);
 void w_image(struct op *o, struct node *n);
-void node_discard(struct op *o, struct node *n); /* unlinked: retire, free mirror */
+/* n, being unlinked: its persistent object freed with o's transaction
+ * (before any change), then, once unlinked, n itself (node_gone: retired
+ * in DRAM; nothing in the pool build, whose node is the object) */
+void node_discard(struct op *o, struct node *n);
+void node_gone(struct node *n);
 void w_anchor(struct op *o, struct node *root);
-/* n (locked) is about to change by PST stores (MT_INCLL: logged first) */
+/* n (locked) is about to change, by PST stores or writes: logged first
+ * (MT_INCLL), or opened to write (txn_open: cow's copy, undo's log) */
 void node_will_change(struct op *o, struct node *n);
+/* the same for the tree's anchor, before a new root of the top layer */
+void anchor_will_change(struct op *o);
 /* n (locked, or new) becomes a layer's root, or stops being one */
 void node_set_root(struct op *o, struct node *n, int root);
 /* InCLL fast paths on a locked leaf (plain mirror writes elsewhere):
