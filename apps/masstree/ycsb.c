@@ -199,9 +199,13 @@ static uint64_t pick(uint64_t *s)
     return cfg.zipf ? zipf_next(s) : rnd(s) % cfg.keys;
 }
 
+static char made_pool[256]; /* the pool file this run made, if any */
+
 static void fail(const char *what, int rc)
 {
     fprintf(stderr, "ycsb: %s: %s\n", what, txn_strerror(rc));
+    if (made_pool[0]) /* a pool can take gigabytes of /dev/shm */
+        pool_unlink(made_pool);
     exit(1);
 }
 
@@ -618,6 +622,7 @@ static int crash_recovery(const char *engine)
 {
     char path[256];
     snprintf(path, sizeof path, "ycsb-%s-crash-%d.pool", engine, (int)getpid());
+    snprintf(made_pool, sizeof made_pool, "%s", path); /* by the child */
     int fds[2];
     if (pipe(fds))
         fail("pipe", TXN_E_NOMEM);
@@ -724,6 +729,7 @@ int main(int argc, char **argv)
         int rc = txn_pool_create(path, "pmtx-ycsb", &po, &pool);
         if (rc)
             fail("pool create", rc);
+        snprintf(made_pool, sizeof made_pool, "%s", path);
     }
     mt_opts mo = {.pool = pool, .batch = cfg.batch};
     int rc = mt_create(&mo, &tree);
