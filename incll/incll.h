@@ -252,9 +252,11 @@ int incll_log(txn *tx, txn_obj *o, const incll_layout *l);
 
 /* Log any object whole (a structure's root record, say: no InCLL words)
  * in the current epoch's external log now, as txn_open(TXN_RW) does; a
- * failure (TXN_E_NOSPACE: a full pool) changes nothing and leaves the
- * transaction usable, so a structure can ready what it will write before
- * it changes anything. Later txn_write calls to it log nothing. */
+ * failure (TXN_E_NOSPACE: a full pool) leaves the object and the
+ * transaction usable (a large object's records written before the
+ * failure stay in the log: they hold its bytes as they were), so a
+ * structure can ready what it will write before it changes anything.
+ * Later txn_write calls to it log nothing. */
 int incll_log_object(txn *tx, txn_obj *o);
 
 /* A traced store into a node, for what the rules above allow. */

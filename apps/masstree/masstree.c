@@ -767,7 +767,7 @@ static int modify_once(mt_tree *t, int what, const void *key, size_t len, uint64
 #ifdef MT_INCLL /* after it: a failure leaves the remove done */
                 go = !o.err && perm_count(perm) == 1 && unlink_prepare(&o, l, &u);
 #endif
-                if (go)
+                if (go && !o.err)
                     unlink_do(&o, l, &u);
                 ret = 1;
             }
