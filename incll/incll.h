@@ -394,20 +394,22 @@ static inline int incll__update_hit(uint64_t ew, incll_val *gw, uint64_t *val, u
 }
 
 /* incll_update_try without a call when the node was started in this
- * epoch already and incll__update_hit takes the change; with a layout
- * constant to the compiler, the search for the slot's InCLL folds away.
- * Anything else (the node's first change in the epoch, a move, a log)
- * calls incll_update_try. */
+ * epoch already: incll__update_hit takes the change (0), or it answers
+ * INCLL_MOVE with nothing changed, as the library would (its node is
+ * touched in the epoch, so there is nothing else to decide). With a
+ * layout constant to the compiler, the search for the slot's InCLL folds
+ * away. The node's first change in the epoch calls incll_update_try. */
 static inline int incll_update_try_in(txn *tx, txn_obj *o, const incll_layout *l,
                                       unsigned slot, uint64_t v, uint64_t epoch)
 {
     char *n = (char *)incll_node(o);
     uint64_t ew = __atomic_load_n(&((incll_perm *)(n + l->perm_off))->epoch, __ATOMIC_RELAXED);
     int g = slot < l->nslots ? incll__group_of_slot(l, slot) : -1;
-    if (ew >> INCLL_EPOCH_SHIFT == epoch && g >= 0 &&
-        incll__update_hit(ew, (incll_val *)(n + l->group_off[g]), (uint64_t *)(n + l->vals_off) + slot,
-                          slot, v, epoch))
-        return 0;
+    if (ew >> INCLL_EPOCH_SHIFT == epoch && g >= 0)
+        return incll__update_hit(ew, (incll_val *)(n + l->group_off[g]),
+                                 (uint64_t *)(n + l->vals_off) + slot, slot, v, epoch)
+                   ? 0
+                   : INCLL_MOVE;
     return incll_update_try(tx, o, l, slot, v);
 }
 
