@@ -708,6 +708,87 @@ START_TEST(full_pool)
 }
 END_TEST
 
+#ifndef MT_INCLL
+/* Write n bytes into o (a mirror) in a transaction of its own; the bytes
+ * there before go to `old` when given. */
+static void poke(txn_pool *p, txn_obj *o, size_t off, const void *src, size_t n, void *old)
+{
+    txn *tx;
+    ck_assert_int_eq(txn_begin(p, &tx), 0);
+    if (old)
+        ck_assert_int_eq(txn_read(tx, o, off, old, n), 0);
+    ck_assert_int_eq(txn_write(tx, o, off, src, n), 0);
+    ck_assert_int_eq(txn_commit(tx), 0);
+}
+
+static txn_obj *handle_at(txn_pool *p, txn_obj *o, size_t off)
+{
+    txn *tx;
+    txn_obj *h = NULL;
+    ck_assert_int_eq(txn_begin(p, &tx), 0);
+    ck_assert_int_eq(txn_read(tx, o, off, &h, sizeof h), 0);
+    txn_abort(tx);
+    ck_assert_ptr_nonnull(h);
+    return h;
+}
+
+/* A damaged tree in the pool: mt_open answers TXN_E_CORRUPT (never loops,
+ * never runs off the stack), and opens the tree again once the damage is
+ * undone. The damages: the root (internal) node keyless and its own only
+ * child; two children the same leaf; a leaf's permutation naming a slot
+ * twice; the anchor naming no object. */
+START_TEST(damaged_tree)
+{
+    txn_pool *p = new_pool();
+    mt_opts o = {.pool = p};
+    mt_tree *t;
+    struct ref r = {0};
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    for (uint64_t i = 0; i < 100; i++) { /* a root over leaves only */
+        uint64_t k = __builtin_bswap64(i * 7919 + 1);
+        ck_assert_int_eq(mt_put(t, &k, 8, 16 * (i + 1)), 1);
+        ref_put(&r, (const uint8_t *)&k, 8, 16 * (i + 1));
+    }
+    mt_close(t);
+    txn_obj *root = handle_at(p, txn_root(p), 0);
+    txn_obj *c0 = handle_at(p, root, IB_CHILD), *c1 = handle_at(p, root, IB_CHILD + 8);
+    uint64_t zero = 0, old[2], kind[2];
+    txn *tx;
+    ck_assert_int_eq(txn_begin(p, &tx), 0);
+    ck_assert_int_eq(txn_read(tx, root, 0, &kind[0], 8), 0);
+    ck_assert_int_eq(txn_read(tx, c1, 0, &kind[1], 8), 0);
+    txn_abort(tx);
+    ck_assert_uint_eq(kind[0], KIND_INODE);
+    ck_assert_uint_eq(kind[1], KIND_LEAF);
+    poke(p, root, IB_NKEYS, &zero, 8, &old[0]); /* keyless, its own child */
+    poke(p, root, IB_CHILD, &root, 8, NULL);
+    ck_assert_int_eq(mt_open(&o, &t), TXN_E_CORRUPT);
+    poke(p, root, IB_NKEYS, &old[0], 8, NULL);
+    poke(p, root, IB_CHILD, &c0, 8, NULL);
+    poke(p, root, IB_CHILD + 8, &c0, 8, NULL); /* one leaf twice */
+    ck_assert_int_eq(mt_open(&o, &t), TXN_E_CORRUPT);
+    poke(p, root, IB_CHILD + 8, &c1, 8, NULL);
+    uint64_t perm;
+    ck_assert_int_eq(txn_begin(p, &tx), 0);
+    ck_assert_int_eq(txn_read(tx, c1, LB_PERM, &perm, 8), 0);
+    txn_abort(tx);
+    uint64_t twice = (perm & ~(uint64_t)0xf00) | (perm >> 4 & 0xf) << 8; /* position 1 = 0 */
+    poke(p, c1, LB_PERM, &twice, 8, NULL);
+    ck_assert_int_eq(mt_open(&o, &t), TXN_E_CORRUPT);
+    poke(p, c1, LB_PERM, &perm, 8, NULL);
+    uint64_t wild = 0x1234000;
+    poke(p, txn_root(p), 0, &wild, 8, &old[1]);
+    ck_assert_int_eq(mt_open(&o, &t), TXN_E_CORRUPT);
+    poke(p, txn_root(p), 0, &old[1], 8, NULL);
+    ck_assert_int_eq(mt_open(&o, &t), 0); /* undone: the tree as it was */
+    check_scan(t, &r, NULL, 0, (size_t)-1);
+    mt_close(t);
+    drop_pool(p);
+    free(r.e);
+}
+END_TEST
+#endif
+
 /* The permutation helpers that moves use (mt_incll.c), against plain
  * decoding: perm_swap exchanges two positions' slots, perm_free_since
  * finds the first free position whose slot `from` does not use. */
@@ -809,6 +890,9 @@ int main(void)
     tcase_add_test(tr, permutation);
     tcase_add_test(tr, reuse_txn);
     tcase_add_loop_test(tr, full_pool, 0, 2);
+#ifndef MT_INCLL
+    tcase_add_test(tr, damaged_tree);
+#endif
     tcase_add_loop_test(ts, stress_txn, 0, 2);
 #ifdef MT_INCLL
     tcase_add_test(tr, batch);

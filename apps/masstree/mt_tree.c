@@ -162,8 +162,13 @@ struct rebuild {
     txn *tx;
     txn_pool *pool;
     int err;
-    unsigned depth;
+    unsigned depth;  /* layers */
+    unsigned height; /* internal nodes above, in this layer */
 };
+
+/* More internal levels than any tree reaches (a split at least halves a
+ * node): a damaged pool's cycle through keyless internal nodes ends here. */
+#define MAX_HEIGHT 64
 
 /* one layer's leaves in order, for the chain */
 struct chain {
@@ -190,7 +195,10 @@ static struct node *build_layer(struct rebuild *rb, txn_obj *h)
         rb->err = TXN_E_CORRUPT;
         return NULL;
     }
+    unsigned height = rb->height;
+    rb->height = 0;
     struct node *root = build(rb, h, NULL, 0, 0, 0, &ch);
+    rb->height = height;
     rb->depth--;
     if (ch.last_next)
         rb->err = TXN_E_CORRUPT;
@@ -271,7 +279,7 @@ static struct node *build(struct rebuild *rb, txn_obj *h, struct inode *parent, 
     struct inode *in = (struct inode *)n;
     in->kind = KIND_INODE;
     uint64_t nk = b[IB_NKEYS / 8];
-    if (nk > IWIDTH) {
+    if (nk > IWIDTH || rb->height >= MAX_HEIGHT) {
         rb->err = TXN_E_CORRUPT;
         return n;
     }
@@ -284,6 +292,7 @@ static struct node *build(struct rebuild *rb, txn_obj *h, struct inode *parent, 
         in->ikey[i] = k;
     }
     in->nkeys = nk; /* walk() skips children not built */
+    rb->height++;
     for (unsigned i = 0; i <= nk; i++) {
         uint64_t clo = i ? in->ikey[i - 1] : lo, chi = i < nk ? in->ikey[i] : hi;
         int chas = i < nk ? 1 : has_hi;
@@ -291,6 +300,7 @@ static struct node *build(struct rebuild *rb, txn_obj *h, struct inode *parent, 
         if (!in->child[i])
             break;
     }
+    rb->height--;
     return n;
 }
 
