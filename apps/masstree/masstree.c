@@ -338,7 +338,7 @@ static void new_root(struct op *o, struct node *n, struct node *r, uint64_t key,
         w_anchor(o, &q->h);
         return;
     }
-    struct leaf *ul = leaf_locked(o, o->layer[depth - 1], o->ik[depth - 1]);
+    struct leaf *ul = o->upper; /* split_prepare locked and readied it */
     unsigned pos;
     int s = leaf_find(ul, ul->perm, o->ik[depth - 1], KLEN_LAYER, &pos);
     if (s >= 0) /* the entry is there: its layer is never removed */
@@ -488,10 +488,10 @@ static struct leaf *split_prepare(struct op *o, struct leaf *l)
         struct inode *p = locked_parent(o, n);
         if (!p) {
             need++;
-            if (o->depth > 0) /* the same leaf new_root finds, locked from here on */
-                node_will_change(
-                    o, &leaf_locked(o, o->layer[o->depth - 1], o->ik[o->depth - 1])->h);
-            else
+            if (o->depth > 0) { /* for new_root, locked from here on */
+                o->upper = leaf_locked(o, o->layer[o->depth - 1], o->ik[o->depth - 1]);
+                node_will_change(o, &o->upper->h);
+            } else
                 anchor_will_change(o);
             break;
         }

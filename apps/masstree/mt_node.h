@@ -245,6 +245,7 @@ struct op {
     int nspare, nnew;
     struct inode *spare[OP_SPARE]; /* a split's internal nodes, made first */
     struct node *made_new[OP_LOCKS]; /* the nodes it allocated */
+    struct leaf *upper; /* a split's leaf above its layer's root (new_root) */
 #ifdef MT_INCLL
     uint64_t epoch; /* of tx (incll_epoch), for the InCLL fast paths */
     const int *wait; /* incll_waiting_word(tx) */
@@ -457,6 +458,7 @@ static inline int op_begin(struct op *o, mt_tree *t)
     o->made = 0;
     o->clean = 0;
     o->nspare = o->nnew = 0;
+    o->upper = NULL;
     o->nheld = 0;
     o->depth = 0;
     if (atomic_load(&t->broken))
