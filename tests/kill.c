@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kill_env.h"
 #include "txn.h"
 
 #define LAYOUT "pmtx-kill"
@@ -70,17 +71,6 @@ enum {
 
 static pid_t g_main_pid; /* names the pool, so main() can remove it */
 
-static const char *pool_dir(void)
-{
-    const char *d = getenv("TXN_POOL_DIR");
-    return (d && *d) ? d : "/dev/shm";
-}
-
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-    const char *s = getenv(name);
-    return (s && *s) ? strtoull(s, NULL, 0) : dflt;
-}
 
 /* ---- the child: transactions until killed */
 

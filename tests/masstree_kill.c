@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kill_env.h"
 #include "masstree.h"
 #include "txn.h"
 
@@ -45,12 +46,6 @@ enum { AHEAD = 1 };
 #endif
 
 static char g_name[64]; /* named after main's process: main removes it */
-
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-    const char *s = getenv(name);
-    return s && *s ? strtoull(s, NULL, 0) : dflt;
-}
 
 static uint64_t mix(uint64_t x)
 {
@@ -267,8 +262,7 @@ int main(void)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     char path[300]; /* passed or not */
-    const char *d = getenv("TXN_POOL_DIR");
-    snprintf(path, sizeof path, "%s/%s", d && *d ? d : "/dev/shm", g_name);
+    snprintf(path, sizeof path, "%s/%s", pool_dir(), g_name);
     unlink(path);
     return failed ? 1 : 0;
 }
