@@ -189,6 +189,14 @@ typedef struct incll_layout {
     unsigned nslots; /* <= INCLL_MAX_SLOTS */
     unsigned ngroups;                     /* value InCLLs, <= INCLL_MAX_GROUPS */
     size_t group_off[INCLL_MAX_GROUPS];   /* each value InCLL */
+    /* Optional (NULL: none): a node of pool p as its first access after
+     * a restart finds it, its InCLLs rolled back, before it counts as
+     * recovered. Nonzero: damaged (not torn: crashes are the epochs'),
+     * say a pointer that is no object of p; the node stays unrecovered,
+     * incll_node_prepare() and the change calls answer TXN_E_CORRUPT, and
+     * its next access checks it again. Runs under the node's recovery
+     * lock: it may read the node, not change it. */
+    int (*check)(txn_pool *p, const void *node);
 } incll_layout;
 
 /* 0 if the layout keeps N1: the perm InCLL in one line, every value word
@@ -210,7 +218,8 @@ static inline void *incll_node(txn_obj *o) { return (char *)o + INCLL_OBJ_HDR; }
 int incll_node_init(txn *tx, txn_obj *o, const incll_layout *l, uint64_t perm);
 
 /* Before the first read of o in a transaction: recovers it if this is its
- * first access since a restart (N7). Cheap otherwise (one load). */
+ * first access since a restart (N7), TXN_E_CORRUPT if the layout's check
+ * refuses it then. Cheap otherwise (one load). */
 int incll_node_prepare(txn *tx, txn_obj *o, const incll_layout *l);
 
 /* Before writing a free slot's key and value (N3, N4). */

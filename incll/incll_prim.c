@@ -7,6 +7,7 @@
 #include "incll.h"
 #include "incll_int.h"
 #include "persist.h"
+#include "tx.h"
 
 /* Keeps two stores to one line in program order (N2, N5): on x86-TSO a
  * release fence is a compiler barrier; the lines are never flushed here. */
@@ -173,6 +174,10 @@ static int first_touch(txn *tx, txn_obj *o, const incll_layout *l, uint64_t e, i
         pm_store64_shared(&pi->perm, pi->saved);
     else
         pm_store64(&pi->saved, pi->perm);
+    /* a refused node keeps its node epoch: what ran above runs again,
+     * the same way, at its next access (its InCLLs are restored now) */
+    if (recover && l->check && l->check(tx->p, incll_node(o)))
+        return TXN_E_CORRUPT;
     store_order();
     pm_store64_shared(&pi->epoch, c << INCLL_EPOCH_SHIFT | INCLL_INS_OK |
                                       (logged ? INCLL_LOGGED : 0));

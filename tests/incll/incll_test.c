@@ -534,6 +534,68 @@ START_TEST(test_lazy_recovery)
 }
 END_TEST
 
+/* incll_layout.check: the structure's check of a node at its first
+ * access after a restart. */
+static int check_calls, check_refuse, check_rolled_back;
+static txn_pool *check_pool;
+
+static int refuse_check(txn_pool *p, const void *node)
+{
+    const struct leaf *n = node;
+    check_calls++;
+    check_pool = p;
+    /* leaf 0 as before child_changes: keys 1..10, value 16 * key */
+    check_rolled_back = n->p.perm == (1u << 10) - 1 && n->vals[1] == 0x20 && n->vals[8] == 0x90;
+    return check_refuse;
+}
+
+/* The check sees the node rolled back (the failed epoch's InCLL changes
+ * undone) and its pool; a refusal leaves the node unrecovered (its node
+ * epoch the failed one): incll_node_prepare and the change calls answer
+ * TXN_E_CORRUPT and change nothing, and each access checks it again; once
+ * accepted it is recovered and not checked again in this execution. */
+START_TEST(test_check)
+{
+    make_leaf(0, 10);
+    make_leaf(1, 6);
+    uint64_t e = crash_child(child_changes);
+    incll_layout l = leaf_layout;
+    l.check = refuse_check;
+    txn *tx = begin();
+    txn_obj *a = leaf_at(tx, 0);
+    struct leaf *na = incll_node(a);
+    check_refuse = 1;
+    ck_assert_int_eq(incll_node_prepare(tx, a, &l), TXN_E_CORRUPT);
+    ck_assert_int_eq(check_calls, 1);
+    ck_assert_ptr_eq(check_pool, g_p);
+    ck_assert(check_rolled_back);
+    ck_assert_uint_eq(incll_node_epoch(&na->p), e);
+    ck_assert_int_eq(incll_update(tx, a, &l, 1, 0x40), TXN_E_CORRUPT);
+    ck_assert_int_eq(incll_insert_begin(tx, a, &l), TXN_E_CORRUPT);
+    ck_assert_int_eq(incll_log(tx, a, &l), TXN_E_CORRUPT);
+    ck_assert_int_eq(check_calls, 4);
+    ck_assert(check_rolled_back); /* rolled back again, the same */
+    ck_assert_uint_eq(na->vals[1], 0x20);
+    ck_assert(!logged(na));
+    check_refuse = 0;
+    ck_assert_int_eq(incll_node_prepare(tx, a, &l), 0);
+    ck_assert_int_eq(check_calls, 5);
+    ck_assert_uint_eq(incll_node_epoch(&na->p), incll__epoch(tx));
+    ck_assert_int_eq(incll_update(tx, a, &l, 1, 0x40), 0);
+    ck_assert_int_eq(check_calls, 5);
+    ck_assert_uint_eq(value_of(na, 2), 0x40);
+    commit_sync(tx);
+    reopen(); /* a clean restart: checked once more, as it is now */
+    tx = begin();
+    a = leaf_at(tx, 0);
+    ck_assert_int_eq(incll_node_prepare(tx, a, &l), 0);
+    ck_assert_int_eq(check_calls, 6);
+    ck_assert(!check_rolled_back);
+    ck_assert_uint_eq(value_of(incll_node(a), 2), 0x40);
+    commit_sync(tx);
+}
+END_TEST
+
 /* incll_update_try_in (incll.h's inline path) with the transaction's
  * epoch: a node not started in the epoch goes to the library (its first
  * touch); then a slot its line's InCLL saved, a free InCLL of the other
@@ -784,6 +846,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_grace);
     tcase_add_test(tc, test_wrap);
     tcase_add_test(tc, test_lazy_recovery);
+    tcase_add_test(tc, test_check);
     tcase_add_test(tc, test_two_crashes);
     tcase_add_test(tc, test_stale_incll);
     tcase_add_test(tc, test_forgotten_epoch);
