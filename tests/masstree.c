@@ -708,6 +708,18 @@ START_TEST(full_pool)
 }
 END_TEST
 
+/* The handle stored at off in object o. */
+static txn_obj *handle_at(txn_pool *p, txn_obj *o, size_t off)
+{
+    txn *tx;
+    txn_obj *h = NULL;
+    ck_assert_int_eq(txn_begin(p, &tx), 0);
+    ck_assert_int_eq(txn_read(tx, o, off, &h, sizeof h), 0);
+    txn_abort(tx);
+    ck_assert_ptr_nonnull(h);
+    return h;
+}
+
 #ifndef MT_INCLL
 /* Write n bytes into o (a mirror) in a transaction of its own; the bytes
  * there before go to `old` when given. */
@@ -719,17 +731,6 @@ static void poke(txn_pool *p, txn_obj *o, size_t off, const void *src, size_t n,
         ck_assert_int_eq(txn_read(tx, o, off, old, n), 0);
     ck_assert_int_eq(txn_write(tx, o, off, src, n), 0);
     ck_assert_int_eq(txn_commit(tx), 0);
-}
-
-static txn_obj *handle_at(txn_pool *p, txn_obj *o, size_t off)
-{
-    txn *tx;
-    txn_obj *h = NULL;
-    ck_assert_int_eq(txn_begin(p, &tx), 0);
-    ck_assert_int_eq(txn_read(tx, o, off, &h, sizeof h), 0);
-    txn_abort(tx);
-    ck_assert_ptr_nonnull(h);
-    return h;
 }
 
 /* A damaged tree in the pool: mt_open answers TXN_E_CORRUPT (never loops,
@@ -783,6 +784,180 @@ START_TEST(damaged_tree)
     ck_assert_int_eq(mt_open(&o, &t), 0); /* undone: the tree as it was */
     check_scan(t, &r, NULL, 0, (size_t)-1);
     mt_close(t);
+    drop_pool(p);
+    free(r.e);
+}
+END_TEST
+#endif
+
+#ifdef MT_INCLL
+/* ---- a damaged in-pool tree: bytes of nodes changed in the pool between
+ * two executions (damage, not a torn write: crashes are the epochs') */
+
+/* the leaf of slice ik under node n, read as it is in the pool */
+static struct leaf *raw_leaf(struct node *n, uint64_t ik)
+{
+    while (((uint8_t *)n)[NB_KIND] == KIND_INODE) {
+        struct inode *in = (struct inode *)n;
+        unsigned i = 0;
+        while (i < in->nkeys && ik >= in->ikey[i])
+            i++;
+        n = in->child[i];
+    }
+    return (struct leaf *)n;
+}
+
+static int count_cb(const void *key, size_t len, uint64_t val, void *arg)
+{
+    (void)key, (void)len, (void)val;
+    ++*(size_t *)arg;
+    return 0;
+}
+
+struct poke {
+    uint64_t *at, old;
+};
+
+static void poke_word(struct poke *d, uint64_t *at, uint64_t v)
+{
+    d->at = at;
+    d->old = *at;
+    *at = v;
+}
+
+/* byte off of node n set to b, by its word */
+static void poke_byte(struct poke *d, void *n, size_t off, uint8_t b)
+{
+    uint64_t *w = (uint64_t *)((char *)n + (off & ~(size_t)7));
+    unsigned sh = 8 * (unsigned)(off & 7);
+    poke_word(d, w, (*w & ~(0xffull << sh)) | (uint64_t)b << sh);
+}
+
+static uint64_t dkey(uint64_t i) /* key i, big-endian: slice order = i's */
+{
+    return __builtin_bswap64(i * 7919 + 1);
+}
+
+enum { D_WILD_CHILD, D_NKEYS, D_IKEY_ORDER, D_CYCLE, D_CHILD_ROOT, D_TOP_NOT_ROOT, D_PERM, D_KLEN, D_WILD_NEXT, D_KIND,
+       D_LAYER, D_NEXT_CYCLE, D_LOWKEY, D_LAYER_CYCLE, D_CASES };
+
+/* After a restart the in-pool tree checks each node at its first access.
+ * Each case damages one node of a tree of several internal levels and
+ * restarts: every operation whose way goes through the damaged node
+ * answers TXN_E_CORRUPT (a wild child, a key count over 15, keys out of
+ * order, a child marked root, a top root not marked root, a permutation
+ * naming a slot twice, a key length over 9, a wild next pointer, a bad
+ * kind byte, a wild layer root); a cycle through
+ * internal nodes, or of next pointers, stops the walk that goes round it
+ * (TXN_E_CORRUPT, no endless loop), and so does a scan at a layer entry
+ * naming the top layer's root (it would recurse for ever); a leaf whose
+ * low key is wrong still splits (its parent is found by the key's way,
+ * not by the low key) and the scan refuses the chain. Keys elsewhere are served, and a scan
+ * (which goes by the leaves) serves all keys past a damaged internal
+ * node; the refused operations change nothing; once the damage is
+ * undone the tree is the reference's. */
+START_TEST(damaged_nodes)
+{
+    txn_pool *p = new_pool();
+    mt_opts o = {.pool = p};
+    mt_tree *t;
+    struct ref r = {0};
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    for (uint64_t i = 0; i < 3000; i++) {
+        uint64_t k = dkey(i);
+        ck_assert_int_eq(mt_put(t, &k, 8, 16 * (i + 1)), 1);
+        ref_put(&r, (const uint8_t *)&k, 8, 16 * (i + 1));
+    }
+    uint8_t lk[20]; /* three 20-byte keys: a layer under one entry */
+    uint64_t lslice = dkey(1500) + (1ull << 56); /* between keys 1500 and 1501 */
+    memset(lk, 'x', sizeof lk);
+    memcpy(lk, &lslice, 8);
+    for (unsigned j = 0; j < 3; j++) {
+        lk[19] = (uint8_t)j;
+        ck_assert_int_eq(mt_put(t, lk, 20, 32 * (j + 1)), 1);
+        ref_put(&r, lk, 20, 32 * (j + 1));
+    }
+    mt_close(t);
+    struct node *root = incll_node(handle_at(p, txn_root(p), 0));
+    ck_assert_uint_eq(((uint8_t *)root)[NB_KIND], KIND_INODE);
+    struct inode *R = (struct inode *)root, *C = (struct inode *)R->child[1];
+    ck_assert_uint_eq(((uint8_t *)C)[NB_KIND], KIND_INODE); /* internal levels: 2 or more */
+    struct leaf *L = raw_leaf(C->child[1], 0), *first = raw_leaf(root, 0);
+    ck_assert_uint_eq(((uint8_t *)L)[NB_KIND], KIND_LEAF);
+    uint64_t K = L->ikey[perm_slot(L->perm, 0)], kb = __builtin_bswap64(K), ko = dkey(0), v;
+    struct leaf *LL = raw_leaf(root, __builtin_bswap64(lslice)); /* the layer entry's leaf */
+    uint64_t lperm = LL->perm;
+    unsigned ls = 0;
+    for (unsigned i = 0; i < perm_count(lperm); i++)
+        if (LL->klen[perm_slot(lperm, i)] == KLEN_LAYER)
+            ls = perm_slot(lperm, i) + 1;
+    ck_assert_uint_ne(ls, 0);
+    ls--;
+    for (int c = 0; c < D_CASES; c++) {
+        p = reopen_pool(p); /* a restart: every node unrecovered */
+        o.pool = p;
+        struct poke d;
+        uint64_t perm = L->perm;
+        switch (c) {
+        case D_WILD_CHILD: poke_word(&d, (uint64_t *)&C->child[1], 0x1234000); break;
+        case D_NKEYS: poke_word(&d, &C->nkeys, IWIDTH + 1); break;
+        case D_IKEY_ORDER: poke_word(&d, &C->ikey[1], C->ikey[0]); break;
+        case D_CYCLE: poke_word(&d, (uint64_t *)&C->child[1], (uint64_t)R); break;
+        case D_PERM: /* position 1 names position 0's slot */
+            poke_word(&d, &L->perm, (perm & ~(uint64_t)0xf00) | (perm >> 4 & 0xf) << 8);
+            break;
+        case D_CHILD_ROOT: poke_byte(&d, C, NB_ROOT, 1); break;
+        case D_TOP_NOT_ROOT: poke_byte(&d, R, NB_ROOT, 0); break;
+        case D_KLEN: /* the length of position 1's slot */
+            poke_byte(&d, L, offsetof(struct leaf, klen) + perm_slot(perm, 1), 10);
+            break;
+        case D_WILD_NEXT: poke_word(&d, (uint64_t *)&L->next, 0x1234000); break;
+        case D_KIND: poke_byte(&d, L, NB_KIND, 7); break;
+        case D_LAYER: poke_word(&d, &LL->val[ls], 0x1234000); break;
+        case D_NEXT_CYCLE: poke_word(&d, (uint64_t *)&L->next, (uint64_t)first); break;
+        case D_LOWKEY: poke_word(&d, &L->lowkey, 0); break;
+        case D_LAYER_CYCLE: poke_word(&d, &LL->val[ls], (uint64_t)R); break;
+        }
+        ck_assert_int_eq(mt_open(&o, &t), 0); /* reads the anchor only */
+        if (c == D_LAYER) {
+            lk[19] = 1;
+            ck_assert_int_eq(mt_get(t, lk, 20, &v), TXN_E_CORRUPT);
+            ck_assert_int_eq(mt_put(t, lk, 20, 1), TXN_E_CORRUPT);
+            ck_assert_int_eq(mt_get(t, &kb, 8, &v), 0);
+        } else if (c == D_NEXT_CYCLE || c == D_LAYER_CYCLE) {
+            ck_assert_int_eq(mt_get(t, &kb, 8, &v), 0);
+        } else if (c == D_LOWKEY) {
+            for (uint64_t j = 1; j <= 20; j++) { /* L splits: its parent is looked for */
+                uint64_t k = __builtin_bswap64(K + j);
+                ck_assert_int_eq(mt_put(t, &k, 8, 48 * j), 1);
+                ref_put(&r, (const uint8_t *)&k, 8, 48 * j);
+            }
+        } else {
+            ck_assert_int_eq(mt_get(t, &kb, 8, &v), TXN_E_CORRUPT);
+            ck_assert_int_eq(mt_put(t, &kb, 8, 8), TXN_E_CORRUPT);
+            ck_assert_int_eq(mt_remove(t, &kb, 8), TXN_E_CORRUPT);
+            uint64_t kn = __builtin_bswap64(K + 1);
+            ck_assert_int_eq(mt_put(t, &kn, 8, 8), TXN_E_CORRUPT);
+        }
+        if (c <= D_CHILD_ROOT) { /* the scan goes by the leaves: all there */
+            check_scan(t, &r, NULL, 0, (size_t)-1);
+        } else { /* a callback that never stops it */
+            size_t seen = 0;
+            long n = mt_scan(t, NULL, 0, (size_t)-1, count_cb, &seen);
+            ck_assert_msg(n == TXN_E_CORRUPT, "case %d: the scan: %ld", c, n);
+        }
+        if (c != D_TOP_NOT_ROOT) { /* elsewhere: served */
+            ck_assert_int_eq(mt_get(t, &ko, 8, &v), 0);
+            ck_assert_uint_eq(v, 16);
+        }
+        mt_close(t);
+        *d.at = d.old;
+        p = reopen_pool(p);
+        o.pool = p;
+        ck_assert_int_eq(mt_open(&o, &t), 0);
+        check_scan(t, &r, NULL, 0, (size_t)-1);
+        mt_close(t);
+    }
     drop_pool(p);
     free(r.e);
 }
@@ -896,6 +1071,7 @@ int main(void)
     tcase_add_loop_test(ts, stress_txn, 0, 2);
 #ifdef MT_INCLL
     tcase_add_test(tr, batch);
+    tcase_add_test(tr, damaged_nodes);
 #endif
     tcase_set_timeout(tr, 300);
     tcase_set_timeout(ts, 300);

@@ -67,19 +67,30 @@ static inline void prefetch_node(const void *n)
 #define STABLE(n) (ready ? node_wait(n) : node_stable(n))
 /* The leaf of layer `layer` whose range holds slice ik, and its stable
  * version. `ready`: no node needs node_ready (t_ready), a constant in each
- * of reach_leaf's two copies. */
+ * of reach_leaf's two copies. Without it, NULL when a node on the way is
+ * refused (node_err) or the way is longer than any layer's (a cycle). */
 static inline __attribute__((always_inline)) struct leaf *
 reach_leaf_in(struct node *layer, uint64_t ik, uint64_t *vout, int ready)
 {
     struct node *n;
     uint64_t v;
+    unsigned height;
 retry:
     n = layer;
+    height = 0;
     v = STABLE(n);
+    if (!ready && node_err())
+        return NULL;
     while (!(v & V_ROOT)) { /* the layer grew a root above it */
         struct inode *p = LDA(n->parent);
-        if (!p)
+        if (!p) {
+            if (!ready) { /* a restart forgot the parents: a layer's start
+                           * that is no root is a damaged root byte */
+                node_fail(TXN_E_CORRUPT);
+                return NULL;
+            }
             goto retry;
+        }
         n = &p->h;
         v = STABLE(n);
     }
@@ -94,7 +105,14 @@ retry:
         if (c)
             prefetch_node(c);
         uint64_t vc = c ? STABLE(c) : 0;
+        if (!ready && node_err())
+            return NULL;
         if (c && !node_changed(n, v)) {
+            /* a root below a node (damaged root byte), or a cycle */
+            if (!ready && ((vc & V_ROOT) || ++height > MT_MAX_HEIGHT)) {
+                node_fail(TXN_E_CORRUPT);
+                return NULL;
+            }
             n = c;
             v = vc;
             continue;
@@ -119,13 +137,29 @@ static struct leaf *reach_leaf(struct node *layer, uint64_t ik, uint64_t *vout)
 
 #undef STABLE
 
-/* From leaf l (version *v), the leaf right of it that holds slice ik. */
+/* Whether leaf nx, l's next, is refused or is not right of l (a cycle of
+ * next pointers): low keys grow along the chain (a split's new leaf
+ * starts at a slice above all that stay, an unlink keeps both
+ * neighbours' low keys). Checked in an execution that did not make the
+ * tree only. */
+static int next_bad(struct leaf *l, struct leaf *nx)
+{
+    node_ready(&nx->h);
+    if (node_err() || (!nodes_trusted() && LD(nx->lowkey) <= LD(l->lowkey))) {
+        node_fail(TXN_E_CORRUPT);
+        return 1;
+    }
+    return 0;
+}
+
+/* From leaf l (version *v), the leaf right of it that holds slice ik;
+ * NULL if next_bad. */
 static struct leaf *walk_right(struct leaf *l, uint64_t ik, uint64_t *v)
 {
     while (!(*v & V_DELETED)) {
         struct leaf *nx = LDA(l->next);
-        if (nx)
-            node_ready(&nx->h);
+        if (nx && next_bad(l, nx))
+            return NULL;
         if (!nx || ik < LD(nx->lowkey))
             break;
         l = nx;
@@ -169,6 +203,8 @@ int mt_get(mt_tree *t, const void *key, size_t len, uint64_t *val)
         int s;
         struct leaf *l = reach_leaf(layer, ik, &v);
         for (;;) {
+            if (!l)
+                break;
             if (v & V_DELETED) {
                 l = reach_leaf(layer, ik, &v);
                 continue;
@@ -180,6 +216,10 @@ int mt_get(mt_tree *t, const void *key, size_t len, uint64_t *val)
                 break;
             v = node_stable(&l->h);
             l = walk_right(l, ik, &v);
+        }
+        if (!l) { /* a refused node (rd_end answers node_err) */
+            rc = TXN_E_CORRUPT;
+            break;
         }
         if (s < 0) {
             rc = 1;
@@ -210,6 +250,10 @@ static struct leaf *leaf_locked(struct op *o, struct node *layer, uint64_t ik)
     for (;;) {
         uint64_t v;
         struct leaf *l = reach_leaf(layer, ik, &v);
+        if (!l) {
+            o->err = o->err ? o->err : node_err();
+            return NULL;
+        }
         op_lock(o, &l->h);
         uint64_t w = atomic_load_explicit(&l->h.version, memory_order_relaxed);
         if (!(w & V_DELETED) && (w ^ v) < V_SPLIT_ONE)
@@ -218,8 +262,11 @@ static struct leaf *leaf_locked(struct op *o, struct node *layer, uint64_t ik)
             if (atomic_load_explicit(&l->h.version, memory_order_relaxed) & V_DELETED)
                 break;
             struct leaf *nx = l->next;
-            if (nx)
-                node_ready(&nx->h);
+            if (nx && next_bad(l, nx)) {
+                op_unlock(o, &l->h);
+                o->err = o->err ? o->err : node_err();
+                return NULL;
+            }
             if (!nx || ik < nx->lowkey)
                 return l;
             op_lock(o, &nx->h);
@@ -235,11 +282,13 @@ static void set_parent(struct node *c, struct inode *p);
 
 #ifdef MT_INCLL
 /* The parent of n (locked by o, not a root), found from its layer's root
- * by a key of n's range (a leaf's lowkey, an internal node's first key):
- * locked, and checked to hold n. For a parent forgotten at a restart. */
+ * by o's key, whose way (reach_leaf's) goes through n (o's leaf or one
+ * of its parents): locked, and checked to hold n. For a parent forgotten
+ * at a restart. NULL, and o->err, if a node on the way is refused or the
+ * way is longer than any layer's. */
 static struct inode *find_parent(struct op *o, struct node *n)
 {
-    uint64_t key = is_leaf(n) ? ((struct leaf *)n)->lowkey : ((struct inode *)n)->ikey[0];
+    uint64_t key = o->ik[o->depth];
     for (;;) {
         struct node *c = o->layer[o->depth];
         uint64_t v = node_stable(c);
@@ -250,7 +299,10 @@ static struct inode *find_parent(struct op *o, struct node *n)
             c = &p->h;
             v = node_stable(c);
         }
+        unsigned height = 0;
         while (c != n && !(node_stable(c) & V_LEAF)) {
+            if (node_err() || ++height > MT_MAX_HEIGHT)
+                break;
             struct inode *in = (struct inode *)c;
             unsigned nk = (unsigned)LD(in->nkeys), i = 0;
             if (nk > IWIDTH)
@@ -273,12 +325,18 @@ static struct inode *find_parent(struct op *o, struct node *n)
                 break;
             c = d;
         }
+        if (node_err() || height > MT_MAX_HEIGHT) {
+            node_fail(TXN_E_CORRUPT);
+            o->err = o->err ? o->err : node_err();
+            return NULL;
+        }
         __builtin_ia32_pause();
     }
 }
 #endif
 
-/* The parent of n (locked by o), locked, or NULL if n is a root. */
+/* The parent of n (locked by o), locked, or NULL if n is a root (or, in
+ * the pool build, on a refused node: node_err). */
 static struct inode *locked_parent(struct op *o, struct node *n)
 {
     for (;;) {
@@ -364,7 +422,8 @@ static void insert_up(struct op *o, struct node *n, struct node *r, uint64_t key
     for (;;) {
         struct inode *p = locked_parent(o, n);
         if (!p) {
-            new_root(o, n, r, key, depth);
+            if (!node_err())
+                new_root(o, n, r, key, depth);
             return;
         }
         unsigned i = child_index(p, n), nk = (unsigned)p->nkeys;
@@ -486,11 +545,16 @@ static struct leaf *split_prepare(struct op *o, struct leaf *l)
     node_will_change(o, n);
     for (;;) {
         struct inode *p = locked_parent(o, n);
+        if (node_err()) {
+            o->err = o->err ? o->err : node_err();
+            break;
+        }
         if (!p) {
             need++;
             if (o->depth > 0) { /* for new_root, locked from here on */
                 o->upper = leaf_locked(o, o->layer[o->depth - 1], o->ik[o->depth - 1]);
-                node_will_change(o, &o->upper->h);
+                if (o->upper)
+                    node_will_change(o, &o->upper->h);
             } else
                 anchor_will_change(o);
             break;
@@ -641,11 +705,21 @@ static int unlink_prepare(struct op *o, struct leaf *l, struct unlink *u)
      * their parent (l is never a first child here); the parent first
      * (child before parent), then the neighbour without waiting */
     struct inode *p = locked_parent(o, &l->h);
+    if (!p) /* refused on the way (node_err): l stays, the remove stands
+             * and answers; the damage shows where it is in the way */
+        goto refused;
     unsigned i = child_index(p, &l->h), nk = (unsigned)p->nkeys;
     struct leaf *pv = i > 0 && i <= nk ? (struct leaf *)p->child[i - 1] : NULL;
     if (!pv || !op_trylock(o, &pv->h)) {
         op_unlock(o, &p->h);
+        if (node_err()) /* pv refused */
+            goto refused;
         return 0;
+    }
+    if (node_err()) {
+        op_unlock(o, &pv->h);
+        op_unlock(o, &p->h);
+        goto refused;
     }
     if (pv->next != l ||
         (atomic_load_explicit(&pv->h.version, memory_order_relaxed) & V_DELETED)) {
@@ -695,6 +769,12 @@ static int unlink_prepare(struct op *o, struct leaf *l, struct unlink *u)
 #endif
     *u = (struct unlink){p, pv, nx, i, nk};
     return 1;
+#ifdef MT_INCLL
+refused:
+    node_err_clear();
+    o->err = 0;
+    return 0;
+#endif
 }
 
 static void unlink_do(struct op *o, struct leaf *l, const struct unlink *u)
@@ -745,6 +825,10 @@ static int modify_once(mt_tree *t, int what, const void *key, size_t len, uint64
         o.layer[o.depth] = layer;
         o.ik[o.depth] = ik;
         struct leaf *l = leaf_locked(&o, layer, ik);
+        if (!l) { /* a node refused on the way (o.err): nothing changed */
+            o.clean = 1;
+            break;
+        }
         uint64_t perm = l->perm;
         int s = leaf_find(l, perm, ik, kl, &pos);
         if (s >= 0 && kl == KLEN_LAYER) { /* on to the next layer */
@@ -842,7 +926,7 @@ struct scan {
     mt_scan_fn fn;
     void *arg;
     size_t max, count;
-    int stop;
+    int stop, err;
     uint8_t key[MT_MAX_KEY + 8];
 };
 
@@ -858,6 +942,8 @@ static struct leaf *snapshot(struct node *layer, struct leaf *l, uint64_t v, uin
                              struct snap *sn)
 {
     for (;;) {
+        if (!l) /* refused (reach_leaf, walk_right) */
+            return NULL;
         if (v & V_DELETED) {
             l = reach_leaf(layer, cik, &v);
             continue;
@@ -878,8 +964,16 @@ static struct leaf *snapshot(struct node *layer, struct leaf *l, uint64_t v, uin
     }
 }
 
+static void scan_fail(struct scan *s, int rc)
+{
+    s->err = rc;
+    s->stop = 1;
+}
+
 /* Keys of `layer` from (start, slen) on (start NULL: all), under the
- * `depth` bytes of prefix already in s->key. */
+ * `depth` bytes of prefix already in s->key. A layer below a key's
+ * MT_MAX_KEY bytes, a leaf that is not right of the one before (a cycle)
+ * or a refused node (pool build): TXN_E_CORRUPT. */
 static void scan_layer(struct scan *s, struct node *layer, size_t depth, const uint8_t *start,
                        size_t slen)
 {
@@ -890,6 +984,10 @@ static void scan_layer(struct scan *s, struct node *layer, size_t depth, const u
     struct leaf *l = reach_leaf(layer, cik, &v);
     for (;;) {
         l = snapshot(layer, l, v, cik, &sn);
+        if (!l) {
+            scan_fail(s, TXN_E_CORRUPT);
+            return;
+        }
         for (unsigned i = 0; i < sn.n; i++) {
             int c = ent_cmp(sn.ik[i], sn.kl[i], cik, ckl);
             if (c < 0 || (c == 0 && !inclusive))
@@ -898,6 +996,10 @@ static void scan_layer(struct scan *s, struct node *layer, size_t depth, const u
             memcpy(s->key + depth, &be, 8);
             if (sn.kl[i] == KLEN_LAYER) {
                 int from = start && inclusive && c == 0;
+                if (depth + 8 >= MT_MAX_KEY) {
+                    scan_fail(s, TXN_E_CORRUPT);
+                    return;
+                }
                 scan_layer(s, (struct node *)sn.val[i], depth + 8, from ? start + 8 : NULL,
                            from ? slen - 8 : 0);
             } else {
@@ -913,6 +1015,10 @@ static void scan_layer(struct scan *s, struct node *layer, size_t depth, const u
         }
         if (!sn.next)
             return;
+        if (next_bad(l, sn.next)) {
+            scan_fail(s, TXN_E_CORRUPT);
+            return;
+        }
         l = sn.next;
         v = node_stable(&l->h);
     }
@@ -932,5 +1038,5 @@ long mt_scan(mt_tree *t, const void *start, size_t len, size_t max, mt_scan_fn f
     scan_layer(&s, atomic_load_explicit(&t->root, memory_order_acquire), 0, start, len);
     epoch_exit();
     rc = rd_end(t);
-    return rc ? rc : (long)s.count;
+    return rc ? rc : s.err ? s.err : (long)s.count;
 }

@@ -26,9 +26,10 @@
  * hashed lock, its version word is reset from its kind and root bytes,
  * its parent forgotten, then incll_node_prepare rolls its InCLLs back to
  * the end of the last completed epoch (nodes logged in the failed epoch
- * came back from the external log when the pool was opened). A parent
- * that is not known is found again from the layer's root
- * (mt_find_parent, masstree.c).
+ * came back from the external log when the pool was opened), and checks
+ * it (leaf_check, inode_check: a damaged node stays unrecovered, and
+ * the walk that met it stops with TXN_E_CORRUPT). A parent that is not
+ * known is found again from the layer's root (find_parent, masstree.c).
  */
 #include "mt_node.h"
 
@@ -43,6 +44,59 @@ __thread int t_ready;
 __thread int t_err;
 __thread txn_pool *t_pool;
 
+/* ---- a node's structure, checked at its first access after a restart
+ * (incll_layout.check): what one node shows. The walks bound the rest
+ * (cycles: masstree.c). */
+
+/* A node pointer in a node of pool p: a live object of p, a node's size,
+ * on a line of its own, not the node itself. Its kind is checked at its
+ * own first access. */
+static int node_ptr_ok(txn_pool *p, const void *x, const void *self)
+{
+    uintptr_t h = (uintptr_t)x - INCLL_OBJ_HDR;
+    return x && x != self && h % INCLL_LINE == 0 &&
+           txn_obj_size(p, (txn_obj *)h) >= INCLL_NODE_ALLOC(sizeof(struct leaf));
+}
+
+static int kind_ok(const void *node, uint8_t kind)
+{
+    const uint8_t *b = node;
+    return b[NB_KIND] == kind && b[NB_ROOT] <= 1;
+}
+
+/* the permutation, its entries in order, none below the leaf's low key,
+ * each layer's root a node, the next leaf a node */
+static int leaf_check(txn_pool *p, const void *node)
+{
+    const struct leaf *l = node;
+    uint64_t perm = l->perm, pik = 0;
+    unsigned pkl = 0;
+    if (!kind_ok(node, KIND_LEAF) || !perm_valid(perm) || (l->next && !node_ptr_ok(p, l->next, l)))
+        return TXN_E_CORRUPT;
+    for (unsigned i = 0; i < perm_count(perm); i++) {
+        unsigned s = perm_slot(perm, i), kl = l->klen[s];
+        uint64_t ik = l->ikey[s];
+        if (kl > KLEN_LAYER || ik < l->lowkey || (i && (ik < pik || (ik == pik && kl <= pkl))) ||
+            (kl == KLEN_LAYER && !node_ptr_ok(p, (const void *)(uintptr_t)l->val[s], l)))
+            return TXN_E_CORRUPT;
+        pik = ik, pkl = kl;
+    }
+    return 0;
+}
+
+/* the key count, the keys in order, every child a node */
+static int inode_check(txn_pool *p, const void *node)
+{
+    const struct inode *in = node;
+    uint64_t nk = in->nkeys;
+    if (!kind_ok(node, KIND_INODE) || nk > IWIDTH)
+        return TXN_E_CORRUPT;
+    for (unsigned i = 0; i <= nk; i++)
+        if ((i && i < nk && in->ikey[i] <= in->ikey[i - 1]) || !node_ptr_ok(p, in->child[i], in))
+            return TXN_E_CORRUPT;
+    return 0;
+}
+
 const incll_layout mt_leaf_layout = {
     .size = sizeof(struct leaf),
     .perm_off = offsetof(struct leaf, pepoch),
@@ -50,6 +104,7 @@ const incll_layout mt_leaf_layout = {
     .nslots = LWIDTH,
     .ngroups = 2,
     .group_off = {offsetof(struct leaf, vlog1), offsetof(struct leaf, vlog2)},
+    .check = leaf_check,
 };
 
 const incll_layout mt_inode_layout = {
@@ -59,6 +114,7 @@ const incll_layout mt_inode_layout = {
     .nslots = 1,
     .ngroups = 1,
     .group_off = {offsetof(struct inode, vlog)},
+    .check = inode_check,
 };
 
 

@@ -240,6 +240,15 @@ uint64_t perm_remove(uint64_t p, unsigned i)
     return perm_encode(a, n - 1);
 }
 
+int perm_valid(uint64_t p)
+{
+    unsigned seen = 0;
+    for (unsigned i = 0; i < PERM_SLOTS; i++)
+        seen |= 1u << perm_slot(p, i);
+    return perm_count(p) <= LWIDTH && seen == (1u << PERM_SLOTS) - 1 &&
+           (LWIDTH == PERM_SLOTS || perm_slot(p, PERM_SLOTS - 1) == PERM_SLOTS - 1);
+}
+
 int perm_free_since(uint64_t p, uint64_t from)
 {
     /* the slots free in `from`: its nibbles past its count (fewer than

@@ -37,6 +37,9 @@
                          last one always names the unused slot 14 */
 _Static_assert(LWIDTH == 14 || LWIDTH == 15, "leaf width");
 #define KLEN_LAYER 9  /* klen of an entry whose value is a layer's root */
+/* More internal levels than any layer reaches (a split at least halves a
+ * node): a damaged pool's cycle through internal nodes ends here. */
+#define MT_MAX_HEIGHT 64
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
@@ -208,6 +211,9 @@ static inline unsigned perm_slot(uint64_t p, unsigned i)
 uint64_t perm_insert(uint64_t p, unsigned i);
 /* remove the key at sorted position i (its slot becomes the first free) */
 uint64_t perm_remove(uint64_t p, unsigned i);
+/* 1 if p is a permutation a leaf can hold: count <= LWIDTH, every slot
+ * once, the unused slot 14 of a 14-key leaf last */
+int perm_valid(uint64_t p);
 /* a free position (>= count) of p whose slot is not in use in `from` (the
  * permutation at the start of the epoch), or -1 */
 int perm_free_since(uint64_t p, uint64_t from);
@@ -291,6 +297,18 @@ static inline void node_ready(struct node *n)
     if (__builtin_expect((e >> INCLL_EPOCH_SHIFT) < t_first, 0))
         node_recover(n);
 }
+/* After a restart (t_ready 0) every node is checked at its first access
+ * (node_recover): a refused one (TXN_E_CORRUPT) or one that could not be
+ * recovered sets t_err, and the walk that met it stops there, as do walks
+ * that go round a cycle (node_fail). */
+static inline int node_err(void) { return t_err; }
+static inline void node_fail(int rc)
+{
+    if (!t_err)
+        t_err = rc;
+}
+static inline int nodes_trusted(void) { return t_ready; }
+static inline void node_err_clear(void) { t_err = 0; }
 /* stores into nodes: traced (word-sized; bytes by their word) */
 #define PST(x, v) incll_store_shared((uint64_t *)&(x), (uint64_t)(v))
 void pst8(uint8_t *p, uint8_t v);
@@ -309,6 +327,9 @@ void pst8(uint8_t *p, uint8_t v);
 #endif
 #else
 static inline void node_ready(struct node *n) { (void)n; }
+static inline int node_err(void) { return 0; }
+static inline void node_fail(int rc) { (void)rc; }
+static inline int nodes_trusted(void) { return 1; }
 #define PST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 #define PST8(x, v) __atomic_store_n(&(x), (uint8_t)(v), __ATOMIC_RELAXED)
 #define VSTORE(n, v) atomic_store_explicit(&(n)->version, (v), memory_order_release)

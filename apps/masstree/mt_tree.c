@@ -166,24 +166,11 @@ struct rebuild {
     unsigned height; /* internal nodes above, in this layer */
 };
 
-/* More internal levels than any tree reaches (a split at least halves a
- * node): a damaged pool's cycle through keyless internal nodes ends here. */
-#define MAX_HEIGHT 64
-
 /* one layer's leaves in order, for the chain */
 struct chain {
     struct leaf *last;
     txn_obj *last_next; /* the last leaf's mirror's next handle */
 };
-
-static int valid_perm(uint64_t perm)
-{
-    unsigned seen = 0;
-    for (unsigned i = 0; i < PERM_SLOTS; i++)
-        seen |= 1u << perm_slot(perm, i);
-    return perm_count(perm) <= LWIDTH && seen == (1u << PERM_SLOTS) - 1 &&
-           (LWIDTH == PERM_SLOTS || perm_slot(perm, PERM_SLOTS - 1) == PERM_SLOTS - 1);
-}
 
 static struct node *build(struct rebuild *rb, txn_obj *h, struct inode *parent, uint64_t lo,
                           uint64_t hi, int has_hi, struct chain *ch);
@@ -212,7 +199,7 @@ static void build_leaf(struct rebuild *rb, struct leaf *l, const uint64_t *b, ui
     l->next = l->prev = NULL;
     uint64_t perm = l->perm, pik = 0;
     unsigned pkl = 0;
-    if (!valid_perm(perm) || l->lowkey < lo) {
+    if (!perm_valid(perm) || l->lowkey < lo) {
         rb->err = TXN_E_CORRUPT;
         l->perm = PERM_EMPTY;
         return;
@@ -279,7 +266,7 @@ static struct node *build(struct rebuild *rb, txn_obj *h, struct inode *parent, 
     struct inode *in = (struct inode *)n;
     in->kind = KIND_INODE;
     uint64_t nk = b[IB_NKEYS / 8];
-    if (nk > IWIDTH || rb->height >= MAX_HEIGHT) {
+    if (nk > IWIDTH || rb->height >= MT_MAX_HEIGHT) {
         rb->err = TXN_E_CORRUPT;
         return n;
     }
