@@ -105,8 +105,13 @@ retry:
         if (c)
             prefetch_node(c);
         uint64_t vc = c ? STABLE(c) : 0;
-        if (!ready && node_err())
-            return NULL;
+        if (!ready && node_err()) {
+            if (!node_changed(n, v))
+                return NULL; /* c is on the way */
+            node_err_clear(); /* n changed under the read: c may be off
+                               * the way; n again */
+            c = NULL;
+        }
         if (c && !node_changed(n, v)) {
             /* a root below a node (damaged root byte), or a cycle */
             if (!ready && ((vc & V_ROOT) || ++height > MT_MAX_HEIGHT)) {

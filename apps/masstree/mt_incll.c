@@ -48,9 +48,10 @@ __thread txn_pool *t_pool;
  * (incll_layout.check): what one node shows. The walks bound the rest
  * (cycles: masstree.c). */
 
-/* A node pointer in a node of pool p: a live object of p, a node's size,
- * on a line of its own, not the node itself. Its kind is checked at its
- * own first access. */
+/* A node pointer in a node of pool p: an object block of p (by the
+ * allocator's chunk table and size class: a block freed and not reused
+ * passes), a node's size, on a line of its own, not the node itself. Its
+ * kind is checked at its own first access. */
 static int node_ptr_ok(txn_pool *p, const void *x, const void *self)
 {
     uintptr_t h = (uintptr_t)x - INCLL_OBJ_HDR;

@@ -330,6 +330,7 @@ static inline void node_ready(struct node *n) { (void)n; }
 static inline int node_err(void) { return 0; }
 static inline void node_fail(int rc) { (void)rc; }
 static inline int nodes_trusted(void) { return 1; }
+static inline void node_err_clear(void) {}
 #define PST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 #define PST8(x, v) __atomic_store_n(&(x), (uint8_t)(v), __ATOMIC_RELAXED)
 #define VSTORE(n, v) atomic_store_explicit(&(n)->version, (v), memory_order_release)
