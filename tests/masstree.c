@@ -720,6 +720,28 @@ static txn_obj *handle_at(txn_pool *p, txn_obj *o, size_t off)
     return h;
 }
 
+/* key i of the damage tests, big-endian: slice order = i's */
+static uint64_t dkey(uint64_t i)
+{
+    return __builtin_bswap64(i * 7919 + 1);
+}
+
+/* A new tree in a new pool (*p) holding keys dkey(0..n-1), value of key i
+ * 16 * (i + 1), closed; the same in r. */
+static void damage_tree(txn_pool **p, uint64_t n, struct ref *r)
+{
+    *p = new_pool();
+    mt_opts o = {.pool = *p};
+    mt_tree *t;
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t k = dkey(i);
+        ck_assert_int_eq(mt_put(t, &k, 8, 16 * (i + 1)), 1);
+        ref_put(r, (const uint8_t *)&k, 8, 16 * (i + 1));
+    }
+    mt_close(t);
+}
+
 #ifndef MT_INCLL
 /* Write n bytes into o (a mirror) in a transaction of its own; the bytes
  * there before go to `old` when given. */
@@ -740,17 +762,11 @@ static void poke(txn_pool *p, txn_obj *o, size_t off, const void *src, size_t n,
  * twice; the anchor naming no object. */
 START_TEST(damaged_tree)
 {
-    txn_pool *p = new_pool();
+    txn_pool *p;
+    struct ref r = {0};
+    damage_tree(&p, 100, &r); /* a root over leaves only */
     mt_opts o = {.pool = p};
     mt_tree *t;
-    struct ref r = {0};
-    ck_assert_int_eq(mt_create(&o, &t), 0);
-    for (uint64_t i = 0; i < 100; i++) { /* a root over leaves only */
-        uint64_t k = __builtin_bswap64(i * 7919 + 1);
-        ck_assert_int_eq(mt_put(t, &k, 8, 16 * (i + 1)), 1);
-        ref_put(&r, (const uint8_t *)&k, 8, 16 * (i + 1));
-    }
-    mt_close(t);
     txn_obj *root = handle_at(p, txn_root(p), 0);
     txn_obj *c0 = handle_at(p, root, IB_CHILD), *c1 = handle_at(p, root, IB_CHILD + 8);
     uint64_t zero = 0, old[2], kind[2];
@@ -833,11 +849,6 @@ static void poke_byte(struct poke *d, void *n, size_t off, uint8_t b)
     poke_word(d, w, (*w & ~(0xffull << sh)) | (uint64_t)b << sh);
 }
 
-static uint64_t dkey(uint64_t i) /* key i, big-endian: slice order = i's */
-{
-    return __builtin_bswap64(i * 7919 + 1);
-}
-
 enum { D_WILD_CHILD, D_NKEYS, D_IKEY_ORDER, D_CYCLE, D_CHILD_ROOT, D_TOP_NOT_ROOT, D_PERM, D_KLEN, D_WILD_NEXT, D_KIND,
        D_LAYER, D_NEXT_CYCLE, D_LOWKEY, D_LAYER_CYCLE, D_CASES };
 
@@ -852,22 +863,18 @@ enum { D_WILD_CHILD, D_NKEYS, D_IKEY_ORDER, D_CYCLE, D_CHILD_ROOT, D_TOP_NOT_ROO
  * (TXN_E_CORRUPT, no endless loop), and so does a scan at a layer entry
  * naming the top layer's root (it would recurse for ever); a leaf whose
  * low key is wrong still splits (its parent is found by the key's way,
- * not by the low key) and the scan refuses the chain. Keys elsewhere are served, and a scan
- * (which goes by the leaves) serves all keys past a damaged internal
- * node; the refused operations change nothing; once the damage is
- * undone the tree is the reference's. */
+ * not by the low key) and the scan refuses the chain. Keys elsewhere are
+ * served, and a scan (which goes by the leaves) serves all keys past a
+ * damaged internal node; the refused operations change nothing; once the
+ * damage is undone the tree is the reference's. */
 START_TEST(damaged_nodes)
 {
-    txn_pool *p = new_pool();
+    txn_pool *p;
+    struct ref r = {0};
+    damage_tree(&p, 3000, &r);
     mt_opts o = {.pool = p};
     mt_tree *t;
-    struct ref r = {0};
-    ck_assert_int_eq(mt_create(&o, &t), 0);
-    for (uint64_t i = 0; i < 3000; i++) {
-        uint64_t k = dkey(i);
-        ck_assert_int_eq(mt_put(t, &k, 8, 16 * (i + 1)), 1);
-        ref_put(&r, (const uint8_t *)&k, 8, 16 * (i + 1));
-    }
+    ck_assert_int_eq(mt_open(&o, &t), 0);
     uint8_t lk[20]; /* three 20-byte keys: a layer under one entry */
     uint64_t lslice = dkey(1500) + (1ull << 56); /* between keys 1500 and 1501 */
     memset(lk, 'x', sizeof lk);

@@ -70,17 +70,14 @@ static int kind_ok(const void *node, uint8_t kind)
 static int leaf_check(txn_pool *p, const void *node)
 {
     const struct leaf *l = node;
-    uint64_t perm = l->perm, pik = 0;
-    unsigned pkl = 0;
-    if (!kind_ok(node, KIND_LEAF) || !perm_valid(perm) || (l->next && !node_ptr_ok(p, l->next, l)))
+    uint64_t perm = l->perm;
+    if (!kind_ok(node, KIND_LEAF) || !leaf_entries_ok(l, perm, l->lowkey, 0, 0) ||
+        (l->next && !node_ptr_ok(p, l->next, l)))
         return TXN_E_CORRUPT;
     for (unsigned i = 0; i < perm_count(perm); i++) {
-        unsigned s = perm_slot(perm, i), kl = l->klen[s];
-        uint64_t ik = l->ikey[s];
-        if (kl > KLEN_LAYER || ik < l->lowkey || (i && (ik < pik || (ik == pik && kl <= pkl))) ||
-            (kl == KLEN_LAYER && !node_ptr_ok(p, (const void *)(uintptr_t)l->val[s], l)))
+        unsigned s = perm_slot(perm, i);
+        if (l->klen[s] == KLEN_LAYER && !node_ptr_ok(p, (const void *)(uintptr_t)l->val[s], l))
             return TXN_E_CORRUPT;
-        pik = ik, pkl = kl;
     }
     return 0;
 }

@@ -240,13 +240,32 @@ uint64_t perm_remove(uint64_t p, unsigned i)
     return perm_encode(a, n - 1);
 }
 
-int perm_valid(uint64_t p)
+/* 1 if p is a permutation a leaf can hold: count <= LWIDTH, every slot
+ * once, the unused slot 14 of a 14-key leaf last */
+static int perm_valid(uint64_t p)
 {
     unsigned seen = 0;
     for (unsigned i = 0; i < PERM_SLOTS; i++)
         seen |= 1u << perm_slot(p, i);
     return perm_count(p) <= LWIDTH && seen == (1u << PERM_SLOTS) - 1 &&
            (LWIDTH == PERM_SLOTS || perm_slot(p, PERM_SLOTS - 1) == PERM_SLOTS - 1);
+}
+
+int leaf_entries_ok(const struct leaf *l, uint64_t perm, uint64_t lo, uint64_t hi, int has_hi)
+{
+    uint64_t pik = 0;
+    unsigned pkl = 0;
+    if (!perm_valid(perm))
+        return 0;
+    for (unsigned i = 0; i < perm_count(perm); i++) {
+        unsigned s = perm_slot(perm, i), kl = l->klen[s];
+        uint64_t ik = l->ikey[s];
+        if (kl > KLEN_LAYER || ik < lo || (has_hi && ik >= hi) ||
+            (i && (ik < pik || (ik == pik && kl <= pkl))))
+            return 0;
+        pik = ik, pkl = kl;
+    }
+    return 1;
 }
 
 int perm_free_since(uint64_t p, uint64_t from)

@@ -211,14 +211,16 @@ static inline unsigned perm_slot(uint64_t p, unsigned i)
 uint64_t perm_insert(uint64_t p, unsigned i);
 /* remove the key at sorted position i (its slot becomes the first free) */
 uint64_t perm_remove(uint64_t p, unsigned i);
-/* 1 if p is a permutation a leaf can hold: count <= LWIDTH, every slot
- * once, the unused slot 14 of a 14-key leaf last */
-int perm_valid(uint64_t p);
 /* a free position (>= count) of p whose slot is not in use in `from` (the
  * permutation at the start of the epoch), or -1 */
 int perm_free_since(uint64_t p, uint64_t from);
 /* sorted position i names the slot of free position f, f names i's */
 uint64_t perm_swap(uint64_t p, unsigned i, unsigned f);
+
+/* 1 if perm is valid (perm_valid) and l's entries under it are in key
+ * order, each a key length of 0-8 or KLEN_LAYER and a slice in [lo, hi)
+ * (no bound above without has_hi): the structure one leaf shows */
+int leaf_entries_ok(const struct leaf *l, uint64_t perm, uint64_t lo, uint64_t hi, int has_hi);
 
 /* ---- the tree */
 struct mt_tree {

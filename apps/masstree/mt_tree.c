@@ -197,25 +197,15 @@ static void build_leaf(struct rebuild *rb, struct leaf *l, const uint64_t *b, ui
 {
     memcpy(&l->kind, b, LEAF_BODY);
     l->next = l->prev = NULL;
-    uint64_t perm = l->perm, pik = 0;
-    unsigned pkl = 0;
-    if (!perm_valid(perm) || l->lowkey < lo) {
+    uint64_t perm = l->perm;
+    if (l->lowkey < lo || !leaf_entries_ok(l, perm, lo, hi, has_hi)) {
         rb->err = TXN_E_CORRUPT;
         l->perm = PERM_EMPTY;
         return;
     }
     for (unsigned i = 0; i < perm_count(perm); i++) {
         unsigned s = perm_slot(perm, i);
-        uint64_t ik = l->ikey[s];
-        unsigned kl = l->klen[s];
-        if (kl > KLEN_LAYER || ik < lo || (has_hi && ik >= hi) ||
-            (i && (ik < pik || (ik == pik && kl <= pkl)))) {
-            rb->err = TXN_E_CORRUPT;
-            l->perm = PERM_EMPTY;
-            return;
-        }
-        pik = ik, pkl = kl;
-        if (kl == KLEN_LAYER) {
+        if (l->klen[s] == KLEN_LAYER) {
             txn_obj *sub = (txn_obj *)l->val[s];
             l->val[s] = (uint64_t)build_layer(rb, sub);
             if (!l->val[s]) { /* keep the walk safe: drop the entry */
