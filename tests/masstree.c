@@ -150,6 +150,18 @@ static void check_scan(mt_tree *t, struct ref *r, const uint8_t *k, size_t len, 
     ck_assert_int_eq(n, (long)want);
 }
 
+/* key k's get answers as the reference */
+static void check_key(mt_tree *t, struct ref *r, const uint8_t *k, size_t len)
+{
+    int f;
+    uint64_t got = 0;
+    size_t at = ref_find(r, k, len, &f);
+    int rc = mt_get(t, k, len, &got);
+    ck_assert_int_eq(rc, f ? 0 : 1);
+    if (f)
+        ck_assert_uint_eq(got, r->e[at].v);
+}
+
 /* keys from {0, 1, 'a', 0xff}, 0-KMAX bytes, mostly sharing prefixes:
  * many keys per slice, layers several deep, lengths differing only in
  * trailing zero bytes */
@@ -172,6 +184,106 @@ static size_t rand_key(unsigned *seed, uint8_t *k, int shortkeys)
 
 #define POOL_KEYS 3000 /* the keys a run draws from, so removes hit */
 
+/* ---- errors part way through an operation. The test programs link with
+ * --wrap=txn_write,--wrap=txn_free: with t_faults set, one put or remove
+ * in two has its k-th such call (k from 1 to 14) fail with
+ * TXN_E_NOSPACE, as a log that cannot grow from a full pool would. */
+int __real_txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n);
+int __real_txn_free(txn *tx, txn_obj *o);
+static __thread int t_faults, t_fail_in, t_calls, t_failed;
+static __thread unsigned t_fault_seed;
+static __thread long t_failed_ops, t_failed_late; /* late: after a write took */
+
+static int fault_now(void)
+{
+    t_calls++;
+    if (t_fail_in <= 0 || --t_fail_in > 0)
+        return 0;
+    t_failed = 1;
+    return 1;
+}
+
+int __wrap_txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
+{
+    return fault_now() ? TXN_E_NOSPACE : __real_txn_write(tx, o, off, src, n);
+}
+
+int __wrap_txn_free(txn *tx, txn_obj *o)
+{
+    return fault_now() ? TXN_E_NOSPACE : __real_txn_free(tx, o);
+}
+
+#ifndef MT_INCLL
+/* The DRAM tree's links, which its readers and writers trust: no node
+ * locked, dirty or deleted; the root bit on each layer's root only; each
+ * node's parent pointer names its parent; the leaves of a layer in key
+ * order form the next/prev chain. */
+struct links {
+    struct leaf *last; /* of the layer being walked */
+};
+
+static void check_node(struct node *n, struct inode *parent, struct links *lk);
+
+static void check_layer(struct node *root)
+{
+    struct links lk = {NULL};
+    ck_assert_msg(atomic_load(&root->version) & V_ROOT, "a layer's root without its root bit");
+    check_node(root, NULL, &lk);
+    ck_assert_msg(lk.last && !lk.last->next, "a layer's last leaf has a next");
+}
+
+static void check_node(struct node *n, struct inode *parent, struct links *lk)
+{
+    uint64_t v = atomic_load(&n->version);
+    ck_assert_msg(!(v & (V_LOCKED | V_DIRTY | V_DELETED)), "a node locked, dirty or deleted");
+    ck_assert_msg(!parent == !!(v & V_ROOT), "root bit %d with parent %p", !!(v & V_ROOT),
+                  (void *)parent);
+    ck_assert_msg(n->parent == parent, "parent pointer %p, not %p", (void *)n->parent,
+                  (void *)parent);
+    if (!is_leaf(n)) {
+        struct inode *in = (struct inode *)n;
+        ck_assert_uint_le(in->nkeys, IWIDTH);
+        for (unsigned i = 0; i <= in->nkeys; i++)
+            check_node(in->child[i], in, lk);
+        return;
+    }
+    struct leaf *l = (struct leaf *)n;
+    ck_assert_msg(l->prev == lk->last, "prev pointer");
+    ck_assert_msg(!lk->last || lk->last->next == l, "next pointer");
+    lk->last = l;
+    for (unsigned i = 0; i < perm_count(l->perm); i++) {
+        unsigned sl = perm_slot(l->perm, i);
+        if (l->klen[sl] == KLEN_LAYER)
+            check_layer((struct node *)l->val[sl]);
+    }
+}
+
+static void check_links(mt_tree *t)
+{
+    check_layer(atomic_load(&t->root));
+}
+#endif
+
+/* before a put or remove */
+static void fault_arm(void)
+{
+    t_calls = t_failed = 0;
+    t_fail_in = t_faults && rand_r(&t_fault_seed) % 2 ? 1 + rand_r(&t_fault_seed) % 14 : 0;
+}
+
+/* after it: 1 if it failed by fault_arm's doing (then with TXN_E_NOSPACE) */
+static int fault_hit(int rc)
+{
+    int hit = t_failed;
+    t_fail_in = 0;
+    if (hit) {
+        ck_assert_msg(rc == TXN_E_NOSPACE, "an operation failed part way: %s", txn_strerror(rc));
+        t_failed_ops++;
+        t_failed_late += t_calls > 1;
+    }
+    return hit;
+}
+
 static void run_reference(mt_tree **tp, struct ref *r, unsigned seed, int ops,
                           mt_opts *reopen, int shortkeys)
 {
@@ -188,24 +300,37 @@ static void run_reference(mt_tree **tp, struct ref *r, unsigned seed, int ops,
         int grow = (i / (ops / 4)) % 2 == 0;
         uint64_t v = ((uint64_t)rand_r(&seed) << 16) | (uint64_t)i;
         if (dice < (grow ? 55u : 15u)) {
-            int want = ref_put(r, k, len, v);
-            ck_assert_int_eq(mt_put(*tp, k, len, v), want);
-        } else if (dice < 85) {
-            int want = ref_remove(r, k, len);
-            ck_assert_int_eq(mt_remove(*tp, k, len), want);
-        } else {
             int f;
-            uint64_t got = 0;
-            size_t at = ref_find(r, k, len, &f);
-            int rc = mt_get(*tp, k, len, &got);
-            ck_assert_int_eq(rc, f ? 0 : 1);
-            if (f)
-                ck_assert_uint_eq(got, r->e[at].v);
+            ref_find(r, k, len, &f);
+            fault_arm();
+            int rc = mt_put(*tp, k, len, v);
+            if (!fault_hit(rc)) {
+                ck_assert_int_eq(rc, !f);
+                ref_put(r, k, len, v);
+            } else {
+                check_key(*tp, r, k, len); /* as before it */
+            }
+        } else if (dice < 85) {
+            int f;
+            ref_find(r, k, len, &f);
+            fault_arm();
+            int rc = mt_remove(*tp, k, len);
+            if (!fault_hit(rc)) {
+                ck_assert_int_eq(rc, f);
+                ref_remove(r, k, len);
+            } else {
+                check_key(*tp, r, k, len);
+            }
+        } else {
+            check_key(*tp, r, k, len);
         }
         if (i % 97 == 0)
             check_scan(*tp, r, k, len, 1 + (size_t)rand_r(&seed) % 40);
         if (i % 1999 == 0) {
             check_scan(*tp, r, NULL, 0, (size_t)-1);
+#ifndef MT_INCLL
+            check_links(*tp);
+#endif
             if (reopen) { /* the mirrors hold the same tree */
                 mt_tree *t2;
 #ifdef MT_INCLL /* the pool holds the tree itself: close and reopen it */
@@ -275,6 +400,105 @@ START_TEST(reference_txn)
 }
 END_TEST
 
+#ifndef MT_INCLL
+/* _i: long or short keys. Puts and removes that fail part way (in a
+ * split, an unlink, a new layer or root): each fails alone with the
+ * error, the tree in DRAM (its links checked) and in the pool (mt_open)
+ * as before it, and the run goes on with the same tree. */
+START_TEST(failed_ops)
+{
+    txn_pool *p = new_pool();
+    mt_opts o = {.pool = p, .anchor_off = 8};
+    mt_tree *t;
+    struct ref r = {0};
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    t_faults = 1;
+    t_fault_seed = 5 + (unsigned)_i;
+    t_failed_ops = t_failed_late = 0;
+    run_reference(&t, &r, 11, 12000, &o, _i);
+    t_faults = 0;
+    check_links(t);
+    ck_assert_msg(t_failed_late > 200, "%ld of %ld failed after a write", t_failed_late,
+                  t_failed_ops);
+    mt_close(t);
+    drop_pool(o.pool);
+    free(r.e);
+}
+END_TEST
+#endif
+
+#ifndef MT_INCLL
+/* A put (or remove) of k that fails at its first txn_write or txn_free,
+ * then at its second, and so on until it goes through: after each
+ * failure the key and the tree's links are as before it. */
+static void each_failure(mt_tree *t, struct ref *r, const uint8_t *k, size_t len, int put,
+                         uint64_t v, long *failed)
+{
+    for (int at = 1;; at++) {
+        t_calls = t_failed = 0;
+        t_fail_in = at;
+        int rc = put ? mt_put(t, k, len, v) : mt_remove(t, k, len);
+        t_fail_in = 0;
+        if (!t_failed) {
+            ck_assert_int_eq(rc, put ? ref_put(r, k, len, v) : ref_remove(r, k, len));
+            return;
+        }
+        ck_assert_int_eq(rc, TXN_E_NOSPACE);
+        check_key(t, r, k, len);
+        check_links(t);
+        (*failed)++;
+    }
+}
+
+/* Every write of every put and remove fails once, in turn: leaf splits
+ * up to new top roots, unlinks of every leaf, new layers and their roots'
+ * splits; then new keys take the nodes freed meanwhile. The tree, then
+ * and rebuilt from the pool, equals the reference. */
+START_TEST(failed_writes)
+{
+    txn_pool *p = new_pool();
+    mt_opts o = {.pool = p};
+    mt_tree *t, *t2;
+    struct ref r = {0};
+    long failed = 0;
+    uint8_t k[16];
+    ck_assert_int_eq(mt_create(&o, &t), 0);
+    for (uint64_t i = 0; i < 700; i++) { /* 8-byte keys */
+        uint64_t be = __builtin_bswap64(i * 7919 % 700 * 2);
+        each_failure(t, &r, (const uint8_t *)&be, 8, 1, 16 * (i + 1), &failed);
+    }
+    for (uint64_t i = 0; i < 700; i++) { /* all but every 50th, in order */
+        uint64_t be = __builtin_bswap64(i * 2);
+        if (i % 50)
+            each_failure(t, &r, (const uint8_t *)&be, 8, 0, 0, &failed);
+    }
+    for (uint64_t i = 0; i < 300; i++) { /* 16-byte keys in 3 layers */
+        uint64_t hi = __builtin_bswap64(i % 3 * 2 + 1), lo = __builtin_bswap64(i * 7);
+        memcpy(k, &hi, 8);
+        memcpy(k + 8, &lo, 8);
+        each_failure(t, &r, k, 16, 1, 16 * (i + 3), &failed);
+    }
+    mt_stats st;
+    mt_stats_get(t, &st);
+    ck_assert_msg(st.unlinked > 20 && st.inodes > 3 && failed > 2000,
+                  "%llu unlinked, %llu inodes, %ld failures", (unsigned long long)st.unlinked,
+                  (unsigned long long)st.inodes, failed);
+    for (uint64_t i = 0; i < 1500; i++) { /* the freed nodes in use again */
+        uint64_t be = __builtin_bswap64(i * 2 + 1);
+        ck_assert_int_eq(mt_put(t, &be, 8, 16), ref_put(&r, (const uint8_t *)&be, 8, 16));
+    }
+    check_links(t);
+    check_scan(t, &r, NULL, 0, (size_t)-1);
+    ck_assert_int_eq(mt_open(&o, &t2), 0);
+    check_scan(t2, &r, NULL, 0, (size_t)-1);
+    mt_close(t2);
+    mt_close(t);
+    drop_pool(p);
+    free(r.e);
+}
+END_TEST
+#endif
+
 START_TEST(bad_arguments)
 {
     mt_opts o = {0};
@@ -319,6 +543,8 @@ struct stress {
     int id, ops;
     _Atomic int *done;
     int bad;
+    int faults; /* puts and removes fail part way (fault_arm) */
+    long failed, late; /* how many did, how many after a write took */
 };
 
 /* key of id i: 8 bytes for even ids, 12 (a layer below) for odd ones */
@@ -337,6 +563,8 @@ static void *writer(void *arg)
     static __thread uint64_t mine[SKEYS / T + 1];
     unsigned seed = (unsigned)s->id * 77 + 1;
     memset(mine, 0, sizeof mine);
+    t_faults = s->faults;
+    t_fault_seed = seed + 3;
     for (int i = 0; i < s->ops && !s->bad; i++) {
         unsigned j = (unsigned)rand_r(&seed) % (SKEYS / T), id = j * T + (unsigned)s->id;
         uint8_t k[12];
@@ -344,21 +572,40 @@ static void *writer(void *arg)
         size_t len = skey(id, k);
         switch (rand_r(&seed) % 4) {
         case 0:
-        case 1:
-            if (mt_put(s->t, k, len, v) != !mine[j])
+        case 1: {
+            fault_arm();
+            int rc = mt_put(s->t, k, len, v);
+            if (t_failed) { /* as before it */
+                s->bad |= rc != TXN_E_NOSPACE;
+                s->failed++;
+                s->late += t_calls > 1;
+                break;
+            }
+            if (rc != !mine[j])
                 s->bad = 1;
             mine[j] = v;
             break;
-        case 2:
-            if (mt_remove(s->t, k, len) != !!mine[j])
+        }
+        case 2: {
+            fault_arm();
+            int rc = mt_remove(s->t, k, len);
+            if (t_failed) {
+                s->bad |= rc != TXN_E_NOSPACE;
+                s->failed++;
+                s->late += t_calls > 1;
+                break;
+            }
+            if (rc != !!mine[j])
                 s->bad = 1;
             mine[j] = 0;
             break;
+        }
         default:
             if (mt_get(s->t, k, len, &got) != (mine[j] ? 0 : 1) || (mine[j] && got != mine[j]))
                 s->bad = 1;
         }
     }
+    t_fail_in = t_faults = 0;
     if (mt_flush(s->t)) /* a shared transaction (mt_opts.batch) */
         s->bad = 1;
     atomic_fetch_add(s->done, 1);
@@ -396,22 +643,30 @@ static void *scanner(void *arg)
     return NULL;
 }
 
-static void run_stress(mt_tree *t, int ops)
+/* T writers and a scanner; with `faults`, the writers' operations fail
+ * part way now and then: returns how many did after a write took */
+static long run_stress(mt_tree *t, int ops, int faults)
 {
     pthread_t th[T + 1];
     struct stress s[T + 1];
     _Atomic int done = 0;
+    long late = 0;
     for (int i = 0; i <= T; i++) {
-        s[i] = (struct stress){t, i, ops, &done, 0};
+        s[i] = (struct stress){t, i, ops, &done, 0, faults && i < T, 0, 0};
         ck_assert_int_eq(pthread_create(&th[i], NULL, i < T ? writer : scanner, &s[i]), 0);
     }
     for (int i = 0; i <= T; i++) {
         pthread_join(th[i], NULL);
         ck_assert_msg(!s[i].bad, "thread %d saw a wrong result", i);
+        late += s[i].late;
     }
     struct order o = {.any = 0};
     mt_scan(t, NULL, 0, (size_t)-1, order_cb, &o);
     ck_assert(!o.bad);
+#ifndef MT_INCLL
+    check_links(t);
+#endif
+    return late;
 }
 
 static int stress_ops(void)
@@ -426,21 +681,24 @@ START_TEST(stress_transient)
     mt_opts o = {0};
     mt_tree *t;
     ck_assert_int_eq(mt_create(&o, &t), 0);
-    run_stress(t, stress_ops());
+    run_stress(t, stress_ops(), 0);
     mt_close(t);
 }
 END_TEST
 
 #endif
 
-/* _i 1: the writers' operations share transactions (mt_opts.batch) */
+/* _i 1: the writers' operations share transactions (mt_opts.batch); 2
+ * (txn.h storage): their puts and removes fail part way now and then */
 START_TEST(stress_txn)
 {
     txn_pool *p = new_pool();
-    mt_opts o = {.pool = p, .batch = _i ? 16 : 0};
+    mt_opts o = {.pool = p, .batch = _i == 1 ? 16 : 0};
     mt_tree *t, *t2;
     ck_assert_int_eq(mt_create(&o, &t), 0);
-    run_stress(t, stress_ops() / 4);
+    long late = run_stress(t, stress_ops() / 4, _i == 2);
+    if (_i == 2)
+        ck_assert_msg(late > 100, "%ld operations failed after a write", late);
     ck_assert_int_eq(mt_open(&o, &t2), 0); /* mirrors well-formed */
     struct order a = {.any = 0};
     long n1 = mt_scan(t, NULL, 0, (size_t)-1, order_cb, &a);
@@ -1075,7 +1333,13 @@ int main(void)
 #ifndef MT_INCLL
     tcase_add_test(tr, damaged_tree);
 #endif
+#ifdef MT_INCLL
     tcase_add_loop_test(ts, stress_txn, 0, 2);
+#else
+    tcase_add_loop_test(ts, stress_txn, 0, 3);
+    tcase_add_loop_test(tr, failed_ops, 0, 2);
+    tcase_add_test(tr, failed_writes);
+#endif
 #ifdef MT_INCLL
     tcase_add_test(tr, batch);
     tcase_add_test(tr, damaged_nodes);

@@ -27,7 +27,9 @@
  * never removed. An unlinked leaf is freed in the unlinking transaction;
  * its memory is reused only when no reader can still hold it (the
  * transient node pool's epochs; in the pool, the engine holds the freed
- * block back for the same epochs: mt_incll.c).
+ * block back for the same epochs: mt_incll.c). On txn.h, an operation
+ * that fails after its first change has its transaction aborted and the
+ * DRAM nodes it changed put back (op_restore, mt_node.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -658,6 +660,7 @@ static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, 
     }
     w_u64(o, &l->h, LB_PERM, perm_of(S, p));
     atomic_fetch_add_explicit(&o->t->splits, 1, memory_order_relaxed);
+    o->splits++;
     insert_up(o, &l->h, &r->h, K[p], o->depth);
 }
 
@@ -803,8 +806,9 @@ static void unlink_do(struct op *o, struct leaf *l, const struct unlink *u)
     node_discard(o, &l->h); /* after the remove's write to it (cow: a freed
                                object takes no writes); fails only for memory */
 #endif
-    node_gone(&l->h);
+    node_gone(o, &l->h);
     atomic_fetch_add_explicit(&o->t->unlinked, 1, memory_order_relaxed);
+    o->unlinks++;
 }
 
 enum { PUT, REMOVE };

@@ -373,9 +373,9 @@ static void use_grace(void)
     incll_set_grace(&g);
 }
 
-void node_gone(struct node *n)
+void node_gone(struct op *o, struct node *n)
 {
-    (void)n; /* the node is its object, freed with the transaction */
+    (void)o, (void)n; /* the node is its object, freed with the transaction */
 }
 
 void anchor_will_change(struct op *o)

@@ -386,6 +386,10 @@ int op_begin_tx(struct op *o, mt_tree *t)
 }
 #endif
 
+#ifndef MT_INCLL
+static int op_restore(struct op *o);
+#endif
+
 int op_finish(struct op *o)
 {
     int rc = 0, broken = 0;
@@ -402,7 +406,11 @@ int op_finish(struct op *o)
     if (o->tx && abort) {
         txn_abort(o->tx);
         rc = o->err;
+#ifdef MT_INCLL
         broken = !o->clean;
+#else
+        broken = !o->clean && op_restore(o) != 0;
+#endif
     } else if (o->tx) {
         rc = o->t->commit(o->tx, o->t->commit_arg);
         broken = rc != 0;
@@ -415,6 +423,10 @@ int op_finish(struct op *o)
         atomic_store(&o->t->broken, 1);
     while (o->nheld > 0)
         node_unlock(o->held[--o->nheld]);
+#ifndef MT_INCLL
+    if (o->gone && !rc)
+        node_retire(o->gone);
+#endif
     return rc;
 }
 
@@ -613,9 +625,9 @@ void node_discard(struct op *o, struct node *n)
         o->err = txn_free(o->tx, n->pobj);
 }
 
-void node_gone(struct node *n)
+void node_gone(struct op *o, struct node *n)
 {
-    node_retire(n);
+    o->gone = n; /* op_finish retires it once o committed */
 }
 
 void w_anchor(struct op *o, struct node *root)
@@ -635,14 +647,101 @@ static void open_rw(struct op *o, txn_obj *h)
     }
 }
 
+/* What an operation changes in DRAM, saved before its first change: the
+ * body and the root and deleted bits of each node it readied (every
+ * existing node it changes, node_will_change), a root's parent pointer
+ * (NULL: new_root sets it), and the top root (anchor_will_change). A
+ * thread runs one operation at a time. */
+struct saved {
+    struct node *n;
+    struct inode *parent;
+    uint64_t bits;
+    uint64_t body[((int)LEAF_BODY > (int)INODE_BODY ? (int)LEAF_BODY : (int)INODE_BODY) / 8];
+};
+static __thread struct saved t_saved[OP_LOCKS];
+
+static void op_save(struct op *o, struct node *n)
+{
+    if (!o->tx || o->nsaved < 0)
+        return; /* transient: its errors come before any change */
+    for (int i = 0; i < o->nsaved; i++)
+        if (t_saved[i].n == n)
+            return;
+    if (o->nsaved == OP_LOCKS) {
+        o->nsaved = -1; /* cannot happen: OP_LOCKS bounds its locks too */
+        return;
+    }
+    struct saved *sv = &t_saved[o->nsaved++];
+    sv->n = n;
+    sv->parent = __atomic_load_n(&n->parent, __ATOMIC_RELAXED);
+    sv->bits = atomic_load_explicit(&n->version, memory_order_relaxed) & (V_ROOT | V_DELETED);
+    memcpy(sv->body, BODY(n), is_leaf(n) ? LEAF_BODY : INODE_BODY); /* locked: no writer */
+}
+
 void node_will_change(struct op *o, struct node *n)
 {
+    op_save(o, n); /* even after an error: insert_up's stores go on */
     open_rw(o, n->pobj);
 }
 
 void anchor_will_change(struct op *o)
 {
+    if (!o->old_root)
+        o->old_root = atomic_load_explicit(&o->t->root, memory_order_relaxed);
     open_rw(o, o->t->anchor);
+}
+
+/* After an error that came once the operation had changed the tree (its
+ * transaction aborted: the mirrors are as before it), the DRAM tree as
+ * before it too, under its locks: each saved node marked as split (a
+ * reader that read it starts again at its unlock), its body and bits
+ * back (a root's parent too); the children of the internal nodes put
+ * back pointed at them again (an internal split had moved some); the top
+ * root; the nodes it made marked deleted (no reader validates a read
+ * through them: their parents changed too) and retired; the counts.
+ * 0, or -1 if it saved too many nodes to put back (the tree is then
+ * unusable, as on a failed commit). */
+static int op_restore(struct op *o)
+{
+    if (o->nsaved < 0)
+        return -1;
+    for (int i = o->nsaved - 1; i >= 0; i--) {
+        struct saved *sv = &t_saved[i];
+        struct node *n = sv->n;
+        node_mark(n, V_SPLITTING);
+        size_t words = (is_leaf(n) ? LEAF_BODY : INODE_BODY) / 8;
+        uint64_t *b = (uint64_t *)BODY(n);
+        for (size_t w = 0; w < words; w++) /* only what changed: a leaf's
+                                              * low key is read unlocked */
+            if (b[w] != sv->body[w])
+                __atomic_store_n(&b[w], sv->body[w], __ATOMIC_RELAXED);
+        if (sv->bits & V_ROOT) /* new_root gave it a parent; a non-root's
+                                * parent changes under its parent's lock */
+            PST(n->parent, sv->parent);
+        uint64_t v = atomic_load_explicit(&n->version, memory_order_relaxed);
+        atomic_store_explicit(&n->version, (v & ~(V_ROOT | V_DELETED)) | sv->bits,
+                              memory_order_release);
+    }
+    for (int i = 0; i < o->nsaved; i++) {
+        struct node *n = t_saved[i].n;
+        if (is_leaf(n))
+            continue;
+        struct inode *in = (struct inode *)n;
+        for (unsigned c = 0; c <= in->nkeys && c <= IWIDTH; c++)
+            if (in->child[c])
+                PST(in->child[c]->parent, in);
+    }
+    if (o->old_root)
+        atomic_store_explicit(&o->t->root, o->old_root, memory_order_release);
+    while (o->nnew > 0) { /* locked since made: unlocked with the others */
+        struct node *n = o->made_new[--o->nnew];
+        node_mark(n, V_DELETED | V_SPLITTING);
+        node_retire(n);
+    }
+    atomic_fetch_sub_explicit(&o->t->splits, o->splits, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&o->t->unlinked, o->unlinks, memory_order_relaxed);
+    o->gone = NULL;
+    return 0;
 }
 
 void node_set_root(struct op *o, struct node *n, int root)

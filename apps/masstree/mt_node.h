@@ -254,7 +254,12 @@ struct op {
     struct inode *spare[OP_SPARE]; /* a split's internal nodes, made first */
     struct node *made_new[OP_LOCKS]; /* the nodes it allocated */
     struct leaf *upper; /* a split's leaf above its layer's root (new_root) */
-#ifdef MT_INCLL
+    unsigned splits, unlinks; /* counted in the tree (undone by op_restore) */
+#ifndef MT_INCLL
+    struct node *gone;     /* the leaf it unlinked: retired once committed */
+    struct node *old_root; /* the top root before a new one (op_restore) */
+    int nsaved;            /* nodes saved before their first change */
+#else
     uint64_t epoch; /* of tx (incll_epoch), for the InCLL fast paths */
     const int *wait; /* incll_waiting_word(tx) */
 #endif
@@ -396,12 +401,15 @@ struct inode *inode_new(struct op *o);
 void w_image(struct op *o, struct node *n);
 /* n, being unlinked: its persistent object freed with o's transaction
  * (before any change), then, once unlinked, n itself (node_gone: retired
- * in DRAM; nothing in the pool build, whose node is the object) */
+ * in DRAM once o committed; nothing in the pool build, whose node is the
+ * object) */
 void node_discard(struct op *o, struct node *n);
-void node_gone(struct node *n);
+void node_gone(struct op *o, struct node *n);
 void w_anchor(struct op *o, struct node *root);
 /* n (locked) is about to change, by PST stores or writes: logged first
- * (MT_INCLL), or opened to write (txn_open: cow's copy, undo's log) */
+ * (MT_INCLL), or opened to write (txn_open: cow's copy, undo's log) and
+ * its DRAM body, parent and root bit saved (txn.h: an error after the
+ * first change puts them back, op_finish) */
 void node_will_change(struct op *o, struct node *n);
 /* the same for the tree's anchor, before a new root of the top layer */
 void anchor_will_change(struct op *o);
@@ -483,6 +491,11 @@ static inline int op_begin(struct op *o, mt_tree *t)
     o->clean = 0;
     o->nspare = o->nnew = 0;
     o->upper = NULL;
+    o->splits = o->unlinks = 0;
+#ifndef MT_INCLL
+    o->gone = o->old_root = NULL;
+    o->nsaved = 0;
+#endif
     o->nheld = 0;
     o->depth = 0;
     if (atomic_load(&t->broken))
