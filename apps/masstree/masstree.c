@@ -398,9 +398,11 @@ static void new_root(struct op *o, struct node *n, struct node *r, uint64_t key,
     set_parent(n, q);
     set_parent(r, q);
     node_set_root(o, n, 0);
-    if (depth == 0) {
-        atomic_store_explicit(&o->t->root, &q->h, memory_order_release);
+    if (depth == 0) { /* the anchor first: after an error no operation
+                       * starts at q (op_restore retires it) */
         w_anchor(o, &q->h);
+        if (!o->err)
+            atomic_store_explicit(&o->t->root, &q->h, memory_order_release);
         return;
     }
     struct leaf *ul = o->upper; /* split_prepare locked and readied it */
@@ -799,13 +801,15 @@ static void unlink_do(struct op *o, struct leaf *l, const struct unlink *u)
     w_range(o, &p->h, IB_IKEY + 8 * (i - 1), nk - i);
     w_range_ptr(o, &p->h, IB_CHILD + 8 * i, nk - i);
     w_u64(o, &p->h, IB_NKEYS, nk - 1);
-    w_ptr(o, &u->pv->h, LB_NEXT, u->nx);
 #ifndef MT_INCLL
     if (u->nx)
         w_ptr(o, &u->nx->h, LB_PREV, u->pv);
     node_discard(o, &l->h); /* after the remove's write to it (cow: a freed
                                object takes no writes); fails only for memory */
 #endif
+    /* last: pv is not marked (its readers go on), so a scan could pass l
+     * by from here; a failure before leaves pv->next as it was */
+    w_ptr(o, &u->pv->h, LB_NEXT, u->nx);
     node_gone(o, &l->h);
     atomic_fetch_add_explicit(&o->t->unlinked, 1, memory_order_relaxed);
     o->unlinks++;
