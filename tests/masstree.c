@@ -189,9 +189,10 @@ static size_t rand_key(unsigned *seed, uint8_t *k, int shortkeys)
 #define POOL_KEYS 3000 /* the keys a run draws from, so removes hit */
 
 /* ---- errors part way through an operation. The test programs link with
- * --wrap=txn_write,--wrap=txn_free: with t_faults set, one put or remove
- * in two has its k-th such call (k from 1 to 14) fail with
- * TXN_E_NOSPACE, as a log that cannot grow from a full pool would. */
+ * --wrap=txn_write,--wrap=txn_free,--wrap=txn_commit: with t_faults set,
+ * one put or remove in two has its k-th such call (k from 1 to 14) fail
+ * with TXN_E_NOSPACE, as a log that cannot grow from a full pool would
+ * (a failed commit rolled back, as txn_commit's). */
 int __real_txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n);
 int __real_txn_free(txn *tx, txn_obj *o);
 static __thread int t_faults, t_fail_in, t_calls, t_failed;
@@ -225,6 +226,16 @@ int __wrap_txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
 int __wrap_txn_free(txn *tx, txn_obj *o)
 {
     return fault_now(t_fail_frees) ? TXN_E_NOSPACE : __real_txn_free(tx, o);
+}
+
+/* a failed commit: rolled back, as txn_commit's are */
+int __real_txn_commit(txn *tx);
+int __wrap_txn_commit(txn *tx)
+{
+    if (!fault_now(0))
+        return __real_txn_commit(tx);
+    txn_abort(tx);
+    return TXN_E_NOSPACE;
 }
 
 #ifndef MT_INCLL

@@ -103,12 +103,14 @@ int mt_get(mt_tree *t, const void *key, size_t len, uint64_t *val);
  * TXN_E_NOSPACE and the tree is as before, usable (removes make room
  * again). On txn.h, an error part way through (a log that must grow from
  * a full pool, where writes log one by one: redo, pmdk, undo with
- * TXN_LOG_BATCH=0) fails the put alone too: its transaction aborts and
- * the DRAM nodes it changed are put back as they were, under its locks.
- * A failed commit, or in the in-pool build any error after the first
- * change, leaves the tree unusable: every later call returns TXN_E_STATE
- * and mt_open() brings back the committed tree (the in-pool build: after
- * the pool is opened again). */
+ * TXN_LOG_BATCH=0) fails the put alone too, and so does a failed commit
+ * (rolled back): the DRAM nodes it changed are put back as they were,
+ * under its locks (a get may have returned an update's value before its
+ * commit failed, as it may return any update's before its commit). In
+ * the in-pool build, an error after the first change or a failed commit
+ * leaves the tree unusable: every later call returns TXN_E_STATE, and
+ * mt_open() brings back the committed tree after the pool is opened
+ * again. */
 int mt_put(mt_tree *t, const void *key, size_t len, uint64_t val);
 
 /* 1 removed, 0 absent, or a negative TXN_E_* as for mt_put. */

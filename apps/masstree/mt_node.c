@@ -413,7 +413,11 @@ int op_finish(struct op *o)
 #endif
     } else if (o->tx) {
         rc = o->t->commit(o->tx, o->t->commit_arg);
+#ifdef MT_INCLL
         broken = rc != 0;
+#else /* a failed commit rolled the transaction back (txn.h) */
+        broken = rc != 0 && op_restore(o) != 0;
+#endif
         rc = rc ? rc : o->err;
     } else if (o->err) {
         rc = o->err;
@@ -691,20 +695,23 @@ void anchor_will_change(struct op *o)
     open_rw(o, o->t->anchor);
 }
 
-/* After an error that came once the operation had changed the tree (its
- * transaction aborted: the mirrors are as before it), the DRAM tree as
- * before it too, under its locks: each saved node marked as split (a
- * reader that read it starts again at its unlock), its body and bits
- * back (a root's parent too); the children of the internal nodes put
- * back pointed at them again (an internal split had moved some); the top
- * root; the nodes it made marked deleted (no reader validates a read
- * through them: their parents changed too) and retired; the counts.
- * 0, or -1 if it saved too many nodes to put back (the tree is then
- * unusable, as on a failed commit). */
+/* After an error that came once the operation had changed the tree, or
+ * a failed commit (its transaction rolled back: the mirrors are as
+ * before it), the DRAM tree as before it too, under its locks: an
+ * update's value word; each saved node marked as split (a reader that
+ * read it starts again at its unlock), its body and bits back (a root's
+ * parent too); the children of the internal nodes put back pointed at
+ * them again (an internal split had moved some); the top root; the
+ * nodes it made marked deleted (no reader validates a read through
+ * them: their parents changed too) and retired; the counts. 0, or -1 if
+ * it saved too many nodes to put back (the tree is then unusable). */
 static int op_restore(struct op *o)
 {
     if (o->nsaved < 0)
         return -1;
+    if (o->upd_word) /* an update (readers may have read it: as of any
+                      * update before its commit) */
+        __atomic_store_n(o->upd_word, o->upd_old, __ATOMIC_RELEASE);
     for (int i = o->nsaved - 1; i >= 0; i--) {
         struct saved *sv = &t_saved[i];
         struct node *n = sv->n;
@@ -762,6 +769,10 @@ int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v)
 {
     if (o->err)
         return -1;
+    if (o->tx) { /* a failed commit puts it back (op_restore) */
+        o->upd_word = word(&l->h, LB_VAL + 8 * (size_t)s);
+        o->upd_old = *o->upd_word;
+    }
     w_value(o, l, s, v);
     o->clean = o->err != 0; /* an update's one write: nothing changed */
     return -1;

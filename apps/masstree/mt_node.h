@@ -259,6 +259,7 @@ struct op {
     struct node *gone;     /* the leaf it unlinked: retired once committed */
     struct node *old_root; /* the top root before a new one (op_restore) */
     int nsaved;            /* nodes saved before their first change */
+    uint64_t *upd_word, upd_old; /* an update's value word, and before */
 #else
     uint64_t epoch; /* of tx (incll_epoch), for the InCLL fast paths */
     const int *wait; /* incll_waiting_word(tx) */
@@ -495,6 +496,7 @@ static inline int op_begin(struct op *o, mt_tree *t)
 #ifndef MT_INCLL
     o->gone = o->old_root = NULL;
     o->nsaved = 0;
+    o->upd_word = NULL;
 #endif
     o->nheld = 0;
     o->depth = 0;
