@@ -54,7 +54,10 @@ typedef struct mt_opts {
                          pool's root object) */
     size_t anchor_off; /* offset of that handle in anchor (8-aligned) */
     /* commits an operation's transaction (default txn_commit); the crash
-     * simulator announces the state a commit makes through it */
+     * simulator announces the state a commit makes through it. Nonzero
+     * only when the transaction did not commit and was rolled back (as
+     * txn_commit's errors): on txn.h the tree then puts its DRAM nodes
+     * back (mt_put) */
     int (*commit)(txn *tx, void *arg);
     void *commit_arg;
     /* in-pool build (MT_INCLL) only: up to `batch` puts and removes of a

@@ -96,6 +96,9 @@ static int ref_apply(int t, const uint8_t *k, size_t len, uint64_t v, int del)
     return 1;
 }
 
+/* sim_commit's error after a commit that took (its txn_sync) would have
+ * the tree put back an operation the pool holds (masstree.h); the
+ * simulator stops at the error, and no operation follows on the tree */
 static int commit_hook(txn *tx, void *arg)
 {
     int t = (int)(intptr_t)arg;
