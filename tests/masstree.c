@@ -200,11 +200,11 @@ static __thread unsigned t_fault_seed;
 static __thread long t_failed_ops, t_failed_late; /* late: after a write took */
 
 /* Or, for the races with readers, every write to t_fail_obj (a split's
- * new top root in the anchor) or every free (an unlink's) fails, after a
- * pause of 2 ms: what the operation changed before is seen by readers
- * for that long. */
+ * new top root in the anchor), every free (an unlink's) or every commit
+ * fails, after a pause of 2 ms: what the operation changed before is
+ * seen by readers for that long. */
 static __thread txn_obj *t_fail_obj;
-static __thread int t_fail_frees;
+static __thread int t_fail_frees, t_fail_commits;
 
 static int fault_now(int slow)
 {
@@ -232,7 +232,7 @@ int __wrap_txn_free(txn *tx, txn_obj *o)
 int __real_txn_commit(txn *tx);
 int __wrap_txn_commit(txn *tx)
 {
-    if (!fault_now(0))
+    if (!fault_now(t_fail_commits))
         return __real_txn_commit(tx);
     txn_abort(tx);
     return TXN_E_NOSPACE;
@@ -529,10 +529,11 @@ END_TEST
 #endif
 
 #ifndef MT_INCLL
-/* Readers while operations fail after their first change (each failure
- * 2 ms into it): every key present all along is found by every get and
- * every scan, and none waits for ever (a split's new top root, once
- * published, would send a reader round a deleted leaf). */
+/* Readers while operations fail after their first change or at their
+ * commit (each failure 2 ms into the call): every key present all along
+ * is found by every get and every scan, and none waits for ever (a
+ * split's new top root, once published, would send a reader round a
+ * deleted leaf). */
 struct race {
     mt_tree *t;
     const uint64_t *keys; /* present all along, ascending */
@@ -581,7 +582,7 @@ START_TEST(failed_ops_readers)
     struct race r = {.t = t, .keys = keys};
     pthread_t th[2];
     /* a root leaf of 15 keys, whose split (the 16th key) fails at the
-     * anchor's write, 100 times */
+     * anchor's write or at the commit, 100 times */
     for (uint64_t i = 0; i < 15; i++) {
         uint64_t be = __builtin_bswap64(keys[r.n++] = 2 * i);
         ck_assert_int_eq(mt_put(t, &be, 8, 16 * keys[i] + 16), 1);
@@ -589,12 +590,14 @@ START_TEST(failed_ops_readers)
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(pthread_create(&th[i], NULL, race_reader, &r), 0);
     uint64_t be31 = __builtin_bswap64(31), v;
-    t_fail_obj = txn_root(p);
     for (int i = 0; i < 100 && !atomic_load(&r.bad); i++) {
+        t_fail_obj = i % 2 ? txn_root(p) : NULL;
+        t_fail_commits = !(i % 2);
         ck_assert_int_eq(mt_put(t, &be31, 8, 1), TXN_E_NOSPACE);
         ck_assert_int_eq(mt_get(t, &be31, 8, &v), 1);
     }
     t_fail_obj = NULL;
+    t_fail_commits = 0;
     atomic_store(&r.done, 1);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
@@ -633,13 +636,15 @@ START_TEST(failed_ops_readers)
     atomic_store(&r.done, 0);
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(pthread_create(&th[i], NULL, race_reader, &r), 0);
-    t_fail_frees = 1;
-    for (int round = 0; round < 3 && !atomic_load(&r.bad); round++)
+    for (int round = 0; round < 4 && !atomic_load(&r.bad); round++) {
+        t_fail_frees = round % 2; /* the unlink's free, or its commit */
+        t_fail_commits = !(round % 2);
         for (size_t i = 0; i < r.n; i++) {
             uint64_t be = __builtin_bswap64(keys[i]);
             ck_assert_int_eq(mt_remove(t, &be, 8), TXN_E_NOSPACE);
         }
-    t_fail_frees = 0;
+    }
+    t_fail_frees = t_fail_commits = 0;
     atomic_store(&r.done, 1);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);

@@ -398,11 +398,11 @@ static void new_root(struct op *o, struct node *n, struct node *r, uint64_t key,
     set_parent(n, q);
     set_parent(r, q);
     node_set_root(o, n, 0);
-    if (depth == 0) { /* the anchor first: after an error no operation
-                       * starts at q (op_restore retires it) */
+    if (depth == 0) { /* no operation starts at q before it committed
+                       * (op_restore retires it; a reader reaches it
+                       * from n by the parent pointer, as n is no root) */
         w_anchor(o, &q->h);
-        if (!o->err)
-            atomic_store_explicit(&o->t->root, &q->h, memory_order_release);
+        root_at_commit(o, &q->h);
         return;
     }
     struct leaf *ul = o->upper; /* split_prepare locked and readied it */
@@ -412,7 +412,7 @@ static void new_root(struct op *o, struct node *n, struct node *r, uint64_t key,
 #ifdef MT_INCLL
         w_value(o, ul, (unsigned)s, (uint64_t)q);
 #else
-        w_ptr(o, &ul->h, LB_VAL + 8 * (size_t)s, q);
+        w_ptr_at_commit(o, &ul->h, LB_VAL + 8 * (size_t)s, q);
 #endif
 }
 
@@ -807,9 +807,9 @@ static void unlink_do(struct op *o, struct leaf *l, const struct unlink *u)
     node_discard(o, &l->h); /* after the remove's write to it (cow: a freed
                                object takes no writes); fails only for memory */
 #endif
-    /* last: pv is not marked (its readers go on), so a scan could pass l
-     * by from here; a failure before leaves pv->next as it was */
-    w_ptr(o, &u->pv->h, LB_NEXT, u->nx);
+    /* pv is not marked (its readers go on): in DRAM once committed, so
+     * that no scan passes l by for a remove that then fails */
+    w_ptr_at_commit(o, &u->pv->h, LB_NEXT, u->nx);
     node_gone(o, &l->h);
     atomic_fetch_add_explicit(&o->t->unlinked, 1, memory_order_relaxed);
     o->unlinks++;

@@ -215,6 +215,17 @@ void w_ptr(struct op *o, struct node *n, size_t off, void *p)
     w_u64(o, n, off, (uint64_t)p);
 }
 
+void w_ptr_at_commit(struct op *o, struct node *n, size_t off, void *p)
+{
+    w_ptr(o, n, off, p); /* an error after it leaves the tree unusable */
+}
+
+void root_at_commit(struct op *o, struct node *q)
+{
+    if (!o->err)
+        atomic_store_explicit(&o->t->root, q, memory_order_release);
+}
+
 void w_u8(struct op *o, struct node *n, size_t off, uint8_t v)
 {
     node_will_change(o, n);

@@ -425,6 +425,14 @@ int op_finish(struct op *o)
     }
     if (broken)
         atomic_store(&o->t->broken, 1);
+#ifndef MT_INCLL
+    if (!rc) { /* committed (or transient): what readers follow unmarked */
+        for (int i = 0; i < o->nlater; i++)
+            __atomic_store_n(o->later[i].w, o->later[i].v, __ATOMIC_RELEASE);
+        if (o->new_top)
+            atomic_store_explicit(&o->t->root, o->new_top, memory_order_release);
+    }
+#endif
     while (o->nheld > 0)
         node_unlock(o->held[--o->nheld]);
 #ifndef MT_INCLL
@@ -526,6 +534,22 @@ void w_ptr(struct op *o, struct node *n, size_t off, void *p)
     mirror_write(o, n, off, &h, 8);
     if (!o->err)
         __atomic_store_n(word(n, off), (uint64_t)p, __ATOMIC_RELEASE);
+}
+
+void w_ptr_at_commit(struct op *o, struct node *n, size_t off, void *p)
+{
+    txn_obj *h = mirror_of((uint64_t)p);
+    mirror_write(o, n, off, &h, 8);
+    if (!o->err && o->nlater < 2) { /* an unlink's one, or a root's */
+        o->later[o->nlater].w = word(n, off);
+        o->later[o->nlater++].v = (uint64_t)p;
+    }
+}
+
+void root_at_commit(struct op *o, struct node *q)
+{
+    if (!o->err)
+        o->new_top = q;
 }
 
 void w_u8(struct op *o, struct node *n, size_t off, uint8_t v)

@@ -260,6 +260,11 @@ struct op {
     struct node *old_root; /* the top root before a new one (op_restore) */
     int nsaved;            /* nodes saved before their first change */
     uint64_t *upd_word, upd_old; /* an update's value word, and before */
+    /* stores readers see unmarked, made once the operation committed
+     * (w_ptr_at_commit, root_at_commit) */
+    int nlater;
+    struct { uint64_t *w, v; } later[2];
+    struct node *new_top;
 #else
     uint64_t epoch; /* of tx (incll_epoch), for the InCLL fast paths */
     const int *wait; /* incll_waiting_word(tx) */
@@ -407,6 +412,13 @@ void w_image(struct op *o, struct node *n);
 void node_discard(struct op *o, struct node *n);
 void node_gone(struct op *o, struct node *n);
 void w_anchor(struct op *o, struct node *root);
+/* A node pointer that readers follow without a version check of its
+ * node (a left neighbour's next, the layer's entry in the leaf above),
+ * and the top root: written to the mirror now (w_ptr_at_commit), stored
+ * in DRAM once the operation committed, before its unlocks (txn.h; the
+ * pool build stores them now). A failed operation never showed them. */
+void w_ptr_at_commit(struct op *o, struct node *n, size_t off, void *p);
+void root_at_commit(struct op *o, struct node *q);
 /* n (locked) is about to change, by PST stores or writes: logged first
  * (MT_INCLL), or opened to write (txn_open: cow's copy, undo's log) and
  * its DRAM body, parent and root bit saved (txn.h: an error after the
@@ -497,6 +509,8 @@ static inline int op_begin(struct op *o, mt_tree *t)
     o->gone = o->old_root = NULL;
     o->nsaved = 0;
     o->upd_word = NULL;
+    o->nlater = 0;
+    o->new_top = NULL;
 #endif
     o->nheld = 0;
     o->depth = 0;
