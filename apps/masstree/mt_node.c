@@ -540,10 +540,14 @@ void w_ptr_at_commit(struct op *o, struct node *n, size_t off, void *p)
 {
     txn_obj *h = mirror_of((uint64_t)p);
     mirror_write(o, n, off, &h, 8);
-    if (!o->err && o->nlater < 2) { /* an unlink's one, or a root's */
-        o->later[o->nlater].w = word(n, off);
-        o->later[o->nlater++].v = (uint64_t)p;
+    if (o->err)
+        return;
+    if (o->nlater == 2) { /* cannot happen: an unlink's, or a new root's */
+        o->err = TXN_E_INVAL;
+        return;
     }
+    o->later[o->nlater].w = word(n, off);
+    o->later[o->nlater++].v = (uint64_t)p;
 }
 
 void root_at_commit(struct op *o, struct node *q)
@@ -678,13 +682,14 @@ static void open_rw(struct op *o, txn_obj *h)
 /* What an operation changes in DRAM, saved before its first change: the
  * body and the root and deleted bits of each node it readied (every
  * existing node it changes, node_will_change), a root's parent pointer
- * (NULL: new_root sets it), and the top root (anchor_will_change). A
- * thread runs one operation at a time. */
+ * (NULL: new_root sets it). The top root changes only once the
+ * operation committed (root_at_commit). A thread runs one operation at a
+ * time. */
 struct saved {
     struct node *n;
     struct inode *parent;
     uint64_t bits;
-    uint64_t body[((int)LEAF_BODY > (int)INODE_BODY ? (int)LEAF_BODY : (int)INODE_BODY) / 8];
+    uint64_t body[NODE_BYTES / 8]; /* a leaf's or an inode's */
 };
 static __thread struct saved t_saved[OP_LOCKS];
 
@@ -714,8 +719,6 @@ void node_will_change(struct op *o, struct node *n)
 
 void anchor_will_change(struct op *o)
 {
-    if (!o->old_root)
-        o->old_root = atomic_load_explicit(&o->t->root, memory_order_relaxed);
     open_rw(o, o->t->anchor);
 }
 
@@ -725,7 +728,7 @@ void anchor_will_change(struct op *o)
  * update's value word; each saved node marked as split (a reader that
  * read it starts again at its unlock), its body and bits back (a root's
  * parent too); the children of the internal nodes put back pointed at
- * them again (an internal split had moved some); the top root; the
+ * them again (an internal split had moved some); the
  * nodes it made marked deleted (no reader validates a read through
  * them: their parents changed too) and retired; the counts. 0, or -1 if
  * it saved too many nodes to put back (the tree is then unusable). */
@@ -762,8 +765,6 @@ static int op_restore(struct op *o)
             if (in->child[c])
                 PST(in->child[c]->parent, in);
     }
-    if (o->old_root)
-        atomic_store_explicit(&o->t->root, o->old_root, memory_order_release);
     while (o->nnew > 0) { /* locked since made: unlocked with the others */
         struct node *n = o->made_new[--o->nnew];
         node_mark(n, V_DELETED | V_SPLITTING);

@@ -257,7 +257,6 @@ struct op {
     unsigned splits, unlinks; /* counted in the tree (undone by op_restore) */
 #ifndef MT_INCLL
     struct node *gone;     /* the leaf it unlinked: retired once committed */
-    struct node *old_root; /* the top root before a new one (op_restore) */
     int nsaved;            /* nodes saved before their first change */
     uint64_t *upd_word, upd_old; /* an update's value word, and before */
     /* stores readers see unmarked, made once the operation committed
@@ -506,7 +505,7 @@ static inline int op_begin(struct op *o, mt_tree *t)
     o->upper = NULL;
     o->splits = o->unlinks = 0;
 #ifndef MT_INCLL
-    o->gone = o->old_root = NULL;
+    o->gone = NULL;
     o->nsaved = 0;
     o->upd_word = NULL;
     o->nlater = 0;
