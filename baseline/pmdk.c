@@ -629,7 +629,7 @@ int txn_pool_create(const char *path, const char *layout, const txn_pool_opts *o
     if (root_size >= size || root_size > PMEMOBJ_MAX_ALLOC_SIZE)
         return TXN_E_NOSPACE;
     char file[PATH_MAX];
-    int rc = pool_path(path, file, sizeof file);
+    int rc = txn_pool_path(path, file, sizeof file);
     if (rc)
         return rc;
     persist_init();
@@ -684,7 +684,7 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     if (!layout_ok(layout))
         return TXN_E_LAYOUT; /* no pool can have been created with it */
     char file[PATH_MAX];
-    int rc = pool_path(path, file, sizeof file);
+    int rc = txn_pool_path(path, file, sizeof file);
     if (rc)
         return rc;
     persist_init();

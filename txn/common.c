@@ -29,8 +29,10 @@ void defers_run(struct vec *defers, int outcome)
     }
 }
 
-int pool_path(const char *path, char *out, size_t cap)
+int txn_pool_path(const char *path, char *out, size_t cap)
 {
+    if (!path || !*path || !out)
+        return TXN_E_INVAL;
     const char *dir = getenv("TXN_POOL_DIR");
     int n = path[0] == '/' ? snprintf(out, cap, "%s", path)
                            : snprintf(out, cap, "%s/%s", dir && *dir ? dir : "/dev/shm", path);

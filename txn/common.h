@@ -7,10 +7,6 @@
 
 #include "util.h"
 
-/* The file of a pool: `path` itself when absolute, else under
- * $TXN_POOL_DIR (default /dev/shm). TXN_E_INVAL if it does not fit. */
-int pool_path(const char *path, char *out, size_t cap);
-
 /* The first 8 bytes of a pool of pmtx's own format (pool.h). */
 #define POOL_MAGIC 0x31585448544d5050ull /* "PPMTHTX1" */
 

@@ -588,7 +588,7 @@ int txn_layout_open(const char *path, const txn_layout *l, const txn_pool_opts *
     if (create) {
         if (rc != TXN_E_NOENT) {
             char full[4096];
-            if (pool_path(path, full, sizeof full) || remove(full))
+            if (txn_pool_path(path, full, sizeof full) || remove(full))
                 return TXN_E_IO;
         }
         err_msg[0] = 0;

@@ -191,7 +191,7 @@ int txn_pool_create(const char *path, const char *layout,
     struct pool_hdr h;
     if (!path || !layout || !out || !*layout || strlen(layout) >= LAYOUT_MAX)
         return TXN_E_INVAL;
-    int rc = pool_path(path, full, sizeof full);
+    int rc = txn_pool_path(path, full, sizeof full);
     if (rc || (rc = plan(&h, layout, opts)))
         return rc;
     int fd;
@@ -358,7 +358,7 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     char full[PATH_MAX];
     if (!path || !layout || !out)
         return TXN_E_INVAL;
-    int rc = pool_path(path, full, sizeof full), fd;
+    int rc = txn_pool_path(path, full, sizeof full), fd;
     if (rc || (rc = open_file(full, view ? O_RDONLY : O_RDWR, &fd)))
         return rc;
     struct stat st;

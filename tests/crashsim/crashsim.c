@@ -549,7 +549,7 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     if (sim_region(p, &base, &R.size)) {
         char path[128];
         txn_pool_close(p);
-        pool_path(name, path, sizeof path);
+        txn_pool_path(name, path, sizeof path);
         unlink(path);
         exit(2);
     }
@@ -586,7 +586,7 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     trace_detach();
     txn_pool_close(p);
     char path[128];
-    pool_path(name, path, sizeof path);
+    txn_pool_path(name, path, sizeof path);
     unlink(path);
     unlink(R.img);
     unlink(R.img2);

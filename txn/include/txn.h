@@ -109,6 +109,12 @@ typedef struct txn_pool_opts {
 int txn_pool_create(const char *path, const char *layout,
                     const txn_pool_opts *opts, txn_pool **out);
 
+/* The file a pool path names: `path` itself when it is absolute, else
+ * `path` under $TXN_POOL_DIR (default /dev/shm), as every txn_pool_* call
+ * resolves it. Writes the NUL-terminated name to out (cap bytes).
+ * TXN_E_INVAL if path is NULL or empty or the name does not fit. */
+int txn_pool_path(const char *path, char *out, size_t cap);
+
 /* Open an existing pool, run recovery, and return it in *out.
  * Checks, before writing anything: TXN_E_NOENT (no file), TXN_E_NOTPOOL
  * (not a pmtx pool), TXN_E_VERSION, TXN_E_CORRUPT (header or log damaged),
