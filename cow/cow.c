@@ -34,7 +34,7 @@
 #include "atomics.h"
 #include "persist.h"
 
-const char eng_name[] = "cow";
+const char eng_name[] = PMTX_ENGINE_NAME;
 const int eng_persistent = 1;
 
 struct wrap {

@@ -74,7 +74,7 @@
 #include "incll_int.h"
 #include "persist.h"
 
-const char eng_name[] = "incll";
+const char eng_name[] = PMTX_ENGINE_NAME;
 const int eng_persistent = 1;
 
 #define OBJ_HDR 8u   /* the epoch tag */

@@ -36,7 +36,7 @@
 #include "atomics.h"
 #include "persist.h"
 
-const char eng_name[] = "redo";
+const char eng_name[] = PMTX_ENGINE_NAME;
 const int eng_persistent = 1;
 
 #define OBJ_HDR 8u /* the writers bitmap */

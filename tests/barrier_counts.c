@@ -1,11 +1,11 @@
 /* barrier_counts.c - exact persist barriers of a commit and of an abort
- * for every persistent engine, as each engine's header comment states
- * (commit = a + b*N and abort = c + d*N for N distinct 32-byte writes),
- * at whatever TXN_PDOM the run has: the PDOM changes what a barrier
- * costs, never how many. Also: a read-only redo transaction over objects
- * nobody writes does no log lookup, and one that reads its own write does.
- * Counting is the point of this test, so it knows the engines' formulas;
- * the conformance suite never does. */
+ * for every persistent engine, as the engine's barriers.h states them
+ * (commit = a + b*N and abort = c + d*N for N distinct 32-byte writes), at
+ * whatever TXN_PDOM the run has: the PDOM changes what a barrier costs,
+ * never how many. Also: a read-only transaction over objects nobody
+ * writes does no log lookup, and one that reads its own write does where
+ * the engine says so. Built for each engine whose folder holds barriers.h,
+ * found on the engine's include path. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,6 @@
 #include "txn.h"
 
 struct cost {
-    const char *engine;
     unsigned commit_a, commit_b, abort_a, abort_b;
     unsigned read_only; /* a transaction that only reads */
     /* a transaction that first opens its N objects with txn_open(TXN_RW),
@@ -23,39 +22,19 @@ struct cost {
      * batched logging (the default), paper_a + paper_b * N with
      * TXN_LOG_BATCH=0 (a record and a fence at each first write) */
     unsigned open_a, open_b, paper_a, paper_b;
+    unsigned own_read_lookups; /* log lookups of a read of its own write */
+    int epoch_logs_once;       /* the same transaction again, before the
+                                  next txn_sync, logs nothing */
 };
 
-static const struct cost costs[] = {
-    {"undo", 2, 1, 2, 1, 0, 3, 0, 2, 1}, /* a record per write, then ranges
-                                + commit; abort: restore, invalidate;
-                                opened objects: one fence for their
-                                records */
-    {"redo", 4, 0, 0, 0, 0, 4, 0, 4, 0}, /* log, COMMITTED, apply, IDLE; abort free */
-    {"cow", 4, 0, 2, 0, 0, 4, 0, 4, 0},  /* write set, COMMITTED, swap, IDLE; abort:
-                                wrappers, IDLE */
-    {"incll", 0, 0, 0, 0, 0, 1, 0, 0, 1}, /* the objects were allocated in
-                                 the same epoch (TXN_EPOCH_MS=0, set in
-                                 main): no record, no barrier; abort
-                                 restores from DRAM; after txn_sync each
-                                 object is logged again: one fence for all
-                                 (batched) or one each */
-    {"pmdk", 3, 2, 2, 3, 2, 3, 2, 3, 2}, /* PMDK 1.12: 2 per added range + 3; its
-                                abort restores and flushes each range too,
-                                and even an empty transaction costs 2 */
-};
+#include "barriers.h"
+
+static const struct cost engine_cost = ENGINE_BARRIERS;
 
 enum { NOBJ = 24 };
 static txn_pool *pool;
 static txn_obj *objs[NOBJ];
 static char name[64];
-
-static const struct cost *my_cost(void)
-{
-    for (size_t i = 0; i < sizeof costs / sizeof *costs; i++)
-        if (!strcmp(costs[i].engine, txn_engine_name()))
-            return &costs[i];
-    return NULL;
-}
 
 static void setup(void)
 {
@@ -99,18 +78,17 @@ static uint64_t run(unsigned n, int commit, uint64_t v)
 
 START_TEST(test_commit_and_abort)
 {
-    const struct cost *c = my_cost();
-    ck_assert_msg(c != NULL, "no barrier formula for engine %s", txn_engine_name());
+    const struct cost *c = &engine_cost;
     run(1, 1, 1); /* warm-up: slot claims, first runs */
     static const unsigned ns[] = {1, 2, 5, 20};
     for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
         unsigned n = ns[k];
         uint64_t got = run(n, 1, 10 + k);
-        printf("%s pdom %d: commit of %u writes: %llu barriers\n", c->engine, txn_pdom(), n,
+        printf("%s pdom %d: commit of %u writes: %llu barriers\n", txn_engine_name(), txn_pdom(), n,
                (unsigned long long)got);
         ck_assert_uint_eq(got, c->commit_a + c->commit_b * n);
         got = run(n, 0, 20 + k);
-        printf("%s pdom %d: abort of %u writes: %llu barriers\n", c->engine, txn_pdom(), n,
+        printf("%s pdom %d: abort of %u writes: %llu barriers\n", txn_engine_name(), txn_pdom(), n,
                (unsigned long long)got);
         ck_assert_uint_eq(got, c->abort_a + c->abort_b * n);
         /* the abort left the committed value */
@@ -141,7 +119,7 @@ START_TEST(test_read_lookups)
     ck_assert_int_eq(txn_commit(tx), 0);
     txn_stats_get(&b);
     ck_assert_uint_eq(b.raw_lookups - a.raw_lookups, 0);
-    ck_assert_uint_eq(b.barriers - a.barriers, my_cost()->read_only);
+    ck_assert_uint_eq(b.barriers - a.barriers, engine_cost.read_only);
 
     ck_assert_int_eq(txn_begin(pool, &tx), 0);
     ck_assert_int_eq(txn_write_u64(tx, objs[3], 8, 77), 0);
@@ -152,7 +130,7 @@ START_TEST(test_read_lookups)
     txn_abort(tx);
     txn_stats_get(&a);
     ck_assert_uint_eq(a.raw_lookups - b.raw_lookups,
-                      strcmp(txn_engine_name(), "redo") ? 0 : 1);
+                      engine_cost.own_read_lookups);
 }
 END_TEST
 
@@ -161,8 +139,7 @@ END_TEST
  * second such transaction of incll logs nothing. */
 START_TEST(test_open_then_write)
 {
-    const struct cost *c = my_cost();
-    ck_assert_msg(c != NULL, "no barrier formula for engine %s", txn_engine_name());
+    const struct cost *c = &engine_cost;
     const char *b = getenv("TXN_LOG_BATCH");
     int batched = !(b && *b == '0');
     static const unsigned ns[] = {1, 2, 5, 20};
@@ -183,9 +160,9 @@ START_TEST(test_open_then_write)
             txn_stats_get(&s1);
             uint64_t got = s1.barriers - s0.barriers;
             uint64_t want = batched ? c->open_a + c->open_b * n : c->paper_a + c->paper_b * n;
-            if (again && !strcmp(c->engine, "incll"))
+            if (again && c->epoch_logs_once)
                 want = 0; /* logged earlier in this epoch */
-            printf("%s pdom %d %s: open %u, write, commit (%s): %llu barriers\n", c->engine,
+            printf("%s pdom %d %s: open %u, write, commit (%s): %llu barriers\n", txn_engine_name(),
                    txn_pdom(), batched ? "batched" : "paper", n, again ? "again" : "after sync",
                    (unsigned long long)got);
             ck_assert_uint_eq(got, want);

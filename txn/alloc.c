@@ -102,10 +102,11 @@ int alloc_check(txn_pool *p)
     for (size_t i = 0; i < p->hdr->nchunks; i++) {
         uint64_t e = t[i];
         unsigned k = ck_kind(e);
-        if (k > CK_LOG || (k == CK_RUN && ck_class(e) >= ALLOC_CLASSES))
+        if (k > CK_LOG || (k == CK_RUN && ck_class(e) >= ALLOC_CLASSES) ||
+            (k == CK_LARGE && (ck_n(e) == 0 || ck_n(e) > p->hdr->nchunks - i))) {
+            pool_problem("chunk table entry %zu: %#llx is no chunk", i, (unsigned long long)e);
             return TXN_E_CORRUPT;
-        if (k == CK_LARGE && (ck_n(e) == 0 || ck_n(e) > p->hdr->nchunks - i))
-            return TXN_E_CORRUPT;
+        }
     }
     return 0;
 }
@@ -587,21 +588,49 @@ void alloc_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *ar
     }
 }
 
-size_t alloc_used_bytes(txn_pool *p)
+/* Count n live objects of `size` bytes per object into info's classes. */
+static void add_class(txn_pool_info *info, uint64_t size, uint64_t n)
+{
+    info->objects += n;
+    info->heap_used += n * size;
+    unsigned i = 0;
+    while (i < info->nclasses && info->classes[i].size != size)
+        i++;
+    if (i == info->nclasses) {
+        if (i == TXN_INFO_CLASSES)
+            i--; /* the largest objects share the last entry */
+        else
+            info->classes[info->nclasses++].size = size;
+    }
+    info->classes[i].count += n;
+}
+
+void alloc_describe(txn_pool *p, txn_pool_info *info)
 {
     uint64_t *t = ctab(p);
-    size_t used = 0;
+    info->heap_size = p->hdr->nchunks * (uint64_t)CHUNK_SIZE;
+    uint64_t small[ALLOC_CLASSES] = {0};
     for (size_t i = 0; i < p->hdr->nchunks; i++) {
         uint64_t e = t[i];
-        if (ck_kind(e) == CK_LARGE)
-            used += ck_n(e) * CHUNK_SIZE;
-        if (ck_kind(e) != CK_RUN)
+        unsigned k = ck_kind(e);
+        if (k == CK_FREE)
+            info->heap_free += CHUNK_SIZE;
+        else if (k == CK_LOG)
+            info->heap_logs += CHUNK_SIZE;
+        if (k != CK_RUN)
             continue;
         const uint64_t *bm = (const uint64_t *)chunk_addr(p, i);
-        unsigned nb = run_blocks(ck_class(e)), cnt = 0;
+        unsigned c = ck_class(e), nb = run_blocks(c), cnt = 0;
         for (unsigned w = 0; w * 64 < nb; w++)
-            cnt += (unsigned)__builtin_popcountll(bm[w]);
-        used += (size_t)cnt * class_size[ck_class(e)];
+            cnt += (unsigned)__builtin_popcountll(w * 64 + 64 <= nb ? bm[w]
+                                                  : bm[w] & ((1ull << (nb % 64)) - 1));
+        small[c] += cnt;
+        info->heap_free += (uint64_t)(nb - cnt) * class_size[c];
     }
-    return used;
+    for (unsigned c = 0; c < ALLOC_CLASSES; c++)
+        if (small[c])
+            add_class(info, class_size[c], small[c]);
+    for (size_t i = 0; i < p->hdr->nchunks; i++) /* then the large objects */
+        if (ck_kind(t[i]) == CK_LARGE)
+            add_class(info, ck_n(t[i]) * CHUNK_SIZE, 1);
 }

@@ -85,7 +85,8 @@ int alloc_log_chunk(txn_pool *p, void **seg);
 void alloc_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *arg),
                         void *arg);
 
-/* Bytes of heap in use (persistently allocated blocks), for reports. */
-size_t alloc_used_bytes(txn_pool *p);
+/* The heap's use in info (txn_pool_inspect): heap size, used, free and
+ * log bytes, live objects by size class. Reads only. */
+void alloc_describe(txn_pool *p, txn_pool_info *info);
 
 #endif

@@ -1,8 +1,13 @@
-/* api.c - txn.h on top of engine.h: argument checks, per-thread contexts,
- * deferred actions, statistics, error strings. */
+/* api.c - the front end: every call of txn.h, defined once, on the engine
+ * contract (engine.h): argument checks, the pool handle and its per-thread
+ * contexts, a new pool's root and meta objects, deferred actions,
+ * statistics. */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "ctxreg.h"
@@ -10,36 +15,23 @@
 #include "persist.h"
 #include "txn.h"
 
-/* ---- per-thread contexts (ctxreg.h): each holds a log slot */
+#define DEF_SIZE ((size_t)64 << 20)
+#define DEF_ROOT 64u
+#define DEF_THREADS 64u
+#define DEF_LOG ((size_t)64 << 10)
+
+/* ---- per-thread contexts (ctxreg.h): each holds one of the pool's
+ * context indices (pmtx: a log slot) */
 
 static void release_ctx(void *ctx);
 static void *new_ctx(void *pool, int *err);
 static const struct ctxreg_ops ctx_ops = {new_ctx, release_ctx};
 
-int api_register_pool(txn_pool *p)
+static int claim_idx(txn_pool *p)
 {
-    p->gen = ctxreg_open(p, &ctx_ops);
-    return p->gen ? 0 : TXN_E_NOMEM;
-}
-
-static void release_all(void *pool)
-{
-    txn_pool *p = pool;
-    while (p->ctxs)
-        release_ctx(p->ctxs);
-}
-
-/* Pool close: forget the pool and free every context it has. */
-void api_unregister_pool(txn_pool *p)
-{
-    ctxreg_close(p, p->gen, release_all);
-}
-
-static int claim_slot(txn_pool *p)
-{
-    for (unsigned i = 0; i < p->hdr->nslots; i++)
-        if (!p->slot_used[i]) {
-            p->slot_used[i] = 1;
+    for (unsigned i = 0; i < p->max_ctx; i++)
+        if (!p->ctx_used[i]) {
+            p->ctx_used[i] = 1;
             return (int)i;
         }
     return -1;
@@ -55,26 +47,21 @@ static void *new_ctx(void *pool, int *err)
     }
     tx->p = p;
     tx->owner = pthread_self();
-    vec_init(&tx->allocs, sizeof(struct tx_block));
-    vec_init(&tx->frees, sizeof(struct tx_block));
     vec_init(&tx->defers, sizeof(struct tx_defer));
     pthread_mutex_lock(&p->ctx_lock);
-    int slot = claim_slot(p);
-    if (slot >= 0) {
+    int idx = claim_idx(p);
+    if (idx >= 0) {
         tx->next_ctx = p->ctxs;
         p->ctxs = tx;
     }
     pthread_mutex_unlock(&p->ctx_lock);
-    if (slot < 0) {
+    if (idx < 0) {
         free(tx);
         *err = TXN_E_THREADS;
         return NULL;
     }
-    tx->slot_idx = (unsigned)slot;
-    tx->slot = pool_slot(p, (size_t)slot);
-    log_attach(&tx->log, p, tx->slot);
-    *err = eng_tx_init(tx);
-    if (*err) {
+    tx->slot_idx = (unsigned)idx;
+    if ((*err = eng_pool_attach(tx)) || (*err = eng_tx_init(tx))) {
         ctxreg_drop(p, p->gen, tx);
         return NULL;
     }
@@ -96,50 +83,214 @@ static void release_ctx(void *ctx)
     }
     if (tx->eng)
         eng_tx_fini(tx);
-    alloc_cache_drain(p, &tx->cache);
+    eng_pool_detach(tx);
     pthread_mutex_lock(&p->ctx_lock);
     for (struct txn **pp = &p->ctxs; *pp; pp = &(*pp)->next_ctx)
         if (*pp == tx) {
             *pp = tx->next_ctx;
             break;
         }
-    p->slot_used[tx->slot_idx] = 0;
+    p->ctx_used[tx->slot_idx] = 0;
     pthread_mutex_unlock(&p->ctx_lock);
-    vec_free(&tx->allocs);
-    vec_free(&tx->frees);
     vec_free(&tx->defers);
     free(tx);
 }
+
+static void release_all(void *pool)
+{
+    txn_pool *p = pool;
+    while (p->ctxs)
+        release_ctx(p->ctxs);
+}
+
+/* ---- pools */
+
+static txn_pool *pool_new(void)
+{
+    txn_pool *p = calloc(1, sizeof *p);
+    if (p)
+        pthread_mutex_init(&p->ctx_lock, NULL);
+    return p;
+}
+
+/* The format's pool is open: contexts can be made for it. */
+static int pool_start(txn_pool *p)
+{
+    if (!(p->ctx_used = calloc(p->max_ctx ? p->max_ctx : 1, 1)))
+        return TXN_E_NOMEM;
+    p->gen = ctxreg_open(p, &ctx_ops);
+    return p->gen ? 0 : TXN_E_NOMEM;
+}
+
+/* Every context released, then the format's side; `p` is gone. */
+static void pool_end(txn_pool *p)
+{
+    if (p->gen)
+        ctxreg_close(p, p->gen, release_all);
+    eng_pool_close(p);
+    free(p->ctx_used);
+    pthread_mutex_destroy(&p->ctx_lock);
+    free(p);
+}
+
+/* A layout name a pool can have: 1 to TXN_LAYOUT_MAX bytes. */
+static int layout_ok(const char *layout)
+{
+    size_t n = strnlen(layout, TXN_LAYOUT_MAX + 1);
+    return n > 0 && n <= TXN_LAYOUT_MAX;
+}
+
+static int params_of(const txn_pool_opts *o, struct pool_params *out)
+{
+    *out = (struct pool_params){DEF_SIZE, DEF_ROOT, DEF_THREADS, DEF_LOG};
+    if (o && o->size)
+        out->size = o->size;
+    if (o && o->root_size)
+        out->root_size = o->root_size;
+    if (o && o->threads)
+        out->threads = o->threads;
+    if (o && o->log_size)
+        out->log_size = o->log_size;
+    return out->threads <= TXN_MAX_THREADS ? 0 : TXN_E_INVAL;
+}
+
+/* The root and the meta object of a new pool, in one transaction, then
+ * recorded by the format. */
+static int make_roots(txn_pool *p, size_t root_size)
+{
+    int rc = 0;
+    txn *tx;
+    txn_obj *root, *meta;
+    if ((rc = txn_begin(p, &tx)))
+        return rc;
+    if ((rc = txn_alloc(tx, root_size, &root)) || (rc = txn_alloc(tx, TXN_META_SIZE, &meta))) {
+        txn_abort(tx);
+        return rc;
+    }
+    if ((rc = txn_commit(tx)))
+        return rc;
+    return eng_pool_seal(p, root, root_size, meta);
+}
+
+int txn_pool_create(const char *path, const char *layout, const txn_pool_opts *opts,
+                    txn_pool **out)
+{
+    char file[PATH_MAX];
+    struct pool_params o;
+    if (!path || !layout || !out || !layout_ok(layout))
+        return TXN_E_INVAL;
+    int rc = params_of(opts, &o);
+    if (rc || (rc = txn_pool_path(path, file, sizeof file)))
+        return rc;
+    persist_init();
+    txn_pool *p = pool_new();
+    if (!p)
+        return TXN_E_NOMEM;
+    if ((rc = eng_pool_create(p, file, layout, &o))) {
+        pthread_mutex_destroy(&p->ctx_lock);
+        free(p);
+        return rc;
+    }
+    if ((rc = pool_start(p)) || (rc = make_roots(p, o.root_size))) {
+        pool_end(p);
+        unlink(file);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+static int pool_open(const char *path, const char *layout, int view, txn_pool **out)
+{
+    char file[PATH_MAX];
+    if (!path || !layout || !out)
+        return TXN_E_INVAL;
+    if (!layout_ok(layout))
+        return TXN_E_LAYOUT; /* no pool can have been created with it */
+    int rc = txn_pool_path(path, file, sizeof file);
+    if (rc)
+        return rc;
+    persist_init();
+    txn_pool *p = pool_new();
+    if (!p)
+        return TXN_E_NOMEM;
+    if ((rc = eng_pool_open(p, file, layout, view))) {
+        pthread_mutex_destroy(&p->ctx_lock);
+        free(p);
+        return rc;
+    }
+    if ((rc = pool_start(p))) {
+        pool_end(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+int txn_pool_open(const char *path, const char *layout, txn_pool **out)
+{
+    return pool_open(path, layout, 0, out);
+}
+
+int txn_pool_view(const char *path, const char *layout, txn_pool **out)
+{
+    return pool_open(path, layout, 1, out);
+}
+
+void txn_pool_close(txn_pool *p)
+{
+    if (!p)
+        return;
+    eng_sync(p);
+    pool_end(p);
+}
+
+txn_obj *txn_root(txn_pool *p)
+{
+    return p ? eng_pool_root(p) : NULL;
+}
+
+txn_obj *txn_meta_root(txn_pool *p)
+{
+    return p ? eng_pool_meta(p) : NULL;
+}
+
+static int by_size(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b; /* .size first */
+    return (x > y) - (x < y);
+}
+
+int txn_pool_inspect(const char *path, txn_pool_info *info)
+{
+    char file[PATH_MAX];
+    if (!path || !info)
+        return TXN_E_INVAL;
+    memset(info, 0, sizeof *info);
+    int rc = txn_pool_path(path, file, sizeof file);
+    if (rc)
+        return rc;
+    persist_init();
+    pool_problem("%s", "");
+    rc = eng_pool_inspect(file, info);
+    qsort(info->classes, info->nclasses, sizeof info->classes[0], by_size);
+    const char *why = pool_problem_text();
+    snprintf(info->problem, sizeof info->problem, "%s",
+             *why ? why : rc < 0 ? txn_strerror(rc) : "");
+    return rc;
+}
+
+/* ---- transactions */
 
 static struct txn *get_ctx(txn_pool *p, int *err)
 {
     return ctxreg_get(p, p->gen, err);
 }
 
-/* Used by pool creation for the root allocation. */
-struct txn *api_ctx(txn_pool *p, int *err)
-{
-    return get_ctx(p, err);
-}
-
-/* ---- transactions */
-
-/* Blocks a transaction gives back: its frees, or its allocations. */
-static __attribute__((noinline)) void give_back(struct txn *tx, struct vec *give)
-{
-    for (size_t i = 0; i < give->n; i++)
-        alloc_release(tx->p, &tx->cache, ((struct tx_block *)vec_at(give, i))->blk);
-}
-
 static void end_tx(struct txn *tx, int committed)
 {
-    struct vec *give = committed ? &tx->frees : &tx->allocs;
-    if (give->n)
-        give_back(tx, give);
-    tx->allocs.n = tx->frees.n = 0;
+    eng_pool_end(tx, committed);
     tx->active = 0;
-    if (tx->log.used) /* else where log_rewind would put it */
-        log_rewind(&tx->log);
     if (committed)
         pm_ctr.commits++;
     else
@@ -158,14 +309,14 @@ int txn_begin(txn_pool *p, txn **out)
         return err;
     if (tx->active)
         return TXN_E_NESTED;
-    if (eng_persistent)
-        tx_next_version(tx);
+    eng_pool_begin(tx);
     tx->active = 1;
     tx->err = 0;
     tx->last_obj = NULL; /* and NULL has size 0 */
     tx->last_size = 0;
     err = eng_begin(tx);
     if (err) {
+        eng_pool_end(tx, 0);
         tx->active = 0;
         return err;
     }
@@ -173,9 +324,16 @@ int txn_begin(txn_pool *p, txn **out)
     return 0;
 }
 
+/* A transaction belongs to the thread that began it (pmdk's state is the
+ * thread's; every engine keeps the rule). */
+static int mine(const struct txn *tx)
+{
+    return tx && tx->active && pthread_equal(tx->owner, pthread_self());
+}
+
 int txn_commit(txn *tx)
 {
-    if (!tx || !tx->active)
+    if (!mine(tx))
         return TXN_E_INVAL;
     if (tx->err) { /* txn_last_error() still says what failed */
         eng_abort(tx);
@@ -189,7 +347,7 @@ int txn_commit(txn *tx)
 
 void txn_abort(txn *tx)
 {
-    if (!tx || !tx->active)
+    if (!mine(tx))
         return;
     eng_abort(tx);
     end_tx(tx, 0);
@@ -310,8 +468,9 @@ int txn_free(txn *tx, txn_obj *o)
     int rc = usable(tx);
     if (rc)
         return rc;
-    if (!o)
+    if (!o || o == eng_pool_root(tx->p) || o == eng_pool_meta(tx->p))
         return TXN_E_INVAL;
+    tx->last_obj = NULL; /* pmdk releases the transaction's own at once */
     return eng_free(tx, o);
 }
 

@@ -1,13 +1,19 @@
 /* common.c - what every engine library shares, including those with a
- * pool format of their own: error strings and pool path resolution. */
+ * pool format of their own: error strings, pool paths and their locked
+ * open, deferred actions, parallel parts. */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "persist.h"
 #include "txn.h"
 
 void defers_run(struct vec *defers, int outcome)
@@ -27,6 +33,36 @@ void defers_run(struct vec *defers, int outcome)
     } else {
         vec_free(&run);
     }
+}
+
+static PM_TLS char problem[256];
+
+void pool_problem(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(problem, sizeof problem, fmt, ap);
+    va_end(ap);
+}
+
+const char *pool_problem_text(void)
+{
+    return problem;
+}
+
+int pool_lock_file(const char *file, int flags, int *fd)
+{
+    *fd = open(file, flags | O_CLOEXEC, 0644);
+    if (*fd < 0)
+        return errno == ENOENT || errno == ENOTDIR ? TXN_E_NOENT
+             : errno == EEXIST                     ? TXN_E_EXIST
+                                                   : TXN_E_IO;
+    if (flock(*fd, LOCK_EX | LOCK_NB)) {
+        int busy = errno == EWOULDBLOCK;
+        close(*fd);
+        return busy ? TXN_E_BUSY : TXN_E_IO;
+    }
+    return 0;
 }
 
 int txn_pool_path(const char *path, char *out, size_t cap)

@@ -7,6 +7,20 @@
 
 #include "util.h"
 
+/* What a pool format found wrong in a file, in words ("chunk table entry
+ * 12: unknown kind 9"), for the calling thread's last refused open or
+ * inspection; the format sets it where it refuses. pool_problem("") clears
+ * it. */
+void pool_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *pool_problem_text(void);
+/* Refuse a file with `rc`, saying why. */
+#define REFUSE(rc, ...) (pool_problem(__VA_ARGS__), (rc))
+
+/* Open a pool file (open(2) flags; mode 0644 when created) under an
+ * exclusive flock: TXN_E_BUSY while another open of it, in this process or
+ * another, holds it; TXN_E_NOENT, TXN_E_EXIST, TXN_E_IO. */
+int pool_lock_file(const char *file, int flags, int *fd);
+
 /* The first 8 bytes of a pool of pmtx's own format (pool.h). */
 #define POOL_MAGIC 0x31585448544d5050ull /* "PPMTHTX1" */
 
@@ -38,5 +52,6 @@ void par_run(void (*fn)(void *part), void *parts, size_t size, size_t n, unsigne
 /* The first bytes of a libpmemobj pool file (PMDK's signature): pools of
  * the pmdk engine start with them, ours with POOL_MAGIC. */
 #define PMDK_POOL_SIG "PMEMOBJ"
+#define PMDK_ENGINE "pmdk" /* the engine of such pools */
 
 #endif

@@ -1,8 +1,23 @@
 /* engine.h - the contract each engine implements, once, in its folder.
  *
- * Shared code (txn/) calls only these; it never asks which engine it is.
- * txn/api.c checks arguments and bounds, owns per-thread contexts, the
- * allocator's volatile side and deferred actions, then calls the engine.
+ * Layers, each calling only the one below it:
+ *
+ *   txn/api.c     the front end: the only definition of every txn_* call.
+ *                 Checks arguments and bounds, owns the pool handle, the
+ *                 per-thread contexts (ctxreg.h), the root and meta objects
+ *                 of a new pool, deferred actions and statistics.
+ *   eng_pool_*    the pool format: a pool file on media. txn/pool.c (with
+ *                 alloc.c, log.c, tx.c) is pmtx's own format, linked into
+ *                 every engine that does not bring one; an engine with a
+ *                 format of its own (pmdk: a libpmemobj pool) defines every
+ *                 eng_pool_* call itself and links none of those files.
+ *   eng_*         the logging technique: transactions on objects.
+ *
+ * What an engine may include from txn/: this file (and through it tx.h,
+ * pool.h, log.h, alloc.h, util.h, common.h), persist.h for every store,
+ * flush and fence, atomics.h, and addrmap.h. Nothing else: the front end's
+ * ctxreg.h and the crash simulator's trace hooks are not an engine's
+ * business.
  *
  * How the engines map onto txn.h (one API, no engine-specific calls):
  *
@@ -11,12 +26,12 @@
  *        txn_open are plain loads. Commit: persist written ranges, commit
  *        record (2 barriers). Recovery rolls back an uncommitted tail.
  *
- *  redo  txn_obj = block with an 8-byte writers bitmap before the payload
- *        (eng_obj_hdr = 8). txn_write appends (addr, new bytes) to the log,
- *        sets the writer bit, links the record into the transaction's hash
- *        by object; txn_read checks the bitmap and only then looks up.
- *        txn_open(RO) returns the object in place (valid for unwritten
- *        bytes). Commit: log, COMMITTED, apply, IDLE (4 barriers).
+ *  redo  txn_obj = block with an 8-byte writers bitmap before the payload.
+ *        txn_write appends (addr, new bytes) to the log, sets the writer
+ *        bit, links the record into the transaction's hash by object;
+ *        txn_read checks the bitmap and only then looks up. txn_open(RO)
+ *        returns the object in place (valid for unwritten bytes). Commit:
+ *        log, COMMITTED, apply, IDLE (4 barriers).
  *
  *  cow   txn_obj = a wrapper {payload, new, old_backup, writer}. txn_open
  *        (RW) copies the payload (a second writer gets TXN_E_CONFLICT) and
@@ -30,16 +45,22 @@
  *        epoch log nothing; commit costs no barrier and txn_sync() waits
  *        for the epoch's global flush.
  *
- *  pmdk  txn_obj = a libpmemobj allocation (direct pointer). txn_write =
+ *  pmdk  txn_obj = a handle naming a libpmemobj allocation. txn_write =
  *        pmemobj_tx_add_range_direct + store; commit = pmemobj_tx_commit.
- *        Its pool is PMDK's own file; the engine implements the pool calls.
+ *        Its pool is PMDK's own file: it implements the eng_pool_* layer.
  *
  *  none  txn_obj = the payload; writes store in place after saving the old
  *        bytes in DRAM (so txn_abort works); nothing is flushed or fenced.
- */
-/* eng_begin, eng_sync, eng_obj_blocks and eng_read have defaults in
+ *
+ * Each engine folder's CMakeLists.txt declares the engine (pmtx_engine():
+ * its sources, whether it is persistent, its pool format, its libraries,
+ * its crash-simulator arguments) and may hold barriers.h, the barrier
+ * formula of its commit and abort that tests/barrier_counts.c checks.
+ *
+ * eng_begin, eng_sync, eng_obj_blocks and eng_read have defaults in
  * engine_defaults.c (nothing at begin, durable at commit, one block per
- * object, reads through eng_open): an engine defines them only to differ. */
+ * object, reads through eng_open): an engine defines them only to differ.
+ */
 #ifndef PMTX_ENGINE_H
 #define PMTX_ENGINE_H
 
@@ -47,7 +68,72 @@
 
 #include "tx.h"
 
+/* The engine's name (txn_engine_name()), as its CMakeLists.txt declares
+ * it (PMTX_ENGINE_NAME). */
 extern const char eng_name[];
+
+/* Whether the engine keeps a persistent log (0 for none): recovery and
+ * transaction versions are skipped otherwise. */
+extern const int eng_persistent;
+
+/* ---- the pool format (txn/pool.c, or the engine's own) */
+
+/* txn_pool_opts with the defaults applied and the front end's checks
+ * passed (threads in 1..TXN_MAX_THREADS). What else a value may be is the
+ * format's to check (TXN_E_INVAL). */
+struct pool_params {
+    size_t size;      /* bytes of the file */
+    size_t root_size; /* payload bytes of the root object */
+    unsigned threads; /* contexts in transactions at once */
+    size_t log_size;  /* bytes of a context's first log chunk */
+};
+
+/* Create the pool file `file` (a full path; it must not exist) for
+ * `layout` and fill `p` (zeroed by the caller but for the front end's
+ * fields): base, size, max_ctx, and the format's own state. The pool then
+ * takes transactions; the front end makes its root and meta objects in
+ * one and hands them to eng_pool_seal(). On failure nothing is left: the
+ * file is removed, `p` holds nothing to release. */
+int eng_pool_create(txn_pool *p, const char *file, const char *layout,
+                    const struct pool_params *o);
+
+/* Record a new pool's root (root_size payload bytes) and meta object
+ * durably; the pool is valid from then on (a crash before leaves a file
+ * that open refuses). */
+int eng_pool_seal(txn_pool *p, txn_obj *root, size_t root_size, txn_obj *meta);
+
+/* Open `file`: check everything before writing anything (on any error the
+ * file is left as it was and `p` holds nothing), map it, recover it, and
+ * fill `p` as eng_pool_create does. With `view`, a private copy-on-write
+ * view: recovery and every later change stay in this process's memory and
+ * the file is never written (txn_pool_view()). */
+int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view);
+
+/* Release what eng_pool_create/open set up; the front end has synced the
+ * pool and released every context before. */
+void eng_pool_close(txn_pool *p);
+
+/* The root object and the meta object (txn_meta_root()). */
+txn_obj *eng_pool_root(txn_pool *p);
+txn_obj *eng_pool_meta(txn_pool *p);
+
+/* A new context tx of the pool (tx->p, tx->idx set; idx < p->max_ctx and
+ * no other live context has it) takes its share of the pool (pmtx: log
+ * slot idx and an allocator cache); detach gives it back. */
+int eng_pool_attach(struct txn *tx);
+void eng_pool_detach(struct txn *tx);
+
+/* The format's part of a transaction's start and end, around the
+ * engine's (pmtx: its version; its blocks given back, its log rewound). */
+void eng_pool_begin(struct txn *tx);
+void eng_pool_end(struct txn *tx, int committed);
+
+/* txn_pool_inspect() of `file` (a full path): fill info (zeroed by the
+ * caller), writing nothing, and return the verdict; say what it is about
+ * with pool_problem(). */
+int eng_pool_inspect(const char *file, txn_pool_info *info);
+
+/* ---- objects and transactions */
 
 /* Payload bytes of object o, or 0 if o is not an object of the pool. */
 size_t eng_obj_size(txn_pool *p, const txn_obj *o);
@@ -56,21 +142,8 @@ size_t eng_obj_size(txn_pool *p, const txn_obj *o);
  * compares with the allocator's live blocks. Returns how many. */
 int eng_obj_blocks(txn_pool *p, const txn_obj *o, void *blk[2]);
 
-/* Whether the engine keeps a persistent log (0 for none): recovery and
- * slot claims are skipped otherwise. */
-extern const int eng_persistent;
-
-/* Recovery of one slot's last transaction, given its valid records in log
- * order. Must be idempotent (a crash during recovery recovers again), and
- * leave its effects flushed; the caller fences and invalidates the log.
- * The records were validated with eng_rec_valid first. */
-int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs,
-                size_t n);
-
-/* Check a record before recovery writes anything (TXN_E_CORRUPT). */
-int eng_rec_valid(txn_pool *p, const struct log_rec *r);
-
-int eng_tx_init(struct txn *tx);  /* per-thread state; tx->eng */
+/* Per-context state (tx->eng), after eng_pool_attach / before detach. */
+int eng_tx_init(struct txn *tx);
 void eng_tx_fini(struct txn *tx);
 int eng_begin(struct txn *tx);
 
@@ -82,17 +155,31 @@ int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n);
 int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src,
               size_t n);
 
-/* The object layer: allocate/free with the engine's header. */
+/* The object layer: allocate/free with the engine's header. The caller
+ * has refused the root and the meta object for eng_free. */
 int eng_alloc(struct txn *tx, size_t n, txn_obj **out);
 int eng_free(struct txn *tx, txn_obj *o);
 
 /* Make the transaction durable, or return an error having rolled it back.
- * Shared code releases freed blocks and runs deferred actions after. */
+ * The front end then ends it (eng_pool_end) and runs deferred actions. */
 int eng_commit(struct txn *tx);
-/* Roll back; shared code then releases reserved blocks. */
+/* Roll back (also at pool close, from another thread, for a context whose
+ * thread ended inside a transaction). */
 void eng_abort(struct txn *tx);
 
 /* txn_sync(): wait until every committed transaction is durable. */
 int eng_sync(txn_pool *p);
+
+/* ---- recovery, called by txn/pool.c only (pmtx's format) */
+
+/* Recovery of one slot's last transaction, given its valid records in log
+ * order. Must be idempotent (a crash during recovery recovers again), and
+ * leave its effects flushed; the caller fences and invalidates the log.
+ * The records were validated with eng_rec_valid first. */
+int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs,
+                size_t n);
+
+/* Check a record before recovery writes anything (TXN_E_CORRUPT). */
+int eng_rec_valid(txn_pool *p, const struct log_rec *r);
 
 #endif

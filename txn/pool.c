@@ -1,4 +1,5 @@
-/* pool.c - pool files: create, validate, map, recover, close. */
+/* pool.c - pmtx's pool format (engine.h's eng_pool_* layer): pool files
+ * created, validated, mapped, recovered and closed. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -14,17 +15,12 @@
 
 #include "common.h"
 #include "engine.h"
-#include "layout_rec.h"
 #include "persist.h"
 #include "pool.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
-
-int api_register_pool(txn_pool *p);
-void api_unregister_pool(txn_pool *p);
-struct txn *api_ctx(txn_pool *p, int *err);
 
 /* Where pools are mapped: above the sanitizers' shadow and heap ranges and
  * below the area where the kernel places mmaps and libraries (its base is
@@ -33,13 +29,9 @@ struct txn *api_ctx(txn_pool *p, int *err);
 #define MAP_HI 0x7ef000000000ull
 #define MAP_ALIGN (1ull << 30)
 
-#define DEF_SIZE (64u << 20)
 #define MIN_SIZE (2u << 20)
-#define DEF_THREADS 64u
-#define MAX_THREADS 1024u
-#define DEF_LOG (64u << 10)
+#define MIN_LOG (64u << 10)
 #define MAX_LOG (16u << 20)
-#define DEF_ROOT 64u
 
 static uint64_t hdr_csum(const struct pool_hdr *h)
 {
@@ -86,75 +78,36 @@ static int map_anywhere(int fd, size_t size, char **out)
     return TXN_E_BUSY;
 }
 
-static txn_pool *pool_new(int fd, char *base, size_t size)
+/* What create and open set up in `p`, undone (p->base NULL: nothing). */
+static void pool_unmap(txn_pool *p)
 {
-    txn_pool *p = calloc(1, sizeof *p);
-    if (!p)
-        return NULL;
-    p->fd = fd;
-    p->base = base;
-    p->size = size;
-    p->hdr = (struct pool_hdr *)base;
-    pthread_mutex_init(&p->ctx_lock, NULL);
-    return p;
-}
-
-static void pool_free(txn_pool *p)
-{
-    if (p->gen)
-        api_unregister_pool(p);
     alloc_close(p);
-    free(p->slot_used);
-    munmap(p->base, p->size);
+    if (p->base)
+        munmap(p->base, p->size);
     close(p->fd);
-    pthread_mutex_destroy(&p->ctx_lock);
-    free(p);
-}
-
-/* Volatile set-up shared by create and open, after recovery. */
-static int pool_start(txn_pool *p, const struct vec *segs)
-{
-    p->slot_used = calloc(p->hdr->nslots, 1);
-    if (!p->slot_used)
-        return TXN_E_NOMEM;
-    int rc = alloc_open(p, segs);
-    return rc ? rc : api_register_pool(p);
-}
-
-static int open_file(const char *path, int flags, int *fd)
-{
-    *fd = open(path, flags | O_CLOEXEC, 0644);
-    if (*fd < 0)
-        return errno == ENOENT ? TXN_E_NOENT : errno == EEXIST ? TXN_E_EXIST : TXN_E_IO;
-    if (flock(*fd, LOCK_EX | LOCK_NB)) {
-        int busy = errno == EWOULDBLOCK;
-        close(*fd);
-        return busy ? TXN_E_BUSY : TXN_E_IO;
-    }
-    return 0;
+    p->base = NULL;
 }
 
 /* Lay out a new pool's header (all but root and checksum). */
-static int plan(struct pool_hdr *h, const char *layout, const txn_pool_opts *o)
+static int plan(struct pool_hdr *h, const char *layout, const struct pool_params *o)
 {
-    size_t size = o && o->size ? o->size : DEF_SIZE;
-    size_t threads = o && o->threads ? o->threads : DEF_THREADS;
-    size_t log = o && o->log_size ? o->log_size : DEF_LOG;
-    if (size < MIN_SIZE || threads > MAX_THREADS || log < DEF_LOG || log > MAX_LOG)
+    if (o->size < MIN_SIZE || o->log_size < MIN_LOG || o->log_size > MAX_LOG)
         return TXN_E_INVAL;
     memset(h, 0, sizeof *h);
     h->magic = POOL_MAGIC;
     h->format = POOL_FORMAT;
     h->hdr_size = sizeof *h;
-    strcpy(h->layout, layout);
+    snprintf(h->layout, sizeof h->layout, "%s", layout);
     snprintf(h->engine, sizeof h->engine, "%s", eng_name);
-    h->size = size;
-    h->nslots = threads;
-    h->slot_size = align_up(log + 2 * sizeof(struct slot_hdr), PM_LINE);
+    h->size = o->size;
+    h->nslots = o->threads;
+    h->slot_size = align_up(o->log_size + 2 * sizeof(struct slot_hdr), PM_LINE);
     h->slots_off = POOL_HDR_SIZE;
     h->ctab_off = h->slots_off + h->nslots * h->slot_size;
-    size_t n = (size - h->ctab_off) / (CHUNK_SIZE + 8);
-    while (n && align_up(h->ctab_off + n * 8, CHUNK_SIZE) + n * (size_t)CHUNK_SIZE > size)
+    if (h->ctab_off >= h->size)
+        return TXN_E_INVAL;
+    size_t n = (h->size - h->ctab_off) / (CHUNK_SIZE + 8);
+    while (n && align_up(h->ctab_off + n * 8, CHUNK_SIZE) + n * (size_t)CHUNK_SIZE > h->size)
         n--;
     if (n < 4)
         return TXN_E_INVAL;
@@ -163,106 +116,102 @@ static int plan(struct pool_hdr *h, const char *layout, const txn_pool_opts *o)
     return 0;
 }
 
-/* The root and the layout record, in one transaction. */
-static int make_root(txn_pool *p, size_t root_size)
+int eng_pool_create(txn_pool *p, const char *file, const char *layout,
+                    const struct pool_params *o)
 {
-    int rc = 0;
-    txn *tx;
-    txn_obj *root, *rec;
-    if ((rc = txn_begin(p, &tx)))
-        return rc;
-    if ((rc = txn_alloc(tx, root_size, &root)) ||
-        (rc = txn_alloc(tx, LAYOUT_REC_SIZE, &rec))) {
-        txn_abort(tx);
-        return rc;
-    }
-    if ((rc = txn_commit(tx)))
-        return rc;
-    pm_store64(&p->hdr->root, (uint64_t)(uintptr_t)root);
-    pm_store64(&p->hdr->root_size, root_size);
-    pm_store64(&p->hdr->layout_rec, (uint64_t)(uintptr_t)rec);
-    return 0;
-}
-
-int txn_pool_create(const char *path, const char *layout,
-                    const txn_pool_opts *opts, txn_pool **out)
-{
-    char full[PATH_MAX];
     struct pool_hdr h;
-    if (!path || !layout || !out || !*layout || strlen(layout) >= LAYOUT_MAX)
-        return TXN_E_INVAL;
-    int rc = txn_pool_path(path, full, sizeof full);
-    if (rc || (rc = plan(&h, layout, opts)))
-        return rc;
-    int fd;
-    if ((rc = open_file(full, O_RDWR | O_CREAT | O_EXCL, &fd)))
+    int rc = plan(&h, layout, o), fd;
+    if (rc || (rc = pool_lock_file(file, O_RDWR | O_CREAT | O_EXCL, &fd)))
         return rc;
     char *base = NULL;
     if ((rc = posix_fallocate(fd, 0, (off_t)h.size))) {
         rc = rc == ENOSPC ? TXN_E_NOSPACE : TXN_E_IO;
-        goto fail_file;
+        goto fail;
     }
     if ((rc = map_anywhere(fd, h.size, &base)))
-        goto fail_file;
+        goto fail;
     h.base = (uint64_t)(uintptr_t)base;
     getrandom(&h.uuid, sizeof h.uuid, 0);
-    txn_pool *p = pool_new(fd, base, h.size);
-    if (!p) {
-        munmap(base, h.size);
-        rc = TXN_E_NOMEM;
-        goto fail_file;
-    }
+    p->fd = fd;
+    p->base = base;
+    p->size = h.size;
+    p->hdr = (struct pool_hdr *)base;
+    p->max_ctx = (unsigned)h.nslots;
     /* the file is fresh: slots and chunk table are zero already */
     pm_memcpy(base, &h, sizeof h);
     alloc_format(p);
     struct vec none;
     vec_init(&none, sizeof(uint64_t));
-    if ((rc = pool_start(p, &none)) ||
-        (rc = make_root(p, opts && opts->root_size ? opts->root_size : DEF_ROOT)))
-        goto fail_pool;
-    pm_store64(&p->hdr->checksum, hdr_csum(p->hdr));
-    pm_persist(p->hdr, sizeof *p->hdr);
-    *out = p;
+    if ((rc = alloc_open(p, &none))) {
+        pool_unmap(p);
+        unlink(file);
+        return rc;
+    }
     return 0;
-fail_pool:
-    pool_free(p);
-    unlink(full);
-    return rc;
-fail_file:
+fail:
     close(fd);
-    unlink(full);
+    unlink(file);
     return rc;
 }
 
-/* Everything about the header that open checks, without writing. */
+int eng_pool_seal(txn_pool *p, txn_obj *root, size_t root_size, txn_obj *meta)
+{
+    pm_store64(&p->hdr->root, (uint64_t)(uintptr_t)root);
+    pm_store64(&p->hdr->root_size, root_size);
+    pm_store64(&p->hdr->layout_rec, (uint64_t)(uintptr_t)meta);
+    pm_store64(&p->hdr->checksum, hdr_csum(p->hdr));
+    pm_persist(p->hdr, sizeof *p->hdr);
+    return 0;
+}
+
+/* The header's layout, each field against the others and the file. */
+static int check_geometry(const struct pool_hdr *h)
+{
+    if (h->size < MIN_SIZE || h->base % MAP_ALIGN || h->base < MAP_LO ||
+        h->base + h->size > MAP_HI)
+        return REFUSE(TXN_E_CORRUPT, "header: size %llu or address %#llx out of range",
+                      (unsigned long long)h->size, (unsigned long long)h->base);
+    if (h->nslots == 0 || h->nslots > TXN_MAX_THREADS || h->slot_size < MIN_LOG ||
+        h->slots_off != POOL_HDR_SIZE || h->ctab_off != h->slots_off + h->nslots * h->slot_size)
+        return REFUSE(TXN_E_CORRUPT, "header: %llu log slots of %llu bytes do not fit",
+                      (unsigned long long)h->nslots, (unsigned long long)h->slot_size);
+    if (h->heap_off % CHUNK_SIZE || h->heap_off < h->ctab_off + h->nchunks * 8 ||
+        h->heap_off + h->nchunks * CHUNK_SIZE > h->size)
+        return REFUSE(TXN_E_CORRUPT, "header: a heap of %llu chunks at %llu does not fit",
+                      (unsigned long long)h->nchunks, (unsigned long long)h->heap_off);
+    if (h->root < h->base + h->heap_off || h->root >= h->base + h->size ||
+        h->layout_rec < h->base + h->heap_off || h->layout_rec >= h->base + h->size)
+        return REFUSE(TXN_E_CORRUPT, "header: root or meta object outside the heap");
+    if (!memchr(h->layout, 0, sizeof h->layout) || !memchr(h->engine, 0, sizeof h->engine))
+        return REFUSE(TXN_E_CORRUPT, "header: layout or engine name not terminated");
+    return 0;
+}
+
+/* Everything about the header that open checks, without writing; a NULL
+ * layout matches any (inspection). */
 static int check_hdr(const struct pool_hdr *h, size_t file_size, const char *layout)
 {
     if (file_size >= sizeof PMDK_POOL_SIG && !memcmp(h, PMDK_POOL_SIG, sizeof PMDK_POOL_SIG))
-        return TXN_E_ENGINE; /* a pool of the pmdk engine */
+        return REFUSE(TXN_E_ENGINE, "a libpmemobj pool: the pmdk engine's");
     if (file_size < sizeof h->magic || h->magic != POOL_MAGIC)
-        return TXN_E_NOTPOOL;
+        return REFUSE(TXN_E_NOTPOOL, "no pmtx pool header (magic)");
     if (file_size < sizeof *h)
-        return TXN_E_TRUNC;
+        return REFUSE(TXN_E_TRUNC, "%zu bytes: shorter than a pool header", file_size);
     if (h->format != POOL_FORMAT || h->hdr_size != sizeof *h)
-        return TXN_E_VERSION;
+        return REFUSE(TXN_E_VERSION, "pool format %u, this library reads %u", h->format,
+                      POOL_FORMAT);
     if (h->checksum != hdr_csum(h))
-        return TXN_E_CORRUPT;
-    if (h->size < MIN_SIZE || h->base % MAP_ALIGN || h->base < MAP_LO ||
-        h->base + h->size > MAP_HI || h->nslots == 0 || h->nslots > MAX_THREADS ||
-        h->slot_size < DEF_LOG || h->slots_off != POOL_HDR_SIZE ||
-        h->ctab_off != h->slots_off + h->nslots * h->slot_size ||
-        h->heap_off % CHUNK_SIZE || h->heap_off < h->ctab_off + h->nchunks * 8 ||
-        h->heap_off + h->nchunks * CHUNK_SIZE > h->size ||
-        h->root < h->base + h->heap_off || h->root >= h->base + h->size ||
-        h->layout_rec < h->base + h->heap_off || h->layout_rec >= h->base + h->size ||
-        memchr(h->layout, 0, sizeof h->layout) == NULL)
-        return TXN_E_CORRUPT;
+        return REFUSE(TXN_E_CORRUPT, "header: checksum mismatch");
+    int rc = check_geometry(h);
+    if (rc)
+        return rc;
     if (file_size < h->size)
-        return TXN_E_TRUNC;
-    if (strcmp(h->layout, layout))
-        return TXN_E_LAYOUT;
+        return REFUSE(TXN_E_TRUNC, "%zu bytes of a pool of %llu", file_size,
+                      (unsigned long long)h->size);
+    if (layout && strcmp(h->layout, layout))
+        return REFUSE(TXN_E_LAYOUT, "layout '%s', not '%s'", h->layout, layout);
     if (strncmp(h->engine, eng_name, sizeof h->engine))
-        return TXN_E_ENGINE;
+        return REFUSE(TXN_E_ENGINE, "written by engine '%s', not %s", h->engine, eng_name);
     return 0;
 }
 
@@ -307,8 +256,9 @@ static int scan_logs(txn_pool *p, struct vec *recs, struct vec *segs)
     par_run(scan_slot, j, sizeof j[0], ns, par_threads(ns, 1, SCAN_THREADS));
     int rc = 0;
     for (size_t s = 0; s < ns; s++) {
-        if (!rc)
-            rc = j[s].rc;
+        if (!rc && (rc = j[s].rc))
+            pool_problem("log slot %zu: %s", s,
+                         rc == TXN_E_CORRUPT ? "damaged chain, tail or record" : txn_strerror(rc));
         if (!rc && vec_append(segs, j[s].segs.a, j[s].segs.n))
             rc = TXN_E_NOMEM;
         vec_free(&j[s].segs);
@@ -319,16 +269,15 @@ static int scan_logs(txn_pool *p, struct vec *recs, struct vec *segs)
 
 static int recover(txn_pool *p, struct vec *recs)
 {
-    int any = 0;
     for (size_t s = 0; s < p->hdr->nslots; s++) {
         if (!recs[s].n)
             continue;
         int rc = eng_recover(p, pool_slot(p, s), (struct log_rec **)recs[s].a, recs[s].n);
         if (rc)
             return rc;
-        any = 1;
+        p->recovered_slots++;
     }
-    if (!any)
+    if (!p->recovered_slots)
         return 0;
     pm_barrier(); /* recovered data durable before the logs go */
     struct log l;
@@ -349,17 +298,14 @@ static int recover(txn_pool *p, struct vec *recs)
     return 0;
 }
 
-/* txn_pool_open, or with `view` pool_open_view: the same steps on a
- * private mapping of a file opened read-only, so that recovery, the boot
- * count and whatever runs later land in this process's copy of the pages
- * and never in the file. */
-static int pool_open(const char *path, const char *layout, int view, txn_pool **out)
+/* The same steps for a view (txn_pool_view) on a private mapping of a
+ * file opened read-only, so that recovery, the boot count and whatever
+ * runs later land in this process's copy of the pages and never in the
+ * file. */
+int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
 {
-    char full[PATH_MAX];
-    if (!path || !layout || !out)
-        return TXN_E_INVAL;
-    int rc = txn_pool_path(path, full, sizeof full), fd;
-    if (rc || (rc = open_file(full, view ? O_RDONLY : O_RDWR, &fd)))
+    int fd, rc = pool_lock_file(file, view ? O_RDONLY : O_RDWR, &fd);
+    if (rc)
         return rc;
     struct stat st;
     struct pool_hdr h;
@@ -378,12 +324,11 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
         close(fd);
         return rc;
     }
-    txn_pool *p = pool_new(fd, base, h.size);
-    if (!p) {
-        munmap(base, h.size);
-        close(fd);
-        return TXN_E_NOMEM;
-    }
+    p->fd = fd;
+    p->base = base;
+    p->size = h.size;
+    p->hdr = (struct pool_hdr *)base;
+    p->max_ctx = (unsigned)h.nslots;
     struct vec segs, *recs = calloc(h.nslots, sizeof *recs);
     vec_init(&segs, sizeof(uint64_t));
     if (!recs) {
@@ -397,46 +342,99 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     p->open_recs = recs;
     rc = recover(p, recs);
     p->open_recs = NULL;
-    if (rc || (rc = pool_start(p, &segs)))
+    if (rc || (rc = alloc_open(p, &segs)))
         goto done;
     pm_store64(&p->hdr->boot, p->hdr->boot + 1);
     pm_persist(&p->hdr->boot, sizeof p->hdr->boot);
-    *out = p;
 done:
     for (size_t s = 0; recs && s < h.nslots; s++)
         vec_free(&recs[s]);
     free(recs);
     vec_free(&segs);
     if (rc)
-        pool_free(p);
+        pool_unmap(p);
     return rc;
 }
 
-int txn_pool_open(const char *path, const char *layout, txn_pool **out)
+void eng_pool_close(txn_pool *p)
 {
-    return pool_open(path, layout, 0, out);
+    pool_unmap(p);
 }
 
-int pool_open_view(const char *path, const char *layout, txn_pool **out)
+txn_obj *eng_pool_root(txn_pool *p)
 {
-    return pool_open(path, layout, 1, out);
+    return (txn_obj *)(uintptr_t)p->hdr->root;
 }
 
-void txn_pool_close(txn_pool *p)
+txn_obj *eng_pool_meta(txn_pool *p)
 {
-    if (!p)
-        return;
-    txn_sync(p);
-    pool_free(p);
+    return (txn_obj *)(uintptr_t)p->hdr->layout_rec;
 }
 
-txn_obj *txn_root(txn_pool *p)
+/* ---- inspection (txn_pool_inspect) */
+
+static void describe_hdr(const struct pool_hdr *h, txn_pool_info *info)
 {
-    return p ? (txn_obj *)(uintptr_t)p->hdr->root : NULL;
+    snprintf(info->format, sizeof info->format, "pmtx");
+    info->format_version = h->format;
+    snprintf(info->engine, sizeof info->engine, "%.*s", (int)sizeof h->engine - 1, h->engine);
+    snprintf(info->layout, sizeof info->layout, "%.*s", (int)sizeof h->layout - 1, h->layout);
+    info->size = h->size;
+    info->slots = (unsigned)h->nslots;
+    info->opens = h->boot;
 }
 
-txn_obj *pool_layout_rec(txn_pool *p)
+/* Whether the bytes past the slots (chunk table and heap) of the view `p`
+ * differ from the file's: what the view's recovery changed. */
+static int changed(const txn_pool *p, int fd)
 {
-    txn_obj *o = (txn_obj *)(uintptr_t)p->hdr->layout_rec;
-    return eng_obj_size(p, o) >= LAYOUT_REC_SIZE ? o : NULL;
+    enum { STEP = 1 << 20 };
+    char *buf = malloc(STEP);
+    if (!buf)
+        return TXN_E_NOMEM;
+    int rc = 0;
+    for (size_t off = p->hdr->ctab_off; !rc && off < p->size; off += STEP) {
+        size_t n = p->size - off < STEP ? p->size - off : STEP;
+        if (pread(fd, buf, n, (off_t)off) != (ssize_t)n)
+            rc = TXN_E_IO;
+        else if (memcmp(buf, p->base + off, n))
+            rc = TXN_INSPECT_RECOVER;
+    }
+    free(buf);
+    return rc;
+}
+
+/* The header read and checked; then a view opened, which makes every
+ * other check of an open and recovers in private memory; the pool it
+ * leaves described, and compared with the file. */
+int eng_pool_inspect(const char *file, txn_pool_info *info)
+{
+    int fd, rc = pool_lock_file(file, O_RDONLY, &fd);
+    if (rc)
+        return rc;
+    struct stat st;
+    struct pool_hdr h;
+    memset(&h, 0, sizeof h);
+    if (fstat(fd, &st) || pread(fd, &h, sizeof h, 0) < 0)
+        rc = TXN_E_IO;
+    if (!rc && st.st_size >= (off_t)sizeof h && h.magic == POOL_MAGIC)
+        describe_hdr(&h, info);
+    else if (!rc && !memcmp(&h, PMDK_POOL_SIG, sizeof PMDK_POOL_SIG))
+        snprintf(info->engine, sizeof info->engine, "%s", PMDK_ENGINE);
+    if (!rc)
+        rc = check_hdr(&h, (size_t)st.st_size, NULL);
+    close(fd);
+    txn_pool p = {.fd = -1};
+    if (rc || (rc = eng_pool_open(&p, file, h.layout, 1)))
+        return rc;
+    info->slots_pending = p.recovered_slots;
+    for (size_t s = 0; s < h.nslots; s++)
+        info->slots_used += pool_slot(&p, s)->next_version != 0;
+    alloc_describe(&p, info);
+    rc = changed(&p, p.fd);
+    if (rc == TXN_INSPECT_RECOVER)
+        pool_problem("the next open's recovery changes the pool (%u log slot%s to settle)",
+                     p.recovered_slots, p.recovered_slots == 1 ? "" : "s");
+    eng_pool_close(&p);
+    return rc;
 }

@@ -91,22 +91,27 @@ _Static_assert(sizeof(struct seg_hdr) == 64, "seg_hdr is one line");
 struct alloc_state;
 struct txn;
 
-/* The volatile handle of an open pool. */
+/* The volatile handle of an open pool: the front end's fields (api.c),
+ * then those of pmtx's pool format (pool.c), which an engine with a
+ * format of its own leaves zero. */
 struct txn_pool {
-    char *base;               /* mapping address = hdr->base */
-    size_t size;
-    int fd;                   /* kept open: holds the flock */
-    struct pool_hdr *hdr;
-    struct alloc_state *al;   /* volatile allocator state (alloc.c) */
-    pthread_mutex_t ctx_lock; /* guards ctxs and slot_used */
+    char *base;               /* where the file is mapped */
+    size_t size;              /* bytes of the file and the mapping */
+    unsigned max_ctx;         /* contexts at once: the format's log slots */
+    uint8_t *ctx_used;        /* per context index: claimed */
+    pthread_mutex_t ctx_lock; /* guards ctxs and ctx_used */
     struct txn *ctxs;         /* per-thread contexts of this pool */
-    uint8_t *slot_used;       /* volatile claim flag per slot */
     uint64_t gen;             /* unique per open, keys thread caches */
     void *eng;                /* engine's per-pool state */
+    /* pmtx's format */
+    int fd;                   /* kept open: holds the flock */
+    struct pool_hdr *hdr;     /* = base */
+    struct alloc_state *al;   /* volatile allocator state (alloc.c) */
     struct vec *open_recs;    /* while txn_pool_open recovers: each slot's
                                  validated records (nslots vectors of
                                  struct log_rec *), for an engine that
                                  recovers all slots at once */
+    unsigned recovered_slots; /* slots whose transaction open recovered */
 };
 
 static inline struct slot_hdr *pool_slot(txn_pool *p, size_t i)

@@ -1,9 +1,11 @@
-/* tx.c - helpers engines share: versions, block bookkeeping, ALLOC/FREE
- * records and their recovery. */
+/* tx.c - pmtx's format for contexts and transactions (engine.h's
+ * eng_pool_attach/detach/begin/end), and the helpers its engines share:
+ * versions, block bookkeeping, ALLOC/FREE records and their recovery. */
 #include "tx.h"
 
 #include <stdlib.h>
 
+#include "engine.h"
 #include "persist.h"
 
 struct txn_config txn_cfg;
@@ -19,6 +21,45 @@ void tx_claim_versions(struct txn *tx)
     pm_persist(&tx->slot->next_version, 8);
     tx->version = v - 1;
     tx->version_end = v + VERSION_RANGE;
+}
+
+int eng_pool_attach(struct txn *tx)
+{
+    tx->slot = pool_slot(tx->p, tx->slot_idx);
+    log_attach(&tx->log, tx->p, tx->slot);
+    vec_init(&tx->allocs, sizeof(struct tx_block));
+    vec_init(&tx->frees, sizeof(struct tx_block));
+    return 0;
+}
+
+void eng_pool_detach(struct txn *tx)
+{
+    alloc_cache_drain(tx->p, &tx->cache);
+    vec_free(&tx->allocs);
+    vec_free(&tx->frees);
+}
+
+void eng_pool_begin(struct txn *tx)
+{
+    if (eng_persistent)
+        tx_next_version(tx);
+}
+
+/* Blocks a transaction gives back: its frees, or its allocations. */
+static __attribute__((noinline)) void give_back(struct txn *tx, struct vec *give)
+{
+    for (size_t i = 0; i < give->n; i++)
+        alloc_release(tx->p, &tx->cache, ((struct tx_block *)vec_at(give, i))->blk);
+}
+
+void eng_pool_end(struct txn *tx, int committed)
+{
+    struct vec *give = committed ? &tx->frees : &tx->allocs;
+    if (give->n)
+        give_back(tx, give);
+    tx->allocs.n = tx->frees.n = 0;
+    if (tx->log.used) /* else where log_rewind would put it */
+        log_rewind(&tx->log);
 }
 
 int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)
@@ -52,7 +93,7 @@ int tx_is_new(const struct txn *tx, const void *blk)
 
 int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
 {
-    if (blk == (void *)(uintptr_t)tx->p->hdr->root || find_block(&tx->frees, blk))
+    if (find_block(&tx->frees, blk))
         return TXN_E_INVAL;
     struct tx_block *mine = tx->allocs.n ? find_block(&tx->allocs, blk) : NULL;
     size_t size = mine ? mine->size : alloc_block_size(tx->p, blk, 1);

@@ -19,25 +19,28 @@ struct tx_block {
     size_t size; /* usable bytes */
 };
 
-/* One per (thread, pool); `struct txn` of txn.h. */
+/* One per (thread, pool); `struct txn` of txn.h: the front end's fields
+ * (api.c), then those of pmtx's pool format (pool.c, tx.c), which an
+ * engine with a format of its own leaves zero. */
 struct txn {
     txn_pool *p;
-    pthread_t owner;
+    pthread_t owner;          /* the thread it belongs to */
     struct txn *next_ctx;     /* pool's list */
-    unsigned slot_idx;
-    struct slot_hdr *slot;
-    struct log log;           /* write position in the slot's log */
-    uint64_t version;         /* of the running (or last) transaction */
-    uint64_t version_end;     /* versions below it are ours to use */
+    unsigned slot_idx;        /* context index, < p->max_ctx: its log slot */
     int active;
     int err;                  /* first error of the running transaction */
     const txn_obj *last_obj;  /* the object last checked, and its size */
     size_t last_size;
+    struct vec defers;        /* struct tx_defer */
+    void *eng;                /* the engine's per-thread state */
+    /* pmtx's format */
+    struct slot_hdr *slot;
+    struct log log;           /* write position in the slot's log */
+    uint64_t version;         /* of the running (or last) transaction */
+    uint64_t version_end;     /* versions below it are ours to use */
     struct vec allocs;        /* struct tx_block */
     struct vec frees;         /* struct tx_block */
-    struct vec defers;        /* struct tx_defer */
     struct alloc_cache cache;
-    void *eng;                /* the engine's per-thread state */
 };
 
 /* Config shared by engines, read once from the environment. */

@@ -61,7 +61,7 @@
 #include "engine.h"
 #include "persist.h"
 
-const char eng_name[] = "undo";
+const char eng_name[] = PMTX_ENGINE_NAME;
 const int eng_persistent = 1;
 
 struct undo_tx {

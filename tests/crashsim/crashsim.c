@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "layout_rec.h"
+#include "layout_int.h"
 #include "sim.h"
 #include "trace.h"
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout_rec.h"
+#include "layout_int.h"
 #include "sim.h"
 #include "txn_layout.h"
 
@@ -362,7 +362,7 @@ int sim_file_check(const struct workload *w, const char *path)
     unsigned char *b0 = slurp(path, &n0), *b1 = NULL;
     txn_pool *p;
     uint32_t v = 4;
-    int bad = !b0 || pool_open_view(path, "crashsim", &p);
+    int bad = !b0 || txn_pool_view(path, "crashsim", &p);
     if (!bad) {
         bad = txn_layout_version(p, &v) || v > 3;
         txn_pool_close(p);

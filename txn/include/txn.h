@@ -89,6 +89,10 @@ const char *txn_engine_name(void);
 
 /* ---- pools */
 
+#define TXN_LAYOUT_MAX 63    /* bytes of a layout name */
+#define TXN_MAX_THREADS 1024 /* txn_pool_opts.threads */
+#define TXN_META_SIZE 64     /* payload bytes of txn_meta_root() */
+
 /* Options for txn_pool_create(); zero means the default. */
 typedef struct txn_pool_opts {
     size_t size;       /* file size in bytes (default 64 MiB, min 2 MiB) */
@@ -126,6 +130,14 @@ int txn_pool_path(const char *path, char *out, size_t cap);
  * it is itself crash-safe: a crash during recovery recovers again. */
 int txn_pool_open(const char *path, const char *layout, txn_pool **out);
 
+/* txn_pool_open() on a private copy-on-write view of the file: the open
+ * checks and recovers, counts the boot and runs transactions as usual,
+ * but every byte it writes stays in this process's memory and is gone at
+ * txn_pool_close(); the file is never written. What a check that must
+ * leave the file as it was looks at: the pool as the next real open will
+ * find it, interrupted transactions recovered. */
+int txn_pool_view(const char *path, const char *layout, txn_pool **out);
+
 /* Close a pool. No transaction of any thread may be running on it.
  * Everything committed is durable (engines with deferred durability sync
  * first). Handles of the pool become invalid. */
@@ -135,12 +147,62 @@ void txn_pool_close(txn_pool *p);
  * program finds all its other objects. */
 txn_obj *txn_root(txn_pool *p);
 
+/* The meta object, created with the pool like the root: TXN_META_SIZE
+ * zero-filled bytes reserved for libraries built on this API (txn_layout.h
+ * keeps its layout record there). Programs keep their data under
+ * txn_root(). Neither can be freed. */
+txn_obj *txn_meta_root(txn_pool *p);
+
 /* Payload size in bytes of an object (at least what was asked for). */
 size_t txn_obj_size(txn_pool *p, const txn_obj *o);
 
+/* ---- inspection: what a pool file holds, read without writing a byte
+ * (the pool tool, txn-pool, is built on it) */
+
+#define TXN_INFO_CLASSES 64 /* entries of txn_pool_info.classes */
+#define TXN_INSPECT_RECOVER 1 /* txn_pool_inspect: recovery is pending */
+
+typedef struct txn_pool_info {
+    char format[16];         /* "pmtx", or "libpmemobj" (pmdk) */
+    unsigned format_version; /* of that format */
+    char engine[16];         /* the engine that writes the pool */
+    char layout[TXN_LAYOUT_MAX + 1];
+    uint64_t size;           /* bytes of the pool */
+    uint64_t heap_size;      /* bytes of its heap */
+    uint64_t heap_used;      /* of it, in live objects */
+    uint64_t heap_free;      /* of it, free for new objects */
+    uint64_t heap_logs;      /* of it, in log chunks (pmtx) */
+    uint64_t objects;        /* live objects, the root and meta included */
+    unsigned nclasses;       /* live objects by size class: classes[i] */
+    struct {
+        uint64_t size;  /* bytes per object of the class (at most) */
+        uint64_t count; /* live objects in it */
+    } classes[TXN_INFO_CLASSES];
+    unsigned slots;          /* log slots: threads in transactions at once */
+    unsigned slots_used;     /* slots that have run a transaction (pmtx) */
+    unsigned slots_pending;  /* slots whose last transaction recovery
+                                settles at the next open (pmtx) */
+    uint64_t opens;          /* times the pool was opened (pmtx) */
+    char problem[256];       /* what the verdict is about, in words */
+} txn_pool_info;
+
+/* Describe the pool file `path` in *info and return its verdict: 0 when
+ * it is consistent, TXN_INSPECT_RECOVER when it is consistent once the
+ * next open has recovered the transactions a crash interrupted (the
+ * figures describe it as recovered), or what txn_pool_open() would refuse
+ * it with: TXN_E_CORRUPT (info->problem names the damaged part: header,
+ * log slot N, chunk table entry N, ...), TXN_E_NOTPOOL, TXN_E_TRUNC,
+ * TXN_E_VERSION, TXN_E_ENGINE (another engine's pool; info->engine names
+ * it), TXN_E_BUSY, TXN_E_NOENT, TXN_E_IO. Checks what an open checks, and
+ * recovers on a private view (txn_pool_view()); the file is not written. */
+int txn_pool_inspect(const char *path, txn_pool_info *info);
+
 /* ---- transactions */
 
-/* Begin a transaction on `p` for the calling thread and return it in *tx.
+/* A transaction belongs to the thread that began it: txn_commit and
+ * txn_abort from another thread are refused (TXN_E_INVAL, nothing done).
+ *
+ * Begin a transaction on `p` for the calling thread and return it in *tx.
  * TXN_E_NESTED if this thread already runs one on `p`; TXN_E_THREADS if all
  * log slots are taken. A thread keeps its slot until it exits or the pool
  * is closed. */

@@ -44,13 +44,6 @@ void trace_events_reset(void)
     events = 0;
 }
 
-void trace_forked(void)
-{
-    pthread_mutex_init(&tlock, NULL);
-    hook = NULL;
-    trace_detach();
-}
-
 uint64_t trace_mix(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);

@@ -139,13 +139,30 @@ int txn_layout_open(const char *path, const txn_layout *l, const txn_pool_opts *
  * thread may use the pool meanwhile (nor during txn_layout_open). */
 int txn_layout_apply(txn_pool *p, const txn_layout *l);
 
-/* What the calling thread's last failed txn_layout_open() found, naming
- * the pool's layout and the program's, e.g. "pool 'kv' version 2, program
- * 'kv' version 3: no migration from version 2". "" after a success. */
+/* What the calling thread's last failed txn_layout_open() or
+ * txn_layout_inspect() found, naming the pool's layout and the program's,
+ * e.g. "pool 'kv' version 2, program 'kv' version 3: no migration from
+ * version 2". "" after a success. */
 const char *txn_layout_error(void);
 
 /* The layout version the pool's record holds (0: none recorded). */
 int txn_layout_version(txn_pool *p, uint32_t *version);
+
+/* What the pool's layout record holds (txn_layout_inspect). */
+typedef struct txn_layout_info {
+    uint32_t version;   /* of the data reachable from the root; 0: none */
+    uint32_t target;    /* a migration in progress: the version it builds
+                           (or, once switched, has reached); 0: none */
+    int cleaning;       /* the migration switched and still frees the old
+                           version's objects */
+    uint64_t types;     /* type signatures recorded */
+} txn_layout_info;
+
+/* Read and check the pool's layout record and its signature table:
+ * TXN_E_CORRUPT, with txn_layout_error() naming the damage, when either
+ * is malformed. Reads only (on a view, txn_pool_view(), it writes nothing
+ * anywhere). */
+int txn_layout_inspect(txn_pool *p, txn_layout_info *out);
 
 /* ---- automatic model: lazily extendible structs
  *

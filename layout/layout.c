@@ -1,6 +1,7 @@
 /* layout.c - persistent data retention (txn_layout.h): layout records,
  * signature checks, the reset option, migrations and lazily extendible
- * structs, all on txn.h, so every engine runs them unchanged.
+ * structs, all on txn.h (the record lives in txn_meta_root()), so every
+ * engine runs them unchanged.
  *
  * Invariants (a crash anywhere leaves the old version or the new):
  * 1. The record's version and state change only in transactions; the
@@ -17,15 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "layout_rec.h"
+#include "layout_int.h"
 #include "txn_layout.h"
+#include "util.h" /* csum64: the type signatures' hash (header only) */
 
 #define MIG_IDLE 0u
 #define MIG_BUILD 1u /* building version `target` beside the old data */
 #define MIG_CLEAN 2u /* version switched; freeing `retired` */
 
-/* The layout record's payload (LAYOUT_REC_SIZE bytes). */
+/* The layout record's payload (TXN_META_SIZE bytes). */
 struct lrec {
     uint64_t version; /* of the data reachable from the root; 0: none */
     uint64_t sigs;    /* handle of the signature table, 0: not recorded */
@@ -36,7 +37,7 @@ struct lrec {
     uint64_t retired; /* head chunk of the old objects it frees */
     uint64_t unused;
 };
-_Static_assert(sizeof(struct lrec) == LAYOUT_REC_SIZE, "layout record size");
+_Static_assert(sizeof(struct lrec) == TXN_META_SIZE, "layout record size");
 #define REC_OFF(f) offsetof(struct lrec, f)
 
 /* A chunk of a list of handles (made, retired), newest first. */
@@ -490,7 +491,7 @@ static int settle_once(txn_pool *p, const char *path, txn_obj *rec, const txn_la
  * BUILD or draining a CLEAN keeps the version and the signatures. */
 static int verdict(txn_pool *p, const char *path, const txn_layout *l)
 {
-    txn_obj *rec = pool_layout_rec(p);
+    txn_obj *rec = txn_meta_root(p);
     struct lrec r;
     if (!rec)
         return refuse(TXN_E_VERSION, "%s: the pool file has no layout record", path);
@@ -506,7 +507,7 @@ static int verdict(txn_pool *p, const char *path, const txn_layout *l)
 
 static int settle(txn_pool *p, const char *path, const txn_layout *l)
 {
-    txn_obj *rec = pool_layout_rec(p);
+    txn_obj *rec = txn_meta_root(p);
     if (!rec)
         return refuse(TXN_E_VERSION, "%s: the pool file has no layout record", path);
     int rc;
@@ -534,7 +535,7 @@ static int is_mismatch(int rc)
     return rc == TXN_E_LAYOUT || rc == TXN_E_LAYOUTVER || rc == TXN_E_TYPESIG;
 }
 
-/* On a private view of the file (layout_rec.h): the pool as the real
+/* On a private view of the file (txn_pool_view): the pool as the real
  * open will find it, interrupted transactions recovered in memory only.
  * So a refusal writes nothing (no recovery, no boot count, no run-time
  * state; an interrupted transaction is left for the next open), and it is
@@ -546,7 +547,7 @@ int layout_verdict(const char *path, const txn_layout *l)
     if (!path || !layout_ok(l))
         return TXN_E_INVAL;
     txn_pool *p = NULL;
-    int rc = pool_open_view(path, l->name, &p);
+    int rc = txn_pool_view(path, l->name, &p);
     if (rc == TXN_E_LAYOUT)
         refuse(rc, "%s: the pool's layout is not '%s' (version %u)", path, l->name, l->version);
     if (rc)
@@ -607,7 +608,7 @@ int txn_layout_open(const char *path, const txn_layout *l, const txn_pool_opts *
 
 int txn_layout_version(txn_pool *p, uint32_t *version)
 {
-    txn_obj *rec = p ? pool_layout_rec(p) : NULL;
+    txn_obj *rec = p ? txn_meta_root(p) : NULL;
     if (!rec || !version)
         return TXN_E_INVAL;
     struct lrec r;
@@ -615,6 +616,41 @@ int txn_layout_version(txn_pool *p, uint32_t *version)
     if (!rc)
         *version = (uint32_t)r.version;
     return rc;
+}
+
+/* The signature table's entries, checked to fit its object. */
+static int sigs_count(txn_pool *p, uint64_t sigs, uint64_t *n)
+{
+    txn *tx;
+    int rc = txn_begin(p, &tx);
+    if (rc)
+        return rc;
+    rc = txn_read_u64(tx, h2o(sigs), 0, n);
+    txn_abort(tx);
+    if (rc == TXN_E_INVAL || (!rc && (*n > (1u << 20) ||
+                                      8 + *n * sizeof(struct sig) > txn_obj_size(p, h2o(sigs)))))
+        return refuse(TXN_E_CORRUPT, "layout record: signature table %#llx is damaged",
+                      (unsigned long long)sigs);
+    return rc;
+}
+
+int txn_layout_inspect(txn_pool *p, txn_layout_info *out)
+{
+    err_msg[0] = 0;
+    txn_obj *rec = p ? txn_meta_root(p) : NULL;
+    if (!rec || !out)
+        return TXN_E_INVAL;
+    struct lrec r;
+    int rc = rec_read(p, rec, &r);
+    if (rc)
+        return rc == TXN_E_INVAL ? refuse(TXN_E_CORRUPT, "layout record: unreadable") : rc;
+    if (r.state > MIG_CLEAN || r.version > UINT32_MAX || r.target > UINT32_MAX)
+        return refuse(TXN_E_CORRUPT, "layout record: state %llu, version %llu, target %llu",
+                      (unsigned long long)r.state, (unsigned long long)r.version,
+                      (unsigned long long)r.target);
+    *out = (txn_layout_info){(uint32_t)r.version, r.state == MIG_IDLE ? 0 : (uint32_t)r.target,
+                             r.state == MIG_CLEAN, 0};
+    return r.sigs ? sigs_count(p, r.sigs, &out->types) : 0;
 }
 
 /* ---- lazily extendible structs */
@@ -961,7 +997,7 @@ static int list_objects(txn *tx, uint64_t head, int entries,
 
 int layout_objects(txn_pool *p, int (*fn)(txn_obj *o, void *arg), void *arg)
 {
-    txn_obj *rec = pool_layout_rec(p);
+    txn_obj *rec = txn_meta_root(p);
     if (!rec)
         return 0;
     struct lrec r;

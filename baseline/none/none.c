@@ -11,7 +11,7 @@
 #include "engine.h"
 #include "persist.h"
 
-const char eng_name[] = "none";
+const char eng_name[] = PMTX_ENGINE_NAME;
 const int eng_persistent = 0;
 
 struct saved {

@@ -33,9 +33,6 @@ typedef void (*trace_event_fn)(uint64_t event, void *arg);
 int trace_attach(void *base, size_t size, const void *durable);
 void trace_detach(void);
 
-/* In a child forked from inside an event: forget the parent's tracing
- * (and the lock the parent holds while it reports an event). */
-void trace_forked(void);
 void trace_on_event(trace_event_fn fn, void *arg);
 uint64_t trace_events(void);
 

@@ -1,0 +1,593 @@
+/* pmdk_pool.c - the pmdk engine's pool format (engine.h's eng_pool_*
+ * layer): a libpmemobj pool file, checked before PMDK sees it, created,
+ * opened (or viewed), sealed and closed; the volatile map of its objects.
+ *
+ * The pool holds, besides the program's objects: the root and the meta
+ * object (user objects whose offsets struct meta records at seal), struct
+ * meta itself, and the reserve.
+ *
+ * A full pool
+ * -----------
+ * PMDK's frees are intents in a redo log whose lane part holds about 40;
+ * beyond that it grows the log from the heap, which a full pool cannot.
+ * So each pool keeps a 64 KiB internal object, the reserve: a free that
+ * fails for want of log space appends it to the transaction's intent log
+ * (pmemobj_tx_log_append_buffer, PMDK's remedy for this case) and tries
+ * again (pmdk_tx.c). One transaction at a time holds it, until it ends.
+ *
+ * Invariants
+ * ----------
+ * 1. Nothing volatile is stored in the pool: handles are offsets, and the
+ *    object map is rebuilt at open from PMDK's heap after PMDK recovered.
+ * 2. Open writes nothing until every check PMDK would fail only after it
+ *    has written has passed (layout, descriptor checksum, truncation).
+ *    PMDK keeps run-time state inside the mapped file before its later
+ *    checks (heap), so if pmemobj_open fails anyway the file's first bytes
+ *    are put back as they were. A view (txn_pool_view) writes nothing at
+ *    all: PMDK maps it copy-on-write.
+ * 3. A pool is valid once struct meta says META_SEALED, with the root and
+ *    the meta object it names: a crash during creation leaves a pool that
+ *    open refuses (TXN_E_CORRUPT).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libpmem.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "persist.h"
+#include "pmdk.h"
+#include "pmdk_int.h"
+
+#define RESERVE_SIZE ((size_t)64 << 10)
+#define DEF_THREADS 64u /* of a pool made elsewhere, without struct meta */
+#define DEF_ROOT 64u
+
+int st_move(txn_pool *p, uint64_t off, unsigned from, unsigned to)
+{
+    unsigned sh;
+    uint64_t *w = st_word(p, off, &sh);
+    for (;;) { /* threads share words */
+        uint64_t old = at_load(w);
+        if (((old >> sh) & 3u) != from)
+            return 0;
+        uint64_t nw = (old & ~((uint64_t)3 << sh)) | ((uint64_t)to << sh);
+        if (at_cas(w, old, nw))
+            return 1;
+    }
+}
+
+size_t obj_size_at(const txn_pool *p, uint64_t off)
+{
+    const struct pmdk_pool *d = pmdk_of(p);
+    if (off == d->root_off)
+        return d->root_size;
+    if (off % GRAIN || st_get(p, off) == ST_FREE)
+        return 0;
+    return pmemobj_alloc_usable_size(oid_of(p, off));
+}
+
+size_t eng_obj_size(txn_pool *p, const txn_obj *o)
+{
+    uint64_t off;
+    return offset_of(p, o, &off) ? obj_size_at(p, off) : 0;
+}
+
+/* ---- pool file checks, read-only, before PMDK maps the file
+ *
+ * Offsets in PMDK 1.12's format (layout major 6): the pool header (4 KiB,
+ * Fletcher-64 checksummed), then the object pool descriptor (2 KiB,
+ * checksummed: layout name, lane and heap offsets), then fields that are
+ * not checksummed (root, run id, heap size), then run-time state PMDK
+ * keeps in the mapping up to the lanes. */
+#define PM_HDR_SIZE 4096u
+#define PM_HDR_MAJOR 8u     /* uint32 format major */
+#define PM_HDR_INCOMPAT 16u /* uint32 incompatible features */
+#define PM_HDR_CSUM 4088u
+#define PM_FEAT_CKSUM_2K 0x2u /* the header checksum covers 2 KiB only */
+#define PM_OBJ_MAJOR 6u
+#define PM_DSC 4096u        /* descriptor */
+#define PM_DSC_SIZE 2048u
+#define PM_DSC_LAYOUT 0u    /* char[1024] */
+#define PM_DSC_LAYOUT_MAX 1024u
+#define PM_DSC_HEAP_OFF 1040u
+#define PM_DSC_CSUM 2040u
+#define PM_HEAP_SIZE 6176u  /* uint64 heap size, 0 in old pools */
+#define PM_PREFIX 8192u     /* what PMDK may rewrite before failing */
+
+/* Fletcher-64 over 32-bit little-endian words as PMDK computes it: the
+ * checksum field and everything from `end` on count as zero. */
+static uint64_t pm_checksum(const unsigned char *b, size_t len, size_t csum, size_t end)
+{
+    uint32_t lo = 0, hi = 0;
+    for (size_t i = 0; i + 4 <= len; i += 4) {
+        uint32_t w = 0;
+        if (i < end && (i < csum || i >= csum + 8))
+            memcpy(&w, b + i, 4);
+        lo += w;
+        hi += lo;
+    }
+    return (uint64_t)hi << 32 | lo;
+}
+
+static uint64_t get64(const unsigned char *b, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, b + off, sizeof v);
+    return v;
+}
+
+static uint32_t get32(const unsigned char *b, size_t off)
+{
+    uint32_t v;
+    memcpy(&v, b + off, sizeof v);
+    return v;
+}
+
+static int read_all(int fd, void *buf, size_t n, off_t off)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t r = pread(fd, (char *)buf + done, n - done, off + (off_t)done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t n, off_t off)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t r = pwrite(fd, (const char *)buf + done, n - done, off + (off_t)done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+/* The file's first bytes, kept to check them and to put them back. */
+struct prefix {
+    unsigned char b[PM_PREFIX];
+    size_t n;         /* bytes read: min(file size, PM_PREFIX) */
+    size_t file_size;
+};
+
+/* Everything open checks before PMDK sees the file, in order of what a
+ * damaged file breaks first; a NULL layout matches any (inspection). */
+static int check_prefix(const struct prefix *f, const char *layout)
+{
+    const unsigned char *b = f->b;
+    if (f->n >= 8 && get64(b, 0) == POOL_MAGIC)
+        return REFUSE(TXN_E_ENGINE, "a pool of pmtx's own format, not a libpmemobj pool");
+    if (f->n < sizeof PMDK_POOL_SIG || memcmp(b, PMDK_POOL_SIG, sizeof PMDK_POOL_SIG))
+        return REFUSE(TXN_E_NOTPOOL, "no libpmemobj pool header (signature)");
+    if (f->n < PM_PREFIX)
+        return REFUSE(TXN_E_TRUNC, "%zu bytes: shorter than a libpmemobj header", f->n);
+    size_t end = get32(b, PM_HDR_INCOMPAT) & PM_FEAT_CKSUM_2K ? PM_HDR_SIZE / 2 : PM_HDR_SIZE;
+    if (pm_checksum(b, PM_HDR_SIZE, PM_HDR_CSUM, end) != get64(b, PM_HDR_CSUM))
+        return REFUSE(TXN_E_CORRUPT, "pool header: checksum mismatch");
+    if (get32(b, PM_HDR_MAJOR) != PM_OBJ_MAJOR)
+        return REFUSE(TXN_E_VERSION, "libpmemobj layout major %u, this library reads %u",
+                      get32(b, PM_HDR_MAJOR), PM_OBJ_MAJOR);
+    const unsigned char *d = b + PM_DSC;
+    if (pm_checksum(d, PM_DSC_SIZE, PM_DSC_CSUM, PM_DSC_SIZE) != get64(d, PM_DSC_CSUM))
+        return REFUSE(TXN_E_CORRUPT, "object pool descriptor: checksum mismatch");
+    const char *name = (const char *)d + PM_DSC_LAYOUT;
+    if (!memchr(name, 0, PM_DSC_LAYOUT_MAX))
+        return REFUSE(TXN_E_CORRUPT, "object pool descriptor: layout name not terminated");
+    if (layout && strcmp(name, layout))
+        return REFUSE(TXN_E_LAYOUT, "layout '%.63s', not '%s'", name, layout);
+    uint64_t heap_off = get64(d, PM_DSC_HEAP_OFF), heap_size = get64(b, PM_HEAP_SIZE);
+    if (heap_off < PM_PREFIX || heap_off > SIZE_MAX / 2 || heap_size > SIZE_MAX / 2)
+        return REFUSE(TXN_E_CORRUPT, "object pool descriptor: heap at %llu of %llu bytes",
+                      (unsigned long long)heap_off, (unsigned long long)heap_size);
+    size_t need = heap_size ? heap_off + heap_size : PMEMOBJ_MIN_POOL;
+    if (f->file_size < need)
+        return REFUSE(TXN_E_TRUNC, "%zu bytes of a pool of %zu", f->file_size, need);
+    return 0;
+}
+
+static int read_prefix(const char *file, const char *layout, struct prefix *f)
+{
+    int fd, rc = pool_lock_file(file, O_RDONLY, &fd);
+    if (rc)
+        return rc;
+    struct stat st;
+    if (fstat(fd, &st))
+        rc = TXN_E_IO;
+    else if (!S_ISREG(st.st_mode))
+        rc = TXN_E_NOTPOOL;
+    if (!rc) {
+        f->file_size = (size_t)st.st_size;
+        f->n = f->file_size < PM_PREFIX ? f->file_size : PM_PREFIX;
+        rc = read_all(fd, f->b, f->n, 0) ? TXN_E_IO : check_prefix(f, layout);
+    }
+    close(fd); /* drops the lock: PMDK takes its own */
+    return rc;
+}
+
+/* pmemobj_open failed after mapping: put back what it wrote into the
+ * first bytes (run id, run-time state). Skipped if someone holds the pool
+ * by now: then those bytes are theirs. */
+static void restore_prefix(const char *file, const struct prefix *f)
+{
+    unsigned char *now = malloc(PM_PREFIX);
+    int fd;
+    if (!now || pool_lock_file(file, O_RDWR, &fd)) {
+        free(now);
+        return;
+    }
+    if (!read_all(fd, now, f->n, 0) && memcmp(now, f->b, f->n))
+        write_all(fd, f->b, f->n, 0);
+    close(fd);
+    free(now);
+}
+
+/* An errno of pmemobj_open once our own checks passed. */
+static int open_error(int e)
+{
+    switch (e) {
+    case EAGAIN:
+        return TXN_E_BUSY;
+    case ENOENT:
+        return TXN_E_NOENT;
+    case ENOMEM:
+        return TXN_E_NOMEM;
+    case EACCES:
+    case EPERM:
+    case EIO:
+    case EROFS:
+    case EMFILE:
+    case ENFILE:
+        return TXN_E_IO;
+    default:
+        return TXN_E_CORRUPT; /* PMDK found damage we do not check */
+    }
+}
+
+static int create_error(int e)
+{
+    switch (e) {
+    case EEXIST:
+        return TXN_E_EXIST;
+    case ENOENT:
+    case ENOTDIR:
+        return TXN_E_NOENT;
+    case EINVAL:
+        return TXN_E_INVAL;
+    case ENOMEM:
+        return TXN_E_NOMEM;
+    default:
+        return TXN_E_IO;
+    }
+}
+
+/* ---- pools */
+
+/* Walks PMDK's heap: every object is live, except the internal ones. */
+static void scan_objects(txn_pool *p)
+{
+    struct pmdk_pool *d = pmdk_of(p);
+    for (PMEMoid o = pmemobj_first(d->pop); !OID_IS_NULL(o); o = pmemobj_next(o)) {
+        uint64_t type = pmemobj_type_num(o);
+        if (type == TYPE_META) {
+            d->meta_obj = o.off;
+        } else if (type == TYPE_RESERVE) {
+            d->reserve_off = o.off;
+            d->reserve_size = pmemobj_alloc_usable_size(o);
+        } else if (o.off % GRAIN == 0 && o.off < p->size) {
+            if (type == TYPE_LAYOUT)
+                d->meta_off = o.off; /* a pool made before seal */
+            st_move(p, o.off, ST_FREE, ST_LIVE);
+        }
+    }
+}
+
+/* The root, the meta object and the threads that struct meta records;
+ * a pool of an earlier version has PMDK's root object as its root, and
+ * one made elsewhere (no struct meta) gets one now. */
+static int read_meta(txn_pool *p)
+{
+    struct pmdk_pool *d = pmdk_of(p);
+    p->max_ctx = DEF_THREADS;
+    const struct meta *m = NULL;
+    if (d->meta_obj) {
+        PMEMoid o = oid_of(p, d->meta_obj);
+        if (pmemobj_alloc_usable_size(o) < sizeof *m)
+            return TXN_E_CORRUPT;
+        m = pmemobj_direct(o);
+        if (m->magic != META_SEALED && m->magic != META_V1)
+            return TXN_E_CORRUPT; /* creation did not complete */
+        if (m->threads == 0 || m->threads > TXN_MAX_THREADS)
+            return TXN_E_CORRUPT;
+        p->max_ctx = m->threads;
+    }
+    if (m && m->magic == META_SEALED) {
+        if (m->root_off % GRAIN || m->root_off >= p->size || st_get(p, m->root_off) != ST_LIVE ||
+            m->meta_off % GRAIN || m->meta_off >= p->size || st_get(p, m->meta_off) != ST_LIVE ||
+            m->root_size > pmemobj_alloc_usable_size(oid_of(p, m->root_off)))
+            return TXN_E_CORRUPT;
+        d->root_off = m->root_off;
+        d->root_size = m->root_size;
+        d->meta_off = m->meta_off;
+        return 0;
+    }
+    PMEMoid root = pmemobj_root(d->pop, 0);
+    if (OID_IS_NULL(root))
+        root = pmemobj_root(d->pop, DEF_ROOT);
+    if (OID_IS_NULL(root))
+        return TXN_E_NOSPACE;
+    d->uuid_lo = root.pool_uuid_lo;
+    d->root_off = root.off;
+    d->root_size = pmemobj_root_size(d->pop);
+    return 0;
+}
+
+static void pool_free(txn_pool *p)
+{
+    struct pmdk_pool *d = pmdk_of(p);
+    if (!d)
+        return;
+    free(d->state);
+    free(d);
+    p->eng = NULL;
+}
+
+/* The volatile side of an open PMDK pool: the object map, and (but for a
+ * new pool, whose root comes at seal) the root. */
+static int pool_start(txn_pool *p, PMEMobjpool *pop, size_t size, unsigned new_threads)
+{
+    struct pmdk_pool *d = calloc(1, sizeof *d);
+    if (!d)
+        return TXN_E_NOMEM;
+    p->eng = d;
+    d->pop = pop;
+    p->base = (char *)pop;
+    p->size = size;
+    size_t words = (size / GRAIN + 31) / 32;
+    d->uuid_lo = pmemobj_first(pop).pool_uuid_lo; /* or by read_meta's root */
+    int rc = (d->state = calloc(words, sizeof *d->state)) ? 0 : TXN_E_NOMEM;
+    if (!rc) {
+        scan_objects(p);
+        p->max_ctx = new_threads;
+        if (!new_threads)
+            rc = read_meta(p);
+    }
+    if (rc)
+        pool_free(p);
+    return rc;
+}
+
+static int meta_init(PMEMobjpool *pop, void *ptr, void *arg)
+{
+    struct meta *m = ptr;
+    memset(m, 0, sizeof *m); /* magic 0: not sealed yet */
+    m->threads = *(const unsigned *)arg;
+    pmemobj_persist(pop, m, sizeof *m);
+    return 0;
+}
+
+int eng_pool_create(txn_pool *p, const char *file, const char *layout,
+                    const struct pool_params *o)
+{
+    size_t size = o->size < PMEMOBJ_MIN_POOL ? PMEMOBJ_MIN_POOL : o->size; /* PMDK's minimum */
+    if (o->root_size >= size || o->root_size > PMEMOBJ_MAX_ALLOC_SIZE)
+        return TXN_E_NOSPACE;
+    /* o->log_size has no meaning here: PMDK's logs grow by themselves */
+    PMEMobjpool *pop = pmemobj_create(file, layout, size, 0644);
+    if (!pop)
+        return create_error(errno);
+    PMEMoid m;
+    unsigned threads = o->threads;
+    int rc = 0;
+    if (pmemobj_xalloc(pop, &m, sizeof(struct meta), TYPE_META, 0, meta_init, &threads) ||
+        pmemobj_alloc(pop, &m, RESERVE_SIZE, TYPE_RESERVE, NULL, NULL))
+        rc = TXN_E_NOSPACE;
+    if (!rc)
+        rc = pool_start(p, pop, size, o->threads);
+    if (rc) {
+        pmemobj_close(pop);
+        unlink(file);
+    }
+    return rc;
+}
+
+int eng_pool_seal(txn_pool *p, txn_obj *root, size_t root_size, txn_obj *meta)
+{
+    struct pmdk_pool *d = pmdk_of(p);
+    uint64_t root_off, meta_off;
+    if (!d->meta_obj || !offset_of(p, root, &root_off) || !offset_of(p, meta, &meta_off))
+        return TXN_E_STATE;
+    struct meta *m = pmemobj_direct(oid_of(p, d->meta_obj));
+    m->root_off = root_off;
+    m->root_size = root_size;
+    m->meta_off = meta_off;
+    pmemobj_persist(d->pop, m, sizeof *m);
+    m->magic = META_SEALED; /* one 8-byte store: the pool is valid */
+    pmemobj_persist(d->pop, &m->magic, sizeof m->magic);
+    d->root_off = root_off;
+    d->root_size = root_size;
+    d->meta_off = meta_off;
+    return 0;
+}
+
+/* PMDK's copy-on-write open (the ctl copy_on_write.at_open, which PMDK's
+ * own read-only tools use): the file mapped MAP_PRIVATE, so that PMDK's
+ * run-time state, its recovery and our transactions reach only this
+ * process's pages. The setting is global to the process: every open of
+ * this engine takes g_open_lock, so no real open runs while it is set.
+ * (A program opening PMDK pools behind this library's back, at the same
+ * time as a view, could get a private mapping.) */
+static pthread_mutex_t g_open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static PMEMobjpool *open_pop(const char *file, const char *layout, int view)
+{
+    pthread_mutex_lock(&g_open_lock);
+    int on = 1, off = 0;
+    PMEMobjpool *pop = NULL;
+    if (!view || !pmemobj_ctl_set(NULL, "copy_on_write.at_open", &on))
+        pop = pmemobj_open(file, layout);
+    int e = errno;
+    if (view)
+        pmemobj_ctl_set(NULL, "copy_on_write.at_open", &off);
+    pthread_mutex_unlock(&g_open_lock);
+    errno = e;
+    return pop;
+}
+
+int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
+{
+    struct prefix *f = malloc(sizeof *f);
+    if (!f)
+        return TXN_E_NOMEM;
+    int rc = read_prefix(file, layout, f);
+    if (rc)
+        goto done;
+    PMEMobjpool *pop = open_pop(file, layout, view);
+    if (!pop) {
+        rc = open_error(errno);
+        if (rc != TXN_E_BUSY && !view) /* a view wrote nothing to put back */
+            restore_prefix(file, f);
+        goto done;
+    }
+    if ((rc = pool_start(p, pop, f->file_size, 0)))
+        pmemobj_close(pop);
+done:
+    free(f);
+    return rc;
+}
+
+void eng_pool_close(txn_pool *p)
+{
+    PMEMobjpool *pop = pmdk_of(p)->pop;
+    pool_free(p);
+    pmemobj_close(pop);
+}
+
+txn_obj *eng_pool_root(txn_pool *p)
+{
+    return handle_of(pmdk_of(p)->root_off);
+}
+
+txn_obj *eng_pool_meta(txn_pool *p)
+{
+    uint64_t off = pmdk_of(p)->meta_off;
+    return off ? handle_of(off) : NULL;
+}
+
+/* ---- for the crash simulator (pmdk.h) */
+
+void pmdk_region(txn_pool *p, void **base, size_t *size)
+{
+    *base = p->base;
+    *size = p->size;
+}
+
+void pmdk_foreach_object(txn_pool *p, void (*fn)(txn_obj *o, enum pmdk_kind k, void *arg),
+                         void *arg)
+{
+    struct pmdk_pool *d = pmdk_of(p);
+    for (PMEMoid o = pmemobj_first(d->pop); !OID_IS_NULL(o); o = pmemobj_next(o)) {
+        uint64_t type = pmemobj_type_num(o);
+        enum pmdk_kind k = o.off == d->root_off ? PMDK_ROOT
+                         : type == TYPE_META    ? PMDK_META
+                         : type == TYPE_RESERVE ? PMDK_RESERVE
+                                                : PMDK_USER;
+        fn(handle_of(o.off), k, arg);
+    }
+}
+
+/* ---- inspection (txn_pool_inspect) */
+
+/* Objects by size class: powers of two, PMDK's classes being its own. */
+static void add_object(txn_pool_info *info, uint64_t size)
+{
+    uint64_t c = 16;
+    while (c < size)
+        c *= 2;
+    unsigned i = 0;
+    while (i < info->nclasses && info->classes[i].size != c)
+        i++;
+    if (i == info->nclasses && info->nclasses < TXN_INFO_CLASSES)
+        info->classes[info->nclasses++].size = c;
+    if (i < TXN_INFO_CLASSES)
+        info->classes[i].count++;
+    info->objects++;
+    info->heap_used += size;
+}
+
+/* Whether the heap of the view `p` differs from the file's: what PMDK's
+ * recovery changed. */
+static int heap_changed(const txn_pool *p, const char *file, uint64_t off, uint64_t end)
+{
+    enum { STEP = 1 << 20 };
+    int fd = open(file, O_RDONLY | O_CLOEXEC), rc = 0;
+    char *buf = malloc(STEP);
+    if (fd < 0 || !buf)
+        rc = fd < 0 ? TXN_E_IO : TXN_E_NOMEM;
+    for (; !rc && off < end && off < p->size; off += STEP) {
+        size_t n = end - off < STEP ? end - off : STEP;
+        if (pread(fd, buf, n, (off_t)off) != (ssize_t)n)
+            rc = TXN_E_IO;
+        else if (memcmp(buf, p->base + off, n))
+            rc = TXN_INSPECT_RECOVER;
+    }
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int eng_pool_inspect(const char *file, txn_pool_info *info)
+{
+    struct prefix *f = calloc(1, sizeof *f);
+    if (!f)
+        return TXN_E_NOMEM;
+    int rc = read_prefix(file, NULL, f);
+    const struct pool_hdr *pmtx = (const struct pool_hdr *)f->b; /* a pmtx pool's */
+    snprintf(info->format, sizeof info->format, "libpmemobj");
+    snprintf(info->engine, sizeof info->engine, "%.15s",
+             f->n >= sizeof *pmtx && pmtx->magic == POOL_MAGIC ? pmtx->engine : eng_name);
+    info->size = f->file_size;
+    const unsigned char *d = f->b + PM_DSC;
+    uint64_t heap_off = 0;
+    if (!rc) {
+        info->format_version = get32(f->b, PM_HDR_MAJOR);
+        snprintf(info->layout, sizeof info->layout, "%s", (const char *)d + PM_DSC_LAYOUT);
+        heap_off = get64(d, PM_DSC_HEAP_OFF);
+        info->heap_size = get64(f->b, PM_HEAP_SIZE) ? get64(f->b, PM_HEAP_SIZE)
+                                                     : f->file_size - heap_off;
+    }
+    txn_pool p = {0};
+    if (!rc)
+        rc = eng_pool_open(&p, file, info->layout, 1);
+    free(f);
+    if (rc)
+        return rc;
+    struct pmdk_pool *pp = pmdk_of(&p);
+    for (PMEMoid o = pmemobj_first(pp->pop); !OID_IS_NULL(o); o = pmemobj_next(o))
+        if (pmemobj_type_num(o) != TYPE_META && pmemobj_type_num(o) != TYPE_RESERVE)
+            add_object(info, pmemobj_alloc_usable_size(o));
+    if (pp->root_off == pmemobj_root(pp->pop, 0).off) /* not iterated */
+        add_object(info, pp->root_size);
+    info->heap_free = info->heap_size > info->heap_used ? info->heap_size - info->heap_used : 0;
+    info->slots = p.max_ctx;
+    rc = heap_changed(&p, file, heap_off, heap_off + info->heap_size);
+    if (rc == TXN_INSPECT_RECOVER)
+        pool_problem("the next open's recovery changes PMDK's heap");
+    eng_pool_close(&p);
+    return rc;
+}

@@ -1,0 +1,119 @@
+# pmtx.cmake - how engines and programs are declared.
+#
+# pmtx_engine(NAME SOURCES src... [PERSISTENT] [OWN_POOL] [LIBS lib...]
+#             [EXPORTS map] [HEADERS h...] [CRASHSIM_ARGS arg...])
+#   Called by an engine folder's CMakeLists.txt: builds libtxn-NAME (the
+#   runtime, pmtx's pool format unless OWN_POOL, the retention layer and
+#   SOURCES), its pkg-config file and its CMake target pmtx::NAME, and
+#   records the engine for the programs, tests and crash simulator:
+#   PERSISTENT (it keeps a log; crash and kill tests run on it), OWN_POOL
+#   (it implements engine.h's eng_pool_* layer itself), LIBS (what it links
+#   privately), EXPORTS (its linker version script; default txn.h's calls
+#   only), HEADERS (public headers it installs beside txn.h),
+#   CRASHSIM_ARGS (what its crash-simulator campaigns add). A barriers.h in
+#   the folder is its barrier formula (tests/barrier_counts.c).
+function(pmtx_engine name)
+  cmake_parse_arguments(A "PERSISTENT;OWN_POOL" "EXPORTS"
+                        "SOURCES;LIBS;HEADERS;CRASHSIM_ARGS" ${ARGN})
+  set(dir ${CMAKE_CURRENT_SOURCE_DIR})
+  list(TRANSFORM A_SOURCES PREPEND ${dir}/)
+  if(NOT A_EXPORTS)
+    set(A_EXPORTS ${PROJECT_SOURCE_DIR}/txn/exports.map)
+  else()
+    set(A_EXPORTS ${dir}/${A_EXPORTS})
+  endif()
+  set_property(GLOBAL APPEND PROPERTY PMTX_ENGINES ${name})
+  if(A_PERSISTENT)
+    set_property(GLOBAL APPEND PROPERTY PMTX_PERSISTENT_ENGINES ${name})
+  endif()
+  foreach(key DIR SOURCES OWN_POOL LIBS CRASHSIM_ARGS)
+    if(key STREQUAL "DIR")
+      set(value ${dir})
+    else()
+      set(value ${A_${key}})
+    endif()
+    set_property(GLOBAL PROPERTY PMTX_ENGINE_${key}_${name} "${value}")
+  endforeach()
+
+  set(objects $<TARGET_OBJECTS:pmtx-runtime> $<TARGET_OBJECTS:pmtx-layout>)
+  if(NOT A_OWN_POOL)
+    list(APPEND objects $<TARGET_OBJECTS:pmtx-format>)
+  endif()
+  add_library(txn-${name} SHARED ${objects} ${A_SOURCES})
+  target_compile_definitions(txn-${name} PRIVATE PMTX_ENGINE_NAME="${name}")
+  target_include_directories(txn-${name}
+    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/txn/include>
+           $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/layout/include>
+           $<BUILD_INTERFACE:${dir}>
+           $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+    PRIVATE ${PROJECT_SOURCE_DIR}/txn)
+  target_link_libraries(txn-${name}
+    PUBLIC Threads::Threads
+    PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS ${A_LIBS} ${CMAKE_DL_LIBS})
+  # only txn_* is exported: engines' internals never leak into programs
+  set_target_properties(txn-${name} PROPERTIES
+    VERSION ${PROJECT_VERSION} SOVERSION 0 EXPORT_NAME ${name}
+    LINK_DEPENDS ${A_EXPORTS})
+  target_link_options(txn-${name} PRIVATE -Wl,--version-script=${A_EXPORTS})
+  install(TARGETS txn-${name} EXPORT pmtxTargets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  if(A_HEADERS)
+    list(TRANSFORM A_HEADERS PREPEND ${dir}/)
+    install(FILES ${A_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  endif()
+  # relocatable: the prefix is found from where the .pc file lies
+  file(RELATIVE_PATH PC_UP ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+  set(PC_ENGINE ${name})
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/txn.pc.in
+                 ${PROJECT_BINARY_DIR}/pkgconfig/txn-${name}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/txn-${name}.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endfunction()
+
+# pmtx_engine_vars(): the engines' records as variables of the calling
+# scope: PMTX_ENGINES, PMTX_PERSISTENT_ENGINES and, per engine E,
+# ENGINE_DIR_E, ENGINE_SOURCES_E, ENGINE_OWN_POOL_E, ENGINE_LIBS_E,
+# ENGINE_CRASHSIM_ARGS_E.
+macro(pmtx_engine_vars)
+  get_property(PMTX_ENGINES GLOBAL PROPERTY PMTX_ENGINES)
+  get_property(PMTX_PERSISTENT_ENGINES GLOBAL PROPERTY PMTX_PERSISTENT_ENGINES)
+  foreach(_e IN LISTS PMTX_ENGINES)
+    foreach(_k DIR SOURCES OWN_POOL LIBS CRASHSIM_ARGS)
+      get_property(ENGINE_${_k}_${_e} GLOBAL PROPERTY PMTX_ENGINE_${_k}_${_e})
+    endforeach()
+  endforeach()
+endmacro()
+
+# pmtx_program(NAME SOURCES src... [ENGINES e...] [LIBS l...]):
+# build/bin/NAME-<engine> for each engine, from one source.
+function(pmtx_program name)
+  cmake_parse_arguments(A "" "" "SOURCES;ENGINES;LIBS" ${ARGN})
+  if(NOT A_ENGINES)
+    set(A_ENGINES ${PMTX_ENGINES})
+  endif()
+  foreach(engine IN LISTS A_ENGINES)
+    if(engine IN_LIST PMTX_ENGINES)
+      add_executable(${name}-${engine} ${A_SOURCES})
+      target_link_libraries(${name}-${engine} PRIVATE txn-${engine} ${A_LIBS})
+    endif()
+  endforeach()
+endfunction()
+
+# pmtx_engine_exe(NAME ENGINE SOURCES src...): a program with the runtime
+# and one engine compiled in (not linked to libtxn-<engine>), so that it
+# may use internal headers and build options: crash simulator, fuzzers.
+function(pmtx_engine_exe name engine)
+  cmake_parse_arguments(A "" "" "SOURCES" ${ARGN})
+  add_executable(${name} ${A_SOURCES})
+  set(core ${PMTX_RUNTIME_SOURCES} ${PMTX_LAYOUT_SOURCES})
+  if(NOT ENGINE_OWN_POOL_${engine})
+    list(APPEND core ${PMTX_FORMAT_SOURCES})
+  endif()
+  target_sources(${name} PRIVATE ${core} ${ENGINE_SOURCES_${engine}})
+  target_compile_definitions(${name} PRIVATE PMTX_ENGINE_NAME="${engine}")
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/txn/include
+    ${PROJECT_SOURCE_DIR}/layout/include ${PROJECT_SOURCE_DIR}/layout
+    ${PROJECT_SOURCE_DIR}/txn ${ENGINE_DIR_${engine}})
+  target_link_libraries(${name} PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS
+    ${ENGINE_LIBS_${engine}} Threads::Threads ${CMAKE_DL_LIBS})
+endfunction()
