@@ -205,7 +205,7 @@ int main(int argc, char **argv)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     srv.port = 6379;
     /* one CPU left to the clients, which share the machine (UNIX socket):
-     * see server.c for the measurements */
+     * docs/kvstore.md has the measurements */
     srv.threads = cpus > 1 ? (unsigned)cpus - 1 : 1;
     srv.spin_ns = 20000;
     srv.max_clients = 10000;
