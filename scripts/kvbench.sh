@@ -35,15 +35,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-ensure_deps
-for tool in redis-benchmark redis-server; do
-    if ! command -v "$tool" >/dev/null; then
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends redis-tools redis-server >/dev/null
-        break
-    fi
-done
+ensure_deps # redis-tools, redis-server and gnuplot-nox among them
 export PMEM_IS_PMEM_FORCE=1 TXN_PDOM=1
 BUILD_DIR=${BUILD_DIR:-build}
 [ -n "$nobuild" ] || build "$BUILD_DIR"
@@ -209,25 +201,9 @@ awk -F, '{ k = $1 "," $2 "," $3; if (!(k in seen)) { seen[k] = 1; order[++n] = k
     done
 } >results/kvstore.md
 
-# the plot: ops/s per server, SET and GET, at both depths
+# the plot: ops/s per server, SET and GET, a panel per depth (scripts/kvplot.gp)
 awk -F, '{ d = $2; sub(/commit at /, "", d); print $1 " (" d ")," $3 "," $4 "," $7 }' "$table" >"$tmp/plot.csv"
-gnuplot <<EOF
-set terminal pngcairo size 1200,650 noenhanced font ",10"
-set output "results/kvstore.png"
-set datafile separator ","
-set title "redis-benchmark -c 50 -n $n (-P 1) / $((10 * n)) (-P 16): ops/s (UNIX socket)"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set boxwidth 0.9
-set ylabel "ops/s"
-set yrange [0:*]
-set key top left
-set xtics rotate by -30 font ",8"
-plot "< awk -F, '\$2 == 1' $tmp/plot.csv" using 3:xtic(1) title "SET -P 1", \
-     "" using 4 title "GET -P 1", \
-     "< awk -F, '\$2 == 16' $tmp/plot.csv" using 3 title "SET -P 16", \
-     "" using 4 title "GET -P 16"
-EOF
+gnuplot -e "data='$tmp/plot.csv'; out='results/kvstore.png'; depths='1 16'; requests='$n $((10 * n))'; rounds=$rounds; flags='${keyspace:+-r $keyspace}'" \
+    scripts/kvplot.gp
 cat results/kvstore.md
 echo "(plot: results/kvstore.png)"

@@ -1,5 +1,7 @@
 # lib.sh - shared by the README's commands: Debian packages and the build.
 
+# redis-tools and tmux: the kvstore tests (tests/kvstore/deps.sh checks
+# them); redis-server: scripts/kvbench.sh
 PMTX_PACKAGES="cmake make gcc g++ pkg-config libpmem-dev libpmemobj-dev check
 libatomic-ops-dev libbenchmark-dev clang libclang-rt-14-dev gnuplot-nox
 redis-tools redis-server tmux"

@@ -201,14 +201,14 @@ static int array_ready(unsigned ints)
     if (A.pool && A.ints == ints)
         return 0;
     remove_pool();
-    const char *dir = getenv("TXN_POOL_DIR");
     snprintf(A.name, sizeof A.name, "pmtx-array-%s-%d-s%u.pool", txn_engine_name(),
              (int)getpid(), ints);
-    snprintf(A.path, sizeof A.path, "%s/%s", dir && *dir ? dir : "/dev/shm", A.name);
     txn_pool_opts o = {.size = pool_size(ints),
                        .root_size = sizeof(struct array_root),
                        .threads = 4};
-    int rc = txn_pool_create(A.name, "array", &o, &A.pool);
+    int rc = txn_pool_path(A.name, A.path, sizeof A.path);
+    if (!rc)
+        rc = txn_pool_create(A.name, "array", &o, &A.pool);
     if (rc) {
         A.path[0] = '\0'; /* removed by the failed create, or not ours */
         A.pool = NULL;

@@ -120,9 +120,8 @@ int main(int argc, char **argv)
                ns[BATCHES / 2]);
     }
     txn_pool_close(p);
-    char path[128];
-    const char *dir = getenv("TXN_POOL_DIR");
-    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : "/dev/shm", name);
-    unlink(path);
+    char path[4096];
+    if (!txn_pool_path(name, path, sizeof path))
+        unlink(path);
     return 0;
 }

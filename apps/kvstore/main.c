@@ -68,7 +68,17 @@ static void raise_fd_limit(void)
     }
 }
 
-int main(int argc, char **argv)
+/* What the command line sets besides the server's own settings (srv). */
+struct options {
+    const char *pool;
+    unsigned long long max_value, max_query, pool_size;
+    unsigned resize_step;
+    int check;
+};
+
+/* Parse the command line into *o and srv. Returns -1 to go on, else the
+ * exit status (0 after --help, 2 after a usage error). */
+static int parse_args(int argc, char **argv, struct options *o)
 {
     enum { O_POOL = 1, O_UNIX, O_PORT, O_THREADS, O_IO, O_ACK, O_MAXVAL, O_MAXQ,
            O_MAXCLI, O_PSIZE, O_STEP, O_CHECK, O_SPIN, O_HELP };
@@ -81,21 +91,12 @@ int main(int argc, char **argv)
         {"resize-step", 1, 0, O_STEP},   {"check", 0, 0, O_CHECK},
         {"spin-us", 1, 0, O_SPIN},       {"help", 0, 0, O_HELP},
         {0, 0, 0, 0}};
-    const char *pool = NULL;
-    unsigned long long max_value = 16 * MIB, max_query = 0, pool_size = 256 * MIB, n;
-    unsigned resize_step = 0;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int check = 0, o;
-    srv.port = 6379;
-    /* one CPU left to the clients, which share the machine (UNIX socket):
-     * see server.c for the measurements */
-    srv.threads = cpus > 1 ? (unsigned)cpus - 1 : 1;
-    srv.spin_ns = 20000;
-    srv.max_clients = 10000;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    unsigned long long n;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         int bad = 0;
-        switch (o) {
-        case O_POOL: pool = optarg; break;
+        switch (opt) {
+        case O_POOL: o->pool = optarg; break;
         case O_UNIX: srv.unix_path = optarg; break;
         case O_PORT:
             bad = parse_size(optarg, &n) || n > 65535;
@@ -113,18 +114,18 @@ int main(int argc, char **argv)
             bad = strcmp(optarg, "sync") && strcmp(optarg, "commit");
             srv.ack = strcmp(optarg, "commit") ? ACK_SYNC : ACK_COMMIT;
             break;
-        case O_MAXVAL: bad = parse_size(optarg, &max_value) || max_value < 1; break;
-        case O_MAXQ: bad = parse_size(optarg, &max_query); break;
+        case O_MAXVAL: bad = parse_size(optarg, &o->max_value) || o->max_value < 1; break;
+        case O_MAXQ: bad = parse_size(optarg, &o->max_query); break;
         case O_MAXCLI:
             bad = parse_size(optarg, &n) || n < 1 || n > 1000000;
             srv.max_clients = (unsigned)n;
             break;
-        case O_PSIZE: bad = parse_size(optarg, &pool_size); break;
+        case O_PSIZE: bad = parse_size(optarg, &o->pool_size); break;
         case O_STEP:
             bad = parse_size(optarg, &n) || n < 1 || n > 1u << 20;
-            resize_step = (unsigned)n;
+            o->resize_step = (unsigned)n;
             break;
-        case O_CHECK: check = 1; break;
+        case O_CHECK: o->check = 1; break;
         case O_SPIN:
             bad = parse_size(optarg, &n) || n > 1000000;
             srv.spin_ns = (long long)n * 1000;
@@ -133,54 +134,60 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
         if (bad) {
-            fprintf(stderr, "kvstore: bad value for --%s: %s\n", opts[o - 1].name, optarg);
+            fprintf(stderr, "kvstore: bad value for --%s: %s\n", opts[opt - 1].name, optarg);
             return 2;
         }
     }
-    if (!pool || optind != argc || (!check && !srv.unix_path && !srv.port)) {
+    if (!o->pool || optind != argc || (!o->check && !srv.unix_path && !srv.port)) {
         usage(stderr);
         return 2;
     }
-    if (!max_query)
-        max_query = 2 * max_value + 64 * 1024 > 64 * MIB ? 2 * max_value + 64 * 1024 : 64 * MIB;
-    srv.lim = (struct resp_limits){.max_bulk = max_value, .max_args = 1024 * 1024,
-                                   .max_inline = 64 * 1024};
-    srv.max_query = max_query;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    printf("kvstore: engine %s, PDOM %d (%u ns per barrier), flush %s\n", txn_engine_name(),
-           txn_pdom(), txn_pdom_ns(), txn_flush_name());
+    return -1;
+}
 
+/* The request limits. A request may by default hold two of the largest
+ * values and 64 KiB more (a SET of a largest key and value), and at least
+ * 64 MiB. */
+static void set_limits(const struct options *o)
+{
+    unsigned long long q = o->max_query;
+    if (!q)
+        q = 2 * o->max_value + 64 * 1024 > 64 * MIB ? 2 * o->max_value + 64 * 1024 : 64 * MIB;
+    srv.lim = (struct resp_limits){.max_bulk = o->max_value, .max_args = 1024 * 1024,
+                                   .max_inline = 64 * 1024};
+    srv.max_query = q;
+}
+
+/* Open (or create) the store into srv.kv and say what it holds; uptime
+ * counts from here. */
+static int open_store(const struct options *o)
+{
     /* log slots: one per worker, or per client thread, plus the main
      * thread and resizes started from any of them */
     unsigned slots = srv.io == IO_THREADS ? srv.max_clients + 4 : srv.threads + 4;
-    struct kv_opts ko = {.pool_size = pool_size,
+    struct kv_opts ko = {.pool_size = o->pool_size,
                          .threads = slots < 64 ? 64 : slots > 1024 ? 1024 : slots,
-                         .resize_step = resize_step, .no_create = check};
+                         .resize_step = o->resize_step, .no_create = o->check};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = kv_open(pool, &ko, &srv.kv);
+    int rc = kv_open(o->pool, &ko, &srv.kv);
     if (rc) {
-        fprintf(stderr, "kvstore: pool %s: %s\n", pool, txn_strerror(rc));
-        return 1;
+        fprintf(stderr, "kvstore: pool %s: %s\n", o->pool, txn_strerror(rc));
+        return rc;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     struct kv_info ki;
     kv_info(srv.kv, &ki);
-    printf("kvstore: pool %s: %llu keys, %llu buckets%s, opened in %.1f ms\n", pool,
+    printf("kvstore: pool %s: %llu keys, %llu buckets%s, opened in %.1f ms\n", o->pool,
            (unsigned long long)ki.keys, (unsigned long long)ki.buckets,
            ki.resizing ? " (resizing)" : "",
            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
-    if (check) {
-        rc = kv_check(srv.kv, stdout);
-        kv_close(srv.kv);
-        return rc ? 1 : 0;
-    }
-    raise_fd_limit();
     srv.started = t1.tv_sec;
-    if (server_listen()) {
-        kv_close(srv.kv);
-        return 1;
-    }
+    return 0;
+}
+
+static void print_listening(void)
+{
     printf("kvstore: listening on%s%s%s", srv.unix_path ? " unix:" : "",
            srv.unix_path ? srv.unix_path : "", srv.port ? "" : "\n");
     if (srv.port)
@@ -190,6 +197,38 @@ int main(int argc, char **argv)
            srv.io == IO_EPOLL ? srv.threads : srv.max_clients,
            srv.io == IO_EPOLL ? "workers" : "clients at most", srv.spin_ns / 1000,
            srv.ack == ACK_SYNC ? "sync" : "commit");
+}
+
+int main(int argc, char **argv)
+{
+    struct options o = {.max_value = 16 * MIB, .pool_size = 256 * MIB};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    srv.port = 6379;
+    /* one CPU left to the clients, which share the machine (UNIX socket):
+     * docs/kvstore.md has the measurements */
+    srv.threads = cpus > 1 ? (unsigned)cpus - 1 : 1;
+    srv.spin_ns = 20000;
+    srv.max_clients = 10000;
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    set_limits(&o);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    printf("kvstore: engine %s, PDOM %d (%u ns per barrier), flush %s\n", txn_engine_name(),
+           txn_pdom(), txn_pdom_ns(), txn_flush_name());
+    if (open_store(&o))
+        return 1;
+    if (o.check) {
+        rc = kv_check(srv.kv, stdout);
+        kv_close(srv.kv);
+        return rc ? 1 : 0;
+    }
+    raise_fd_limit();
+    if (server_listen()) {
+        kv_close(srv.kv);
+        return 1;
+    }
+    print_listening();
     rc = server_run();
     kv_close(srv.kv);
     printf("kvstore: pool closed\n");

@@ -14,78 +14,20 @@
  *    instead of waiting out its 64 ms, and every write of the round, of
  *    either worker, committed before that is covered by the one epoch end;
  *    a worker that finds its writes covered by another's sync skips its own
- *    (`synced`). Measured with redis-benchmark -c 50 SET at PDOM 1 (INFO's
- *    ack_syncs and ack_held_requests): -P 1, 2.0 requests per epoch end
- *    (rounds are small; an epoch end flushed 3 lines in 0.3 us on average,
- *    so waiting to gather more would cost latency and save nothing); -P 16,
- *    64 requests per epoch end. --ack commit replies before the epoch ends
- *    (the paper's buffered durability: a crash loses up to one epoch).
+ *    (`synced`). Ending the epoch at once costs little, so waiting to
+ *    gather more writes would add latency and save nothing. --ack commit
+ *    replies before the epoch ends (the paper's buffered durability: a
+ *    crash loses up to one epoch).
  *  threads: a thread per connection, blocking reads, as the paper's
  *    K-V store. Each such thread holds a log slot while it lives.
  *
- * Why epoll is the default, measured with redis-benchmark -c 50 -n 100000
- * over the UNIX socket on the 2-core development machine (ops/s):
- *                        -P 1 SET / GET      -P 16 SET / GET
- *   none  epoll, 1 worker   99k /  93k       1235k / 1266k
- *   none  epoll, 2 workers 102k /  93k       1266k / 1250k
- *   none  threads           52k /  58k        800k /  820k
- *   undo  epoll, 1 worker   95k /  98k        538k / 1053k  (PDOM 1)
- *   undo  epoll, 2 workers 102k / 101k        637k / 1282k
- *   undo  threads           62k /  58k        442k /  847k
- * A thread per client pays a wake-up and a context switch per request
- * (50 threads on 2 cores); a worker serves every client that is ready in
- * one epoll_wait and sends their replies in one pass, so at -P 1 it does
- * 1.7x the work. Two workers beat one where the transactions cost (undo
- * SET -P 16: +18% in that measurement; not any more, see below).
- * What two workers cost at -P 1, where redis-benchmark is the bottleneck: server
- * CPU time per request (perf stat task-clock / requests, means of 3 runs,
- * machine shared with other jobs, 2 cores):
- *                      -P 1 SET / GET          context switches per request
- *   none  1 worker     2.99 / 2.94 us          0.15 / 0.15
- *   none  2 workers    4.30 / 4.17 us          0.31 / 0.33
- *   incll 1 worker     2.93 / 3.11 us          0.13 / 0.15
- *   incll 2 workers    4.64 / 4.50 us          0.29 / 0.29
- *   redis-server none  3.76 / 3.46 us          0.18 / 0.19
- * Each worker sleeps in epoll_wait and is woken for its own half of the
- * clients, so two workers pay twice the wake-ups when requests trickle in;
- * at -P 16 the CPU time per request is the same for one and two workers
- * (0.32-0.37 us) and two serve 1.35-1.5x the requests. A client that does
- * not pipeline on a machine this small is served more cheaply by
- * --threads 1. Tried and dropped: one worker owning every connection and
- * lending a share of each round with 8 or more ready connections to the
- * other, taken back before the round's replies leave (undo, means of 3):
- * -P 1 SET 4.81 us CPU per request (two workers 5.05, one 3.80), -P 16
- * SET 431k ops/s (two workers 742k, one 377k): the hand-over and the join
- * cost more than the independent workers' wake-ups.
- *
- * Polling before sleeping (--spin-us, default 20) and one CPU left to the
- * clients (default --threads: online CPUs - 1, at least 1). With one
- * redis-benchmark thread as the client, the client is the bottleneck (0.41
- * us of its CPU per GET at -P 16; servers 0.31-0.41 us). redis-server is
- * slightly slower than the client, so it always finds requests waiting and
- * sleeps about once per 1500 requests; our workers were faster, drained
- * their sockets and slept in epoll_wait every 70-110 requests, and the
- * client paid for the wake-ups in its sends (a KVM guest: an idle vCPU to
- * wake): 0.45-0.48 us of its CPU per request instead of 0.41.
- * Measured with strace: redis-benchmark makes the same calls against both
- * servers (one recvfrom and one sendto per 16 replies), so the framing was
- * not the difference; with server and client pinned to separate CPUs the
- * gap stayed (one worker, no polling: 2.03-2.15M GET/s, redis 2.28-2.41M),
- * so it was the wake-ups. Polling 20 us after a round that
- * had work keeps the worker awake while requests stream in; with two
- * workers polling, both CPUs are taken and the client loses its own.
- * redis-benchmark -c 50, UNIX socket, 2-core KVM guest shared with other
- * jobs, medians of 3 rounds, runs started only when the machine was >= 88%
- * idle, ops/s (server CPU us per request):
- *                            none GET -P16  none GET -P1   undo SET -P16
- *   2 workers, no polling    2132k (0.39)   124k (4.15)     846k (1.40)
- *   2 workers, 20 us         1773k (0.43)   142k (5.60)     846k (1.41)
- *   1 worker, 20 us          2237k (0.41)   149k (5.10)    1119k (0.88)
- *   redis-server, no persistence 2193k (0.40) 125k (3.75)
- * A worker that polls uses a whole CPU while requests stream in, even at
- * -P 1 (5.1 us of CPU per request, against 3.0 when it sleeps): the price of
- * the client's cheaper sends. Two workers no longer win on undo SET -P 16
- * (every request the same key, so both contend on one bucket).
+ * Why epoll is the default: a thread per client pays a wake-up and a
+ * context switch per request, where a worker serves every ready client in
+ * one epoll_wait and sends their replies in one pass. Why main.c leaves
+ * one CPU to the clients and a worker polls (--spin-us) before it sleeps:
+ * a client that writes to a sleeping worker pays for the wake-up in its
+ * own sends, and on a small machine a worker faster than its clients then
+ * makes them slower. docs/kvstore.md has the measurements behind both.
  *
  * Flow control: a connection whose replies pile up past OUT_HIGH stops
  * running requests and stops being read until they are sent, so a
@@ -393,11 +335,9 @@ static void round_end(struct worker *w)
 }
 
 /* The events of the next round. After a round that had work the worker
- * polls for up to srv.spin_ns before it sleeps in epoll_wait: a client
- * that writes to a sleeping worker pays for the wake-up (on the 2-core
- * KVM development machine about 5 us of the client's CPU time, see the
- * head of this file), so a worker that is faster than its clients would
- * otherwise make them slower. After a round without work it sleeps at once. */
+ * polls for up to srv.spin_ns before it sleeps in epoll_wait, so that
+ * clients that stream requests need not wake it (see the head of this
+ * file). After a round without work it sleeps at once. */
 static int wait_events(struct worker *w, struct epoll_event *ev, int busy)
 {
     if (!busy || !srv.spin_ns)

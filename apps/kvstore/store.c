@@ -1115,13 +1115,10 @@ static int load(kv_store *s)
 static size_t file_size(const char *path)
 {
     char full[PATH_MAX];
-    const char *dir = getenv("TXN_POOL_DIR");
-    if (path[0] != '/')
-        snprintf(full, sizeof full, "%s/%s", dir && *dir ? dir : "/dev/shm", path);
-    else
-        snprintf(full, sizeof full, "%s", path);
     struct stat st;
-    return stat(full, &st) ? 0 : (size_t)st.st_size;
+    if (txn_pool_path(path, full, sizeof full) || stat(full, &st))
+        return 0;
+    return (size_t)st.st_size;
 }
 
 int kv_open(const char *path, const struct kv_opts *opt, kv_store **out)

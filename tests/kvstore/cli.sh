@@ -3,9 +3,11 @@
 # redis-cli (every command, binary values, --scan, an interactive session
 # in tmux when tmux is there, TCP) and redis-benchmark (-P 1 and -P 16),
 # then SHUTDOWN and a restart that finds the data again.
+# Skips (exit 77) when redis-cli or redis-benchmark is missing.
 set -uo pipefail
 server=$1
 kvclient=$2
+bash "$(dirname "$0")/deps.sh" redis-cli redis-benchmark || exit
 engine=${server##*kvstore-}
 dir=$(mktemp -d /tmp/kvcli-XXXXXX)
 pool=/dev/shm/kvcli-$engine-$$.pool

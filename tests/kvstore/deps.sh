@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# deps.sh - install redis-cli and redis-benchmark (Debian's redis-tools) if
-# they are missing: the kvstore tests drive the server with them. Needs
-# root, as the README's commands do.
-set -euo pipefail
-if command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null; then
-    exit 0
+# deps.sh [TOOL...] - are the tools that the kvstore tests drive the server
+# with installed? Default: all of them. Exits 0 if so, else names what is
+# missing and its Debian package and exits 77, which ctest reports as a
+# skip. Installs nothing: the test command (scripts/test.sh) installs
+# scripts/lib.sh's PMTX_PACKAGES, these among them.
+set -uo pipefail
+declare -A package=([redis-cli]=redis-tools [redis-benchmark]=redis-tools [tmux]=tmux)
+[ $# -gt 0 ] || set -- redis-cli redis-benchmark tmux
+missing=()
+for tool in "$@"; do
+    command -v "$tool" >/dev/null || missing+=("$tool (${package[$tool]:-?})")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "SKIP: missing ${missing[*]}; bash scripts/test.sh installs them"
+    exit 77
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends redis-tools >/dev/null
-command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null

@@ -1,8 +1,8 @@
 /* kvclient.c - a small RESP client that tests kvstore-<engine> from the
  * outside, as its users see it:
  *
- *   kvclient proto SERVER   every command's replies, binary values,
- *                           pipelining, bad input (malformed or truncated
+ *   kvclient proto SERVER   every command's replies, INFO's sections and
+ *                           fields, binary values, pipelining, bad input (malformed or truncated
  *                           RESP, oversized arguments, clients that vanish
  *                           mid-request), 250 clients at once, a full pool,
  *                           TCP, SIGTERM and SHUTDOWN
@@ -608,6 +608,162 @@ static void test_basics(struct server *s)
     cli_close(&c);
 }
 
+/* ---- INFO */
+
+/* Every INFO section and its fields, in the order the server prints them:
+ * redis-cli, scripts and people read them by name and section. db0 is
+ * there only while the store holds keys. */
+static const struct info_section {
+    const char *name, *header;
+    const char *fields[12];
+} info_layout[] = {
+    {"server", "# Server",
+     {"redis_version", "server", "process_id", "io_mode", "io_threads", "tcp_port",
+      "uptime_in_seconds"}},
+    {"clients", "# Clients", {"connected_clients", "maxclients"}},
+    {"memory", "# Memory", {"used_memory", "pool_size", "hash_buckets", "hash_resizing"}},
+    {"persistence", "# Persistence",
+     {"engine", "pdom", "pdom_barrier_ns", "flush_instruction", "ack", "aof_enabled",
+      "rdb_bgsave_in_progress", "loading"}},
+    {"stats", "# Stats",
+     {"total_connections_received", "total_commands_processed", "rejected_connections",
+      "txn_commits", "txn_aborts", "persist_barriers", "lines_flushed", "log_bytes",
+      "ack_syncs", "ack_held_requests"}},
+    {"keyspace", "# Keyspace", {"db0"}},
+};
+#define INFO_SECTIONS (sizeof info_layout / sizeof *info_layout)
+#define INFO_ALL ((1u << INFO_SECTIONS) - 1)
+
+/* The next CRLF-terminated line of [*p, end) into line/len; 0 if none. */
+static int next_line(const char **p, const char *end, const char **line, size_t *len)
+{
+    const char *cr = *p;
+    while (cr + 1 < end && !(cr[0] == '\r' && cr[1] == '\n'))
+        cr++;
+    if (cr + 1 >= end)
+        return 0;
+    *line = *p;
+    *len = (size_t)(cr - *p);
+    *p = cr + 2;
+    return 1;
+}
+
+/* Is `text` exactly the sections of `mask` (bit i: info_layout[i]), in
+ * the table's order: the header, then one "field:value" line per field, a
+ * blank line between sections and none after the last? If not, says why. */
+static int info_shape_is(const struct reply *r, unsigned mask, int keys, char *why, size_t cap)
+{
+    const char *p = r->s, *end = r->s + r->n, *line;
+    size_t len;
+    int first = 1;
+    if (r->type != '$')
+        return snprintf(why, cap, "not a bulk string: %s", show(r)), 0;
+    for (size_t i = 0; i < INFO_SECTIONS; i++) {
+        const struct info_section *sec = &info_layout[i];
+        if (!(mask & 1u << i))
+            continue;
+        if (!first && (!next_line(&p, end, &line, &len) || len))
+            return snprintf(why, cap, "no blank line before %s", sec->header), 0;
+        first = 0;
+        if (!next_line(&p, end, &line, &len) || len != strlen(sec->header) ||
+            memcmp(line, sec->header, len))
+            return snprintf(why, cap, "%s missing or out of place", sec->header), 0;
+        for (size_t f = 0; f < 12 && sec->fields[f]; f++) {
+            const char *name = sec->fields[f];
+            size_t nl = strlen(name);
+            if (!strcmp(name, "db0") && !keys)
+                continue;
+            if (!next_line(&p, end, &line, &len) || len < nl + 2 || memcmp(line, name, nl) ||
+                line[nl] != ':')
+                return snprintf(why, cap, "%s: field %s missing or out of place", sec->header,
+                                name), 0;
+        }
+    }
+    if (p != end)
+        return snprintf(why, cap, "more after the last section: \"%.40s\"", p), 0;
+    return 1;
+}
+
+/* The value of `field` in INFO's text, as a new string (NULL: none). */
+static char *info_value(const struct reply *r, const char *field)
+{
+    char key[64];
+    int kn = snprintf(key, sizeof key, "\n%s:", field);
+    const char *at = r->type == '$' ? strstr(r->s, key) : NULL;
+    if (!at)
+        return NULL;
+    at += kn;
+    return strndup(at, strcspn(at, "\r"));
+}
+
+/* INFO with these arguments must print the sections of `mask`. */
+static void info_expect(struct cli *c, int argc, const char *const *argv, unsigned mask,
+                        int keys)
+{
+    const char *cmd[4] = {"INFO"};
+    char args[96] = "", why[160] = "";
+    struct reply r;
+    for (int i = 0; i < argc && i < 3; i++) {
+        cmd[i + 1] = argv[i];
+        snprintf(args + strlen(args), sizeof args - strlen(args), " %s", argv[i]);
+    }
+    cmdv(c, &r, argc + 1, cmd, NULL);
+    CHECK(info_shape_is(&r, mask, keys, why, sizeof why), "INFO%s: %s", args, why);
+    reply_free(&r);
+}
+
+static void test_info(struct server *s)
+{
+    struct cli c;
+    struct reply r;
+    char port[16];
+    const char *engine = strrchr(s->bin, '-') + 1;
+    server_cli(s, &c);
+    CMD(&c, &r, "FLUSHALL");
+    reply_free(&r);
+    info_expect(&c, 0, NULL, INFO_ALL, 0);
+    const char *every[] = {"all", "default", "everything", "EVERYTHING"};
+    for (size_t i = 0; i < 4; i++)
+        info_expect(&c, 1, &every[i], INFO_ALL, 0);
+    for (size_t i = 0; i < INFO_SECTIONS; i++)
+        info_expect(&c, 1, &info_layout[i].name, 1u << i, 0);
+    info_expect(&c, 1, (const char *[]){"PerSistence"}, 1u << 3, 0);
+    /* several: in the server's order, whatever the arguments' */
+    info_expect(&c, 2, (const char *[]){"keyspace", "server"}, 1u << 5 | 1u << 0, 0);
+    info_expect(&c, 2, (const char *[]){"nosuch", "clients"}, 1u << 1, 0);
+    CMD(&c, &r, "INFO", "nosuch");
+    CHECK(r.type == '$' && r.n == 0, "INFO nosuch: empty: %s", show(&r));
+    reply_free(&r);
+
+    CMD(&c, &r, "SET", "info-key", "v");
+    reply_free(&r);
+    info_expect(&c, 0, NULL, INFO_ALL, 1);
+    info_expect(&c, 1, (const char *[]){"keyspace"}, 1u << 5, 1);
+    CMD(&c, &r, "INFO");
+    snprintf(port, sizeof port, "%d", s->port);
+    const char *want[][2] = {{"server", "pmtx-kvstore"}, {"engine", engine},
+                             {"io_mode", "epoll"},       {"ack", "sync"},
+                             {"tcp_port", port},         {"aof_enabled", "0"},
+                             {"db0", "keys=1,expires=0,avg_ttl=0"}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        char *v = info_value(&r, want[i][0]);
+        CHECK(v && !strcmp(v, want[i][1]), "INFO %s: want %s, got %s", want[i][0], want[i][1],
+              v ? v : "(none)");
+        free(v);
+    }
+    /* the counters are decimal numbers */
+    for (size_t f = 0; f < 12 && info_layout[4].fields[f]; f++) {
+        char *v = info_value(&r, info_layout[4].fields[f]);
+        CHECK(v && *v && strspn(v, "0123456789") == strlen(v), "INFO %s: %s",
+              info_layout[4].fields[f], v ? v : "(none)");
+        free(v);
+    }
+    reply_free(&r);
+    CMD(&c, &r, "DEL", "info-key");
+    reply_free(&r);
+    cli_close(&c);
+}
+
 static void test_errors(struct server *s)
 {
     struct cli c;
@@ -746,23 +902,20 @@ static void test_binary(struct server *s)
     cli_close(&c);
 }
 
-/* Many requests in one write, and one request split into 1-byte writes. */
 /* A counter of INFO stats (`name:value`), or UINT64_MAX if missing. */
 static uint64_t info_stat(struct cli *c, const char *name)
 {
     struct reply r;
     uint64_t v = UINT64_MAX;
-    if (!CMD(c, &r, "INFO", "stats") && r.type == '$') {
-        char key[64];
-        snprintf(key, sizeof key, "\n%s:", name);
-        const char *at = strstr(r.s, key);
-        if (at)
-            v = strtoull(at + strlen(key), NULL, 10);
-    }
+    char *s = CMD(c, &r, "INFO", "stats") ? NULL : info_value(&r, name);
+    if (s)
+        v = strtoull(s, NULL, 10);
+    free(s);
     reply_free(&r);
     return v;
 }
 
+/* Many requests in one write, and one request split into 1-byte writes. */
 static void test_pipeline(struct server *s)
 {
     enum { N = 2000 };
@@ -1099,6 +1252,7 @@ static int run_proto(const char *bin)
         return 1;
     }
     test_basics(&s);
+    test_info(&s);
     test_errors(&s);
     test_binary(&s);
     test_pipeline(&s);
