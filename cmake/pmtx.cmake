@@ -63,6 +63,7 @@ function(pmtx_engine name)
   endif()
   # relocatable: the prefix is found from where the .pc file lies
   file(RELATIVE_PATH PC_UP ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+  string(REGEX REPLACE "/$" "" PC_UP "${PC_UP}")
   set(PC_ENGINE ${name})
   configure_file(${PROJECT_SOURCE_DIR}/cmake/txn.pc.in
                  ${PROJECT_BINARY_DIR}/pkgconfig/txn-${name}.pc @ONLY)
@@ -85,7 +86,8 @@ macro(pmtx_engine_vars)
 endmacro()
 
 # pmtx_program(NAME SOURCES src... [ENGINES e...] [LIBS l...]):
-# build/bin/NAME-<engine> for each engine, from one source.
+# build/bin/NAME-<engine> for each engine, from one source, which sees the
+# engine it is linked with as PMTX_LINKED_ENGINE (a string).
 function(pmtx_program name)
   cmake_parse_arguments(A "" "" "SOURCES;ENGINES;LIBS" ${ARGN})
   if(NOT A_ENGINES)
@@ -95,6 +97,7 @@ function(pmtx_program name)
     if(engine IN_LIST PMTX_ENGINES)
       add_executable(${name}-${engine} ${A_SOURCES})
       target_link_libraries(${name}-${engine} PRIVATE txn-${engine} ${A_LIBS})
+      target_compile_definitions(${name}-${engine} PRIVATE PMTX_LINKED_ENGINE="${engine}")
     endif()
   endforeach()
 endfunction()

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# install.sh BUILD_DIR SOURCE_DIR: install the build into a temporary
+# prefix, then build the README's first program (its first C block)
+# against every engine there, through pkg-config and through CMake's
+# find_package(pmtx), and run it twice: the counter must persist.
+set -euo pipefail
+build=$1 src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+cmake --install "$build" --prefix "$prefix" >/dev/null
+awk '/^```c$/ {on = 1; next} on && /^```$/ {exit} on' "$src/README.md" > "$tmp/first.c"
+grep -q 'int main' "$tmp/first.c" || { echo "FAIL: no first program in README.md"; exit 1; }
+libdir=$(dirname "$(find "$prefix" -name 'pkgconfig' -type d | head -n 1)")
+export TXN_POOL_DIR=$tmp LD_LIBRARY_PATH=$libdir PKG_CONFIG_PATH=$libdir/pkgconfig
+
+runs_twice() { # NAME BINARY ENGINE
+    rm -f "$tmp/counter.pool"
+    local out1 out2
+    out1=$("$2") && out2=$("$2") || { echo "FAIL: $1 exited nonzero"; exit 1; }
+    [ "$out1" = "run 1 on $3" ] && [ "$out2" = "run 2 on $3" ] ||
+        { echo "FAIL: $1 printed '$out1' then '$out2'"; exit 1; }
+    echo "ok: $1"
+}
+
+mkdir -p "$tmp/cm"
+cat > "$tmp/cm/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.18)
+project(first C)
+find_package(pmtx REQUIRED)
+foreach(engine IN LISTS pmtx_ENGINES)
+  add_executable(first-${engine} ../first.c)
+  target_link_libraries(first-${engine} PRIVATE pmtx::${engine})
+endforeach()
+CM
+cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$tmp/cm/build" >/dev/null
+while read -r engine; do
+    # shellcheck disable=SC2046
+    cc -std=c11 -Wall -Werror -o "$tmp/first-$engine" "$tmp/first.c" \
+        $(pkg-config --cflags --libs "txn-$engine")
+    runs_twice "pkg-config txn-$engine" "$tmp/first-$engine" "$engine"
+    runs_twice "find_package pmtx::$engine" "$tmp/cm/build/first-$engine" "$engine"
+done < "$build/engines.txt"
