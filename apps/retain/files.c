@@ -12,12 +12,11 @@ static char g_files[POOL_FILES][512];
 
 int pool_files_init(void)
 {
-    const char *dir = getenv("TXN_POOL_DIR") ? getenv("TXN_POOL_DIR") : "/dev/shm";
     for (int f = 0; f < POOL_FILES; f++) {
-        int n = snprintf(g_files[f], sizeof g_files[f], "%s/retain-%s-%d-%s.pool", dir,
-                         txn_engine_name(), (int)getpid(), file_role[f]);
-        if (n < 0 || (size_t)n >= sizeof g_files[f])
-            return TXN_E_INVAL;
+        char name[128];
+        snprintf(name, sizeof name, "retain-%s-%d-%s.pool", txn_engine_name(), (int)getpid(),
+                 file_role[f]);
+        TRY(txn_pool_path(name, g_files[f], sizeof g_files[f]));
     }
     return 0;
 }

@@ -188,8 +188,8 @@ txn_migration migration_step(struct migration *g);
 
 enum pool_file { POOL_ORIG, POOL_WORK, POOL_WORK2, POOL_WORK3, POOL_FILES };
 
-/* Names the files of this process, in $TXN_POOL_DIR (default /dev/shm);
- * TXN_E_INVAL if a name does not fit. */
+/* Names the files of this process, in $TXN_POOL_DIR (default /dev/shm:
+ * txn_pool_path); TXN_E_INVAL if a name does not fit. */
 int pool_files_init(void);
 const char *pool_file(enum pool_file f);
 void pool_files_remove(void);
