@@ -68,12 +68,11 @@ static void retain_copy(const struct row *w, double *t, struct measure *m)
 }
 
 /* Run r, one program after the other on the work file made anew in
- * place: the same memory under every program. */
+ * place: the same memory under every program. Each runs even on an empty
+ * input (the sweep's 0.1% at N < 500): P-Retain migrates all the same. */
 static void run_in_turn(const struct row *w, unsigned r, struct prog pg[PROGS], double *t_retain,
                         struct measure *m)
 {
-    if (!w->n)
-        return;
     for (unsigned i = 0; i < w->np; i++) {
         unsigned q = (i + r) % w->np;
         if (q == MANUAL)
