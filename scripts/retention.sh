@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# retention.sh - the persistent data retention evaluation (bench/retain.c,
+# retention.sh - the persistent data retention evaluation (apps/retain/,
 # txn_layout.h): manual migration against lazily extendible structs on the
 # hash table, the B-tree of order 8 and the 4-level skip list, Layout-Change
 # and Layout-Add, inputs INS, DEL and RAND, then the working-set sweep
