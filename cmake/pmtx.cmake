@@ -1,8 +1,9 @@
 # pmtx.cmake - how engines and programs are declared.
 #
-# pmtx_engine(NAME SOURCES src... [PERSISTENT] [OWN_POOL] [LIBS lib...]
+# pmtx_engine(SOURCES src... [PERSISTENT] [OWN_POOL] [LIBS lib...]
 #             [EXPORTS map] [HEADERS h...] [CRASHSIM_ARGS arg...])
-#   Called by an engine folder's CMakeLists.txt: builds libtxn-NAME (the
+#   Called by an engine folder's CMakeLists.txt; the folder's name is the
+#   engine's name, NAME below. Builds libtxn-NAME (the
 #   runtime, pmtx's pool format unless OWN_POOL, the retention layer and
 #   SOURCES), its pkg-config file and its CMake target pmtx::NAME, and
 #   records the engine for the programs, tests and crash simulator:
@@ -12,10 +13,11 @@
 #   only), HEADERS (public headers it installs beside txn.h),
 #   CRASHSIM_ARGS (what its crash-simulator campaigns add). A barriers.h in
 #   the folder is its barrier formula (tests/barrier_counts.c).
-function(pmtx_engine name)
+function(pmtx_engine)
   cmake_parse_arguments(A "PERSISTENT;OWN_POOL" "EXPORTS"
                         "SOURCES;LIBS;HEADERS;CRASHSIM_ARGS" ${ARGN})
   set(dir ${CMAKE_CURRENT_SOURCE_DIR})
+  get_filename_component(name ${dir} NAME)
   list(TRANSFORM A_SOURCES PREPEND ${dir}/)
   if(NOT A_EXPORTS)
     set(A_EXPORTS ${PROJECT_SOURCE_DIR}/txn/exports.map)
