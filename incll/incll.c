@@ -1096,71 +1096,110 @@ struct failed_rec {
     struct log_rec *r;
 };
 
-/* Returns the number of data records restored, their bytes in *bytes. The
- * log's headers (records scattered over megabytes) are read in one pass,
- * which lists the failed epochs' records; the parts are made from that
- * list. */
-static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *bytes)
+/* The failed epochs' records of a log of n: the data records from the
+ * front of f (nd of them, addresses in [lo, hi]), the allocation records
+ * from the back (f[na..n)), each group in the log's order. */
+struct failed_list {
+    struct failed_rec *f;
+    size_t n, nd, na;
+    uint64_t lo, hi;
+};
+
+/* The one pass over the log's headers (records scattered over megabytes). */
+static void list_failed(txn_pool *p, struct log_rec **r, struct failed_list *l)
 {
-    struct restore_part q[RESTORE_PARTS] = {{0}};
-    unsigned nt = par_threads(n, RESTORE_PER_THREAD, RESTORE_THREADS);
-    struct failed_rec *f = malloc((n ? n : 1) * sizeof *f);
-    struct log_rec **mine = malloc((n ? n : 1) * sizeof *mine);
-    uint64_t lo = UINT64_MAX, hi = 0;
-    size_t nd = 0, na = n; /* data records from the start, allocation ones from the end */
-    for (size_t i = 0; f && i < n; i++) {
+    l->nd = 0;
+    l->na = l->n;
+    l->lo = UINT64_MAX;
+    l->hi = 0;
+    for (size_t i = 0; i < l->n; i++) {
         if (!is_failed(p->hdr->eng_words, r[i]->version))
             continue;
         if (r[i]->type == LOG_DATA) {
-            f[nd++] = (struct failed_rec){r[i]->addr, r[i]};
-            lo = r[i]->addr < lo ? r[i]->addr : lo;
-            hi = r[i]->addr > hi ? r[i]->addr : hi;
+            l->f[l->nd++] = (struct failed_rec){r[i]->addr, r[i]};
+            l->lo = r[i]->addr < l->lo ? r[i]->addr : l->lo;
+            l->hi = r[i]->addr > l->hi ? r[i]->addr : l->hi;
         } else if (r[i]->type == LOG_ALLOC || r[i]->type == LOG_FREE) {
-            f[--na] = (struct failed_rec){0, r[i]};
+            l->f[--l->na] = (struct failed_rec){0, r[i]};
         }
     }
-    if (!f || !mine)
-        nt = 1;
-    unsigned np = nt > 1 ? 8 * nt : 1;
-    /* part k: the records in the k-th of np equal address ranges, in the
-     * log's order, one part after another in `mine` */
-    uint64_t span = nd ? (hi - lo) / np + 1 : 1;
+}
+
+/* Part k: the data records in the k-th of np equal address ranges, in
+ * the log's order, one part after another in `mine`. */
+static void make_parts(const struct failed_list *l, unsigned np, struct log_rec **mine,
+                       struct restore_part *q)
+{
+    uint64_t span = l->nd ? (l->hi - l->lo) / np + 1 : 1;
     size_t at[RESTORE_PARTS + 1] = {0};
-    for (size_t i = 0; f && mine && i < nd; i++)
-        at[(f[i].addr - lo) / span + 1]++;
-    for (unsigned k = 0; f && mine && k < np; k++) {
+    for (size_t i = 0; i < l->nd; i++)
+        at[(l->f[i].addr - l->lo) / span + 1]++;
+    for (unsigned k = 0; k < np; k++) {
         at[k + 1] += at[k];
         q[k].r = mine + at[k];
     }
-    for (size_t i = 0; f && mine && i < nd; i++) {
-        struct restore_part *part = &q[(f[i].addr - lo) / span];
-        part->r[part->n++] = f[i].r;
+    for (size_t i = 0; i < l->nd; i++) {
+        struct restore_part *part = &q[(l->f[i].addr - l->lo) / span];
+        part->r[part->n++] = l->f[i].r;
     }
-    if (f && mine)
-        par_run(restore_range, q, sizeof q[0], np, nt);
-    for (size_t i = 0; !(f && mine) && i < n; i++) /* no room for lists: one by one */
+}
+
+/* No memory for the lists: the failed data records one by one, in the
+ * opening thread. */
+static void restore_in_order(txn_pool *p, struct log_rec **r, size_t n, struct restore_part *q)
+{
+    for (size_t i = 0; i < n; i++)
         if (failed_data(p, r[i])) {
             struct restore_part one = {&r[i], 1, 0, 0};
             restore_range(&one);
-            q[0].count += one.count;
-            q[0].bytes += one.bytes;
+            q->count += one.count;
+            q->bytes += one.bytes;
         }
+}
+
+/* I4: a FREE-only block was allocated at the epoch's start, one with an
+ * ALLOC was free: all sets first, then all clears, each in the log's
+ * order (from the list when there is one). */
+static void undo_allocs(txn_pool *p, struct log_rec **r, const struct failed_list *l)
+{
+    size_t n = l->f ? l->n - l->na : l->n;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < n; k++) {
+            struct log_rec *a = l->f ? l->f[l->n - 1 - k].r : r[k];
+            if (a->type == (pass ? LOG_ALLOC : LOG_FREE) &&
+                is_failed(p->hdr->eng_words, a->version))
+                tx_undo_alloc_rec(p, a);
+        }
+}
+
+/* Returns the number of data records restored, their bytes in *bytes:
+ * the failed epochs' records listed in one pass, their data restored by
+ * address range in parallel, then their allocations undone. */
+static uint64_t restore(txn_pool *p, struct log_rec **r, size_t n, uint64_t *bytes)
+{
+    struct restore_part q[RESTORE_PARTS] = {{0}};
+    struct failed_list l = {malloc((n ? n : 1) * sizeof *l.f), n, 0, 0, 0, 0};
+    struct log_rec **mine = malloc((n ? n : 1) * sizeof *mine);
+    unsigned np = 1;
+    if (l.f && mine) {
+        list_failed(p, r, &l);
+        unsigned nt = par_threads(n, RESTORE_PER_THREAD, RESTORE_THREADS);
+        np = nt > 1 ? 8 * nt : 1;
+        make_parts(&l, np, mine, q);
+        par_run(restore_range, q, sizeof q[0], np, nt);
+    } else {
+        free(l.f);
+        l.f = NULL;
+        restore_in_order(p, r, n, &q[0]);
+    }
     uint64_t count = 0;
     *bytes = 0;
     for (unsigned k = 0; k < np; k++) {
         count += q[k].count;
         *bytes += q[k].bytes;
     }
-    /* I4: a FREE-only block was allocated at the epoch's start, one with an
-     * ALLOC was free: all sets first, then all clears */
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t k = 0; k < (f ? n - na : n); k++) { /* in the log's order */
-            struct log_rec *a = f ? f[n - 1 - k].r : r[k];
-            if (a->type == (pass ? LOG_ALLOC : LOG_FREE) &&
-                is_failed(p->hdr->eng_words, a->version))
-                tx_undo_alloc_rec(p, a);
-        }
-    free(f);
+    undo_allocs(p, r, &l);
+    free(l.f);
     free(mine);
     return count;
 }
