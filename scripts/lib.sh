@@ -30,3 +30,17 @@ build() {
     cmake -S . -B "$dir" -DPMTX_WERROR=ON "$@" >/dev/null
     cmake --build "$dir" -j"$(nproc)" ${BUILD_TARGET:+--target "$BUILD_TARGET"} >/dev/null
 }
+
+# built_engines DIR [engine...]: the engines the build in DIR has (its
+# engines.txt, written by CMake), those named first in their order.
+built_engines() {
+    local dir=$1 e have
+    shift
+    have=" $(tr '\n' ' ' <"$dir/engines.txt") "
+    for e in "$@"; do
+        [[ $have == *" $e "* ]] && printf '%s ' "$e"
+    done
+    for e in $have; do
+        [[ " $* " == *" $e "* ]] || printf '%s ' "$e"
+    done
+}

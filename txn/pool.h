@@ -50,7 +50,8 @@ struct pool_hdr {
     uint64_t root;             /* address of the root object */
     uint64_t root_size;        /* its payload bytes */
     uint64_t layout_rec;       /* address of the layout record object
-                                  (txn/layout.c), made with the root */
+                                  (layout/layout.c): the meta object,
+                                  txn_meta_root(), made with the root */
     uint64_t checksum;         /* csum64 of every byte before this field */
     /* mutable, not checksummed: */
     uint64_t boot;             /* opens so far; tags volatile-only fields

@@ -1,5 +1,5 @@
 /* sim_pmdk.c - the crash simulator's side of the pmdk engine: its pool is
- * a libpmemobj pool file, followed by the diff model (txn/trace_diff.c),
+ * a libpmemobj pool file, followed by the diff model (trace_diff.c),
  * and the allocator oracle reads PMDK's own heap (pmemobj_first/next). */
 #include <libpmem.h>
 #include <stdio.h>

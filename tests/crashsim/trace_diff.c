@@ -1,7 +1,8 @@
 /* trace_diff.c - trace.h for an engine whose stores cannot be traced: the
  * pmdk engine, where libpmemobj writes its pool with plain stores and only
- * its flushes and drains (libpmem's functions, which baseline/pmdk.c
- * defines) reach the persist layer. The stores are inferred from memory.
+ * its flushes and drains (libpmem's functions, which
+ * baseline/pmdk/pmdk_libpmem.c defines) reach the persist layer. The
+ * stores are inferred from memory.
  *
  * The model keeps the persisted contents of the region. A flush saves the
  * lines it covers as they are in memory at that moment; a fence by the
@@ -14,7 +15,7 @@
  * no order among stores not yet flushed and fenced. Every store is seen as
  * memory, so none goes untraced: trace_audit reports 0.
  *
- * Events are the traced stores of pm_store helpers (baseline/pmdk.c copies
+ * Events are the traced stores of pm_store helpers (pmdk_libpmem.c copies
  * with them), flushes and fences. A region attached with its persisted
  * contents (a pool about to be opened and recovered) is mapped where mmap
  * puts it: it is located at the first flush, as the mapping holding the
