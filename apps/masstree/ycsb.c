@@ -389,50 +389,43 @@ static void parse(int argc, char **argv)
     }
 }
 
-int main(int argc, char **argv)
+/* the pool of a run on txn.h, under a name of this process (path) */
+static void make_pool(const char *engine, char *path, size_t cap)
 {
-    parse(argc, argv);
-    const char *engine = txn_engine_name();
-    /* none keeps nothing: its line is the transient tree (MT+) */
-    int transient = !strcmp(engine, "none");
-    char path[256] = "";
-    printf("# engine %s pdom %d (%u ns) flush %s storage %s\n", engine, txn_pdom(),
-           txn_pdom_ns(), txn_flush_name(), transient ? "transient" : ycsb_store.name);
-    if (cfg.crash_logged)
-        return crash_recovery(engine);
-    if (!transient) {
-        size_t inserts = cfg.workload == 'e' ? cfg.ops * (size_t)cfg.threads / 15 : 0;
-        txn_pool_opts po = {.size = ((size_t)128 << 20) + (cfg.keys + inserts) * 64,
-                            .threads = (unsigned)cfg.threads + 1};
-        po.size += vals_pool_bytes(cfg.keys + cfg.ops * (size_t)cfg.threads);
-        snprintf(path, sizeof path, "ycsb-%s-%d.pool", engine, (int)getpid());
-        int rc = txn_pool_create(path, "pmtx-ycsb", &po, &pool);
-        if (rc)
-            fail("pool create", rc);
-        snprintf(made_pool, sizeof made_pool, "%s", path);
-    }
-    mt_opts mo = {.pool = pool, .batch = cfg.batch};
-    int rc = mt_create(&mo, &tree);
+    size_t inserts = cfg.workload == 'e' ? cfg.ops * (size_t)cfg.threads / 15 : 0;
+    txn_pool_opts po = {.size = ((size_t)128 << 20) + (cfg.keys + inserts) * 64,
+                        .threads = (unsigned)cfg.threads + 1};
+    po.size += vals_pool_bytes(cfg.keys + cfg.ops * (size_t)cfg.threads);
+    snprintf(path, cap, "ycsb-%s-%d.pool", engine, (int)getpid());
+    int rc = txn_pool_create(path, "pmtx-ycsb", &po, &pool);
     if (rc)
-        fail("create", rc);
-    if (cfg.zipf)
-        zipf_init(cfg.keys);
+        fail("pool create", rc);
+    snprintf(made_pool, sizeof made_pool, "%s", path);
+}
+
+/* Load the keys; seconds. The load is durable before the run: on incll,
+ * the global flush of the load's epoch (every line the load wrote) would
+ * otherwise land in the run's first epoch, on its memory bandwidth
+ * (docs/masstree.md, "The load's epoch"). */
+static double load(void)
+{
+    int rc;
     load_vals = vals_dram(cfg.keys);
     double t0 = now();
     load_keys(load_thread);
-    /* the load is durable before the run: on incll, the global flush of
-     * the load's epoch (every line the load wrote) would otherwise land
-     * in the run's first epoch, on its memory bandwidth
-     * (docs/masstree.md, "The load's epoch") */
     if (pool && (rc = txn_sync(pool)))
         fail("sync", rc);
-    double load_s = now() - t0;
+    return now() - t0;
+}
 
-    struct worker w[cfg.threads];
+/* The run's threads (w[cfg.threads]); seconds from the first one's start
+ * to the last one's end. */
+static double run(struct worker *w)
+{
+    pthread_t th[cfg.threads];
     for (int t = 0; t < cfg.threads; t++)
         w[t] = (struct worker){.id = t, .vals = vals_dram(cfg.ops)};
     pthread_barrier_init(&start_line, NULL, (unsigned)cfg.threads + 1);
-    pthread_t th[cfg.threads];
     for (int t = 0; t < cfg.threads; t++)
         if (pthread_create(&th[t], NULL, run_thread, &w[t]))
             fail("pthread_create", TXN_E_NOMEM);
@@ -443,23 +436,67 @@ int main(int argc, char **argv)
         first = t && first < w[t].start ? first : w[t].start;
         last = last > w[t].end ? last : w[t].end;
     }
-    double run_s = last - first;
-    double total = (double)cfg.ops * cfg.threads, mops = total / run_s / 1e6;
+    return last - first;
+}
 
+/* --restart: close tree and pool, open them again; seconds */
+static double restart(const char *path, mt_opts *mo)
+{
+    int rc;
+    mt_close(tree);
+    txn_pool_close(pool);
+    double t0 = now();
+    if ((rc = txn_pool_open(path, "pmtx-ycsb", &pool)))
+        fail("pool open", rc);
+    mo->pool = pool;
+    if ((rc = mt_open(mo, &tree)))
+        fail("rebuild", rc);
+    return now() - t0;
+}
+
+/* --op-times: the "# op times" line, and the JSON fields into extra */
+static size_t op_times_report(char *extra, size_t cap)
+{
+    size_t xn = 0;
+    printf("# op times (mean, each timed by two clock reads):");
+    for (int i = 0; i < OP_KINDS; i++) {
+        if (!s_op_n[i])
+            continue;
+        double ns = (double)s_op_ns[i] / (double)s_op_n[i];
+        printf(" %s %.1f ns (%llu)", op_name[i], ns, (unsigned long long)s_op_n[i]);
+        xn += (size_t)snprintf(extra + xn, cap - xn, ",\"%s_ns\":%.1f", op_name[i], ns);
+    }
+    printf("\n");
+    return xn;
+}
+
+int main(int argc, char **argv)
+{
+    parse(argc, argv);
+    const char *engine = txn_engine_name();
+    /* none keeps nothing: its line is the transient tree (MT+) */
+    int transient = !strcmp(engine, "none");
+    const char *storage = transient ? "transient" : ycsb_store.name;
+    char path[256] = "";
+    printf("# engine %s pdom %d (%u ns) flush %s storage %s\n", engine, txn_pdom(),
+           txn_pdom_ns(), txn_flush_name(), storage);
+    if (cfg.crash_logged)
+        return crash_recovery(engine);
+    if (!transient)
+        make_pool(engine, path, sizeof path);
+    mt_opts mo = {.pool = pool, .batch = cfg.batch};
+    int rc = mt_create(&mo, &tree);
+    if (rc)
+        fail("create", rc);
+    if (cfg.zipf)
+        zipf_init(cfg.keys);
+    double load_s = load();
+    struct worker w[cfg.threads];
+    double run_s = run(w);
+    double total = (double)cfg.ops * cfg.threads, mops = total / run_s / 1e6;
     mt_stats ms; /* before a restart: the rebuilt tree counts no splits */
     mt_stats_get(tree, &ms);
-    double restart_s = 0;
-    if (cfg.restart && pool) {
-        mt_close(tree);
-        txn_pool_close(pool);
-        t0 = now();
-        if ((rc = txn_pool_open(path, "pmtx-ycsb", &pool)))
-            fail("pool open", rc);
-        mo.pool = pool;
-        if ((rc = mt_open(&mo, &tree)))
-            fail("rebuild", rc);
-        restart_s = now() - t0;
-    }
+    double restart_s = cfg.restart && pool ? restart(path, &mo) : 0;
     int bad = cfg.check ? check() : 0;
     printf("ycsb-%s %c %s: %zu keys, %d threads x %zu ops: %.3f Mops/s "
            "(load %.2f s, run %.2f s; %.2f barriers/op)%s%s\n",
@@ -471,30 +508,18 @@ int main(int argc, char **argv)
         printf("# restart: pool open and tree rebuild %.3f s for %llu nodes\n", restart_s,
                (unsigned long long)(ms.leaves + ms.inodes));
     char extra[768] = "";
-    size_t xn = 0;
-    if (cfg.op_times) {
-        printf("# op times (mean, each timed by two clock reads):");
-        for (int i = 0; i < OP_KINDS; i++) {
-            if (!s_op_n[i])
-                continue;
-            double ns = (double)s_op_ns[i] / (double)s_op_n[i];
-            printf(" %s %.1f ns (%llu)", op_name[i], ns, (unsigned long long)s_op_n[i]);
-            xn += (size_t)snprintf(extra + xn, sizeof extra - xn, ",\"%s_ns\":%.1f", op_name[i],
-                                   ns);
-        }
-        printf("\n");
-    }
+    size_t xn = cfg.op_times ? op_times_report(extra, sizeof extra) : 0;
     xn += store_stats_report(extra + xn, sizeof extra - xn, total);
     printf("{\"engine\":\"%s\",\"storage\":\"%s\",\"workload\":\"%c\",\"dist\":\"%s\","
            "\"keys\":%zu,\"threads\":%d,\"ops\":%.0f,\"mops\":%.4f,\"load_s\":%.3f,"
            "\"run_s\":%.3f,\"pdom\":%d,\"barriers_per_op\":%.3f,\"lines_per_op\":%.3f,"
            "\"log_bytes_per_op\":%.1f,\"found\":%llu,\"leaves\":%llu,\"inodes\":%llu,"
            "\"splits\":%llu,\"restart_s\":%.4f%s}\n",
-           engine, transient ? "transient" : ycsb_store.name, cfg.workload, cfg.zipf ? "zipf" : "uniform",
-           cfg.keys, cfg.threads, total, mops, load_s, run_s, txn_pdom(),
-           (double)s_barriers / total, (double)s_lines / total, (double)s_logbytes / total,
-           (unsigned long long)s_found, (unsigned long long)ms.leaves,
-           (unsigned long long)ms.inodes, (unsigned long long)ms.splits, restart_s, extra);
+           engine, storage, cfg.workload, cfg.zipf ? "zipf" : "uniform", cfg.keys, cfg.threads,
+           total, mops, load_s, run_s, txn_pdom(), (double)s_barriers / total,
+           (double)s_lines / total, (double)s_logbytes / total, (unsigned long long)s_found,
+           (unsigned long long)ms.leaves, (unsigned long long)ms.inodes,
+           (unsigned long long)ms.splits, restart_s, extra);
     mt_close(tree);
     for (int t = 0; t < cfg.threads; t++)
         free(w[t].vals);

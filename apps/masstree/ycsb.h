@@ -64,9 +64,9 @@ extern const struct ycsb_store ycsb_store;
 size_t vals_pool_bytes(size_t n);
 /* DRAM for n value buffers (NULL: they are in the pool). */
 char *vals_dram(size_t n);
-/* A new value buffer, filled with `fill` and used once: buffer i of
- * dram, or the next of the thread's in the pool. */
-char *new_val(char *dram, size_t i, int fill);
+/* static inline char *new_val(char *dram, size_t i, int fill): a new
+ * value buffer, filled with `fill` and used once: buffer i of dram, or
+ * the next of the thread's in the pool (the store's ycsb_vals.h). */
 /* The store's counters: reset by each run thread at its start, added up
  * at its end (first: the thread that adds process-wide ones), then
  * printed as one "# " line and appended to the JSON line's fields in
@@ -76,5 +76,7 @@ void store_stats_add(int first);
 size_t store_stats_report(char *extra, size_t cap, double ops);
 /* --crash-recovery (ycsb_store.crash_recovery): 0 when recovery checked */
 int crash_recovery(const char *engine);
+
+#include "ycsb_vals.h"
 
 #endif

@@ -28,26 +28,11 @@ char *vals_dram(size_t n)
     return NULL;
 }
 
-/* Value buffers in the pool: each thread fills buffers in a block
- * allocated in the current epoch (incll_epoch), in a transaction of that
- * epoch, so the epoch's global flush writes the bytes back and a crash in
- * it frees the block; the tree's pointer to a buffer changes in the same
- * epoch or a later one. A new block when the epoch moved on (a block of an
- * earlier epoch would have to be logged) or when it is full. VAL_BATCH
- * buffers are filled in one transaction (as if each were written in its
- * put's), handed out one by one. Buffers are 16-byte aligned: a value
- * InCLL saves only such pointers. Old buffers are not reused (the pool is
- * sized for the run). */
 #define VAL_BLOCK 16376 /* the largest small block: 16 KiB with its tag */
 #define VAL_BATCH 64
-static __thread struct {
-    char *next, *lim; /* filled, not handed out */
-    char *end;        /* of the block */
-    uint64_t epoch;   /* of the block */
-    unsigned fill;
-} t_vals;
+__thread struct vals t_vals;
 
-static void fill_vals(void)
+void fill_vals(void)
 {
     txn *tx;
     txn_obj *o;
@@ -72,16 +57,6 @@ static void fill_vals(void)
     t_vals.lim = t_vals.next + n * VAL_BYTES;
     if ((rc = txn_commit(tx)))
         fail("value", rc);
-}
-
-char *new_val(char *dram, size_t i, int fill)
-{
-    (void)dram, (void)i, (void)fill;
-    if (t_vals.next == t_vals.lim)
-        fill_vals();
-    char *v = t_vals.next;
-    t_vals.next += VAL_BYTES;
-    return v;
 }
 
 /* ---- the InCLL counters */
@@ -238,11 +213,10 @@ static void crash_child(const char *path, int fd)
     exit(1);
 }
 
-int crash_recovery(const char *engine)
+/* Fork the child that crashes (crash_child) and take its report: 0, or
+ * 1 if it did not report and die as planned. */
+static int crash_fork(const char *path, struct crash_report *r)
 {
-    char path[256];
-    snprintf(path, sizeof path, "ycsb-%s-crash-%d.pool", engine, (int)getpid());
-    snprintf(made_pool, sizeof made_pool, "%s", path); /* by the child */
     int fds[2];
     if (pipe(fds))
         fail("pipe", TXN_E_NOMEM);
@@ -255,71 +229,116 @@ int crash_recovery(const char *engine)
         crash_child(path, fds[1]);
     }
     close(fds[1]);
-    struct crash_report r;
-    int st = 0, got = read(fds[0], &r, sizeof r) == (ssize_t)sizeof r;
+    int st = 0, got = read(fds[0], r, sizeof *r) == (ssize_t)sizeof *r;
     waitpid(pid, &st, 0);
     if (!got || !WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
         fprintf(stderr, "ycsb: the crashing child did not report and die as planned\n");
-        pool_unlink(path);
         return 1;
     }
-    /* the restart: pool (the external log's replay), tree, first get */
+    return 0;
+}
+
+/* The restart's times (s), from the pool's open: wall clock, and CPU
+ * time of this thread too (its page faults included: what the restart
+ * costs when other processes share the cores). */
+struct restart_times {
+    double pool, tree, first, all; /* after the open, tree, first get, every key */
+    double cpu_pool, cpu_first;
+    uint64_t nodes;
+    int bad;
+};
+
+/* The restart: pool (the external log's replay), tree, first get; then
+ * every node at its first access: all keys back at their loaded values. */
+static void crash_restart(const char *path, struct restart_times *rt)
+{
     mt_opts mo = {0};
     uint64_t v = 0;
     uint8_t k[8];
-    /* CPU time of this thread too (its page faults included): what the
-     * restart costs when other processes share the cores */
     double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID), t0 = now();
     int rc = txn_pool_open(path, "pmtx-ycsb", &pool);
     if (rc)
         fail("pool open", rc);
-    double t1 = now(), c1 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+    rt->pool = now() - t0;
+    rt->cpu_pool = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
     mo.pool = pool;
     if ((rc = mt_open(&mo, &tree)))
         fail("tree open", rc);
-    double t2 = now();
+    rt->tree = now() - t0;
     key_of(cfg.keys / 2, k);
     rc = mt_get(tree, k, 8, &v);
-    double t3 = now(), c3 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-    int bad = rc != 0 || v != crash_val(cfg.keys / 2);
-    /* every node at its first access: all keys back at their loaded values */
-    for (size_t i = 0; i < cfg.keys && !bad; i++) {
+    rt->first = now() - t0;
+    rt->cpu_first = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+    rt->bad = rc != 0 || v != crash_val(cfg.keys / 2);
+    for (size_t i = 0; i < cfg.keys && !rt->bad; i++) {
         key_of(i, k);
         if (mt_get(tree, k, 8, &v) || v != crash_val(i)) {
             fprintf(stderr, "ycsb: key %zu: not its loaded value after recovery\n", i);
-            bad = 1;
+            rt->bad = 1;
         }
     }
     size_t n = 0;
     mt_scan(tree, NULL, 0, (size_t)-1, count_cb, &n);
-    bad |= n != cfg.keys;
-    double t4 = now();
+    rt->bad |= n != cfg.keys;
+    rt->all = now() - t0;
     mt_stats ms;
     mt_stats_get(tree, &ms);
+    rt->nodes = ms.leaves + ms.inodes;
     mt_close(tree);
     txn_pool_close(pool);
-    double t5 = now(); /* a clean open of the same pool, for comparison */
-    if ((rc = txn_pool_open(path, "pmtx-ycsb", &pool)))
+}
+
+/* a clean open of the same pool, for comparison (s) */
+static double clean_open(const char *path)
+{
+    double t0 = now();
+    int rc = txn_pool_open(path, "pmtx-ycsb", &pool);
+    if (rc)
         fail("pool open", rc);
-    double clean = now() - t5;
+    double s = now() - t0;
     txn_pool_close(pool);
-    pool_unlink(path);
+    return s;
+}
+
+static void crash_print(const char *engine, const struct crash_report *r,
+                        const struct restart_times *rt, double clean)
+{
+    double pool_ms = rt->pool * 1e3, tree_ms = (rt->tree - rt->pool) * 1e3,
+           get_ms = (rt->first - rt->tree) * 1e3, first_ms = rt->first * 1e3,
+           all_ms = (rt->all - rt->first) * 1e3;
     printf("ycsb-%s recovery: %llu nodes logged in the failed epoch (%llu updates, %d threads, "
            "%.2f s) of %llu nodes; pool open (log replay) %.2f ms (clean open %.2f ms), "
            "tree open %.3f ms, first get %.3f ms: first operation %.2f ms after the restart "
            "(CPU %.2f ms, pool open %.2f); every node recovered and checked in %.0f ms%s\n",
-           engine, (unsigned long long)r.logged, (unsigned long long)r.ops, cfg.threads,
-           r.run_s, (unsigned long long)(ms.leaves + ms.inodes), (t1 - t0) * 1e3, clean * 1e3,
-           (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3, (c3 - c0) * 1e3, (c1 - c0) * 1e3,
-           (t4 - t3) * 1e3, bad ? " CHECK FAILED" : " (checked)");
+           engine, (unsigned long long)r->logged, (unsigned long long)r->ops, cfg.threads,
+           r->run_s, (unsigned long long)rt->nodes, pool_ms, clean * 1e3, tree_ms, get_ms,
+           first_ms, rt->cpu_first * 1e3, rt->cpu_pool * 1e3, all_ms,
+           rt->bad ? " CHECK FAILED" : " (checked)");
     printf("{\"engine\":\"%s\",\"test\":\"recovery\",\"keys\":%zu,\"threads\":%d,"
            "\"logged_nodes\":%llu,\"epoch_updates\":%llu,\"nodes\":%llu,"
            "\"recovery_ms\":%.3f,\"clean_open_ms\":%.3f,\"tree_open_ms\":%.4f,"
            "\"first_get_ms\":%.4f,\"first_op_ms\":%.3f,\"recovery_cpu_ms\":%.3f,"
            "\"first_op_cpu_ms\":%.3f,\"touch_all_ms\":%.1f,\"ok\":%s}\n",
-           engine, cfg.keys, cfg.threads, (unsigned long long)r.logged,
-           (unsigned long long)r.ops, (unsigned long long)(ms.leaves + ms.inodes),
-           (t1 - t0) * 1e3, clean * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3,
-           (c1 - c0) * 1e3, (c3 - c0) * 1e3, (t4 - t3) * 1e3, bad ? "false" : "true");
-    return bad;
+           engine, cfg.keys, cfg.threads, (unsigned long long)r->logged,
+           (unsigned long long)r->ops, (unsigned long long)rt->nodes, pool_ms, clean * 1e3,
+           tree_ms, get_ms, first_ms, rt->cpu_pool * 1e3, rt->cpu_first * 1e3, all_ms,
+           rt->bad ? "false" : "true");
+}
+
+int crash_recovery(const char *engine)
+{
+    char path[256];
+    struct crash_report r;
+    struct restart_times rt;
+    snprintf(path, sizeof path, "ycsb-%s-crash-%d.pool", engine, (int)getpid());
+    snprintf(made_pool, sizeof made_pool, "%s", path); /* by the child */
+    if (crash_fork(path, &r)) {
+        pool_unlink(path);
+        return 1;
+    }
+    crash_restart(path, &rt);
+    double clean = clean_open(path);
+    pool_unlink(path);
+    crash_print(engine, &r, &rt, clean);
+    return rt.bad;
 }

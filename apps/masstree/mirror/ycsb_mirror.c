@@ -2,7 +2,6 @@
  * transient tree): value buffers in DRAM, whose mirrors keep the pointers
  * only; no counters of its own; no crash-recovery run (ycsb.h). */
 #include <stdlib.h>
-#include <string.h>
 
 #include "ycsb.h"
 
@@ -19,14 +18,6 @@ char *vals_dram(size_t n)
     char *v = calloc(n, VAL_BYTES);
     if (!v)
         fail("buffers", TXN_E_NOMEM);
-    return v;
-}
-
-/* Buffer i of a thread's DRAM array (each used once, as in the pool). */
-char *new_val(char *dram, size_t i, int fill)
-{
-    char *v = dram + i * VAL_BYTES;
-    memset(v, fill, VAL_BYTES);
     return v;
 }
 
