@@ -397,7 +397,7 @@ static void new_root(struct op *o, struct node *n, struct node *r, uint64_t key,
     set_parent(r, q);
     node_set_root(o, n, 0);
     if (depth == 0) { /* no operation starts at q before it committed
-                       * (op_restore retires it; a reader reaches it
+                       * (op_put_back retires it; a reader reaches it
                        * from n by the parent pointer, as n is no root) */
         w_anchor(o, &q->h);
         root_at_commit(o, &q->h);
