@@ -357,6 +357,23 @@ int op_finish(struct op *o)
     return rc;
 }
 
+void op_made(struct op *o, struct node *n, int leaf)
+{
+    VSTORE(n, V_LOCKED | V_INSERTING | (leaf ? V_LEAF : 0));
+    op_hold(o, n);
+    if (o->nnew < OP_LOCKS)
+        o->made_new[o->nnew++] = n;
+}
+
+void op_drop_new(struct op *o)
+{
+    while (o->nnew > 0) {
+        struct node *n = o->made_new[--o->nnew];
+        op_unhold(o, n);
+        node_drop(o, n);
+    }
+}
+
 /* n leaves o's locks (it stays locked: a node o made, going away). */
 void op_unhold(struct op *o, struct node *n)
 {

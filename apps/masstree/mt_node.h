@@ -172,6 +172,12 @@ void op_hold(struct op *o, struct node *n); /* a new node, locked */
 int op_holds(struct op *o, struct node *n);
 void op_unhold(struct op *o, struct node *n); /* without unlocking it */
 void op_unlock(struct op *o, struct node *n); /* an unchanged node */
+/* n, new (a leaf or not), made by o: locked, held, and listed for
+ * op_drop_new and op_put_back */
+void op_made(struct op *o, struct node *n, int leaf);
+/* After a clean error (o->clean): the nodes o made go back (node_drop),
+ * never linked. */
+void op_drop_new(struct op *o);
 /* The first error of o's calls is kept (later ones are its consequences). */
 static inline void op_fail(struct op *o, int rc)
 {
@@ -185,6 +191,9 @@ int op_finish(struct op *o);
 
 /* A tree of opts (mt_tree.c), nothing in it yet. */
 mt_tree *tree_new(const mt_opts *opts);
+/* The same for a tree that needs a pool (mt_open; inpool: mt_create):
+ * 0 and *out, TXN_E_INVAL without opts->pool, or TXN_E_NOMEM. */
+int tree_new_pooled(const mt_opts *opts, mt_tree **out);
 /* Calls fn on every node below n (n included), children before parents,
  * each made ready first; stops at a node that is refused (node_err). */
 void tree_walk(struct node *n, void (*fn)(struct node *, void *), void *arg);

@@ -97,9 +97,10 @@ struct inode *inode_new(struct op *o);
 /* A new node's body, whole, to its object (nothing on inpool, whose PST
  * stores were the object's). */
 void w_image(struct op *o, struct node *n);
-/* After a clean error (o->clean): the nodes o allocated go back (their
- * objects with o's aborted transaction; inpool: freed in it). */
-void op_drop_new(struct op *o);
+/* A node o made and never linked, after a clean error (op_drop_new):
+ * back to the DRAM pool, its object with o's aborted transaction
+ * (mirror), or freed in o's transaction (inpool). */
+void node_drop(struct op *o, struct node *n);
 /* n (locked), about to be unlinked by o: its object is to be freed with
  * o's transaction. inpool frees it here, so that a full pool leaves n in
  * place; mirror at node_gone, after the remove's last write to it. */

@@ -26,6 +26,14 @@ mt_tree *tree_new(const mt_opts *opts)
     return t;
 }
 
+int tree_new_pooled(const mt_opts *opts, mt_tree **out)
+{
+    if (!opts->pool)
+        return TXN_E_INVAL;
+    *out = tree_new(opts);
+    return *out ? 0 : TXN_E_NOMEM;
+}
+
 void tree_walk(struct node *n, void (*fn)(struct node *, void *), void *arg)
 {
     if (!n)

@@ -344,24 +344,16 @@ static struct node *node_new(struct op *o, uint8_t kind)
         incll_store_shared(&w[off / 8], 0);
     }
     pst8((uint8_t *)n + NB_KIND, kind);
-    VSTORE(n, V_LOCKED | V_INSERTING | (kind == KIND_LEAF ? V_LEAF : 0));
-    op_hold(o, n);
-    if (o->nnew < OP_LOCKS)
-        o->made_new[o->nnew++] = n;
+    op_made(o, n, kind == KIND_LEAF);
     return n;
 }
 
-/* Never linked: freed in the operation's transaction, which commits
- * (op_finish). A free that fails leaves the error unclean. */
-void op_drop_new(struct op *o)
+/* Freed in the operation's transaction, which commits (op_finish). A
+ * free that fails leaves the error unclean. */
+void node_drop(struct op *o, struct node *n)
 {
-    while (o->nnew > 0) {
-        struct node *n = o->made_new[--o->nnew];
-        op_unhold(o, n);
-        int rc = txn_free(o->tx, node_obj(n));
-        if (rc)
-            o->clean = 0;
-    }
+    if (txn_free(o->tx, node_obj(n)))
+        o->clean = 0;
 }
 
 struct leaf *leaf_new(struct op *o)

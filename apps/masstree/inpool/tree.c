@@ -83,14 +83,13 @@ static int first_epoch(mt_tree *t)
 
 int mt_create(const mt_opts *opts, mt_tree **out)
 {
-    if (!opts->pool)
-        return TXN_E_INVAL; /* this build keeps its nodes in a pool */
-    mt_tree *t = tree_new(opts);
+    mt_tree *t;
     struct op o;
-    if (!t)
-        return TXN_E_NOMEM;
+    int rc = tree_new_pooled(opts, &t); /* this store keeps its nodes in a pool */
+    if (rc)
+        return rc;
     use_grace();
-    int rc = first_epoch(t);
+    rc = first_epoch(t);
     if (!rc)
         rc = op_begin(&o, t);
     if (rc) {
@@ -115,13 +114,12 @@ int mt_create(const mt_opts *opts, mt_tree **out)
 
 int mt_open(const mt_opts *opts, mt_tree **out)
 {
-    if (!opts->pool)
-        return TXN_E_INVAL;
-    mt_tree *t = tree_new(opts);
-    if (!t)
-        return TXN_E_NOMEM;
+    mt_tree *t;
+    int rc = tree_new_pooled(opts, &t);
+    if (rc)
+        return rc;
     use_grace();
-    int rc = first_epoch(t);
+    rc = first_epoch(t);
     txn *tx = NULL;
     txn_obj *h = NULL;
     if (!rc)

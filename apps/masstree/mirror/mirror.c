@@ -125,24 +125,16 @@ static struct node *node_new(struct op *o, uint64_t kind, size_t body)
         }
     }
     *word(n, 0) = kind;
-    atomic_store_explicit(&n->version,
-                          V_LOCKED | V_INSERTING | (kind == KIND_LEAF ? V_LEAF : 0),
-                          memory_order_relaxed);
-    op_hold(o, n);
-    if (o->nnew < OP_LOCKS)
-        o->made_new[o->nnew++] = n;
+    op_made(o, n, kind == KIND_LEAF);
     return n;
 }
 
-/* Never linked, never seen by a reader: back to the free list at once;
- * their objects go with the aborted transaction. */
-void op_drop_new(struct op *o)
+/* Never seen by a reader: back to the free list at once; its object goes
+ * with the aborted transaction. */
+void node_drop(struct op *o, struct node *n)
 {
-    while (o->nnew > 0) {
-        struct node *n = o->made_new[--o->nnew];
-        op_unhold(o, n);
-        node_free_now(n);
-    }
+    (void)o;
+    node_free_now(n);
 }
 
 struct leaf *leaf_new(struct op *o)

@@ -196,13 +196,12 @@ static struct node *build(struct rebuild *rb, txn_obj *h, struct inode *parent, 
 
 int mt_open(const mt_opts *opts, mt_tree **out)
 {
-    if (!opts->pool)
-        return TXN_E_INVAL;
-    mt_tree *t = tree_new(opts);
-    if (!t)
-        return TXN_E_NOMEM;
+    mt_tree *t;
+    int rc = tree_new_pooled(opts, &t);
+    if (rc)
+        return rc;
     struct rebuild rb = {.pool = opts->pool};
-    int rc = txn_begin(opts->pool, &rb.tx);
+    rc = txn_begin(opts->pool, &rb.tx);
     if (rc) {
         free(t);
         return rc;
