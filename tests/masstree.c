@@ -871,7 +871,7 @@ END_TEST
 
 /* ---- reuse: keys removed give their leaves back, and the next keys'
  * leaves take their memory (in the pool: after the epoch and the readers'
- * grace, mt_incll.c) */
+ * grace, inpool/tree.c) */
 
 static int hcmp(const void *a, const void *b)
 {
@@ -1388,7 +1388,7 @@ START_TEST(damaged_nodes)
 END_TEST
 #endif
 
-/* The permutation helpers that moves use (mt_incll.c), against plain
+/* The permutation helpers that moves use (inpool/inpool.c), against plain
  * decoding: perm_swap exchanges two positions' slots, perm_free_since
  * finds the first free position whose slot `from` does not use. */
 START_TEST(permutation)

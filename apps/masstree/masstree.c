@@ -27,9 +27,15 @@
  * never removed. An unlinked leaf is freed in the unlinking transaction;
  * its memory is reused only when no reader can still hold it (the
  * transient node pool's epochs; in the pool, the engine holds the freed
- * block back for the same epochs: mt_incll.c). On txn.h, an operation
- * that fails after its first change has its transaction aborted and the
- * DRAM nodes it changed put back (op_restore, mt_node.c).
+ * block back for the same epochs: inpool/tree.c). Where the store can put
+ * changes back (mirror), an operation that fails after its first change
+ * has its transaction aborted and the DRAM nodes it changed put back
+ * (op_put_back).
+ *
+ * The nodes are the store's (mt_store.h): every change of a node goes
+ * through its calls, and the algorithm asks it the few questions where
+ * the two stores differ (store_puts_back, store_parents_exact,
+ * store_leaf_prev: constants the compiler folds).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,8 +74,8 @@ static inline void prefetch_node(const void *n)
 
 #define STABLE(n) (ready ? node_wait(n) : node_stable(n))
 /* The leaf of layer `layer` whose range holds slice ik, and its stable
- * version. `ready`: no node needs node_ready (t_ready), a constant in each
- * of reach_leaf's two copies. Without it, NULL when a node on the way is
+ * version. `ready`: no node needs node_ready (nodes_trusted), a constant
+ * in each of reach_leaf's two copies. Without it, NULL when a node on the way is
  * refused (node_err) or the way is longer than any layer's (a cycle). */
 static inline __attribute__((always_inline)) struct leaf *
 reach_leaf_in(struct node *layer, uint64_t ik, uint64_t *vout, int ready)
@@ -135,10 +141,8 @@ retry:
 
 static struct leaf *reach_leaf(struct node *layer, uint64_t ik, uint64_t *vout)
 {
-#ifdef MT_INCLL
-    if (!t_ready)
+    if (!nodes_trusted())
         return reach_leaf_in(layer, ik, vout, 0);
-#endif
     return reach_leaf_in(layer, ik, vout, 1);
 }
 
@@ -287,12 +291,12 @@ static struct leaf *leaf_locked(struct op *o, struct node *layer, uint64_t ik)
 static unsigned child_index(struct inode *p, struct node *n);
 static void set_parent(struct node *c, struct inode *p);
 
-#ifdef MT_INCLL
 /* The parent of n (locked by o, not a root), found from its layer's root
  * by o's key, whose way (reach_leaf's) goes through n (o's leaf or one
- * of its parents): locked, and checked to hold n. For a parent forgotten
- * at a restart. NULL, and o->err, if a node on the way is refused or the
- * way is longer than any layer's. */
+ * of its parents): locked, and checked to hold n. For a parent pointer
+ * forgotten at a restart or stale (!store_parents_exact). NULL, and
+ * o->err, if a node on the way is refused or the way is longer than any
+ * layer's. */
 static struct inode *find_parent(struct op *o, struct node *n)
 {
     uint64_t key = o->ik[o->depth];
@@ -340,33 +344,27 @@ static struct inode *find_parent(struct op *o, struct node *n)
         __builtin_ia32_pause();
     }
 }
-#endif
 
-/* The parent of n (locked by o), locked, or NULL if n is a root (or, in
- * the pool build, on a refused node: node_err). */
+/* The parent of n (locked by o), locked, or NULL if n is a root (or on a
+ * refused node: node_err). */
 static struct inode *locked_parent(struct op *o, struct node *n)
 {
     for (;;) {
         if (atomic_load_explicit(&n->version, memory_order_relaxed) & V_ROOT)
             return NULL;
         struct inode *p = LDA(n->parent);
-#ifdef MT_INCLL
-        if (!p)
+        if (!p) /* forgotten at a restart */
             return find_parent(o, n);
-#endif
         op_lock(o, &p->h);
-#ifdef MT_INCLL /* a parent pointer may be stale (see insert_up) */
         if (LDA(n->parent) == p) {
-            unsigned j = child_index(p, n);
+            if (store_parents_exact())
+                return p;
+            unsigned j = child_index(p, n); /* it may be stale (insert_up) */
             if (j <= p->nkeys && p->child[j] == n)
                 return p;
             op_unlock(o, &p->h);
             return find_parent(o, n);
         }
-#else
-        if (LDA(n->parent) == p)
-            return p;
-#endif
         op_unlock(o, &p->h);
     }
 }
@@ -399,7 +397,7 @@ static void new_root(struct op *o, struct node *n, struct node *r, uint64_t key,
     set_parent(r, q);
     node_set_root(o, n, 0);
     if (depth == 0) { /* no operation starts at q before it committed
-                       * (op_restore retires it; a reader reaches it
+                       * (op_put_back retires it; a reader reaches it
                        * from n by the parent pointer, as n is no root) */
         w_anchor(o, &q->h);
         root_at_commit(o, &q->h);
@@ -409,11 +407,7 @@ static void new_root(struct op *o, struct node *n, struct node *r, uint64_t key,
     unsigned pos;
     int s = leaf_find(ul, ul->perm, o->ik[depth - 1], KLEN_LAYER, &pos);
     if (s >= 0) /* the entry is there: its layer is never removed */
-#ifdef MT_INCLL
-        w_value(o, ul, (unsigned)s, (uint64_t)q);
-#else
-        w_ptr_at_commit(o, &ul->h, LB_VAL + 8 * (size_t)s, q);
-#endif
+        w_layer_root(o, ul, (unsigned)s, &q->h);
 }
 
 static unsigned child_index(struct inode *p, struct node *n)
@@ -422,6 +416,69 @@ static unsigned child_index(struct inode *p, struct node *n)
     while (i < p->nkeys && p->child[i] != n)
         i++;
     return i;
+}
+
+/* Insert key and its right child r at position i of p (locked, readied,
+ * not full). */
+static void inode_insert(struct op *o, struct inode *p, unsigned i, uint64_t key, struct node *r)
+{
+    unsigned nk = (unsigned)p->nkeys;
+    node_mark(&p->h, V_INSERTING);
+    for (unsigned j = nk; j > i; j--) {
+        PST(p->ikey[j], p->ikey[j - 1]);
+        PST(p->child[j + 1], p->child[j]);
+    }
+    PST(p->ikey[i], key);
+    set_parent(r, p);
+    PST(p->child[i + 1], r);
+    PST(p->nkeys, nk + 1);
+    w_range(o, &p->h, IB_IKEY + 8 * i, nk + 1 - i);
+    w_range_ptr(o, &p->h, IB_CHILD + 8 * (i + 1), nk + 1 - i);
+    w_u64(o, &p->h, IB_NKEYS, nk + 1);
+}
+
+/* Split full p (locked, readied) adding key and its right child r at
+ * position i: 16 keys and 17 children, 8 keys stay, 1 goes up (*up) with
+ * the new right node, returned; NULL if there is none (o->err). */
+static struct inode *inode_split(struct op *o, struct inode *p, unsigned i, uint64_t key,
+                                 struct node *r, uint64_t *up)
+{
+    enum { LEFT = 8 };
+    uint64_t K[IWIDTH + 1];
+    struct node *C[IWIDTH + 2];
+    for (unsigned j = 0, a = 0; j <= IWIDTH; j++)
+        K[j] = j == i ? key : p->ikey[a++];
+    for (unsigned j = 0, a = 0; j <= IWIDTH + 1; j++)
+        C[j] = j == i + 1 ? r : p->child[a++];
+    struct inode *q = spare_inode(o);
+    if (!q)
+        return NULL;
+    node_mark(&p->h, V_SPLITTING);
+    PST(q->nkeys, IWIDTH - LEFT);
+    for (unsigned j = 0; j < IWIDTH - LEFT; j++)
+        PST(q->ikey[j], K[LEFT + 1 + j]);
+    for (unsigned j = 0; j <= IWIDTH - LEFT; j++) {
+        PST(q->child[j], C[LEFT + 1 + j]);
+        /* without exact parents, only nodes o holds: another thread may
+         * be logging the others whole (their stale pointer is found out
+         * by locked_parent) */
+        if (store_parents_exact() || op_holds(o, q->child[j]))
+            set_parent(q->child[j], q);
+    }
+    w_image(o, &q->h);
+    for (unsigned j = 0; j < LEFT; j++)
+        PST(p->ikey[j], K[j]);
+    for (unsigned j = 0; j <= LEFT; j++) {
+        PST(p->child[j], C[j]);
+        if (C[j] == r)
+            set_parent(r, p);
+    }
+    PST(p->nkeys, LEFT);
+    w_range(o, &p->h, IB_IKEY, LEFT);
+    w_range_ptr(o, &p->h, IB_CHILD, LEFT + 1);
+    w_u64(o, &p->h, IB_NKEYS, LEFT);
+    *up = K[LEFT];
+    return q;
 }
 
 /* Link r, the new right sibling of n (both locked), under n's parent at
@@ -435,88 +492,18 @@ static void insert_up(struct op *o, struct node *n, struct node *r, uint64_t key
                 new_root(o, n, r, key, depth);
             return;
         }
-        unsigned i = child_index(p, n), nk = (unsigned)p->nkeys;
+        unsigned i = child_index(p, n);
         node_will_change(o, &p->h);
-        if (nk < IWIDTH) {
-            node_mark(&p->h, V_INSERTING);
-            for (unsigned j = nk; j > i; j--) {
-                PST(p->ikey[j], p->ikey[j - 1]);
-                PST(p->child[j + 1], p->child[j]);
-            }
-            PST(p->ikey[i], key);
-            set_parent(r, p);
-            PST(p->child[i + 1], r);
-            PST(p->nkeys, nk + 1);
-            w_range(o, &p->h, IB_IKEY + 8 * i, nk + 1 - i);
-            w_range_ptr(o, &p->h, IB_CHILD + 8 * (i + 1), nk + 1 - i);
-            w_u64(o, &p->h, IB_NKEYS, nk + 1);
+        if (p->nkeys < IWIDTH) {
+            inode_insert(o, p, i, key, r);
             return;
         }
-        /* p is full: 16 keys and 17 children, 8 keys stay, 1 goes up */
-        uint64_t K[IWIDTH + 1];
-        struct node *C[IWIDTH + 2];
-        for (unsigned j = 0, a = 0; j <= IWIDTH; j++) {
-            if (j == i) {
-                K[j] = key;
-            } else {
-                K[j] = p->ikey[a++];
-            }
-        }
-        for (unsigned j = 0, a = 0; j <= IWIDTH + 1; j++)
-            C[j] = j == i + 1 ? r : p->child[a++];
-        struct inode *q = spare_inode(o);
+        struct inode *q = inode_split(o, p, i, key, r, &key);
         if (!q)
             return;
-        node_mark(&p->h, V_SPLITTING);
-        enum { LEFT = 8 };
-        PST(q->nkeys, IWIDTH - LEFT);
-        for (unsigned j = 0; j < IWIDTH - LEFT; j++)
-            PST(q->ikey[j], K[LEFT + 1 + j]);
-        for (unsigned j = 0; j <= IWIDTH - LEFT; j++) {
-            PST(q->child[j], C[LEFT + 1 + j]);
-#ifdef MT_INCLL /* only nodes o holds: another thread may be logging the
-                 * others whole (their stale pointer is found out by
-                 * locked_parent) */
-            if (op_holds(o, q->child[j]))
-#endif
-                set_parent(q->child[j], q);
-        }
-        w_image(o, &q->h);
-        for (unsigned j = 0; j < LEFT; j++)
-            PST(p->ikey[j], K[j]);
-        for (unsigned j = 0; j <= LEFT; j++) {
-            PST(p->child[j], C[j]);
-            if (C[j] == r)
-                set_parent(r, p);
-        }
-        PST(p->nkeys, LEFT);
-        w_range(o, &p->h, IB_IKEY, LEFT);
-        w_range_ptr(o, &p->h, IB_CHILD, LEFT + 1);
-        w_u64(o, &p->h, IB_NKEYS, LEFT);
         n = &p->h;
         r = &q->h;
-        key = K[LEFT];
     }
-}
-
-/* Store entry (ik, kl, v) in free slot s of l. */
-static void put_entry(struct op *o, struct leaf *l, unsigned s, uint64_t ik, unsigned kl,
-                      uint64_t v)
-{
-#ifdef MT_INCLL /* after w_insert_begin or node_will_change */
-    if (o->err)
-        return;
-    PST(l->ikey[s], ik);
-    PST8(l->klen[s], kl);
-    PST(l->val[s], v);
-    return;
-#endif
-    w_u64(o, &l->h, LB_IKEY + 8 * (size_t)s, ik);
-    w_u8(o, &l->h, LB_KLEN + s, (uint8_t)kl);
-    if (kl == KLEN_LAYER)
-        w_ptr(o, &l->h, LB_VAL + 8 * (size_t)s, (void *)v);
-    else
-        w_u64(o, &l->h, LB_VAL + 8 * (size_t)s, v);
 }
 
 /* Encode a permutation: count n, slots a[0..n-1] in key order, then the
@@ -539,7 +526,7 @@ static uint64_t perm_of(const unsigned *a, unsigned n)
 
 /* Before a split of leaf l changes anything: lock the parents it will
  * change (each full one, and the first with room), have l and them logged
- * (in-pool build) or opened to write (node_will_change), and make the new
+ * (inpool) or opened to write (mirror: node_will_change), and make the new
  * leaf and the internal nodes (one per full parent, one for a new root).
  * A new root of a layer below the top one changes the layer's entry in
  * the leaf above (new_root): that leaf is locked and logged here too, so
@@ -588,65 +575,72 @@ static struct leaf *split_prepare(struct op *o, struct leaf *l)
     return NULL;
 }
 
+/* A split's entries: l's in key order with the new one at pos. */
+struct split {
+    uint64_t K[LWIDTH + 1], V[LWIDTH + 1];
+    unsigned L[LWIDTH + 1], S[LWIDTH + 1]; /* klen; slot in l */
+};
+
+/* The entries of full leaf l and (ik, kl, v) at pos, and the split point
+ * nearest the middle between two slices (there is one: a slice has at
+ * most 10 entries, klen 0-9); 0 if none. */
+static unsigned split_point(const struct leaf *l, unsigned pos, uint64_t ik, unsigned kl,
+                            uint64_t v, struct split *e)
+{
+    enum { N = LWIDTH + 1, MID = N / 2 };
+    uint64_t perm = l->perm;
+    for (unsigned j = 0, i = 0; j < N; j++) {
+        if (j == pos) { /* new: no slot yet */
+            e->K[j] = ik, e->L[j] = kl, e->V[j] = v, e->S[j] = PERM_SLOTS;
+            continue;
+        }
+        unsigned s = perm_slot(perm, i++);
+        e->K[j] = l->ikey[s], e->L[j] = l->klen[s], e->V[j] = l->val[s], e->S[j] = s;
+    }
+    for (unsigned d = 0; d < N; d++) {
+        if (MID + d < N && e->K[MID + d - 1] != e->K[MID + d])
+            return MID + d;
+        if (d < MID && e->K[MID - d - 1] != e->K[MID - d])
+            return MID - d;
+    }
+    return 0;
+}
+
 /* Split full leaf l, adding (ik, kl, v) at sorted position pos. */
 static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, unsigned kl,
                        uint64_t v)
 {
-    enum { N = LWIDTH + 1, MID = N / 2 };
-    uint64_t K[N], V[N];
-    unsigned L[N], S[N], a[N];
-    uint64_t perm = l->perm;
-    for (unsigned j = 0, i = 0; j < N; j++) {
-        if (j == pos) {
-            K[j] = ik, L[j] = kl, V[j] = v, S[j] = PERM_SLOTS; /* new: no slot yet */
-            continue;
-        }
-        unsigned s = perm_slot(perm, i++);
-        K[j] = l->ikey[s], L[j] = l->klen[s], V[j] = l->val[s], S[j] = s;
-    }
-    /* split point nearest the middle between two slices (there is one:
-     * a slice has at most 10 entries, klen 0-9) */
-    unsigned p = 0;
-    for (unsigned d = 0; d < N && !p; d++) {
-        if (MID + d < N && K[MID + d - 1] != K[MID + d])
-            p = MID + d;
-        else if (d < MID && K[MID - d - 1] != K[MID - d])
-            p = MID - d;
-    }
+    enum { N = LWIDTH + 1 };
+    struct split e;
+    unsigned a[N], p = split_point(l, pos, ik, kl, v, &e);
     if (!p) {
         o->err = o->err ? o->err : TXN_E_INVAL;
         return;
     }
     struct leaf *nx = l->next;
-#ifndef MT_INCLL
-    if (nx) { /* before the parents: left to right, then up */
+    if (nx && store_leaf_prev()) { /* before the parents: left to right, then up */
         op_lock(o, &nx->h);
         node_will_change(o, &nx->h); /* its prev pointer */
     }
-#endif
     struct leaf *r = split_prepare(o, l);
     if (!r)
         return;
     node_mark(&l->h, V_SPLITTING);
-    PST(r->lowkey, K[p]);
+    PST(r->lowkey, e.K[p]);
     for (unsigned j = p; j < N; j++) {
-        PST(r->ikey[j - p], K[j]);
-        PST8(r->klen[j - p], L[j]);
-        PST(r->val[j - p], V[j]);
+        PST(r->ikey[j - p], e.K[j]);
+        PST8(r->klen[j - p], e.L[j]);
+        PST(r->val[j - p], e.V[j]);
         a[j - p] = j - p;
     }
     PST(r->perm, perm_of(a, N - p));
     PST(r->next, nx);
-#ifndef MT_INCLL
-    r->prev = l;
-#endif
+    leaf_prev_init(r, l);
     /* r's parent stays NULL until insert_up links r under the parent it
      * has locked: l's parent may change until then (an internal split) */
     w_image(o, &r->h);
-#ifndef MT_INCLL
     if (nx)
-        w_ptr(o, &nx->h, LB_PREV, r);
-#endif
+        w_prev(o, nx, r);
     w_ptr(o, &l->h, LB_NEXT, r);
     /* l keeps entries 0..p-1 in their slots; the new one, if it is among
      * them, takes the first slot no kept entry uses */
@@ -654,16 +648,16 @@ static void leaf_split(struct op *o, struct leaf *l, unsigned pos, uint64_t ik, 
         unsigned used[PERM_SLOTS] = {0}, s = 0;
         for (unsigned j = 0; j < p; j++)
             if (j != pos)
-                used[S[j]] = 1;
+                used[e.S[j]] = 1;
         while (used[s])
             s++;
-        S[pos] = s;
-        put_entry(o, l, s, ik, kl, v);
+        e.S[pos] = s;
+        w_entry(o, l, s, ik, kl, v);
     }
-    w_u64(o, &l->h, LB_PERM, perm_of(S, p));
+    w_u64(o, &l->h, LB_PERM, perm_of(e.S, p));
     atomic_fetch_add_explicit(&o->t->splits, 1, memory_order_relaxed);
     o->splits++;
-    insert_up(o, &l->h, &r->h, K[p], o->depth);
+    insert_up(o, &l->h, &r->h, e.K[p], o->depth);
 }
 
 /* A new layer holding only key k (len bytes) with value v: a chain of
@@ -697,62 +691,20 @@ struct unlink {
     unsigned i, nk;
 };
 
-/* Ready the unlink of leaf l (locked), which its remove empties, if that
- * takes no waiting to the left: lock what it changes and have it logged
- * (in-pool build, which also frees l's object with the transaction here)
- * or opened to write, before any change. 1: unlink_do follows, and
- * nothing in it fails for want of room. 0: l stays, empty. A failure is
- * left in o->err only in the txn.h build, where this runs before the
- * remove changes anything and fails it alone (cow: the copies need
- * room); the pool build runs it after the remove, which stands (its
- * InCLL changes cannot be taken back). */
-static int unlink_prepare(struct op *o, struct leaf *l, struct unlink *u)
+static int is_deleted(struct node *n)
 {
-    if (atomic_load_explicit(&l->h.version, memory_order_relaxed) & V_ROOT)
-        return 0;
-#ifdef MT_INCLL
-    /* no prev pointer: l's left neighbour is the child left of it in
-     * their parent (l is never a first child here); the parent first
-     * (child before parent), then the neighbour without waiting */
-    struct inode *p = locked_parent(o, &l->h);
-    if (!p) /* refused on the way (node_err): l stays, the remove stands
-             * and answers; the damage shows where it is in the way */
-        goto refused;
-    unsigned i = child_index(p, &l->h), nk = (unsigned)p->nkeys;
-    struct leaf *pv = i > 0 && i <= nk ? (struct leaf *)p->child[i - 1] : NULL;
-    if (!pv || !op_trylock(o, &pv->h)) {
-        op_unlock(o, &p->h);
-        if (node_err()) /* pv refused */
-            goto refused;
-        return 0;
-    }
-    if (node_err()) {
-        op_unlock(o, &pv->h);
-        op_unlock(o, &p->h);
-        goto refused;
-    }
-    if (pv->next != l ||
-        (atomic_load_explicit(&pv->h.version, memory_order_relaxed) & V_DELETED)) {
-        op_unlock(o, &pv->h);
-        op_unlock(o, &p->h);
-        return 0;
-    }
-    struct leaf *nx = l->next;
-    node_will_change(o, &p->h); /* logged whole before its keys move */
-    node_will_change(o, &pv->h); /* and pv before its next pointer */
-    node_discard(o, &l->h);      /* freed in the same transaction */
-    if (o->err) { /* before any change: l stays, empty (the remove is done) */
-        o->err = 0;
-        op_unlock(o, &pv->h);
-        op_unlock(o, &p->h);
-        return 0;
-    }
-#else
-    struct leaf *pv = l->prev;
+    return (atomic_load_explicit(&n->version, memory_order_relaxed) & V_DELETED) != 0;
+}
+
+/* The unlink's locks by l's prev pointer (store_leaf_prev): pv without
+ * waiting (leftward), then nx and the parent. 1 and *u, or 0: nothing
+ * held but l. */
+static int unlink_lock_by_prev(struct op *o, struct leaf *l, struct unlink *u)
+{
+    struct leaf *pv = leaf_prev(l);
     if (!pv || !op_trylock(o, &pv->h))
         return 0;
-    if (pv->next != l ||
-        (atomic_load_explicit(&pv->h.version, memory_order_relaxed) & V_DELETED)) {
+    if (pv->next != l || is_deleted(&pv->h)) {
         op_unlock(o, &pv->h);
         return 0;
     }
@@ -760,31 +712,84 @@ static int unlink_prepare(struct op *o, struct leaf *l, struct unlink *u)
     if (nx)
         op_lock(o, &nx->h);
     struct inode *p = locked_parent(o, &l->h);
-    unsigned i = child_index(p, &l->h), nk = (unsigned)p->nkeys;
+    unsigned i = p ? child_index(p, &l->h) : 0;
     if (i == 0) { /* l's range would have to move into another parent */
-        op_unlock(o, &p->h);
+        if (p)
+            op_unlock(o, &p->h);
         if (nx)
             op_unlock(o, &nx->h);
         op_unlock(o, &pv->h);
         return 0;
     }
-    node_will_change(o, &p->h);
-    node_will_change(o, &pv->h);
-    if (nx)
-        node_will_change(o, &nx->h);
-    if (o->err) {
+    *u = (struct unlink){p, pv, nx, i, (unsigned)p->nkeys};
+    return 1;
+}
+
+/* The unlink's locks without prev pointers: l's left neighbour is the
+ * child left of it in their parent (l is never a first child here); the
+ * parent first (child before parent), then the neighbour without
+ * waiting. 1 and *u; 0: nothing held but l; -1: a node on the way was
+ * refused (node_err), nothing held but l. */
+static int unlink_lock_by_parent(struct op *o, struct leaf *l, struct unlink *u)
+{
+    struct inode *p = locked_parent(o, &l->h);
+    if (!p)
+        return -1;
+    unsigned i = child_index(p, &l->h), nk = (unsigned)p->nkeys;
+    struct leaf *pv = i > 0 && i <= nk ? (struct leaf *)p->child[i - 1] : NULL;
+    if (!pv || !op_trylock(o, &pv->h)) {
+        op_unlock(o, &p->h);
+        return node_err() ? -1 : 0; /* pv refused */
+    }
+    int got = node_err() ? -1 : pv->next == l && !is_deleted(&pv->h);
+    if (got <= 0) {
+        op_unlock(o, &pv->h);
+        op_unlock(o, &p->h);
+        return got;
+    }
+    *u = (struct unlink){p, pv, l->next, i, nk};
+    return 1;
+}
+
+/* Ready what the unlink changes (logged, or opened to write), and l's
+ * object to be freed with the transaction, before any change. 1, or 0 if
+ * that failed: where the store puts back, before the remove changed
+ * anything, which then fails alone (cow: the copies need room); else
+ * after the remove, which stands: l stays, empty. */
+static int unlink_ready(struct op *o, struct leaf *l, const struct unlink *u)
+{
+    node_will_change(o, &u->p->h);  /* logged whole before its keys move */
+    node_will_change(o, &u->pv->h); /* and pv before its next pointer */
+    if (u->nx && store_leaf_prev())
+        node_will_change(o, &u->nx->h); /* its prev pointer */
+    node_discard(o, &l->h);
+    if (!o->err)
+        return 1;
+    if (store_puts_back()) {
         o->clean = 1;
         return 0;
     }
-#endif
-    *u = (struct unlink){p, pv, nx, i, nk};
-    return 1;
-#ifdef MT_INCLL
-refused:
-    node_err_clear();
     o->err = 0;
+    op_unlock(o, &u->pv->h);
+    op_unlock(o, &u->p->h);
     return 0;
-#endif
+}
+
+/* Ready the unlink of leaf l (locked), which its remove empties, if that
+ * takes no waiting to the left: 1, unlink_do follows, and nothing in it
+ * fails for want of room; 0, l stays, empty. */
+static int unlink_prepare(struct op *o, struct leaf *l, struct unlink *u)
+{
+    if (atomic_load_explicit(&l->h.version, memory_order_relaxed) & V_ROOT)
+        return 0;
+    int got = store_leaf_prev() ? unlink_lock_by_prev(o, l, u) : unlink_lock_by_parent(o, l, u);
+    if (got < 0) { /* refused on the way: l stays, the remove stands and
+                    * answers; the damage shows where it is in the way */
+        node_err_clear();
+        o->err = 0;
+        return 0;
+    }
+    return got && unlink_ready(o, l, u);
 }
 
 static void unlink_do(struct op *o, struct leaf *l, const struct unlink *u)
@@ -801,12 +806,8 @@ static void unlink_do(struct op *o, struct leaf *l, const struct unlink *u)
     w_range(o, &p->h, IB_IKEY + 8 * (i - 1), nk - i);
     w_range_ptr(o, &p->h, IB_CHILD + 8 * i, nk - i);
     w_u64(o, &p->h, IB_NKEYS, nk - 1);
-#ifndef MT_INCLL
     if (u->nx)
-        w_ptr(o, &u->nx->h, LB_PREV, u->pv);
-    node_discard(o, &l->h); /* after the remove's write to it (cow: a freed
-                               object takes no writes); fails only for memory */
-#endif
+        w_prev(o, u->nx, u->pv);
     /* pv is not marked (its readers go on): in DRAM once committed, so
      * that no scan passes l by for a remove that then fails */
     w_ptr_at_commit(o, &u->pv->h, LB_NEXT, u->nx);
@@ -816,6 +817,65 @@ static void unlink_do(struct op *o, struct leaf *l, const struct unlink *u)
 }
 
 enum { PUT, REMOVE };
+
+/* Remove the entry at sorted position pos of leaf l (locked, permutation
+ * perm); unlink l if that empties it and unlink_prepare readies it. */
+static void remove_entry(struct op *o, struct leaf *l, uint64_t perm, unsigned pos)
+{
+    struct unlink u;
+    int last = perm_count(perm) == 1, go = 0;
+    w_remove_begin(o, l);
+    if (store_puts_back()) /* before the remove changes anything */
+        go = !o->err && last && unlink_prepare(o, l, &u);
+    w_perm(o, l, perm_remove(perm, pos));
+    if (!store_puts_back()) /* after it: a failure leaves the remove done */
+        go = !o->err && last && unlink_prepare(o, l, &u);
+    if (go && !o->err)
+        unlink_do(o, l, &u);
+}
+
+/* The value of the entry in slot s (sorted position pos): one word,
+ * readers need not retry (they may read it before its transaction
+ * commits). */
+static void update_entry(struct op *o, struct leaf *l, uint64_t perm, unsigned pos, unsigned s,
+                         uint64_t ik, unsigned kl, uint64_t val)
+{
+    int f = w_value_try(o, l, s, val);
+    if (f >= 0) { /* inpool, INCLL_MOVE: rather than log the node, the
+                   * entry moves to a slot free since the start of the
+                   * epoch, an insert and a removal in one permutation store
+                   * (the epoch's rollback of it brings the old slot back) */
+        w_move_begin(o, l);
+        w_entry(o, l, perm_slot(perm, (unsigned)f), ik, kl, val);
+        w_perm(o, l, perm_swap(perm, pos, (unsigned)f));
+    }
+}
+
+/* Insert key k (len bytes from the slice ik, kl) with value val at sorted
+ * position pos of leaf l: a new layer below it first when the key goes
+ * on past the slice, a split when l is full. 1, or 0 when it made new
+ * nodes only (o->err, o->clean). */
+static int insert_entry(struct op *o, struct leaf *l, uint64_t perm, unsigned pos, uint64_t ik,
+                        unsigned kl, const uint8_t *k, size_t len, uint64_t val)
+{
+    uint64_t ev = val;
+    if (kl == KLEN_LAYER) {
+        struct leaf *sub = layer_chain(o, k + 8, len - 8, val);
+        if (!sub) {
+            o->clean = 1;
+            return 0;
+        }
+        ev = (uint64_t)sub;
+    }
+    if (perm_count(perm) < LWIDTH) {
+        w_insert_begin(o, l);
+        w_entry(o, l, perm_slot(perm, perm_count(perm)), ik, kl, ev);
+        w_perm(o, l, perm_insert(perm, pos));
+    } else {
+        leaf_split(o, l, pos, ik, kl, ev);
+    }
+    return 1;
+}
 
 /* One put or remove: 1 inserted/removed, 0 updated/absent, or an error. */
 static int modify_once(mt_tree *t, int what, const void *key, size_t len, uint64_t val)
@@ -853,54 +913,14 @@ static int modify_once(mt_tree *t, int what, const void *key, size_t len, uint64
             continue;
         }
         if (what == REMOVE) {
-            if (s >= 0) {
-                struct unlink u;
-                int go = 0;
-                w_remove_begin(&o, l);
-#ifndef MT_INCLL /* before the remove changes anything */
-                go = !o.err && perm_count(perm) == 1 && unlink_prepare(&o, l, &u);
-#endif
-                w_perm(&o, l, perm_remove(perm, pos));
-#ifdef MT_INCLL /* after it: a failure leaves the remove done */
-                go = !o.err && perm_count(perm) == 1 && unlink_prepare(&o, l, &u);
-#endif
-                if (go && !o.err)
-                    unlink_do(&o, l, &u);
-                ret = 1;
-            }
-            break;
-        }
-        if (s >= 0) { /* update: one word, readers need not retry (they may
-                       * read it before its transaction commits) */
-            int f = w_value_try(&o, l, (unsigned)s, val);
-            if (f >= 0) { /* MT_INCLL, INCLL_MOVE: rather than log the node,
-                           * the entry moves to a slot free since the start
-                           * of the epoch, an insert and a removal in one
-                           * permutation store (the epoch's rollback of it
-                           * brings the old slot back) */
-                w_move_begin(&o, l);
-                put_entry(&o, l, perm_slot(perm, (unsigned)f), ik, kl, val);
-                w_perm(&o, l, perm_swap(perm, pos, (unsigned)f));
-            }
-            break;
-        }
-        uint64_t ev = val;
-        if (kl == KLEN_LAYER) {
-            struct leaf *sub = layer_chain(&o, k + 8, len - 8, val);
-            if (!sub) { /* it made new nodes only */
-                o.clean = 1;
-                break;
-            }
-            ev = (uint64_t)sub;
-        }
-        if (perm_count(perm) < LWIDTH) {
-            w_insert_begin(&o, l);
-            put_entry(&o, l, perm_slot(perm, perm_count(perm)), ik, kl, ev);
-            w_perm(&o, l, perm_insert(perm, pos));
+            if (s >= 0)
+                remove_entry(&o, l, perm, pos);
+            ret = s >= 0;
+        } else if (s >= 0) {
+            update_entry(&o, l, perm, pos, (unsigned)s, ik, kl, val);
         } else {
-            leaf_split(&o, l, pos, ik, kl, ev);
+            ret = insert_entry(&o, l, perm, pos, ik, kl, k, len, val);
         }
-        ret = 1;
         break;
     }
     if (o.err && o.clean)
@@ -913,13 +933,8 @@ static int modify_once(mt_tree *t, int what, const void *key, size_t len, uint64
 static int modify(mt_tree *t, int what, const void *key, size_t len, uint64_t val)
 {
     int rc = modify_once(t, what, key, len, val);
-#ifdef MT_INCLL
-    /* A full pool met before any change: the epoch's log may have needed
-     * another chunk, or blocks freed in the epoch wait for its end. End
-     * it (the thread holds no transaction now), and try once more. */
-    if (rc == TXN_E_NOSPACE && !atomic_load(&t->broken) && txn_sync(t->pool) == 0)
+    if (store_retry(t, rc)) /* the thread holds no transaction now */
         rc = modify_once(t, what, key, len, val);
-#endif
     return rc;
 }
 
@@ -986,7 +1001,7 @@ static void scan_fail(struct scan *s, int rc)
 /* Keys of `layer` from (start, slen) on (start NULL: all), under the
  * `depth` bytes of prefix already in s->key. A layer below a key's
  * MT_MAX_KEY bytes, a leaf that is not right of the one before (a cycle)
- * or a refused node (pool build): TXN_E_CORRUPT. */
+ * or a refused node (in-pool store): TXN_E_CORRUPT. */
 static void scan_layer(struct scan *s, struct node *layer, size_t depth, const uint8_t *start,
                        size_t slen)
 {

@@ -19,14 +19,14 @@
  * DudeTM); the nodes take DRAM and pool space both; a restart rebuilds
  * the DRAM tree (ycsb --restart measures it).
  *
- *   in-pool    (built with MT_INCLL, on the incll engine: ycsb-incll) no
+ *   in-pool    (the in-pool store, on the incll engine: ycsb-incll) no
  *              DRAM copy: every node is an incll object read and changed
  *              in place, writers each in a transaction of the engine's
  *              epoch, readers in none (but at a node's first access after
  *              a restart); values change through the leaves' value
  *              InCLLs, inserts and removes through the permutation InCLL,
  *              everything else after the node went to the external log
- *              (mt_incll.c). Durable at the end of the epoch (txn_sync);
+ *              (inpool/). Durable at the end of the epoch (txn_sync);
  *              mt_open rebuilds nothing: each node is recovered at its
  *              first access. Empty leaves are unlinked and freed as in
  *              the other variants (their blocks reused once no reader
@@ -60,7 +60,7 @@ typedef struct mt_opts {
      * back (mt_put) */
     int (*commit)(txn *tx, void *arg);
     void *commit_arg;
-    /* in-pool build (MT_INCLL) only: up to `batch` puts and removes of a
+    /* in-pool store (incll) only: up to `batch` puts and removes of a
      * thread share one transaction of the engine's epoch (0 or 1: one
      * each), as the paper's threads, which meet only at epoch boundaries;
      * durability is the epoch's either way. The shared transaction
@@ -110,7 +110,7 @@ int mt_get(mt_tree *t, const void *key, size_t len, uint64_t *val);
  * (rolled back): the DRAM nodes it changed are put back as they were,
  * under its locks (a get may have returned an update's value before its
  * commit failed, as it may return any update's before its commit). In
- * the in-pool build, an error after the first change or a failed commit
+ * the in-pool store, an error after the first change or a failed commit
  * leaves the tree unusable: every later call returns TXN_E_STATE, and
  * mt_open() brings back the committed tree after the pool is opened
  * again. */

@@ -1,5 +1,5 @@
-/* mt_node.c - Masstree node pool, epoch-based reclamation, node locks, and
- * operations' writes (a DRAM store, and a txn_write to the node's mirror).
+/* mt_node.c - Masstree node pool, epoch-based reclamation, permutations,
+ * node locks, and an operation's locks and end (both stores').
  *
  * Node pool. One mmap'd region (reserved, not committed) handed out in
  * chunks to threads; each thread keeps a free list. Nodes are never given
@@ -160,26 +160,21 @@ void node_retire(void *n)
     }
 }
 
-#ifdef MT_INCLL
 /* Nodes unlinked before `token` was taken may be in the hands of readers
  * that announced epochs up to token; all are gone once the epoch is
- * token + 2 (as for reclaim). Never waits: the engine calls these while
- * ending its epoch. */
-uint64_t mt_grace_now(void *arg)
+ * token + 2 (as for reclaim). */
+uint64_t epoch_grace_now(void)
 {
-    (void)arg;
     try_advance();
     return atomic_load(&g_epoch);
 }
 
-int mt_grace_passed(void *arg, uint64_t token)
+int epoch_grace_passed(uint64_t token)
 {
-    (void)arg;
     if (atomic_load(&g_epoch) < token + 2)
         try_advance();
     return atomic_load(&g_epoch) >= token + 2;
 }
-#endif
 
 void epoch_enter(void)
 {
@@ -188,8 +183,8 @@ void epoch_enter(void)
         /* The announcement is visible before this thread reads any node:
          * a seq_cst exchange is a full barrier by itself (x86's locked
          * xchg; arm64's swpal). No fence after it: gcc's locked `or` on
-         * the stack cost the pool tree's reads about a quarter (README,
-         * "The reads' fence"). */
+         * the stack slowed the pool tree's reads (docs/masstree.md, "The
+         * reads' fence"). */
         (void)atomic_exchange(&g_slots[t_slot].active, atomic_load(&g_epoch));
     }
 }
@@ -297,13 +292,7 @@ uint64_t perm_swap(uint64_t p, unsigned i, unsigned f)
 
 static inline int lock_cas(struct node *n, uint64_t v)
 {
-#ifdef MT_INCLL
     return VCAS(n, v, v | V_LOCKED);
-#else
-    return atomic_compare_exchange_strong_explicit(&n->version, &v, v | V_LOCKED,
-                                                   memory_order_acquire,
-                                                   memory_order_relaxed);
-#endif
 }
 
 void node_lock(struct node *n)
@@ -336,88 +325,24 @@ void node_unlock(struct node *n)
 
 /* ---- operations */
 
-#ifdef MT_INCLL
-__thread struct mt_batch t_batch;
-
-/* Commit the shared transaction, if any. */
-static int batch_end(void)
-{
-    txn *tx = t_batch.tx;
-    mt_tree *t = t_batch.t;
-    t_batch.tx = NULL;
-    t_batch.n = 0;
-    int rc = tx ? t->commit(tx, t->commit_arg) : 0;
-    if (rc)
-        atomic_store(&t->broken, 1);
-    return rc;
-}
-
-int rd_batch(mt_tree *t)
-{
-    if (incll_waiting(t_batch.wait))
-        return batch_end();
-    t_tx = t_batch.pool == t->pool ? t_batch.tx : NULL;
-    return 0;
-}
-
-int mt_flush(mt_tree *t)
-{
-    return t_batch.tx && t_batch.t == t ? batch_end() : 0;
-}
-#else
-int mt_flush(mt_tree *t)
-{
-    (void)t;
-    return 0;
-}
-#endif
-
-#ifdef MT_INCLL
-int op_begin_tx(struct op *o, mt_tree *t)
-{
-    int rc = 0;
-    if (t_batch.tx && t_batch.t != t) /* another tree's */
-        rc = batch_end();
-    if (!rc && !(rc = txn_begin(t->pool, &o->tx))) {
-        o->epoch = incll_epoch(o->tx);
-        o->wait = incll_waiting_word(o->tx);
-    }
-    return rc;
-}
-#endif
-
-#ifndef MT_INCLL
-static int op_restore(struct op *o);
-#endif
-
+/* The end of an operation: abort on an error (but a clean one where the
+ * store cannot put back, whose shared transaction may hold InCLL changes
+ * of earlier operations that no abort may follow: incll.h; this
+ * operation's nodes were freed in it, op_drop_new), else commit; a
+ * failure after the first change, or a failed commit (rolled back, as
+ * txn_commit promises), has the store put the DRAM tree back
+ * (op_put_back), or leaves the tree unusable. */
 int op_finish(struct op *o)
 {
     int rc = 0, broken = 0;
-#ifdef MT_INCLL
-    t_batch.tx = NULL;
-    t_batch.n = 0;
-    /* A clean error commits: the thread's shared transaction may hold
-     * InCLL changes of its earlier operations, which no abort may follow
-     * (incll.h); this operation's nodes were freed in it (op_drop_new). */
-    int abort = o->err && !o->clean;
-#else
-    int abort = o->err != 0;
-#endif
+    int abort = o->err && (store_puts_back() || !o->clean);
     if (o->tx && abort) {
         txn_abort(o->tx);
         rc = o->err;
-#ifdef MT_INCLL
-        broken = !o->clean;
-#else
-        broken = !o->clean && op_restore(o) != 0;
-#endif
+        broken = !o->clean && op_put_back(o) != 0;
     } else if (o->tx) {
         rc = o->t->commit(o->tx, o->t->commit_arg);
-#ifdef MT_INCLL
-        broken = rc != 0;
-#else /* a failed commit rolled the transaction back (txn.h) */
-        broken = rc != 0 && op_restore(o) != 0;
-#endif
+        broken = rc != 0 && op_put_back(o) != 0;
         rc = rc ? rc : o->err;
     } else if (o->err) {
         rc = o->err;
@@ -425,21 +350,28 @@ int op_finish(struct op *o)
     }
     if (broken)
         atomic_store(&o->t->broken, 1);
-#ifndef MT_INCLL
-    if (!rc) { /* committed (or transient): what readers follow unmarked */
-        for (int i = 0; i < o->nlater; i++)
-            __atomic_store_n(o->later[i].w, o->later[i].v, __ATOMIC_RELEASE);
-        if (o->new_top)
-            atomic_store_explicit(&o->t->root, o->new_top, memory_order_release);
-    }
-#endif
+    if (!rc) /* committed (or transient) */
+        op_committed(o);
     while (o->nheld > 0)
         node_unlock(o->held[--o->nheld]);
-#ifndef MT_INCLL
-    if (o->gone && !rc)
-        node_retire(o->gone);
-#endif
     return rc;
+}
+
+void op_made(struct op *o, struct node *n, int leaf)
+{
+    VSTORE(n, V_LOCKED | V_INSERTING | (leaf ? V_LEAF : 0));
+    op_hold(o, n);
+    if (o->nnew < OP_LOCKS)
+        o->made_new[o->nnew++] = n;
+}
+
+void op_drop_new(struct op *o)
+{
+    while (o->nnew > 0) {
+        struct node *n = o->made_new[--o->nnew];
+        op_unhold(o, n);
+        node_drop(o, n);
+    }
 }
 
 /* n leaves o's locks (it stays locked: a node o made, going away). */
@@ -500,347 +432,3 @@ void op_unlock(struct op *o, struct node *n)
             return;
         }
 }
-
-#ifndef MT_INCLL /* the mirror writes; mt_incll.c has the in-pool ones */
-static inline uint64_t *word(struct node *n, size_t off)
-{
-    return (uint64_t *)(BODY(n) + off);
-}
-
-static inline txn_obj *mirror_of(uint64_t p)
-{
-    return p ? ((struct node *)p)->pobj : NULL;
-}
-
-static void mirror_write(struct op *o, struct node *n, size_t off, const void *src, size_t len)
-{
-    if (o->tx && !o->err)
-        o->err = txn_write(o->tx, n->pobj, off, src, len);
-}
-
-/* The word writes: the mirror first, the DRAM store only when it took
- * (after an error the DRAM tree changes no more: a failure before any
- * change leaves it as it was). */
-void w_u64(struct op *o, struct node *n, size_t off, uint64_t v)
-{
-    mirror_write(o, n, off, &v, 8);
-    if (!o->err)
-        ST(*word(n, off), v);
-}
-
-void w_ptr(struct op *o, struct node *n, size_t off, void *p)
-{
-    txn_obj *h = mirror_of((uint64_t)p);
-    mirror_write(o, n, off, &h, 8);
-    if (!o->err)
-        __atomic_store_n(word(n, off), (uint64_t)p, __ATOMIC_RELEASE);
-}
-
-void w_ptr_at_commit(struct op *o, struct node *n, size_t off, void *p)
-{
-    txn_obj *h = mirror_of((uint64_t)p);
-    mirror_write(o, n, off, &h, 8);
-    if (o->err)
-        return;
-    if (o->nlater == 2) { /* cannot happen: an unlink's, or a new root's */
-        o->err = TXN_E_INVAL;
-        return;
-    }
-    o->later[o->nlater].w = word(n, off);
-    o->later[o->nlater++].v = (uint64_t)p;
-}
-
-void root_at_commit(struct op *o, struct node *q)
-{
-    if (!o->err)
-        o->new_top = q;
-}
-
-void w_u8(struct op *o, struct node *n, size_t off, uint8_t v)
-{
-    mirror_write(o, n, off, &v, 1);
-    if (!o->err)
-        __atomic_store_n((uint8_t *)BODY(n) + off, v, __ATOMIC_RELAXED);
-}
-
-void w_range(struct op *o, struct node *n, size_t off, unsigned count)
-{
-    if (count)
-        mirror_write(o, n, off, word(n, off), 8 * (size_t)count);
-}
-
-void w_range_ptr(struct op *o, struct node *n, size_t off, unsigned count)
-{
-    uint64_t h[IWIDTH + 1];
-    if (!o->tx || !count)
-        return;
-    for (unsigned i = 0; i < count; i++)
-        h[i] = (uint64_t)mirror_of(word(n, off)[i]);
-    mirror_write(o, n, off, h, 8 * (size_t)count);
-}
-
-static struct node *node_new(struct op *o, uint64_t kind, size_t body)
-{
-    struct node *n = node_alloc();
-    if (!n) {
-        o->err = o->err ? o->err : TXN_E_NOMEM;
-        return NULL;
-    }
-    if (o->tx) {
-        int rc = txn_alloc(o->tx, body, &n->pobj);
-        if (rc) {
-            node_free_now(n);
-            o->err = o->err ? o->err : rc;
-            return NULL;
-        }
-    }
-    *word(n, 0) = kind;
-    atomic_store_explicit(&n->version,
-                          V_LOCKED | V_INSERTING | (kind == KIND_LEAF ? V_LEAF : 0),
-                          memory_order_relaxed);
-    op_hold(o, n);
-    if (o->nnew < OP_LOCKS)
-        o->made_new[o->nnew++] = n;
-    return n;
-}
-
-/* Never linked, never seen by a reader: back to the free list at once;
- * their objects go with the aborted transaction. */
-void op_drop_new(struct op *o)
-{
-    while (o->nnew > 0) {
-        struct node *n = o->made_new[--o->nnew];
-        op_unhold(o, n);
-        node_free_now(n);
-    }
-}
-
-struct leaf *leaf_new(struct op *o)
-{
-    struct leaf *l = (struct leaf *)node_new(o, KIND_LEAF, LEAF_BODY);
-    if (l)
-        l->perm = PERM_EMPTY;
-    return l;
-}
-
-struct inode *inode_new(struct op *o)
-{
-    return (struct inode *)node_new(o, KIND_INODE, INODE_BODY);
-}
-
-void w_image(struct op *o, struct node *n)
-{
-    uint64_t img[LEAF_BODY / 8];
-    if (!o->tx || o->err)
-        return;
-    if (is_leaf(n)) {
-        struct leaf *l = (struct leaf *)n;
-        memcpy(img, BODY(n), LEAF_BODY);
-        img[LB_NEXT / 8] = (uint64_t)mirror_of((uint64_t)l->next);
-        img[LB_PREV / 8] = (uint64_t)mirror_of((uint64_t)l->prev);
-        for (unsigned s = 0; s < LWIDTH; s++)
-            if (l->klen[s] == KLEN_LAYER)
-                img[LB_VAL / 8 + s] = (uint64_t)mirror_of(l->val[s]);
-        o->err = txn_write(o->tx, n->pobj, 0, img, LEAF_BODY);
-    } else {
-        struct inode *in = (struct inode *)n;
-        memcpy(img, BODY(n), INODE_BODY);
-        for (unsigned i = 0; i <= IWIDTH; i++)
-            img[IB_CHILD / 8 + i] = (uint64_t)mirror_of((uint64_t)in->child[i]);
-        o->err = txn_write(o->tx, n->pobj, 0, img, INODE_BODY);
-    }
-}
-
-void node_discard(struct op *o, struct node *n)
-{
-    if (o->tx && !o->err)
-        o->err = txn_free(o->tx, n->pobj);
-}
-
-void node_gone(struct op *o, struct node *n)
-{
-    o->gone = n; /* op_finish retires it once o committed */
-}
-
-void w_anchor(struct op *o, struct node *root)
-{
-    if (o->tx && !o->err)
-        o->err = txn_write(o->tx, o->t->anchor, o->t->anchor_off, &root->pobj, 8);
-}
-
-/* Opened to write before anything changes: an engine that copies to
- * write (cow) makes its copy here, where a full pool fails the operation
- * alone; undo logs the object whole, once. */
-static void open_rw(struct op *o, txn_obj *h)
-{
-    if (o->tx && !o->err && !txn_open(o->tx, h, TXN_RW)) {
-        int rc = txn_last_error(o->tx);
-        o->err = rc ? rc : TXN_E_STATE;
-    }
-}
-
-/* What an operation changes in DRAM, saved before its first change: the
- * body and the root and deleted bits of each node it readied (every
- * existing node it changes, node_will_change), a root's parent pointer
- * (NULL: new_root sets it). The top root changes only once the
- * operation committed (root_at_commit). A thread runs one operation at a
- * time. */
-struct saved {
-    struct node *n;
-    struct inode *parent;
-    uint64_t bits;
-    uint64_t body[NODE_BYTES / 8]; /* a leaf's or an inode's */
-};
-static __thread struct saved t_saved[OP_LOCKS];
-
-static void op_save(struct op *o, struct node *n)
-{
-    if (!o->tx || o->nsaved < 0)
-        return; /* transient: its errors come before any change */
-    for (int i = 0; i < o->nsaved; i++)
-        if (t_saved[i].n == n)
-            return;
-    if (o->nsaved == OP_LOCKS) {
-        o->nsaved = -1; /* cannot happen: OP_LOCKS bounds its locks too */
-        return;
-    }
-    struct saved *sv = &t_saved[o->nsaved++];
-    sv->n = n;
-    sv->parent = __atomic_load_n(&n->parent, __ATOMIC_RELAXED);
-    sv->bits = atomic_load_explicit(&n->version, memory_order_relaxed) & (V_ROOT | V_DELETED);
-    memcpy(sv->body, BODY(n), is_leaf(n) ? LEAF_BODY : INODE_BODY); /* locked: no writer */
-}
-
-void node_will_change(struct op *o, struct node *n)
-{
-    op_save(o, n); /* even after an error: insert_up's stores go on */
-    open_rw(o, n->pobj);
-}
-
-void anchor_will_change(struct op *o)
-{
-    open_rw(o, o->t->anchor);
-}
-
-/* After an error that came once the operation had changed the tree, or
- * a failed commit (its transaction rolled back: the mirrors are as
- * before it), the DRAM tree as before it too, under its locks: an
- * update's value word; each saved node marked as split (a reader that
- * read it starts again at its unlock), its body and bits back (a root's
- * parent too); the children of the internal nodes put back pointed at
- * them again (an internal split had moved some); the
- * nodes it made marked deleted (no reader validates a read through
- * them: their parents changed too) and retired; the counts. 0, or -1 if
- * it saved too many nodes to put back (the tree is then unusable). */
-static int op_restore(struct op *o)
-{
-    if (o->nsaved < 0)
-        return -1;
-    if (o->upd_word) /* an update (readers may have read it: as of any
-                      * update before its commit) */
-        __atomic_store_n(o->upd_word, o->upd_old, __ATOMIC_RELEASE);
-    for (int i = o->nsaved - 1; i >= 0; i--) {
-        struct saved *sv = &t_saved[i];
-        struct node *n = sv->n;
-        node_mark(n, V_SPLITTING);
-        size_t words = (is_leaf(n) ? LEAF_BODY : INODE_BODY) / 8;
-        uint64_t *b = (uint64_t *)BODY(n);
-        for (size_t w = 0; w < words; w++) /* only what changed: a leaf's
-                                              * low key is read unlocked */
-            if (b[w] != sv->body[w])
-                __atomic_store_n(&b[w], sv->body[w], __ATOMIC_RELAXED);
-        if (sv->bits & V_ROOT) /* new_root gave it a parent; a non-root's
-                                * parent changes under its parent's lock */
-            PST(n->parent, sv->parent);
-        uint64_t v = atomic_load_explicit(&n->version, memory_order_relaxed);
-        atomic_store_explicit(&n->version, (v & ~(V_ROOT | V_DELETED)) | sv->bits,
-                              memory_order_release);
-    }
-    for (int i = 0; i < o->nsaved; i++) {
-        struct node *n = t_saved[i].n;
-        if (is_leaf(n))
-            continue;
-        struct inode *in = (struct inode *)n;
-        for (unsigned c = 0; c <= in->nkeys && c <= IWIDTH; c++)
-            if (in->child[c])
-                PST(in->child[c]->parent, in);
-    }
-    while (o->nnew > 0) { /* locked since made: unlocked with the others */
-        struct node *n = o->made_new[--o->nnew];
-        node_mark(n, V_DELETED | V_SPLITTING);
-        node_retire(n);
-    }
-    atomic_fetch_sub_explicit(&o->t->splits, o->splits, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&o->t->unlinked, o->unlinks, memory_order_relaxed);
-    o->gone = NULL;
-    return 0;
-}
-
-void node_set_root(struct op *o, struct node *n, int root)
-{
-    (void)o;
-    if (root)
-        atomic_fetch_or_explicit(&n->version, V_ROOT, memory_order_relaxed);
-    else
-        atomic_fetch_and_explicit(&n->version, ~V_ROOT, memory_order_release);
-}
-
-void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v)
-{
-    w_u64(o, &l->h, LB_VAL + 8 * (size_t)s, v);
-}
-
-int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v)
-{
-    if (o->err)
-        return -1;
-    if (o->tx) { /* a failed commit puts it back (op_restore) */
-        o->upd_word = word(&l->h, LB_VAL + 8 * (size_t)s);
-        o->upd_old = *o->upd_word;
-    }
-    w_value(o, l, s, v);
-    o->clean = o->err != 0; /* an update's one write: nothing changed */
-    return -1;
-}
-
-void w_move_begin(struct op *o, struct leaf *l)
-{
-    (void)o, (void)l; /* never called: w_value_try moves nothing here */
-}
-
-/* An insert or a remove opens its leaf before it changes it. */
-static void leaf_will_change(struct op *o, struct leaf *l)
-{
-    if (!o->err) {
-        node_will_change(o, &l->h);
-        o->clean = o->err != 0;
-    }
-    node_mark(&l->h, V_INSERTING);
-}
-
-void w_insert_begin(struct op *o, struct leaf *l)
-{
-    leaf_will_change(o, l);
-}
-
-void w_remove_begin(struct op *o, struct leaf *l)
-{
-    leaf_will_change(o, l);
-}
-
-void w_perm(struct op *o, struct leaf *l, uint64_t perm)
-{
-    w_u64(o, &l->h, LB_PERM, perm);
-}
-
-int rd_begin(mt_tree *t)
-{
-    return atomic_load_explicit(&t->broken, memory_order_relaxed) ? TXN_E_STATE : 0;
-}
-
-int rd_end(mt_tree *t)
-{
-    (void)t;
-    return 0;
-}
-#endif /* !MT_INCLL */

@@ -12,8 +12,9 @@
  * update or insert points its key at a new buffer (none is used twice in
  * a run), a get copies the buffer. With the nodes in the pool
  * (ycsb-incll) the buffers are in the pool too, durable with the epoch
- * that wrote them (new_val); elsewhere they are in DRAM (the transient
- * tree's, and the txn.h variants', whose mirrors keep the pointers only).
+ * that wrote them (inpool/ycsb_inpool.c); elsewhere they are in DRAM (the
+ * transient tree's, and the mirror store's, whose mirrors keep the
+ * pointers only: mirror/ycsb_mirror.c).
  * --check also finds every value's buffer whole (one byte repeated).
  * ycsb-none runs the transient tree (no txn.h at all); the other engines
  * the tree on txn.h in a pool under $TXN_POOL_DIR (default /dev/shm),
@@ -44,11 +45,6 @@
  * clean open of the same pool for comparison.
  */
 #define _GNU_SOURCE
-#ifdef MT_INCLL
-#define STORAGE "incll" /* nodes in the pool, InCLLs (mt_incll.c) */
-#else
-#define STORAGE "txn"
-#endif
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -60,76 +56,43 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "masstree.h"
-#ifdef MT_INCLL
-#include <signal.h>
-#include <sys/wait.h>
+#include "ycsb.h"
 
-#include "incll.h"
-#endif
-
-#define VAL_BYTES 32
 #define SCAN_LEN 10
 
-static struct {
-    char workload;
-    int zipf, threads, check, restart, op_times;
-    size_t keys, ops, crash_logged;
-    uint64_t seed;
-    unsigned batch;
-} cfg = {'a', 0, 2, 0, 0, 0, 1000000, 1000000, 0, 1, 32};
+struct ycsb_cfg cfg = {'a', 0, 2, 0, 0, 0, 1000000, 1000000, 0, 1, 32};
 
-static mt_tree *tree;
-static txn_pool *pool;
+mt_tree *tree;
+txn_pool *pool;
+pthread_barrier_t start_line;
+char made_pool[256];
 static char *load_vals;
-static pthread_barrier_t start_line;
 static _Atomic uint64_t s_barriers, s_lines, s_logbytes, s_found, s_inserted;
 /* --op-times: nanoseconds and counts per kind of operation */
 enum { OP_GET, OP_UPDATE, OP_SCAN, OP_INSERT, OP_KINDS };
 static const char *const op_name[OP_KINDS] = {"get", "update", "scan", "insert"};
 static _Atomic uint64_t s_op_ns[OP_KINDS], s_op_n[OP_KINDS];
-#ifdef MT_INCLL
-static _Atomic uint64_t s_hit_upd, s_hit_ins, s_hit_rem, s_hit_mov, s_in_logged, s_logged,
-    s_epochs;
 
-/* this thread's incll_stats into the sums (epochs: the process's, once) */
-static void add_incll_stats(int first)
-{
-    incll_stats is;
-    incll_stats_get(&is);
-    atomic_fetch_add(&s_hit_upd, is.hit_update);
-    atomic_fetch_add(&s_hit_ins, is.hit_insert);
-    atomic_fetch_add(&s_hit_rem, is.hit_remove);
-    atomic_fetch_add(&s_hit_mov, is.hit_move);
-    atomic_fetch_add(&s_in_logged, is.in_logged);
-    atomic_fetch_add(&s_logged, is.log_overflow + is.log_explicit);
-    if (first)
-        atomic_store(&s_epochs, is.epochs);
-}
-#endif
-
-static double clock_s(clockid_t c)
+double clock_s(clockid_t c)
 {
     struct timespec ts;
     clock_gettime(c, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static double now(void)
+double now(void)
 {
     return clock_s(CLOCK_MONOTONIC);
 }
 
-/* The file of a pool path given relative (under $TXN_POOL_DIR), to remove. */
-static void pool_unlink(const char *path)
+void pool_unlink(const char *path)
 {
-    const char *dir = getenv("TXN_POOL_DIR");
     char full[600];
-    snprintf(full, sizeof full, "%s/%s", dir && *dir ? dir : "/dev/shm", path);
-    unlink(full);
+    if (txn_pool_path(path, full, sizeof full) == 0)
+        unlink(full);
 }
 
-static uint64_t mix64(uint64_t x)
+uint64_t mix64(uint64_t x)
 {
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;
@@ -139,7 +102,7 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
-static uint64_t rnd(uint64_t *s)
+uint64_t rnd(uint64_t *s)
 {
     *s ^= *s << 13;
     *s ^= *s >> 7;
@@ -152,8 +115,8 @@ static double rnd01(uint64_t *s)
     return (double)(rnd(s) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* key number i as 8 bytes: scrambled, so loading order is random */
-static void key_of(uint64_t i, uint8_t k[8])
+/* scrambled, so loading order is random */
+void key_of(uint64_t i, uint8_t k[8])
 {
     uint64_t x = mix64(i + 1);
     memcpy(k, &x, 8);
@@ -199,9 +162,7 @@ static uint64_t pick(uint64_t *s)
     return cfg.zipf ? zipf_next(s) : rnd(s) % cfg.keys;
 }
 
-static char made_pool[256]; /* the pool file this run made, if any */
-
-static void fail(const char *what, int rc)
+void fail(const char *what, int rc)
 {
     fprintf(stderr, "ycsb: %s: %s\n", what, txn_strerror(rc));
     if (made_pool[0]) /* a pool can take gigabytes of /dev/shm */
@@ -209,77 +170,7 @@ static void fail(const char *what, int rc)
     exit(1);
 }
 
-#ifdef MT_INCLL
-/* Value buffers in the pool: each thread fills buffers in a block
- * allocated in the current epoch (incll_epoch), in a transaction of that
- * epoch, so the epoch's global flush writes the bytes back and a crash in
- * it frees the block; the tree's pointer to a buffer changes in the same
- * epoch or a later one. A new block when the epoch moved on (a block of an
- * earlier epoch would have to be logged) or when it is full. VAL_BATCH
- * buffers are filled in one transaction (as if each were written in its
- * put's), handed out one by one. Buffers are 16-byte aligned: a value
- * InCLL saves only such pointers. Old buffers are not reused (the pool is
- * sized for the run). */
-#define VAL_BLOCK 16376 /* the largest small block: 16 KiB with its tag */
-#define VAL_BATCH 64
-static __thread struct {
-    char *next, *lim; /* filled, not handed out */
-    char *end;        /* of the block */
-    uint64_t epoch;   /* of the block */
-    unsigned fill;
-} t_vals;
-
-static void fill_vals(void)
-{
-    txn *tx;
-    txn_obj *o;
-    int rc = mt_flush(tree); /* the thread's shared transaction, if any */
-    if (rc || (rc = txn_begin(pool, &tx)))
-        fail("value", rc);
-    size_t room = (size_t)(t_vals.end - t_vals.next) / VAL_BYTES;
-    if (!t_vals.next || t_vals.epoch != incll_epoch(tx) || room == 0) {
-        if ((rc = txn_alloc(tx, VAL_BLOCK, &o)))
-            fail("value", rc);
-        char *b = incll_node(o);
-        t_vals.next = (char *)(((uintptr_t)b + 15) & ~(uintptr_t)15);
-        t_vals.end = b + VAL_BLOCK;
-        t_vals.epoch = incll_epoch(tx);
-        room = (size_t)(t_vals.end - t_vals.next) / VAL_BYTES;
-    }
-    size_t n = room < VAL_BATCH ? room : VAL_BATCH;
-    char batch[VAL_BATCH * VAL_BYTES];
-    for (size_t i = 0; i < n; i++)
-        memset(batch + i * VAL_BYTES, (uint8_t)t_vals.fill++, VAL_BYTES);
-    incll_store_bytes(t_vals.next, batch, n * VAL_BYTES); /* one traced copy */
-    t_vals.lim = t_vals.next + n * VAL_BYTES;
-    if ((rc = txn_commit(tx)))
-        fail("value", rc);
-}
-
-static char *new_val(char *dram, size_t i, int fill)
-{
-    (void)dram, (void)i, (void)fill;
-    if (t_vals.next == t_vals.lim)
-        fill_vals();
-    char *v = t_vals.next;
-    t_vals.next += VAL_BYTES;
-    return v;
-}
-#else
-/* Buffer i of a thread's DRAM array (each used once, as in the pool). */
-static char *new_val(char *dram, size_t i, int fill)
-{
-    char *v = dram + i * VAL_BYTES;
-    memset(v, fill, VAL_BYTES);
-    return v;
-}
-#endif
-
 /* ---- load */
-struct range {
-    size_t from, to;
-};
-
 static void *load_thread(void *arg)
 {
     struct range *r = arg;
@@ -299,8 +190,7 @@ static void *load_thread(void *arg)
 
 static void run_threads(void *(*fn)(void *), void *args, size_t argsize);
 
-/* fn on each thread's share of keys 0..keys-1 */
-static void load_keys(void *(*fn)(void *))
+void load_keys(void *(*fn)(void *))
 {
     struct range rg[cfg.threads];
     for (int t = 0; t < cfg.threads; t++)
@@ -320,13 +210,6 @@ static void run_threads(void *(*fn)(void *), void *args, size_t argsize)
 }
 
 /* ---- run */
-struct worker {
-    int id;
-    char *vals; /* DRAM: the buffers of its updates and inserts */
-    uint64_t sink;
-    double start, end; /* of its run: the main thread may not be scheduled */
-};
-
 static int scan_cb(const void *key, size_t len, uint64_t val, void *arg)
 {
     struct worker *w = arg;
@@ -348,9 +231,7 @@ static void *run_thread(void *arg)
     unsigned upd = cfg.workload == 'a' ? 50 : cfg.workload == 'b' ? 5 : 0;
     pthread_barrier_wait(&start_line);
     txn_stats_reset();
-#ifdef MT_INCLL
-    incll_stats_reset();
-#endif
+    store_stats_reset();
     w->start = now();
     for (size_t j = 0; j < cfg.ops; j++) {
         uint8_t k[8], buf[VAL_BYTES];
@@ -403,13 +284,11 @@ static void *run_thread(void *arg)
         atomic_fetch_add(&s_op_ns[i], (uint64_t)(op_s[i] * 1e9));
         atomic_fetch_add(&s_op_n[i], op_n[i]);
     }
-#ifdef MT_INCLL
-    add_incll_stats(w->id == 0);
-#endif
+    store_stats_add(w->id == 0);
     return NULL;
 }
 
-static int count_cb(const void *key, size_t len, uint64_t val, void *arg)
+int count_cb(const void *key, size_t len, uint64_t val, void *arg)
 {
     (void)key, (void)len, (void)val;
     ++*(size_t *)arg;
@@ -504,264 +383,49 @@ static void parse(int argc, char **argv)
     }
     if (optind != argc)
         usage(argv[0]);
-#ifndef MT_INCLL
-    if (cfg.crash_logged) {
+    if (cfg.crash_logged && !ycsb_store.crash_recovery) {
         fprintf(stderr, "ycsb: --crash-recovery is for ycsb-incll\n");
         exit(2);
     }
-#endif
 }
 
-#ifdef MT_INCLL
-/* ---- --crash-recovery: the external log's worst case */
-
-static _Atomic int crash_stop;
-static _Atomic uint64_t crash_logged[256], crash_ops;
-
-static uint64_t crash_val(uint64_t x)
+/* the pool of a run on txn.h, under a name of this process (path) */
+static void make_pool(const char *engine, char *path, size_t cap)
 {
-    return 16 * (x + 1); /* 16-byte aligned: a value InCLL can save it */
-}
-
-/* Updates of random keys until the threads' logged nodes reach the
- * target (or 20 updates per key: a tree of fewer leaves never gets
- * there); the epoch does not end meanwhile. */
-static void *crash_thread(void *arg)
-{
-    struct worker *w = arg;
-    uint64_t s = mix64(cfg.seed * 1000003 + (uint64_t)w->id) | 1, ops = 0;
-    incll_stats is;
-    pthread_barrier_wait(&start_line);
-    incll_stats_reset();
-    while (!atomic_load_explicit(&crash_stop, memory_order_relaxed) &&
-           ops < 20 * cfg.keys / (size_t)cfg.threads) {
-        for (int j = 0; j < 256; j++, ops++) {
-            uint8_t k[8];
-            key_of(rnd(&s) % cfg.keys, k);
-            int rc = mt_put(tree, k, 8, crash_val(cfg.keys + ops));
-            if (rc < 0)
-                fail("update", rc);
-        }
-        incll_stats_get(&is);
-        if (is.epochs) {
-            fprintf(stderr, "ycsb: an epoch ended during the run (TXN_EPOCH_MS, log size)\n");
-            exit(1);
-        }
-        atomic_store(&crash_logged[w->id], is.log_overflow + is.log_explicit);
-        uint64_t sum = 0;
-        for (int t = 0; t < cfg.threads; t++)
-            sum += atomic_load(&crash_logged[t]);
-        if (sum >= cfg.crash_logged)
-            atomic_store(&crash_stop, 1);
-    }
-    atomic_fetch_add(&crash_ops, ops);
-    return NULL;
-}
-
-static void *crash_load(void *arg)
-{
-    struct range *r = arg;
-    for (size_t i = r->from; i < r->to; i++) {
-        uint8_t k[8];
-        key_of(i, k);
-        int rc = mt_put(tree, k, 8, crash_val(i));
-        if (rc < 0)
-            fail("load", rc);
-    }
-    return NULL;
-}
-
-struct crash_report {
-    uint64_t logged, ops;
-    double load_s, run_s;
-};
-
-/* The child: load, sync, update in one epoch, report, die in it. */
-static void crash_child(const char *path, int fd)
-{
-    setenv("TXN_EPOCH_MS", "0", 1); /* epochs end at txn_sync only */
-    /* room for the log: an epoch ends early when a thread's log passes
-     * 1/16 of the heap (incll.c); a logged node takes about 400 bytes */
-    size_t logb = cfg.crash_logged * 400 * 16 / (size_t)cfg.threads + ((size_t)64 << 20);
-    txn_pool_opts po = {.size = ((size_t)128 << 20) + cfg.keys * 64 + logb,
+    size_t inserts = cfg.workload == 'e' ? cfg.ops * (size_t)cfg.threads / 15 : 0;
+    txn_pool_opts po = {.size = ((size_t)128 << 20) + (cfg.keys + inserts) * 64,
                         .threads = (unsigned)cfg.threads + 1};
+    po.size += vals_pool_bytes(cfg.keys + cfg.ops * (size_t)cfg.threads);
+    snprintf(path, cap, "ycsb-%s-%d.pool", engine, (int)getpid());
     int rc = txn_pool_create(path, "pmtx-ycsb", &po, &pool);
     if (rc)
         fail("pool create", rc);
-    mt_opts mo = {.pool = pool};
-    if ((rc = mt_create(&mo, &tree)))
-        fail("create", rc);
-    double t0 = now();
-    load_keys(crash_load);
-    if ((rc = txn_sync(pool)))
-        fail("sync", rc);
-    struct crash_report r = {.load_s = now() - t0};
-    struct worker w[cfg.threads];
-    pthread_t th[cfg.threads];
-    pthread_barrier_init(&start_line, NULL, (unsigned)cfg.threads + 1);
-    for (int t = 0; t < cfg.threads; t++) {
-        w[t] = (struct worker){.id = t};
-        if (pthread_create(&th[t], NULL, crash_thread, &w[t]))
-            fail("pthread_create", TXN_E_NOMEM);
-    }
-    pthread_barrier_wait(&start_line);
-    t0 = now();
-    for (int t = 0; t < cfg.threads; t++)
-        pthread_join(th[t], NULL);
-    r.run_s = now() - t0;
-    for (int t = 0; t < cfg.threads; t++)
-        r.logged += crash_logged[t];
-    r.ops = crash_ops;
-    if (write(fd, &r, sizeof r) != (ssize_t)sizeof r)
-        exit(1);
-    kill(getpid(), SIGKILL); /* in the epoch: nothing flushed, no sync */
-    exit(1);
+    snprintf(made_pool, sizeof made_pool, "%s", path);
 }
 
-static int crash_recovery(const char *engine)
+/* Load the keys; seconds. The load is durable before the run: on incll,
+ * the global flush of the load's epoch (every line the load wrote) would
+ * otherwise land in the run's first epoch, on its memory bandwidth
+ * (docs/masstree.md, "The load's epoch"). */
+static double load(void)
 {
-    char path[256];
-    snprintf(path, sizeof path, "ycsb-%s-crash-%d.pool", engine, (int)getpid());
-    snprintf(made_pool, sizeof made_pool, "%s", path); /* by the child */
-    int fds[2];
-    if (pipe(fds))
-        fail("pipe", TXN_E_NOMEM);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
-        fail("fork", TXN_E_NOMEM);
-    if (pid == 0) {
-        close(fds[0]);
-        crash_child(path, fds[1]);
-    }
-    close(fds[1]);
-    struct crash_report r;
-    int st = 0, got = read(fds[0], &r, sizeof r) == (ssize_t)sizeof r;
-    waitpid(pid, &st, 0);
-    if (!got || !WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
-        fprintf(stderr, "ycsb: the crashing child did not report and die as planned\n");
-        pool_unlink(path);
-        return 1;
-    }
-    /* the restart: pool (the external log's replay), tree, first get */
-    mt_opts mo = {0};
-    uint64_t v = 0;
-    uint8_t k[8];
-    /* CPU time of this thread too (its page faults included): what the
-     * restart costs when other processes share the cores */
-    double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID), t0 = now();
-    int rc = txn_pool_open(path, "pmtx-ycsb", &pool);
-    if (rc)
-        fail("pool open", rc);
-    double t1 = now(), c1 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-    mo.pool = pool;
-    if ((rc = mt_open(&mo, &tree)))
-        fail("tree open", rc);
-    double t2 = now();
-    key_of(cfg.keys / 2, k);
-    rc = mt_get(tree, k, 8, &v);
-    double t3 = now(), c3 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-    int bad = rc != 0 || v != crash_val(cfg.keys / 2);
-    /* every node at its first access: all keys back at their loaded values */
-    for (size_t i = 0; i < cfg.keys && !bad; i++) {
-        key_of(i, k);
-        if (mt_get(tree, k, 8, &v) || v != crash_val(i)) {
-            fprintf(stderr, "ycsb: key %zu: not its loaded value after recovery\n", i);
-            bad = 1;
-        }
-    }
-    size_t n = 0;
-    mt_scan(tree, NULL, 0, (size_t)-1, count_cb, &n);
-    bad |= n != cfg.keys;
-    double t4 = now();
-    mt_stats ms;
-    mt_stats_get(tree, &ms);
-    mt_close(tree);
-    txn_pool_close(pool);
-    double t5 = now(); /* a clean open of the same pool, for comparison */
-    if ((rc = txn_pool_open(path, "pmtx-ycsb", &pool)))
-        fail("pool open", rc);
-    double clean = now() - t5;
-    txn_pool_close(pool);
-    pool_unlink(path);
-    printf("ycsb-%s recovery: %llu nodes logged in the failed epoch (%llu updates, %d threads, "
-           "%.2f s) of %llu nodes; pool open (log replay) %.2f ms (clean open %.2f ms), "
-           "tree open %.3f ms, first get %.3f ms: first operation %.2f ms after the restart "
-           "(CPU %.2f ms, pool open %.2f); every node recovered and checked in %.0f ms%s\n",
-           engine, (unsigned long long)r.logged, (unsigned long long)r.ops, cfg.threads,
-           r.run_s, (unsigned long long)(ms.leaves + ms.inodes), (t1 - t0) * 1e3, clean * 1e3,
-           (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3, (c3 - c0) * 1e3, (c1 - c0) * 1e3,
-           (t4 - t3) * 1e3, bad ? " CHECK FAILED" : " (checked)");
-    printf("{\"engine\":\"%s\",\"test\":\"recovery\",\"keys\":%zu,\"threads\":%d,"
-           "\"logged_nodes\":%llu,\"epoch_updates\":%llu,\"nodes\":%llu,"
-           "\"recovery_ms\":%.3f,\"clean_open_ms\":%.3f,\"tree_open_ms\":%.4f,"
-           "\"first_get_ms\":%.4f,\"first_op_ms\":%.3f,\"recovery_cpu_ms\":%.3f,"
-           "\"first_op_cpu_ms\":%.3f,\"touch_all_ms\":%.1f,\"ok\":%s}\n",
-           engine, cfg.keys, cfg.threads, (unsigned long long)r.logged,
-           (unsigned long long)r.ops, (unsigned long long)(ms.leaves + ms.inodes),
-           (t1 - t0) * 1e3, clean * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3,
-           (c1 - c0) * 1e3, (c3 - c0) * 1e3, (t4 - t3) * 1e3, bad ? "false" : "true");
-    return bad;
-}
-#endif
-
-int main(int argc, char **argv)
-{
-    parse(argc, argv);
-    const char *engine = txn_engine_name();
-    /* none keeps nothing: its line is the transient tree (MT+) */
-    int transient = !strcmp(engine, "none");
-    char path[256] = "";
-    printf("# engine %s pdom %d (%u ns) flush %s storage %s\n", engine, txn_pdom(),
-           txn_pdom_ns(), txn_flush_name(), transient ? "transient" : STORAGE);
-#ifdef MT_INCLL
-    if (cfg.crash_logged)
-        return crash_recovery(engine);
-#endif
-    if (!transient) {
-        size_t inserts = cfg.workload == 'e' ? cfg.ops * (size_t)cfg.threads / 15 : 0;
-        txn_pool_opts po = {.size = ((size_t)128 << 20) + (cfg.keys + inserts) * 64,
-                            .threads = (unsigned)cfg.threads + 1};
-#ifdef MT_INCLL /* the value buffers, a quarter more for blocks left part full */
-        po.size += (cfg.keys + cfg.ops * (size_t)cfg.threads) * VAL_BYTES / 4 * 5;
-#endif
-        snprintf(path, sizeof path, "ycsb-%s-%d.pool", engine, (int)getpid());
-        int rc = txn_pool_create(path, "pmtx-ycsb", &po, &pool);
-        if (rc)
-            fail("pool create", rc);
-        snprintf(made_pool, sizeof made_pool, "%s", path);
-    }
-    mt_opts mo = {.pool = pool, .batch = cfg.batch};
-    int rc = mt_create(&mo, &tree);
-    if (rc)
-        fail("create", rc);
-    if (cfg.zipf)
-        zipf_init(cfg.keys);
-#ifndef MT_INCLL
-    load_vals = malloc(cfg.keys * VAL_BYTES);
-    if (!load_vals)
-        fail("buffers", TXN_E_NOMEM);
-#endif
+    int rc;
+    load_vals = vals_dram(cfg.keys);
     double t0 = now();
     load_keys(load_thread);
-    /* the load is durable before the run: on incll, the global flush of
-     * the load's epoch (every line the load wrote, ~80 MB for 1M keys)
-     * would otherwise land in the run's first epoch, on its memory
-     * bandwidth (C uniform, 1 thread: 0.875 -> 0.94 of ycsb-none) */
     if (pool && (rc = txn_sync(pool)))
         fail("sync", rc);
-    double load_s = now() - t0;
+    return now() - t0;
+}
 
-    struct worker w[cfg.threads];
-    for (int t = 0; t < cfg.threads; t++) {
-        w[t] = (struct worker){.id = t};
-#ifndef MT_INCLL
-        if (!(w[t].vals = calloc(cfg.ops, VAL_BYTES)))
-            fail("buffers", TXN_E_NOMEM);
-#endif
-    }
-    pthread_barrier_init(&start_line, NULL, (unsigned)cfg.threads + 1);
+/* The run's threads (w[cfg.threads]); seconds from the first one's start
+ * to the last one's end. */
+static double run(struct worker *w)
+{
     pthread_t th[cfg.threads];
+    for (int t = 0; t < cfg.threads; t++)
+        w[t] = (struct worker){.id = t, .vals = vals_dram(cfg.ops)};
+    pthread_barrier_init(&start_line, NULL, (unsigned)cfg.threads + 1);
     for (int t = 0; t < cfg.threads; t++)
         if (pthread_create(&th[t], NULL, run_thread, &w[t]))
             fail("pthread_create", TXN_E_NOMEM);
@@ -772,23 +436,67 @@ int main(int argc, char **argv)
         first = t && first < w[t].start ? first : w[t].start;
         last = last > w[t].end ? last : w[t].end;
     }
-    double run_s = last - first;
-    double total = (double)cfg.ops * cfg.threads, mops = total / run_s / 1e6;
+    return last - first;
+}
 
+/* --restart: close tree and pool, open them again; seconds */
+static double restart(const char *path, mt_opts *mo)
+{
+    int rc;
+    mt_close(tree);
+    txn_pool_close(pool);
+    double t0 = now();
+    if ((rc = txn_pool_open(path, "pmtx-ycsb", &pool)))
+        fail("pool open", rc);
+    mo->pool = pool;
+    if ((rc = mt_open(mo, &tree)))
+        fail("rebuild", rc);
+    return now() - t0;
+}
+
+/* --op-times: the "# op times" line, and the JSON fields into extra */
+static size_t op_times_report(char *extra, size_t cap)
+{
+    size_t xn = 0;
+    printf("# op times (mean, each timed by two clock reads):");
+    for (int i = 0; i < OP_KINDS; i++) {
+        if (!s_op_n[i])
+            continue;
+        double ns = (double)s_op_ns[i] / (double)s_op_n[i];
+        printf(" %s %.1f ns (%llu)", op_name[i], ns, (unsigned long long)s_op_n[i]);
+        xn += (size_t)snprintf(extra + xn, cap - xn, ",\"%s_ns\":%.1f", op_name[i], ns);
+    }
+    printf("\n");
+    return xn;
+}
+
+int main(int argc, char **argv)
+{
+    parse(argc, argv);
+    const char *engine = txn_engine_name();
+    /* none keeps nothing: its line is the transient tree (MT+) */
+    int transient = !strcmp(engine, "none");
+    const char *storage = transient ? "transient" : ycsb_store.name;
+    char path[256] = "";
+    printf("# engine %s pdom %d (%u ns) flush %s storage %s\n", engine, txn_pdom(),
+           txn_pdom_ns(), txn_flush_name(), storage);
+    if (cfg.crash_logged)
+        return crash_recovery(engine);
+    if (!transient)
+        make_pool(engine, path, sizeof path);
+    mt_opts mo = {.pool = pool, .batch = cfg.batch};
+    int rc = mt_create(&mo, &tree);
+    if (rc)
+        fail("create", rc);
+    if (cfg.zipf)
+        zipf_init(cfg.keys);
+    double load_s = load();
+    struct worker w[cfg.threads];
+    double run_s = run(w);
+    double total = (double)cfg.ops * cfg.threads, mops = total / run_s / 1e6;
     mt_stats ms; /* before a restart: the rebuilt tree counts no splits */
     mt_stats_get(tree, &ms);
-    double restart_s = 0;
-    if (cfg.restart && pool) {
-        mt_close(tree);
-        txn_pool_close(pool);
-        t0 = now();
-        if ((rc = txn_pool_open(path, "pmtx-ycsb", &pool)))
-            fail("pool open", rc);
-        mo.pool = pool;
-        if ((rc = mt_open(&mo, &tree)))
-            fail("rebuild", rc);
-        restart_s = now() - t0;
-    }
+    double restart_s = cfg.restart && pool ? restart(path, &mo) : 0;
     int bad = cfg.check ? check() : 0;
     printf("ycsb-%s %c %s: %zu keys, %d threads x %zu ops: %.3f Mops/s "
            "(load %.2f s, run %.2f s; %.2f barriers/op)%s%s\n",
@@ -800,50 +508,18 @@ int main(int argc, char **argv)
         printf("# restart: pool open and tree rebuild %.3f s for %llu nodes\n", restart_s,
                (unsigned long long)(ms.leaves + ms.inodes));
     char extra[768] = "";
-    size_t xn = 0;
-    if (cfg.op_times) {
-        printf("# op times (mean, each timed by two clock reads):");
-        for (int i = 0; i < OP_KINDS; i++) {
-            if (!s_op_n[i])
-                continue;
-            double ns = (double)s_op_ns[i] / (double)s_op_n[i];
-            printf(" %s %.1f ns (%llu)", op_name[i], ns, (unsigned long long)s_op_n[i]);
-            xn += (size_t)snprintf(extra + xn, sizeof extra - xn, ",\"%s_ns\":%.1f", op_name[i],
-                                   ns);
-        }
-        printf("\n");
-    }
-#ifdef MT_INCLL
-    /* the epochs the run ran in: those that ended, and the last one */
-    uint64_t hits = s_hit_upd + s_hit_ins + s_hit_rem + s_hit_mov, ep = s_epochs + 1;
-    printf("# incll: %llu epochs, %.0f nodes logged per epoch (%llu in all, %.4f per op); "
-           "InCLL hits %llu (updates %llu, inserts %llu, removes %llu, updates moved to a "
-           "free slot %llu), %llu changes of nodes logged already\n",
-           (unsigned long long)ep, (double)s_logged / (double)ep,
-           (unsigned long long)s_logged, (double)s_logged / total, (unsigned long long)hits,
-           (unsigned long long)s_hit_upd, (unsigned long long)s_hit_ins,
-           (unsigned long long)s_hit_rem, (unsigned long long)s_hit_mov,
-           (unsigned long long)s_in_logged);
-    snprintf(extra + xn, sizeof extra - xn,
-             ",\"batch\":%u,\"epochs\":%llu,\"logged_nodes\":%llu,\"logged_per_epoch\":%.1f,"
-             "\"incll_hits\":%llu,\"hits_update\":%llu,\"hits_insert\":%llu,"
-             "\"hits_remove\":%llu,\"hits_move\":%llu,\"in_logged\":%llu",
-             cfg.batch, (unsigned long long)ep, (unsigned long long)s_logged,
-             (double)s_logged / (double)ep, (unsigned long long)hits,
-             (unsigned long long)s_hit_upd, (unsigned long long)s_hit_ins,
-             (unsigned long long)s_hit_rem, (unsigned long long)s_hit_mov,
-             (unsigned long long)s_in_logged);
-#endif
+    size_t xn = cfg.op_times ? op_times_report(extra, sizeof extra) : 0;
+    xn += store_stats_report(extra + xn, sizeof extra - xn, total);
     printf("{\"engine\":\"%s\",\"storage\":\"%s\",\"workload\":\"%c\",\"dist\":\"%s\","
            "\"keys\":%zu,\"threads\":%d,\"ops\":%.0f,\"mops\":%.4f,\"load_s\":%.3f,"
            "\"run_s\":%.3f,\"pdom\":%d,\"barriers_per_op\":%.3f,\"lines_per_op\":%.3f,"
            "\"log_bytes_per_op\":%.1f,\"found\":%llu,\"leaves\":%llu,\"inodes\":%llu,"
            "\"splits\":%llu,\"restart_s\":%.4f%s}\n",
-           engine, transient ? "transient" : STORAGE, cfg.workload, cfg.zipf ? "zipf" : "uniform",
-           cfg.keys, cfg.threads, total, mops, load_s, run_s, txn_pdom(),
-           (double)s_barriers / total, (double)s_lines / total, (double)s_logbytes / total,
-           (unsigned long long)s_found, (unsigned long long)ms.leaves,
-           (unsigned long long)ms.inodes, (unsigned long long)ms.splits, restart_s, extra);
+           engine, storage, cfg.workload, cfg.zipf ? "zipf" : "uniform", cfg.keys, cfg.threads,
+           total, mops, load_s, run_s, txn_pdom(), (double)s_barriers / total,
+           (double)s_lines / total, (double)s_logbytes / total, (unsigned long long)s_found,
+           (unsigned long long)ms.leaves, (unsigned long long)ms.inodes,
+           (unsigned long long)ms.splits, restart_s, extra);
     mt_close(tree);
     for (int t = 0; t < cfg.threads; t++)
         free(w[t].vals);

@@ -1,7 +1,7 @@
-/* mt_incll.c - the Masstree's nodes in place in an incll pool (MT_INCLL,
- * ycsb-incll): the write helpers of mt_node.h on the InCLL primitives of
- * incll.h, the first access to a node in an execution, and the tree's
- * life (create, open; mt_tree.c walks it). Built empty without MT_INCLL.
+/* inpool/inpool.c - the in-pool store's nodes (mt_store.h): the write
+ * calls on the InCLL primitives of incll.h, new and freed nodes, and the
+ * first access to a node in an execution. The tree's life and the
+ * thread's shared transaction: inpool/tree.c.
  *
  * Which primitive each change takes (Cohen et al., section 5):
  *  - the value of a key in use: incll_update_try (the line's value
@@ -33,7 +33,6 @@
  */
 #include "mt_node.h"
 
-#ifdef MT_INCLL
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +114,6 @@ const incll_layout mt_inode_layout = {
     .check = inode_check,
 };
 
-
 static inline uint8_t kind_of(struct node *n)
 {
     return __atomic_load_n((uint8_t *)n + NB_KIND, __ATOMIC_RELAXED);
@@ -124,12 +122,6 @@ static inline uint8_t kind_of(struct node *n)
 static inline const incll_layout *layout_of(struct node *n)
 {
     return kind_of(n) == KIND_LEAF ? &mt_leaf_layout : &mt_inode_layout;
-}
-
-static void fail(struct op *o, int rc)
-{
-    if (rc && !o->err)
-        o->err = rc;
 }
 
 /* The InCLL calls that start a change fail before they change anything:
@@ -195,7 +187,7 @@ void node_recover(struct node *n)
 void node_will_change(struct op *o, struct node *n)
 {
     if (!o->err)
-        fail(o, incll_log(o->tx, node_obj(n), layout_of(n)));
+        op_fail(o, incll_log(o->tx, node_obj(n), layout_of(n)));
 }
 
 static inline uint64_t *word(struct node *n, size_t off)
@@ -252,7 +244,7 @@ void w_image(struct op *o, struct node *n)
 void w_value(struct op *o, struct leaf *l, unsigned s, uint64_t v)
 {
     if (!o->err)
-        fail(o, incll_update(o->tx, node_obj(&l->h), &mt_leaf_layout, s, v));
+        op_fail(o, incll_update(o->tx, node_obj(&l->h), &mt_leaf_layout, s, v));
 }
 
 int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v)
@@ -260,7 +252,7 @@ int w_value_try(struct op *o, struct leaf *l, unsigned s, uint64_t v)
     if (o->err)
         return -1;
     txn_obj *h = node_obj(&l->h);
-    int rc = incll_update_try_in(o->tx, h, &mt_leaf_layout, s, v, o->epoch);
+    int rc = incll_update_try_in(o->tx, h, &mt_leaf_layout, s, v, o->st.epoch);
     if (rc != INCLL_MOVE) {
         if (rc < 0)
             fail_clean(o, rc);
@@ -294,6 +286,21 @@ void w_remove_begin(struct op *o, struct leaf *l)
     node_mark(&l->h, V_INSERTING);
 }
 
+/* after w_insert_begin, w_move_begin or node_will_change */
+void w_entry(struct op *o, struct leaf *l, unsigned s, uint64_t ik, unsigned kl, uint64_t v)
+{
+    if (o->err)
+        return;
+    PST(l->ikey[s], ik);
+    PST8(l->klen[s], kl);
+    PST(l->val[s], v);
+}
+
+void w_layer_root(struct op *o, struct leaf *ul, unsigned s, struct node *q)
+{
+    w_value(o, ul, s, (uint64_t)q);
+}
+
 void w_perm(struct op *o, struct leaf *l, uint64_t perm)
 {
     if (!o->err)
@@ -319,12 +326,12 @@ static struct node *node_new(struct op *o, uint8_t kind)
     txn_obj *h;
     if (o->err)
         return NULL;
-    o->made = 1;
+    o->st.made = 1;
     int rc = txn_alloc(o->tx, INCLL_NODE_ALLOC(lay->size), &h);
     if (!rc && (rc = incll_node_init(o->tx, h, lay, kind == KIND_LEAF ? PERM_EMPTY : 0)))
         (void)txn_free(o->tx, h); /* unreachable: a failed free leaves a leak */
     if (rc) {
-        fail(o, rc);
+        op_fail(o, rc);
         return NULL;
     }
     struct node *n = incll_node(h);
@@ -337,24 +344,16 @@ static struct node *node_new(struct op *o, uint8_t kind)
         incll_store_shared(&w[off / 8], 0);
     }
     pst8((uint8_t *)n + NB_KIND, kind);
-    VSTORE(n, V_LOCKED | V_INSERTING | (kind == KIND_LEAF ? V_LEAF : 0));
-    op_hold(o, n);
-    if (o->nnew < OP_LOCKS)
-        o->made_new[o->nnew++] = n;
+    op_made(o, n, kind == KIND_LEAF);
     return n;
 }
 
-/* Never linked: freed in the operation's transaction, which commits
- * (op_finish). A free that fails leaves the error unclean. */
-void op_drop_new(struct op *o)
+/* Freed in the operation's transaction, which commits (op_finish). A
+ * free that fails leaves the error unclean. */
+void node_drop(struct op *o, struct node *n)
 {
-    while (o->nnew > 0) {
-        struct node *n = o->made_new[--o->nnew];
-        op_unhold(o, n);
-        int rc = txn_free(o->tx, node_obj(n));
-        if (rc)
-            o->clean = 0;
-    }
+    if (txn_free(o->tx, node_obj(n)))
+        o->clean = 0;
 }
 
 struct leaf *leaf_new(struct op *o)
@@ -369,19 +368,14 @@ struct inode *inode_new(struct op *o)
 
 /* An unlinked leaf: freed with the unlink (one transaction, so a crash
  * keeps both or neither, I4 of incll.c). Its block returns to the
- * allocator after its epoch, and after the readers' grace (mt_grace_*):
- * gets and scans run in no transaction and may still be on it. */
+ * allocator after its epoch, and after the readers' grace (tree.c,
+ * use_grace): gets and scans run in no transaction and may still be on
+ * it. */
 void node_discard(struct op *o, struct node *n)
 {
-    o->made = 1;
+    o->st.made = 1;
     if (!o->err)
-        fail(o, txn_free(o->tx, node_obj(n)));
-}
-
-static void use_grace(void)
-{
-    static const incll_grace g = {mt_grace_now, mt_grace_passed, NULL};
-    incll_set_grace(&g);
+        op_fail(o, txn_free(o->tx, node_obj(n)));
 }
 
 void node_gone(struct op *o, struct node *n)
@@ -392,96 +386,25 @@ void node_gone(struct op *o, struct node *n)
 void anchor_will_change(struct op *o)
 {
     if (!o->err)
-        fail(o, incll_log_object(o->tx, o->t->anchor));
+        op_fail(o, incll_log_object(o->tx, o->t->anchor));
 }
 
 void w_anchor(struct op *o, struct node *root)
 {
     txn_obj *h = node_obj(root);
-    o->made = 1;
+    o->st.made = 1;
     if (!o->err)
-        fail(o, txn_write(o->tx, o->t->anchor, o->t->anchor_off, &h, 8));
+        op_fail(o, txn_write(o->tx, o->t->anchor, o->t->anchor_off, &h, 8));
 }
 
-/* ---- the tree's life */
-
-static int first_epoch(mt_tree *t)
+/* InCLL changes stand once made: nothing to put back */
+int op_put_back(struct op *o)
 {
-    txn *tx;
-    int rc = txn_begin(t->pool, &tx);
-    if (rc)
-        return rc;
-    t->first = incll_first_epoch(tx);
-    txn_abort(tx);
-    return 0;
+    (void)o;
+    return -1;
 }
 
-int mt_create(const mt_opts *opts, mt_tree **out)
+void op_committed(struct op *o)
 {
-    if (!opts->pool)
-        return TXN_E_INVAL; /* this build keeps its nodes in a pool */
-    mt_tree *t = tree_new(opts);
-    struct op o;
-    if (!t)
-        return TXN_E_NOMEM;
-    use_grace();
-    int rc = first_epoch(t);
-    if (!rc)
-        rc = op_begin(&o, t);
-    if (rc) {
-        free(t);
-        return rc;
-    }
-    struct leaf *l = leaf_new(&o);
-    if (l) {
-        node_set_root(&o, &l->h, 1);
-        w_anchor(&o, &l->h);
-        atomic_store(&t->root, &l->h);
-    }
-    rc = op_end(&o);
-    if (rc) {
-        free(t);
-        return rc;
-    }
-    t->ready = 1;
-    *out = t;
-    return 0;
+    (void)o; /* every store was made at once */
 }
-
-int mt_open(const mt_opts *opts, mt_tree **out)
-{
-    if (!opts->pool)
-        return TXN_E_INVAL;
-    mt_tree *t = tree_new(opts);
-    if (!t)
-        return TXN_E_NOMEM;
-    use_grace();
-    int rc = first_epoch(t);
-    txn *tx = NULL;
-    txn_obj *h = NULL;
-    if (!rc)
-        rc = txn_begin(t->pool, &tx);
-    if (!rc) {
-        rc = txn_read(tx, t->anchor, t->anchor_off, &h, sizeof h);
-        if (!rc && (!h || txn_obj_size(t->pool, h) < INCLL_NODE_ALLOC(sizeof(struct leaf))))
-            rc = TXN_E_CORRUPT;
-        txn_abort(tx);
-    }
-    if (rc) {
-        free(t);
-        return rc;
-    }
-    atomic_store(&t->root, (struct node *)incll_node(h));
-    *out = t;
-    return 0;
-}
-
-void mt_close(mt_tree *t)
-{
-    if (!t)
-        return;
-    mt_flush(t);
-    free(t); /* the nodes are the pool's */
-}
-
-#endif /* MT_INCLL */
