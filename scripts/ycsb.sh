@@ -36,7 +36,7 @@ threads=2
 reps=3
 pairs=5
 pops=1500000
-engines="none undo redo cow pmdk incll"
+engines= # default: every engine built, in this order first
 rnodes=84000
 nobuild=
 while [ $# -gt 0 ]; do
@@ -63,6 +63,7 @@ if [ -z "$nobuild" ]; then
     ensure_deps
     BUILD_TARGET= build "$BUILD_DIR"
 fi
+[ -n "$engines" ] || engines=$(built_engines "$BUILD_DIR" none undo redo cow pmdk incll)
 mkdir -p results
 json=results/ycsb.json
 : >"$json"
