@@ -1,6 +1,7 @@
 /* common.h - what the libcheck suites of tests/ and tests/incll/ share:
- * the return-code check, the names and files of their pools, the number
- * knobs they read from the environment, and the runner of main().
+ * the return-code check, the names and files of their pools, whole-file
+ * reads and writes, the number knobs they read from the environment, and
+ * the runner of main().
  *
  * Pools are named pmtx-<tag>-<run pid>-<pid>-<seq>: the run pid is main's,
  * so that main() can remove what a test that failed half-way (in its own
@@ -169,9 +170,9 @@ static inline void test_spew(const char *path, const void *buf, size_t len)
     close(fd);
 }
 
-/* A test case of `s` named `name`, given at least `seconds` (0: libcheck's
- * default): by hand libcheck allows 4 s, and ctest's CK_DEFAULT_TIMEOUT,
- * when larger, still applies. */
+/* A test case of `s` named `name`, given at least `seconds` (0: leave it to
+ * libcheck): its own default, 4 s, is too short for a run by hand, and
+ * ctest's CK_DEFAULT_TIMEOUT still wins when it is larger. */
 static inline TCase *test_tcase(Suite *s, const char *name, double seconds)
 {
     TCase *tc = tcase_create(name);
