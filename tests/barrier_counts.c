@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "txn.h"
 
 struct cost {
@@ -34,11 +35,11 @@ static const struct cost engine_cost = ENGINE_BARRIERS;
 enum { NOBJ = 24 };
 static txn_pool *pool;
 static txn_obj *objs[NOBJ];
-static char name[64];
+static char name[TEST_NAME_LEN];
 
 static void setup(void)
 {
-    snprintf(name, sizeof name, "pmtx-bc-%d.pool", (int)getpid());
+    ck_assert_int_eq(test_pool_name("bc", name, sizeof name), 0);
     txn_pool_opts o = {.size = 16u << 20};
     ck_assert_int_eq(txn_pool_create(name, "bc", &o, &pool), 0);
     txn *tx;
@@ -51,10 +52,7 @@ static void setup(void)
 static void teardown(void)
 {
     txn_pool_close(pool);
-    char path[128];
-    const char *dir = getenv("TXN_POOL_DIR");
-    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : "/dev/shm", name);
-    unlink(path);
+    test_pool_remove(name);
 }
 
 /* Barriers of one transaction writing objs[0..n) (32 bytes each). */
@@ -182,16 +180,10 @@ int main(void)
      * allocation and the counted writes; other engines ignore it */
     setenv("TXN_EPOCH_MS", "0", 0);
     Suite *s = suite_create("barrier_counts");
-    TCase *tc = tcase_create("counts");
+    TCase *tc = test_tcase(s, "counts", 0);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_commit_and_abort);
     tcase_add_test(tc, test_read_lookups);
     tcase_add_test(tc, test_open_then_write);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK); /* stats are per thread */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return test_run(s, CK_NOFORK, "bc"); /* stats are per thread */
 }

@@ -17,43 +17,26 @@
  * allocation of a size may claim a chunk. */
 #define _GNU_SOURCE
 #include <check.h>
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "txn.h"
 
 #define LAYOUT "pmtx-barriers"
 #define POOL_SIZE ((size_t)16 << 20)
-#define NAME_LEN 128
 
 enum { MAX_RANGES = 20, STRIDE = 64, RANGE = 32 };
 static const int range_counts[] = {1, 2, 5, 20};
 #define NCOUNTS (sizeof range_counts / sizeof range_counts[0])
 
-#define CHECK_RC(expr, want)                                                  \
-    do {                                                                      \
-        int rc_ = (expr);                                                     \
-        ck_assert_msg(rc_ == (want), "%s returned %d (%s), expected %s",      \
-                      #expr, rc_, txn_strerror(rc_), #want);                  \
-    } while (0)
-#define CHECK_OK(expr) CHECK_RC(expr, 0)
-
 /* ---- pool fixture: each test gets a fresh pool and one warm-up */
 
-static pid_t g_main_pid;
-static unsigned g_seq;
-static char g_name[NAME_LEN];
+static char g_name[TEST_NAME_LEN];
 static txn_pool *g_pool;
-
-static const char *pool_dir(void)
-{
-    const char *d = getenv("TXN_POOL_DIR");
-    return (d && *d) ? d : "/dev/shm";
-}
 
 static txn *begin(void)
 {
@@ -66,8 +49,7 @@ static void setup(void)
 {
     txn_pool_opts o = {.size = POOL_SIZE, .root_size = 256};
     txn *tx;
-    snprintf(g_name, sizeof g_name, "pmtx-barr-%ld-%ld-%u",
-             (long)g_main_pid, (long)getpid(), g_seq++);
+    CHECK_OK(test_pool_name("barr", g_name, sizeof g_name));
     CHECK_OK(txn_pool_create(g_name, LAYOUT, &o, &g_pool));
     tx = begin();
     CHECK_OK(txn_write_u64(tx, txn_root(g_pool), 0, 1));
@@ -76,10 +58,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char path[512];
     txn_pool_close(g_pool);
-    snprintf(path, sizeof path, "%s/%s", pool_dir(), g_name);
-    unlink(path);
+    test_pool_remove(g_name);
 }
 
 /* ---- measuring */
@@ -427,7 +407,7 @@ END_TEST
 static Suite *barriers_suite(void)
 {
     Suite *s = suite_create("barriers_undo");
-    TCase *tc = tcase_create("budget");
+    TCase *tc = test_tcase(s, "budget", 30);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_pdom_from_env);
     tcase_add_loop_test(tc, test_distinct_ranges, 0, 2);
@@ -435,41 +415,13 @@ static Suite *barriers_suite(void)
     tcase_add_test(tc, test_read_only);
     tcase_add_loop_test(tc, test_abort, 0, 2);
     tcase_add_test(tc, test_alloc_and_free);
-    if (!getenv("CK_DEFAULT_TIMEOUT")) /* ctest sets its own */
-        tcase_set_timeout(tc, 30);
-    suite_add_tcase(s, tc);
     return s;
-}
-
-/* Removes the pools of tests that failed before their teardown. */
-static void remove_leftovers(void)
-{
-    char prefix[64], path[512];
-    DIR *d = opendir(pool_dir());
-    struct dirent *e;
-    if (!d)
-        return;
-    snprintf(prefix, sizeof prefix, "pmtx-barr-%ld-", (long)g_main_pid);
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
-            snprintf(path, sizeof path, "%s/%s", pool_dir(), e->d_name);
-            unlink(path);
-        }
-    }
-    closedir(d);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(barriers_suite());
-    int failed;
-    g_main_pid = getpid();
     printf("engine %s, TXN_PDOM=%s -> pdom %d (%u ns), flush %s\n",
            txn_engine_name(), getenv("TXN_PDOM") ? getenv("TXN_PDOM") : "",
            txn_pdom(), txn_pdom_ns(), txn_flush_name());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    remove_leftovers();
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return test_run(barriers_suite(), CK_FORK_GETENV, "barr");
 }

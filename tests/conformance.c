@@ -7,7 +7,6 @@
  * crash or a failed assertion in one does not take the others down. */
 #define _GNU_SOURCE
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -17,43 +16,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "txn.h"
 
 #define LAYOUT "pmtx-conformance"
 #define POOL_SIZE ((size_t)16 << 20)
-#define NAME_MAX_LEN 128
+#define NAME_MAX_LEN TEST_NAME_LEN
 
 /* ---- pool helpers */
 
-static pid_t g_main_pid;  /* pid of main(): prefix of every pool name */
-static unsigned g_seq;    /* distinguishes pools of one test process */
-
-static const char *pool_dir(void)
-{
-    const char *d = getenv("TXN_POOL_DIR");
-    return (d && *d) ? d : "/dev/shm";
-}
-
-static void pool_path(const char *name, char *buf, size_t n)
-{
-    int len = snprintf(buf, n, "%s/%s", pool_dir(), name);
-    ck_assert_msg(len > 0 && (size_t)len < n, "pool path too long");
-}
-
 static void new_pool_name(char *buf, size_t n)
 {
-    snprintf(buf, n, "pmtx-conf-%ld-%ld-%u", (long)g_main_pid,
-             (long)getpid(), g_seq++);
+    CHECK_OK(test_pool_name("conf", buf, n));
 }
-
-/* Fails the test with the call, the code and its name unless rc == want. */
-#define CHECK_RC(expr, want)                                                  \
-    do {                                                                      \
-        int rc_ = (expr);                                                     \
-        ck_assert_msg(rc_ == (want), "%s returned %d (%s), expected %s (%d)", \
-                      #expr, rc_, txn_strerror(rc_), #want, (int)(want));     \
-    } while (0)
-#define CHECK_OK(expr) CHECK_RC(expr, 0)
 
 static txn_pool *create_pool_opts(char *name, txn_pool_opts *o)
 {
@@ -83,28 +58,8 @@ static txn_pool *reopen_pool(txn_pool *p, const char *name)
 
 static void destroy_pool(txn_pool *p, const char *name)
 {
-    char path[512];
     txn_pool_close(p);
-    pool_path(name, path, sizeof path);
-    ck_assert_msg(unlink(path) == 0, "pool file %s missing", path);
-}
-
-/* Removes the pools of tests that failed before destroy_pool(). */
-static void remove_leftover_pools(void)
-{
-    char prefix[64], path[512];
-    DIR *d = opendir(pool_dir());
-    struct dirent *e;
-    if (!d)
-        return;
-    snprintf(prefix, sizeof prefix, "pmtx-conf-%ld-", (long)g_main_pid);
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
-            pool_path(e->d_name, path, sizeof path);
-            unlink(path);
-        }
-    }
-    closedir(d);
+    ck_assert_msg(test_pool_remove(name) == 0, "pool file %s missing", name);
 }
 
 /* ---- transaction helpers */
@@ -1408,10 +1363,10 @@ END_TEST
 static Suite *conformance_suite(void)
 {
     Suite *s = suite_create("conformance");
-    TCase *pools = tcase_create("pools");
-    TCase *tx = tcase_create("transactions");
-    TCase *heap = tcase_create("allocation");
-    TCase *misc = tcase_create("misc");
+    TCase *pools = test_tcase(s, "pools", 30);
+    TCase *tx = test_tcase(s, "transactions", 30);
+    TCase *heap = test_tcase(s, "allocation", 30);
+    TCase *misc = test_tcase(s, "misc", 30);
 
     tcase_add_test(pools, test_create_close_reopen_keeps_data);
     tcase_add_test(pools, test_root_zero_filled);
@@ -1440,27 +1395,12 @@ static Suite *conformance_suite(void)
     tcase_add_test(misc, test_engine_name);
     tcase_add_test(misc, test_strerror);
     tcase_add_test(misc, test_stats_count_commits_aborts);
-
-    TCase *all[] = {pools, tx, heap, misc};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        if (!getenv("CK_DEFAULT_TIMEOUT")) /* ctest sets its own */
-            tcase_set_timeout(all[i], 30);
-        suite_add_tcase(s, all[i]);
-    }
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(conformance_suite());
-    int failed;
-
-    g_main_pid = getpid();
     printf("engine %s, pdom %d, flush %s, pools in %s\n", txn_engine_name(),
-           txn_pdom(), txn_flush_name(), pool_dir());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    remove_leftover_pools();
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+           txn_pdom(), txn_flush_name(), test_pool_dir());
+    return test_run(conformance_suite(), CK_FORK_GETENV, "conf");
 }

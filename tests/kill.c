@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kill_env.h"
+#include "common.h"
 #include "txn.h"
 
 #define LAYOUT "pmtx-kill"
@@ -60,17 +60,6 @@ enum {
     BULK = 96 << 10,
     PIECE = 8 << 10,
 };
-
-#define CHECK_RC(expr, want)                                                  \
-    do {                                                                      \
-        int rc_ = (expr);                                                     \
-        ck_assert_msg(rc_ == (want), "%s returned %d (%s), expected %s",      \
-                      #expr, rc_, txn_strerror(rc_), #want);                  \
-    } while (0)
-#define CHECK_OK(expr) CHECK_RC(expr, 0)
-
-static pid_t g_main_pid; /* names the pool, so main() can remove it */
-
 
 /* ---- the child: transactions until killed */
 
@@ -367,15 +356,14 @@ static uint64_t kill_round(const char *name, uint64_t round, uint64_t before)
 
 START_TEST(test_sigkill_rounds)
 {
-    char name[96], path[512];
+    char name[TEST_NAME_LEN];
     uint64_t rounds = env_u64("KILL_ROUNDS", 20);
     uint64_t seed = env_u64("KILL_SEED", (uint64_t)time(NULL) ^ (uint64_t)getpid());
     uint64_t value = 0, advanced = 0;
     txn_pool *p = NULL;
     txn *tx = NULL;
 
-    snprintf(name, sizeof name, "pmtx-kill-%ld", (long)g_main_pid);
-    snprintf(path, sizeof path, "%s/%s", pool_dir(), name);
+    CHECK_OK(test_pool_name("kill", name, sizeof name));
     printf("kill: engine %s, %llu rounds, KILL_SEED=%llu\n", txn_engine_name(),
            (unsigned long long)rounds, (unsigned long long)seed);
     fflush(stdout);
@@ -401,29 +389,16 @@ START_TEST(test_sigkill_rounds)
     printf("kill: counter reached %llu, advanced in %llu of %llu rounds\n",
            (unsigned long long)value, (unsigned long long)advanced,
            (unsigned long long)rounds);
-    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(test_pool_remove(name), 0);
 }
 END_TEST
 
 int main(void)
 {
     Suite *s = suite_create("kill");
-    TCase *tc = tcase_create("sigkill");
-    SRunner *sr;
-    char path[512];
-    int failed;
-
-    g_main_pid = getpid();
-    tcase_add_test(tc, test_sigkill_rounds);
     /* a round takes at most 30 ms plus a recovery */
-    tcase_set_timeout(tc, 30.0 + 0.5 * (double)env_u64("KILL_ROUNDS", 20));
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    TCase *tc = test_tcase(s, "sigkill", 30.0 + 0.5 * (double)env_u64("KILL_ROUNDS", 20));
+    tcase_add_test(tc, test_sigkill_rounds);
     /* a test that failed half-way left its pool behind */
-    snprintf(path, sizeof path, "%s/pmtx-kill-%ld", pool_dir(), (long)g_main_pid);
-    unlink(path);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return test_run(s, CK_FORK_GETENV, "kill");
 }

@@ -4,7 +4,6 @@
  * Written only against txn.h; built for every engine. */
 #define _GNU_SOURCE
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -15,38 +14,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "txn.h"
 
 #define LAYOUT "pmtx-pool-errors"
 #define POOL_SIZE ((size_t)16 << 20)
-#define NAME_LEN 128
-#define PATH_LEN 512
-
-#define CHECK_RC(expr, want)                                                  \
-    do {                                                                      \
-        int rc_ = (expr);                                                     \
-        ck_assert_msg(rc_ == (want), "%s returned %d (%s), expected %s",      \
-                      #expr, rc_, txn_strerror(rc_), #want);                  \
-    } while (0)
-#define CHECK_OK(expr) CHECK_RC(expr, 0)
+#define NAME_LEN TEST_NAME_LEN
+#define PATH_LEN TEST_PATH_LEN
 
 /* ---- names and files */
-
-static pid_t g_main_pid;
-static unsigned g_seq;
-
-static const char *pool_dir(void)
-{
-    const char *d = getenv("TXN_POOL_DIR");
-    return (d && *d) ? d : "/dev/shm";
-}
 
 /* A fresh relative name in `name` and its full path in `path`. */
 static void new_name(char *name, char *path)
 {
-    snprintf(name, NAME_LEN, "pmtx-perr-%ld-%ld-%u", (long)g_main_pid,
-             (long)getpid(), g_seq++);
-    snprintf(path, PATH_LEN, "%s/%s", pool_dir(), name);
+    CHECK_OK(test_pool_name("perr", name, NAME_LEN));
+    CHECK_OK(test_pool_path(name, path, PATH_LEN));
 }
 
 static int file_exists(const char *path)
@@ -55,46 +37,12 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-/* The whole file in a malloc'ed buffer; its length in *len. */
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    struct stat st;
-    unsigned char *buf;
-    size_t done = 0;
-    int fd = open(path, O_RDONLY);
-    ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
-    ck_assert_int_eq(fstat(fd, &st), 0);
-    *len = (size_t)st.st_size;
-    buf = malloc(*len ? *len : 1);
-    ck_assert_ptr_nonnull(buf);
-    while (done < *len) {
-        ssize_t n = read(fd, buf + done, *len - done);
-        ck_assert_msg(n > 0, "read %s: %s", path, strerror(errno));
-        done += (size_t)n;
-    }
-    close(fd);
-    return buf;
-}
-
-static void spew(const char *path, const void *buf, size_t len)
-{
-    size_t done = 0;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
-    while (done < len) {
-        ssize_t n = write(fd, (const char *)buf + done, len - done);
-        ck_assert_msg(n > 0, "write %s: %s", path, strerror(errno));
-        done += (size_t)n;
-    }
-    close(fd);
-}
-
 /* Fails unless the file holds exactly `len` bytes equal to `before`. */
 static void assert_unchanged(const char *path, const unsigned char *before,
                              size_t len)
 {
     size_t now_len, i = 0;
-    unsigned char *now = slurp(path, &now_len);
+    unsigned char *now = test_slurp(path, &now_len);
     ck_assert_msg(now_len == len, "%s changed size: %zu -> %zu", path, len,
                   now_len);
     while (i < len && now[i] == before[i])
@@ -108,7 +56,7 @@ static void open_fails_unchanged(const char *name, const char *path,
                                  const char *layout, int want)
 {
     size_t len;
-    unsigned char *before = slurp(path, &len);
+    unsigned char *before = test_slurp(path, &len);
     txn_pool *p = NULL;
     int rc = txn_pool_open(name, layout, &p);
     ck_assert_msg(rc == want, "open returned %d (%s), expected %d (%s)", rc,
@@ -201,7 +149,7 @@ START_TEST(test_create_existing)
 
     /* an existing pool */
     make_pool(name, path, 77);
-    before = slurp(path, &len);
+    before = test_slurp(path, &len);
     CHECK_RC(txn_pool_create(name, LAYOUT, &(txn_pool_opts){.size = POOL_SIZE},
                              &p),
              TXN_E_EXIST);
@@ -214,7 +162,7 @@ START_TEST(test_create_existing)
     new_name(name, path);
     for (size_t i = 0; i < sizeof junk; i++)
         junk[i] = (unsigned char)(i * 7 + 1);
-    spew(path, junk, sizeof junk);
+    test_spew(path, junk, sizeof junk);
     CHECK_RC(txn_pool_create(name, LAYOUT, NULL, &p), TXN_E_EXIST);
     assert_unchanged(path, junk, sizeof junk);
     ck_assert_int_eq(unlink(path), 0);
@@ -250,7 +198,7 @@ START_TEST(test_open_foreign_file)
         junk[i] = (unsigned char)(x >> 24);
     }
     new_name(name, path);
-    spew(path, junk, len);
+    test_spew(path, junk, len);
     open_fails_unchanged(name, path, LAYOUT, TXN_E_NOTPOOL);
     free(junk);
     ck_assert_int_eq(unlink(path), 0);
@@ -287,7 +235,7 @@ START_TEST(test_open_corrupt_header)
     unsigned char *orig;
     size_t len;
     make_pool(name, path, 13);
-    orig = slurp(path, &len);
+    orig = test_slurp(path, &len);
     ck_assert_uint_ge(len, 256);
     for (int k = 0; k < 2; k++) { /* flip every bit, then a single bit */
         unsigned char b = (unsigned char)(orig[100] ^ (k ? 0x10 : 0xff));
@@ -319,13 +267,13 @@ START_TEST(test_open_empty_file)
     txn_pool *p = NULL;
     int rc;
     new_name(name, path);
-    spew(path, "", 0);
+    test_spew(path, "", 0);
     rc = txn_pool_open(name, LAYOUT, &p);
     ck_assert_msg(rc == TXN_E_NOTPOOL || rc == TXN_E_TRUNC,
                   "open of an empty file: %d (%s)", rc, txn_strerror(rc));
     assert_unchanged(path, (const unsigned char *)"", 0);
     /* a file shorter than any header */
-    spew(path, "pmtx", 4);
+    test_spew(path, "pmtx", 4);
     rc = txn_pool_open(name, LAYOUT, &p);
     ck_assert_msg(rc == TXN_E_NOTPOOL || rc == TXN_E_TRUNC,
                   "open of a 4-byte file: %d (%s)", rc, txn_strerror(rc));
@@ -358,7 +306,7 @@ START_TEST(test_open_twice_in_process)
 
     make_pool(name, path, 15);
     CHECK_OK(txn_pool_open(name, LAYOUT, &p));
-    before = slurp(path, &len);
+    before = test_slurp(path, &len);
     CHECK_RC(txn_pool_open(name, LAYOUT, &q), TXN_E_BUSY);
     assert_unchanged(path, before, len);
     free(before);
@@ -403,7 +351,7 @@ START_TEST(test_open_busy_in_other_process)
     close(from_child[1]); /* so a child that died reads as EOF */
     ck_assert_int_eq(read(from_child[0], &c, 1), 1);
     ck_assert_msg(c == 'o', "the child could not open the pool");
-    before = slurp(path, &len);
+    before = test_slurp(path, &len);
     CHECK_RC(txn_pool_open(name, LAYOUT, &p), TXN_E_BUSY);
     assert_unchanged(path, before, len);
     free(before);
@@ -512,7 +460,7 @@ END_TEST
 static Suite *pool_errors_suite(void)
 {
     Suite *s = suite_create("pool_errors");
-    TCase *tc = tcase_create("open_create");
+    TCase *tc = test_tcase(s, "open_create", 30);
     tcase_add_test(tc, test_open_missing);
     tcase_add_test(tc, test_absolute_and_relative_paths);
     tcase_add_test(tc, test_create_existing);
@@ -529,40 +477,13 @@ static Suite *pool_errors_suite(void)
     tcase_add_test(tc, test_layout_name_length);
     tcase_add_test(tc, test_null_arguments);
     tcase_add_test(tc, test_bad_options);
-    if (!getenv("CK_DEFAULT_TIMEOUT")) /* ctest sets its own */
-        tcase_set_timeout(tc, 30);
-    suite_add_tcase(s, tc);
     return s;
-}
-
-/* Removes the files and directories of tests that failed half-way. */
-static void remove_leftovers(void)
-{
-    char prefix[64], path[PATH_LEN];
-    DIR *d = opendir(pool_dir());
-    struct dirent *e;
-    if (!d)
-        return;
-    snprintf(prefix, sizeof prefix, "pmtx-perr-%ld-", (long)g_main_pid);
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", pool_dir(), e->d_name);
-        if (unlink(path) != 0)
-            rmdir(path);
-    }
-    closedir(d);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(pool_errors_suite());
-    int failed;
-    g_main_pid = getpid();
-    printf("engine %s, pools in %s\n", txn_engine_name(), pool_dir());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    remove_leftovers();
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    printf("engine %s, pools in %s\n", txn_engine_name(), test_pool_dir());
+    /* the sweep takes the files and directories of tests that failed
+     * half-way */
+    return test_run(pool_errors_suite(), CK_FORK_GETENV, "perr");
 }

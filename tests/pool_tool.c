@@ -14,12 +14,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "pool.h" /* pmtx's format: where its chunk table lies */
 #include "txn.h"
 #include "txn_layout.h"
 
 static const char *tool;
-static char name[64], path[4096];
+static char name[TEST_NAME_LEN], path[TEST_PATH_LEN];
 
 struct item {
     uint64_t key, value;
@@ -28,33 +29,12 @@ static const txn_type types[] = {
     TXN_TYPE(struct item, TXN_FIELD(struct item, key), TXN_FIELD(struct item, value))};
 static const txn_layout layout = {"pooltool", 2, types, 1, NULL, 0, 0};
 
-static void *slurp(const char *file, size_t *n)
-{
-    FILE *f = fopen(file, "rb");
-    ck_assert_ptr_nonnull(f);
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    rewind(f);
-    void *b = malloc(*n ? *n : 1);
-    ck_assert(b && fread(b, 1, *n, f) == *n);
-    fclose(f);
-    return b;
-}
-
-static void spill(const char *file, const void *b, size_t n)
-{
-    FILE *f = fopen(file, "wb");
-    ck_assert(f && fwrite(b, 1, n, f) == n);
-    fclose(f);
-}
-
 /* A closed pool of this engine: 200 objects of three sizes, the layout
  * record holding version 2 and one type signature. */
 static void setup(void)
 {
-    snprintf(name, sizeof name, "pmtx-pt-%d.pool", (int)getpid());
-    ck_assert_int_eq(txn_pool_path(name, path, sizeof path), 0);
-    unlink(path);
+    ck_assert_int_eq(test_pool_name("pt", name, sizeof name), 0);
+    ck_assert_int_eq(test_pool_path(name, path, sizeof path), 0);
     txn_pool *p;
     txn_pool_opts o = {.size = 16u << 20, .root_size = 128};
     ck_assert_int_eq(txn_layout_open(name, &layout, &o, TXN_LAYOUT_CREATE, &p), 0);
@@ -90,13 +70,13 @@ static int run_tool(const char *verb, const char *file)
 static int verdict_of(const char *file, txn_pool_info *info)
 {
     size_t n0, n1;
-    void *before = slurp(file, &n0);
+    void *before = test_slurp(file, &n0);
     int v = txn_pool_inspect(file, info);
     int want = v == 0 ? 0 : v == TXN_INSPECT_RECOVER ? 1 : 2;
     ck_assert_int_eq(run_tool("check", file), want);
     ck_assert_int_eq(run_tool("info", file), v < 0 ? 2 : 0);
     ck_assert_int_eq(run_tool("info --json", file), v < 0 ? 2 : 0);
-    void *after = slurp(file, &n1);
+    void *after = test_slurp(file, &n1);
     ck_assert_msg(n0 == n1 && !memcmp(before, after, n0), "%s changed by its inspection", file);
     free(before);
     free(after);
@@ -137,7 +117,7 @@ END_TEST
  * format: what recovery changes. */
 static void *pmtx_heap(const char *file, size_t *n)
 {
-    void *b = slurp(file, n);
+    void *b = test_slurp(file, n);
     const struct pool_hdr *h = b;
     if (*n < sizeof *h || h->magic != POOL_MAGIC) {
         free(b);
@@ -196,9 +176,9 @@ static int damaged(void (*edit)(char *b, size_t *n), txn_pool_info *i)
     char copy[4200];
     snprintf(copy, sizeof copy, "%s.copy", path);
     size_t n;
-    char *b = slurp(path, &n);
+    char *b = test_slurp(path, &n);
     edit(b, &n);
-    spill(copy, b, n);
+    test_spew(copy, b, n);
     free(b);
     int v = verdict_of(copy, i);
     unlink(copy);
@@ -265,16 +245,10 @@ int main(int argc, char **argv)
     }
     tool = argv[1];
     Suite *s = suite_create("pool_tool");
-    TCase *tc = tcase_create("pool_tool");
+    TCase *tc = test_tcase(s, "pool_tool", 120);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_intact);
     tcase_add_test(tc, test_interrupted);
     tcase_add_test(tc, test_damaged);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return test_run(s, CK_FORK_GETENV, "pt");
 }

@@ -12,52 +12,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* a failed CHECK_RC also says what the layout code found (common.h) */
+#define CHECK_DETAIL() txn_layout_error()
+#include "common.h"
 #include "txn.h"
 #include "txn_layout.h"
 
 #define NAME "kvlist"
 #define NODES 300
 
-#define CHECK_RC(expr, want)                                                   \
-    do {                                                                       \
-        int rc_ = (expr);                                                      \
-        ck_assert_msg(rc_ == (want), "%s returned %d (%s), expected %s: %s", #expr, rc_, \
-                      txn_strerror(rc_), #want, txn_layout_error());           \
-    } while (0)
-#define CHECK_OK(expr) CHECK_RC(expr, 0)
-
-static char g_pool[96];
+static char g_pool[TEST_NAME_LEN];
 
 static void new_pool_name(void)
 {
-    static unsigned seq;
-    snprintf(g_pool, sizeof g_pool, "pmtx-retention-%s-%d-%u.pool", txn_engine_name(),
-             (int)getpid(), seq++);
+    CHECK_OK(test_pool_name("retention", g_pool, sizeof g_pool));
 }
 
 static void remove_pool(void)
 {
-    char path[256];
-    const char *d = getenv("TXN_POOL_DIR");
-    snprintf(path, sizeof path, "%s/%s", d && *d ? d : "/dev/shm", g_pool);
-    unlink(path);
+    test_pool_remove(g_pool);
 }
 
 static unsigned char *slurp(size_t *len)
 {
-    char path[256];
-    const char *d = getenv("TXN_POOL_DIR");
-    snprintf(path, sizeof path, "%s/%s", d && *d ? d : "/dev/shm", g_pool);
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    rewind(f);
-    unsigned char *b = malloc(*len);
-    ck_assert_ptr_nonnull(b);
-    ck_assert_uint_eq(fread(b, 1, *len, f), *len);
-    fclose(f);
-    return b;
+    char path[TEST_PATH_LEN];
+    CHECK_OK(test_pool_path(g_pool, path, sizeof path));
+    return test_slurp(path, len);
 }
 
 /* txn_layout_open(l) must refuse with `want` and leave every byte of the
@@ -812,7 +792,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("retention");
-    TCase *tc = tcase_create("models");
+    TCase *tc = test_tcase(s, "models", 0);
     tcase_add_test(tc, test_reset_refuses_and_resets);
     tcase_add_test(tc, test_missing_pool);
     tcase_add_test(tc, test_manual_migrates);
@@ -822,10 +802,5 @@ int main(void)
     tcase_add_test(tc, test_auto_lazy);
     tcase_add_test(tc, test_auto_known_and_merged);
     tcase_add_test(tc, test_auto_born_extended);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return test_run(s, CK_FORK_GETENV, "retention");
 }

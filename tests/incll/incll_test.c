@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common.h" /* tests/common.h, not txn/'s */
 #include "incll_int.h"
 #include "leaf.h"
 #include "pool.h"
@@ -21,31 +22,22 @@
 #define W_NFAILED 1
 #define W_FAILED 2
 
-static char g_name[64];
+static char g_name[TEST_NAME_LEN];
 static txn_pool *g_p;
-
-static void name_pool(void)
-{
-    static int seq;
-    snprintf(g_name, sizeof g_name, "incll-prim-test-%ld-%d.pool", (long)getpid(), seq++);
-}
 
 static void setup(void)
 {
-    name_pool();
+    ck_assert_int_eq(test_pool_name("incll-prim", g_name, sizeof g_name), 0);
     txn_pool_opts o = {.size = 8u << 20, .root_size = 64, .threads = 4};
     ck_assert_int_eq(txn_pool_create(g_name, LAYOUT, &o, &g_p), 0);
 }
 
 static void teardown(void)
 {
-    char path[128];
     if (g_p)
         txn_pool_close(g_p);
     g_p = NULL;
-    snprintf(path, sizeof path, "%s/%s", getenv("TXN_POOL_DIR") ? getenv("TXN_POOL_DIR") : "/dev/shm",
-             g_name);
-    unlink(path);
+    test_pool_remove(g_name);
 }
 
 static void reopen(void)
@@ -834,7 +826,7 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("incll-prim");
-    TCase *tc = tcase_create("prim");
+    TCase *tc = test_tcase(s, "prim", 0);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_pack);
     tcase_add_test(tc, test_layout);
@@ -852,15 +844,10 @@ static Suite *suite(void)
     tcase_add_test(tc, test_forgotten_epoch);
     tcase_add_test(tc, test_epoch);
     tcase_add_test(tc, test_log_object);
-    suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return test_run(suite(), CK_FORK_GETENV, "incll-prim");
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common.h" /* the pool's name and removal */
 #include "leaf.h"
 
 static double now(void)
@@ -78,12 +79,13 @@ int main(int argc, char **argv)
     size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 20000;
     size_t ops = argc > 2 ? strtoul(argv[2], NULL, 10) : 400000;
     int rounds = argc > 3 ? atoi(argv[3]) : 3;
-    char name[64];
-    snprintf(name, sizeof name, "leaf-bench-%ld.pool", (long)getpid());
+    char name[TEST_NAME_LEN];
+    int rc = test_pool_name("leaf-bench", name, sizeof name);
     txn_pool_opts po = {.size = (size_t)256 << 20, .threads = 2};
-    txn_pool *p;
+    txn_pool *p = NULL;
     txn_obj **leaves = malloc(n * sizeof *leaves);
-    int rc = leaves ? txn_pool_create(name, "leaf-bench", &po, &p) : TXN_E_NOMEM;
+    if (!rc)
+        rc = leaves ? txn_pool_create(name, "leaf-bench", &po, &p) : TXN_E_NOMEM;
     for (size_t i = 0; !rc && i < n; i++) {
         txn *tx;
         if ((rc = txn_begin(p, &tx)))
@@ -107,12 +109,9 @@ int main(int argc, char **argv)
         }
     if (rc)
         fprintf(stderr, "leaf_bench: %s\n", txn_strerror(rc));
-    if (leaves)
+    if (p) /* created */
         txn_pool_close(p);
-    char path[128];
-    snprintf(path, sizeof path, "%s/%s", getenv("TXN_POOL_DIR") ? getenv("TXN_POOL_DIR") : "/dev/shm",
-             name);
-    unlink(path);
+    test_pool_remove(name);
     free(leaves);
     return rc != 0;
 }
