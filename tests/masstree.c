@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "masstree.h"
 #include "mt_node.h"
 
@@ -19,18 +20,13 @@
 
 /* ---- pools */
 
-static char pool_name[128];
+static char pool_name[TEST_NAME_LEN];
 
 static txn_pool *new_pool(void)
 {
-    static unsigned seq;
     txn_pool *p;
     txn_pool_opts o = {.size = (size_t)64 << 20, .threads = 16};
-    char path[300];
-    const char *d = getenv("TXN_POOL_DIR");
-    snprintf(pool_name, sizeof pool_name, "pmtx-masstree-test-%d-%u.pool", (int)getpid(), seq++);
-    snprintf(path, sizeof path, "%s/%s", d && *d ? d : "/dev/shm", pool_name);
-    unlink(path); /* a failed test's, whose process had our pid */
+    ck_assert_int_eq(test_pool_name("masstree", pool_name, sizeof pool_name), 0);
     int rc = txn_pool_create(pool_name, "pmtx-masstree-test", &o, &p);
     ck_assert_msg(rc == 0, "pool create: %s", txn_strerror(rc));
     return p;
@@ -41,11 +37,8 @@ static txn_pool *new_pool(void)
  * which every node is recovered at its first access). */
 static txn_pool *reopen_pool(txn_pool *p)
 {
-    char path[300];
-    const char *d = getenv("TXN_POOL_DIR");
     txn_pool_close(p);
-    snprintf(path, sizeof path, "%s/%s", d && *d ? d : "/dev/shm", pool_name);
-    int rc = txn_pool_open(path, "pmtx-masstree-test", &p);
+    int rc = txn_pool_open(pool_name, "pmtx-masstree-test", &p);
     ck_assert_msg(rc == 0, "pool open: %s", txn_strerror(rc));
     return p;
 }
@@ -53,11 +46,8 @@ static txn_pool *reopen_pool(txn_pool *p)
 
 static void drop_pool(txn_pool *p)
 {
-    char path[300];
-    const char *d = getenv("TXN_POOL_DIR");
     txn_pool_close(p);
-    snprintf(path, sizeof path, "%s/%s", d && *d ? d : "/dev/shm", pool_name);
-    unlink(path);
+    test_pool_remove(pool_name);
 }
 
 /* ---- the reference: a sorted array */
@@ -1513,10 +1503,12 @@ int main(void)
     tcase_set_timeout(ts, 300);
     suite_add_tcase(ref, tr);
     suite_add_tcase(st, ts);
-    SRunner *sr = srunner_create(ref);
+    test_run_pid();
+    SRunner *sr = srunner_create(ref); /* CK_RUN_SUITE picks one */
     srunner_add_suite(sr, st);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    test_pool_sweep("masstree");
     return failed ? 1 : 0;
 }

@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kill_env.h"
+#include "common.h"
 #include "masstree.h"
 #include "txn.h"
 
@@ -45,7 +45,7 @@ enum { AHEAD = SYNC_EVERY }; /* what a kill can find done, unacknowledged */
 enum { AHEAD = 1 };
 #endif
 
-static char g_name[64]; /* named after main's process: main removes it */
+static char g_name[TEST_NAME_LEN]; /* named after main's process: main removes it */
 
 static uint64_t mix(uint64_t x)
 {
@@ -251,18 +251,9 @@ END_TEST
 
 int main(void)
 {
-    snprintf(g_name, sizeof g_name, "pmtx-masstree-kill-%d.pool", (int)getpid());
+    if (test_pool_name("masstree-kill", g_name, sizeof g_name))
+        return 1;
     Suite *s = suite_create("masstree-kill");
-    TCase *tc = tcase_create("kill");
-    tcase_add_test(tc, kill_rounds);
-    tcase_set_timeout(tc, 600);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    char path[300]; /* passed or not */
-    snprintf(path, sizeof path, "%s/%s", pool_dir(), g_name);
-    unlink(path);
-    return failed ? 1 : 0;
+    tcase_add_test(test_tcase(s, "kill", 600), kill_rounds);
+    return test_run(s, CK_FORK_GETENV, "masstree-kill"); /* passed or not */
 }
