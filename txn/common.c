@@ -50,6 +50,24 @@ const char *pool_problem_text(void)
     return problem;
 }
 
+int pool_bytes_differ(int fd, const char *mem, size_t off, size_t end)
+{
+    enum { STEP = 1 << 20 };
+    char *buf = malloc(STEP);
+    if (!buf)
+        return TXN_E_NOMEM;
+    int rc = 0;
+    for (; !rc && off < end; off += STEP) {
+        size_t n = end - off < STEP ? end - off : STEP;
+        if (pread(fd, buf, n, (off_t)off) != (ssize_t)n)
+            rc = TXN_E_IO;
+        else if (memcmp(buf, mem + off, n))
+            rc = 1;
+    }
+    free(buf);
+    return rc;
+}
+
 int pool_lock_file(const char *file, int flags, int *fd)
 {
     *fd = open(file, flags | O_CLOEXEC, 0644);

@@ -16,6 +16,11 @@ const char *pool_problem_text(void);
 /* Refuse a file with `rc`, saying why. */
 #define REFUSE(rc, ...) (pool_problem(__VA_ARGS__), (rc))
 
+/* Whether the bytes [off, end) of the file fd differ from mem[off, end)
+ * (a view of it: what its recovery changed): 1 or 0, or TXN_E_IO,
+ * TXN_E_NOMEM. */
+int pool_bytes_differ(int fd, const char *mem, size_t off, size_t end);
+
 /* Open a pool file (open(2) flags; mode 0644 when created) under an
  * exclusive flock: TXN_E_BUSY while another open of it, in this process or
  * another, holds it; TXN_E_NOENT, TXN_E_EXIST, TXN_E_IO. */

@@ -384,26 +384,6 @@ static void describe_hdr(const struct pool_hdr *h, txn_pool_info *info)
     info->opens = h->boot;
 }
 
-/* Whether the bytes past the slots (chunk table and heap) of the view `p`
- * differ from the file's: what the view's recovery changed. */
-static int changed(const txn_pool *p, int fd)
-{
-    enum { STEP = 1 << 20 };
-    char *buf = malloc(STEP);
-    if (!buf)
-        return TXN_E_NOMEM;
-    int rc = 0;
-    for (size_t off = p->hdr->ctab_off; !rc && off < p->size; off += STEP) {
-        size_t n = p->size - off < STEP ? p->size - off : STEP;
-        if (pread(fd, buf, n, (off_t)off) != (ssize_t)n)
-            rc = TXN_E_IO;
-        else if (memcmp(buf, p->base + off, n))
-            rc = TXN_INSPECT_RECOVER;
-    }
-    free(buf);
-    return rc;
-}
-
 /* The header read and checked; then a view opened, which makes every
  * other check of an open and recovers in private memory; the pool it
  * leaves described, and compared with the file. */
@@ -431,10 +411,12 @@ int eng_pool_inspect(const char *file, txn_pool_info *info)
     for (size_t s = 0; s < h.nslots; s++)
         info->slots_used += pool_slot(&p, s)->next_version != 0;
     alloc_describe(&p, info);
-    rc = changed(&p, p.fd);
-    if (rc == TXN_INSPECT_RECOVER)
-        pool_problem("the next open's recovery changes the pool (%u log slot%s to settle)",
-                     p.recovered_slots, p.recovered_slots == 1 ? "" : "s");
+    /* what the view's recovery changed past the slots */
+    rc = pool_bytes_differ(p.fd, p.base, p.hdr->ctab_off, p.size);
+    if (rc == 1)
+        rc = REFUSE(TXN_INSPECT_RECOVER,
+                    "the next open's recovery changes the pool (%u log slot%s to settle)",
+                    p.recovered_slots, p.recovered_slots == 1 ? "" : "s");
     eng_pool_close(&p);
     return rc;
 }

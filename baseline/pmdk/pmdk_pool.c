@@ -132,23 +132,13 @@ static uint32_t get32(const unsigned char *b, size_t off)
     return v;
 }
 
-static int read_all(int fd, void *buf, size_t n, off_t off)
+/* pread or pwrite all of buf[n] at off: 0, or -1. */
+static int rw_all(int fd, void *buf, size_t n, off_t off, int write)
 {
     for (size_t done = 0; done < n;) {
-        ssize_t r = pread(fd, (char *)buf + done, n - done, off + (off_t)done);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        done += (size_t)r;
-    }
-    return 0;
-}
-
-static int write_all(int fd, const void *buf, size_t n, off_t off)
-{
-    for (size_t done = 0; done < n;) {
-        ssize_t r = pwrite(fd, (const char *)buf + done, n - done, off + (off_t)done);
+        char *at = (char *)buf + done;
+        ssize_t r = write ? pwrite(fd, at, n - done, off + (off_t)done)
+                          : pread(fd, at, n - done, off + (off_t)done);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -213,7 +203,7 @@ static int read_prefix(const char *file, const char *layout, struct prefix *f)
     if (!rc) {
         f->file_size = (size_t)st.st_size;
         f->n = f->file_size < PM_PREFIX ? f->file_size : PM_PREFIX;
-        rc = read_all(fd, f->b, f->n, 0) ? TXN_E_IO : check_prefix(f, layout);
+        rc = rw_all(fd, f->b, f->n, 0, 0) ? TXN_E_IO : check_prefix(f, layout);
     }
     close(fd); /* drops the lock: PMDK takes its own */
     return rc;
@@ -230,8 +220,8 @@ static void restore_prefix(const char *file, const struct prefix *f)
         free(now);
         return;
     }
-    if (!read_all(fd, now, f->n, 0) && memcmp(now, f->b, f->n))
-        write_all(fd, f->b, f->n, 0);
+    if (!rw_all(fd, now, f->n, 0, 0) && memcmp(now, f->b, f->n))
+        rw_all(fd, (void *)f->b, f->n, 0, 1);
     close(fd);
     free(now);
 }
@@ -529,28 +519,6 @@ static void add_object(txn_pool_info *info, uint64_t size)
     info->heap_used += size;
 }
 
-/* Whether the heap of the view `p` differs from the file's: what PMDK's
- * recovery changed. */
-static int heap_changed(const txn_pool *p, const char *file, uint64_t off, uint64_t end)
-{
-    enum { STEP = 1 << 20 };
-    int fd = open(file, O_RDONLY | O_CLOEXEC), rc = 0;
-    char *buf = malloc(STEP);
-    if (fd < 0 || !buf)
-        rc = fd < 0 ? TXN_E_IO : TXN_E_NOMEM;
-    for (; !rc && off < end && off < p->size; off += STEP) {
-        size_t n = end - off < STEP ? end - off : STEP;
-        if (pread(fd, buf, n, (off_t)off) != (ssize_t)n)
-            rc = TXN_E_IO;
-        else if (memcmp(buf, p->base + off, n))
-            rc = TXN_INSPECT_RECOVER;
-    }
-    free(buf);
-    if (fd >= 0)
-        close(fd);
-    return rc;
-}
-
 int eng_pool_inspect(const char *file, txn_pool_info *info)
 {
     struct prefix *f = calloc(1, sizeof *f);
@@ -585,9 +553,13 @@ int eng_pool_inspect(const char *file, txn_pool_info *info)
         add_object(info, pp->root_size);
     info->heap_free = info->heap_size > info->heap_used ? info->heap_size - info->heap_used : 0;
     info->slots = p.max_ctx;
-    rc = heap_changed(&p, file, heap_off, heap_off + info->heap_size);
-    if (rc == TXN_INSPECT_RECOVER)
-        pool_problem("the next open's recovery changes PMDK's heap");
+    /* what PMDK's recovery changed in the view's heap */
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    rc = fd < 0 ? TXN_E_IO : pool_bytes_differ(fd, p.base, heap_off, heap_off + info->heap_size);
+    if (fd >= 0)
+        close(fd);
+    if (rc == 1)
+        rc = REFUSE(TXN_INSPECT_RECOVER, "the next open's recovery changes PMDK's heap");
     eng_pool_close(&p);
     return rc;
 }
