@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# install.sh BUILD_DIR SOURCE_DIR: install the build into a temporary
-# prefix, then build the README's first program (its first C block)
-# against every engine there, through pkg-config and through CMake's
-# find_package(pmtx), and run it twice: the counter must persist.
+# install.sh BUILD_DIR SOURCE_DIR [SANITIZERS]: install the build into a
+# temporary prefix, then build the README's first program (its first C
+# block) against every engine there, through pkg-config and through
+# CMake's find_package(pmtx), and run it twice: the counter must persist.
+# A sanitizer build's libraries want programs built with the same
+# sanitizers (the runtime must be loaded first).
 set -euo pipefail
-build=$1 src=$2
+build=$1 src=$2 san=${3:-}
+flags=()
+[ -n "$san" ] && flags=(-fsanitize="$san" -fno-omit-frame-pointer)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
@@ -33,11 +37,12 @@ foreach(engine IN LISTS pmtx_ENGINES)
   target_link_libraries(first-${engine} PRIVATE pmtx::${engine})
 endforeach()
 CM
-cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_C_FLAGS="${flags[*]}" -DCMAKE_EXE_LINKER_FLAGS="${flags[*]}" >/dev/null
 cmake --build "$tmp/cm/build" >/dev/null
 while read -r engine; do
     # shellcheck disable=SC2046
-    cc -std=c11 -Wall -Werror -o "$tmp/first-$engine" "$tmp/first.c" \
+    cc -std=c11 -Wall -Werror "${flags[@]}" -o "$tmp/first-$engine" "$tmp/first.c" \
         $(pkg-config --cflags --libs "txn-$engine")
     runs_twice "pkg-config txn-$engine" "$tmp/first-$engine" "$engine"
     runs_twice "find_package pmtx::$engine" "$tmp/cm/build/first-$engine" "$engine"
