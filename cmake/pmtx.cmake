@@ -89,7 +89,8 @@ endmacro()
 
 # pmtx_program(NAME SOURCES src... [ENGINES e...] [LIBS l...]):
 # build/bin/NAME-<engine> for each engine, from one source, which sees the
-# engine it is linked with as PMTX_LINKED_ENGINE (a string).
+# engine it is linked with as PMTX_LINKED_ENGINE (a string) and whether it
+# is persistent as PMTX_LINKED_PERSISTENT (1 or 0).
 function(pmtx_program name)
   cmake_parse_arguments(A "" "" "SOURCES;ENGINES;LIBS" ${ARGN})
   if(NOT A_ENGINES)
@@ -99,7 +100,13 @@ function(pmtx_program name)
     if(engine IN_LIST PMTX_ENGINES)
       add_executable(${name}-${engine} ${A_SOURCES})
       target_link_libraries(${name}-${engine} PRIVATE txn-${engine} ${A_LIBS})
-      target_compile_definitions(${name}-${engine} PRIVATE PMTX_LINKED_ENGINE="${engine}")
+      if(engine IN_LIST PMTX_PERSISTENT_ENGINES)
+        set(persistent 1)
+      else()
+        set(persistent 0)
+      endif()
+      target_compile_definitions(${name}-${engine} PRIVATE PMTX_LINKED_ENGINE="${engine}"
+                                 PMTX_LINKED_PERSISTENT=${persistent})
     endif()
   endforeach()
 endfunction()
