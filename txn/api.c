@@ -122,15 +122,21 @@ static int pool_start(txn_pool *p)
     return p->gen ? 0 : TXN_E_NOMEM;
 }
 
+/* A handle the format holds nothing of: gone. */
+static void pool_drop(txn_pool *p)
+{
+    free(p->ctx_used);
+    pthread_mutex_destroy(&p->ctx_lock);
+    free(p);
+}
+
 /* Every context released, then the format's side; `p` is gone. */
 static void pool_end(txn_pool *p)
 {
     if (p->gen)
         ctxreg_close(p, p->gen, release_all);
     eng_pool_close(p);
-    free(p->ctx_used);
-    pthread_mutex_destroy(&p->ctx_lock);
-    free(p);
+    pool_drop(p);
 }
 
 /* A layout name a pool can have: 1 to TXN_LAYOUT_MAX bytes. */
@@ -187,8 +193,7 @@ int txn_pool_create(const char *path, const char *layout, const txn_pool_opts *o
     if (!p)
         return TXN_E_NOMEM;
     if ((rc = eng_pool_create(p, file, layout, &o))) {
-        pthread_mutex_destroy(&p->ctx_lock);
-        free(p);
+        pool_drop(p);
         return rc;
     }
     if ((rc = pool_start(p)) || (rc = make_roots(p, o.root_size))) {
@@ -215,8 +220,7 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     if (!p)
         return TXN_E_NOMEM;
     if ((rc = eng_pool_open(p, file, layout, view))) {
-        pthread_mutex_destroy(&p->ctx_lock);
-        free(p);
+        pool_drop(p);
         return rc;
     }
     if ((rc = pool_start(p))) {
