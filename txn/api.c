@@ -178,8 +178,8 @@ static int make_roots(txn_pool *p, size_t root_size)
     return eng_pool_seal(p, root, root_size, meta);
 }
 
-int txn_pool_create(const char *path, const char *layout, const txn_pool_opts *opts,
-                    txn_pool **out)
+static int pool_create(const char *path, const char *layout, const txn_pool_opts *opts,
+                       txn_pool **out)
 {
     char file[PATH_MAX];
     struct pool_params o;
@@ -231,14 +231,25 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     return 0;
 }
 
+/* Each pool call starts with no problem recorded and records the one it
+ * fails with (txn_pool_strerror). */
+int txn_pool_create(const char *path, const char *layout, const txn_pool_opts *opts,
+                    txn_pool **out)
+{
+    pool_problem("%s", "");
+    return pool_refused(pool_create(path, layout, opts, out));
+}
+
 int txn_pool_open(const char *path, const char *layout, txn_pool **out)
 {
-    return pool_open(path, layout, 0, out);
+    pool_problem("%s", "");
+    return pool_refused(pool_open(path, layout, 0, out));
 }
 
 int txn_pool_view(const char *path, const char *layout, txn_pool **out)
 {
-    return pool_open(path, layout, 1, out);
+    pool_problem("%s", "");
+    return pool_refused(pool_open(path, layout, 1, out));
 }
 
 void txn_pool_close(txn_pool *p)
@@ -271,17 +282,17 @@ int txn_pool_inspect(const char *path, txn_pool_info *info)
     if (!path || !info)
         return TXN_E_INVAL;
     memset(info, 0, sizeof *info);
+    pool_problem("%s", "");
     int rc = txn_pool_path(path, file, sizeof file);
     if (rc)
-        return rc;
+        return pool_refused(rc);
     persist_init();
-    pool_problem("%s", "");
     rc = eng_pool_inspect(file, info);
     qsort(info->classes, info->nclasses, sizeof info->classes[0], by_size);
     const char *why = pool_problem_text();
     snprintf(info->problem, sizeof info->problem, "%s",
              *why ? why : rc < 0 ? txn_strerror(rc) : "");
-    return rc;
+    return pool_refused(rc);
 }
 
 /* ---- transactions */

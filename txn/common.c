@@ -50,6 +50,26 @@ const char *pool_problem_text(void)
     return problem;
 }
 
+static PM_TLS int refused_rc;
+static PM_TLS char refused_text[sizeof problem + 64];
+
+int pool_refused(int rc)
+{
+    if (rc < 0) {
+        refused_rc = rc;
+        if (*problem)
+            snprintf(refused_text, sizeof refused_text, "%s: %s", txn_strerror(rc), problem);
+        else
+            snprintf(refused_text, sizeof refused_text, "%s", txn_strerror(rc));
+    }
+    return rc;
+}
+
+const char *txn_pool_strerror(int err)
+{
+    return err && err == refused_rc ? refused_text : txn_strerror(err);
+}
+
 int pool_bytes_differ(int fd, const char *mem, size_t off, size_t end)
 {
     enum { STEP = 1 << 20 };
@@ -102,7 +122,7 @@ static const char *const err_text[] = {
     "pool file already exists",
     "not a pmtx pool file",
     "unsupported pool format version",
-    "pool is corrupt (checksum mismatch)",
+    "pool is corrupt",
     "pool file is truncated",
     "pool was created with another layout",
     "pool was written by another engine",

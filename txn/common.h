@@ -13,6 +13,9 @@
  * it. */
 void pool_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *pool_problem_text(void);
+/* A txn_pool_* call of the front end returns `rc`: a failure is recorded,
+ * with the problem text, for txn_pool_strerror(). Returns rc. */
+int pool_refused(int rc);
 /* Refuse a file with `rc`, saying why. */
 #define REFUSE(rc, ...) (pool_problem(__VA_ARGS__), (rc))
 

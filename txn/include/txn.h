@@ -77,6 +77,14 @@ extern "C" {
 /* A short English description of a TXN_E_* code or of an errno value. */
 const char *txn_strerror(int err);
 
+/* What to print for `err` returned by a txn_pool_* call of this thread:
+ * when it is the code of the thread's last refused pool create, open, view
+ * or inspection, txn_strerror(err) followed by what was refused and why
+ * ("pool is corrupt: log slot 3: damaged chain, tail or record";
+ * "invalid argument: TXN_PDOM=7: not 0, 1 or 2"); else txn_strerror(err).
+ * The text stays valid until the thread's next txn_pool_* call. */
+const char *txn_pool_strerror(int err);
+
 /* ---- handles */
 typedef struct txn_pool txn_pool; /* an open pool */
 typedef struct txn txn;           /* a running transaction (one per thread) */
