@@ -57,6 +57,7 @@ enum kind {
     BAD_MAGIC,   /* open refuses: TXN_E_NOTPOOL */
     BAD_VERSION, /* open refuses: TXN_E_VERSION */
     BAD_SUM,     /* open refuses: TXN_E_CORRUPT (header checksum) */
+    BAD_TAG,     /* open refuses: TXN_E_CORRUPT (a slot's tag) */
 };
 
 struct region {
@@ -125,7 +126,9 @@ static void map_image(struct image *im, int crash)
         size_t at = h->slots_off + s * h->slot_size, seg = at + sizeof(struct slot_hdr);
         size_t recs = seg + sizeof(struct seg_hdr), end = at + h->slot_size;
         size_t w = written_end(im->b, recs, end);
-        add(im, at, at + offsetof(struct slot_hdr, pad), EITHER, "slot header words");
+        add(im, at, at + offsetof(struct slot_hdr, tag), EITHER, "slot header words");
+        add(im, at + offsetof(struct slot_hdr, tag), at + offsetof(struct slot_hdr, pad), BAD_TAG,
+            "slot tag");
         add(im, at + offsetof(struct slot_hdr, pad), seg, DEAD, "slot header padding");
         add(im, seg, seg + offsetof(struct seg_hdr, pad), EITHER, "slot's log chain");
         add(im, seg + offsetof(struct seg_hdr, pad), recs, DEAD, "segment header padding");
@@ -242,7 +245,8 @@ static int open_and_check(void)
 }
 
 /* Write the damaged image, open it in a child, return how the child ended
- * (enum outcome). */
+ * (enum outcome). A refused open must have left the file as it was, byte
+ * for byte; so must an inspection, whatever the verdict. */
 static int try_image(const uint8_t *img, size_t n)
 {
     test_spew(pool.path, img, n);
@@ -251,7 +255,18 @@ static int try_image(const uint8_t *img, size_t n)
         _exit(open_and_check());
     int st;
     ck_assert(waitpid(pid, &st, 0) == pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : SIGNALLED + WTERMSIG(st);
+    int o = WIFEXITED(st) ? WEXITSTATUS(st) : SIGNALLED + WTERMSIG(st);
+    if (o >= REFUSED && o < SIGNALLED) {
+        txn_pool_info info;
+        txn_pool_inspect(pool.path, &info);
+        size_t len;
+        uint8_t *now = test_slurp(pool.path, &len);
+        ck_assert_msg(len == n && !memcmp(now, img, n),
+                      "a refused open (%s) or its inspection wrote to the file",
+                      txn_strerror(TXN_E_FIRST - (o - REFUSED)));
+        free(now);
+    }
+    return o;
 }
 
 static const char *outcome_text(int o, char *buf, size_t n)
@@ -316,8 +331,8 @@ static int expected(const struct image *im, const uint8_t *img, const char **whe
                     size_t *off)
 {
     /* check_hdr's order: magic, format, checksum; then the rest */
-    static const int rank[] = {[DEAD] = 0, [EITHER] = 1, [BAD_SUM] = 2, [BAD_VERSION] = 3,
-                               [BAD_MAGIC] = 4};
+    static const int rank[] = {[DEAD] = 0,    [EITHER] = 1,      [BAD_TAG] = 2,
+                               [BAD_SUM] = 3, [BAD_VERSION] = 4, [BAD_MAGIC] = 5};
     const struct region *worst = NULL;
     for (size_t at = 0; at < img_size; at++) {
         if (img[at] == im->b[at])
@@ -336,6 +351,7 @@ static int expected(const struct image *im, const uint8_t *img, const char **whe
     case BAD_VERSION:
         return refused_with(TXN_E_VERSION);
     case BAD_SUM:
+    case BAD_TAG:
         return refused_with(TXN_E_CORRUPT);
     case EITHER:
         return -1;
@@ -472,6 +488,13 @@ static void refused(const uint8_t *img, int want, const char *what, const char *
     ck_assert_int_eq(txn_pool_inspect(pool.path, &info), want);
     ck_assert_msg(strstr(info.problem, problem), "%s: the problem is '%s', not '%s'", what,
                   info.problem, problem);
+    /* what a program prints for the refused open: the code and the words */
+    txn_pool *p;
+    int rc = txn_pool_open(pool.name, LAYOUT, &p);
+    ck_assert_int_eq(rc, want);
+    const char *msg = txn_pool_strerror(rc);
+    ck_assert_msg(strstr(msg, txn_strerror(want)) == msg && strstr(msg, problem),
+                  "%s: the open's message is '%s'", what, msg);
 }
 
 /* Damage to what open checks: the checksummed header (random flips; the
@@ -502,7 +525,22 @@ START_TEST(test_checked_bytes)
         uint64_t mid = h->base + h->heap_off + 8;
         memcpy(img + seg + offsetof(struct seg_hdr, next), &mid, sizeof mid);
         refused(img, TXN_E_CORRUPT, "a log chain into the middle of a chunk", "log slot 0", &t);
+        /* the file's second 4 KiB page: slot 0's header and its first
+         * records */
+        memcpy(img, src, img_size);
+        memset(img + slot, 0, 4096);
+        refused(img, TXN_E_CORRUPT, "a zeroed second page", "log slot 0: header damaged", &t);
     }
+
+    /* a transaction the state word says committed, its first record
+     * damaged: what replays it is gone */
+    memcpy(img, committed.b, img_size);
+    struct log_rec cr;
+    memcpy(&cr, img + recs, sizeof cr);
+    uint64_t st = slot_state(cr.version, SLOT_COMMITTED);
+    memcpy(img + slot + offsetof(struct slot_hdr, state), &st, sizeof st);
+    img[recs + offsetof(struct log_rec, addr)] ^= 0x40;
+    refused(img, TXN_E_CORRUPT, "a committed transaction's damaged log", "is committed", &t);
 
     /* the running transaction's first record (the slot the main thread
      * took first), aimed below the pool */
@@ -524,6 +562,11 @@ START_TEST(test_checked_bytes)
         img[recs + second + offsetof(struct log_rec, addr)] ^= 0x40;
         refused(img, TXN_E_CORRUPT, "a damaged record before the log's tail hint", "log slot 0",
                 &t);
+        /* the first record: the tail hint still names the transaction */
+        memcpy(img, inflight.b, img_size);
+        img[recs + offsetof(struct log_rec, addr)] ^= 0x40;
+        refused(img, TXN_E_CORRUPT, "the running transaction's damaged first record",
+                "log slot 0: transaction", &t);
     } else {
         printf("badfile %s: no tail hint in the log\n", txn_engine_name());
     }

@@ -43,7 +43,7 @@
         int rc_ = (expr);                                                          \
         const char *why_ = rc_ == (want) ? "" : CHECK_DETAIL();                    \
         ck_assert_msg(rc_ == (want), "%s returned %d (%s), expected %s (%d)%s%s", \
-                      #expr, rc_, txn_strerror(rc_), #want, (int)(want),           \
+                      #expr, rc_, txn_pool_strerror(rc_), #want, (int)(want),      \
                       *why_ ? ": " : "", why_);                                    \
     } while (0)
 #define CHECK_OK(expr) CHECK_RC(expr, 0)

@@ -2,6 +2,7 @@
 #include "log.h"
 
 #include "alloc.h"
+#include "common.h"
 #include "persist.h"
 
 #define SLOT_SEG_OFF 64u        /* first segment inside a slot */
@@ -139,7 +140,8 @@ int log_chain(txn_pool *p, struct slot_hdr *slot, struct vec *segs)
     struct seg_hdr *sh = (struct seg_hdr *)first_seg(p, slot);
     for (uint64_t n = 0; sh->next; n++) {
         if (!valid_segment(p, sh->next) || n >= p->hdr->nchunks)
-            return TXN_E_CORRUPT;
+            return REFUSE(TXN_E_CORRUPT, "log segment %llu: %#llx is no heap chunk",
+                          (unsigned long long)n + 1, (unsigned long long)sh->next);
         uint64_t *item = vec_push(segs);
         if (!item)
             return TXN_E_NOMEM;
@@ -195,8 +197,23 @@ int log_scan(txn_pool *p, struct slot_hdr *slot, struct vec *recs)
      * the fact, and rolling back half of it would be wrong. (A transaction
      * that reached its commit may have been overwritten in part by the
      * next one: its records are not needed.) */
-    if (version && slot->tail_version == version && used < slot->tail &&
-        slot->state >> 2 != version)
-        return TXN_E_CORRUPT;
+    uint64_t settled = slot->state >> 2;
+    if (version && slot->tail_version == version && used < slot->tail && settled != version)
+        return REFUSE(TXN_E_CORRUPT, "a record of transaction %llu before its tail hint (%llu "
+                      "of %llu bytes) is damaged", (unsigned long long)version,
+                      (unsigned long long)used, (unsigned long long)slot->tail);
+    /* The same without its first record: the tail hint names a transaction
+     * newer than the last one settled (so the slot's latest, in flight)
+     * that had fenced records, and none is left. */
+    if (slot->tail && slot->tail_version > settled && slot->tail_version != version &&
+        slot->tail_version < slot->next_version)
+        return REFUSE(TXN_E_CORRUPT, "transaction %llu, unsettled, had %llu bytes of log "
+                      "before its tail hint; its first record is damaged",
+                      (unsigned long long)slot->tail_version, (unsigned long long)slot->tail);
+    /* A transaction the state word says committed is replayed from its
+     * records: they must be there. */
+    if ((slot->state & 3) == SLOT_COMMITTED && settled != version)
+        return REFUSE(TXN_E_CORRUPT, "transaction %llu is committed, its log is damaged",
+                      (unsigned long long)settled);
     return 0;
 }

@@ -137,8 +137,14 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
     p->size = h.size;
     p->hdr = (struct pool_hdr *)base;
     p->max_ctx = (unsigned)h.nslots;
-    /* the file is fresh: slots and chunk table are zero already */
+    /* the file is fresh: slots and chunk table are zero already, but for
+     * the slots' tags */
     pm_memcpy(base, &h, sizeof h);
+    for (size_t s = 0; s < h.nslots; s++) {
+        struct slot_hdr *sh = pool_slot(p, s);
+        pm_store64(&sh->tag, slot_tag(&h, s));
+        pm_flush(&sh->tag, sizeof sh->tag);
+    }
     alloc_format(p);
     struct vec none;
     vec_init(&none, sizeof(uint64_t));
@@ -197,7 +203,8 @@ static int check_hdr(const struct pool_hdr *h, size_t file_size, const char *lay
         return REFUSE(TXN_E_NOTPOOL, "no pmtx pool header (magic)");
     if (file_size < sizeof *h)
         return REFUSE(TXN_E_TRUNC, "%zu bytes: shorter than a pool header", file_size);
-    if (h->format != POOL_FORMAT || h->hdr_size != sizeof *h)
+    if ((h->format != POOL_FORMAT && h->format != POOL_FORMAT_UNTAGGED) ||
+        h->hdr_size != sizeof *h)
         return REFUSE(TXN_E_VERSION, "pool format %u, this library reads %u", h->format,
                       POOL_FORMAT);
     if (h->checksum != hdr_csum(h))
@@ -222,17 +229,29 @@ struct scan_part {
     struct vec *recs;
     struct vec segs;
     int rc;
+    char why[160]; /* the scanning thread's problem text */
 };
 
 static void scan_slot(void *arg)
 {
     struct scan_part *j = arg;
     struct slot_hdr *slot = pool_slot(j->p, j->slot);
-    int rc = log_chain(j->p, slot, &j->segs);
+    int rc = 0;
+    pool_problem("%s", "");
+    if (j->p->hdr->format != POOL_FORMAT_UNTAGGED && slot->tag != slot_tag(j->p->hdr, j->slot))
+        rc = REFUSE(TXN_E_CORRUPT, "header damaged (tag %#llx)", (unsigned long long)slot->tag);
+    if (!rc)
+        rc = log_chain(j->p, slot, &j->segs);
     if (!rc)
         rc = log_scan(j->p, slot, j->recs);
-    for (size_t i = 0; !rc && i < j->recs->n; i++)
-        rc = eng_rec_valid(j->p, *(struct log_rec **)vec_at(j->recs, i));
+    for (size_t i = 0; !rc && i < j->recs->n; i++) {
+        struct log_rec *r = *(struct log_rec **)vec_at(j->recs, i);
+        if ((rc = eng_rec_valid(j->p, r)))
+            pool_problem("record %zu (type %u, %u bytes at %#llx) is not one this engine wrote",
+                         i, r->type, r->len, (unsigned long long)r->addr);
+    }
+    snprintf(j->why, sizeof j->why, "%s", *pool_problem_text() ? pool_problem_text()
+                                          : rc ? txn_strerror(rc) : "");
     j->rc = rc;
 }
 
@@ -250,15 +269,14 @@ static int scan_logs(txn_pool *p, struct vec *recs, struct vec *segs)
     if (!j)
         return TXN_E_NOMEM;
     for (size_t s = 0; s < ns; s++) {
-        j[s] = (struct scan_part){p, s, &recs[s], {0}, 0};
+        j[s] = (struct scan_part){p, s, &recs[s], {0}, 0, ""};
         vec_init(&j[s].segs, sizeof(uint64_t));
     }
     par_run(scan_slot, j, sizeof j[0], ns, par_threads(ns, 1, SCAN_THREADS));
     int rc = 0;
     for (size_t s = 0; s < ns; s++) {
         if (!rc && (rc = j[s].rc))
-            pool_problem("log slot %zu: %s", s,
-                         rc == TXN_E_CORRUPT ? "damaged chain, tail or record" : txn_strerror(rc));
+            pool_problem("log slot %zu: %s", s, j[s].why);
         if (!rc && vec_append(segs, j[s].segs.a, j[s].segs.n))
             rc = TXN_E_NOMEM;
         vec_free(&j[s].segs);
@@ -280,18 +298,24 @@ static int recover(txn_pool *p, struct vec *recs)
     if (!p->recovered_slots)
         return 0;
     pm_barrier(); /* recovered data durable before the logs go */
-    struct log l;
+    /* The state word says the transaction is settled: a torn first record
+     * of the slot's next transaction can bring an invalidated record back
+     * to life, and it must then be seen as settled, never rolled back over
+     * newer data. Settled before the log is invalidated: a log gone under
+     * a state word that still names its transaction unsettled is what
+     * damage looks like (log_scan). */
     for (size_t s = 0; s < p->hdr->nslots; s++)
         if (recs[s].n) {
-            /* The state word says the transaction is settled: a torn first
-             * record of the slot's next transaction can bring an
-             * invalidated record back to life, and it must then be seen
-             * as settled, never rolled back over newer data. */
             struct slot_hdr *slot = pool_slot(p, s);
             uint64_t v = (*(struct log_rec **)vec_at(&recs[s], 0))->version;
             pm_store64(&slot->state, slot_state(v, SLOT_IDLE));
             pm_flush(&slot->state, sizeof slot->state);
-            log_attach(&l, p, slot);
+        }
+    pm_barrier();
+    struct log l;
+    for (size_t s = 0; s < p->hdr->nslots; s++)
+        if (recs[s].n) {
+            log_attach(&l, p, pool_slot(p, s));
             log_invalidate(&l);
         }
     pm_barrier();

@@ -26,7 +26,8 @@
 #include "txn.h"
 #include "util.h"
 
-#define POOL_FORMAT 2u /* 2: the layout record */
+#define POOL_FORMAT 3u /* 2: the layout record; 3: slot tags */
+#define POOL_FORMAT_UNTAGGED 2u /* still read: its slots have no tags */
 #define POOL_HDR_SIZE 4096u
 #define CHUNK_SIZE (64u * 1024u)
 #define LAYOUT_MAX 64u
@@ -78,9 +79,17 @@ struct slot_hdr {
                               record; a hint recovery checks, see log.c */
     uint64_t tail_version; /* the transaction `tail` belongs to */
     uint64_t state;        /* slot_state(version, SLOT_*) of redo and cow */
-    uint64_t pad[4];
+    uint64_t tag;          /* slot_tag(): written at creation, never 0, so
+                              that a zeroed or overwritten slot header is
+                              told from a slot never used */
+    uint64_t pad[3];
 };
 _Static_assert(sizeof(struct slot_hdr) == 64, "slot_hdr is one line");
+
+static inline uint64_t slot_tag(const struct pool_hdr *h, uint64_t i)
+{
+    return csum64(h->uuid, &i, sizeof i) | 1;
+}
 
 /* First line of a log segment (the slot's first one or a heap chunk). */
 struct seg_hdr {

@@ -209,7 +209,7 @@ static int check_image(const char *path, const struct expect *want)
     int bad = sim_file_check(R.w, path);
     int rc = txn_pool_open(path, "crashsim", &p);
     if (rc) {
-        fprintf(stderr, "  open: %s\n", txn_strerror(rc));
+        fprintf(stderr, "  open: %s\n", txn_pool_strerror(rc));
         return 1;
     }
     struct reach r = {0};
