@@ -175,15 +175,17 @@ static int check_prefix(const struct prefix *f, const char *layout)
     const unsigned char *d = b + PM_DSC;
     if (pm_checksum(d, PM_DSC_SIZE, PM_DSC_CSUM, PM_DSC_SIZE) != get64(d, PM_DSC_CSUM))
         return REFUSE(TXN_E_CORRUPT, "object pool descriptor: checksum mismatch");
+    /* all zero passes the checksum (Fletcher of zeros is zero), and no
+     * pool has it: its heap offset cannot be 0 */
+    uint64_t heap_off = get64(d, PM_DSC_HEAP_OFF), heap_size = get64(b, PM_HEAP_SIZE);
+    if (heap_off < PM_PREFIX || heap_off > SIZE_MAX / 2 || heap_size > SIZE_MAX / 2)
+        return REFUSE(TXN_E_CORRUPT, "object pool descriptor: heap at %llu of %llu bytes",
+                      (unsigned long long)heap_off, (unsigned long long)heap_size);
     const char *name = (const char *)d + PM_DSC_LAYOUT;
     if (!memchr(name, 0, PM_DSC_LAYOUT_MAX))
         return REFUSE(TXN_E_CORRUPT, "object pool descriptor: layout name not terminated");
     if (layout && strcmp(name, layout))
         return REFUSE(TXN_E_LAYOUT, "layout '%.63s', not '%s'", name, layout);
-    uint64_t heap_off = get64(d, PM_DSC_HEAP_OFF), heap_size = get64(b, PM_HEAP_SIZE);
-    if (heap_off < PM_PREFIX || heap_off > SIZE_MAX / 2 || heap_size > SIZE_MAX / 2)
-        return REFUSE(TXN_E_CORRUPT, "object pool descriptor: heap at %llu of %llu bytes",
-                      (unsigned long long)heap_off, (unsigned long long)heap_size);
     size_t need = heap_size ? heap_off + heap_size : PMEMOBJ_MIN_POOL;
     if (f->file_size < need)
         return REFUSE(TXN_E_TRUNC, "%zu bytes of a pool of %zu", f->file_size, need);
