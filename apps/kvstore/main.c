@@ -167,12 +167,16 @@ static int open_store(const struct options *o)
     unsigned slots = srv.io == IO_THREADS ? srv.max_clients + 4 : srv.threads + 4;
     struct kv_opts ko = {.pool_size = o->pool_size,
                          .threads = slots < 64 ? 64 : slots > 1024 ? 1024 : slots,
-                         .resize_step = o->resize_step, .no_create = o->check};
+                         .resize_step = o->resize_step, .no_create = o->check,
+                         .view = o->check};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = kv_open(o->pool, &ko, &srv.kv);
     if (rc) {
-        fprintf(stderr, "kvstore: pool %s: %s\n", o->pool, txn_strerror(rc));
+        if (o->check)
+            printf("check: FAILED: pool %s: %s\n", o->pool, kv_strerror(rc));
+        else
+            fprintf(stderr, "kvstore: pool %s: %s\n", o->pool, kv_strerror(rc));
         return rc;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);

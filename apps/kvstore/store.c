@@ -248,6 +248,31 @@ static int op_end(struct op *o, int rc)
     return 0;
 }
 
+/* What the last refused kv_open of this thread found wrong in the store,
+ * for kv_strerror. */
+static _Thread_local char why[256];
+static _Thread_local int why_rc;
+
+static int refuse(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    why_rc = rc;
+    return rc;
+}
+
+const char *kv_strerror(int rc)
+{
+    static _Thread_local char text[sizeof why + 64];
+    if (rc == 0 || rc != why_rc)
+        return txn_pool_strerror(rc);
+    snprintf(text, sizeof text, "%s: %s", txn_strerror(rc), why);
+    return text;
+}
+
 static int rd(struct op *o, txn_obj *obj, size_t off, void *dst, size_t n)
 {
     return txn_read(o->tx, obj, off, dst, n);
@@ -552,18 +577,29 @@ static int table_make(struct op *o, unsigned bits, txn_obj **out)
 static int view_load(struct op *o, txn_obj *table, txn_obj *old, struct view *v)
 {
     uint64_t bits;
+    txn_pool *p = o->s->p;
+    if (txn_obj_size(p, table) < TABLE_SIZE || (old && txn_obj_size(p, old) < TABLE_SIZE))
+        return refuse(TXN_E_CORRUPT, "root: table %p or old table %p is no table", (void *)table,
+                      (void *)old);
     int rc = rd(o, table, T_BITS, &bits, sizeof bits);
     if (rc || bits < MIN_BITS || bits > MAX_BITS)
-        return rc ? rc : TXN_E_CORRUPT;
+        return rc ? rc : refuse(TXN_E_CORRUPT, "table %p: %llu bits", (void *)table,
+                                (unsigned long long)bits);
     v->table = table;
     v->bits = (unsigned)bits;
     v->old = old;
     if ((rc = rd(o, table, T_SDIR, v->sdir, sizeof v->sdir)))
         return rc;
+    size_t need = D_SEG + 8 * (size_t)(per_stripe(v->bits) / SEG_BUCKETS);
+    for (unsigned st = 0; st < STRIPES; st++)
+        if (txn_obj_size(p, v->sdir[st]) < need)
+            return refuse(TXN_E_CORRUPT, "table %p: stripe %u's directory %p is no object",
+                          (void *)table, st, (void *)v->sdir[st]);
     if (!old)
         return 0;
     if ((rc = rd(o, old, T_BITS, &bits, sizeof bits)) || bits + 1 != v->bits)
-        return rc ? rc : TXN_E_CORRUPT;
+        return rc ? rc : refuse(TXN_E_CORRUPT, "old table %p: %llu bits beside %u",
+                                (void *)old, (unsigned long long)bits, v->bits);
     return rd(o, old, T_SDIR, v->old_sdir, sizeof v->old_sdir);
 }
 
@@ -1065,16 +1101,31 @@ static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, unsigned *done)
                 struct bref b;
                 txn_obj *cur;
                 uint64_t n;
-                if ((rc = bucket_ref(o, t ? v->old_sdir[st] : v->sdir[st], bits, j, &b)) ||
-                    (rc = bucket_get(o, &b, &cur, &n)))
+                if ((rc = bucket_ref(o, t ? v->old_sdir[st] : v->sdir[st], bits, j, &b)))
+                    break;
+                if (b.seg && txn_obj_size(o->s->p, b.seg) < SEG_BYTES)
+                    return refuse(TXN_E_CORRUPT, "%u-bit table, bucket %llu: segment %p is no "
+                                  "object", bits, (unsigned long long)j, (void *)b.seg);
+                if ((rc = bucket_get(o, &b, &cur, &n)))
                     break;
                 *keys += n;
                 uint64_t len = 0;
-                for (struct node_hdr h; cur && !(rc = node_hdr(o, cur, &h)); cur = h.next)
+                for (struct node_hdr h; cur; cur = h.next) {
+                    if (txn_obj_size(o->s->p, cur) < HDR)
+                        return refuse(TXN_E_CORRUPT, "%u-bit table, bucket %llu: node %p is "
+                                      "no object", bits, (unsigned long long)j, (void *)cur);
+                    if ((rc = node_hdr(o, cur, &h)))
+                        break;
                     if (++len > n) /* a damaged chain: do not walk a cycle */
-                        return TXN_E_CORRUPT;
-                    else
-                        *bytes += obj_bytes(o->s, cur, h.val);
+                        return refuse(TXN_E_CORRUPT, "%u-bit table, bucket %llu: more nodes "
+                                      "than its count %llu", bits, (unsigned long long)j,
+                                      (unsigned long long)n);
+                    if (h.val && txn_obj_size(o->s->p, h.val) < h.vlen)
+                        return refuse(TXN_E_CORRUPT, "node %p: value %p is no object of %llu "
+                                      "bytes", (void *)cur, (void *)h.val,
+                                      (unsigned long long)h.vlen);
+                    *bytes += obj_bytes(o->s, cur, h.val);
+                }
             }
         }
     }
@@ -1088,14 +1139,19 @@ static int load(kv_store *s)
     unsigned done = 0;
     txn_obj *root = txn_root(s->p);
     if (txn_obj_size(s->p, root) < ROOT_SIZE)
-        return TXN_E_CORRUPT;
+        return refuse(TXN_E_CORRUPT, "root object of %zu bytes", txn_obj_size(s->p, root));
     int rc = op_begin(&o, s);
     if (!rc && !(rc = rd(&o, root, 0, r, sizeof r)) && r[0] == 0 && !(rc = root_init(&o)))
         rc = rd(&o, root, 0, r, sizeof r); /* a new pool, or one whose first
                                               transaction never committed */
-    if (!rc && (r[0] != KV_MAGIC || r[1] != KV_VERSION || r[2] != STRIPES ||
-                r[3] != SEG_BUCKETS))
-        rc = TXN_E_LAYOUT;
+    /* the pool's layout name is the store's: another root is damage */
+    if (!rc && r[0] != KV_MAGIC)
+        rc = refuse(TXN_E_CORRUPT, "root: magic %#llx, not a store's", (unsigned long long)r[0]);
+    else if (!rc && (r[1] != KV_VERSION || r[2] != STRIPES || r[3] != SEG_BUCKETS))
+        rc = refuse(TXN_E_LAYOUTVER, "store version %llu (%llu stripes, %llu buckets a segment), "
+                    "this program's is %u (%u, %u)", (unsigned long long)r[1],
+                    (unsigned long long)r[2], (unsigned long long)r[3], KV_VERSION, STRIPES,
+                    SEG_BUCKETS);
     if (!rc)
         rc = view_load(&o, (txn_obj *)(uintptr_t)r[4], (txn_obj *)(uintptr_t)r[5], &s->v);
     if (!rc)
@@ -1127,8 +1183,9 @@ int kv_open(const char *path, const struct kv_opts *opt, kv_store **out)
     if (!s)
         return TXN_E_NOMEM;
     memset(s, 0, sizeof *s);
-    int rc = txn_pool_open(path, LAYOUT, &s->p);
-    if (rc == TXN_E_NOENT && !opt->no_create) {
+    why_rc = 0;
+    int rc = opt->view ? txn_pool_view(path, LAYOUT, &s->p) : txn_pool_open(path, LAYOUT, &s->p);
+    if (rc == TXN_E_NOENT && !opt->no_create && !opt->view) {
         txn_pool_opts po = {.size = opt->pool_size, .root_size = ROOT_SIZE,
                             .threads = opt->threads};
         rc = txn_pool_create(path, LAYOUT, &po, &s->p);

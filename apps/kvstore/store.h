@@ -33,11 +33,17 @@ struct kv_opts {
     unsigned resize_step; /* old buckets each write moves during a resize,
                              besides its own key's (0: 8) */
     int no_create;        /* a missing pool file is TXN_E_NOENT */
+    int view;             /* open a private view (txn_pool_view): nothing
+                             this process does reaches the file */
 };
 
 /* Open the store in the pool file `path`, creating pool and store if the
  * file does not exist (unless no_create); opening recovers the pool. */
 int kv_open(const char *path, const struct kv_opts *o, kv_store **out);
+
+/* What to print for an error of kv_open: the pool's refusal
+ * (txn_pool_strerror) or what the store found damaged in it. */
+const char *kv_strerror(int rc);
 
 /* Close the pool: no call may be running. */
 void kv_close(kv_store *s);

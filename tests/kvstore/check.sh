@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# check.sh SERVER TXNPOOL DAMAGE - checking a pool writes nothing: the
+# store of kvstore-<engine>, closed cleanly and killed under load, then
+# copies of both damaged (bytes of its data, its header, the second 4 KiB
+# page, cut short): `kvstore --check` and `txn-pool check` must leave each
+# file byte for byte as it was, a damaged one must be reported as damaged
+# (never "invalid argument"), and a server refused by a damaged pool must
+# not have written it either. Skips (77) without redis-cli.
+set -uo pipefail
+server=$1
+txnpool=$2
+damage=$3
+bash "$(dirname "$0")/deps.sh" redis-cli || exit
+engine=${server##*kvstore-}
+dir=$(mktemp -d /dev/shm/kvcheck-XXXXXX)
+sock=$dir/kv.sock
+pid=
+pass=0
+fail=0
+export TXN_POOL_DIR=$dir
+
+cleanup() {
+    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
+ok() { pass=$((pass + 1)); }
+bad() {
+    fail=$((fail + 1))
+    printf 'FAIL %s\n' "$*"
+}
+
+start() {
+    "$server" --pool "$1" --unix "$sock" --port 0 --pool-size 32M >>"$dir/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 400); do
+        [ "$(redis-cli -s "$sock" ping 2>/dev/null)" = PONG ] && return 0
+        sleep 0.05
+    done
+    echo "server did not start"
+    tail "$dir/log"
+    return 1
+}
+
+# load N FROM: N keys, every fifth with a value long enough to be an
+# object of its own
+load() {
+    local n=$1 from=$2 big
+    big=$(printf 'v%.0s' $(seq 300))
+    for ((i = from; i < from + n; i++)); do
+        if ((i % 5 == 0)); then echo "SET k$i $big$i"; else echo "SET k$i v$i"; fi
+    done | redis-cli -s "$sock" >/dev/null 2>&1
+}
+
+# the intact pool, closed
+start clean.pool || exit 1
+load 3000 0
+redis-cli -s "$sock" shutdown >/dev/null 2>&1
+wait "$pid"
+pid=
+# a pool killed while a writer ran: recovery pending
+start crash.pool || exit 1
+load 2000 0
+(load 100000 5000) &
+writer=$!
+sleep 0.5
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+pid=
+kill "$writer" 2>/dev/null
+wait "$writer" 2>/dev/null
+
+# the damaged copies; heap damage past where the heap starts (the pool's
+# size less the heap's, as txn-pool reports them)
+copy() { cp "$dir/$2" "$dir/$1"; }
+json=$("$txnpool" info --json "$dir/clean.pool")
+size=$(grep -o '"size":[0-9]*' <<<"$json" | head -1 | cut -d: -f2)
+heap=$(grep -o '"heap_size":[0-9]*' <<<"$json" | cut -d: -f2)
+heap_off=$((size - ${heap:-$size}))
+images=(clean.pool crash.pool)
+for src in clean crash; do
+    for seed in 1 2 3; do
+        copy "$src-heap$seed.pool" "$src.pool"
+        "$damage" "$dir/$src-heap$seed.pool" "$seed" 32 "$heap_off" || exit 1
+        images+=("$src-heap$seed.pool")
+    done
+    copy "$src-hdr.pool" "$src.pool"
+    "$damage" "$dir/$src-hdr.pool" 7 2 16 256 || exit 1
+    copy "$src-page2.pool" "$src.pool"
+    dd if=/dev/zero of="$dir/$src-page2.pool" bs=4096 seek=1 count=1 conv=notrunc status=none
+    copy "$src-cut.pool" "$src.pool"
+    truncate -s $((20 << 20)) "$dir/$src-cut.pool"
+    images+=("$src-hdr.pool" "$src-page2.pool" "$src-cut.pool")
+done
+
+for img in "${images[@]}"; do
+    f=$dir/$img
+    before=$(sha256sum <"$f")
+    out=$("$server" --pool "$img" --check 2>&1)
+    rc=$?
+    [ "$(sha256sum <"$f")" = "$before" ] && ok || bad "$img: kvstore --check wrote to the file"
+    tout=$("$txnpool" check "$f" 2>&1)
+    trc=$?
+    [ "$(sha256sum <"$f")" = "$before" ] && ok || bad "$img: txn-pool check wrote to the file"
+    case $img in
+    clean.pool | crash.pool)
+        [ $rc = 0 ] && ok || bad "$img: --check: $out"
+        [ $trc = 0 ] || { [ $img = crash.pool ] && [ $trc = 1 ]; } && ok || bad "$img: txn-pool check: $tout"
+        ;;
+    *)
+        # a damaged pool: refused with its cause, or (damage to dead
+        # bytes) sound
+        if [ $rc = 0 ]; then
+            ok
+        elif grep -q 'invalid argument' <<<"$out"; then
+            bad "$img: reported as an invalid argument: $out"
+        else
+            ok
+        fi
+        # a server refused by the file leaves it as it was
+        if [ $trc = 2 ]; then
+            sout=$("$server" --pool "$img" --unix "$sock" --port 0 2>&1)
+            src=$?
+            [ $src != 0 ] && ok || bad "$img: the server opened a pool txn-pool refuses"
+            [ "$(sha256sum <"$f")" = "$before" ] && ok || bad "$img: a refused open wrote to the file"
+            printf '%s: %s\n' "$img" "$(grep -m1 'pool' <<<"$sout" | tail -1)"
+        fi
+        ;;
+    esac
+    printf '%-18s --check %d: %s\n' "$img" "$rc" "$(tail -1 <<<"$out")"
+done
+echo "kvstore-check $engine: $pass passed, $fail failed"
+[ "$fail" = 0 ]
