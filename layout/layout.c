@@ -599,7 +599,7 @@ int txn_layout_open(const char *path, const txn_layout *l, const txn_pool_opts *
             p = NULL;
         }
     } else if (rc && !err_msg[0]) {
-        refuse(rc, "%s: %s", path, txn_strerror(rc));
+        refuse(rc, "%s: %s", path, txn_pool_strerror(rc));
     }
     if (!rc)
         *out = p;

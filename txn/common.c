@@ -55,8 +55,8 @@ static PM_TLS char refused_text[sizeof problem + 64];
 
 int pool_refused(int rc)
 {
+    refused_rc = rc; /* a success forgets the last refusal */
     if (rc < 0) {
-        refused_rc = rc;
         if (*problem)
             snprintf(refused_text, sizeof refused_text, "%s: %s", txn_strerror(rc), problem);
         else

@@ -334,7 +334,7 @@ static void run(gbench_state *st, int raw)
     unsigned ints = (unsigned)gbench_range(st, 0), w = (unsigned)gbench_range(st, 1);
     int rc = array_ready(ints);
     if (rc) {
-        fail(st, "building the array", txn_strerror(rc));
+        fail(st, "building the array", txn_pool_strerror(rc));
         return;
     }
     char label[64];

@@ -29,7 +29,7 @@ static int cmp_double(const void *a, const void *b)
 
 static int die(const char *what, int rc)
 {
-    fprintf(stderr, "demo: %s: %s\n", what, txn_strerror(rc));
+    fprintf(stderr, "demo: %s: %s\n", what, txn_pool_strerror(rc));
     return 1;
 }
 

@@ -164,7 +164,7 @@ static uint64_t pick(uint64_t *s)
 
 void fail(const char *what, int rc)
 {
-    fprintf(stderr, "ycsb: %s: %s\n", what, txn_strerror(rc));
+    fprintf(stderr, "ycsb: %s: %s\n", what, txn_pool_strerror(rc));
     if (made_pool[0]) /* a pool can take gigabytes of /dev/shm */
         pool_unlink(made_pool);
     exit(1);

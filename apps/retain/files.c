@@ -40,7 +40,7 @@ void fail_exit(void)
 
 void die(const char *what, int rc)
 {
-    fprintf(stderr, "retain: %s: %s %s\n", what, txn_strerror(rc), txn_layout_error());
+    fprintf(stderr, "retain: %s: %s %s\n", what, txn_pool_strerror(rc), txn_layout_error());
     fail_exit();
 }
 
