@@ -605,7 +605,18 @@ static void add_class(txn_pool_info *info, uint64_t size, uint64_t n)
     info->classes[i].count += n;
 }
 
-void alloc_describe(txn_pool *p, txn_pool_info *info)
+/* The bits of a run's header past its blocks: never set by the allocator. */
+static int spare_bits_clear(const uint64_t *bm, unsigned nb, unsigned *bad)
+{
+    for (unsigned b = nb; b < RUN_HDR * 8; b++)
+        if (bm[b / 64] >> (b % 64) & 1) {
+            *bad = b;
+            return 0;
+        }
+    return 1;
+}
+
+int alloc_describe(txn_pool *p, txn_pool_info *info)
 {
     uint64_t *t = ctab(p);
     info->heap_size = p->hdr->nchunks * (uint64_t)CHUNK_SIZE;
@@ -620,7 +631,11 @@ void alloc_describe(txn_pool *p, txn_pool_info *info)
         if (k != CK_RUN)
             continue;
         const uint64_t *bm = (const uint64_t *)chunk_addr(p, i);
-        unsigned c = ck_class(e), nb = run_blocks(c), cnt = 0;
+        unsigned c = ck_class(e), nb = run_blocks(c), cnt = 0, bad;
+        if (!spare_bits_clear(bm, nb, &bad))
+            return REFUSE(TXN_E_CORRUPT, "allocator run at offset %#zx (chunk %zu, %u-byte "
+                          "blocks): bitmap bit %u set past its %u blocks",
+                          (size_t)(chunk_addr(p, i) - p->base), i, class_size[c], bad, nb);
         for (unsigned w = 0; w * 64 < nb; w++)
             cnt += (unsigned)__builtin_popcountll(w * 64 + 64 <= nb ? bm[w]
                                                   : bm[w] & ((1ull << (nb % 64)) - 1));
@@ -633,4 +648,5 @@ void alloc_describe(txn_pool *p, txn_pool_info *info)
     for (size_t i = 0; i < p->hdr->nchunks; i++) /* then the large objects */
         if (ck_kind(t[i]) == CK_LARGE)
             add_class(info, ck_n(t[i]) * CHUNK_SIZE, 1);
+    return 0;
 }

@@ -86,7 +86,8 @@ void alloc_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *ar
                         void *arg);
 
 /* The heap's use in info (txn_pool_inspect): heap size, used, free and
- * log bytes, live objects by size class. Reads only. */
-void alloc_describe(txn_pool *p, txn_pool_info *info);
+ * log bytes, live objects by size class. Reads only; TXN_E_CORRUPT (and
+ * the words) for a run whose bitmap marks blocks it does not have. */
+int alloc_describe(txn_pool *p, txn_pool_info *info);
 
 #endif

@@ -434,9 +434,9 @@ int eng_pool_inspect(const char *file, txn_pool_info *info)
     info->slots_pending = p.recovered_slots;
     for (size_t s = 0; s < h.nslots; s++)
         info->slots_used += pool_slot(&p, s)->next_version != 0;
-    alloc_describe(&p, info);
     /* what the view's recovery changed past the slots */
-    rc = pool_bytes_differ(p.fd, p.base, p.hdr->ctab_off, p.size);
+    if (!(rc = alloc_describe(&p, info)))
+        rc = pool_bytes_differ(p.fd, p.base, p.hdr->ctab_off, p.size);
     if (rc == 1)
         rc = REFUSE(TXN_INSPECT_RECOVER,
                     "the next open's recovery changes the pool (%u log slot%s to settle)",

@@ -220,12 +220,26 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("kvstore: engine %s, PDOM %d (%u ns per barrier), flush %s\n", txn_engine_name(),
            txn_pdom(), txn_pdom_ns(), txn_flush_name());
+    /* --check: the pool format's own verdict first (its allocator, its
+     * logs), then the store's; neither writes to the file */
+    int pool_rc = 0;
+    if (o.check) {
+        txn_pool_info info;
+        pool_rc = txn_pool_inspect(o.pool, &info);
+        if (pool_rc < 0 && pool_rc != TXN_E_CORRUPT) { /* the store cannot be read */
+            printf("check: FAILED: pool %s: %s\n", o.pool, txn_pool_strerror(pool_rc));
+            return 1;
+        }
+        printf("check: pool: %s%s%s\n", pool_rc == 0 ? "consistent" : pool_rc > 0
+                                        ? "consistent once the next open recovers it" : "damaged",
+               info.problem[0] ? ": " : "", info.problem);
+    }
     if (open_store(&o))
         return 1;
     if (o.check) {
         rc = kv_check(srv.kv, stdout);
         kv_close(srv.kv);
-        return rc ? 1 : 0;
+        return rc || pool_rc < 0 ? 1 : 0;
     }
     raise_fd_limit();
     if (server_listen()) {
