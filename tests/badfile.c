@@ -495,6 +495,7 @@ static void refused(const uint8_t *img, int want, const char *what, const char *
     const char *msg = txn_pool_strerror(rc);
     ck_assert_msg(strstr(msg, txn_strerror(want)) == msg && strstr(msg, problem),
                   "%s: the open's message is '%s'", what, msg);
+    printf("badfile %s: %s: %s\n", txn_engine_name(), what, msg);
 }
 
 /* Damage to what open checks: the checksummed header (random flips; the

@@ -307,9 +307,11 @@ static int new_run(txn_pool *p, struct alloc_state *al, unsigned c)
         al->chunk_free[ci] = 1;
         return TXN_E_NOMEM;
     }
+    /* the whole header, not only the bitmap's words: spare bits that are
+     * zero tell damage from a run (alloc_describe) */
     char *a = chunk_addr(p, (size_t)ci);
-    pm_memset(a, 0, words * 8);
-    pm_persist(a, words * 8);
+    pm_memset(a, 0, RUN_HDR);
+    pm_persist(a, RUN_HDR);
     uint64_t *e = &ctab(p)[ci];
     pm_store64(e, ck_make(CK_RUN, c, 0));
     pm_flush(e, 8);
@@ -605,10 +607,13 @@ static void add_class(txn_pool_info *info, uint64_t size, uint64_t n)
     info->classes[i].count += n;
 }
 
-/* The bits of a run's header past its blocks: never set by the allocator. */
-static int spare_bits_clear(const uint64_t *bm, unsigned nb, unsigned *bad)
+/* The bits of a run's header past its blocks: never set by the allocator.
+ * Pools of format 2 zeroed only the bitmap's words of a new run: there,
+ * only the bits of its last word are known. */
+static int spare_bits_clear(txn_pool *p, const uint64_t *bm, unsigned nb, unsigned *bad)
 {
-    for (unsigned b = nb; b < RUN_HDR * 8; b++)
+    unsigned end = p->hdr->format > POOL_FORMAT_UNTAGGED ? RUN_HDR * 8 : (nb + 63) / 64 * 64;
+    for (unsigned b = nb; b < end; b++)
         if (bm[b / 64] >> (b % 64) & 1) {
             *bad = b;
             return 0;
@@ -632,7 +637,7 @@ int alloc_describe(txn_pool *p, txn_pool_info *info)
             continue;
         const uint64_t *bm = (const uint64_t *)chunk_addr(p, i);
         unsigned c = ck_class(e), nb = run_blocks(c), cnt = 0, bad;
-        if (!spare_bits_clear(bm, nb, &bad))
+        if (!spare_bits_clear(p, bm, nb, &bad))
             return REFUSE(TXN_E_CORRUPT, "allocator run at offset %#zx (chunk %zu, %u-byte "
                           "blocks): bitmap bit %u set past its %u blocks",
                           (size_t)(chunk_addr(p, i) - p->base), i, class_size[c], bad, nb);

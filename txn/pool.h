@@ -26,7 +26,7 @@
 #include "txn.h"
 #include "util.h"
 
-#define POOL_FORMAT 3u /* 2: the layout record; 3: slot tags */
+#define POOL_FORMAT 3u /* 2: the layout record; 3: slot tags, run headers zeroed */
 #define POOL_FORMAT_UNTAGGED 2u /* still read: its slots have no tags */
 #define POOL_HDR_SIZE 4096u
 #define CHUNK_SIZE (64u * 1024u)

@@ -5,7 +5,8 @@
 # page, cut short): `kvstore --check` and `txn-pool check` must leave each
 # file byte for byte as it was, a damaged one must be reported as damaged
 # (never "invalid argument"), and a server refused by a damaged pool must
-# not have written it either. Skips (77) without redis-cli.
+# not have written it either (for none, which keeps nothing across a kill,
+# only that). Skips (77) without redis-cli.
 set -uo pipefail
 server=$1
 txnpool=$2
@@ -104,6 +105,10 @@ for img in "${images[@]}"; do
     trc=$?
     [ "$(sha256sum <"$f")" = "$before" ] && ok || bad "$img: txn-pool check wrote to the file"
     case $img in
+    crash.pool | crash-*)
+        # none keeps nothing consistent across a kill: only "writes nothing"
+        [ "$engine" = none ] && ok && ok && continue
+        ;;&
     clean.pool | crash.pool)
         [ $rc = 0 ] && ok || bad "$img: --check: $out"
         [ $trc = 0 ] || { [ $img = crash.pool ] && [ $trc = 1 ]; } && ok || bad "$img: txn-pool check: $tout"
@@ -118,13 +123,19 @@ for img in "${images[@]}"; do
         else
             ok
         fi
-        # a server refused by the file leaves it as it was
+        # a server the library refuses leaves the file as it was (one that
+        # the store refuses after the library opened and recovered the
+        # pool may not: docs/damage.md)
         if [ $trc = 2 ]; then
             sout=$("$server" --pool "$img" --unix "$sock" --port 0 2>&1)
             src=$?
             [ $src != 0 ] && ok || bad "$img: the server opened a pool txn-pool refuses"
-            [ "$(sha256sum <"$f")" = "$before" ] && ok || bad "$img: a refused open wrote to the file"
-            printf '%s: %s\n' "$img" "$(grep -m1 'pool' <<<"$sout" | tail -1)"
+            why=${tout#*damaged: }
+            if grep -qF -- "$why" <<<"$sout"; then
+                [ "$(sha256sum <"$f")" = "$before" ] && ok ||
+                    bad "$img: a refused open wrote to the file"
+            fi
+            printf '%s: %s\n' "$img" "$(grep -m1 'kvstore: pool' <<<"$sout")"
         fi
         ;;
     esac
