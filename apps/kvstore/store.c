@@ -1156,6 +1156,8 @@ static int load(kv_store *s)
         rc = view_load(&o, (txn_obj *)(uintptr_t)r[4], (txn_obj *)(uintptr_t)r[5], &s->v);
     if (!rc)
         rc = tally(&o, &keys, &bytes, &done);
+    if (rc == TXN_E_INVAL) /* every read above is of a handle the store holds */
+        rc = refuse(TXN_E_CORRUPT, "a handle the store holds is no object of its size");
     if ((rc = op_end(&o, rc)))
         return rc;
     atomic_store(&s->keys, keys);
