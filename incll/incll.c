@@ -408,12 +408,6 @@ static void *epoch_main(void *arg)
 /* ---- per-pool state: created by the pool's first context, destroyed
  * (after a final epoch end) when the last one goes; g_lock held. */
 
-static unsigned env_uint(const char *name, unsigned def)
-{
-    const char *s = getenv(name);
-    return s && *s ? (unsigned)strtoul(s, NULL, 10) : def;
-}
-
 static struct ipool *state_new(txn_pool *p)
 {
     struct ipool *st = calloc(1, sizeof *st);
@@ -429,10 +423,9 @@ static struct ipool *state_new(txn_pool *p)
     pthread_mutex_init(&st->lk, NULL);
     pthread_cond_init(&st->cv, NULL);
     pthread_cond_init(&st->tcv, NULL);
-    st->epoch_ms = env_uint("TXN_EPOCH_MS", DEF_EPOCH_MS);
-    const char *f = getenv("TXN_INCLL_FLUSH");
-    st->whole = f && !strcmp(f, "whole");
-    st->stats = (int)env_uint("TXN_INCLL_STATS", 0);
+    st->epoch_ms = setting_get(SET_EPOCH_MS, DEF_EPOCH_MS);
+    st->whole = setting_get(SET_INCLL_FLUSH, 0) == 1; /* "whole" */
+    st->stats = (int)setting_get(SET_INCLL_STATS, 0);
     st->t_start = st->t_last = now_ns();
     vec_init(&st->limbo, sizeof(struct limbo));
     uint64_t *w = p->hdr->eng_words;
@@ -1237,7 +1230,7 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
         failed = restore(p, (struct log_rec **)all.a, all.n, &bytes);
         p->eng = &recovered;
     }
-    if (!rc && env_uint("TXN_INCLL_STATS", 0)) /* what the replay took */
+    if (!rc && setting_get(SET_INCLL_STATS, 0)) /* what the replay took */
         fprintf(stderr, "incll-recover: %zu records gathered in %.2f ms, %llu restored "
                 "(%llu bytes) in %.2f ms\n", all.n, (double)(t1 - t0) / 1e6,
                 (unsigned long long)failed, (unsigned long long)bytes,

@@ -186,9 +186,8 @@ static int pool_create(const char *path, const char *layout, const txn_pool_opts
     if (!path || !layout || !out || !layout_ok(layout))
         return TXN_E_INVAL;
     int rc = params_of(opts, &o);
-    if (rc || (rc = txn_pool_path(path, file, sizeof file)))
+    if (rc || (rc = txn_pool_path(path, file, sizeof file)) || (rc = persist_init()))
         return rc;
-    persist_init();
     txn_pool *p = pool_new();
     if (!p)
         return TXN_E_NOMEM;
@@ -213,9 +212,8 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     if (!layout_ok(layout))
         return TXN_E_LAYOUT; /* no pool can have been created with it */
     int rc = txn_pool_path(path, file, sizeof file);
-    if (rc)
+    if (rc || (rc = persist_init()))
         return rc;
-    persist_init();
     txn_pool *p = pool_new();
     if (!p)
         return TXN_E_NOMEM;
@@ -286,8 +284,8 @@ int txn_pool_inspect(const char *path, txn_pool_info *info)
     int rc = txn_pool_path(path, file, sizeof file);
     if (rc)
         return pool_refused(rc);
-    persist_init();
-    rc = eng_pool_inspect(file, info);
+    if (!(rc = persist_init()))
+        rc = eng_pool_inspect(file, info);
     qsort(info->classes, info->nclasses, sizeof info->classes[0], by_size);
     const char *why = pool_problem_text();
     snprintf(info->problem, sizeof info->problem, "%s",

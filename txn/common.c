@@ -1,7 +1,9 @@
 /* common.c - what every engine library shares, including those with a
  * pool format of their own: error strings, pool paths and their locked
  * open, deferred actions, parallel parts. */
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -10,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -88,19 +92,83 @@ int pool_bytes_differ(int fd, const char *mem, size_t off, size_t end)
     return rc;
 }
 
+/* The directory of `file` in dir[cap]: what its create needs to exist,
+ * and the filesystem whose space it takes. */
+static void dir_of(const char *file, char *dir, size_t cap)
+{
+    const char *slash = strrchr(file, '/');
+    size_t n = !slash ? 0 : slash == file ? 1 : (size_t)(slash - file);
+    snprintf(dir, cap, "%.*s", (int)n, n ? file : ".");
+}
+
+int pool_file_error(const char *file, int e, size_t want)
+{
+    char dir[PATH_MAX], why[128];
+    struct stat st;
+    struct statvfs vfs;
+    switch (e) {
+    case ENOENT:
+        dir_of(file, dir, sizeof dir);
+        if (stat(dir, &st) && errno == ENOENT)
+            return REFUSE(TXN_E_NOENT, "%s: its directory %s does not exist", file, dir);
+        return REFUSE(TXN_E_NOENT, "%s", file);
+    case ENOTDIR:
+        return REFUSE(TXN_E_NOENT, "%s: a part of its directory is not a directory", file);
+    case EEXIST:
+        return REFUSE(TXN_E_EXIST, "%s", file);
+    case ENOMEM:
+        return TXN_E_NOMEM;
+    case ENOSPC:
+        dir_of(file, dir, sizeof dir);
+        if (statvfs(dir, &vfs))
+            return REFUSE(TXN_E_NOSPACE, "%s: no space left on device (%zu bytes requested)",
+                          file, want);
+        return REFUSE(TXN_E_NOSPACE,
+                      "%s: no space left on device (%zu bytes requested, %llu free in %s)",
+                      file, want, (unsigned long long)vfs.f_bavail * vfs.f_frsize, dir);
+    default:
+        if (strerror_r(e, why, sizeof why))
+            snprintf(why, sizeof why, "error %d", e);
+        why[0] = (char)tolower((unsigned char)why[0]); /* it follows a name */
+        return REFUSE(TXN_E_IO, "%s: %s", file, why);
+    }
+}
+
+/* What a file that is not a regular one is, as a refusal says it. */
+static const char *not_regular(mode_t m)
+{
+    return S_ISDIR(m)    ? "is a directory"
+         : S_ISFIFO(m)   ? "not a regular file (a FIFO)"
+         : S_ISCHR(m)    ? "not a regular file (a character device)"
+         : S_ISBLK(m)    ? "not a regular file (a block device)"
+         : S_ISSOCK(m)   ? "not a regular file (a socket)"
+                         : "not a regular file";
+}
+
 int pool_lock_file(const char *file, int flags, int *fd)
 {
-    *fd = open(file, flags | O_CLOEXEC, 0644);
+    struct stat st;
+    /* an existing file's type first, so that a device is never opened
+     * (opening one can act on it); a create makes its own file */
+    if (!(flags & O_EXCL) && !stat(file, &st) && !S_ISREG(st.st_mode))
+        return REFUSE(TXN_E_IO, "%s: %s", file, not_regular(st.st_mode));
+    /* non-blocking: should the name have become a FIFO since, its open
+     * returns at once rather than wait for a writer */
+    *fd = open(file, flags | O_CLOEXEC | O_NONBLOCK, 0644);
     if (*fd < 0)
-        return errno == ENOENT || errno == ENOTDIR ? TXN_E_NOENT
-             : errno == EEXIST                     ? TXN_E_EXIST
-                                                   : TXN_E_IO;
-    if (flock(*fd, LOCK_EX | LOCK_NB)) {
-        int busy = errno == EWOULDBLOCK;
+        return pool_file_error(file, errno, 0);
+    int rc = 0, fl;
+    if (fstat(*fd, &st) || (fl = fcntl(*fd, F_GETFL)) < 0 ||
+        fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK))
+        rc = pool_file_error(file, errno, 0);
+    else if (!S_ISREG(st.st_mode))
+        rc = REFUSE(TXN_E_IO, "%s: %s", file, not_regular(st.st_mode));
+    else if (flock(*fd, LOCK_EX | LOCK_NB))
+        rc = errno == EWOULDBLOCK ? REFUSE(TXN_E_BUSY, "%s: locked by another open", file)
+                                  : pool_file_error(file, errno, 0);
+    if (rc)
         close(*fd);
-        return busy ? TXN_E_BUSY : TXN_E_IO;
-    }
-    return 0;
+    return rc;
 }
 
 int txn_pool_path(const char *path, char *out, size_t cap)
@@ -108,9 +176,13 @@ int txn_pool_path(const char *path, char *out, size_t cap)
     if (!path || !*path || !out)
         return TXN_E_INVAL;
     const char *dir = getenv("TXN_POOL_DIR");
-    int n = path[0] == '/' ? snprintf(out, cap, "%s", path)
-                           : snprintf(out, cap, "%s/%s", dir && *dir ? dir : "/dev/shm", path);
-    return n < 0 || (size_t)n >= cap ? TXN_E_INVAL : 0;
+    int abs = path[0] == '/';
+    int n = abs ? snprintf(out, cap, "%s", path)
+                : snprintf(out, cap, "%s/%s", dir && *dir ? dir : "/dev/shm", path);
+    if (n >= 0 && (size_t)n < cap)
+        return 0;
+    return REFUSE(TXN_E_INVAL, "pool path of %d bytes%s: longer than %zu", n,
+                  abs ? "" : " (under $TXN_POOL_DIR)", cap ? cap - 1 : 0);
 }
 
 static const char *const err_text[] = {

@@ -26,8 +26,17 @@ int pool_bytes_differ(int fd, const char *mem, size_t off, size_t end);
 
 /* Open a pool file (open(2) flags; mode 0644 when created) under an
  * exclusive flock: TXN_E_BUSY while another open of it, in this process or
- * another, holds it; TXN_E_NOENT, TXN_E_EXIST, TXN_E_IO. */
+ * another, holds it; TXN_E_NOENT, TXN_E_EXIST, TXN_E_IO (anything but a
+ * regular file, checked before it is read: a FIFO never blocks). Each
+ * refusal names the file and its cause (REFUSE). */
 int pool_lock_file(const char *file, int flags, int *fd);
+
+/* A system call on the pool file `file` failed with errno e: the TXN_E_*
+ * code for it (TXN_E_NOENT, TXN_E_EXIST, TXN_E_NOMEM, TXN_E_NOSPACE, else
+ * TXN_E_IO), with the file and the cause in words (REFUSE): a missing
+ * directory, "permission denied", for ENOSPC the `want` bytes requested
+ * and the bytes free. */
+int pool_file_error(const char *file, int e, size_t want);
 
 /* The first 8 bytes of a pool of pmtx's own format (pool.h). */
 #define POOL_MAGIC 0x31585448544d5050ull /* "PPMTHTX1" */

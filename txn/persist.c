@@ -5,11 +5,13 @@
 #include <cpuid.h>
 #include <dlfcn.h>
 #include <libpmem.h>
+#include <limits.h>
 #include <string.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "common.h"
 #include "txn.h"
 
 PM_TLS struct pm_counters pm_ctr;
@@ -17,14 +19,59 @@ PM_TLS uint64_t txn__stored_inline;
 struct pm_config pm_cfg = {1, 100, 1, "clwb"};
 static pthread_once_t persist_once = PTHREAD_ONCE_INIT;
 
-static unsigned env_uint(const char *name, unsigned dflt)
+/* What each setting accepts, in one table so that every reader parses it
+ * alike and a malformed value refuses the pool call instead of running
+ * with a default nobody asked for. */
+static const char *const flush_words[] = {"tracked", "whole"};
+#define NS_MAX 1000000000u /* 1 s per barrier, per epoch: past any use */
+static const struct setting_def {
+    const char *name;
+    unsigned max;             /* numbers 0..max, or words[0..max] */
+    const char *const *words; /* NULL: a number */
+    const char *accepts;      /* what a refusal says */
+} settings[SET_COUNT] = {
+    [SET_PDOM] = {"TXN_PDOM", 2, NULL, "not 0, 1 or 2"},
+    [SET_PDOM0_NS] = {"TXN_PDOM0_NS", NS_MAX, NULL, "not a number of ns from 0 to 1000000000"},
+    [SET_PDOM1_NS] = {"TXN_PDOM1_NS", NS_MAX, NULL, "not a number of ns from 0 to 1000000000"},
+    [SET_LOG_BATCH] = {"TXN_LOG_BATCH", 1, NULL, "not 0 or 1"},
+    [SET_ALLOC_EAGER] = {"TXN_ALLOC_EAGER", 1, NULL, "not 0 or 1"},
+    [SET_EPOCH_MS] = {"TXN_EPOCH_MS", NS_MAX, NULL, "not a number of ms from 0 to 1000000000"},
+    [SET_INCLL_FLUSH] = {"TXN_INCLL_FLUSH", 1, flush_words, "not tracked or whole"},
+    [SET_INCLL_STATS] = {"TXN_INCLL_STATS", 2, NULL, "not 0, 1 or 2"},
+};
+
+/* 0 and *v, or -1 when s is not what d accepts: strtoul would take a
+ * sign, spaces and a trailing word, which is how "-1" became a default. */
+static int parse(const struct setting_def *d, const char *s, unsigned *v)
 {
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return dflt;
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    return (*end || v > 1000000000ul) ? dflt : (unsigned)v;
+    unsigned long long n = 0;
+    if (d->words) {
+        for (n = 0; n <= d->max && strcmp(s, d->words[n]); n++)
+            ;
+    } else {
+        for (const char *c = s; *c && n <= d->max; c++)
+            n = *c >= '0' && *c <= '9' ? n * 10 + (unsigned)(*c - '0') : ULLONG_MAX;
+    }
+    *v = (unsigned)n;
+    return n <= d->max ? 0 : -1;
+}
+
+unsigned setting_get(enum setting k, unsigned dflt)
+{
+    const char *s = getenv(settings[k].name);
+    unsigned v;
+    return s && *s && !parse(&settings[k], s, &v) ? v : dflt;
+}
+
+int settings_check(void)
+{
+    for (int k = 0; k < SET_COUNT; k++) {
+        const char *s = getenv(settings[k].name);
+        unsigned v;
+        if (s && *s && parse(&settings[k], s, &v))
+            return REFUSE(TXN_E_INVAL, "%s=%.40s: %s", settings[k].name, s, settings[k].accepts);
+    }
+    return 0;
 }
 
 static int env_flag(const char *name)
@@ -73,25 +120,27 @@ static void find_libpmem(void)
 static void persist_setup(void)
 {
     find_libpmem();
-    int pdom = (int)env_uint("TXN_PDOM", 1);
-    if (pdom > 2)
-        pdom = 1;
+    int pdom = (int)setting_get(SET_PDOM, 1);
     pm_cfg.pdom = pdom;
-    pm_cfg.barrier_ns = pdom == 0 ? env_uint("TXN_PDOM0_NS", 500)
-                      : pdom == 1 ? env_uint("TXN_PDOM1_NS", 100)
+    pm_cfg.barrier_ns = pdom == 0 ? setting_get(SET_PDOM0_NS, 500)
+                      : pdom == 1 ? setting_get(SET_PDOM1_NS, 100)
                                   : 0;
     pm_cfg.do_flush = pdom < 2;
     pm_cfg.flush_name = pdom < 2 ? detect_flush() : "none";
 }
 
-void persist_init(void)
+/* The barrier settings are taken once, at load, as hot paths read them
+ * unlocked; the check runs at every pool call, against the environment of
+ * the moment, since incll reads its settings when a pool starts. */
+int persist_init(void)
 {
     pthread_once(&persist_once, persist_setup);
+    return settings_check();
 }
 
 __attribute__((constructor)) static void persist_ctor(void)
 {
-    persist_init();
+    pthread_once(&persist_once, persist_setup);
 }
 
 void pm_flush_lines(const void *addr, size_t len)

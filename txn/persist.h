@@ -70,8 +70,31 @@ struct pm_config {
 };
 extern struct pm_config pm_cfg;
 
-/* Reads TXN_PDOM, TXN_PDOM0_NS, TXN_PDOM1_NS once; idempotent. */
-void persist_init(void);
+/* Reads TXN_PDOM, TXN_PDOM0_NS, TXN_PDOM1_NS once (a malformed one as
+ * its default); then checks every setting of the environment as it is now
+ * (settings_check): 0, or TXN_E_INVAL with the malformed setting recorded
+ * (REFUSE). Called by each pool create, open, view and inspection. */
+int persist_init(void);
+
+/* Every TXN_* setting the library reads. A number takes decimal digits
+ * only; a word setting's value is the index of its word. */
+enum setting {
+    SET_PDOM,        /* 0, 1 or 2 */
+    SET_PDOM0_NS,    /* ns */
+    SET_PDOM1_NS,    /* ns */
+    SET_LOG_BATCH,   /* 0 or 1 */
+    SET_ALLOC_EAGER, /* 0 or 1 */
+    SET_EPOCH_MS,    /* incll: ms, 0 for no epoch thread */
+    SET_INCLL_FLUSH, /* incll: 0 "tracked", 1 "whole" */
+    SET_INCLL_STATS, /* incll: 0, 1 or 2 */
+    SET_COUNT
+};
+/* Setting s from the environment; dflt when it is unset, empty or
+ * malformed (a malformed one refuses every pool call: settings_check). */
+unsigned setting_get(enum setting s, unsigned dflt);
+/* 0, or TXN_E_INVAL naming the first malformed setting, its value and
+ * what it accepts (REFUSE). */
+int settings_check(void);
 
 void pm_flush_lines(const void *addr, size_t len); /* persist.c */
 void pm_fence_spin(void);                          /* persist.c */

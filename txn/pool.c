@@ -125,7 +125,7 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
         return rc;
     char *base = NULL;
     if ((rc = posix_fallocate(fd, 0, (off_t)h.size))) {
-        rc = rc == ENOSPC ? TXN_E_NOSPACE : TXN_E_IO;
+        rc = pool_file_error(file, rc, h.size); /* ENOSPC: with the sizes */
         goto fail;
     }
     if ((rc = map_anywhere(fd, h.size, &base)))

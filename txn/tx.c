@@ -194,8 +194,6 @@ int tx_rec_valid(txn_pool *p, const struct log_rec *r)
 
 __attribute__((constructor)) static void tx_config(void)
 {
-    const char *s = getenv("TXN_ALLOC_EAGER");
-    txn_cfg.alloc_eager = s && *s == '1';
-    s = getenv("TXN_LOG_BATCH");
-    txn_cfg.log_batch = !(s && *s == '0');
+    txn_cfg.alloc_eager = (int)setting_get(SET_ALLOC_EAGER, 0);
+    txn_cfg.log_batch = (int)setting_get(SET_LOG_BATCH, 1);
 }

@@ -199,9 +199,7 @@ static int read_prefix(const char *file, const char *layout, struct prefix *f)
         return rc;
     struct stat st;
     if (fstat(fd, &st))
-        rc = TXN_E_IO;
-    else if (!S_ISREG(st.st_mode))
-        rc = TXN_E_NOTPOOL;
+        rc = pool_file_error(file, errno, 0);
     if (!rc) {
         f->file_size = (size_t)st.st_size;
         f->n = f->file_size < PM_PREFIX ? f->file_size : PM_PREFIX;
@@ -228,42 +226,24 @@ static void restore_prefix(const char *file, const struct prefix *f)
     free(now);
 }
 
-/* An errno of pmemobj_open once our own checks passed. */
-static int open_error(int e)
+/* An errno of pmemobj_open once our own checks passed: a file error, or
+ * damage PMDK found that we do not check. */
+static int open_error(const char *file, int e)
 {
     switch (e) {
     case EAGAIN:
         return TXN_E_BUSY;
     case ENOENT:
-        return TXN_E_NOENT;
     case ENOMEM:
-        return TXN_E_NOMEM;
     case EACCES:
     case EPERM:
     case EIO:
     case EROFS:
     case EMFILE:
     case ENFILE:
-        return TXN_E_IO;
+        return pool_file_error(file, e, 0);
     default:
-        return TXN_E_CORRUPT; /* PMDK found damage we do not check */
-    }
-}
-
-static int create_error(int e)
-{
-    switch (e) {
-    case EEXIST:
-        return TXN_E_EXIST;
-    case ENOENT:
-    case ENOTDIR:
-        return TXN_E_NOENT;
-    case EINVAL:
-        return TXN_E_INVAL;
-    case ENOMEM:
-        return TXN_E_NOMEM;
-    default:
-        return TXN_E_IO;
+        return TXN_E_CORRUPT;
     }
 }
 
@@ -380,8 +360,8 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
         return TXN_E_NOSPACE;
     /* o->log_size has no meaning here: PMDK's logs grow by themselves */
     PMEMobjpool *pop = pmemobj_create(file, layout, size, 0644);
-    if (!pop)
-        return create_error(errno);
+    if (!pop) /* EINVAL: PMDK refused the size or the layout */
+        return errno == EINVAL ? TXN_E_INVAL : pool_file_error(file, errno, size);
     PMEMoid m;
     unsigned threads = o->threads;
     int rc = 0;
@@ -450,7 +430,7 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
         goto done;
     PMEMobjpool *pop = open_pop(file, layout, view);
     if (!pop) {
-        rc = open_error(errno);
+        rc = open_error(file, errno);
         if (rc != TXN_E_BUSY && !view) /* a view wrote nothing to put back */
             restore_prefix(file, f);
         goto done;

@@ -23,7 +23,9 @@
  * Every call that can fail returns 0 or a negative TXN_E_* code, never an
  * errno value and never by aborting the process: a bad file, a full pool or
  * a wrong argument is reported, and nothing persistent is lost.
- * txn_strerror() names each code.
+ * txn_strerror() names each code. A TXN_* setting of the environment that
+ * is malformed or out of range (TXN_PDOM=7) makes every pool create, open,
+ * view and inspection return TXN_E_INVAL (docs/settings.md lists them).
  *
  * Durability
  * ----------
@@ -116,7 +118,8 @@ typedef struct txn_pool_opts {
  * at most 63 bytes that every later open must repeat), then open it.
  * A relative path is taken under $TXN_POOL_DIR, default /dev/shm.
  * Returns 0 and *out, or TXN_E_EXIST, TXN_E_INVAL, TXN_E_IO, TXN_E_BUSY,
- * TXN_E_NOSPACE (root does not fit). The file is removed on failure.
+ * TXN_E_NOENT (its directory does not exist), TXN_E_NOSPACE (root does not
+ * fit, or the filesystem has no room). The file is removed on failure.
  * Durable on return. */
 int txn_pool_create(const char *path, const char *layout,
                     const txn_pool_opts *opts, txn_pool **out);
@@ -313,7 +316,9 @@ void txn_stats_reset(void);
 
 /* The persistence domain emulated by this process (TXN_PDOM, default 1),
  * its barrier latency in ns, and the flush instruction in use ("clwb",
- * "clflushopt", "clflush" or "none"). */
+ * "clflushopt", "clflush" or "none"), as read when the library was
+ * loaded; a malformed TXN_PDOM or TXN_PDOMn_NS reads as its default here
+ * (these never fail), and the pool calls refuse it. */
 int txn_pdom(void);
 unsigned txn_pdom_ns(void);
 const char *txn_flush_name(void);
