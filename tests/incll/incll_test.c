@@ -6,6 +6,8 @@
  * can set the durable epoch words of a closed pool. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -379,6 +381,48 @@ START_TEST(test_grace)
     commit_sync(tx);
     ck_assert(allocates(a, 300));
     incll_set_grace(NULL);
+}
+END_TEST
+
+/* A grace whose now() is slow: an epoch end is in it while the test
+ * replaces the grace. */
+static atomic_int g_in_now;
+static uint64_t slow_now(void *arg)
+{
+    atomic_store(&g_in_now, 1);
+    usleep(100 * 1000);
+    ++*(uint64_t *)arg;
+    atomic_store(&g_in_now, 0);
+    return 0;
+}
+
+static void *sync_thread(void *arg)
+{
+    (void)arg;
+    txn *tx = begin();
+    txn_obj *a;
+    ck_assert_int_eq(txn_alloc(tx, 200, &a), 0);
+    commit_sync(tx); /* its epoch end calls slow_now */
+    return NULL;
+}
+
+/* Once incll_set_grace returns, no epoch end calls the grace it replaced:
+ * its arg may be freed (here: heap memory the sanitizer watches). */
+START_TEST(test_grace_replaced)
+{
+    uint64_t *calls = calloc(1, sizeof *calls);
+    ck_assert_ptr_nonnull(calls);
+    incll_grace g = {slow_now, grace_passed, calls};
+    incll_set_grace(&g);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, sync_thread, NULL), 0);
+    while (!atomic_load(&g_in_now))
+        usleep(1000);
+    incll_set_grace(NULL);
+    int in_now = atomic_load(&g_in_now);
+    free(calls);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert_msg(!in_now, "incll_set_grace returned while an epoch end ran the old grace");
 }
 END_TEST
 
@@ -836,6 +880,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_update_move);
     tcase_add_test(tc, test_update_inline);
     tcase_add_test(tc, test_grace);
+    tcase_add_test(tc, test_grace_replaced);
     tcase_add_test(tc, test_wrap);
     tcase_add_test(tc, test_lazy_recovery);
     tcase_add_test(tc, test_check);
