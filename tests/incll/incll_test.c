@@ -426,6 +426,54 @@ START_TEST(test_grace_replaced)
 }
 END_TEST
 
+#define CLOSE_TX 2000
+/* Threads commit a word each of the root without a sync; one also ends
+ * in a transaction (its context is released, and rolled back, as it
+ * exits). */
+static void *close_worker(void *arg)
+{
+    uint64_t k = (uint64_t)(uintptr_t)arg;
+    for (uint64_t i = 1; i <= CLOSE_TX; i++) {
+        txn *tx = begin();
+        ck_assert_int_eq(txn_write(tx, txn_root(g_p), 8 * k, &i, 8), 0);
+        ck_assert_int_eq(txn_commit(tx), 0);
+    }
+    if (k == 0) {
+        txn *tx = begin();
+        uint64_t bad = 99;
+        ck_assert_int_eq(txn_write(tx, txn_root(g_p), 0, &bad, 8), 0);
+    }
+    return NULL;
+}
+
+/* Closing with 1 ms epochs: the epoch thread is often ending an epoch (or
+ * waiting for a pin) when the pool closes; the close joins it, the
+ * sanitizer build sees what it might still touch, and every commit is
+ * durable at the next open. */
+START_TEST(test_close_epoch_in_flight)
+{
+    setenv("TXN_EPOCH_MS", "1", 1); /* read when the pool's first context comes */
+    for (int round = 0; round < 30; round++) {
+        txn_abort(begin()); /* this thread's context keeps the epoch thread to the close */
+        pthread_t th[3];
+        for (uintptr_t k = 0; k < 3; k++)
+            ck_assert_int_eq(pthread_create(&th[k], NULL, close_worker, (void *)k), 0);
+        for (int k = 0; k < 3; k++)
+            ck_assert_int_eq(pthread_join(th[k], NULL), 0);
+        reopen();
+        txn *tx = begin();
+        for (size_t k = 0; k < 3; k++) {
+            uint64_t v = 0;
+            ck_assert_int_eq(txn_read(tx, txn_root(g_p), 8 * k, &v, 8), 0);
+            ck_assert_uint_eq(v, CLOSE_TX);
+        }
+        txn_abort(tx);
+        reopen();
+    }
+    unsetenv("TXN_EPOCH_MS");
+}
+END_TEST
+
 /* Set the durable epoch of the closed pool (the next context reads it). */
 static void set_epoch_words(uint64_t epoch, uint64_t nfailed, const uint64_t *ring)
 {
@@ -881,6 +929,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_update_inline);
     tcase_add_test(tc, test_grace);
     tcase_add_test(tc, test_grace_replaced);
+    tcase_add_test(tc, test_close_epoch_in_flight);
     tcase_add_test(tc, test_wrap);
     tcase_add_test(tc, test_lazy_recovery);
     tcase_add_test(tc, test_check);
