@@ -184,7 +184,10 @@ struct limbo {
 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t g_grace_lock = PTHREAD_MUTEX_INITIALIZER; /* never held long */
+/* Read-held by an epoch end for as long as it uses the grace, so that
+ * incll_set_grace returns only when no epoch thread still calls the one it
+ * replaces (its arg may be freed next). */
+static pthread_rwlock_t g_grace_lock = PTHREAD_RWLOCK_INITIALIZER;
 static incll_grace g_grace; /* g_grace_lock; now == NULL: none */
 static _Atomic uint64_t g_epochs_ended; /* in this process (incll_stats) */
 static char recovered; /* p->eng while recovery has run and no state exists */
@@ -302,9 +305,8 @@ static void end_epoch(struct ipool *st)
                 (unsigned long long)(pm_ctr.lines_flushed - l0));
         st->t_last = t0;
     }
-    pthread_mutex_lock(&g_grace_lock);
+    pthread_rwlock_rdlock(&g_grace_lock);
     incll_grace g = g_grace;
-    pthread_mutex_unlock(&g_grace_lock);
     uint64_t token = g.now ? g.now(g.arg) : 0;
     for (size_t s = 0; s < p->hdr->nslots; s++) {
         struct islot *isl = st->slots[s];
@@ -318,6 +320,7 @@ static void end_epoch(struct ipool *st)
         log_rewind(&isl->log);
     }
     release_limbo(st, &g, 0);
+    pthread_rwlock_unlock(&g_grace_lock);
     alloc_cache_drain(p, &st->rel);
     g_epochs_ended++;
     st->overflow = 0;
@@ -1325,9 +1328,9 @@ void incll__dirty(txn *tx, txn_obj *o, size_t n)
 
 void incll_set_grace(const incll_grace *g)
 {
-    pthread_mutex_lock(&g_grace_lock);
+    pthread_rwlock_wrlock(&g_grace_lock);
     g_grace = g && g->now && g->passed ? *g : (incll_grace){0};
-    pthread_mutex_unlock(&g_grace_lock);
+    pthread_rwlock_unlock(&g_grace_lock);
 }
 
 uint64_t incll__epochs_ended(void)

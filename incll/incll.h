@@ -322,7 +322,9 @@ void incll_stats_reset(void);
  * for the structure's readers (try, and say no). When a pool's last
  * transaction context goes (txn_pool_close), its waiting blocks return at
  * once: the structure's readers must be done by then. One grace for the
- * process (NULL: none, the default). A crash forgets nothing: the frees
+ * process (NULL: none, the default); incll_set_grace returns once no epoch
+ * end calls the grace it replaces, whose arg may be freed then. A crash
+ * forgets nothing: the frees
  * are durable, and the waiting blocks are free when the pool is opened. */
 typedef struct incll_grace {
     uint64_t (*now)(void *arg);

@@ -573,6 +573,9 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     }
     for (int k = 0; threads > 1 && k < threads; k++)
         pthread_join(tid[k], NULL);
+    trace_lock(); /* the run's length: the events of the workload */
+    uint64_t events = trace_events();
+    trace_unlock();
     trace_on_event(NULL, NULL);
     check_all_saved();
     for (int k = 0; k < threads; k++)
@@ -580,11 +583,20 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
             fprintf(stderr, "crashsim: %s: transaction: %s\n", w->name, txn_strerror(wk[k].rc));
             t->bad++;
         }
+    /* An engine's own thread (incll's epoch thread) may still be storing:
+     * the sync ends an epoch in flight, traced, and the audit takes the
+     * lock those stores are made under. */
+    if ((rc = txn_sync(p))) {
+        fprintf(stderr, "crashsim: %s: sync: %s\n", w->name, txn_strerror(rc));
+        t->bad++;
+    }
+    trace_lock();
     t->untraced += trace_audit("end of run");
-    uint64_t events = trace_events();
-    trace_on_event(NULL, NULL);
-    trace_detach();
+    trace_unlock();
+    /* Closed before the trace is detached: the close joins the engine's
+     * threads, whose stores until then go into the model. */
     txn_pool_close(p);
+    trace_detach();
     char path[128];
     txn_pool_path(name, path, sizeof path);
     unlink(path);

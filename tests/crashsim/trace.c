@@ -31,26 +31,7 @@ static struct {
     size_t ndirty;
 } tr;
 
-int trace_attach(void *base, size_t size, const void *durable)
-{
-    trace_detach();
-    tr.base = base;
-    tr.size = size;
-    tr.nlines = (size + LINE - 1) / LINE;
-    tr.durable = trace_buf_alloc(size);
-    tr.view = trace_buf_alloc(size);
-    tr.lines = calloc(tr.nlines, sizeof *tr.lines);
-    tr.dirty = malloc(tr.nlines * sizeof *tr.dirty);
-    if (!tr.durable || !tr.view || !tr.lines || !tr.dirty) {
-        trace_detach();
-        return -1;
-    }
-    memcpy(tr.durable, durable ? durable : base, size);
-    memcpy(tr.view, tr.durable, size);
-    return 0;
-}
-
-void trace_detach(void)
+static void detach_locked(void)
 {
     if (tr.lines)
         for (size_t i = 0; i < tr.nlines; i++)
@@ -61,6 +42,39 @@ void trace_detach(void)
     free(tr.dirty);
     memset(&tr, 0, sizeof tr);
     trace_events_reset();
+}
+
+/* Under the lock stores are traced under: an engine's own thread (incll's
+ * epoch thread) may store at any time, and must find the model whole or
+ * absent, never half built or half freed. */
+int trace_attach(void *base, size_t size, const void *durable)
+{
+    trace_lock();
+    detach_locked();
+    tr.base = base;
+    tr.size = size;
+    tr.nlines = (size + LINE - 1) / LINE;
+    tr.durable = trace_buf_alloc(size);
+    tr.view = trace_buf_alloc(size);
+    tr.lines = calloc(tr.nlines, sizeof *tr.lines);
+    tr.dirty = malloc(tr.nlines * sizeof *tr.dirty);
+    int rc = 0;
+    if (!tr.durable || !tr.view || !tr.lines || !tr.dirty) {
+        detach_locked();
+        rc = -1;
+    } else {
+        memcpy(tr.durable, durable ? durable : base, size);
+        memcpy(tr.view, tr.durable, size);
+    }
+    trace_unlock();
+    return rc;
+}
+
+void trace_detach(void)
+{
+    trace_lock();
+    detach_locked();
+    trace_unlock();
 }
 
 static int in_region(const void *a, size_t n)

@@ -75,24 +75,7 @@ static void *grow(void *a, size_t *cap, size_t need, size_t elem)
     return b;
 }
 
-int trace_attach(void *base, size_t size, const void *durable)
-{
-    trace_detach();
-    tr.base = base;
-    tr.size = size;
-    tr.nwords = size / 8;
-    tr.nlines = (tr.nwords + LWORDS - 1) / LWORDS;
-    tr.located = durable == NULL;
-    tr.durable = trace_buf_alloc(tr.nwords * 8 + 8);
-    if (!tr.durable) {
-        trace_detach();
-        return -1;
-    }
-    memcpy(tr.durable, durable ? durable : base, size);
-    return 0;
-}
-
-void trace_detach(void)
+static void detach_locked(void)
 {
     trace_buf_free(tr.durable, tr.nwords * 8 + 8);
     free(tr.snaps);
@@ -100,6 +83,36 @@ void trace_detach(void)
     free(tr.cands);
     memset(&tr, 0, sizeof tr);
     trace_events_reset();
+}
+
+/* Under the lock stores are traced under, as in trace.c: a thread of the
+ * engine's own must find the model whole or absent. */
+int trace_attach(void *base, size_t size, const void *durable)
+{
+    trace_lock();
+    detach_locked();
+    tr.base = base;
+    tr.size = size;
+    tr.nwords = size / 8;
+    tr.nlines = (tr.nwords + LWORDS - 1) / LWORDS;
+    tr.located = durable == NULL;
+    tr.durable = trace_buf_alloc(tr.nwords * 8 + 8);
+    int rc = 0;
+    if (!tr.durable) {
+        detach_locked();
+        rc = -1;
+    } else {
+        memcpy(tr.durable, durable ? durable : base, size);
+    }
+    trace_unlock();
+    return rc;
+}
+
+void trace_detach(void)
+{
+    trace_lock();
+    detach_locked();
+    trace_unlock();
 }
 
 static int in_region(const void *a, size_t n)

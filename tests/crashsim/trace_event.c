@@ -21,10 +21,13 @@ void trace_unlock(void)
     pthread_mutex_unlock(&tlock);
 }
 
+/* Under the lock: a thread of the engine's own may be at an event. */
 void trace_on_event(trace_event_fn fn, void *arg)
 {
+    pthread_mutex_lock(&tlock);
     hook = fn;
     hook_arg = arg;
+    pthread_mutex_unlock(&tlock);
 }
 
 uint64_t trace_events(void)

@@ -6,6 +6,8 @@
  * can set the durable epoch words of a closed pool. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -379,6 +381,96 @@ START_TEST(test_grace)
     commit_sync(tx);
     ck_assert(allocates(a, 300));
     incll_set_grace(NULL);
+}
+END_TEST
+
+/* A grace whose now() is slow: an epoch end is in it while the test
+ * replaces the grace. */
+static atomic_int g_in_now;
+static uint64_t slow_now(void *arg)
+{
+    atomic_store(&g_in_now, 1);
+    usleep(100 * 1000);
+    ++*(uint64_t *)arg;
+    atomic_store(&g_in_now, 0);
+    return 0;
+}
+
+static void *sync_thread(void *arg)
+{
+    (void)arg;
+    txn *tx = begin();
+    txn_obj *a;
+    ck_assert_int_eq(txn_alloc(tx, 200, &a), 0);
+    commit_sync(tx); /* its epoch end calls slow_now */
+    return NULL;
+}
+
+/* Once incll_set_grace returns, no epoch end calls the grace it replaced:
+ * its arg may be freed (here: heap memory the sanitizer watches). */
+START_TEST(test_grace_replaced)
+{
+    uint64_t *calls = calloc(1, sizeof *calls);
+    ck_assert_ptr_nonnull(calls);
+    incll_grace g = {slow_now, grace_passed, calls};
+    incll_set_grace(&g);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, sync_thread, NULL), 0);
+    while (!atomic_load(&g_in_now))
+        usleep(1000);
+    incll_set_grace(NULL);
+    int in_now = atomic_load(&g_in_now);
+    free(calls);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert_msg(!in_now, "incll_set_grace returned while an epoch end ran the old grace");
+}
+END_TEST
+
+#define CLOSE_TX 2000
+/* Threads commit a word each of the root without a sync; one also ends
+ * in a transaction (its context is released, and rolled back, as it
+ * exits). */
+static void *close_worker(void *arg)
+{
+    uint64_t k = (uint64_t)(uintptr_t)arg;
+    for (uint64_t i = 1; i <= CLOSE_TX; i++) {
+        txn *tx = begin();
+        ck_assert_int_eq(txn_write(tx, txn_root(g_p), 8 * k, &i, 8), 0);
+        ck_assert_int_eq(txn_commit(tx), 0);
+    }
+    if (k == 0) {
+        txn *tx = begin();
+        uint64_t bad = 99;
+        ck_assert_int_eq(txn_write(tx, txn_root(g_p), 0, &bad, 8), 0);
+    }
+    return NULL;
+}
+
+/* Closing with 1 ms epochs: the epoch thread is often ending an epoch (or
+ * waiting for a pin) when the pool closes; the close joins it, the
+ * sanitizer build sees what it might still touch, and every commit is
+ * durable at the next open. */
+START_TEST(test_close_epoch_in_flight)
+{
+    setenv("TXN_EPOCH_MS", "1", 1); /* read when the pool's first context comes */
+    for (int round = 0; round < 30; round++) {
+        txn_abort(begin()); /* this thread's context keeps the epoch thread to the close */
+        pthread_t th[3];
+        for (uintptr_t k = 0; k < 3; k++)
+            ck_assert_int_eq(pthread_create(&th[k], NULL, close_worker, (void *)k), 0);
+        for (int k = 0; k < 3; k++)
+            ck_assert_int_eq(pthread_join(th[k], NULL), 0);
+        reopen();
+        txn *tx = begin();
+        for (size_t k = 0; k < 3; k++) {
+            uint64_t v = 0;
+            ck_assert_int_eq(txn_read(tx, txn_root(g_p), 8 * k, &v, 8), 0);
+            ck_assert_uint_eq(v, CLOSE_TX);
+        }
+        txn_abort(tx);
+        reopen();
+    }
+    unsetenv("TXN_EPOCH_MS");
 }
 END_TEST
 
@@ -836,6 +928,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_update_move);
     tcase_add_test(tc, test_update_inline);
     tcase_add_test(tc, test_grace);
+    tcase_add_test(tc, test_grace_replaced);
+    tcase_add_test(tc, test_close_epoch_in_flight);
     tcase_add_test(tc, test_wrap);
     tcase_add_test(tc, test_lazy_recovery);
     tcase_add_test(tc, test_check);
