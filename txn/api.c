@@ -157,7 +157,9 @@ static int params_of(const txn_pool_opts *o, struct pool_params *out)
         out->threads = o->threads;
     if (o && o->log_size)
         out->log_size = o->log_size;
-    return out->threads <= TXN_MAX_THREADS ? 0 : TXN_E_INVAL;
+    if (out->threads > TXN_MAX_THREADS)
+        return REFUSE(TXN_E_INVAL, "%u threads: at most %u", out->threads, TXN_MAX_THREADS);
+    return 0;
 }
 
 /* The root and the meta object of a new pool, in one transaction, then
@@ -183,8 +185,11 @@ static int pool_create(const char *path, const char *layout, const txn_pool_opts
 {
     char file[PATH_MAX];
     struct pool_params o;
-    if (!path || !layout || !out || !layout_ok(layout))
+    if (!path || !layout || !out)
         return TXN_E_INVAL;
+    if (!layout_ok(layout))
+        return REFUSE(TXN_E_INVAL, "layout name of %zu bytes: 1 to %u", strlen(layout),
+                      TXN_LAYOUT_MAX);
     int rc = params_of(opts, &o);
     if (rc || (rc = txn_pool_path(path, file, sizeof file)) || (rc = persist_init()))
         return rc;
@@ -209,8 +214,9 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     char file[PATH_MAX];
     if (!path || !layout || !out)
         return TXN_E_INVAL;
-    if (!layout_ok(layout))
-        return TXN_E_LAYOUT; /* no pool can have been created with it */
+    if (!layout_ok(layout)) /* no pool can have been created with it */
+        return REFUSE(TXN_E_LAYOUT, "layout name of %zu bytes: 1 to %u", strlen(layout),
+                      TXN_LAYOUT_MAX);
     int rc = txn_pool_path(path, file, sizeof file);
     if (rc || (rc = persist_init()))
         return rc;
@@ -282,9 +288,7 @@ int txn_pool_inspect(const char *path, txn_pool_info *info)
     memset(info, 0, sizeof *info);
     pool_problem("%s", "");
     int rc = txn_pool_path(path, file, sizeof file);
-    if (rc)
-        return pool_refused(rc);
-    if (!(rc = persist_init()))
+    if (!rc && !(rc = persist_init()))
         rc = eng_pool_inspect(file, info);
     qsort(info->classes, info->nclasses, sizeof info->classes[0], by_size);
     const char *why = pool_problem_text();

@@ -91,8 +91,10 @@ static void pool_unmap(txn_pool *p)
 /* Lay out a new pool's header (all but root and checksum). */
 static int plan(struct pool_hdr *h, const char *layout, const struct pool_params *o)
 {
-    if (o->size < MIN_SIZE || o->log_size < MIN_LOG || o->log_size > MAX_LOG)
-        return TXN_E_INVAL;
+    if (o->size < MIN_SIZE)
+        return REFUSE(TXN_E_INVAL, "pool size %zu: at least %u bytes", o->size, MIN_SIZE);
+    if (o->log_size < MIN_LOG || o->log_size > MAX_LOG)
+        return REFUSE(TXN_E_INVAL, "log size %zu: %u to %u bytes", o->log_size, MIN_LOG, MAX_LOG);
     memset(h, 0, sizeof *h);
     h->magic = POOL_MAGIC;
     h->format = POOL_FORMAT;
@@ -104,13 +106,12 @@ static int plan(struct pool_hdr *h, const char *layout, const struct pool_params
     h->slot_size = align_up(o->log_size + 2 * sizeof(struct slot_hdr), PM_LINE);
     h->slots_off = POOL_HDR_SIZE;
     h->ctab_off = h->slots_off + h->nslots * h->slot_size;
-    if (h->ctab_off >= h->size)
-        return TXN_E_INVAL;
-    size_t n = (h->size - h->ctab_off) / (CHUNK_SIZE + 8);
+    size_t n = h->ctab_off < h->size ? (h->size - h->ctab_off) / (CHUNK_SIZE + 8) : 0;
     while (n && align_up(h->ctab_off + n * 8, CHUNK_SIZE) + n * (size_t)CHUNK_SIZE > h->size)
         n--;
     if (n < 4)
-        return TXN_E_INVAL;
+        return REFUSE(TXN_E_INVAL, "pool size %zu: its %u log slots of %zu bytes leave no "
+                      "heap of 4 chunks", o->size, o->threads, (size_t)h->slot_size);
     h->nchunks = n;
     h->heap_off = align_up(h->ctab_off + n * 8, CHUNK_SIZE);
     return 0;
