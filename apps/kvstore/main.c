@@ -216,6 +216,11 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("kvstore: engine %s, PDOM %d (%u ns per barrier), flush %s\n", txn_engine_name(),
            txn_pdom(), txn_pdom_ns(), txn_flush_name());
+    if (!o.check) {
+        /* before the store opens: its log slots follow the clients */
+        raise_fd_limit();
+        server_cap_clients();
+    }
     if (open_store(&o))
         return 1;
     if (o.check) {
@@ -223,7 +228,6 @@ int main(int argc, char **argv)
         kv_close(srv.kv);
         return rc ? 1 : 0;
     }
-    raise_fd_limit();
     if (server_listen()) {
         kv_close(srv.kv);
         return 1;
