@@ -177,7 +177,7 @@ static void conn_process(struct conn *c)
             c->stalled = 1;
             break;
         }
-        const char *req = c->in.p + c->start;
+        char *req = c->in.p + c->start;
         size_t avail = c->in.len - c->start;
         enum resp_status st = resp_parse(&c->rp, req, avail, &srv.lim);
         if (st == RESP_MORE) {
