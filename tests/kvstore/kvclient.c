@@ -2018,6 +2018,19 @@ static int run_redis(const char *bin)
     return failed ? 1 : 0;
 }
 
+/* Reap pid within ms; a server that hangs is killed. Returns the wait
+ * status, or -1 after a hang. */
+static int reap_within(pid_t pid, int ms)
+{
+    int st;
+    for (uint64_t end = now_ms() + (uint64_t)ms; now_ms() < end; usleep(20000))
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return st;
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
 /* SHUTDOWN (or SIGTERM) while clients stream pipelined SETs: the server
  * exits 0 having closed the pool after its last thread, and the pool is
  * sound. */
@@ -2051,15 +2064,14 @@ static void shutdown_busy(const char *bin, const char *io, int by_signal)
                 break;
     struct cli ctl;
     server_cli(&s, &ctl);
-    int st = -1;
-    if (by_signal) {
-        st = server_stop(&s, SIGTERM);
-    } else {
+    if (by_signal)
+        kill(s.pid, SIGTERM);
+    else
         send_all(ctl.fd, "SHUTDOWN\r\n", 10);
-        waitpid(s.pid, &st, 0);
-        s.pid = 0;
-    }
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %s mid-pipeline: clean exit (status %d)",
+    int st = reap_within(s.pid, 30000);
+    s.pid = 0;
+    CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "%s: %s mid-pipeline: clean exit (status %d, -1: hung)",
           io, by_signal ? "SIGTERM" : "SHUTDOWN", st);
     CHECK(log_has(&s, "pool closed"), "%s: the pool was closed", io);
     for (int i = 0; i < K; i++)
@@ -2093,18 +2105,10 @@ static void failed_start(const char *bin)
               (char *)NULL);
         _exit(127);
     }
-    int st = -1;
-    for (uint64_t end = now_ms() + 30000; now_ms() < end; usleep(20000))
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            break;
-    if (!WIFEXITED(st) && !WIFSIGNALED(st)) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &st, 0);
-        CHECK(0, "100 workers on a pool of fewer log slots: the server hangs");
-    }
+    int st = reap_within(pid, 30000);
     struct stat sb;
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "100 workers on fewer log slots: exit 1 (%d)",
-          st);
+    CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 1,
+          "100 workers on fewer log slots: exit 1 (status %d, -1: hung)", st);
     CHECK(log_has(&s, "kvstore: worker"), "the failing worker is named");
     CHECK(lstat(s.sock, &sb) && errno == ENOENT, "no socket file left after the failed start");
     server_cleanup(&s);
