@@ -375,6 +375,20 @@ static void server_names(struct server *s, const char *bin, const char *tag)
 /* If set, the open file limit (soft and hard) servers start with. */
 static rlim_t child_nofile;
 
+/* Does the server on this new connection (closed here) answer PONG? */
+static int answers_ping(int fd)
+{
+    if (fd < 0)
+        return 0;
+    struct cli c;
+    struct reply r;
+    cli_init(&c, fd);
+    int ok = !CMD(&c, &r, "PING") && is_status(&r, "PONG");
+    reply_free(&r);
+    cli_close(&c);
+    return ok;
+}
+
 /* Run the server with extra arguments; wait until it answers PING. */
 static int server_start(struct server *s, const char *const *extra)
 {
@@ -405,17 +419,8 @@ static int server_start(struct server *s, const char *const *extra)
             s->pid = 0;
             return -1;
         }
-        int fd = connect_unix(s->sock);
-        if (fd >= 0) {
-            struct cli c;
-            struct reply r;
-            cli_init(&c, fd);
-            int ok = !CMD(&c, &r, "PING") && is_status(&r, "PONG");
-            reply_free(&r);
-            cli_close(&c);
-            if (ok)
-                return 0;
-        }
+        if (answers_ping(connect_unix(s->sock)))
+            return 0;
         usleep(20000);
     }
     return -1;
@@ -1698,6 +1703,19 @@ static int ping_outcome(struct cli *c, int ms)
     return out;
 }
 
+/* Name and start a server for one test; on failure count it, clean up
+ * and return -1. */
+static int server_up(struct server *s, const char *bin, const char *tag,
+                     const char *const *extra, const char *what)
+{
+    server_names(s, bin, tag);
+    if (!server_start(s, extra))
+        return 0;
+    CHECK(0, "%s: start %s", what, bin);
+    server_cleanup(s);
+    return -1;
+}
+
 /* Under `ulimit -n 64` the server caps its clients (and says so): the
  * clients beyond the cap get Redis's error, the others PONG, the server
  * sleeps while they wait, and clients that leave make room. */
@@ -1707,16 +1725,12 @@ static void fd_cap(const char *bin, const char *io)
     static struct cli c[N + LEAVE + 1];
     int out[N + LEAVE + 1];
     struct server s;
-    server_names(&s, bin, "fdcap");
     const char *extra[] = {"--pool-size", "16M", "--io", io, NULL};
     child_nofile = 64;
-    int up = !server_start(&s, extra);
+    int up = !server_up(&s, bin, "fdcap", extra, io);
     child_nofile = 0;
-    CHECK(up, "%s: start under ulimit -n 64", io);
-    if (!up) {
-        server_cleanup(&s);
+    if (!up)
         return;
-    }
     CHECK(log_has(&s, "serving at most"), "%s: the cap is said at start", io);
     struct cli c0;
     server_cli(&s, &c0);
@@ -1782,13 +1796,9 @@ static void fd_pause(const char *bin, const char *io)
     struct cli c[M];
     int out[M];
     struct server s;
-    server_names(&s, bin, "fdpause");
     const char *extra[] = {"--pool-size", "16M", "--io", io, "--max-clients", "50", NULL};
-    if (server_start(&s, extra)) {
-        CHECK(0, "%s: start", io);
-        server_cleanup(&s);
+    if (server_up(&s, bin, "fdpause", extra, io))
         return;
-    }
     struct cli c0;
     server_cli(&s, &c0);
     wait_clients(&c0, 1);
@@ -1901,17 +1911,8 @@ static int redis_start(struct server *s, pid_t *pid, int *port)
         _exit(127);
     }
     for (uint64_t end = now_ms() + 10000; now_ms() < end; usleep(20000)) {
-        int fd = connect_tcp(*port);
-        if (fd >= 0) {
-            struct cli c;
-            struct reply r;
-            cli_init(&c, fd);
-            int ok = !CMD(&c, &r, "PING") && is_status(&r, "PONG");
-            reply_free(&r);
-            cli_close(&c);
-            if (ok)
-                return 0;
-        }
+        if (answers_ping(connect_tcp(*port)))
+            return 0;
     }
     return -1;
 }
@@ -2039,13 +2040,9 @@ static void shutdown_busy(const char *bin, const char *io, int by_signal)
     enum { K = 8, BATCH = 500 };
     struct cli c[K];
     struct server s;
-    server_names(&s, bin, "shutdown");
     const char *extra[] = {"--pool-size", "64M", "--io", io, "--max-clients", "40", NULL};
-    if (server_start(&s, extra)) {
-        CHECK(0, "%s: start", io);
-        server_cleanup(&s);
+    if (server_up(&s, bin, "shutdown", extra, io))
         return;
-    }
     struct bytes b = {0};
     char k[32], v[96];
     for (int i = 0; i < BATCH; i++) {
@@ -2088,13 +2085,9 @@ static void shutdown_busy(const char *bin, const char *io, int by_signal)
 static void failed_start(const char *bin)
 {
     struct server s;
-    server_names(&s, bin, "slots");
     const char *small[] = {"--pool-size", "16M", "--threads", "1", NULL};
-    if (server_start(&s, small)) {
-        CHECK(0, "start with one worker");
-        server_cleanup(&s);
+    if (server_up(&s, bin, "slots", small, "one worker"))
         return;
-    }
     server_stop(&s, SIGTERM);
     pid_t pid = fork();
     if (pid == 0) {
