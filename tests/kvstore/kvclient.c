@@ -2037,7 +2037,7 @@ static int reap_within(pid_t pid, int ms)
  * sound. */
 static void shutdown_busy(const char *bin, const char *io, int by_signal)
 {
-    enum { K = 8, BATCH = 500 };
+    enum { K = 8, BATCH = 2000 };
     struct cli c[K];
     struct server s;
     const char *extra[] = {"--pool-size", "64M", "--io", io, "--max-clients", "40", NULL};
