@@ -779,12 +779,13 @@ int server_run(void)
         uint64_t n;
         if (pf[2].revents && read(resume_fd, &n, sizeof n) < 0)
             (void)0; /* drained by another wake-up */
-        if (paused) { /* a descriptor was freed, or the retry timer */
+        int resumed = paused; /* a descriptor was freed, or the retry timer */
+        if (resumed) {
             paused = 0;
             pf[3].fd = unix_fd, pf[4].fd = tcp_fd;
         }
         for (int i = 3; i < 5 && !paused; i++)
-            if (pf[i].fd >= 0 && accept_all(pf[i].fd))
+            if (pf[i].fd >= 0 && (resumed || pf[i].revents) && accept_all(pf[i].fd))
                 paused = 1;
         if (paused) /* poll ignores negative descriptors */
             pf[3].fd = pf[4].fd = -1;
