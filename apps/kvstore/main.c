@@ -34,7 +34,8 @@ static void usage(FILE *f)
             "                     or right after commit (incll: before durability)\n"
             "  --max-value BYTES  largest argument (default 16M; K, M, G suffixes)\n"
             "  --max-query BYTES  largest request (default max(64M, 2 * max-value))\n"
-            "  --max-clients N    connections served at once (default 10000)\n"
+            "  --max-clients N    connections served at once (default 10000; lowered,\n"
+            "                     with a warning, to fit the open file limit)\n"
             "  --pool-size BYTES  size of a new pool (default 256M)\n"
             "  --resize-step N    old buckets each write moves while the table grows\n"
             "                     (default 8; fewer spread a resize over more writes)\n"
@@ -233,6 +234,10 @@ int main(int argc, char **argv)
         printf("check: pool: %s%s%s\n", pool_rc == 0 ? "consistent" : pool_rc > 0
                                         ? "consistent once the next open recovers it" : "damaged",
                info.problem[0] ? ": " : "", info.problem);
+    } else {
+        /* before the store opens: its log slots follow the clients */
+        raise_fd_limit();
+        server_cap_clients();
     }
     if (open_store(&o))
         return 1;
@@ -241,7 +246,6 @@ int main(int argc, char **argv)
         kv_close(srv.kv);
         return rc || pool_rc < 0 ? 1 : 0;
     }
-    raise_fd_limit();
     if (server_listen()) {
         kv_close(srv.kv);
         return 1;

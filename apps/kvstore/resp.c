@@ -69,6 +69,9 @@ static int header_line(const char *p, size_t n, long long *v, size_t *adv)
     i += (size_t)neg;
     if (i == end || end - i > 18)
         return -1;
+    /* canonical only, as Redis's string2ll: no "04", "-0" or "+4" */
+    if (p[i] == '0' && (end - i > 1 || neg))
+        return -1;
     long long x = 0;
     for (; i < end; i++) {
         if (p[i] < '0' || p[i] > '9')
@@ -80,10 +83,91 @@ static int header_line(const char *p, size_t n, long long *v, size_t *adv)
     return 1;
 }
 
-/* An inline command: one line, arguments separated by spaces or tabs (no
- * quoting: redis-cli and every client library send arrays; this is for a
- * person typing PING into nc). */
-static enum resp_status parse_inline(struct resp_parser *r, const char *buf, size_t len,
+/* Blanks between inline arguments, and what may follow a closing quote:
+ * C's isspace, as Redis's sdssplitargs. */
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The escape after a backslash in double quotes: \n \r \t \b \a, else
+ * the character itself (\\ and \" among them). */
+static char unescape(char c)
+{
+    switch (c) {
+    case 'n': return '\n';
+    case 'r': return '\r';
+    case 't': return '\t';
+    case 'b': return '\b';
+    case 'a': return '\a';
+    default: return c;
+    }
+}
+
+/* Split the inline line buf[0, end) into arguments as Redis's sdssplitargs
+ * does: blanks separate them; "double quotes" take \xHH and the escapes
+ * of unescape(), 'single quotes' only \'; a closing quote must be followed
+ * by a blank or the end of the line. An argument is rewritten in place
+ * (it never grows), so its (off, len) still points into buf. Unlike
+ * sdssplitargs, which stops at a NUL byte, a NUL is an ordinary byte. */
+static enum resp_status split_inline(struct resp_parser *r, char *buf, size_t end,
+                                     const struct resp_limits *lim)
+{
+    static const char unbalanced[] = "Protocol error: unbalanced quotes in request";
+    size_t i = 0;
+    for (;;) {
+        while (i < end && is_blank(buf[i]))
+            i++;
+        if (i == end)
+            return r->argc ? RESP_DONE : RESP_EMPTY;
+        size_t start = i, out = i;
+        char quote = 0; /* the quote we are in, or 0 */
+        for (;;) {
+            if (i == end) {
+                if (quote)
+                    return fail(r, unbalanced);
+                break;
+            }
+            char ch = buf[i];
+            if (!quote && (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'))
+                break;
+            if (!quote && (ch == '"' || ch == '\'')) {
+                quote = ch, i++;
+            } else if (quote && ch == quote) {
+                if (++i < end && !is_blank(buf[i]))
+                    return fail(r, unbalanced);
+                break;
+            } else if (quote == '"' && ch == '\\' && i + 3 < end && buf[i + 1] == 'x' &&
+                       hex_digit(buf[i + 2]) >= 0 && hex_digit(buf[i + 3]) >= 0) {
+                buf[out++] = (char)(hex_digit(buf[i + 2]) * 16 + hex_digit(buf[i + 3]));
+                i += 4;
+            } else if (quote == '"' && ch == '\\' && i + 1 < end) {
+                buf[out++] = unescape(buf[i + 1]);
+                i += 2;
+            } else if (quote == '\'' && ch == '\\' && i + 1 < end && buf[i + 1] == '\'') {
+                buf[out++] = '\'';
+                i += 2;
+            } else {
+                buf[out++] = ch, i++;
+            }
+        }
+        if (r->argc == lim->max_args)
+            return fail(r, "Protocol error: too many arguments");
+        if (push_arg(r, start, out - start))
+            return fail(r, "out of memory");
+    }
+}
+
+/* An inline command: one line, for a person typing into nc or telnet
+ * (redis-cli and client libraries send arrays). */
+static enum resp_status parse_inline(struct resp_parser *r, char *buf, size_t len,
                                      const struct resp_limits *lim)
 {
     /* r->pos: bytes already known to hold no '\n', so a line that arrives
@@ -100,23 +184,10 @@ static enum resp_status parse_inline(struct resp_parser *r, const char *buf, siz
     r->pos = end + 1;
     if (end > 0 && buf[end - 1] == '\r')
         end--;
-    for (size_t i = 0; i < end;) {
-        while (i < end && (buf[i] == ' ' || buf[i] == '\t'))
-            i++;
-        size_t start = i;
-        while (i < end && buf[i] != ' ' && buf[i] != '\t')
-            i++;
-        if (i == start)
-            break;
-        if (r->argc == lim->max_args)
-            return fail(r, "Protocol error: too many arguments");
-        if (push_arg(r, start, i - start))
-            return fail(r, "out of memory");
-    }
-    return r->argc ? RESP_DONE : RESP_EMPTY;
+    return split_inline(r, buf, end, lim);
 }
 
-enum resp_status resp_parse(struct resp_parser *r, const char *buf, size_t len,
+enum resp_status resp_parse(struct resp_parser *r, char *buf, size_t len,
                             const struct resp_limits *lim)
 {
     long long v;

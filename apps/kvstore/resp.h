@@ -52,8 +52,10 @@ void resp_reset(struct resp_parser *r);
 void resp_free(struct resp_parser *r);
 
 /* Parse the request whose first `len` bytes are at `buf` (the same request,
- * grown, since the last resp_reset). */
-enum resp_status resp_parse(struct resp_parser *r, const char *buf, size_t len,
+ * grown, since the last resp_reset). A complete inline command is
+ * rewritten in place, its quotes and escapes removed; bytes of an array
+ * request are left as they are. */
+enum resp_status resp_parse(struct resp_parser *r, char *buf, size_t len,
                             const struct resp_limits *lim);
 
 #endif

@@ -45,6 +45,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -62,6 +63,12 @@
 struct server srv;
 
 static int unix_fd = -1, tcp_fd = -1;
+/* Accepting is paused while the process is out of descriptors
+ * (accept_paused); the thread that closes a connection then writes
+ * resume_fd, so the accept loop sleeps instead of spinning on a listening
+ * socket that stays readable. */
+static int resume_fd = -1;
+static _Atomic int accept_paused;
 static _Thread_local uint64_t held; /* requests this thread ran since its
                                        last acknowledgement point */
 
@@ -105,15 +112,38 @@ static struct conn *conn_new(int fd)
     return c;
 }
 
-static void conn_free(struct conn *c)
+/* A descriptor was freed: wake the accept loop if it waits for one. */
+static void fd_freed(void)
+{
+    uint64_t one = 1;
+    if (atomic_exchange(&accept_paused, 0) && write(resume_fd, &one, sizeof one) < 0)
+        (void)0; /* the accept loop also retries on a timer */
+}
+
+/* A client's descriptor that never became a connection. */
+static void client_drop(int fd)
+{
+    close(fd);
+    fd_freed();
+    atomic_fetch_sub(&srv.clients, 1);
+}
+
+/* Close the connection and free what it holds, but not c itself. */
+static void conn_release(struct conn *c)
 {
     close(c->fd);
+    fd_freed();
     buf_free(&c->in);
     buf_free(&c->out);
     resp_free(&c->rp);
     free(c->argv);
-    free(c);
     atomic_fetch_sub(&srv.clients, 1);
+}
+
+static void conn_free(struct conn *c)
+{
+    conn_release(c);
+    free(c);
 }
 
 /* Read what the socket holds. Returns -1 when the connection is over
@@ -147,7 +177,7 @@ static void conn_process(struct conn *c)
             c->stalled = 1;
             break;
         }
-        const char *req = c->in.p + c->start;
+        char *req = c->in.p + c->start;
         size_t avail = c->in.len - c->start;
         enum resp_status st = resp_parse(&c->rp, req, avail, &srv.lim);
         if (st == RESP_MORE) {
@@ -297,7 +327,7 @@ static void worker_adopt(struct worker *w)
             if (c)
                 conn_free(c);
             else
-                close(q[i]), atomic_fetch_sub(&srv.clients, 1);
+                client_drop(q[i]);
             continue;
         }
         c->events = EPOLLIN;
@@ -402,10 +432,18 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+static unsigned nworkers; /* started: workers_stop joins them */
+
+/* Start the workers. Returns -1 if one could not take a log slot: the
+ * others run until workers_stop, like after a successful start. */
 static int workers_start(void)
 {
     workers = calloc(srv.threads, sizeof *workers);
-    if (!workers || pthread_barrier_init(&start_barrier, NULL, srv.threads + 1))
+    if (workers && pthread_barrier_init(&start_barrier, NULL, srv.threads + 1)) {
+        free(workers);
+        workers = NULL;
+    }
+    if (!workers)
         return -1;
     for (unsigned i = 0; i < srv.threads; i++) {
         struct worker *w = &workers[i];
@@ -420,6 +458,7 @@ static int workers_start(void)
             exit(1); /* start-up only: nothing is open for clients yet */
         }
     }
+    nworkers = srv.threads;
     pthread_barrier_wait(&start_barrier);
     for (unsigned i = 0; i < srv.threads; i++)
         if (workers[i].init_rc) {
@@ -446,8 +485,7 @@ static void workers_hand(int fd)
         int *q = realloc(w->q, cap * sizeof *q);
         if (!q) {
             pthread_mutex_unlock(&w->qlock);
-            close(fd);
-            atomic_fetch_sub(&srv.clients, 1);
+            client_drop(fd);
             return;
         }
         w->q = q;
@@ -460,9 +498,11 @@ static void workers_hand(int fd)
 
 static void workers_stop(void)
 {
-    for (unsigned i = 0; i < srv.threads; i++)
+    if (!nworkers)
+        return;
+    for (unsigned i = 0; i < nworkers; i++)
         wake(&workers[i]);
-    for (unsigned i = 0; i < srv.threads; i++) {
+    for (unsigned i = 0; i < nworkers; i++) {
         struct worker *w = &workers[i];
         pthread_join(w->th, NULL);
         for (size_t k = 0; k < w->qn; k++)
@@ -474,13 +514,19 @@ static void workers_stop(void)
     }
     pthread_barrier_destroy(&start_barrier);
     free(workers);
+    workers = NULL;
+    nworkers = 0;
 }
 
 /* ---- a thread per connection */
 
+/* Connection threads are joined, not detached: a thread that has left
+ * threads_all still ends its life (its txn context is given back as it
+ * exits), and server_run must not return, nor the pool close, before. */
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t threads_gone = PTHREAD_COND_INITIALIZER;
-static struct conn *threads_all; /* live connections, for shutdown */
+static struct conn *threads_all;  /* live connections, for shutdown */
+static struct conn *threads_done; /* their threads ended or ending: to join */
 
 static void *conn_thread(void *arg)
 {
@@ -495,17 +541,34 @@ static void *conn_thread(void *arg)
         } while (c->stalled && !c->closing);
         stats_publish();
     }
-    pthread_mutex_lock(&threads_lock);
+    pthread_mutex_lock(&threads_lock); /* threads_stop shuts fds in the list */
+    conn_release(c);
     if (c->prev)
         c->prev->next = c->next;
     else
         threads_all = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    conn_free(c);
+    c->next = threads_done;
+    threads_done = c;
     pthread_cond_broadcast(&threads_gone);
     pthread_mutex_unlock(&threads_lock);
     return NULL;
+}
+
+/* Join the threads of the connections that ended (they no longer take
+ * threads_lock, so this waits at most for their exit). */
+static void threads_reap(void)
+{
+    pthread_mutex_lock(&threads_lock);
+    struct conn *c = threads_done, *next;
+    threads_done = NULL;
+    pthread_mutex_unlock(&threads_lock);
+    for (; c; c = next) {
+        next = c->next;
+        pthread_join(c->th, NULL);
+        free(c);
+    }
 }
 
 static void threads_hand(int fd)
@@ -514,16 +577,14 @@ static void threads_hand(int fd)
     static int attr_ok;
     if (!attr_ok) {
         pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&attr, 1u << 20);
         attr_ok = 1;
     }
+    threads_reap();
     int fl = fcntl(fd, F_GETFL);
     struct conn *c = fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ? NULL : conn_new(fd);
-    pthread_t th;
     if (!c) {
-        close(fd);
-        atomic_fetch_sub(&srv.clients, 1);
+        client_drop(fd);
         return;
     }
     pthread_mutex_lock(&threads_lock);
@@ -531,16 +592,17 @@ static void threads_hand(int fd)
     if (threads_all)
         threads_all->prev = c;
     threads_all = c;
-    if (pthread_create(&th, &attr, conn_thread, c)) {
+    if (pthread_create(&c->th, &attr, conn_thread, c)) {
         threads_all = c->next;
         if (c->next)
             c->next->prev = NULL;
-        conn_free(c);
+        conn_release(c);
+        free(c);
     }
     pthread_mutex_unlock(&threads_lock);
 }
 
-/* Wake every connection thread out of read() and wait for them all. */
+/* Wake every connection thread out of read() and join them all. */
 static void threads_stop(void)
 {
     pthread_mutex_lock(&threads_lock);
@@ -549,6 +611,7 @@ static void threads_stop(void)
     while (threads_all)
         pthread_cond_wait(&threads_gone, &threads_lock);
     pthread_mutex_unlock(&threads_lock);
+    threads_reap();
 }
 
 /* ---- listening and accepting */
@@ -620,12 +683,23 @@ void server_unlisten(void)
     unix_fd = tcp_fd = -1;
 }
 
-static void accept_all(int lfd)
+/* Accept what lfd holds. Returns -1 when the process ran out of
+ * descriptors (accept_paused is then set), else 0. */
+static int accept_all(int lfd)
 {
     for (;;) {
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+            /* set the flag before the retry: a descriptor freed after the
+             * retry failed finds it set and wakes us */
+            atomic_store(&accept_paused, 1);
+            fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+                return -1;
+            atomic_store(&accept_paused, 0);
+        }
         if (fd < 0)
-            return; /* EAGAIN, or a client gone before we took it */
+            return 0; /* EAGAIN, or a client gone before we took it */
         atomic_fetch_add(&srv.conns_total, 1);
         if (atomic_load(&srv.clients) >= srv.max_clients) {
             static const char full[] = "-ERR max number of clients reached\r\n";
@@ -647,6 +721,34 @@ static void accept_all(int lfd)
     }
 }
 
+/* Descriptors the server keeps for itself besides its clients': as
+ * Redis's 32 (standard streams, listeners, signalfd and eventfds, the
+ * pool, a client accepted only to be refused), plus an epoll set and an
+ * eventfd per worker. */
+#define RESERVED_FDS 32u
+
+void server_cap_clients(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) || r.rlim_cur == RLIM_INFINITY)
+        return;
+    unsigned long long own = RESERVED_FDS + (srv.io == IO_EPOLL ? 2ull * srv.threads : 0);
+    unsigned long long want = srv.max_clients + own;
+    if (r.rlim_cur >= want)
+        return;
+    unsigned cap = r.rlim_cur > own ? (unsigned)(r.rlim_cur - own) : 1;
+    fprintf(stderr,
+            "kvstore: --max-clients %u needs %llu file descriptors, but the open file "
+            "limit is %llu: serving at most %u clients (%llu descriptors kept for the "
+            "server); raise 'ulimit -n' to serve more\n",
+            srv.max_clients, want, (unsigned long long)r.rlim_cur, cap, own);
+    srv.max_clients = cap;
+}
+
+/* While accepting is paused the loop also retries this often: ENFILE is
+ * the whole system's, and another process's close wakes nobody here. */
+#define PAUSED_RETRY_MS 100
+
 int server_run(void)
 {
     sigset_t stop;
@@ -657,23 +759,36 @@ int server_run(void)
      * them, in the accept loop, which can then close the pool cleanly */
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
-    int sfd = signalfd(-1, &stop, SFD_CLOEXEC);
+    int sfd = signalfd(-1, &stop, SFD_CLOEXEC), rc = 0;
     srv.stop_fd = eventfd(0, EFD_CLOEXEC);
-    if (sfd < 0 || srv.stop_fd < 0 || (srv.io == IO_EPOLL && workers_start()))
-        return -1;
-    struct pollfd pf[4] = {{sfd, POLLIN, 0}, {srv.stop_fd, POLLIN, 0},
-                           {unix_fd, POLLIN, 0}, {tcp_fd, POLLIN, 0}};
-    for (;;) {
-        if (poll(pf, 4, -1) < 0) {
+    resume_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (sfd < 0 || srv.stop_fd < 0 || resume_fd < 0 ||
+        (srv.io == IO_EPOLL && workers_start()))
+        rc = -1;
+    struct pollfd pf[5] = {{sfd, POLLIN, 0}, {srv.stop_fd, POLLIN, 0},
+                           {resume_fd, POLLIN, 0}, {unix_fd, POLLIN, 0}, {tcp_fd, POLLIN, 0}};
+    int paused = 0;
+    while (!rc) {
+        if (poll(pf, 5, paused ? PAUSED_RETRY_MS : -1) < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
         if (pf[0].revents || pf[1].revents)
             break;
-        for (int i = 2; i < 4; i++)
-            if (pf[i].revents)
-                accept_all(pf[i].fd);
+        uint64_t n;
+        if (pf[2].revents && read(resume_fd, &n, sizeof n) < 0)
+            (void)0; /* drained by another wake-up */
+        int resumed = paused; /* a descriptor was freed, or the retry timer */
+        if (resumed) {
+            paused = 0;
+            pf[3].fd = unix_fd, pf[4].fd = tcp_fd;
+        }
+        for (int i = 3; i < 5 && !paused; i++)
+            if (pf[i].fd >= 0 && (resumed || pf[i].revents) && accept_all(pf[i].fd))
+                paused = 1;
+        if (paused) /* poll ignores negative descriptors */
+            pf[3].fd = pf[4].fd = -1;
     }
     atomic_store(&srv.stopping, 1);
     server_unlisten();
@@ -681,7 +796,12 @@ int server_run(void)
         workers_stop();
     else
         threads_stop();
-    close(sfd);
-    close(srv.stop_fd);
-    return 0;
+    if (sfd >= 0)
+        close(sfd);
+    if (srv.stop_fd >= 0)
+        close(srv.stop_fd);
+    if (resume_fd >= 0)
+        close(resume_fd);
+    resume_fd = -1;
+    return rc;
 }

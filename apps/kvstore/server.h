@@ -82,6 +82,7 @@ struct conn {
     int stalled;     /* requests left unrun while replies piled up */
     unsigned events; /* epoll interest */
     int listed;      /* on the worker's flush list */
+    pthread_t th;    /* --io threads: the thread serving it */
     struct conn *next_flush, *next_resume, *prev, *next; /* owner's lists */
 };
 
@@ -100,6 +101,9 @@ void stats_publish(void);
  * return -1), then serve until SIGTERM, SIGINT or SHUTDOWN; every thread
  * that ran transactions has exited when server_run returns. */
 int server_listen(void);
+/* Lower srv.max_clients to what the open file limit allows, saying so on
+ * stderr; call before the store opens (log slots follow the clients). */
+void server_cap_clients(void);
 int server_run(void);
 void server_unlisten(void);
 

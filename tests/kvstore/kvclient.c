@@ -11,6 +11,16 @@
  *                           acknowledged write is there with its latest
  *                           value and that --check passes; KV_KILLS rounds
  *                           (default 10), KV_SEED fixes the randomness
+ *   kvclient fdlimit SERVER under a low open file limit: clients beyond
+ *                           the cap get Redis's error, the others PONG, a
+ *                           server out of descriptors sleeps (CPU time) and
+ *                           serves again when one is freed; both --io modes
+ *   kvclient redis SERVER   inline quoting and malformed lengths answered
+ *                           byte for byte as redis-server answers them (exit
+ *                           77 without redis-server)
+ *   kvclient shutdown SERVER  SHUTDOWN and SIGTERM with clients mid-pipeline,
+ *                           both --io modes; a start that fails for want of
+ *                           log slots stops its workers and its listeners
  *   kvclient freeport       print a free TCP port on 127.0.0.1
  *
  * Each run makes its own socket directory and pool names (pid) and
@@ -28,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -361,6 +372,23 @@ static void server_names(struct server *s, const char *bin, const char *tag)
     unlink(s->pool);
 }
 
+/* If set, the open file limit (soft and hard) servers start with. */
+static rlim_t child_nofile;
+
+/* Does the server on this new connection (closed here) answer PONG? */
+static int answers_ping(int fd)
+{
+    if (fd < 0)
+        return 0;
+    struct cli c;
+    struct reply r;
+    cli_init(&c, fd);
+    int ok = !CMD(&c, &r, "PING") && is_status(&r, "PONG");
+    reply_free(&r);
+    cli_close(&c);
+    return ok;
+}
+
 /* Run the server with extra arguments; wait until it answers PING. */
 static int server_start(struct server *s, const char *const *extra)
 {
@@ -375,6 +403,10 @@ static int server_start(struct server *s, const char *const *extra)
     s->pid = fork();
     if (s->pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* no server outlives a crashed test */
+        if (child_nofile) {
+            struct rlimit rl = {child_nofile, child_nofile};
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
         int fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         dup2(fd, 1);
         dup2(fd, 2);
@@ -387,17 +419,8 @@ static int server_start(struct server *s, const char *const *extra)
             s->pid = 0;
             return -1;
         }
-        int fd = connect_unix(s->sock);
-        if (fd >= 0) {
-            struct cli c;
-            struct reply r;
-            cli_init(&c, fd);
-            int ok = !CMD(&c, &r, "PING") && is_status(&r, "PONG");
-            reply_free(&r);
-            cli_close(&c);
-            if (ok)
-                return 0;
-        }
+        if (answers_ping(connect_unix(s->sock)))
+            return 0;
         usleep(20000);
     }
     return -1;
@@ -903,16 +926,22 @@ static void test_binary(struct server *s)
 }
 
 /* A counter of INFO stats (`name:value`), or UINT64_MAX if missing. */
-static uint64_t info_stat(struct cli *c, const char *name)
+/* A number from an INFO section, UINT64_MAX if missing. */
+static uint64_t info_num(struct cli *c, const char *section, const char *name)
 {
     struct reply r;
     uint64_t v = UINT64_MAX;
-    char *s = CMD(c, &r, "INFO", "stats") ? NULL : info_value(&r, name);
+    char *s = CMD(c, &r, "INFO", section) ? NULL : info_value(&r, name);
     if (s)
         v = strtoull(s, NULL, 10);
     free(s);
     reply_free(&r);
     return v;
+}
+
+static uint64_t info_stat(struct cli *c, const char *name)
+{
+    return info_num(c, "stats", name);
 }
 
 /* Many requests in one write, and one request split into 1-byte writes. */
@@ -1600,6 +1629,495 @@ static int run_kill(const char *bin)
     return failed ? 1 : 0;
 }
 
+/* ---- limits: descriptors, parsing as Redis parses, shutdown */
+
+/* The CPU time a process has used (user + system), in ms; -1 if gone. */
+static long long cpu_ms(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    long long ut, st;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld",
+                     &ut, &st) != 2)
+        return -1;
+    return (ut + st) * 1000 / sysconf(_SC_CLK_TCK);
+}
+
+/* The CPU time the server uses in the next `ms` of waiting. */
+static long long cpu_ms_while(pid_t pid, int ms)
+{
+    long long t0 = cpu_ms(pid);
+    usleep((useconds_t)ms * 1000);
+    long long t1 = cpu_ms(pid);
+    return t0 < 0 || t1 < 0 ? 1LL << 40 : t1 - t0;
+}
+
+/* Wait until the server counts `n` connected clients (it counts a closed
+ * one out asynchronously). */
+static int wait_clients(struct cli *c, uint64_t n)
+{
+    for (uint64_t end = now_ms() + 5000; now_ms() < end; usleep(10000))
+        if (info_num(c, "clients", "connected_clients") == n)
+            return 0;
+    return -1;
+}
+
+static int log_has(const struct server *s, const char *text)
+{
+    char buf[16384];
+    int fd = open(s->log, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    return strstr(buf, text) != NULL;
+}
+
+enum { PING_PONG = 1, PING_FULL = 2, PING_SILENT = 0, PING_OTHER = -1 };
+
+/* What a client that sent PING gets within ms: PONG, Redis's max-clients
+ * error and a close, nothing yet, or anything else. */
+static int ping_outcome(struct cli *c, int ms)
+{
+    struct reply r;
+    struct pollfd pf = {c->fd, POLLIN, 0};
+    if (!c->len && poll(&pf, 1, ms) == 0)
+        return PING_SILENT;
+    int got = cli_read(c, &r, ms > 2000 ? ms : 2000), out = PING_OTHER; /* it has begun */
+    if (!got && is_status(&r, "PONG"))
+        out = PING_PONG;
+    else if (!got && r.type == '-' && !strcmp(r.s, "ERR max number of clients reached") &&
+             closed_by_server(c, 2000))
+        out = PING_FULL;
+    reply_free(&r);
+    return out;
+}
+
+/* Name and start a server for one test; on failure count it, clean up
+ * and return -1. */
+static int server_up(struct server *s, const char *bin, const char *tag,
+                     const char *const *extra, const char *what)
+{
+    server_names(s, bin, tag);
+    if (!server_start(s, extra))
+        return 0;
+    CHECK(0, "%s: start %s", what, bin);
+    server_cleanup(s);
+    return -1;
+}
+
+/* Under `ulimit -n 64` the server caps its clients (and says so): the
+ * clients beyond the cap get Redis's error, the others PONG, the server
+ * sleeps while they wait, and clients that leave make room. */
+static void fd_cap(const char *bin, const char *io)
+{
+    enum { N = 100, LEAVE = 5 };
+    static struct cli c[N + LEAVE + 1];
+    int out[N + LEAVE + 1];
+    struct server s;
+    const char *extra[] = {"--pool-size", "16M", "--io", io, NULL};
+    child_nofile = 64;
+    int up = !server_up(&s, bin, "fdcap", extra, io);
+    child_nofile = 0;
+    if (!up)
+        return;
+    CHECK(log_has(&s, "serving at most"), "%s: the cap is said at start", io);
+    struct cli c0;
+    server_cli(&s, &c0);
+    uint64_t cap = info_num(&c0, "clients", "maxclients");
+    CHECK(cap > 1 && cap < 64, "%s: maxclients %llu under ulimit -n 64", io,
+          (unsigned long long)cap);
+    CHECK(!wait_clients(&c0, 1), "%s: one client before the others connect", io);
+    int ok = 1;
+    for (int i = 0; i < N; i++) /* a refused client may be closed before its PING */
+        ok &= !server_cli(&s, &c[i]) && (send_all(c[i].fd, "PING\r\n", 6), 1);
+    CHECK(ok, "%s: %d clients connect", io, N);
+    int pong = 0, full = 0;
+    for (int i = 0; i < N; i++) {
+        out[i] = ping_outcome(&c[i], 5000);
+        pong += out[i] == PING_PONG;
+        full += out[i] == PING_FULL;
+    }
+    CHECK(pong == (int)cap - 1 && full == N - pong,
+          "%s: %d PONG (want %d), %d refused with the max-clients error (want %d)", io,
+          pong, (int)cap - 1, full, N - (int)cap + 1);
+    long long burnt = cpu_ms_while(s.pid, 1000);
+    CHECK(burnt < 100, "%s: server CPU while %d clients wait: %lld ms in 1 s", io, pong, burnt);
+    /* LEAVE served clients leave: as many new ones are served, one more is not */
+    for (int i = 0, left = 0; i < N && left < LEAVE; i++)
+        if (out[i] == PING_PONG)
+            cli_close(&c[i]), left++;
+    CHECK(!wait_clients(&c0, cap - LEAVE), "%s: %d clients left", io, LEAVE);
+    ok = 1;
+    for (int i = N; i < N + LEAVE + 1; i++) {
+        server_cli(&s, &c[i]);
+        send_all(c[i].fd, "PING\r\n", 6);
+        ok &= ping_outcome(&c[i], 5000) == (i < N + LEAVE ? PING_PONG : PING_FULL);
+    }
+    CHECK(ok, "%s: after %d left, %d new clients served and the next refused", io, LEAVE, LEAVE);
+    for (int i = 0; i < N + LEAVE + 1; i++)
+        cli_close(&c[i]);
+    cli_close(&c0);
+    int st = server_stop(&s, SIGTERM);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: clean exit (status %d)", io, st);
+    server_cleanup(&s);
+}
+
+static int count_fds(pid_t pid)
+{
+    char path[64];
+    int n = 0;
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    for (int fd = 0; fd < 4096; fd++) { /* no opendir: its own fd is ours */
+        char p[96];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%d", path, fd);
+        n += !lstat(p, &st);
+    }
+    return n;
+}
+
+/* The server runs out of descriptors below its cap (its limit lowered
+ * while it runs): it stops accepting and sleeps, takes the next waiting
+ * client when a connection closes, and the rest when the limit is back. */
+static void fd_pause(const char *bin, const char *io)
+{
+    enum { M = 6 };
+    struct cli c[M];
+    int out[M];
+    struct server s;
+    const char *extra[] = {"--pool-size", "16M", "--io", io, "--max-clients", "50", NULL};
+    if (server_up(&s, bin, "fdpause", extra, io))
+        return;
+    struct cli c0;
+    server_cli(&s, &c0);
+    wait_clients(&c0, 1);
+    struct rlimit old, low;
+    int lowered = !prlimit(s.pid, RLIMIT_NOFILE, NULL, &old);
+    low = (struct rlimit){(rlim_t)count_fds(s.pid) + 2, old.rlim_max};
+    lowered = lowered && !prlimit(s.pid, RLIMIT_NOFILE, &low, NULL);
+    CHECK(lowered, "%s: lower the server's open file limit", io);
+    int pong = 0, silent = 0;
+    for (int i = 0; i < M; i++) {
+        server_cli(&s, &c[i]);
+        send_all(c[i].fd, "PING\r\n", 6);
+    }
+    usleep(1000000); /* time for every client it can take, on a loaded machine */
+    for (int i = 0; i < M; i++) {
+        out[i] = ping_outcome(&c[i], 0);
+        pong += out[i] == PING_PONG;
+        silent += out[i] == PING_SILENT;
+    }
+    CHECK(pong >= 1 && silent >= 2 && pong + silent == M,
+          "%s: out of descriptors: %d of %d served, %d wait", io, pong, M, silent);
+    long long burnt = cpu_ms_while(s.pid, 1000);
+    CHECK(burnt < 100, "%s: server CPU while %d clients wait to be accepted: %lld ms in 1 s",
+          io, silent, burnt);
+    /* a served client leaves: a waiting one is served in its place */
+    for (int i = 0; i < M; i++)
+        if (out[i] == PING_PONG) {
+            cli_close(&c[i]);
+            out[i] = PING_OTHER;
+            break;
+        }
+    int next = 0;
+    for (uint64_t end = now_ms() + 3000; !next && now_ms() < end;)
+        for (int i = 0; i < M; i++)
+            if (out[i] == PING_SILENT && ping_outcome(&c[i], 20) == PING_PONG)
+                out[i] = PING_PONG, next = 1;
+    CHECK(next, "%s: a freed descriptor resumes accepting", io);
+    prlimit(s.pid, RLIMIT_NOFILE, &old, NULL);
+    int ok = 1;
+    for (int i = 0; i < M; i++)
+        if (out[i] == PING_SILENT)
+            ok &= ping_outcome(&c[i], 3000) == PING_PONG;
+    CHECK(ok, "%s: with the limit back, every waiting client is served", io);
+    for (int i = 0; i < M; i++)
+        cli_close(&c[i]);
+    cli_close(&c0);
+    int st = server_stop(&s, SIGTERM);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: clean exit (status %d)", io, st);
+    server_cleanup(&s);
+}
+
+static int run_fdlimit(const char *bin)
+{
+    fd_cap(bin, "epoll");
+    fd_cap(bin, "threads");
+    fd_pause(bin, "epoll");
+    fd_pause(bin, "threads");
+    printf("kvstore fdlimit (%s): %d passed, %d failed\n", bin, passed, failed);
+    return failed ? 1 : 0;
+}
+
+/* Send req, then an ECHO whose reply marks the end; collect the replies
+ * before it. Returns 1 if the server closed the connection instead, 0 if
+ * it answered the ECHO, -1 if it did neither within 3 s. */
+static int exchange(int fd, const char *req, size_t n, struct bytes *out)
+{
+    static const char end_req[] = "*2\r\n$4\r\nECHO\r\n$11\r\nend-of-case\r\n";
+    static const char end_rep[] = "$11\r\nend-of-case\r\n";
+    size_t m = sizeof end_rep - 1;
+    struct bytes all = {0};
+    bytes_add(&all, req, n); /* one write: the server may close after req */
+    bytes_add(&all, end_req, sizeof end_req - 1);
+    int sent = fd >= 0 && !send_all(fd, all.p, all.n);
+    free(all.p);
+    out->n = 0;
+    if (!sent)
+        return -1;
+    for (uint64_t end = now_ms() + 3000;;) {
+        char b[4096];
+        uint64_t now = now_ms();
+        struct pollfd pf = {fd, POLLIN, 0};
+        if (now >= end || poll(&pf, 1, (int)(end - now)) <= 0)
+            return -1;
+        ssize_t k = recv(fd, b, sizeof b, 0);
+        if (k <= 0)
+            return 1;
+        bytes_add(out, b, (size_t)k);
+        if (out->n >= m && !memcmp(out->p + out->n - m, end_rep, m)) {
+            out->n -= m;
+            return 0;
+        }
+    }
+}
+
+/* Start redis-server on a free port (no persistence); 0 or -1. */
+static int redis_start(struct server *s, pid_t *pid, int *port)
+{
+    char portarg[16];
+    *port = free_port();
+    snprintf(portarg, sizeof portarg, "%d", *port);
+    *pid = fork();
+    if (*pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execlp("redis-server", "redis-server", "--port", portarg, "--bind", "127.0.0.1",
+               "--save", "", "--appendonly", "no", "--dir", s->dir, "--daemonize", "no",
+               (char *)NULL);
+        _exit(127);
+    }
+    for (uint64_t end = now_ms() + 10000; now_ms() < end; usleep(20000)) {
+        if (answers_ping(connect_tcp(*port)))
+            return 0;
+    }
+    return -1;
+}
+
+/* Requests whose replies must be the bytes redis-server sends, and
+ * whether it closes the connection after them. `as_redis` is what is sent
+ * to Redis instead when Redis cannot take the same bytes: it never answers
+ * an inline command holding a NUL (it looks for the line's end with
+ * strchr), and the reply to its array form is what the kvstore sends. */
+static const struct {
+    const char *req;
+    size_t len;
+    const char *as_redis;
+    size_t as_len;
+} redis_cases[] = {
+#define RC(s) {s, sizeof s - 1, NULL, 0}
+#define RC2(s, r) {s, sizeof s - 1, r, sizeof r - 1}
+    RC("SET \"a b\" \"c d\"\r\nGET \"a b\"\r\n"),
+    RC("SET \"abc\r\n"),
+    RC("SET \"abc\"x y\r\n"),
+    RC("SET 'a\\'b' 'c\\n'\r\nGET \"a'b\"\r\n"),
+    RC("ECHO \"\\x41\\x4g\\xzz\\n\\r\\t\\b\\a\\\\\\\"\\q\"\r\n"),
+    RC("ECHO 'a\\nb\\\\'\r\n"),
+    RC("ECHO \"\"\r\nECHO ''\r\nECHO a\"b c\"d\r\n"),
+    RC("ECHO 'abc\r\n"),
+    RC("ECHO 'a'b\r\n"),
+    RC("ECHO \"a\"\tb\r\n"),
+    RC("ECHO \"a\\\"\r\n"),
+    RC("  \t PING  \r\n\r\n"),
+    RC("*1\r\n$-0\r\n"),
+    RC("*01\r\n$4\r\nPING\r\n"),
+    RC("*1\r\n$04\r\nPING\r\n"),
+    RC("*-0\r\nPING\r\n"),
+    RC("*-1\r\nPING\r\n"),
+    RC("*0\r\nPING\r\n"),
+    RC("*+1\r\n$4\r\nPING\r\n"),
+    RC("*1\r\n$+4\r\nPING\r\n"),
+    RC("*1\r\n$-1\r\n"),
+    RC("*1\r\n$ 4\r\nPING\r\n"),
+    RC("*1\r\n$4x\r\nPING\r\n"),
+    RC("*1\r\n$0\r\n\r\n"),
+    RC("*1\r\n$4\r\nPING\r\n*2\r\n$-0\r\n"),
+    RC("*3\r\n$5\r\nFO\0OO\r\n$3\r\na\0b\r\n$1\r\nc\r\n"),
+    RC2("FOO a\0b c\r\n", "*3\r\n$3\r\nFOO\r\n$3\r\na\0b\r\n$1\r\nc\r\n"),
+#undef RC
+#undef RC2
+};
+
+static void show_bytes(const char *what, const struct bytes *b, int closed)
+{
+    printf("  %s (%s): \"", what, closed > 0 ? "closed" : closed < 0 ? "no answer" : "open");
+    for (size_t i = 0; i < b->n; i++) {
+        unsigned char ch = (unsigned char)b->p[i];
+        if (ch >= 32 && ch < 127 && ch != '\\')
+            putchar(ch);
+        else
+            printf("\\x%02x", ch);
+    }
+    printf("\"\n");
+}
+
+static int run_redis(const char *bin)
+{
+    if (system("command -v redis-server >/dev/null 2>&1")) {
+        printf("redis-server is not installed: skipped\n");
+        return 77;
+    }
+    struct server s;
+    pid_t rpid;
+    int rport;
+    server_names(&s, bin, "redis");
+    const char *extra[] = {"--pool-size", "16M", NULL};
+    if (server_start(&s, extra) || redis_start(&s, &rpid, &rport)) {
+        CHECK(0, "start %s and redis-server", bin);
+        server_cleanup(&s);
+        return 1;
+    }
+    struct bytes ours = {0}, theirs = {0};
+    for (size_t i = 0; i < sizeof redis_cases / sizeof redis_cases[0]; i++) {
+        int a = connect_unix(s.sock), b = connect_tcp(rport);
+        const char *rq = redis_cases[i].as_redis ? redis_cases[i].as_redis : redis_cases[i].req;
+        size_t rn = redis_cases[i].as_redis ? redis_cases[i].as_len : redis_cases[i].len;
+        int ca = exchange(a, redis_cases[i].req, redis_cases[i].len, &ours);
+        int cb = exchange(b, rq, rn, &theirs);
+        int same = ca >= 0 && ca == cb && ours.n == theirs.n && !memcmp(ours.p, theirs.p, ours.n);
+        CHECK(same, "case %zu answered as redis-server answers it", i);
+        if (!same) {
+            show_bytes("kvstore", &ours, ca);
+            show_bytes("redis-server", &theirs, cb);
+        }
+        if (a >= 0)
+            close(a);
+        if (b >= 0)
+            close(b);
+    }
+    free(ours.p);
+    free(theirs.p);
+    kill(rpid, SIGTERM);
+    waitpid(rpid, NULL, 0);
+    int st = server_stop(&s, SIGTERM);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "clean exit (status %d)", st);
+    server_cleanup(&s);
+    printf("kvstore redis (%s): %d passed, %d failed\n", bin, passed, failed);
+    return failed ? 1 : 0;
+}
+
+/* Reap pid within ms; a server that hangs is killed. Returns the wait
+ * status, or -1 after a hang. */
+static int reap_within(pid_t pid, int ms)
+{
+    int st;
+    for (uint64_t end = now_ms() + (uint64_t)ms; now_ms() < end; usleep(20000))
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return st;
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+/* SHUTDOWN (or SIGTERM) while clients stream pipelined SETs: the server
+ * exits 0 having closed the pool after its last thread, and the pool is
+ * sound. */
+static void shutdown_busy(const char *bin, const char *io, int by_signal)
+{
+    enum { K = 8, BATCH = 2000 };
+    struct cli c[K];
+    struct server s;
+    const char *extra[] = {"--pool-size", "64M", "--io", io, "--max-clients", "40", NULL};
+    if (server_up(&s, bin, "shutdown", extra, io))
+        return;
+    struct bytes b = {0};
+    char k[32], v[96];
+    for (int i = 0; i < BATCH; i++) {
+        snprintf(k, sizeof k, "busy:%d", i);
+        snprintf(v, sizeof v, "value-%d-%064d", i, i);
+        encode(&b, 3, (const char *[]){"SET", k, v}, NULL);
+    }
+    for (int i = 0; i < K; i++) {
+        server_cli(&s, &c[i]);
+        fcntl(c[i].fd, F_SETFL, O_NONBLOCK);
+    }
+    /* every client keeps a few pipelines in flight and never reads */
+    for (int round = 0; round < 4; round++)
+        for (int i = 0; i < K; i++)
+            if (send(c[i].fd, b.p, b.n, MSG_NOSIGNAL) < 0 && errno != EAGAIN)
+                break;
+    struct cli ctl;
+    server_cli(&s, &ctl);
+    if (by_signal)
+        kill(s.pid, SIGTERM);
+    else
+        send_all(ctl.fd, "SHUTDOWN\r\n", 10);
+    int st = reap_within(s.pid, 30000);
+    s.pid = 0;
+    CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "%s: %s mid-pipeline: clean exit (status %d, -1: hung)",
+          io, by_signal ? "SIGTERM" : "SHUTDOWN", st);
+    CHECK(log_has(&s, "pool closed"), "%s: the pool was closed", io);
+    for (int i = 0; i < K; i++)
+        cli_close(&c[i]);
+    cli_close(&ctl);
+    free(b.p);
+    CHECK(server_check(&s) == 0, "%s: --check after the shutdown", io);
+    server_cleanup(&s);
+}
+
+/* A pool made for few threads, served by more workers than it has log
+ * slots: the start fails, and the workers that did start are stopped and
+ * the listeners closed before the pool is (no socket file is left). */
+static void failed_start(const char *bin)
+{
+    struct server s;
+    const char *small[] = {"--pool-size", "16M", "--threads", "1", NULL};
+    if (server_up(&s, bin, "slots", small, "one worker"))
+        return;
+    server_stop(&s, SIGTERM);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(s.log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(bin, bin, "--pool", s.pool, "--unix", s.sock, "--port", "0", "--threads", "100",
+              (char *)NULL);
+        _exit(127);
+    }
+    int st = reap_within(pid, 30000);
+    struct stat sb;
+    CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 1,
+          "100 workers on fewer log slots: exit 1 (status %d, -1: hung)", st);
+    CHECK(log_has(&s, "kvstore: worker"), "the failing worker is named");
+    CHECK(lstat(s.sock, &sb) && errno == ENOENT, "no socket file left after the failed start");
+    server_cleanup(&s);
+}
+
+static int run_shutdown(const char *bin)
+{
+    shutdown_busy(bin, "epoll", 0);
+    shutdown_busy(bin, "threads", 0);
+    shutdown_busy(bin, "epoll", 1);
+    shutdown_busy(bin, "threads", 1);
+    failed_start(bin);
+    printf("kvstore shutdown (%s): %d passed, %d failed\n", bin, passed, failed);
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1612,6 +2130,13 @@ int main(int argc, char **argv)
         return run_proto(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "kill"))
         return run_kill(argv[2]);
-    fprintf(stderr, "usage: kvclient proto|kill SERVER | kvclient freeport\n");
+    if (argc == 3 && !strcmp(argv[1], "fdlimit"))
+        return run_fdlimit(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "redis"))
+        return run_redis(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "shutdown"))
+        return run_shutdown(argv[2]);
+    fprintf(stderr, "usage: kvclient proto|kill|fdlimit|redis|shutdown SERVER | "
+                    "kvclient freeport\n");
     return 2;
 }
