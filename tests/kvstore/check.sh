@@ -32,17 +32,8 @@ bad() {
     printf 'FAIL %s\n' "$*"
 }
 
-start() {
-    "$server" --pool "$1" --unix "$sock" --port 0 --pool-size 32M >>"$dir/log" 2>&1 &
-    pid=$!
-    for _ in $(seq 400); do
-        [ "$(redis-cli -s "$sock" ping 2>/dev/null)" = PONG ] && return 0
-        sleep 0.05
-    done
-    echo "server did not start"
-    tail "$dir/log"
-    return 1
-}
+. "$(dirname "$0")/serve.sh"
+start() { serve "$dir/log" --pool "$1" --unix "$sock" --port 0 --pool-size 32M; }
 
 # load N FROM: N keys, every fifth with a value long enough to be an
 # object of its own

@@ -24,16 +24,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start() {
-    "$server" --pool "$pool" --unix "$sock" --port "$port" --pool-size 64M >>"$dir/log" 2>&1 &
-    pid=$!
-    for _ in $(seq 400); do
-        [ "$(redis-cli -s "$sock" ping 2>/dev/null)" = PONG ] && return 0
-        sleep 0.05
-    done
-    echo "server did not start"
-    return 1
-}
+. "$(dirname "$0")/serve.sh"
+start() { serve "$dir/log" --pool "$pool" --unix "$sock" --port "$port" --pool-size 64M; }
 
 # expect NAME WANT COMMAND...: the command's output must be WANT
 expect() {
