@@ -149,7 +149,8 @@ int txn_pool_open(const char *path, const char *layout, txn_pool **out);
  * find it, interrupted transactions recovered. */
 int txn_pool_view(const char *path, const char *layout, txn_pool **out);
 
-/* Close a pool. No transaction of any thread may be running on it.
+/* Close a pool. No transaction of any thread may be running on it, and no
+ * other call on it (txn_sync included) may be in progress.
  * Everything committed is durable (engines with deferred durability sync
  * first). Handles of the pool become invalid. */
 void txn_pool_close(txn_pool *p);
