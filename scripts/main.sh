@@ -8,7 +8,9 @@
 # and .png), the key-value store against redis-server
 # (scripts/kvbench.sh: results/kvstore.md and .png), the small-transaction
 # demo table of every engine (results/demo.txt) and the data retention
-# evaluation (scripts/retention.sh: results/retention.md and .png).
+# evaluation (scripts/retention.sh: results/retention.md and .png) and SPS
+# on every engine at PDOM 0, 1, 2 and unpadded 1, with the raw lines
+# (scripts/sps.sh: results/sps.md and .png).
 # Arguments go to report.sh (--full: the paper's sizes and durations; the
 # sweeps take their --full too).
 set -euo pipefail
@@ -39,3 +41,5 @@ mkdir -p results
     echo "(median of 31 batches of 2000 transactions)"
 } | tee results/demo.txt
 BUILD_DIR=build-release bash scripts/retention.sh # persistent data retention
+echo
+BUILD_DIR=build-release bash scripts/sps.sh --no-build $([[ " $* " == *" --full "* ]] && echo --full)
