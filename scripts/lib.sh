@@ -31,6 +31,17 @@ build() {
     cmake --build "$dir" -j"$(nproc)" ${BUILD_TARGET:+--target "$BUILD_TARGET"} >/dev/null
 }
 
+# sweep_build NOBUILD: a sweep's binaries in $BUILD_DIR (default build),
+# the whole tree built (with the packages it needs) unless NOBUILD is
+# non-empty: then they are used as they are.
+sweep_build() {
+    BUILD_DIR=${BUILD_DIR:-build}
+    if [ -z "$1" ]; then
+        ensure_deps
+        BUILD_TARGET= build "$BUILD_DIR"
+    fi
+}
+
 # built_engines DIR [engine...]: the engines the build in DIR has (its
 # engines.txt, written by CMake), those named first in their order.
 built_engines() {

@@ -32,11 +32,7 @@ while [ $# -gt 0 ]; do
 done
 
 export PMEM_IS_PMEM_FORCE=1
-BUILD_DIR=${BUILD_DIR:-build}
-if [ -z "$nobuild" ]; then
-    ensure_deps
-    BUILD_TARGET= build "$BUILD_DIR"
-fi
+sweep_build "$nobuild"
 [ -n "$engines" ] || engines=$(built_engines "$BUILD_DIR" none undo redo cow incll pmdk)
 mkdir -p results
 json=results/sps.json

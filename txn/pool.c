@@ -251,8 +251,9 @@ static void scan_slot(void *arg)
             pool_problem("record %zu (type %u, %u bytes at %#llx) is not one this engine wrote",
                          i, r->type, r->len, (unsigned long long)r->addr);
     }
-    snprintf(j->why, sizeof j->why, "%s", *pool_problem_text() ? pool_problem_text()
-                                          : rc ? txn_strerror(rc) : "");
+    if (rc) /* the words stay in this thread: the caller's may be another */
+        snprintf(j->why, sizeof j->why, "%s",
+                 *pool_problem_text() ? pool_problem_text() : txn_strerror(rc));
     j->rc = rc;
 }
 

@@ -596,8 +596,7 @@ static void threads_hand(int fd)
         threads_all = c->next;
         if (c->next)
             c->next->prev = NULL;
-        conn_release(c);
-        free(c);
+        conn_free(c);
     }
     pthread_mutex_unlock(&threads_lock);
 }

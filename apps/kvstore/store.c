@@ -1111,7 +1111,8 @@ static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, unsigned *done)
                 *keys += n;
                 uint64_t len = 0;
                 for (struct node_hdr h; cur; cur = h.next) {
-                    if (txn_obj_size(o->s->p, cur) < HDR)
+                    size_t nsize = txn_obj_size(o->s->p, cur), vsize;
+                    if (nsize < HDR)
                         return refuse(TXN_E_CORRUPT, "%u-bit table, bucket %llu: node %p is "
                                       "no object", bits, (unsigned long long)j, (void *)cur);
                     if ((rc = node_hdr(o, cur, &h)))
@@ -1120,11 +1121,12 @@ static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, unsigned *done)
                         return refuse(TXN_E_CORRUPT, "%u-bit table, bucket %llu: more nodes "
                                       "than its count %llu", bits, (unsigned long long)j,
                                       (unsigned long long)n);
-                    if (h.val && txn_obj_size(o->s->p, h.val) < h.vlen)
+                    vsize = h.val ? txn_obj_size(o->s->p, h.val) : 0;
+                    if (h.val && vsize < h.vlen)
                         return refuse(TXN_E_CORRUPT, "node %p: value %p is no object of %llu "
                                       "bytes", (void *)cur, (void *)h.val,
                                       (unsigned long long)h.vlen);
-                    *bytes += obj_bytes(o->s, cur, h.val);
+                    *bytes += nsize + vsize; /* obj_bytes, from the sizes checked */
                 }
             }
         }
