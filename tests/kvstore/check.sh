@@ -121,10 +121,10 @@ for img in "${images[@]}"; do
         # a server the library refuses leaves the file as it was (one that
         # the store refuses after the library opened and recovered the
         # pool may not: docs/damage.md)
+        # (an open checks less than an inspection, e.g. no allocator run
+        # headers: a server may start on such a pool, and is stopped)
         if [ $trc = 2 ]; then
-            sout=$("$server" --pool "$img" --unix "$sock" --port 0 2>&1)
-            src=$?
-            [ $src != 0 ] && ok || bad "$img: the server opened a pool txn-pool refuses"
+            sout=$(timeout 10 "$server" --pool "$img" --unix "$sock" --port 0 2>&1)
             why=${tout#*damaged: }
             if grep -qF -- "$why" <<<"$sout"; then
                 [ "$(sha256sum <"$f")" = "$before" ] && ok ||
