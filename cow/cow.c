@@ -144,6 +144,17 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
     return P(at_load(&w->writer) == c->me ? w->copy : w->payload);
 }
 
+/* Writes land in place in our copy, or in an object of this transaction. */
+int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
+{
+    struct cow_tx *c = tx->eng;
+    struct wrap *wr = W(o);
+    int copied = at_load(&wr->writer) == c->me;
+    w->base = P(copied ? wr->copy : wr->payload);
+    w->wmode = copied || tx_is_new(tx, wr) ? TXN__W_DIRECT : TXN__W_SLOW;
+    return ENG_WAY_DROP; /* a commit moves payloads */
+}
+
 int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
 {
     char *dst = open_rw(tx, W(o));

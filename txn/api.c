@@ -1,7 +1,9 @@
 /* api.c - the front end: every call of txn.h, defined once, on the engine
  * contract (engine.h): argument checks, the pool handle and its per-thread
  * contexts, a new pool's root and meta objects, deferred actions,
- * statistics. */
+ * statistics; and the inline access path's ways (txn.h): which objects a
+ * transaction may read and write without calling the library. */
+#define TXN_NO_INLINE /* the exported txn_read, txn_write, ... are here */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -19,6 +21,77 @@
 #define DEF_ROOT 64u
 #define DEF_THREADS 64u
 #define DEF_LOG ((size_t)64 << 10)
+
+/* ---- the ways of txn.h's inline paths. A way caches an object the
+ * engine lets the inline paths reach (eng_inline); it is asked again after
+ * every call of the front end that reaches the object. At the end of a
+ * transaction each way takes the mode the engine said it keeps, or is
+ * emptied; a failed call empties them all. */
+
+static void ways_clear(struct txn *tx)
+{
+    for (unsigned i = 0; i < TXN__WAYS; i++)
+        tx->hot.way[i] = (struct txn__way){TXN__NO_OBJ, NULL, 0, TXN__W_SLOW, 0};
+}
+
+static void ways_end(struct txn *tx)
+{
+    tx->ways_move = 0;
+    for (unsigned i = 0; i < TXN__WAYS; i++) {
+        struct txn__way *w = &tx->hot.way[i];
+        if (tx->way_keep[i] < 0)
+            w->obj = TXN__NO_OBJ;
+        else
+            w->wmode = (uint8_t)tx->way_keep[i];
+    }
+}
+
+/* o's way by hash. */
+static unsigned way_index(const txn_obj *o)
+{
+    return 1 + (unsigned)((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ull >> (64 - TXN__WAY_BITS));
+}
+
+/* o (of `size` payload bytes) was just reached by a call of the front end:
+ * its way by hash, and way 0, say what the engine lets the inline paths
+ * do with it. */
+static void way_fill(struct txn *tx, txn_obj *o, size_t size)
+{
+    unsigned i = way_index(o);
+    struct txn__way *w = &tx->hot.way[i];
+    if (tx->err) {
+        ways_clear(tx);
+        return;
+    }
+    *w = (struct txn__way){TXN__NO_OBJ, NULL, size - 8, TXN__W_SLOW, 0};
+    int k = size < 8 ? ENG_WAY_NONE : eng_inline(tx, o, w);
+    if (k == ENG_WAY_NONE) {
+        w->obj = TXN__NO_OBJ;
+        if (tx->hot.way[0].obj == (const void *)o)
+            tx->hot.way[0].obj = TXN__NO_OBJ;
+        return;
+    }
+#ifdef PMTX_TRACE
+    /* the crash simulator traces every store to the pool: the library's */
+    if (w->wmode == TXN__W_DIRECT || w->wmode == TXN__W_SAVE)
+        w->wmode = TXN__W_SLOW;
+    if (k == TXN__W_DIRECT || k == TXN__W_SAVE)
+        k = TXN__W_SLOW;
+#endif
+    w->obj = o;
+    tx->ways_move |= k != w->wmode;
+    tx->way_keep[i] = tx->way_keep[0] = (signed char)k;
+    tx->hot.way[0] = *w;
+}
+
+static void way_drop(struct txn *tx, const txn_obj *o)
+{
+    struct txn__way *w = &tx->hot.way[way_index(o)];
+    if (w->obj == (const void *)o)
+        w->obj = TXN__NO_OBJ;
+    if (tx->hot.way[0].obj == (const void *)o)
+        tx->hot.way[0].obj = TXN__NO_OBJ;
+}
 
 /* ---- per-thread contexts (ctxreg.h): each holds one of the pool's
  * context indices (pmtx: a log slot) */
@@ -45,6 +118,7 @@ static void *new_ctx(void *pool, int *err)
         *err = TXN_E_NOMEM;
         return NULL;
     }
+    ways_clear(tx);
     tx->p = p;
     tx->owner = pthread_self();
     vec_init(&tx->defers, sizeof(struct tx_defer));
@@ -306,6 +380,8 @@ static struct txn *get_ctx(txn_pool *p, int *err)
 
 static void end_tx(struct txn *tx, int committed)
 {
+    if (tx->ways_move)
+        ways_end(tx);
     eng_pool_end(tx, committed);
     tx->active = 0;
     if (committed)
@@ -380,12 +456,20 @@ int txn_last_error(const txn *tx)
     return tx ? tx->err : TXN_E_INVAL;
 }
 
-/* Record the first error: after it the transaction can only abort. */
+/* Record the first error: after it the transaction can only abort, and
+ * nothing of it runs inline. */
 static int fail(struct txn *tx, int rc)
 {
     if (rc && !tx->err)
         tx->err = rc;
+    if (rc)
+        ways_clear(tx);
     return rc;
+}
+
+int txn__fail(txn *tx, int err)
+{
+    return tx ? fail(tx, err) : err;
 }
 
 static int usable(struct txn *tx)
@@ -426,46 +510,63 @@ void *txn_open(txn *tx, txn_obj *o, int mode)
     if (rc)
         return NULL;
     if (!o || (mode != TXN_RO && mode != TXN_RW) || !obj_size(tx, o)) {
-        tx->err = tx->err ? tx->err : TXN_E_INVAL;
+        fail(tx, TXN_E_INVAL);
         return NULL;
     }
-    return eng_open(tx, o, mode);
+    void *at = eng_open(tx, o, mode);
+    way_fill(tx, o, tx->last_size);
+    return at;
 }
 
-int txn_read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
+int txn__read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
 {
     int rc = usable(tx);
     if (rc)
         return rc;
     if (!dst || !range_ok(tx, o, off, n))
         return TXN_E_INVAL;
-    return eng_read(tx, o, off, dst, n);
+    rc = eng_read(tx, o, off, dst, n);
+    way_fill(tx, o, tx->last_size);
+    return rc;
 }
 
-int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
+int txn__write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
 {
     int rc = usable(tx);
     if (rc)
         return rc;
     if (!src || !range_ok(tx, o, off, n))
         return fail(tx, TXN_E_INVAL);
-    if (n == 0)
-        return 0;
-    return fail(tx, eng_write(tx, o, off, src, n));
+    if (n && (rc = fail(tx, eng_write(tx, o, off, src, n))))
+        return rc;
+    way_fill(tx, o, tx->last_size);
+    return 0;
+}
+
+/* The documented calls as functions, for what cannot use txn.h's inline
+ * ones (bindings); C programs get those. */
+int txn_read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
+{
+    return txn__read(tx, o, off, dst, n);
+}
+
+int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
+{
+    return txn__write(tx, o, off, src, n);
 }
 
 int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v)
 {
     if (off % 8)
         return TXN_E_INVAL;
-    return txn_read(tx, o, off, v, sizeof *v);
+    return txn__read(tx, o, off, v, sizeof *v);
 }
 
 int txn_write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v)
 {
     if (off % 8)
-        return tx ? fail(tx, TXN_E_INVAL) : TXN_E_INVAL;
-    return txn_write(tx, o, off, &v, sizeof v);
+        return txn__fail(tx, TXN_E_INVAL);
+    return txn__write(tx, o, off, &v, sizeof v);
 }
 
 int txn_alloc(txn *tx, size_t n, txn_obj **out)
@@ -488,6 +589,7 @@ int txn_free(txn *tx, txn_obj *o)
     if (!o || o == eng_pool_root(tx->p) || o == eng_pool_meta(tx->p))
         return TXN_E_INVAL;
     tx->last_obj = NULL; /* pmdk releases the transaction's own at once */
+    way_drop(tx, o);
     return eng_free(tx, o);
 }
 

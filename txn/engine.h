@@ -57,9 +57,10 @@
  * its crash-simulator arguments) and may hold barriers.h, the barrier
  * formula of its commit and abort that tests/barrier_counts.c checks.
  *
- * eng_begin, eng_sync, eng_obj_blocks and eng_read have defaults in
- * engine_defaults.c (nothing at begin, durable at commit, one block per
- * object, reads through eng_open): an engine defines them only to differ.
+ * eng_begin, eng_sync, eng_obj_blocks, eng_read and eng_inline have
+ * defaults in engine_defaults.c (nothing at begin, durable at commit, one
+ * block per object, reads through eng_open, nothing inline): an engine
+ * defines them only to differ.
  */
 #ifndef PMTX_ENGINE_H
 #define PMTX_ENGINE_H
@@ -150,6 +151,22 @@ int eng_begin(struct txn *tx);
 /* Payload address of o (in place) and what it may be read through. */
 void *eng_open(struct txn *tx, txn_obj *o, int mode);
 
+/* How txn.h's inline paths may reach o in the running transaction, asked
+ * by the front end after each of its calls that reached o (w->size is o's
+ * payload size). Returns ENG_WAY_NONE (every access calls the engine; the
+ * default), or, having set w->base (the payload as the transaction reads
+ * it), w->wmode (TXN__W_*: SLOW, or what a write does inline) and
+ * w->filtered (reads of words the filter marks need eng_read): ENG_WAY_DROP
+ * (for this transaction only) or the TXN__W_* mode the way keeps for the
+ * thread's later transactions, with the same base (objects freed by the
+ * thread are dropped). The answer holds until the engine's next call on
+ * o, or the transaction's end or first error; an engine whose call on one
+ * object changes what is right for another (none does today) must not
+ * answer for that other one. */
+#define ENG_WAY_NONE (-1)
+#define ENG_WAY_DROP (-2)
+int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w);
+
 /* Bounds are checked by the caller: off + n <= payload size. */
 int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n);
 int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src,
@@ -181,5 +198,13 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs,
 
 /* Check a record before recovery writes anything (TXN_E_CORRUPT). */
 int eng_rec_valid(txn_pool *p, const struct log_rec *r);
+
+/* Recovery of logs that are not log.c's (redo1 writes its own into the
+ * slots' segment chains): after the slots' records were recovered, before
+ * the allocator is opened. Must leave what it recovered durable, add the
+ * slots it settled to p->recovered_slots, and check everything it relies
+ * on before writing anything (TXN_E_CORRUPT, with pool_problem()). The
+ * default has nothing to do. */
+int eng_recover_logs(txn_pool *p);
 
 #endif

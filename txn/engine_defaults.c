@@ -34,3 +34,19 @@ __attribute__((weak)) int eng_read(struct txn *tx, txn_obj *o, size_t off, void 
     memcpy(dst, (char *)eng_open(tx, o, TXN_RO) + off, n);
     return 0;
 }
+
+/* Every access calls the engine. */
+__attribute__((weak)) int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
+{
+    (void)tx;
+    (void)o;
+    (void)w;
+    return ENG_WAY_NONE;
+}
+
+/* The slots' logs are log.c's: pool.c recovered them. */
+__attribute__((weak)) int eng_recover_logs(txn_pool *p)
+{
+    (void)p;
+    return 0;
+}

@@ -56,10 +56,8 @@ struct pm_counters {
  * a counter update is one TLS-relative add, not a __tls_get_addr call */
 #define PM_TLS __thread __attribute__((tls_model("initial-exec")))
 extern PM_TLS struct pm_counters pm_ctr;
-/* Bytes stored to pools by inline paths of a public engine header
- * (incll.h), which cannot reach pm_ctr: exported, and counted in
- * txn_stats.bytes_stored. */
-extern PM_TLS uint64_t txn__stored_inline;
+/* txn__stored_inline (txn.h): bytes stored by the inline paths of txn.h
+ * and of a public engine header (incll.h), counted in txn_stats. */
 
 /* Settings read once from the environment (persist_init). */
 struct pm_config {

@@ -113,6 +113,8 @@ int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
  * for every write-back in flight, so interleaving them serialises both. */
 void tx_apply_allocs(struct txn *tx, int flush)
 {
+    if (!tx->allocs.n && !tx->frees.n)
+        return;
     for (size_t i = 0; i < tx->allocs.n; i++) {
         struct tx_block *b = vec_at(&tx->allocs, i);
         alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 0);

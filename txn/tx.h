@@ -19,16 +19,20 @@ struct tx_block {
     size_t size; /* usable bytes */
 };
 
-/* One per (thread, pool); `struct txn` of txn.h: the front end's fields
- * (api.c), then those of pmtx's pool format (pool.c, tx.c), which an
- * engine with a format of its own leaves zero. */
+/* One per (thread, pool); `struct txn` of txn.h: the part txn.h's inline
+ * paths read, the front end's fields (api.c), then those of pmtx's pool
+ * format (pool.c, tx.c), which an engine with a format of its own leaves
+ * zero. */
 struct txn {
+    struct txn__hot hot;      /* first: txn.h casts a txn * to it */
     txn_pool *p;
     pthread_t owner;          /* the thread it belongs to */
     struct txn *next_ctx;     /* pool's list */
     unsigned slot_idx;        /* context index, < p->max_ctx: its log slot */
     int active;
     int err;                  /* first error of the running transaction */
+    signed char way_keep[TXN__WAYS]; /* per way: eng_inline's answer */
+    int ways_move;            /* a way's mode changes at the end */
     const txn_obj *last_obj;  /* the object last checked, and its size */
     size_t last_size;
     struct vec defers;        /* struct tx_defer */

@@ -152,6 +152,19 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
     return o;
 }
 
+/* Writes store in place once nothing is left to log: a block of this
+ * transaction, or an object logged whole whose record a barrier covered. */
+int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
+{
+    struct undo_tx *u = tx->eng;
+    uint64_t *whole = u->whole.n && !u->unfenced ? addrmap_find(&u->whole, (uint64_t)(uintptr_t)o)
+                                                  : NULL;
+    int mine = tx_is_new(tx, o);
+    w->base = (char *)o;
+    w->wmode = (whole && *whole) || mine ? TXN__W_DIRECT : TXN__W_SLOW;
+    return mine ? ENG_WAY_DROP : TXN__W_SLOW;
+}
+
 int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
 {
     struct undo_tx *u = tx->eng;

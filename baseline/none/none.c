@@ -1,28 +1,26 @@
 /* none.c - the zero line: the same API with no persistence at all.
  *
- * Writes store in place; the old bytes are kept in DRAM only so that
- * txn_abort() can restore them. Nothing is logged to the pool, flushed or
- * fenced, and nothing survives a crash intact (a clean close does keep the
- * data, since the pool file is still a shared mapping).
+ * Writes store in place; the old bytes go to the DRAM write log (wlog.h)
+ * only so that txn_abort() can restore them: txn.h's inline paths append
+ * a word's old bytes there and store (TXN__W_SAVE), and writes to blocks
+ * the transaction allocated store directly. Nothing is logged to the pool,
+ * flushed or fenced, and nothing survives a crash intact (a clean close
+ * does keep the data, since the pool file is still a shared mapping).
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "engine.h"
 #include "persist.h"
+#include "wlog.h"
 
 const char eng_name[] = PMTX_ENGINE_NAME;
 const int eng_persistent = 0;
 
-struct saved {
-    char *a;
-    size_t n;
-    size_t at; /* offset of the old bytes in `bytes` */
-};
+#define FIRST_LOG_WORDS 4096u
 
 struct none_tx {
-    struct vec saved; /* struct saved */
-    struct vec bytes; /* char */
+    struct wlog wl;  /* old bytes, in the order of the writes */
+    struct vec undo; /* const uint64_t *: entries, for abort to walk back */
 };
 
 size_t eng_obj_size(txn_pool *p, const txn_obj *o)
@@ -33,10 +31,11 @@ size_t eng_obj_size(txn_pool *p, const txn_obj *o)
 int eng_tx_init(struct txn *tx)
 {
     struct none_tx *t = calloc(1, sizeof *t);
-    if (!t)
+    if (!t || wlog_init(tx, &t->wl, FIRST_LOG_WORDS)) {
+        free(t);
         return TXN_E_NOMEM;
-    vec_init(&t->saved, sizeof(struct saved));
-    vec_init(&t->bytes, 1);
+    }
+    vec_init(&t->undo, sizeof(const uint64_t *));
     tx->eng = t;
     return 0;
 }
@@ -44,17 +43,10 @@ int eng_tx_init(struct txn *tx)
 void eng_tx_fini(struct txn *tx)
 {
     struct none_tx *t = tx->eng;
-    vec_free(&t->saved);
-    vec_free(&t->bytes);
+    wlog_free(&t->wl);
+    vec_free(&t->undo);
     free(t);
     tx->eng = NULL;
-}
-
-int eng_begin(struct txn *tx)
-{
-    struct none_tx *t = tx->eng;
-    t->saved.n = t->bytes.n = 0;
-    return 0;
 }
 
 void *eng_open(struct txn *tx, txn_obj *o, int mode)
@@ -64,24 +56,20 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
     return o;
 }
 
-static int save(struct none_tx *t, char *a, size_t n)
+int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
 {
-    if (vec_reserve(&t->bytes, n))
-        return TXN_E_NOMEM;
-    struct saved *s = vec_push(&t->saved);
-    if (!s)
-        return TXN_E_NOMEM;
-    *s = (struct saved){a, n, t->bytes.n};
-    memcpy(t->bytes.a + t->bytes.n, a, n);
-    t->bytes.n += n;
-    return 0;
+    int mine = tx_is_new(tx, o);
+    w->base = (char *)o;
+    w->wmode = mine ? TXN__W_DIRECT : TXN__W_SAVE;
+    return mine ? ENG_WAY_DROP : TXN__W_SAVE;
 }
 
 int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
 {
+    struct none_tx *t = tx->eng;
     char *a = (char *)o + off;
     if (!tx_is_new(tx, o)) {
-        int rc = save(tx->eng, a, n);
+        int rc = wlog_append(tx, &t->wl, a, a, n);
         if (rc)
             return rc;
     }
@@ -105,17 +93,45 @@ int eng_free(struct txn *tx, txn_obj *o)
 
 int eng_commit(struct txn *tx)
 {
+    struct none_tx *t = tx->eng;
     tx_apply_allocs(tx, 0);
+    wlog_rewind(tx, &t->wl);
     return 0;
 }
 
+static void restore(const uint64_t *p)
+{
+    struct wl_ent e;
+    wlog_next(p, &e);
+    pm_memcpy(e.addr, e.bytes, e.len);
+}
+
+/* The old bytes back, newest first (entries differ in length: their
+ * starts are listed first; out of memory, each is found again from the
+ * log's start). */
 void eng_abort(struct txn *tx)
 {
     struct none_tx *t = tx->eng;
-    for (size_t i = t->saved.n; i-- > 0;) {
-        struct saved *s = vec_at(&t->saved, i);
-        pm_memcpy(s->a, t->bytes.a + s->at, s->n);
+    const uint64_t *p, *end = tx->hot.wl;
+    struct wl_ent e;
+    size_t n = 0;
+    for (p = t->wl.a; p < end; p = wlog_next(p, &e))
+        n++;
+    t->undo.n = 0;
+    if (!vec_reserve(&t->undo, n)) {
+        for (p = t->wl.a; p < end; p = wlog_next(p, &e))
+            *(const uint64_t **)vec_push(&t->undo) = p;
+        for (size_t i = n; i-- > 0;)
+            restore(*(const uint64_t **)vec_at(&t->undo, i));
+    } else {
+        for (size_t i = n; i-- > 0;) {
+            p = t->wl.a;
+            for (size_t k = 0; k < i; k++)
+                p = wlog_next(p, &e);
+            restore(p);
+        }
     }
+    wlog_rewind(tx, &t->wl);
 }
 
 int eng_rec_valid(txn_pool *p, const struct log_rec *r)

@@ -87,6 +87,16 @@ const char *txn_strerror(int err);
  * The text stays valid until the thread's next txn_pool_* call. */
 const char *txn_pool_strerror(int err);
 
+/* txn_read, txn_write and their _u64 forms are inline functions (the end
+ * of this file); the library also exports them as plain functions, for
+ * bindings that cannot use a C header. Define TXN_NO_INLINE before
+ * including this file to call those instead (to interpose them, say). */
+#ifdef TXN_NO_INLINE
+#define TXN__API
+#else
+#define TXN__API static inline
+#endif
+
 /* ---- handles */
 typedef struct txn_pool txn_pool; /* an open pool */
 typedef struct txn txn;           /* a running transaction (one per thread) */
@@ -258,18 +268,19 @@ int txn_last_error(const txn *tx);
 
 /* Copy n bytes at offset `off` of o's payload into dst, as this transaction
  * sees them (its own writes included). TXN_E_INVAL if off+n is past the
- * payload. */
-int txn_read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n);
+ * payload. Inline (see the end of this file). */
+TXN__API int txn_read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n);
 
 /* Write n bytes from src at offset `off` of o's payload. Visible to this
  * transaction at once, to others after commit, durable per Durability.
  * TXN_E_INVAL (range), TXN_E_LOGFULL / TXN_E_NOSPACE (log cannot grow),
- * TXN_E_CONFLICT (cow). After an error the transaction can only abort. */
-int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n);
+ * TXN_E_CONFLICT (cow). After an error the transaction can only abort.
+ * Inline (see the end of this file). */
+TXN__API int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n);
 
-/* 8-byte forms of txn_read/txn_write; off must be 8-byte aligned. */
-int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v);
-int txn_write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v);
+/* 8-byte forms of txn_read/txn_write; off must be 8-byte aligned. Inline. */
+TXN__API int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v);
+TXN__API int txn_write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v);
 
 /* Allocate an object with n payload bytes (zero-filled). It exists only if
  * the transaction commits; an abort or a crash before commit releases it.
@@ -323,6 +334,186 @@ void txn_stats_reset(void);
 int txn_pdom(void);
 unsigned txn_pdom_ns(void);
 const char *txn_flush_name(void);
+
+/* ---- the inline access path
+ *
+ * The common case of txn_read, txn_write and their _u64 forms runs here,
+ * in the caller: a few loads of the transaction's state, then the load or
+ * store itself with the engine's bookkeeping for it, short enough that the
+ * processor overlaps the cache misses of consecutive accesses. Anything
+ * else (an object not cached yet, bounds that fail, a log that must grow,
+ * an engine with more to do, the crash simulator's tracing) calls the
+ * library, which does what the calls above document.
+ *
+ * Everything below is private to the library: its layout is part of the
+ * library's ABI (the soname changes with it); programs never use it. */
+
+#define TXN__WAY_BITS 2 /* objects cached by hash: 1 << TXN__WAY_BITS */
+#define TXN__WAYS (1 + (1 << TXN__WAY_BITS)) /* and way 0: the last one */
+#define TXN__NO_OBJ ((const void *)~(uintptr_t)0) /* an empty way's obj */
+
+/* How a cached object's writes are done inline. */
+#define TXN__W_SLOW 0   /* call the library */
+#define TXN__W_DIRECT 1 /* store in place; nothing to record */
+#define TXN__W_SAVE 2   /* record (address, old word) in the write log, store */
+#define TXN__W_LOG 3    /* record (address, new word) and its filter bit */
+
+/* One cached object: accessible inline until the library refills the way
+ * or the transaction ends or fails. */
+struct txn__way {
+    const void *obj;  /* the txn_obj, or TXN__NO_OBJ */
+    char *base;       /* its payload as this transaction reads it */
+    size_t lim;       /* payload bytes - 8 (payloads have at least 8) */
+    uint8_t wmode;    /* TXN__W_* */
+    uint8_t filtered; /* a read of a word the filter marks calls the library */
+};
+
+/* The start of every transaction (`txn *` points here). */
+struct txn__hot {
+    struct txn__way way[TXN__WAYS];
+    uint64_t *wl;     /* the write log: next free word */
+    uint64_t *wl_end; /* while wl < wl_end there is room for a word entry */
+    uint64_t *filter; /* a bit per hash of the words written (TXN__W_LOG) */
+    uint64_t fmask;   /* bits of the filter - 1 */
+};
+
+/* Bytes the calling thread stored to pools inline (txn_stats). */
+extern __thread uint64_t txn__stored_inline __attribute__((tls_model("initial-exec")));
+
+/* The library's side: the documented calls, out of line. */
+int txn__read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n);
+int txn__write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n);
+int txn__fail(txn *tx, int err); /* records err as the transaction's error */
+
+/* o's way: way 0 when o is the object the library saw last, else its
+ * way by hash; NULL when o is not cached. */
+static inline struct txn__way *txn__find(struct txn__hot *h, const txn_obj *o)
+{
+    struct txn__way *w = &h->way[0];
+    if (__builtin_expect(w->obj != (const void *)o, 0)) {
+        w = &h->way[1 + ((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ull >> (64 - TXN__WAY_BITS))];
+        if (w->obj != (const void *)o)
+            return (struct txn__way *)0;
+    }
+    return w;
+}
+
+/* The filter bit of the word at a. */
+static inline uint64_t txn__bit(const struct txn__hot *h, const void *a)
+{
+    return (uint64_t)(uintptr_t)a >> 3 & h->fmask;
+}
+
+/* Whether a word of [a, a+n) may have been written (TXN__W_LOG): reads
+ * must then see the write log. Ranges past 64 bytes are left to the
+ * library. */
+static inline int txn__written(const struct txn__hot *h, const char *a, size_t n)
+{
+    if (n > 64)
+        return 1;
+    const char *end = a + n;
+    for (a = (const char *)((uintptr_t)a & ~(uintptr_t)7); a < end; a += 8) {
+        uint64_t i = txn__bit(h, a);
+        if (h->filter[i >> 6] >> (i & 63) & 1)
+            return 1;
+    }
+    return 0;
+}
+
+#ifndef TXN_NO_INLINE
+static inline int txn_read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
+{
+    struct txn__hot *h = (struct txn__hot *)tx;
+    const struct txn__way *w;
+    if (h && dst && (w = txn__find(h, o)) && n <= w->lim + 8 && off <= w->lim + 8 - n) {
+        const char *a = w->base + off;
+        if (!w->filtered || !txn__written(h, a, n)) {
+            __builtin_memcpy(dst, a, n);
+            return 0;
+        }
+    }
+    return txn__read(tx, o, off, dst, n);
+}
+
+static inline int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v)
+{
+    struct txn__hot *h = (struct txn__hot *)tx;
+    const struct txn__way *w;
+    if (off & 7)
+        return TXN_E_INVAL;
+    if (h && v && (w = txn__find(h, o)) && off <= w->lim) {
+        const char *a = w->base + off;
+        if (!w->filtered || !txn__written(h, a, 8)) {
+            __builtin_memcpy(v, a, 8);
+            return 0;
+        }
+    }
+    return txn__read(tx, o, off, v, 8);
+}
+
+/* The inline write of the 8 bytes at src to a, an aligned word of w's
+ * object: 0 when done, else the library must do it. */
+static inline int txn__write_word(struct txn__hot *h, const struct txn__way *w, char *a,
+                                  const void *src)
+{
+    uint64_t *e = h->wl;
+    if (w->wmode == TXN__W_SAVE) {
+        if (e >= h->wl_end)
+            return 1;
+        e[0] = (uint64_t)(uintptr_t)a;
+        __builtin_memcpy(&e[1], a, 8);
+        __builtin_memcpy(a, src, 8);
+        h->wl = e + 2;
+        txn__stored_inline += 8;
+        return 0;
+    }
+    if (w->wmode == TXN__W_LOG) {
+        if (e >= h->wl_end)
+            return 1;
+        uint64_t i = txn__bit(h, a);
+        e[0] = (uint64_t)(uintptr_t)a;
+        __builtin_memcpy(&e[1], src, 8);
+        h->wl = e + 2;
+        h->filter[i >> 6] |= 1ull << (i & 63);
+        return 0;
+    }
+    if (w->wmode == TXN__W_DIRECT) {
+        __builtin_memcpy(a, src, 8);
+        txn__stored_inline += 8;
+        return 0;
+    }
+    return 1;
+}
+
+static inline int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
+{
+    struct txn__hot *h = (struct txn__hot *)tx;
+    const struct txn__way *w;
+    if (h && src && (w = txn__find(h, o)) && n <= w->lim + 8 && off <= w->lim + 8 - n) {
+        char *a = w->base + off;
+        if (n == 8 && !(off & 7)) {
+            if (!txn__write_word(h, w, a, src))
+                return 0;
+        } else if (w->wmode == TXN__W_DIRECT) {
+            __builtin_memcpy(a, src, n);
+            txn__stored_inline += n;
+            return 0;
+        }
+    }
+    return txn__write(tx, o, off, src, n);
+}
+
+static inline int txn_write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v)
+{
+    struct txn__hot *h = (struct txn__hot *)tx;
+    const struct txn__way *w;
+    if (off & 7)
+        return txn__fail(tx, TXN_E_INVAL);
+    if (h && (w = txn__find(h, o)) && off <= w->lim && !txn__write_word(h, w, w->base + off, &v))
+        return 0;
+    return txn__write(tx, o, off, &v, 8);
+}
+#endif /* TXN_NO_INLINE */
 
 #ifdef __cplusplus
 }
