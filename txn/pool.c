@@ -368,6 +368,8 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
     p->open_recs = recs;
     rc = recover(p, recs);
     p->open_recs = NULL;
+    if (!rc)
+        rc = eng_recover_logs(p);
     if (rc || (rc = alloc_open(p, &segs)))
         goto done;
     pm_store64(&p->hdr->boot, p->hdr->boot + 1);

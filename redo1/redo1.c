@@ -1,0 +1,1000 @@
+/* redo1.c - a redo log with one persist barrier per transaction.
+ *
+ * Writes go to the transaction's write log in DRAM (wlog.h): txn.h's
+ * inline paths append (address, new word) and set the word's bit in a
+ * DRAM filter, and a read of a word whose bit is set looks the log up;
+ * other reads are plain loads. At commit the log is copied into the
+ * slot's persistent log as one or more parts, each with a checksum,
+ * flushed, and fenced ONCE: the transaction is durable. Then it is applied
+ * in place; the lines it changed are flushed at the slot's next commit
+ * and become durable at that commit's barrier. No commit record and no
+ * second barrier: a part is valid when its checksum holds, and a
+ * transaction is committed when all its parts are valid.
+ *
+ * Transactions take versions from one counter per pool, in the order
+ * their commits begin: a transaction that depends on another (it took a
+ * lock the other released after its commit) has a higher version. Each
+ * log carries a watermark: every transaction of version <= watermark had
+ * its data durable when the log's barrier completed. Recovery replays, in
+ * version order, the committed logs above the highest watermark it finds.
+ *
+ * Crash invariants
+ *  Q1 Nothing in place changes before the transaction's whole log is
+ *     durable: its parts are written and flushed, then barrier (1), then
+ *     the log is applied.
+ *  Q2 A transaction is committed iff every part of its log is valid
+ *     (magic, checksum over head and entries): a torn log reads as
+ *     uncommitted, and nothing of it was applied (Q1).
+ *  Q3 Blocks allocated by the transaction are written in place, and
+ *     their contents go into the log whole (an ALLOC record, then a range
+ *     of the block): a valid log may reach the media before (1) completes,
+ *     and recovery then writes them from it. When they exceed NEW_LOGGED
+ *     bytes they are flushed and fenced instead, before the parts are
+ *     written: barrier (0). Their allocator bits are set only when the
+ *     log is applied, so a crash before it leaves them free.
+ *  Q4 A slot's log space is a ring over its chain of segments; a segment
+ *     is written over only when every part in it has a version at most the
+ *     watermark of the slot's latest durable log. So every log of a version
+ *     above some durable watermark is still in its ring, and replaying
+ *     the committed logs above the highest watermark in version order
+ *     gives each location its last committed value.
+ *  Q5 A watermark W in the log of version v claims only what was durable
+ *     when it was taken, before v's parts were written, so a valid part
+ *     tells the truth whether its barrier completed or not: W is below
+ *     every slot's `low` (its own included) and below v. A slot whose
+ *     `low` holds the watermarks back is helped (its pending lines
+ *     flushed by this thread under its lock, made durable by this
+ *     barrier, its `low` cleared after it): later watermarks pass it.
+ *  Q6 A slot's `low` is at most the version of any of its transactions
+ *     whose data may not be durable, from before the version is taken
+ *     (set under the slot's lock, before the counter's increment) until
+ *     a barrier after its lines were flushed; its transactions below
+ *     `low` are durable (0: all of them).
+ *  Q7 Versions are never reused: the pool header's floor word holds at
+ *     least every version found in a valid part at the last recovery, or
+ *     the counter when the last context of the pool ended, and the counter
+ *     starts there.
+ *  Q8 Replay is idempotent (stores of logged bytes, allocator bits set
+ *     or cleared), and the floor is raised only after its barrier: a crash
+ *     during recovery recovers again.
+ *  Q9 A block a transaction frees goes back to the allocator only once
+ *     the slot's durable watermark has passed the transaction: until then
+ *     recovery may replay its FREE record, which must not undo what a
+ *     later owner of the space made durable outside any log (a run's
+ *     format, a large block's chunk entries).
+ *
+ * Barriers of a commit, whatever the number of writes: (1). Read-only: 0.
+ * Abort: 0. One more, (0), when the blocks it allocated exceed NEW_LOGGED
+ * bytes (Q3), and one when the ring grows into a new heap chunk (the
+ * chunk table entry, alloc_log_chunk). A context's end: 1 (its pending
+ * lines); the pool's last context: 1 more (the floor).
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomics.h"
+#include "engine.h"
+#include "persist.h"
+#include "redo1_log.h"
+#include "wlog.h"
+
+const char eng_name[] = PMTX_ENGINE_NAME;
+const int eng_persistent = 1;
+
+#define W_FLOOR 0                        /* pool_hdr.eng_words */
+#define SEG_DATA 64u                     /* parts start after the seg_hdr */
+#define FIRST_LOG_WORDS 1024u
+#define FILTER_PER_WORD 4u /* filter bits per word of the DRAM log */
+#define MIN_PART 256u      /* a segment with less room left is not begun */
+#define NEW_LOGGED 4096u   /* Q3: new blocks' bytes logged, not fenced */
+
+/* ---- per-pool state (volatile) */
+
+/* A segment of a slot's chain, in chain order. */
+struct seg {
+    char *at;     /* its seg_hdr */
+    size_t cap;   /* bytes after it */
+    uint64_t top; /* highest version of a part written in it, this open */
+};
+
+/* A range whose lines a transaction changed: flushed at the next commit. */
+struct range {
+    char *a;
+    size_t n;
+    int meta; /* allocator metadata of the block a, n */
+};
+
+struct rslot {
+    _Alignas(64) _Atomic uint64_t low; /* Q6; 0: nothing pending */
+    atomic_int busy;                   /* its commit, or a helper, runs */
+    struct vec segs;                   /* struct seg */
+    size_t cur, off;                   /* where the next part goes */
+    uint64_t water;                    /* of its latest durable log */
+    struct vec pend;                   /* struct range: its latest lines */
+    struct vec held;                   /* struct held: freed, not yet given
+                                          back (Q9), oldest first */
+    size_t held_head;                  /* of the first still held */
+};
+
+/* A block freed by the transaction of version v. */
+struct held {
+    void *blk;
+    uint64_t v;
+};
+
+struct rpool {
+    _Alignas(64) _Atomic uint64_t clock; /* the last version taken */
+    atomic_uint hi;                      /* slots used: highest index + 1 */
+    unsigned nslots, users;
+    struct rslot *slots;
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* p->eng's life */
+
+/* Per context. */
+struct rtx {
+    struct rpool *st;
+    struct rslot *sl;
+    struct wlog wl;        /* the transaction's writes, new bytes */
+    uint64_t *filter;      /* bits of the words written (txn.h) */
+    size_t fbits;
+    struct vec helped;     /* struct rslot *: slots whose lines we flushed */
+    struct vec image;      /* char: the parts, built in DRAM */
+};
+
+static uint64_t *floor_word(txn_pool *p)
+{
+    return &p->hdr->eng_words[W_FLOOR];
+}
+
+static void slot_free(struct rslot *sl)
+{
+    vec_free(&sl->segs);
+    vec_free(&sl->pend);
+    vec_free(&sl->held);
+}
+
+/* Q9: the blocks freed by transactions of version <= water, back to the
+ * allocator through cache c. */
+static void release_held(txn_pool *p, struct rslot *sl, struct alloc_cache *c, uint64_t water)
+{
+    while (sl->held_head < sl->held.n) {
+        struct held *h = vec_at(&sl->held, sl->held_head);
+        if (h->v > water)
+            break;
+        alloc_release(p, c, h->blk);
+        sl->held_head++;
+    }
+    if (sl->held_head == sl->held.n)
+        sl->held.n = sl->held_head = 0;
+}
+
+/* The slot's segments, from its chain (built at its first use). */
+static int slot_segments(txn_pool *p, struct rslot *sl, size_t idx)
+{
+    if (sl->segs.n)
+        return 0;
+    struct seg_hdr *sh = (struct seg_hdr *)((char *)pool_slot(p, idx) + sizeof(struct slot_hdr));
+    size_t cap = p->hdr->slot_size - sizeof(struct slot_hdr) - SEG_DATA;
+    for (;;) {
+        struct seg *s = vec_push(&sl->segs);
+        if (!s)
+            return TXN_E_NOMEM;
+        *s = (struct seg){(char *)sh, cap, 0};
+        if (!sh->next)
+            return 0;
+        sh = (struct seg_hdr *)(uintptr_t)sh->next;
+        cap = CHUNK_SIZE - SEG_DATA;
+    }
+}
+
+static struct rpool *state_get(txn_pool *p)
+{
+    pthread_mutex_lock(&g_lock);
+    struct rpool *st = p->eng;
+    if (!st && (st = calloc(1, sizeof *st))) {
+        st->nslots = p->max_ctx;
+        st->slots = aligned_alloc(64, st->nslots * sizeof *st->slots);
+        if (!st->slots) {
+            free(st);
+            st = NULL;
+        } else {
+            memset(st->slots, 0, st->nslots * sizeof *st->slots);
+            for (unsigned i = 0; i < st->nslots; i++) {
+                vec_init(&st->slots[i].segs, sizeof(struct seg));
+                vec_init(&st->slots[i].pend, sizeof(struct range));
+                vec_init(&st->slots[i].held, sizeof(struct held));
+            }
+            atomic_store(&st->clock, *floor_word(p)); /* Q7 */
+            p->eng = st;
+        }
+    }
+    if (st)
+        st->users++;
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+/* The last context is gone: every slot's lines were made durable by its
+ * context's end, so every version taken is settled (Q7). */
+static void state_put(txn_pool *p, struct rpool *st)
+{
+    pthread_mutex_lock(&g_lock);
+    if (--st->users == 0) {
+        pm_store64(floor_word(p), atomic_load(&st->clock));
+        pm_persist(floor_word(p), 8);
+        struct alloc_cache *c = calloc(1, sizeof *c);
+        for (unsigned i = 0; i < st->nslots; i++) {
+            if (c) /* settled by the floor; out of memory, back at the next open */
+                release_held(p, &st->slots[i], c, UINT64_MAX);
+            slot_free(&st->slots[i]);
+        }
+        if (c)
+            alloc_cache_drain(p, c);
+        free(c);
+        free(st->slots);
+        free(st);
+        p->eng = NULL;
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* ---- objects */
+
+size_t eng_obj_size(txn_pool *p, const txn_obj *o)
+{
+    return tx_block_payload(p, o, 0);
+}
+
+void *eng_open(struct txn *tx, txn_obj *o, int mode)
+{
+    (void)tx;
+    (void)mode;
+    return o;
+}
+
+/* Reads inline unless the filter marks the word; writes append to the
+ * DRAM log, or store in place in a block of this transaction (Q3). */
+int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
+{
+    int mine = tx_is_new(tx, o);
+    w->base = (char *)o;
+    w->wmode = mine ? TXN__W_DIRECT : TXN__W_LOG;
+    w->filtered = !mine;
+    return mine ? ENG_WAY_DROP : TXN__W_LOG;
+}
+
+/* ---- contexts */
+
+static int filter_make(struct txn *tx, struct rtx *t, size_t bits)
+{
+    uint64_t *f = calloc(bits / 64, 8);
+    if (!f)
+        return TXN_E_NOMEM;
+    free(t->filter);
+    t->filter = f;
+    t->fbits = bits;
+    tx->hot.filter = f;
+    tx->hot.fmask = bits - 1;
+    return 0;
+}
+
+static void mark(uint64_t *f, size_t fmask, const char *a, size_t n)
+{
+    for (uintptr_t w = (uintptr_t)a & ~(uintptr_t)7; w < (uintptr_t)a + n; w += 8) {
+        uint64_t i = (uint64_t)w >> 3 & fmask;
+        f[i >> 6] |= 1ull << (i & 63);
+    }
+}
+
+/* The filter covers the log at FILTER_PER_WORD bits a word: grown (and
+ * made again from the log) when the log grew past it. */
+static int filter_fit(struct txn *tx, struct rtx *t)
+{
+    size_t bits = t->fbits;
+    while (bits < t->wl.cap * FILTER_PER_WORD)
+        bits *= 2;
+    if (bits == t->fbits)
+        return 0;
+    int rc = filter_make(tx, t, bits);
+    if (rc)
+        return rc;
+    struct wl_ent e;
+    for (const uint64_t *p = t->wl.a; p < tx->hot.wl;) {
+        p = wlog_next(p, &e);
+        if (!e.type)
+            mark(t->filter, bits - 1, e.addr, e.len);
+    }
+    return 0;
+}
+
+int eng_tx_init(struct txn *tx)
+{
+    struct rtx *t = calloc(1, sizeof *t);
+    if (!t)
+        return TXN_E_NOMEM;
+    vec_init(&t->helped, sizeof(struct rslot *));
+    vec_init(&t->image, 1);
+    t->st = state_get(tx->p);
+    int rc = t->st ? 0 : TXN_E_NOMEM;
+    if (!rc) {
+        t->sl = &t->st->slots[tx->slot_idx];
+        rc = slot_segments(tx->p, t->sl, tx->slot_idx);
+    }
+    if (!rc)
+        rc = wlog_init(tx, &t->wl, FIRST_LOG_WORDS);
+    if (!rc)
+        rc = filter_make(tx, t, FIRST_LOG_WORDS * FILTER_PER_WORD);
+    if (rc) {
+        if (t->st)
+            state_put(tx->p, t->st);
+        wlog_free(&t->wl);
+        free(t->filter);
+        free(t);
+        return rc;
+    }
+    unsigned hi = atomic_load(&t->st->hi);
+    while (hi <= tx->slot_idx && !atomic_compare_exchange_weak(&t->st->hi, &hi, tx->slot_idx + 1))
+        ;
+    tx->eng = t;
+    return 0;
+}
+
+/* Flush the lines of sl's latest transaction (its commit's, or a
+ * helper's, barrier makes them durable). */
+static void flush_pending(txn_pool *p, struct rslot *sl)
+{
+    for (size_t i = 0; i < sl->pend.n; i++) {
+        struct range *r = vec_at(&sl->pend, i);
+        if (r->meta)
+            alloc_flush_meta(p, (uint64_t)(uintptr_t)r->a, r->n);
+        else
+            pm_flush(r->a, r->n);
+    }
+    sl->pend.n = 0;
+}
+
+static void lock_slot(struct rslot *sl)
+{
+    while (atomic_exchange_explicit(&sl->busy, 1, memory_order_acquire))
+        while (atomic_load_explicit(&sl->busy, memory_order_relaxed))
+            __builtin_ia32_pause();
+}
+
+static void unlock_slot(struct rslot *sl)
+{
+    atomic_store_explicit(&sl->busy, 0, memory_order_release);
+}
+
+/* The slot is given back: its lines durable, nothing of it pending. */
+void eng_tx_fini(struct txn *tx)
+{
+    struct rtx *t = tx->eng;
+    struct rslot *sl = t->sl;
+    lock_slot(sl);
+    if (sl->pend.n) {
+        flush_pending(tx->p, sl);
+        pm_barrier();
+    }
+    atomic_store(&sl->low, 0);
+    unlock_slot(sl);
+    state_put(tx->p, t->st);
+    wlog_free(&t->wl);
+    free(t->filter);
+    vec_free(&t->helped);
+    vec_free(&t->image);
+    free(t);
+    tx->eng = NULL;
+}
+
+/* ---- reads and writes */
+
+/* Whether the filter marks a word of [a, a+n). */
+static int marked(const struct rtx *t, const char *a, size_t n)
+{
+    for (uintptr_t w = (uintptr_t)a & ~(uintptr_t)7; w < (uintptr_t)a + n; w += 8) {
+        uint64_t i = (uint64_t)w >> 3 & (t->fbits - 1);
+        if (t->filter[i >> 6] >> (i & 63) & 1)
+            return 1;
+    }
+    return 0;
+}
+
+/* [a, a+n) as this transaction wrote it: the bytes in place, then every
+ * entry of the log over them, oldest first. */
+int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
+{
+    struct rtx *t = tx->eng;
+    char *a = (char *)o + off;
+    memcpy(dst, a, n);
+    if (tx->hot.wl == t->wl.a || !marked(t, a, n) || tx_is_new(tx, o))
+        return 0;
+    pm_ctr.raw_lookups++;
+    struct wl_ent e;
+    for (const uint64_t *p = t->wl.a; p < tx->hot.wl;) {
+        p = wlog_next(p, &e);
+        if (e.type || e.addr >= a + n || e.addr + e.len <= a)
+            continue;
+        char *lo = e.addr > a ? e.addr : a;
+        char *hi = e.addr + e.len < a + n ? e.addr + e.len : a + n;
+        memcpy((char *)dst + (lo - a), (const char *)e.bytes + (lo - e.addr), (size_t)(hi - lo));
+    }
+    return 0;
+}
+
+int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
+{
+    struct rtx *t = tx->eng;
+    char *a = (char *)o + off;
+    if (tx_is_new(tx, o)) { /* Q3 */
+        pm_memcpy(a, src, n);
+        return 0;
+    }
+    int rc = wlog_append(tx, &t->wl, a, src, n);
+    if (!rc)
+        rc = filter_fit(tx, t);
+    if (!rc)
+        mark(t->filter, t->fbits - 1, a, n);
+    return rc;
+}
+
+static uint64_t settle(struct txn *tx, struct rtx *t, uint64_t inflight);
+
+/* A full pool may have room held back (Q9): settled, and tried again. */
+int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
+{
+    struct rtx *t = tx->eng;
+    struct tx_block b;
+    int rc = tx_reserve(tx, n, &b);
+    if (rc == TXN_E_NOSPACE) {
+        lock_slot(t->sl);
+        settle(tx, t, 0);
+        unlock_slot(t->sl);
+        rc = tx_reserve(tx, n, &b);
+    }
+    if (!rc)
+        *out = b.blk;
+    return rc;
+}
+
+int eng_free(struct txn *tx, txn_obj *o)
+{
+    return tx_mark_free(tx, o, NULL);
+}
+
+/* ---- commit */
+
+/* The filter empty again: bit by bit for a short log, else whole. */
+static void forget(struct txn *tx, struct rtx *t)
+{
+    size_t words = wlog_used(tx, &t->wl);
+    if (words > t->fbits / 16) {
+        memset(t->filter, 0, t->fbits / 8);
+    } else {
+        struct wl_ent e;
+        for (const uint64_t *p = t->wl.a; p < tx->hot.wl;) {
+            p = wlog_next(p, &e);
+            for (uintptr_t w = (uintptr_t)e.addr & ~(uintptr_t)7; w < (uintptr_t)e.addr + e.len;
+                 w += 8) {
+                uint64_t i = (uint64_t)w >> 3 & (t->fbits - 1);
+                t->filter[i >> 6] &= ~(1ull << (i & 63));
+            }
+        }
+    }
+    wlog_rewind(tx, &t->wl);
+}
+
+/* Q5: the watermark of version v's log: below every slot's `low`. The
+ * slots that hold it at or below `want` (the versions the ring must get
+ * past to move on) are helped when their lock can be had without waiting,
+ * so that the next watermark passes them. */
+static uint64_t watermark(struct txn *tx, struct rtx *t, uint64_t v, uint64_t want)
+{
+    struct rpool *st = t->st;
+    uint64_t water = v - 1;
+    unsigned hi = atomic_load(&st->hi);
+    t->helped.n = 0;
+    for (unsigned i = 0; i < hi; i++) {
+        struct rslot *s = &st->slots[i];
+        uint64_t low = atomic_load(&s->low);
+        if (!low)
+            continue;
+        if (low - 1 < water)
+            water = low - 1;
+        if (s == t->sl || low > want ||
+            atomic_exchange_explicit(&s->busy, 1, memory_order_acquire))
+            continue;
+        struct rslot **h = vec_push(&t->helped);
+        if (h && atomic_load(&s->low) == low) {
+            *h = s;
+            flush_pending(tx->p, s);
+        } else {
+            if (h)
+                t->helped.n--;
+            unlock_slot(s);
+        }
+    }
+    return water;
+}
+
+/* The next segment this slot may write over (Q4), growing the chain when
+ * none may. Its top becomes v. */
+static int reuse_segment(struct rslot *sl, uint64_t v)
+{
+    size_t n = sl->segs.n;
+    for (size_t k = 1; k <= n; k++) {
+        size_t i = (sl->cur + k) % n;
+        struct seg *s = vec_at(&sl->segs, i);
+        if (s->top <= sl->water) {
+            sl->cur = i;
+            sl->off = 0;
+            s->top = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static uint64_t settle(struct txn *tx, struct rtx *t, uint64_t inflight);
+
+static int next_segment(struct txn *tx, struct rtx *t, uint64_t v)
+{
+    struct rslot *sl = t->sl;
+    size_t n = sl->segs.n;
+    if (reuse_segment(sl, v))
+        return 0;
+    struct seg *last = vec_at(&sl->segs, n - 1), *s = vec_push(&sl->segs);
+    void *chunk;
+    if (!s)
+        return TXN_E_NOMEM;
+    int rc = alloc_log_chunk(tx->p, &chunk);
+    if (rc) {
+        sl->segs.n--;
+        if (rc == TXN_E_NOSPACE) { /* the pool is full: settle, reuse */
+            settle(tx, t, v);
+            if (reuse_segment(sl, v))
+                return 0;
+        }
+        return rc;
+    }
+    last = vec_at(&sl->segs, n - 1); /* the push may have moved it */
+    struct seg_hdr *lh = (struct seg_hdr *)last->at;
+    pm_store64(&lh->next, (uint64_t)(uintptr_t)chunk);
+    pm_flush(&lh->next, sizeof lh->next); /* durable at (1), with the part */
+    *s = (struct seg){chunk, CHUNK_SIZE - SEG_DATA, v};
+    sl->cur = n;
+    sl->off = 0;
+    return 0;
+}
+
+/* The log's entries as parts in t->image: each part a head and whole
+ * entries, cut where the slot's segments end. */
+struct cut {
+    char *at;        /* where the part goes */
+    size_t from, to; /* its entries: offsets into the entries' bytes */
+};
+
+static int place_parts(struct txn *tx, struct rtx *t, const char *ent, size_t len, uint64_t v,
+                       struct vec *cuts)
+{
+    struct rslot *sl = t->sl;
+    size_t from = 0;
+    for (;;) {
+        struct seg *s = vec_at(&sl->segs, sl->cur);
+        size_t room = s->cap > sl->off ? s->cap - sl->off : 0;
+        if (room < sizeof(struct r1_part) + (len - from < MIN_PART ? len - from : MIN_PART) ||
+            room < sizeof(struct r1_part) + 16) {
+            int rc = next_segment(tx, t, v);
+            if (rc)
+                return rc;
+            continue;
+        }
+        /* whole entries that fit */
+        size_t to = from;
+        while (to < len) {
+            size_t w = wlog_entry_words((const uint64_t *)(ent + to), (len - to) / 8) * 8;
+            if (sizeof(struct r1_part) + (to + w - from) > room)
+                break;
+            to += w;
+        }
+        if (to == from && to < len) { /* not even one: a fresh segment */
+            if (sl->off == 0 && s->cap >= CHUNK_SIZE - SEG_DATA)
+                return TXN_E_LOGFULL;
+            int rc = next_segment(tx, t, v);
+            if (rc)
+                return rc;
+            continue;
+        }
+        struct cut *c = vec_push(cuts);
+        if (!c)
+            return TXN_E_NOMEM;
+        *c = (struct cut){s->at + SEG_DATA + sl->off, from, to};
+        sl->off += (sizeof(struct r1_part) + (to - from) + 63) & ~(size_t)63;
+        s->top = v;
+        from = to;
+        if (from == len)
+            return 0;
+    }
+}
+
+/* Write and flush the parts of version v (not fenced). */
+static void write_parts(const char *ent, const struct vec *cuts, uint64_t v, uint64_t water)
+{
+    for (size_t i = 0; i < cuts->n; i++) {
+        const struct cut *c = vec_at(cuts, i);
+        struct r1_part h = {R1_PART_MAGIC, v, water, (uint32_t)i, (uint32_t)cuts->n,
+                         c->to - c->from, 0};
+        h.csum = r1_part_csum(&h, ent + c->from);
+        pm_memcpy(c->at + sizeof h, ent + c->from, c->to - c->from);
+        pm_memcpy(c->at, &h, sizeof h);
+        pm_flush(c->at, sizeof h + (c->to - c->from));
+        pm_ctr.log_bytes += sizeof h + (c->to - c->from);
+    }
+}
+
+/* Bytes of the blocks the transaction allocated. */
+static size_t new_bytes(const struct txn *tx)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < tx->allocs.n; i++)
+        n += ((const struct tx_block *)vec_at(&tx->allocs, i))->size;
+    return n;
+}
+
+/* The entries of the log: the DRAM log's, then a record per block the
+ * transaction allocated (with its contents when `whole`, Q3) or freed. */
+static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, size_t *len)
+{
+    size_t blocks = tx->allocs.n + tx->frees.n, words = wlog_used(tx, &t->wl);
+    if (!blocks) {
+        *ent = (const char *)t->wl.a;
+        *len = words * 8;
+        return 0;
+    }
+    size_t need = words + 2 * blocks + (whole ? 2 * tx->allocs.n + new_bytes(tx) / 8 : 0);
+    t->image.n = 0;
+    if (vec_reserve(&t->image, need * 8))
+        return TXN_E_NOMEM;
+    uint64_t *w = (uint64_t *)t->image.a;
+    memcpy(w, t->wl.a, words * 8);
+    for (size_t i = 0; i < blocks; i++) {
+        int freed = i >= tx->allocs.n;
+        struct tx_block *b = freed ? vec_at(&tx->frees, i - tx->allocs.n) : vec_at(&tx->allocs, i);
+        w[words++] = (freed ? WL_FREE : WL_ALLOC) | b->size;
+        w[words++] = (uint64_t)(uintptr_t)b->blk;
+        if (!freed && whole) { /* sizes are multiples of 16 */
+            w[words++] = WL_RANGE | b->size;
+            w[words++] = (uint64_t)(uintptr_t)b->blk;
+            memcpy(&w[words], b->blk, b->size);
+            words += b->size / 8;
+        }
+    }
+    *ent = (const char *)w;
+    *len = words * 8;
+    return 0;
+}
+
+/* In place, after (1): the log's bytes, the allocator bits; the lines
+ * they change wait for the slot's next commit. */
+static void apply(struct txn *tx, struct rtx *t)
+{
+    struct rslot *sl = t->sl;
+    struct wl_ent e;
+    size_t n = 0;
+    for (const uint64_t *p = t->wl.a; p < tx->hot.wl; n++)
+        p = wlog_next(p, &e);
+    /* reserved first: applying cannot fail; out of memory, flushed now */
+    int keep = !vec_reserve(&sl->pend, n + 2 * tx->allocs.n + tx->frees.n);
+    for (const uint64_t *p = t->wl.a; p < tx->hot.wl;) {
+        p = wlog_next(p, &e);
+        if (e.len == 8 && !((uintptr_t)e.addr & 7))
+            pm_store64(e.addr, *(const uint64_t *)e.bytes);
+        else
+            pm_memcpy(e.addr, e.bytes, e.len);
+        if (keep)
+            *(struct range *)vec_push(&sl->pend) = (struct range){e.addr, e.len, 0};
+        else
+            pm_flush(e.addr, e.len);
+    }
+    tx_apply_allocs(tx, !keep);
+    for (size_t i = 0; i < tx->allocs.n + tx->frees.n; i++) {
+        struct tx_block *b = i < tx->allocs.n ? vec_at(&tx->allocs, i)
+                                              : vec_at(&tx->frees, i - tx->allocs.n);
+        if (!keep) {
+            if (i < tx->allocs.n)
+                pm_flush(b->blk, b->size);
+            continue;
+        }
+        *(struct range *)vec_push(&sl->pend) = (struct range){b->blk, b->size, 1};
+        if (i < tx->allocs.n) /* its contents, when they were logged (Q3) */
+            *(struct range *)vec_push(&sl->pend) = (struct range){b->blk, b->size, 0};
+    }
+}
+
+/* Q9: the transaction's frees are held, not given back by the front end
+ * (out of memory, one is lost until the next open). */
+static void hold_frees(struct txn *tx, struct rslot *sl, uint64_t v)
+{
+    for (size_t i = 0; i < tx->frees.n; i++) {
+        struct held *h = vec_push(&sl->held);
+        if (h)
+            *h = (struct held){((struct tx_block *)vec_at(&tx->frees, i))->blk, v};
+    }
+    tx->frees.n = 0;
+}
+
+int eng_commit(struct txn *tx)
+{
+    struct rtx *t = tx->eng;
+    struct rslot *sl = t->sl;
+    if (tx->hot.wl == t->wl.a && !tx->allocs.n && !tx->frees.n)
+        return 0; /* read-only */
+    const char *ent;
+    size_t len;
+    struct vec cuts;
+    vec_init(&cuts, sizeof(struct cut));
+    int whole = new_bytes(tx) <= NEW_LOGGED;
+    int rc = entries(tx, t, whole, &ent, &len);
+    if (rc) {
+        eng_abort(tx);
+        return rc;
+    }
+    lock_slot(sl);
+    uint64_t low = atomic_load_explicit(&sl->low, memory_order_relaxed);
+    if (!low) /* Q6 */
+        atomic_store(&sl->low, atomic_load(&t->st->clock) + 1);
+    uint64_t v = atomic_fetch_add(&t->st->clock, 1) + 1;
+    struct seg *cur = vec_at(&sl->segs, sl->cur);
+    size_t sc = sl->cur, so = sl->off;
+    uint64_t top = cur->top;
+    rc = place_parts(tx, t, ent, len, v, &cuts);
+    if (rc) { /* nothing written: the ring as it was */
+        sl->cur = sc;
+        sl->off = so;
+        ((struct seg *)vec_at(&sl->segs, sc))->top = top;
+        atomic_store(&sl->low, low);
+        unlock_slot(sl);
+        vec_free(&cuts);
+        eng_abort(tx);
+        return rc;
+    }
+    struct seg *next = vec_at(&sl->segs, (sl->cur + 1) % sl->segs.n);
+    uint64_t water = watermark(tx, t, v, next->top);
+    flush_pending(tx->p, sl);
+    if (!whole) {
+        tx_flush_new_blocks(tx);
+        pm_barrier(); /* (0) Q3 */
+    }
+    write_parts(ent, &cuts, v, water);
+    pm_barrier(); /* (1) Q1 */
+    for (size_t i = 0; i < t->helped.n; i++) {
+        struct rslot *s = *(struct rslot **)vec_at(&t->helped, i);
+        atomic_store(&s->low, 0);
+        unlock_slot(s);
+    }
+    sl->water = water;
+    atomic_store(&sl->low, v);
+    apply(tx, t);
+    hold_frees(tx, sl, v);
+    release_held(tx->p, sl, &tx->cache, water);
+    unlock_slot(sl);
+    vec_free(&cuts);
+    forget(tx, t);
+    return 0;
+}
+
+void eng_abort(struct txn *tx)
+{
+    forget(tx, tx->eng);
+}
+
+/* Q4, Q9 on demand, when the pool is full and room may be held back:
+ * every slot whose lock can be had (the caller holds its own) has its
+ * lines flushed, barrier; the floor is raised to a watermark that passes
+ * them (below `inflight`, a version this slot has taken and not
+ * committed, or else below every version taken), flushed, barrier. Then
+ * the slot's ring may write over what the watermark settles, and the
+ * blocks those slots hold back below it go to the allocator. Returns the
+ * watermark. */
+static uint64_t settle(struct txn *tx, struct rtx *t, uint64_t inflight)
+{
+    struct rpool *st = t->st;
+    struct rslot *own = t->sl;
+    unsigned hi = atomic_load(&st->hi);
+    t->helped.n = 0;
+    for (unsigned i = 0; i < hi; i++) {
+        struct rslot *s = &st->slots[i];
+        if (s != own && atomic_exchange_explicit(&s->busy, 1, memory_order_acquire))
+            continue;
+        struct rslot **h = vec_push(&t->helped);
+        if (h) {
+            *h = s;
+            flush_pending(tx->p, s);
+        } else if (s != own) {
+            unlock_slot(s);
+        }
+    }
+    pm_barrier();
+    uint64_t water = inflight ? inflight - 1 : atomic_load(&st->clock);
+    for (size_t i = 0; i < t->helped.n; i++) { /* Q6: all but `inflight` durable */
+        struct rslot *s = *(struct rslot **)vec_at(&t->helped, i);
+        atomic_store(&s->low, s == own ? inflight : 0);
+    }
+    for (unsigned i = 0; i < hi; i++) {
+        uint64_t low = atomic_load(&st->slots[i].low);
+        if (low && low - 1 < water)
+            water = low - 1;
+    }
+    uint64_t *f = floor_word(tx->p), cur = at_load(f);
+    while (cur < water && !pm_cas64(f, cur, water))
+        cur = at_load(f);
+    pm_persist(f, 8);
+    if (water > own->water)
+        own->water = water;
+    for (size_t i = 0; i < t->helped.n; i++) {
+        struct rslot *s = *(struct rslot **)vec_at(&t->helped, i);
+        release_held(tx->p, s, &tx->cache, water);
+        if (s != own)
+            unlock_slot(s);
+    }
+    t->helped.n = 0;
+    return water;
+}
+
+/* ---- recovery */
+
+/* A valid part found in a slot's segments. */
+struct found {
+    const struct r1_part *h;
+    size_t slot;
+};
+
+int eng_rec_valid(txn_pool *p, const struct log_rec *r)
+{
+    (void)p;
+    (void)r;
+    return TXN_E_CORRUPT; /* no log.c records are ever written */
+}
+
+int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
+{
+    (void)p;
+    (void)slot;
+    (void)recs;
+    (void)n;
+    return TXN_E_CORRUPT;
+}
+
+static int part_valid(const struct r1_part *h, size_t room)
+{
+    return h->magic == R1_PART_MAGIC && h->nparts && h->idx < h->nparts && h->len % 8 == 0 &&
+           h->len <= room - sizeof *h && h->csum == r1_part_csum(h, h + 1);
+}
+
+/* Every valid part in the segments of slot s. */
+static int scan_slot(txn_pool *p, size_t s, struct vec *found)
+{
+    struct rslot sl;
+    vec_init(&sl.segs, sizeof(struct seg));
+    int rc = slot_segments(p, &sl, s);
+    for (size_t i = 0; !rc && i < sl.segs.n; i++) {
+        struct seg *g = vec_at(&sl.segs, i);
+        char *d = g->at + SEG_DATA;
+        for (size_t off = 0; off + sizeof(struct r1_part) <= g->cap; off += 64) {
+            const struct r1_part *h = (const struct r1_part *)(d + off);
+            if (!part_valid(h, g->cap - off))
+                continue;
+            struct found *f = vec_push(found);
+            if (!f) {
+                rc = TXN_E_NOMEM;
+                break;
+            }
+            *f = (struct found){h, s};
+        }
+    }
+    vec_free(&sl.segs);
+    return rc;
+}
+
+static int by_version(const void *x, const void *y)
+{
+    const struct r1_part *a = ((const struct found *)x)->h, *b = ((const struct found *)y)->h;
+    if (a->version != b->version)
+        return a->version < b->version ? -1 : 1;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* The entries of a part, checked before anything is written. */
+static int part_entries_valid(txn_pool *p, const struct r1_part *h, size_t slot)
+{
+    const uint64_t *w = (const uint64_t *)(h + 1), *end = w + h->len / 8;
+    for (size_t k = 0; w < end; k++) {
+        size_t n = wlog_entry_words(w, (size_t)(end - w));
+        struct wl_ent e;
+        if (n)
+            wlog_next(w, &e);
+        int ok = n && (e.type ? alloc_record_valid(p, (uint64_t)(uintptr_t)e.addr, e.len)
+                              : pool_contains(p, e.addr, e.len));
+        if (!ok)
+            return REFUSE(TXN_E_CORRUPT, "log slot %zu: entry %zu of transaction %llu "
+                          "(part %u of %u) is not one this engine wrote", slot, k,
+                          (unsigned long long)h->version, h->idx + 1, h->nparts);
+        w += n;
+    }
+    return 0;
+}
+
+static void replay(txn_pool *p, const struct r1_part *h)
+{
+    const uint64_t *w = (const uint64_t *)(h + 1), *end = w + h->len / 8;
+    struct wl_ent e;
+    while (w < end) {
+        w = wlog_next(w, &e);
+        if (e.type) {
+            alloc_apply(p, (uint64_t)(uintptr_t)e.addr, e.len,
+                        e.type == WL_ALLOC ? ALLOC_SET : ALLOC_CLEAR, 1);
+        } else {
+            pm_memcpy(e.addr, e.bytes, e.len);
+            pm_flush(e.addr, e.len);
+        }
+    }
+}
+
+/* Q4, Q8: the committed logs above the highest watermark, in version
+ * order; then the floor (Q7). */
+int eng_recover_logs(txn_pool *p)
+{
+    struct vec found;
+    vec_init(&found, sizeof(struct found));
+    int rc = 0;
+    for (size_t s = 0; !rc && s < p->hdr->nslots; s++)
+        rc = scan_slot(p, s, &found);
+    uint64_t water = *floor_word(p), top = water;
+    for (size_t i = 0; !rc && i < found.n; i++) {
+        const struct r1_part *h = ((struct found *)vec_at(&found, i))->h;
+        water = h->water > water ? h->water : water;
+        top = h->version > top ? h->version : top;
+    }
+    if (!rc)
+        qsort(found.a, found.n, sizeof(struct found), by_version);
+    /* committed: parts 0 .. n-1 of one version, all found, in one slot */
+    size_t logs = 0;
+    for (size_t i = 0; !rc && i < found.n;) {
+        struct found *f = vec_at(&found, i);
+        size_t k = 0;
+        while (i + k < found.n && ((struct found *)vec_at(&found, i + k))->h->version ==
+                                       f->h->version)
+            k++;
+        int whole = k == f->h->nparts && f->h->version > water;
+        for (size_t j = 0; whole && j < k; j++) {
+            const struct found *g = vec_at(&found, i + j);
+            whole = g->h->idx == j && g->h->nparts == k && g->slot == f->slot;
+        }
+        for (size_t j = 0; whole && !rc && j < k; j++) {
+            const struct found *g = vec_at(&found, i + j);
+            rc = part_entries_valid(p, g->h, g->slot);
+        }
+        /* only the committed ones stay, in order */
+        for (size_t j = 0; whole && j < k; j++)
+            *(struct found *)vec_at(&found, logs++) = *(struct found *)vec_at(&found, i + j);
+        i += k;
+    }
+    if (!rc && logs) {
+        uint8_t *slots = calloc(p->hdr->nslots, 1);
+        for (size_t i = 0; i < logs; i++) {
+            const struct found *f = vec_at(&found, i);
+            replay(p, f->h);
+            if (slots && !slots[f->slot]++)
+                p->recovered_slots++;
+        }
+        free(slots);
+        pm_barrier(); /* Q8: replayed data durable before the floor */
+    }
+    if (!rc && top > *floor_word(p)) {
+        pm_store64(floor_word(p), top);
+        pm_persist(floor_word(p), 8);
+    }
+    vec_free(&found);
+    return rc;
+}
