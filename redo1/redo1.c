@@ -73,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrmap.h"
 #include "atomics.h"
 #include "engine.h"
 #include "persist.h"
@@ -85,9 +86,10 @@ const int eng_persistent = 1;
 #define W_FLOOR 0                        /* pool_hdr.eng_words */
 #define SEG_DATA 64u                     /* parts start after the seg_hdr */
 #define FIRST_LOG_WORDS 1024u
-#define FILTER_PER_WORD 4u /* filter bits per word of the DRAM log */
+#define FILTER_PER_WORD 2u /* filter bytes per word of the DRAM log */
 #define MIN_PART 256u      /* a segment with less room left is not begun */
 #define NEW_LOGGED 4096u   /* Q3: new blocks' bytes logged, not fenced */
+#define INDEX_FROM 128u    /* log words past which reads use the index */
 
 /* ---- per-pool state (volatile) */
 
@@ -111,7 +113,10 @@ struct rslot {
     struct vec segs;                   /* struct seg */
     size_t cur, off;                   /* where the next part goes */
     uint64_t water;                    /* of its latest durable log */
-    struct vec pend;                   /* struct range: its latest lines */
+    const uint64_t *plo, *phi;         /* its latest transaction's entries
+                                          (in its context's DRAM log): the
+                                          lines to flush at its next commit */
+    struct vec pend;                   /* struct range: and its blocks' */
     struct vec held;                   /* struct held: freed, not yet given
                                           back (Q9), oldest first */
     size_t held_head;                  /* of the first still held */
@@ -136,11 +141,16 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* p->eng's life */
 struct rtx {
     struct rpool *st;
     struct rslot *sl;
-    struct wlog wl;        /* the transaction's writes, new bytes */
-    uint64_t *filter;      /* bits of the words written (txn.h) */
-    size_t fbits;
+    struct wlog logs[2];   /* the transaction's writes (new bytes), and the
+                              last commit's: the lines its slot flushes at
+                              the next commit */
+    struct wlog *wl;       /* of the running transaction */
+    uint8_t *filter;       /* bytes of the words written (txn.h) */
+    size_t fsize;          /* its bytes */
     struct vec helped;     /* struct rslot *: slots whose lines we flushed */
     struct vec image;      /* char: the parts, built in DRAM */
+    struct addrmap index;  /* word -> its latest entry's word in the log + 1 */
+    size_t indexed;        /* words of the log in the index */
 };
 
 static uint64_t *floor_word(txn_pool *p)
@@ -267,44 +277,42 @@ int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
 
 /* ---- contexts */
 
-static int filter_make(struct txn *tx, struct rtx *t, size_t bits)
+static int filter_make(struct txn *tx, struct rtx *t, size_t bytes)
 {
-    uint64_t *f = calloc(bits / 64, 8);
+    uint8_t *f = calloc(bytes, 1);
     if (!f)
         return TXN_E_NOMEM;
     free(t->filter);
     t->filter = f;
-    t->fbits = bits;
+    t->fsize = bytes;
     tx->hot.filter = f;
-    tx->hot.fmask = bits - 1;
+    tx->hot.fmask = bytes - 1;
     return 0;
 }
 
-static void mark(uint64_t *f, size_t fmask, const char *a, size_t n)
+static void mark(uint8_t *f, size_t fmask, const char *a, size_t n)
 {
-    for (uintptr_t w = (uintptr_t)a & ~(uintptr_t)7; w < (uintptr_t)a + n; w += 8) {
-        uint64_t i = (uint64_t)w >> 3 & fmask;
-        f[i >> 6] |= 1ull << (i & 63);
-    }
+    for (uintptr_t w = (uintptr_t)a & ~(uintptr_t)7; w < (uintptr_t)a + n; w += 8)
+        f[(uint64_t)w >> 3 & fmask] = 1;
 }
 
-/* The filter covers the log at FILTER_PER_WORD bits a word: grown (and
+/* The filter covers the log at FILTER_PER_WORD bytes a word: grown (and
  * made again from the log) when the log grew past it. */
 static int filter_fit(struct txn *tx, struct rtx *t)
 {
-    size_t bits = t->fbits;
-    while (bits < t->wl.cap * FILTER_PER_WORD)
-        bits *= 2;
-    if (bits == t->fbits)
+    size_t bytes = t->fsize;
+    while (bytes < t->wl->cap * FILTER_PER_WORD)
+        bytes *= 2;
+    if (bytes == t->fsize)
         return 0;
-    int rc = filter_make(tx, t, bits);
+    int rc = filter_make(tx, t, bytes);
     if (rc)
         return rc;
     struct wl_ent e;
-    for (const uint64_t *p = t->wl.a; p < tx->hot.wl;) {
+    for (const uint64_t *p = t->wl->a; p < tx->hot.wl;) {
         p = wlog_next(p, &e);
         if (!e.type)
-            mark(t->filter, bits - 1, e.addr, e.len);
+            mark(t->filter, bytes - 1, e.addr, e.len);
     }
     return 0;
 }
@@ -316,6 +324,10 @@ int eng_tx_init(struct txn *tx)
         return TXN_E_NOMEM;
     vec_init(&t->helped, sizeof(struct rslot *));
     vec_init(&t->image, 1);
+    if (addrmap_init(&t->index, 64)) {
+        free(t);
+        return TXN_E_NOMEM;
+    }
     t->st = state_get(tx->p);
     int rc = t->st ? 0 : TXN_E_NOMEM;
     if (!rc) {
@@ -323,13 +335,17 @@ int eng_tx_init(struct txn *tx)
         rc = slot_segments(tx->p, t->sl, tx->slot_idx);
     }
     if (!rc)
-        rc = wlog_init(tx, &t->wl, FIRST_LOG_WORDS);
+        rc = wlog_init(tx, &t->logs[1], FIRST_LOG_WORDS);
+    if (!rc) /* the running one's, last: it is the one txn.h appends to */
+        rc = wlog_init(tx, t->wl = &t->logs[0], FIRST_LOG_WORDS);
     if (!rc)
         rc = filter_make(tx, t, FIRST_LOG_WORDS * FILTER_PER_WORD);
     if (rc) {
         if (t->st)
             state_put(tx->p, t->st);
-        wlog_free(&t->wl);
+        wlog_free(&t->logs[0]);
+        wlog_free(&t->logs[1]);
+        addrmap_free(&t->index);
         free(t->filter);
         free(t);
         return rc;
@@ -345,6 +361,17 @@ int eng_tx_init(struct txn *tx)
  * helper's, barrier makes them durable). */
 static void flush_pending(txn_pool *p, struct rslot *sl)
 {
+    struct wl_ent e;
+    for (const uint64_t *w = sl->plo; w < sl->phi;) {
+        if (!(w[0] & WL_RANGE)) { /* a word entry */
+            pm_flush((const void *)(uintptr_t)w[0], 8);
+            w += 2;
+            continue;
+        }
+        w = wlog_next(w, &e);
+        pm_flush(e.addr, e.len);
+    }
+    sl->plo = sl->phi = NULL;
     for (size_t i = 0; i < sl->pend.n; i++) {
         struct range *r = vec_at(&sl->pend, i);
         if (r->meta)
@@ -373,14 +400,16 @@ void eng_tx_fini(struct txn *tx)
     struct rtx *t = tx->eng;
     struct rslot *sl = t->sl;
     lock_slot(sl);
-    if (sl->pend.n) {
+    if (sl->pend.n || sl->plo < sl->phi) {
         flush_pending(tx->p, sl);
         pm_barrier();
     }
     atomic_store(&sl->low, 0);
     unlock_slot(sl);
     state_put(tx->p, t->st);
-    wlog_free(&t->wl);
+    wlog_free(&t->logs[0]);
+    wlog_free(&t->logs[1]);
+    addrmap_free(&t->index);
     free(t->filter);
     vec_free(&t->helped);
     vec_free(&t->image);
@@ -393,32 +422,72 @@ void eng_tx_fini(struct txn *tx)
 /* Whether the filter marks a word of [a, a+n). */
 static int marked(const struct rtx *t, const char *a, size_t n)
 {
-    for (uintptr_t w = (uintptr_t)a & ~(uintptr_t)7; w < (uintptr_t)a + n; w += 8) {
-        uint64_t i = (uint64_t)w >> 3 & (t->fbits - 1);
-        if (t->filter[i >> 6] >> (i & 63) & 1)
+    for (uintptr_t w = (uintptr_t)a & ~(uintptr_t)7; w < (uintptr_t)a + n; w += 8)
+        if (t->filter[(uint64_t)w >> 3 & (t->fsize - 1)])
             return 1;
-    }
     return 0;
 }
 
 /* [a, a+n) as this transaction wrote it: the bytes in place, then every
  * entry of the log over them, oldest first. */
+/* Lay the log's entries over [a, a+n) in dst, oldest first; from the
+ * entry at `from` only when given (a word's latest). */
+static void overlay(struct txn *tx, struct rtx *t, const char *a, char *dst, size_t n)
+{
+    struct wl_ent e;
+    for (const uint64_t *p = t->wl->a; p < tx->hot.wl;) {
+        p = wlog_next(p, &e);
+        if (e.addr >= a + n || e.addr + e.len <= a)
+            continue;
+        const char *lo = e.addr > a ? e.addr : a;
+        const char *hi = e.addr + e.len < a + n ? e.addr + e.len : a + n;
+        memcpy(dst + (lo - a), (const char *)e.bytes + (lo - e.addr), (size_t)(hi - lo));
+    }
+}
+
+/* The index (word -> its latest entry) caught up with the log. */
+static int index_log(struct txn *tx, struct rtx *t)
+{
+    struct wl_ent e;
+    for (const uint64_t *p = t->wl->a + t->indexed; p < tx->hot.wl;) {
+        uint64_t at = (uint64_t)(p - t->wl->a) + 1;
+        p = wlog_next(p, &e);
+        for (uintptr_t w = (uintptr_t)e.addr & ~(uintptr_t)7; w < (uintptr_t)e.addr + e.len; w += 8)
+            if (addrmap_put(&t->index, w, at))
+                return TXN_E_NOMEM;
+        t->indexed = (size_t)(p - t->wl->a);
+    }
+    return 0;
+}
+
+/* [a, a+n) as this transaction wrote it: the bytes in place, then the
+ * log's entries over them. A long log is looked up word by word in an
+ * index of each word's latest entry; a word that entry covers in part is
+ * overlaid from the whole log. */
 int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
 {
     struct rtx *t = tx->eng;
     char *a = (char *)o + off;
     memcpy(dst, a, n);
-    if (tx->hot.wl == t->wl.a || !marked(t, a, n) || tx_is_new(tx, o))
+    if (tx->hot.wl == t->wl->a || !marked(t, a, n) || tx_is_new(tx, o))
         return 0;
     pm_ctr.raw_lookups++;
-    struct wl_ent e;
-    for (const uint64_t *p = t->wl.a; p < tx->hot.wl;) {
-        p = wlog_next(p, &e);
-        if (e.type || e.addr >= a + n || e.addr + e.len <= a)
+    if (wlog_used(tx, t->wl) <= INDEX_FROM || index_log(tx, t)) {
+        overlay(tx, t, a, dst, n);
+        return 0;
+    }
+    for (uintptr_t w = (uintptr_t)a & ~(uintptr_t)7; w < (uintptr_t)a + n; w += 8) {
+        uint64_t *at = addrmap_find(&t->index, w);
+        if (!at)
             continue;
-        char *lo = e.addr > a ? e.addr : a;
-        char *hi = e.addr + e.len < a + n ? e.addr + e.len : a + n;
-        memcpy((char *)dst + (lo - a), (const char *)e.bytes + (lo - e.addr), (size_t)(hi - lo));
+        struct wl_ent e;
+        wlog_next(t->wl->a + *at - 1, &e);
+        const char *lo = (const char *)w > a ? (const char *)w : a;
+        const char *hi = (const char *)w + 8 < a + n ? (const char *)w + 8 : a + n;
+        if (e.addr <= lo && e.addr + e.len >= hi)
+            memcpy((char *)dst + (lo - a), (const char *)e.bytes + (lo - e.addr), (size_t)(hi - lo));
+        else
+            overlay(tx, t, lo, (char *)dst + (lo - a), (size_t)(hi - lo));
     }
     return 0;
 }
@@ -431,11 +500,11 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
         pm_memcpy(a, src, n);
         return 0;
     }
-    int rc = wlog_append(tx, &t->wl, a, src, n);
+    int rc = wlog_append(tx, t->wl, a, src, n);
     if (!rc)
         rc = filter_fit(tx, t);
     if (!rc)
-        mark(t->filter, t->fbits - 1, a, n);
+        mark(t->filter, t->fsize - 1, a, n);
     return rc;
 }
 
@@ -466,23 +535,29 @@ int eng_free(struct txn *tx, txn_obj *o)
 /* ---- commit */
 
 /* The filter empty again: bit by bit for a short log, else whole. */
-static void forget(struct txn *tx, struct rtx *t)
+static void filter_clear(struct txn *tx, struct rtx *t)
 {
-    size_t words = wlog_used(tx, &t->wl);
-    if (words > t->fbits / 16) {
-        memset(t->filter, 0, t->fbits / 8);
-    } else {
-        struct wl_ent e;
-        for (const uint64_t *p = t->wl.a; p < tx->hot.wl;) {
-            p = wlog_next(p, &e);
-            for (uintptr_t w = (uintptr_t)e.addr & ~(uintptr_t)7; w < (uintptr_t)e.addr + e.len;
-                 w += 8) {
-                uint64_t i = (uint64_t)w >> 3 & (t->fbits - 1);
-                t->filter[i >> 6] &= ~(1ull << (i & 63));
-            }
-        }
+    if (t->indexed) {
+        addrmap_clear(&t->index);
+        t->indexed = 0;
     }
-    wlog_rewind(tx, &t->wl);
+    if (wlog_used(tx, t->wl) > t->fsize / 32) {
+        memset(t->filter, 0, t->fsize);
+        return;
+    }
+    const uint64_t mask = t->fsize - 1;
+    struct wl_ent e;
+    for (const uint64_t *p = t->wl->a; p < tx->hot.wl;) {
+        if (!(p[0] & WL_RANGE)) { /* a word entry: its one byte */
+            t->filter[p[0] >> 3 & mask] = 0;
+            p += 2;
+            continue;
+        }
+        p = wlog_next(p, &e);
+        for (uintptr_t w = (uintptr_t)e.addr & ~(uintptr_t)7; w < (uintptr_t)e.addr + e.len;
+             w += 8)
+            t->filter[(uint64_t)w >> 3 & mask] = 0;
+    }
 }
 
 /* Q5: the watermark of version v's log: below every slot's `low`. The
@@ -583,6 +658,15 @@ static int place_parts(struct txn *tx, struct rtx *t, const char *ent, size_t le
     for (;;) {
         struct seg *s = vec_at(&sl->segs, sl->cur);
         size_t room = s->cap > sl->off ? s->cap - sl->off : 0;
+        if (room >= sizeof(struct r1_part) + (len - from)) { /* the rest in one part */
+            struct cut *c = vec_push(cuts);
+            if (!c)
+                return TXN_E_NOMEM;
+            *c = (struct cut){s->at + SEG_DATA + sl->off, from, len};
+            sl->off += (sizeof(struct r1_part) + (len - from) + 63) & ~(size_t)63;
+            s->top = v;
+            return 0;
+        }
         if (room < sizeof(struct r1_part) + (len - from < MIN_PART ? len - from : MIN_PART) ||
             room < sizeof(struct r1_part) + 16) {
             int rc = next_segment(tx, t, v);
@@ -646,9 +730,9 @@ static size_t new_bytes(const struct txn *tx)
  * transaction allocated (with its contents when `whole`, Q3) or freed. */
 static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, size_t *len)
 {
-    size_t blocks = tx->allocs.n + tx->frees.n, words = wlog_used(tx, &t->wl);
+    size_t blocks = tx->allocs.n + tx->frees.n, words = wlog_used(tx, t->wl);
     if (!blocks) {
-        *ent = (const char *)t->wl.a;
+        *ent = (const char *)t->wl->a;
         *len = words * 8;
         return 0;
     }
@@ -657,7 +741,7 @@ static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, s
     if (vec_reserve(&t->image, need * 8))
         return TXN_E_NOMEM;
     uint64_t *w = (uint64_t *)t->image.a;
-    memcpy(w, t->wl.a, words * 8);
+    memcpy(w, t->wl->a, words * 8);
     for (size_t i = 0; i < blocks; i++) {
         int freed = i >= tx->allocs.n;
         struct tx_block *b = freed ? vec_at(&tx->frees, i - tx->allocs.n) : vec_at(&tx->allocs, i);
@@ -675,30 +759,31 @@ static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, s
     return 0;
 }
 
-/* In place, after (1): the log's bytes, the allocator bits; the lines
- * they change wait for the slot's next commit. */
+/* In place, after (1): the log's bytes, the allocator bits. The lines
+ * they change are flushed at the slot's next commit: the log's entries stay
+ * where they are, in the DRAM log the next transaction does not use, and
+ * the blocks' ranges are listed (out of memory, flushed now). */
 static void apply(struct txn *tx, struct rtx *t)
 {
     struct rslot *sl = t->sl;
     struct wl_ent e;
-    size_t n = 0;
-    for (const uint64_t *p = t->wl.a; p < tx->hot.wl; n++)
+    for (const uint64_t *p = t->wl->a; p < tx->hot.wl;) {
+        if (!(p[0] & WL_RANGE)) { /* a word entry */
+            pm_store64((void *)(uintptr_t)p[0], p[1]);
+            p += 2;
+            continue;
+        }
         p = wlog_next(p, &e);
-    /* reserved first: applying cannot fail; out of memory, flushed now */
-    int keep = !vec_reserve(&sl->pend, n + 2 * tx->allocs.n + tx->frees.n);
-    for (const uint64_t *p = t->wl.a; p < tx->hot.wl;) {
-        p = wlog_next(p, &e);
-        if (e.len == 8 && !((uintptr_t)e.addr & 7))
-            pm_store64(e.addr, *(const uint64_t *)e.bytes);
-        else
-            pm_memcpy(e.addr, e.bytes, e.len);
-        if (keep)
-            *(struct range *)vec_push(&sl->pend) = (struct range){e.addr, e.len, 0};
-        else
-            pm_flush(e.addr, e.len);
+        pm_memcpy(e.addr, e.bytes, e.len);
     }
+    sl->plo = t->wl->a;
+    sl->phi = tx->hot.wl;
+    size_t blocks = tx->allocs.n + tx->frees.n;
+    if (!blocks)
+        return;
+    int keep = !vec_reserve(&sl->pend, 2 * tx->allocs.n + tx->frees.n);
     tx_apply_allocs(tx, !keep);
-    for (size_t i = 0; i < tx->allocs.n + tx->frees.n; i++) {
+    for (size_t i = 0; i < blocks; i++) {
         struct tx_block *b = i < tx->allocs.n ? vec_at(&tx->allocs, i)
                                               : vec_at(&tx->frees, i - tx->allocs.n);
         if (!keep) {
@@ -710,6 +795,13 @@ static void apply(struct txn *tx, struct rtx *t)
         if (i < tx->allocs.n) /* its contents, when they were logged (Q3) */
             *(struct range *)vec_push(&sl->pend) = (struct range){b->blk, b->size, 0};
     }
+}
+
+/* The next transaction writes the other DRAM log. */
+static void switch_log(struct txn *tx, struct rtx *t)
+{
+    t->wl = t->wl == &t->logs[0] ? &t->logs[1] : &t->logs[0];
+    wlog_rewind(tx, t->wl);
 }
 
 /* Q9: the transaction's frees are held, not given back by the front end
@@ -728,7 +820,7 @@ int eng_commit(struct txn *tx)
 {
     struct rtx *t = tx->eng;
     struct rslot *sl = t->sl;
-    if (tx->hot.wl == t->wl.a && !tx->allocs.n && !tx->frees.n)
+    if (tx->hot.wl == t->wl->a && !tx->allocs.n && !tx->frees.n)
         return 0; /* read-only */
     const char *ent;
     size_t len;
@@ -743,7 +835,7 @@ int eng_commit(struct txn *tx)
     lock_slot(sl);
     uint64_t low = atomic_load_explicit(&sl->low, memory_order_relaxed);
     if (!low) /* Q6 */
-        atomic_store(&sl->low, atomic_load(&t->st->clock) + 1);
+        atomic_store_explicit(&sl->low, atomic_load(&t->st->clock) + 1, memory_order_release);
     uint64_t v = atomic_fetch_add(&t->st->clock, 1) + 1;
     struct seg *cur = vec_at(&sl->segs, sl->cur);
     size_t sc = sl->cur, so = sl->off;
@@ -767,26 +859,31 @@ int eng_commit(struct txn *tx)
         pm_barrier(); /* (0) Q3 */
     }
     write_parts(ent, &cuts, v, water);
+    filter_clear(tx, t); /* stores before (1) do not wait for its write-backs */
     pm_barrier(); /* (1) Q1 */
     for (size_t i = 0; i < t->helped.n; i++) {
         struct rslot *s = *(struct rslot **)vec_at(&t->helped, i);
-        atomic_store(&s->low, 0);
+        atomic_store_explicit(&s->low, 0, memory_order_release);
         unlock_slot(s);
     }
     sl->water = water;
-    atomic_store(&sl->low, v);
+    /* not a locked instruction: that would wait here for the write-backs
+     * the barrier ordered, which the stores below may overlap */
+    atomic_store_explicit(&sl->low, v, memory_order_release);
     apply(tx, t);
     hold_frees(tx, sl, v);
     release_held(tx->p, sl, &tx->cache, water);
     unlock_slot(sl);
     vec_free(&cuts);
-    forget(tx, t);
+    switch_log(tx, t);
     return 0;
 }
 
 void eng_abort(struct txn *tx)
 {
-    forget(tx, tx->eng);
+    struct rtx *t = tx->eng;
+    filter_clear(tx, t);
+    wlog_rewind(tx, t->wl);
 }
 
 /* Q4, Q9 on demand, when the pool is full and room may be held back:

@@ -12,8 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-#include "util.h"
+#include <string.h>
 
 #define R1_PART_MAGIC 0x7265646f31706172ull /* "redo1par" */
 
@@ -29,10 +28,44 @@ struct r1_part {
 };
 _Static_assert(sizeof(struct r1_part) == 48, "part head size");
 
+/* A 64-bit checksum of n bytes (a multiple of 8) in four independent
+ * lanes, so that the multiplier is not waited on word after word: it is
+ * computed at every commit over the whole log. */
+static inline uint64_t r1_mix(uint64_t l, const unsigned char *b, uint64_t k)
+{
+    uint64_t w;
+    memcpy(&w, b, 8);
+    l = (l ^ w) * k;
+    return l ^ l >> 29;
+}
+
+static inline uint64_t r1_csum(uint64_t h, const void *p, size_t n)
+{
+    const uint64_t k0 = 0x9e3779b97f4a7c15ull, k1 = 0xc2b2ae3d27d4eb4full,
+                   k2 = 0xff51afd7ed558ccdull, k3 = 0xc4ceb9fe1a85ec53ull;
+    const unsigned char *b = (const unsigned char *)p, *end = b + n;
+    uint64_t l0 = h ^ n, l1 = ~h, l2 = h * k0, l3 = h ^ k1;
+    for (; end - b >= 32; b += 32) {
+        l0 = r1_mix(l0, b, k0);
+        l1 = r1_mix(l1, b + 8, k1);
+        l2 = r1_mix(l2, b + 16, k2);
+        l3 = r1_mix(l3, b + 24, k3);
+    }
+    if (end - b >= 8)
+        l0 = r1_mix(l0, b, k0);
+    if (end - b >= 16)
+        l1 = r1_mix(l1, b + 8, k1);
+    if (end - b >= 24)
+        l2 = r1_mix(l2, b + 16, k2);
+    uint64_t x = l0 ^ l1 * k2 ^ l2 * k3 ^ l3 * k0;
+    x ^= x >> 31;
+    return x * k1 ^ x >> 29;
+}
+
 /* Over the head's first 40 bytes and the entries. */
 static inline uint64_t r1_part_csum(const struct r1_part *h, const void *entries)
 {
-    return csum64(csum64(R1_PART_MAGIC, h, offsetof(struct r1_part, csum)), entries, h->len);
+    return r1_csum(r1_csum(R1_PART_MAGIC, h, offsetof(struct r1_part, csum)), entries, h->len);
 }
 
 #endif

@@ -385,14 +385,6 @@ static void judge(const struct image *im, const uint8_t *img, struct tally *t, c
                            : outcome_text(want, w, sizeof w));
 }
 
-static uint64_t rnd(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static int rounds(void)
 {
     return (int)env_u64("BADFILE_ROUNDS", 150);
@@ -405,15 +397,15 @@ static int rounds(void)
 static size_t pick(const struct image *im, size_t lo, size_t hi, unsigned kinds, uint64_t *seed)
 {
     if (!kinds)
-        return lo + rnd(seed) % (hi - lo);
+        return lo + test_rand(seed) % (hi - lo);
     int idx[MAX_REGIONS], n = 0;
     for (int i = 0; i < im->n; i++)
         if ((kinds >> im->r[i].kind & 1) && im->r[i].hi > lo && im->r[i].lo < hi)
             idx[n++] = i;
     ck_assert_int_gt(n, 0);
-    const struct region *r = &im->r[idx[rnd(seed) % (uint64_t)n]];
+    const struct region *r = &im->r[idx[test_rand(seed) % (uint64_t)n]];
     size_t a = r->lo > lo ? r->lo : lo, b = r->hi < hi ? r->hi : hi;
-    return a + rnd(seed) % (b - a);
+    return a + test_rand(seed) % (b - a);
 }
 
 #define CHECKED (1u << BAD_MAGIC | 1u << BAD_VERSION | 1u << BAD_SUM)
@@ -426,10 +418,10 @@ static void flips(const struct image *im, size_t lo, size_t hi, unsigned kinds, 
     ck_assert_ptr_nonnull(img);
     for (int r = 0; r < rounds(); r++) {
         memcpy(img, im->b, img_size);
-        int k = 1 + (int)(rnd(&seed) % 3);
+        int k = 1 + (int)(test_rand(&seed) % 3);
         for (int i = 0; i < k; i++) {
             size_t at = pick(im, lo, hi, kinds, &seed);
-            img[at] ^= (uint8_t)(1 + rnd(&seed) % 255);
+            img[at] ^= (uint8_t)(1 + test_rand(&seed) % 255);
         }
         judge(im, img, t, test, r);
     }
@@ -614,7 +606,7 @@ START_TEST(test_truncated)
     uint64_t seed = 31;
     for (int r = 0; r < rounds() / 4; r++) {
         const uint8_t *src = r % 2 ? inflight.b : committed.b;
-        size_t n = rnd(&seed) % img_size;
+        size_t n = test_rand(&seed) % img_size;
         test_spew(pool.path, src, n);
         txn_pool *p;
         int rc = txn_pool_open(pool.name, LAYOUT, &p);

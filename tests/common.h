@@ -56,6 +56,15 @@ static inline uint64_t env_u64(const char *name, uint64_t dflt)
     return (s && *s) ? strtoull(s, NULL, 0) : dflt;
 }
 
+/* xorshift64: a test's own repeatable numbers (seed nonzero). */
+static inline uint64_t test_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
 /* The pid of the run's main(); fixed by its first call, which test_run()
  * makes before any test is forked. */
 static inline pid_t test_run_pid(void)

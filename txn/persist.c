@@ -16,7 +16,7 @@
 
 PM_TLS struct pm_counters pm_ctr;
 PM_TLS uint64_t txn__stored_inline;
-struct pm_config pm_cfg = {1, 100, 1, "clwb"};
+struct pm_config pm_cfg = {1, 100, 1, "clwb", PM_CLWB};
 static pthread_once_t persist_once = PTHREAD_ONCE_INIT;
 
 /* What each setting accepts, in one table so that every reader parses it
@@ -127,6 +127,10 @@ static void persist_setup(void)
                                   : 0;
     pm_cfg.do_flush = pdom < 2;
     pm_cfg.flush_name = pdom < 2 ? detect_flush() : "none";
+    pm_cfg.insn = !strcmp(pm_cfg.flush_name, "clwb")         ? PM_CLWB
+                : !strcmp(pm_cfg.flush_name, "clflushopt") ? PM_CLFLUSHOPT
+                : !strcmp(pm_cfg.flush_name, "clflush")    ? PM_CLFLUSH
+                                                           : PM_NOFLUSH;
 }
 
 /* The barrier settings are taken once, at load, as hot paths read them

@@ -59,12 +59,16 @@ extern PM_TLS struct pm_counters pm_ctr;
 /* txn__stored_inline (txn.h): bytes stored by the inline paths of txn.h
  * and of a public engine header (incll.h), counted in txn_stats. */
 
+/* The flush instruction, as libpmem chooses it (PMEM_NO_* honoured). */
+enum pm_insn { PM_CLWB, PM_CLFLUSHOPT, PM_CLFLUSH, PM_NOFLUSH };
+
 /* Settings read once from the environment (persist_init). */
 struct pm_config {
     int pdom;            /* 0, 1 or 2 */
     unsigned barrier_ns; /* spin target per barrier (0 at PDOM 2) */
     int do_flush;        /* issue flush instructions and fences */
     const char *flush_name;
+    enum pm_insn insn;   /* flush_name's instruction */
 };
 extern struct pm_config pm_cfg;
 
@@ -105,15 +109,45 @@ static inline void pm_count_lines(const void *addr, size_t len)
     pm_ctr.lines_flushed += (e - a + PM_LINE - 1) / PM_LINE;
 }
 
-/* Write back the lines holding [addr, addr+len); no ordering guarantee. */
+/* One line's write-back, the instruction libpmem would use. */
+static inline void pm_flush_insn(const void *line)
+{
+#ifndef PMTX_TRACE
+    switch (pm_cfg.insn) {
+    case PM_CLWB:
+        __asm__ volatile("clwb %0" : "+m"(*(volatile char *)line));
+        break;
+    case PM_CLFLUSHOPT:
+        __asm__ volatile("clflushopt %0" : "+m"(*(volatile char *)line));
+        break;
+    case PM_CLFLUSH:
+        __asm__ volatile("clflush %0" : "+m"(*(volatile char *)line));
+        break;
+    case PM_NOFLUSH:
+        break;
+    }
+#else
+    (void)line;
+#endif
+}
+
+/* Write back the lines holding [addr, addr+len); no ordering guarantee.
+ * A range of a few lines is flushed here, a longer one by libpmem. */
 static inline void pm_flush(const void *addr, size_t len)
 {
     if (len == 0)
         return;
     PM_TRACE_FLUSH(addr, len);
     pm_count_lines(addr, len);
-    if (pm_cfg.do_flush)
+    if (!pm_cfg.do_flush)
+        return;
+    uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(PM_LINE - 1), e = (uintptr_t)addr + len;
+    if (e - a > 4 * PM_LINE) {
         pm_flush_lines(addr, len);
+        return;
+    }
+    for (; a < e; a += PM_LINE)
+        pm_flush_insn((const void *)a);
 }
 
 /* The persist barrier: everything flushed before it is durable after it. */

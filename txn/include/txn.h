@@ -373,8 +373,9 @@ struct txn__hot {
     struct txn__way way[TXN__WAYS];
     uint64_t *wl;     /* the write log: next free word */
     uint64_t *wl_end; /* while wl < wl_end there is room for a word entry */
-    uint64_t *filter; /* a bit per hash of the words written (TXN__W_LOG) */
-    uint64_t fmask;   /* bits of the filter - 1 */
+    uint8_t *filter;  /* a byte per hash of the words written (TXN__W_LOG):
+                         nonzero when one of them may be the word */
+    uint64_t fmask;   /* bytes of the filter - 1 */
 };
 
 /* Bytes the calling thread stored to pools inline (txn_stats). */
@@ -398,10 +399,10 @@ static inline struct txn__way *txn__find(struct txn__hot *h, const txn_obj *o)
     return w;
 }
 
-/* The filter bit of the word at a. */
-static inline uint64_t txn__bit(const struct txn__hot *h, const void *a)
+/* The filter byte of the word at a. */
+static inline uint8_t *txn__mark(const struct txn__hot *h, const void *a)
 {
-    return (uint64_t)(uintptr_t)a >> 3 & h->fmask;
+    return &h->filter[(uint64_t)(uintptr_t)a >> 3 & h->fmask];
 }
 
 /* Whether a word of [a, a+n) may have been written (TXN__W_LOG): reads
@@ -412,11 +413,9 @@ static inline int txn__written(const struct txn__hot *h, const char *a, size_t n
     if (n > 64)
         return 1;
     const char *end = a + n;
-    for (a = (const char *)((uintptr_t)a & ~(uintptr_t)7); a < end; a += 8) {
-        uint64_t i = txn__bit(h, a);
-        if (h->filter[i >> 6] >> (i & 63) & 1)
+    for (a = (const char *)((uintptr_t)a & ~(uintptr_t)7); a < end; a += 8)
+        if (*txn__mark(h, a))
             return 1;
-    }
     return 0;
 }
 
@@ -443,7 +442,7 @@ static inline int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v)
         return TXN_E_INVAL;
     if (h && v && (w = txn__find(h, o)) && off <= w->lim) {
         const char *a = w->base + off;
-        if (!w->filtered || !txn__written(h, a, 8)) {
+        if (!w->filtered || !*txn__mark(h, a)) {
             __builtin_memcpy(v, a, 8);
             return 0;
         }
@@ -457,6 +456,15 @@ static inline int txn__write_word(struct txn__hot *h, const struct txn__way *w, 
                                   const void *src)
 {
     uint64_t *e = h->wl;
+    if (w->wmode == TXN__W_LOG) {
+        if (e >= h->wl_end)
+            return 1;
+        e[0] = (uint64_t)(uintptr_t)a;
+        __builtin_memcpy(&e[1], src, 8);
+        h->wl = e + 2;
+        *txn__mark(h, a) = 1;
+        return 0;
+    }
     if (w->wmode == TXN__W_SAVE) {
         if (e >= h->wl_end)
             return 1;
@@ -465,16 +473,6 @@ static inline int txn__write_word(struct txn__hot *h, const struct txn__way *w, 
         __builtin_memcpy(a, src, 8);
         h->wl = e + 2;
         txn__stored_inline += 8;
-        return 0;
-    }
-    if (w->wmode == TXN__W_LOG) {
-        if (e >= h->wl_end)
-            return 1;
-        uint64_t i = txn__bit(h, a);
-        e[0] = (uint64_t)(uintptr_t)a;
-        __builtin_memcpy(&e[1], src, 8);
-        h->wl = e + 2;
-        h->filter[i >> 6] |= 1ull << (i & 63);
         return 0;
     }
     if (w->wmode == TXN__W_DIRECT) {
