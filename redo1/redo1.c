@@ -364,7 +364,7 @@ static void flush_pending(txn_pool *p, struct rslot *sl)
     struct wl_ent e;
     for (const uint64_t *w = sl->plo; w < sl->phi;) {
         if (!(w[0] & WL_RANGE)) { /* a word entry */
-            pm_flush((const void *)(uintptr_t)w[0], 8);
+            pm_flush_word((const void *)(uintptr_t)w[0]);
             w += 2;
             continue;
         }
@@ -541,7 +541,8 @@ static void filter_clear(struct txn *tx, struct rtx *t)
         addrmap_clear(&t->index);
         t->indexed = 0;
     }
-    if (wlog_used(tx, t->wl) > t->fsize / 32) {
+    /* a store per entry, or one per 64 bytes of filter */
+    if (wlog_used(tx, t->wl) * 32 > t->fsize) {
         memset(t->filter, 0, t->fsize);
         return;
     }

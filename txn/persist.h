@@ -131,6 +131,16 @@ static inline void pm_flush_insn(const void *line)
 #endif
 }
 
+/* Write back the line holding addr (an aligned word): pm_flush(addr, 8)
+ * in fewer instructions, for loops over many words. */
+static inline void pm_flush_word(const void *addr)
+{
+    PM_TRACE_FLUSH(addr, 8);
+    pm_ctr.lines_flushed++;
+    if (pm_cfg.do_flush)
+        pm_flush_insn(addr);
+}
+
 /* Write back the lines holding [addr, addr+len); no ordering guarantee.
  * A range of a few lines is flushed here, a longer one by libpmem. */
 static inline void pm_flush(const void *addr, size_t len)
