@@ -52,9 +52,11 @@ function(pmtx_engine)
   target_link_libraries(txn-${name}
     PUBLIC Threads::Threads
     PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS ${A_LIBS} ${CMAKE_DL_LIBS})
-  # only txn_* is exported: engines' internals never leak into programs
+  # only txn_* is exported: engines' internals never leak into programs.
+  # SOVERSION: txn.h's inline paths read struct txn__hot, so its layout is
+  # ABI (1: since the inline paths)
   set_target_properties(txn-${name} PROPERTIES
-    VERSION ${PROJECT_VERSION} SOVERSION 0 EXPORT_NAME ${name}
+    VERSION ${PROJECT_VERSION} SOVERSION 1 EXPORT_NAME ${name}
     LINK_DEPENDS ${A_EXPORTS})
   target_link_options(txn-${name} PRIVATE -Wl,--version-script=${A_EXPORTS})
   install(TARGETS txn-${name} EXPORT pmtxTargets
