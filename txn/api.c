@@ -46,23 +46,32 @@ static void ways_end(struct txn *tx)
     }
 }
 
-/* o's way by hash. */
-static unsigned way_index(const txn_obj *o)
+/* The way o has, or the one of its set it is given. */
+static unsigned way_index(struct txn *tx, const txn_obj *o, int take)
 {
-    return 1 + (unsigned)((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ull >> (64 - TXN__WAY_BITS));
+    unsigned i = (unsigned)(txn__set(&tx->hot, o) - tx->hot.way), set = (i - 1) / 2;
+    if (tx->hot.way[i].obj == (const void *)o)
+        return i;
+    if (tx->hot.way[i + 1].obj == (const void *)o)
+        return i + 1;
+    if (!take)
+        return 0;
+    i += tx->way_next[set]; /* the ways of a set are filled in turn */
+    tx->way_next[set] ^= 1;
+    return i;
 }
 
 /* o (of `size` payload bytes) was just reached by a call of the front end:
- * its way by hash, and way 0, say what the engine lets the inline paths
- * do with it. */
+ * its way, and way 0, say what the engine lets the inline paths do with
+ * it. */
 static void way_fill(struct txn *tx, txn_obj *o, size_t size)
 {
-    unsigned i = way_index(o);
-    struct txn__way *w = &tx->hot.way[i];
     if (tx->err) {
         ways_clear(tx);
         return;
     }
+    unsigned i = way_index(tx, o, 1);
+    struct txn__way *w = &tx->hot.way[i];
     *w = (struct txn__way){TXN__NO_OBJ, NULL, size - 8, TXN__W_SLOW, 0};
     int k = size < 8 ? ENG_WAY_NONE : eng_inline(tx, o, w);
     if (k == ENG_WAY_NONE) {
@@ -84,11 +93,20 @@ static void way_fill(struct txn *tx, txn_obj *o, size_t size)
     tx->hot.way[0] = *w;
 }
 
+void ways_refresh(struct txn *tx)
+{
+    for (unsigned i = 1; i < TXN__WAYS; i++) {
+        struct txn__way *w = &tx->hot.way[i];
+        if (w->obj != TXN__NO_OBJ)
+            way_fill(tx, (txn_obj *)w->obj, w->lim + 8);
+    }
+}
+
 static void way_drop(struct txn *tx, const txn_obj *o)
 {
-    struct txn__way *w = &tx->hot.way[way_index(o)];
-    if (w->obj == (const void *)o)
-        w->obj = TXN__NO_OBJ;
+    unsigned i = way_index(tx, o, 0);
+    if (i)
+        tx->hot.way[i].obj = TXN__NO_OBJ;
     if (tx->hot.way[0].obj == (const void *)o)
         tx->hot.way[0].obj = TXN__NO_OBJ;
 }

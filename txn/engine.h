@@ -167,6 +167,11 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode);
 #define ENG_WAY_DROP (-2)
 int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w);
 
+/* The front end's, for an engine whose call on one object let the inline
+ * paths do more with others (undo's fence of a batch of records): asks
+ * eng_inline again for every object cached. */
+void ways_refresh(struct txn *tx);
+
 /* Bounds are checked by the caller: off + n <= payload size. */
 int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n);
 int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src,

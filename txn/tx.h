@@ -32,6 +32,7 @@ struct txn {
     int active;
     int err;                  /* first error of the running transaction */
     signed char way_keep[TXN__WAYS]; /* per way: eng_inline's answer */
+    uint8_t way_next[1 << TXN__SET_BITS]; /* per set: the way to fill next */
     int ways_move;            /* a way's mode changes at the end */
     const txn_obj *last_obj;  /* the object last checked, and its size */
     size_t last_size;

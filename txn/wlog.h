@@ -22,7 +22,7 @@
 
 #include "txn.h"
 
-#define WL_RANGE (1ull << 63)
+#define WL_RANGE TXN__WL_RANGE
 #define WL_ALLOC (1ull << 62)
 #define WL_FREE (1ull << 61)
 #define WL_LEN_MASK ((1ull << 48) - 1)

@@ -116,6 +116,8 @@ static void fence_records(struct txn *tx, struct undo_tx *u)
     pm_barrier();
     u->unfenced = 0;
     log_set_tail(&tx->log, tx->version);
+    if (u->whole.n) /* the objects logged whole: written inline from now */
+        ways_refresh(tx);
 }
 
 /* Records of [a, a+n), one per LOG_MAX_PAYLOAD piece, not fenced. */
@@ -143,7 +145,8 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
         return o;
     uint64_t *whole = addrmap_slot(&u->whole, (uint64_t)(uintptr_t)o);
     int rc = whole ? 0 : TXN_E_NOMEM;
-    if (whole && !*whole && !(rc = append_old(tx, u, (char *)o, tx_block_payload(tx->p, o, 0))))
+    size_t size = tx->last_obj == o ? tx->last_size : tx_block_payload(tx->p, o, 0);
+    if (whole && !*whole && !(rc = append_old(tx, u, (char *)o, size)))
         *whole = 1;
     if (rc) {
         tx->err = tx->err ? tx->err : rc;

@@ -348,9 +348,14 @@ const char *txn_flush_name(void);
  * Everything below is private to the library: its layout is part of the
  * library's ABI (the soname changes with it); programs never use it. */
 
-#define TXN__WAY_BITS 2 /* objects cached by hash: 1 << TXN__WAY_BITS */
-#define TXN__WAYS (1 + (1 << TXN__WAY_BITS)) /* and way 0: the last one */
+#define TXN__SET_BITS 4 /* objects cached: 2 ways in each of 1 << TXN__SET_BITS
+                           sets by hash, */
+#define TXN__WAYS (1 + (2 << TXN__SET_BITS)) /* and way 0: the last one */
 #define TXN__NO_OBJ ((const void *)~(uintptr_t)0) /* an empty way's obj */
+
+/* A write log entry of several words: this tag | length, the address,
+ * the bytes (a word entry is the address, then the word). */
+#define TXN__WL_RANGE (1ull << 63)
 
 /* How a cached object's writes are done inline. */
 #define TXN__W_SLOW 0   /* call the library */
@@ -386,14 +391,20 @@ int txn__read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n);
 int txn__write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n);
 int txn__fail(txn *tx, int err); /* records err as the transaction's error */
 
-/* o's way: way 0 when o is the object the library saw last, else its
- * way by hash; NULL when o is not cached. */
+/* The first of the two ways of o's set. */
+static inline struct txn__way *txn__set(struct txn__hot *h, const txn_obj *o)
+{
+    return &h->way[1 + 2 * ((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ull >> (64 - TXN__SET_BITS))];
+}
+
+/* o's way: way 0 when o is the object the library saw last, else one of
+ * its set's; NULL when o is not cached. */
 static inline struct txn__way *txn__find(struct txn__hot *h, const txn_obj *o)
 {
     struct txn__way *w = &h->way[0];
     if (__builtin_expect(w->obj != (const void *)o, 0)) {
-        w = &h->way[1 + ((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ull >> (64 - TXN__WAY_BITS))];
-        if (w->obj != (const void *)o)
+        w = txn__set(h, o);
+        if (w->obj != (const void *)o && (++w)->obj != (const void *)o)
             return (struct txn__way *)0;
     }
     return w;
@@ -483,6 +494,30 @@ static inline int txn__write_word(struct txn__hot *h, const struct txn__way *w, 
     return 1;
 }
 
+/* The same for n bytes (a multiple of 8, at most 64) at an aligned a:
+ * one entry of the write log for them all. */
+static inline int txn__write_words(struct txn__hot *h, const struct txn__way *w, char *a,
+                                   const void *src, size_t n)
+{
+    uint64_t *e = h->wl;
+    size_t k = 2 + n / 8;
+    if ((w->wmode != TXN__W_LOG && w->wmode != TXN__W_SAVE) || (size_t)(h->wl_end - e) + 1 < k)
+        return 1;
+    e[0] = TXN__WL_RANGE | n;
+    e[1] = (uint64_t)(uintptr_t)a;
+    if (w->wmode == TXN__W_SAVE) {
+        __builtin_memcpy(&e[2], a, n);
+        __builtin_memcpy(a, src, n);
+        txn__stored_inline += n;
+    } else {
+        __builtin_memcpy(&e[2], src, n);
+        for (size_t i = 0; i < n; i += 8)
+            *txn__mark(h, a + i) = 1;
+    }
+    h->wl = e + k;
+    return 0;
+}
+
 static inline int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
 {
     struct txn__hot *h = (struct txn__hot *)tx;
@@ -495,6 +530,9 @@ static inline int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, si
         } else if (w->wmode == TXN__W_DIRECT) {
             __builtin_memcpy(a, src, n);
             txn__stored_inline += n;
+            return 0;
+        } else if (!(off & 7) && !(n & 7) && n && n <= 64 &&
+                   !txn__write_words(h, w, a, src, n)) {
             return 0;
         }
     }
