@@ -203,7 +203,8 @@ static struct rpool *state_get(txn_pool *p)
 {
     pthread_mutex_lock(&g_lock);
     struct rpool *st = p->eng;
-    if (!st && (st = calloc(1, sizeof *st))) {
+    if (!st && (st = aligned_alloc(64, sizeof *st))) { /* its counter has a line */
+        memset(st, 0, sizeof *st);
         st->nslots = p->max_ctx;
         st->slots = aligned_alloc(64, st->nslots * sizeof *st->slots);
         if (!st->slots) {
