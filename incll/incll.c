@@ -48,9 +48,13 @@
  *     granule's records of E hold the same bytes, however many threads
  *     or transactions append one (threads writing different granules of
  *     one block, or the same one; a batch aborted before its barrier and
- *     logged again), and recovery may restore them in any order (the
- *     records of one address are restored in one thread, in the log's
- *     order; those of different addresses in parallel, L1).
+ *     logged again), and recovery may restore them in any order.
+ *  R  Recovery restores the records of one address in one thread, each
+ *     log's newest first, so that the first one a thread logged, the bytes
+ *     from the epoch's start, is the one that stays, should two of one log
+ *     ever differ (across logs, L3 makes them equal). InCLL nodes are the
+ *     exception to "from the epoch's start" (incll.h N8): they are logged
+ *     once per epoch, under the tag.
  *  I3 ALLOC/FREE records are appended by txn_alloc/txn_free; the allocator
  *     bits change at commit, after a barrier covered the records.
  *  I4 A block freed in E returns to the volatile allocator only after E is
@@ -1377,9 +1381,10 @@ static void fail_epoch(txn_pool *p, uint64_t e)
  * record of one address in one part, in the log's order): each target
  * read first (in the pool's fresh mapping, a read fault maps the pages
  * around it too, the kernel's fault-around; a write fault only its own
- * page), then restored and written back (pm_memcpy_flush: at PDOM 0 and
- * 1 non-temporal stores, so that a target's lines between its first and
- * its last are not read before they are overwritten). */
+ * page), then restored, newest first, so that an address's first record
+ * is the one that stays (R), and written back (pm_memcpy_flush: at PDOM 0
+ * and 1 non-temporal stores, so that a target's lines between its first
+ * and its last are not read before they are overwritten). */
 struct restore_part {
     struct log_rec **r; /* the part's records */
     size_t n;
@@ -1395,7 +1400,7 @@ static void restore_range(void *arg)
             (void)a[0];
             (void)a[q->r[i]->len - 1];
         }
-    for (size_t i = 0; i < q->n; i++) {
+    for (size_t i = q->n; i-- > 0;) {
         pm_memcpy_flush((void *)(uintptr_t)q->r[i]->addr, log_payload(q->r[i]), q->r[i]->len);
         q->count += q->r[i]->len > 0;
         q->bytes += q->r[i]->len;
@@ -1406,7 +1411,7 @@ static void restore_range(void *arg)
 
 /* Restore threads for n records, taking parts from a counter: 8 ranges of
  * addresses per thread (a range's pages its own but at its ends). The
- * records of one address restore in the log's order in one thread; those
+ * records of one address restore in one thread, newest first (R); those
  * of different addresses cover different bytes (a small block is logged
  * whole, a large one by granule, the same way each time, L1, and a block
  * freed in the epoch is not reused in it, I4), so they restore in any
@@ -1477,10 +1482,10 @@ static void make_parts(const struct failed_list *l, unsigned np, struct log_rec 
 }
 
 /* No memory for the lists: the failed data records one by one, in the
- * opening thread. */
+ * opening thread, newest first (R). */
 static void restore_in_order(txn_pool *p, struct log_rec **r, size_t n, struct restore_part *q)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = n; i-- > 0;)
         if (failed_data(p, r[i])) {
             struct restore_part one = {&r[i], 1, 0, 0};
             restore_range(&one);
