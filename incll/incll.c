@@ -32,15 +32,15 @@
  *     a large block holds exactly one granule, so every record of the same
  *     address covers the same bytes and records of different addresses
  *     cover different bytes (a small block: one record, at its start).
- *  L2 A granule's mark says E only after a record of E holding the
- *     granule's bytes from E's start is durable: it is stored after the
- *     barrier, by the thread that issued it. A writer finding mark == E
- *     (or tag == E) changes the granule in place and logs nothing. Marks
- *     are volatile (a crash forgets them) and per block (dropped when an
- *     epoch that freed the block ends); a mark of an older epoch is stale
- *     and harmless, epochs never being reused (I6).
+ *  L2 A granule's mark (a volatile bit) is set in E only after a record
+ *     of E holding the granule's bytes from E's start is durable: it is
+ *     set after the barrier, by the thread that issued it. A writer
+ *     finding the mark set (or tag == E) changes the granule in place and
+ *     logs nothing. Marks are cleared when E ends, at quiescence (I5), so
+ *     none outlives its epoch; a crash forgets them all; a block's marks
+ *     are dropped when an epoch that freed it ends.
  *  L3 Every in-place change of a large block's granule in E comes after
- *     (release fence) a mark or tag of E that its writer stored or read.
+ *     (release fence) a mark or tag of E that its writer set or read.
  *     A record's copy is taken with atomic loads and then (acquire fence)
  *     the mark and the tag are read again: a copy that finds neither saw
  *     no change of E and holds the granule's bytes from E's start; one
@@ -154,6 +154,7 @@ struct islot {
     struct addrmap dmap; /* block -> index + 1 in dirty */
     struct vec metas;    /* struct tx_block: allocator words to flush */
     struct vec frees;    /* struct tx_block: freed, released after flush */
+    struct vec grans;    /* struct gran *: marked in the epoch, cleared at its end */
 };
 
 /* A slot's pin: nonzero while a transaction of the slot runs. Each in its
@@ -163,20 +164,28 @@ struct pin {
     _Alignas(64) unsigned in;
 };
 
-/* L: a large block written by granule, and for each of its granules the
- * epoch whose log durably holds the granule's bytes from that epoch's
- * start (0: none yet). Volatile: made at the block's first such write,
- * dropped when an epoch that freed the block ends. */
+/* L: a large block written by granule, and a mark per granule: set when
+ * the epoch's log durably holds the granule's bytes from the epoch's
+ * start, cleared when the epoch ends. Volatile: made at the block's first
+ * such write, dropped when an epoch that freed the block ends. */
 struct gran {
     char *blk;
     size_t size;     /* of the block */
-    uint64_t mark[]; /* per granule (atomic) */
+    uint64_t used;   /* the last epoch that marked a granule (atomic) */
+    uint64_t mark[]; /* a bit per granule (atomic) */
 };
+
+/* Words of gr->mark, for a block of `size` bytes at blk (L1's windows). */
+static size_t mark_words(const char *blk, size_t size)
+{
+    return (((uintptr_t)blk + size - 1) / GRANULE - (uintptr_t)blk / GRANULE) / 64 + 1;
+}
 
 struct ipool {
     txn_pool *p;
     pthread_mutex_t glk;  /* gmap */
     struct addrmap gmap;  /* large block -> struct gran * (0: none) */
+    int gran_lost;        /* a slot could not list a marked gran: clear all (atomic) */
     pthread_mutex_t lk;
     pthread_cond_t cv;    /* advancing cleared, or a pin dropped while set */
     pthread_cond_t tcv;   /* wakes the epoch thread to stop */
@@ -378,6 +387,28 @@ static void gran_drop(struct ipool *st, void *blk, size_t size)
     pthread_mutex_unlock(&st->glk);
 }
 
+/* L2: the marks of the epoch that ends, at quiescence, before a freed
+ * block's granules are dropped (gran_drop). */
+static void clear_marks(struct ipool *st)
+{
+    int all = __atomic_load_n(&st->gran_lost, __ATOMIC_RELAXED);
+    for (size_t s = 0; s < st->p->hdr->nslots; s++) {
+        struct islot *isl = st->slots[s];
+        for (size_t i = 0; isl && !all && i < isl->grans.n; i++) {
+            struct gran *gr = *(struct gran **)vec_at(&isl->grans, i);
+            memset(gr->mark, 0, mark_words(gr->blk, gr->size) * sizeof gr->mark[0]);
+        }
+        if (isl)
+            isl->grans.n = 0;
+    }
+    for (size_t i = 0; all && i < st->gmap.cap; i++) {
+        struct gran *gr = (struct gran *)(uintptr_t)st->gmap.vals[i];
+        if (st->gmap.gens[i] == st->gmap.gen && gr)
+            memset(gr->mark, 0, mark_words(gr->blk, gr->size) * sizeof gr->mark[0]);
+    }
+    __atomic_store_n(&st->gran_lost, 0, __ATOMIC_RELAXED);
+}
+
 /* Called at quiescence by the one thread that set `advancing`. */
 static void end_epoch(struct ipool *st)
 {
@@ -398,6 +429,7 @@ static void end_epoch(struct ipool *st)
                 (unsigned long long)(pm_ctr.lines_flushed - l0));
         st->t_last = t0;
     }
+    clear_marks(st);
     pthread_rwlock_rdlock(&g_grace_lock);
     incll_grace g = g_grace;
     uint64_t token = g.now ? g.now(g.arg) : 0;
@@ -556,6 +588,7 @@ static void islot_free(struct islot *isl)
     vec_free(&isl->dirty);
     vec_free(&isl->metas);
     vec_free(&isl->frees);
+    vec_free(&isl->grans);
     addrmap_free(&isl->dmap);
     free(isl);
 }
@@ -679,6 +712,7 @@ static __attribute__((noinline)) struct islot *islot_get(struct txn *tx, struct 
     vec_init(&isl->dirty, sizeof(struct dirty));
     vec_init(&isl->metas, sizeof(struct tx_block));
     vec_init(&isl->frees, sizeof(struct tx_block));
+    vec_init(&isl->grans, sizeof(struct gran *));
     log_attach(&isl->log, tx->p, tx->slot);
     st->slots[tx->slot_idx] = isl;
     return isl;
@@ -857,7 +891,7 @@ static struct gran *gran_get(struct ipool *st, txn_obj *o, size_t size)
     uint64_t *at = addrmap_slot(&st->gmap, (uint64_t)(uintptr_t)o);
     struct gran *gr = at ? (struct gran *)(uintptr_t)*at : NULL;
     if (at && !gr) {
-        size_t n = gran_index((char *)o, size - 1) + 1;
+        size_t n = mark_words((char *)o, size);
         if ((gr = calloc(1, sizeof *gr + n * sizeof gr->mark[0]))) {
             gr->blk = (char *)o;
             gr->size = size;
@@ -899,7 +933,7 @@ static size_t block_size(struct txn *tx, struct itx *t, txn_obj *o)
  * the epoch: its mark says so, or the block's tag (logged whole, I2). */
 static int gran_logged(const struct itx *t, struct gran *gr, size_t g)
 {
-    return __atomic_load_n(&gr->mark[g], __ATOMIC_ACQUIRE) == t->epoch ||
+    return (__atomic_load_n(&gr->mark[g / 64], __ATOMIC_ACQUIRE) >> g % 64 & 1) ||
            __atomic_load_n(tag_of((txn_obj *)gr->blk), __ATOMIC_ACQUIRE) == t->epoch;
 }
 
@@ -1019,6 +1053,22 @@ static void write_in_place(struct itx *t, txn_obj *o, size_t off, const void *sr
     t->touched = 1;
 }
 
+/* L2: granule g's record is durable. The first context to mark a block's
+ * granule in the epoch lists the block for the marks' clearing at the
+ * epoch's end (no room in the list: every block's marks are cleared). */
+static void mark_granule(struct itx *t, struct gran *gr, size_t g)
+{
+    __atomic_fetch_or(&gr->mark[g / 64], 1ull << g % 64, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&gr->used, __ATOMIC_RELAXED) == t->epoch ||
+        __atomic_exchange_n(&gr->used, t->epoch, __ATOMIC_RELAXED) == t->epoch)
+        return;
+    struct gran **at = vec_push(&t->isl->grans);
+    if (at)
+        *at = gr;
+    else
+        __atomic_store_n(&t->st->gran_lost, 1, __ATOMIC_RELAXED);
+}
+
 /* End of a batch: barrier (a), then tags and marks, then the buffered
  * writes. */
 static int drain(struct txn *tx, struct itx *t, int save)
@@ -1041,7 +1091,7 @@ static int drain(struct txn *tx, struct itx *t, int save)
         struct gpend *q = vec_at(&t->gp, i);
         size_t lo, hi;
         gran_bounds(q->gr, q->g, &lo, &hi);
-        __atomic_store_n(&q->gr->mark[q->g], t->epoch, __ATOMIC_RELAXED); /* L3 */
+        mark_granule(t, q->gr, q->g); /* L2 */
         track_new(t, q->gr->blk, lo, hi); /* T */
     }
     __atomic_thread_fence(__ATOMIC_RELEASE); /* L3: the marks before the stores */
