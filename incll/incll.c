@@ -921,10 +921,11 @@ static struct gran *gran_of(struct itx *t, txn_obj *o, size_t size)
 }
 
 /* The block size of o, known without the allocator when o is the large
- * block this context wrote last. */
+ * block this context wrote last in this epoch (a cache of an older epoch
+ * may name a block freed since: not read). */
 static size_t block_size(struct txn *tx, struct itx *t, txn_obj *o)
 {
-    if (t->last_gr && t->last_gr->blk == (char *)o && t->gc_epoch == t->epoch)
+    if (t->gc_epoch == t->epoch && t->last_gr && t->last_gr->blk == (char *)o)
         return t->last_gr->size;
     return alloc_block_size(tx->p, o, 0);
 }
