@@ -102,6 +102,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h> /* its fences: GCC's TSan build refuses the builtin's */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -952,7 +953,7 @@ static int log_granule(struct itx *t, struct gran *gr, size_t g, int *added)
     const uint64_t *w = (const uint64_t *)(gr->blk + lo);
     for (size_t i = 0; i < (hi - lo) / 8; i++)
         buf[i] = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the copy before the marks */
+    atomic_thread_fence(memory_order_acquire); /* the copy before the marks */
     *added = !gran_logged(t, gr, g);
     if (!*added)
         return 0;
@@ -1095,7 +1096,7 @@ static int drain(struct txn *tx, struct itx *t, int save)
         mark_granule(t, q->gr, q->g); /* L2 */
         track_new(t, q->gr->blk, lo, hi); /* T */
     }
-    __atomic_thread_fence(__ATOMIC_RELEASE); /* L3: the marks before the stores */
+    atomic_thread_fence(memory_order_release); /* L3: the marks before the stores */
     for (size_t i = 0; i < t->bw.n; i++) {
         struct bwrite *w = vec_at(&t->bw, i);
         struct pend *pe = vec_at(&t->pend, w->pend);
