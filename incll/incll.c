@@ -1220,22 +1220,29 @@ static void overlay(const struct itx *t, uint32_t i, size_t off, void *dst, size
     }
 }
 
+/* The held writes of a large object's granules over dst (out of line:
+ * the common read finds no pend). */
+static __attribute__((noinline)) void overlay_granules(struct itx *t, const struct pend *pe,
+                                                       size_t off, void *dst, size_t n)
+{
+    struct gran *gr = gran_of(t, pe->o, pe->size);
+    size_t g1 = gran_index((char *)pe->o, OBJ_HDR + off + n - 1);
+    for (size_t g = gran_index((char *)pe->o, OBJ_HDR + off); gr && n && g <= g1; g++) {
+        const struct gpend *q = find_gpend(t, gr, g);
+        if (q)
+            overlay(t, q->first, off, dst, n);
+    }
+}
+
 int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
 {
     struct itx *t = tx->eng;
     memcpy(dst, payload(o) + off, n);
     struct pend *pe = find_pend(t, o);
-    if (pe && pe->gran && n) {
-        struct gran *gr = gran_of(t, o, pe->size);
-        size_t g1 = gran_index((char *)o, OBJ_HDR + off + n - 1);
-        for (size_t g = gran_index((char *)o, OBJ_HDR + off); gr && g <= g1; g++) {
-            const struct gpend *q = find_gpend(t, gr, g);
-            if (q)
-                overlay(t, q->first, off, dst, n);
-        }
-    } else if (pe) {
+    if (pe && pe->gran)
+        overlay_granules(t, pe, off, dst, n);
+    else if (pe)
         overlay(t, pe->first, off, dst, n);
-    }
     return 0;
 }
 
