@@ -5,23 +5,56 @@
  * epoch's end (txn_sync waits for it).
  *
  * Objects carry an 8-byte epoch tag in front of their payload: the epoch
- * in which the object's pre-epoch bytes were logged (or it was allocated).
- * The log of a slot holds records tagged with the epoch number as their
- * version; it is truncated by the epoch store alone.
+ * in which the whole block's pre-epoch bytes were logged (or it was
+ * allocated). A small block (at most LARGE_BLOCK bytes) is logged whole;
+ * a large one granule by granule (L1), each granule's epoch kept in a
+ * volatile mark. The log of a slot holds records tagged with the epoch
+ * number as their version; it is truncated by the epoch store alone.
  *
  * Durable pool words (pool_hdr.eng_words): [0] current epoch, [1] failed
  * epochs so far, [2..7] the last six failed epochs (a ring).
  *
  * Crash invariants
- *  I1 The whole block of an object (tag + payload) as it was at the start of
- *     epoch E is in a valid record of E's log, durable, before any byte of
- *     it changes in place during E. Its first txn_write/txn_open(RW) in E
- *     appends the record; writes to it are held in a volatile buffer until
+ *  I1 Before a byte of a block changes in place during epoch E, the bytes
+ *     it had at the start of E are in a valid record of E's log, durable:
+ *     for a small block the whole block (tag + payload) in one record; for
+ *     a large block the granule that holds the byte, in a record of its
+ *     own (or every granule, when it is logged whole: txn_open(RW),
+ *     incll_log_object). The first write of a block (large: of a granule)
+ *     in E appends the record; writes are held in a volatile buffer until
  *     the barrier that ends the batch; only then is it changed in place.
- *  I2 An object's tag says E only after I1 holds for it: the tag is stored
- *     after that barrier, by the thread that issued it. A writer finding
- *     tag == E writes in place and logs nothing. A block allocated in E
- *     gets tag E at once: its bytes at E's start do not matter (I4).
+ *  I2 A block's tag says E only after I1 holds for all of it: the tag is
+ *     stored after that barrier, by the thread that issued it. A writer
+ *     finding tag == E writes in place and logs nothing. A block allocated
+ *     in E gets tag E at once: its bytes at E's start do not matter (I4).
+ *  L1 Granule g of a large block is the g-th GRANULE-aligned window of the
+ *     address space that the block meets, cut to the block. Each record of
+ *     a large block holds exactly one granule, so every record of the same
+ *     address covers the same bytes and records of different addresses
+ *     cover different bytes (a small block: one record, at its start).
+ *  L2 A granule's mark (a volatile bit) is set in E only after a record
+ *     of E holding the granule's bytes from E's start is durable: it is
+ *     set after the barrier, by the thread that issued it. A writer
+ *     finding the mark set (or tag == E) changes the granule in place and
+ *     logs nothing. Marks are cleared when E ends, at quiescence (I5), so
+ *     none outlives its epoch; a crash forgets them all; a block's marks
+ *     are dropped when an epoch that freed it ends.
+ *  L3 Every in-place change of a large block's granule in E comes after
+ *     (release fence) a mark or tag of E that its writer set or read.
+ *     A record's copy is taken with atomic loads and then (acquire fence)
+ *     the mark and the tag are read again: a copy that finds neither saw
+ *     no change of E and holds the granule's bytes from E's start; one
+ *     that finds either is dropped (a durable record exists). So all of a
+ *     granule's records of E hold the same bytes, however many threads
+ *     or transactions append one (threads writing different granules of
+ *     one block, or the same one; a batch aborted before its barrier and
+ *     logged again), and recovery may restore them in any order.
+ *  R  Recovery restores the records of one address in one thread, each
+ *     log's newest first, so that the first one a thread logged, the bytes
+ *     from the epoch's start, is the one that stays, should two of one log
+ *     ever differ (across logs, L3 makes them equal). InCLL nodes are the
+ *     exception to "from the epoch's start" (incll.h N8): they are logged
+ *     once per epoch, under the tag.
  *  I3 ALLOC/FREE records are appended by txn_alloc/txn_free; the allocator
  *     bits change at commit, after a barrier covered the records.
  *  I4 A block freed in E returns to the volatile allocator only after E is
@@ -34,6 +67,10 @@
  *     epoch's dirty ranges at once, without a lookup; so an in-place write
  *     within them needs no tracking (most writes: one hash lookup less per
  *     write), and only writes beyond them are merged per block in a map.
+ *     When a granule's mark becomes E, the whole granule joins the ranges
+ *     of the thread that marked it: in-place writes into marked granules,
+ *     by any thread, need no tracking (a merged range per block would
+ *     flush the hull of a large block's scattered writes).
  *  I5 Epoch end: no transaction runs (quiescence); every line written in E
  *     (tracked ranges and allocator words, or the whole used heap) is
  *     flushed -> barrier (1); epoch := E+1, flushed -> barrier (2). Until
@@ -47,22 +84,25 @@
  *     ring and restores again); pool.c fences and invalidates the logs.
  *  I8 Abort writes nothing that matters durably: in-place writes are undone
  *     from DRAM copies (a crash before the epoch's flush restores I1's
- *     records anyway), buffered writes are dropped, records stay (they hold
- *     pre-epoch bytes).
+ *     records anyway), buffered writes are dropped, records, tags and
+ *     marks stay (they tell of records of pre-epoch bytes).
  *  I9 InCLL (incll.h, incll_prim.c) changes objects in place without a
  *     record of their own: before a thread's first such change in E, an
  *     empty record of E in its log is durable (incll__mark), so a crash in
  *     E still fails E (I7) and the objects' in-line undo words apply.
  *
  * Barriers
- *   transaction (TXN_LOG_BATCH=0, the paper: one (a) per object logged):
- *   one, (a), before the first in-place change after a batch of records (at commit for writes buffered behind records, at a
- *   txn_open of a buffered object, or for allocator bits); none when every
- *   object it writes was logged earlier in the epoch. Abort: 0.
+ *   transaction (TXN_LOG_BATCH=0, the paper: one (a) per object logged, or
+ *   per txn_write that logged granules): one, (a), before the first
+ *   in-place change after a batch of records (at commit for writes
+ *   buffered behind records, at a txn_open of a buffered object, or for
+ *   allocator bits); none when every object (large: every granule) it
+ *   writes was logged earlier in the epoch. Abort: 0.
  *   epoch end: (1), (2). Recovery: 2 more than pool.c's.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h> /* its fences: GCC's TSan build refuses the builtin's */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +127,17 @@ _Static_assert(OBJ_HDR == INCLL_OBJ_HDR, "incll.h knows where payloads start");
 #define DEF_EPOCH_MS 64u
 #define TRACK_HEAD 256u /* T */
 #define PIN_POLL_US 50  /* P: an epoch end looks at the pins again */
+/* L: blocks above LARGE_BLOCK bytes are logged by granule, GRANULE bytes
+ * of the address space each (docs/incll.md says why these sizes; a build
+ * may set INCLL_GRANULE to measure another) */
+#define LARGE_BLOCK 4096u
+#ifndef INCLL_GRANULE
+#define INCLL_GRANULE 64u
+#endif
+#define GRANULE ((size_t)INCLL_GRANULE)
+_Static_assert(INCLL_GRANULE >= 64 && INCLL_GRANULE <= LARGE_BLOCK &&
+                   (INCLL_GRANULE & (INCLL_GRANULE - 1)) == 0,
+               "a granule is a power of two from a line to LARGE_BLOCK");
 
 /* A range written in place during the epoch: block offsets [lo, hi). */
 struct dirty {
@@ -104,6 +155,7 @@ struct islot {
     struct addrmap dmap; /* block -> index + 1 in dirty */
     struct vec metas;    /* struct tx_block: allocator words to flush */
     struct vec frees;    /* struct tx_block: freed, released after flush */
+    struct vec grans;    /* struct gran *: marked in the epoch, cleared at its end */
 };
 
 /* A slot's pin: nonzero while a transaction of the slot runs. Each in its
@@ -113,8 +165,28 @@ struct pin {
     _Alignas(64) unsigned in;
 };
 
+/* L: a large block written by granule, and a mark per granule: set when
+ * the epoch's log durably holds the granule's bytes from the epoch's
+ * start, cleared when the epoch ends. Volatile: made at the block's first
+ * such write, dropped when an epoch that freed the block ends. */
+struct gran {
+    char *blk;
+    size_t size;     /* of the block */
+    uint64_t used;   /* the last epoch that marked a granule (atomic) */
+    uint64_t mark[]; /* a bit per granule (atomic) */
+};
+
+/* Words of gr->mark, for a block of `size` bytes at blk (L1's windows). */
+static size_t mark_words(const char *blk, size_t size)
+{
+    return (((uintptr_t)blk + size - 1) / GRANULE - (uintptr_t)blk / GRANULE) / 64 + 1;
+}
+
 struct ipool {
     txn_pool *p;
+    pthread_mutex_t glk;  /* gmap */
+    struct addrmap gmap;  /* large block -> struct gran * (0: none) */
+    int gran_lost;        /* a slot could not list a marked gran: clear all (atomic) */
     pthread_mutex_t lk;
     pthread_cond_t cv;    /* advancing cleared, or a pin dropped while set */
     pthread_cond_t tcv;   /* wakes the epoch thread to stop */
@@ -147,12 +219,22 @@ struct bwrite {
     size_t off, len, data;
 };
 
-/* An object logged by this transaction whose record is not fenced yet. */
+/* An object logged by this transaction whose record is not fenced yet,
+ * or (gran) a large object with granules logged so. */
 struct pend {
     txn_obj *o;
     size_t size;          /* of its block */
-    uint32_t first, last; /* its buffered writes */
+    uint32_t first, last; /* its buffered writes (gran: per granule) */
     int opened;           /* txn_open handed out its address */
+    int gran;             /* its writes wait per granule, in gpend */
+};
+
+/* A granule of a large object logged by this transaction, its record not
+ * fenced yet, and the writes held back behind it. */
+struct gpend {
+    struct gran *gr;
+    size_t g;             /* its index in gr */
+    uint32_t first, last; /* its buffered writes */
 };
 
 /* An in-place write: old bytes in DRAM, for abort. */
@@ -174,6 +256,11 @@ struct itx {
     struct vec bbytes;   /* bytes of buffered writes */
     struct vec olds;     /* struct old */
     struct vec obytes;   /* old bytes */
+    struct vec gp;       /* struct gpend */
+    struct addrmap gpmap; /* granule address -> index + 1 in gp */
+    struct addrmap gcache; /* large block -> struct gran *, in epoch gc_epoch */
+    uint64_t gc_epoch;
+    struct gran *last_gr; /* the last one found, also of gc_epoch */
 };
 
 /* A freed block whose epoch has ended, held back from reuse until the
@@ -285,6 +372,44 @@ static void release_limbo(struct ipool *st, const incll_grace *g, int all)
     }
 }
 
+/* L: a freed large block's granules are forgotten when its epoch ends,
+ * before the block can be allocated again; no context still holds them
+ * (gran_of finds them anew in each epoch). */
+static void gran_drop(struct ipool *st, void *blk, size_t size)
+{
+    if (size <= LARGE_BLOCK)
+        return;
+    pthread_mutex_lock(&st->glk);
+    uint64_t *at = addrmap_find(&st->gmap, (uint64_t)(uintptr_t)blk);
+    if (at && *at) {
+        free((struct gran *)(uintptr_t)*at);
+        *at = 0;
+    }
+    pthread_mutex_unlock(&st->glk);
+}
+
+/* L2: the marks of the epoch that ends, at quiescence, before a freed
+ * block's granules are dropped (gran_drop). */
+static void clear_marks(struct ipool *st)
+{
+    int all = __atomic_load_n(&st->gran_lost, __ATOMIC_RELAXED);
+    for (size_t s = 0; s < st->p->hdr->nslots; s++) {
+        struct islot *isl = st->slots[s];
+        for (size_t i = 0; isl && !all && i < isl->grans.n; i++) {
+            struct gran *gr = *(struct gran **)vec_at(&isl->grans, i);
+            memset(gr->mark, 0, mark_words(gr->blk, gr->size) * sizeof gr->mark[0]);
+        }
+        if (isl)
+            isl->grans.n = 0;
+    }
+    for (size_t i = 0; all && i < st->gmap.cap; i++) {
+        struct gran *gr = (struct gran *)(uintptr_t)st->gmap.vals[i];
+        if (st->gmap.gens[i] == st->gmap.gen && gr)
+            memset(gr->mark, 0, mark_words(gr->blk, gr->size) * sizeof gr->mark[0]);
+    }
+    __atomic_store_n(&st->gran_lost, 0, __ATOMIC_RELAXED);
+}
+
 /* Called at quiescence by the one thread that set `advancing`. */
 static void end_epoch(struct ipool *st)
 {
@@ -305,6 +430,7 @@ static void end_epoch(struct ipool *st)
                 (unsigned long long)(pm_ctr.lines_flushed - l0));
         st->t_last = t0;
     }
+    clear_marks(st);
     pthread_rwlock_rdlock(&g_grace_lock);
     incll_grace g = g_grace;
     uint64_t token = g.now ? g.now(g.arg) : 0;
@@ -312,9 +438,11 @@ static void end_epoch(struct ipool *st)
         struct islot *isl = st->slots[s];
         if (!isl)
             continue;
-        for (size_t i = 0; i < isl->frees.n; i++) /* I4: durable now */
-            release_later(st, ((struct tx_block *)vec_at(&isl->frees, i))->blk,
-                          g.now != NULL, token);
+        for (size_t i = 0; i < isl->frees.n; i++) { /* I4: durable now */
+            struct tx_block *b = vec_at(&isl->frees, i);
+            gran_drop(st, b->blk, b->size);
+            release_later(st, b->blk, g.now != NULL, token);
+        }
         isl->dirty.n = isl->metas.n = isl->frees.n = 0;
         addrmap_clear(&isl->dmap);
         log_rewind(&isl->log);
@@ -422,7 +550,14 @@ static struct ipool *state_new(txn_pool *p)
         return NULL;
     }
     memset(st->pins, 0, p->hdr->nslots * sizeof(struct pin));
+    if (addrmap_init(&st->gmap, 16)) {
+        free(st->pins);
+        free(st->slots);
+        free(st);
+        return NULL;
+    }
     st->p = p;
+    pthread_mutex_init(&st->glk, NULL);
     pthread_mutex_init(&st->lk, NULL);
     pthread_cond_init(&st->cv, NULL);
     pthread_cond_init(&st->tcv, NULL);
@@ -454,6 +589,7 @@ static void islot_free(struct islot *isl)
     vec_free(&isl->dirty);
     vec_free(&isl->metas);
     vec_free(&isl->frees);
+    vec_free(&isl->grans);
     addrmap_free(&isl->dmap);
     free(isl);
 }
@@ -484,8 +620,13 @@ static void state_destroy(struct ipool *st)
     for (size_t s = 0; s < p->hdr->nslots; s++)
         if (st->slots[s])
             islot_free(st->slots[s]);
+    for (size_t i = 0; i < st->gmap.cap; i++)
+        if (st->gmap.gens[i] == st->gmap.gen)
+            free((struct gran *)(uintptr_t)st->gmap.vals[i]);
+    addrmap_free(&st->gmap);
     free(st->slots);
     free(st->pins);
+    pthread_mutex_destroy(&st->glk);
     pthread_mutex_destroy(&st->lk);
     pthread_cond_destroy(&st->cv);
     pthread_cond_destroy(&st->tcv);
@@ -507,17 +648,23 @@ static void itx_free(struct itx *t)
     vec_free(&t->bbytes);
     vec_free(&t->olds);
     vec_free(&t->obytes);
+    vec_free(&t->gp);
     addrmap_free(&t->pmap);
+    addrmap_free(&t->gpmap);
+    addrmap_free(&t->gcache);
     free(t);
 }
 
 int eng_tx_init(struct txn *tx)
 {
     struct itx *t = calloc(1, sizeof *t);
-    if (!t || addrmap_init(&t->pmap, 64)) {
-        free(t);
+    if (!t || addrmap_init(&t->pmap, 64) || addrmap_init(&t->gpmap, 64) ||
+        addrmap_init(&t->gcache, 16)) {
+        if (t)
+            itx_free(t);
         return TXN_E_NOMEM;
     }
+    vec_init(&t->gp, sizeof(struct gpend));
     vec_init(&t->pend, sizeof(struct pend));
     vec_init(&t->bw, sizeof(struct bwrite));
     vec_init(&t->bbytes, 1);
@@ -566,6 +713,7 @@ static __attribute__((noinline)) struct islot *islot_get(struct txn *tx, struct 
     vec_init(&isl->dirty, sizeof(struct dirty));
     vec_init(&isl->metas, sizeof(struct tx_block));
     vec_init(&isl->frees, sizeof(struct tx_block));
+    vec_init(&isl->grans, sizeof(struct gran *));
     log_attach(&isl->log, tx->p, tx->slot);
     st->slots[tx->slot_idx] = isl;
     return isl;
@@ -680,10 +828,10 @@ static void track(struct itx *t, char *blk, size_t lo, size_t hi)
     *at = isl->dirty.n;
 }
 
-/* The first n bytes of blk as a range of their own, without the lookup
- * that merges ranges (a range tracked twice is flushed twice, nothing
- * worse): for ranges tracked once per block and epoch. */
-static void track_new(struct itx *t, char *blk, size_t n)
+/* [lo, hi) of blk as a range of its own, without the lookup that merges
+ * ranges (a range tracked twice is flushed twice, nothing worse): for
+ * ranges tracked once per block, or granule, and epoch. */
+static void track_new(struct itx *t, char *blk, size_t lo, size_t hi)
 {
     if (t->st->whole)
         return;
@@ -692,49 +840,154 @@ static void track_new(struct itx *t, char *blk, size_t n)
         t->st->overflow = 1; /* out of memory: this epoch flushes it all */
         return;
     }
-    *d = (struct dirty){blk, 0, n};
+    *d = (struct dirty){blk, lo, hi};
 }
 
 /* T: the head of a block whose tag just became the epoch's. */
 static void track_head(struct itx *t, char *blk, size_t size)
 {
-    track_new(t, blk, size < TRACK_HEAD ? size : TRACK_HEAD);
+    track_new(t, blk, 0, size < TRACK_HEAD ? size : TRACK_HEAD);
 }
 
-/* I1: the object's whole block into the epoch's log (not fenced), copied
- * word by word with atomic loads, LOG_COPY bytes at a time: other threads
- * read the words of a node its owner logs and may try to lock it (a
+/* I1: a small object's whole block into the epoch's log (not fenced), one
+ * record, copied word by word with atomic loads: other threads read the
+ * words of a node its owner logs and may try to lock it (a
  * compare-and-swap on its version word) meanwhile. Block sizes are
  * multiples of 16. */
-#define LOG_COPY 4096u
-_Static_assert(LOG_COPY <= LOG_MAX_PAYLOAD && LOG_COPY % 8 == 0, "log copy");
+_Static_assert(LARGE_BLOCK <= LOG_MAX_PAYLOAD && LARGE_BLOCK % 8 == 0, "one record");
 
-static int log_obj(struct txn *tx, struct itx *t, txn_obj *o, size_t *sizep)
+static int log_small(struct itx *t, txn_obj *o, size_t size)
 {
-    size_t size = *sizep = alloc_block_size(tx->p, o, 0);
-    uint64_t buf[LOG_COPY / 8];
-    for (size_t done = 0; done < size;) {
-        uint32_t len = (uint32_t)(size - done < LOG_COPY ? size - done : LOG_COPY);
-        const uint64_t *w = (const uint64_t *)((char *)o + done);
-        for (uint32_t i = 0; i < len / 8; i++)
-            buf[i] = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
-        int rc = log_append(&t->isl->log, t->epoch, LOG_DATA,
-                            (uint64_t)(uintptr_t)o + done, 0, buf, len, NULL);
-        if (rc)
-            return rc;
-        done += len;
-    }
-    t->unfenced = t->touched = 1;
-    return 0;
+    uint64_t buf[LARGE_BLOCK / 8];
+    const uint64_t *w = (const uint64_t *)o;
+    for (size_t i = 0; i < size / 8; i++)
+        buf[i] = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
+    int rc = log_append(&t->isl->log, t->epoch, LOG_DATA, (uint64_t)(uintptr_t)o, 0, buf,
+                        (uint32_t)size, NULL);
+    if (!rc)
+        t->unfenced = t->touched = 1;
+    return rc;
 }
 
-static int new_pend(struct itx *t, txn_obj *o, size_t size, int opened, struct pend **out)
+/* L1: granule g of a large block is the g-th GRANULE-aligned window of
+ * the address space that the block meets, cut to the block: the same
+ * bytes, at the same record address, each time it is logged. */
+static size_t gran_index(const char *blk, size_t at)
+{
+    return ((uintptr_t)blk + at) / GRANULE - (uintptr_t)blk / GRANULE;
+}
+
+/* Block offsets [*lo, *hi) of granule g of gr. */
+static void gran_bounds(const struct gran *gr, size_t g, size_t *lo, size_t *hi)
+{
+    uintptr_t b = (uintptr_t)gr->blk, w = ((uintptr_t)gr->blk / GRANULE + g) * GRANULE;
+    *lo = w > b ? w - b : 0;
+    *hi = w + GRANULE - b < gr->size ? w + GRANULE - b : gr->size;
+}
+
+/* The pool's granules of large block o, made at its first write. */
+static struct gran *gran_get(struct ipool *st, txn_obj *o, size_t size)
+{
+    pthread_mutex_lock(&st->glk);
+    uint64_t *at = addrmap_slot(&st->gmap, (uint64_t)(uintptr_t)o);
+    struct gran *gr = at ? (struct gran *)(uintptr_t)*at : NULL;
+    if (at && !gr) {
+        size_t n = mark_words((char *)o, size);
+        if ((gr = calloc(1, sizeof *gr + n * sizeof gr->mark[0]))) {
+            gr->blk = (char *)o;
+            gr->size = size;
+            *at = (uint64_t)(uintptr_t)gr;
+        }
+    }
+    pthread_mutex_unlock(&st->glk);
+    return gr;
+}
+
+/* gran_get through the context's cache, which it empties when the epoch
+ * changes: a freed block's granules are dropped at an epoch's end
+ * (gran_drop), and the block may then hold another object. */
+static struct gran *gran_of(struct itx *t, txn_obj *o, size_t size)
+{
+    if (t->gc_epoch != t->epoch) {
+        addrmap_clear(&t->gcache);
+        t->last_gr = NULL;
+        t->gc_epoch = t->epoch;
+    }
+    if (t->last_gr && t->last_gr->blk == (char *)o)
+        return t->last_gr;
+    uint64_t *at = addrmap_slot(&t->gcache, (uint64_t)(uintptr_t)o);
+    if (at && !*at)
+        *at = (uint64_t)(uintptr_t)gran_get(t->st, o, size);
+    return t->last_gr = at ? (struct gran *)(uintptr_t)*at : NULL;
+}
+
+/* The block size of o, known without the allocator when o is the large
+ * block this context wrote last in this epoch (a cache of an older epoch
+ * may name a block freed since: not read). */
+static size_t block_size(struct txn *tx, struct itx *t, txn_obj *o)
+{
+    if (t->gc_epoch == t->epoch && t->last_gr && t->last_gr->blk == (char *)o)
+        return t->last_gr->size;
+    return alloc_block_size(tx->p, o, 0);
+}
+
+/* L2: granule g's bytes from the epoch's start are durable in a log of
+ * the epoch: its mark says so, or the block's tag (logged whole, I2). */
+static int gran_logged(const struct itx *t, struct gran *gr, size_t g)
+{
+    return (__atomic_load_n(&gr->mark[g / 64], __ATOMIC_ACQUIRE) >> g % 64 & 1) ||
+           __atomic_load_n(tag_of((txn_obj *)gr->blk), __ATOMIC_ACQUIRE) == t->epoch;
+}
+
+/* L2: granule g into the epoch's log (not fenced), copied with atomic
+ * loads, then its mark and the tag read again. Every in-place change in
+ * the epoch comes after a mark or the tag (L3), so a copy that finds
+ * neither after it holds the granule's bytes from the epoch's start; one
+ * found logged meanwhile (by another thread: its record is durable) is
+ * not appended, and *added says so. */
+static int log_granule(struct itx *t, struct gran *gr, size_t g, int *added)
+{
+    size_t lo, hi;
+    uint64_t buf[GRANULE / 8];
+    gran_bounds(gr, g, &lo, &hi);
+    const uint64_t *w = (const uint64_t *)(gr->blk + lo);
+    for (size_t i = 0; i < (hi - lo) / 8; i++)
+        buf[i] = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
+    atomic_thread_fence(memory_order_acquire); /* the copy before the marks */
+    *added = !gran_logged(t, gr, g);
+    if (!*added)
+        return 0;
+    int rc = log_append(&t->isl->log, t->epoch, LOG_DATA, (uint64_t)(uintptr_t)(gr->blk + lo), 0,
+                        buf, (uint32_t)(hi - lo), NULL);
+    if (!rc)
+        t->unfenced = t->touched = 1;
+    return rc;
+}
+
+/* I1: o's whole block into the epoch's log (not fenced); a large one
+ * granule by granule, but for the granules logged already (L1). */
+static int log_whole(struct itx *t, txn_obj *o, size_t *sizep)
+{
+    size_t size = *sizep = alloc_block_size(t->st->p, o, 0);
+    if (size <= LARGE_BLOCK)
+        return log_small(t, o, size);
+    struct gran *gr = gran_of(t, o, size);
+    int added, rc = gr ? 0 : TXN_E_NOMEM;
+    for (size_t g = 0, n = gr ? gran_index(gr->blk, size - 1) + 1 : 0; !rc && g < n; g++)
+        if (!gran_logged(t, gr, g))
+            rc = log_granule(t, gr, g, &added);
+    t->touched = 1;
+    return rc;
+}
+
+static int new_pend(struct itx *t, txn_obj *o, size_t size, int opened, int gran,
+                    struct pend **out)
 {
     uint64_t *at = addrmap_slot(&t->pmap, (uint64_t)(uintptr_t)o);
     struct pend *pe = at ? vec_push(&t->pend) : NULL;
     if (!pe)
         return TXN_E_NOMEM;
-    *pe = (struct pend){o, size, NONE, NONE, opened};
+    *pe = (struct pend){o, size, NONE, NONE, opened, gran};
     *at = t->pend.n;
     *out = pe;
     return 0;
@@ -748,6 +1001,34 @@ static struct pend *find_pend(struct itx *t, txn_obj *o)
     return at && *at ? vec_at(&t->pend, *at - 1) : NULL;
 }
 
+/* The granule's start address names it in gpmap: granules of different
+ * blocks never share one (L1 cuts them to their block). */
+static uint64_t gran_key(const struct gran *gr, size_t g)
+{
+    size_t lo, hi;
+    gran_bounds(gr, g, &lo, &hi);
+    return (uint64_t)(uintptr_t)(gr->blk + lo);
+}
+
+static struct gpend *find_gpend(struct itx *t, const struct gran *gr, size_t g)
+{
+    if (!t->gp.n)
+        return NULL;
+    uint64_t *at = addrmap_find(&t->gpmap, gran_key(gr, g));
+    return at && *at ? vec_at(&t->gp, *at - 1) : NULL;
+}
+
+static struct gpend *new_gpend(struct itx *t, struct gran *gr, size_t g)
+{
+    uint64_t *at = addrmap_slot(&t->gpmap, gran_key(gr, g));
+    struct gpend *q = at ? vec_push(&t->gp) : NULL;
+    if (q) {
+        *q = (struct gpend){gr, g, NONE, NONE};
+        *at = t->gp.n;
+    }
+    return q;
+}
+
 /* Room for n more old bytes and one more entry: reserved before anything
  * changes, so an in-place write never fails halfway. */
 static int reserve_old(struct itx *t, size_t entries, size_t bytes)
@@ -755,9 +1036,11 @@ static int reserve_old(struct itx *t, size_t entries, size_t bytes)
     return vec_reserve(&t->olds, entries) || vec_reserve(&t->obytes, bytes) ? TXN_E_NOMEM : 0;
 }
 
-/* Store in place; the old bytes go to DRAM when `save` (for abort). */
+/* Store in place; the old bytes go to DRAM when `save` (for abort). A
+ * store into a logged granule needs no tracking: the granule was tracked
+ * when it was marked (T), by whichever context marked it. */
 static void write_in_place(struct itx *t, txn_obj *o, size_t off, const void *src,
-                           size_t n, int save)
+                           size_t n, int save, int granule)
 {
     char *a = payload(o) + off;
     if (save) {
@@ -767,38 +1050,69 @@ static void write_in_place(struct itx *t, txn_obj *o, size_t off, const void *sr
         t->obytes.n += n;
     }
     pm_memcpy(a, src, n);
-    if (OBJ_HDR + off + n > TRACK_HEAD) /* T */
+    if (!granule && OBJ_HDR + off + n > TRACK_HEAD) /* T */
         track(t, (char *)o, OBJ_HDR + off, OBJ_HDR + off + n);
     t->touched = 1;
 }
 
-/* End of a batch: barrier (a), then tags and the buffered writes. */
+/* L2: granule g's record is durable. The first context to mark a block's
+ * granule in the epoch lists the block for the marks' clearing at the
+ * epoch's end (no room in the list: every block's marks are cleared). */
+static void mark_granule(struct itx *t, struct gran *gr, size_t g)
+{
+    __atomic_fetch_or(&gr->mark[g / 64], 1ull << g % 64, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&gr->used, __ATOMIC_RELAXED) == t->epoch ||
+        __atomic_exchange_n(&gr->used, t->epoch, __ATOMIC_RELAXED) == t->epoch)
+        return;
+    struct gran **at = vec_push(&t->isl->grans);
+    if (at)
+        *at = gr;
+    else
+        __atomic_store_n(&t->st->gran_lost, 1, __ATOMIC_RELAXED);
+}
+
+/* End of a batch: barrier (a), then tags and marks, then the buffered
+ * writes. */
 static int drain(struct txn *tx, struct itx *t, int save)
 {
     if (save && reserve_old(t, t->bw.n, t->bbytes.n))
         return TXN_E_NOMEM;
     if (t->unfenced) {
         log_flush(&t->isl->log); /* once: see log.h */
-        pm_barrier(); /* (a) I1 */
+        pm_barrier(); /* (a) I1, L2 */
         t->unfenced = 0;
     }
     for (size_t i = 0; i < t->pend.n; i++) {
         struct pend *pe = vec_at(&t->pend, i);
-        pm_store64(tag_of(pe->o), t->epoch); /* I2 */
+        if (pe->gran)
+            continue;
+        pm_store64_shared(tag_of(pe->o), t->epoch); /* I2 */
         track_head(t, (char *)pe->o, pe->size);
     }
+    for (size_t i = 0; i < t->gp.n; i++) {
+        struct gpend *q = vec_at(&t->gp, i);
+        size_t lo, hi;
+        gran_bounds(q->gr, q->g, &lo, &hi);
+        mark_granule(t, q->gr, q->g); /* L2 */
+        track_new(t, q->gr->blk, lo, hi); /* T */
+    }
+    atomic_thread_fence(memory_order_release); /* L3: the marks before the stores */
     for (size_t i = 0; i < t->bw.n; i++) {
         struct bwrite *w = vec_at(&t->bw, i);
         struct pend *pe = vec_at(&t->pend, w->pend);
-        write_in_place(t, pe->o, w->off, t->bbytes.a + w->data, w->len, save);
+        write_in_place(t, pe->o, w->off, t->bbytes.a + w->data, w->len, save, pe->gran);
     }
     (void)tx;
-    t->pend.n = t->bw.n = t->bbytes.n = 0;
+    t->pend.n = t->bw.n = t->bbytes.n = t->gp.n = 0;
     addrmap_clear(&t->pmap);
+    addrmap_clear(&t->gpmap);
     return 0;
 }
 
-static int buffer_write(struct itx *t, struct pend *pe, size_t off, const void *src, size_t n)
+/* Hold back a write of pend entry pi behind its record, at the end of the
+ * chain *first..*last (of the object, or of one of its granules). */
+static int buffer_write(struct itx *t, uint32_t pi, uint32_t *first, uint32_t *last,
+                        size_t off, const void *src, size_t n)
 {
     if (vec_reserve(&t->bbytes, n))
         return TXN_E_NOMEM;
@@ -806,31 +1120,85 @@ static int buffer_write(struct itx *t, struct pend *pe, size_t off, const void *
     if (!w)
         return TXN_E_NOMEM;
     uint32_t idx = (uint32_t)(t->bw.n - 1);
-    *w = (struct bwrite){(uint32_t)(pe - (struct pend *)t->pend.a), NONE, off, n, t->bbytes.n};
+    *w = (struct bwrite){pi, NONE, off, n, t->bbytes.n};
     memcpy(t->bbytes.a + t->bbytes.n, src, n);
     t->bbytes.n += n;
-    if (pe->last != NONE)
-        ((struct bwrite *)vec_at(&t->bw, pe->last))->next = idx;
+    if (*last != NONE)
+        ((struct bwrite *)vec_at(&t->bw, *last))->next = idx;
     else
-        pe->first = idx;
-    pe->last = idx;
+        *first = idx;
+    *last = idx;
     return 0;
+}
+
+static uint32_t pend_index(const struct itx *t, const struct pend *pe)
+{
+    return (uint32_t)(pe - (const struct pend *)t->pend.a);
+}
+
+/* A write to a large object whose tag is not the epoch's (L), piece by
+ * piece, one piece per granule: in place when its granule is logged in
+ * the epoch and no write of this transaction waits behind its record;
+ * else behind the granule's record, appended now if there is none. */
+static int write_granules(struct txn *tx, struct itx *t, txn_obj *o, struct pend *pe,
+                          size_t size, size_t off, const void *src, size_t n)
+{
+    struct gran *gr = gran_of(t, o, size);
+    size_t lo = OBJ_HDR + off, hi = lo + n;
+    size_t g0 = gran_index((char *)o, lo), g1 = gran_index((char *)o, hi - 1);
+    int rc = gr ? reserve_old(t, g1 - g0 + 1, n) : TXN_E_NOMEM, logged = 0;
+    uint32_t pi = pe ? pend_index(t, pe) : NONE;
+    for (size_t g = g0; !rc && g <= g1; g++) {
+        size_t a, b;
+        int added = 0;
+        gran_bounds(gr, g, &a, &b);
+        a = a > lo ? a : lo;
+        b = b < hi ? b : hi;
+        const char *s = (const char *)src + (a - lo);
+        struct gpend *q = find_gpend(t, gr, g);
+        if (!q && !gran_logged(t, gr, g) && !(rc = log_granule(t, gr, g, &added)) && added &&
+            !(q = new_gpend(t, gr, g)))
+            rc = TXN_E_NOMEM;
+        logged |= added;
+        if (!rc && q && pi == NONE && !(rc = new_pend(t, o, size, 0, 1, &pe)))
+            pi = pend_index(t, pe);
+        if (rc)
+            break;
+        if (q)
+            rc = buffer_write(t, pi, &q->first, &q->last, a - OBJ_HDR, s, b - a);
+        else
+            write_in_place(t, o, a - OBJ_HDR, s, b - a, 1, 1);
+    }
+    if (!rc && logged && !txn_cfg.log_batch)
+        rc = drain(tx, t, 1); /* the paper's order: a fence per write that logged */
+    return rc;
+}
+
+/* txn_open(TXN_RW) of an object not logged whole in the epoch (I1). */
+static int open_rw(struct txn *tx, struct itx *t, txn_obj *o)
+{
+    struct pend *pe;
+    size_t size;
+    int rc = log_whole(t, o, &size);
+    if (!rc)
+        rc = new_pend(t, o, size, 1, 0, &pe);
+    if (!rc && !txn_cfg.log_batch)
+        rc = drain(tx, t, 1); /* the paper: a fence per logged object */
+    return rc;
 }
 
 void *eng_open(struct txn *tx, txn_obj *o, int mode)
 {
     struct itx *t = tx->eng;
     struct pend *pe = find_pend(t, o);
-    size_t size;
-    int rc = 0;
-    if (pe && pe->first != NONE)
+    int rc = 0, gran = pe && pe->gran;
+    if (pe && (gran || pe->first != NONE))
         rc = drain(tx, t, 1); /* its address must show its writes */
     else if (pe)
         pe->opened = 1;
-    else if (mode == TXN_RW && *tag_of(o) != t->epoch &&
-             !(rc = log_obj(tx, t, o, &size)) && !(rc = new_pend(t, o, size, 1, &pe)) &&
-             !txn_cfg.log_batch)
-        rc = drain(tx, t, 1); /* the paper: a fence per logged object */
+    if (!rc && (!pe || gran) && mode == TXN_RW &&
+        __atomic_load_n(tag_of(o), __ATOMIC_RELAXED) != t->epoch)
+        rc = open_rw(tx, t, o);
     if (rc) {
         tx->err = tx->err ? tx->err : rc;
         return NULL;
@@ -838,12 +1206,11 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
     return payload(o);
 }
 
-int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
+/* The buffered writes of the chain from i over dst, which holds payload
+ * bytes [off, off + n). */
+static void overlay(const struct itx *t, uint32_t i, size_t off, void *dst, size_t n)
 {
-    struct itx *t = tx->eng;
-    memcpy(dst, payload(o) + off, n);
-    struct pend *pe = find_pend(t, o);
-    for (uint32_t i = pe ? pe->first : NONE; i != NONE;) {
+    while (i != NONE) {
         const struct bwrite *w = vec_at(&t->bw, i);
         size_t lo = w->off > off ? w->off : off;
         size_t hi = w->off + w->len < off + n ? w->off + w->len : off + n;
@@ -851,6 +1218,31 @@ int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
             memcpy((char *)dst + (lo - off), t->bbytes.a + w->data + (lo - w->off), hi - lo);
         i = w->next;
     }
+}
+
+/* The held writes of a large object's granules over dst (out of line:
+ * the common read finds no pend). */
+static __attribute__((noinline)) void overlay_granules(struct itx *t, const struct pend *pe,
+                                                       size_t off, void *dst, size_t n)
+{
+    struct gran *gr = gran_of(t, pe->o, pe->size);
+    size_t g1 = gran_index((char *)pe->o, OBJ_HDR + off + n - 1);
+    for (size_t g = gran_index((char *)pe->o, OBJ_HDR + off); gr && n && g <= g1; g++) {
+        const struct gpend *q = find_gpend(t, gr, g);
+        if (q)
+            overlay(t, q->first, off, dst, n);
+    }
+}
+
+int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
+{
+    struct itx *t = tx->eng;
+    memcpy(dst, payload(o) + off, n);
+    struct pend *pe = find_pend(t, o);
+    if (pe && pe->gran)
+        overlay_granules(t, pe, off, dst, n);
+    else if (pe)
+        overlay(t, pe->first, off, dst, n);
     return 0;
 }
 
@@ -860,19 +1252,24 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
     struct pend *pe = find_pend(t, o);
     size_t size;
     int rc;
+    if (pe && pe->gran)
+        return write_granules(tx, t, o, pe, pe->size, off, src, n);
     if (pe && !pe->opened)
-        return buffer_write(t, pe, off, src, n);
+        return buffer_write(t, pend_index(t, pe), &pe->first, &pe->last, off, src, n);
     if (pe && (rc = drain(tx, t, 1)))
         return rc;
-    if (!pe && *tag_of(o) != t->epoch) {
-        if ((rc = log_obj(tx, t, o, &size)) || (rc = new_pend(t, o, size, 0, &pe)) ||
-            (rc = buffer_write(t, pe, off, src, n)))
+    if (!pe && __atomic_load_n(tag_of(o), __ATOMIC_RELAXED) != t->epoch) {
+        size = block_size(tx, t, o);
+        if (size > LARGE_BLOCK)
+            return write_granules(tx, t, o, NULL, size, off, src, n);
+        if ((rc = log_small(t, o, size)) || (rc = new_pend(t, o, size, 0, 0, &pe)) ||
+            (rc = buffer_write(t, pend_index(t, pe), &pe->first, &pe->last, off, src, n)))
             return rc;
         return txn_cfg.log_batch ? 0 : drain(tx, t, 1); /* the paper's order */
     }
     if ((rc = reserve_old(t, 1, n)))
         return rc;
-    write_in_place(t, o, off, src, n, 1);
+    write_in_place(t, o, off, src, n, 1, 0);
     return 0;
 }
 
@@ -925,8 +1322,9 @@ int eng_free(struct txn *tx, txn_obj *o)
 static void reset(struct itx *t)
 {
     t->unfenced = t->touched = 0;
-    t->pend.n = t->bw.n = t->bbytes.n = t->olds.n = t->obytes.n = 0;
+    t->pend.n = t->bw.n = t->bbytes.n = t->olds.n = t->obytes.n = t->gp.n = 0;
     addrmap_clear(&t->pmap);
+    addrmap_clear(&t->gpmap);
 }
 
 /* I3, I4: bits now (flushed again at the epoch's end), frees held back. */
@@ -1042,9 +1440,10 @@ static void fail_epoch(txn_pool *p, uint64_t e)
  * record of one address in one part, in the log's order): each target
  * read first (in the pool's fresh mapping, a read fault maps the pages
  * around it too, the kernel's fault-around; a write fault only its own
- * page), then restored and written back (pm_memcpy_flush: at PDOM 0 and
- * 1 non-temporal stores, so that a target's lines between its first and
- * its last are not read before they are overwritten). */
+ * page), then restored, newest first, so that an address's first record
+ * is the one that stays (R), and written back (pm_memcpy_flush: at PDOM 0
+ * and 1 non-temporal stores, so that a target's lines between its first
+ * and its last are not read before they are overwritten). */
 struct restore_part {
     struct log_rec **r; /* the part's records */
     size_t n;
@@ -1060,7 +1459,7 @@ static void restore_range(void *arg)
             (void)a[0];
             (void)a[q->r[i]->len - 1];
         }
-    for (size_t i = 0; i < q->n; i++) {
+    for (size_t i = q->n; i-- > 0;) {
         pm_memcpy_flush((void *)(uintptr_t)q->r[i]->addr, log_payload(q->r[i]), q->r[i]->len);
         q->count += q->r[i]->len > 0;
         q->bytes += q->r[i]->len;
@@ -1071,12 +1470,13 @@ static void restore_range(void *arg)
 
 /* Restore threads for n records, taking parts from a counter: 8 ranges of
  * addresses per thread (a range's pages its own but at its ends). The
- * records of one address restore in the log's order in one thread; those
- * of different addresses cover different bytes (an object is logged
- * whole, the same way each time, and a block freed in the epoch is not
- * reused in it, I4), so they restore in any order, in parallel (Cohen et
- * al.: the log entries have no dependencies). One thread for a small log;
- * one in the crash simulator's build, whose store trace is one thread's. */
+ * records of one address restore in one thread, newest first (R); those
+ * of different addresses cover different bytes (a small block is logged
+ * whole, a large one by granule, the same way each time, L1, and a block
+ * freed in the epoch is not reused in it, I4), so they restore in any
+ * order, in parallel (Cohen et al.: the log entries have no
+ * dependencies). One thread for a small log; one in the crash
+ * simulator's build, whose store trace is one thread's. */
 #define RESTORE_PER_THREAD 8192
 #define RESTORE_THREADS 4
 #define RESTORE_PARTS (8 * RESTORE_THREADS)
@@ -1141,10 +1541,10 @@ static void make_parts(const struct failed_list *l, unsigned np, struct log_rec 
 }
 
 /* No memory for the lists: the failed data records one by one, in the
- * opening thread. */
+ * opening thread, newest first (R). */
 static void restore_in_order(txn_pool *p, struct log_rec **r, size_t n, struct restore_part *q)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = n; i-- > 0;)
         if (failed_data(p, r[i])) {
             struct restore_part one = {&r[i], 1, 0, 0};
             restore_range(&one);
@@ -1307,10 +1707,11 @@ int incll__log(txn *tx, txn_obj *o)
     if (*tag_of(o) == t->epoch)
         return 0;
     struct pend *pe = find_pend(t, o);
-    size_t size;
-    int rc = 0;
-    if (!pe && !(rc = log_obj(tx, t, o, &size)))
-        rc = new_pend(t, o, size, 1, &pe);
+    int rc = 0, gran = pe && pe->gran;
+    if (gran) /* its granules' writes first; then it is logged whole */
+        rc = drain(tx, t, 1);
+    if (!rc && (!pe || gran))
+        rc = open_rw(tx, t, o);
     return rc ? rc : drain(tx, t, 1);
 }
 
@@ -1321,7 +1722,7 @@ void incll__dirty(txn *tx, txn_obj *o, size_t n)
 {
     struct itx *t = tx->eng;
     t->touched = 1;
-    track_new(t, (char *)o, OBJ_HDR + n);
+    track_new(t, (char *)o, 0, OBJ_HDR + n);
 }
 
 /* ---- reuse of freed blocks, epochs (incll.h) */

@@ -172,12 +172,12 @@ static int leaf_wl_step(txn_pool *p, int t, uint64_t *rng)
 }
 
 /* Epochs end only at txn_sync: no frees, logs far below 1/16 of the pool
- * (the leaves here; the Masstree with its nodes in the pool, which frees
- * none). */
+ * (the leaves here; the large objects of wl_sparse.c; the Masstree with
+ * its nodes in the pool, which frees none). */
 int sim_epoch_exact(const struct workload *w)
 {
     const char *ms = getenv("TXN_EPOCH_MS");
-    return (w == &wl_leaf || w == &wl_masstree) && ms && !strcmp(ms, "0");
+    return (w == &wl_leaf || w == &wl_sparse || w == &wl_masstree) && ms && !strcmp(ms, "0");
 }
 
 /* First access of every leaf of thread t's part (lazy recovery); of every

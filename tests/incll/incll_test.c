@@ -1,9 +1,10 @@
 /* incll_test.c - unit tests of the InCLL primitives (incll.h) on the test
  * leaf (leaf.h): word packing, the fallbacks to the external log (InCLL
  * taken, 16-bit epoch wrap, a remove and an insert in one epoch), lazy
- * recovery after a crash (a child process that dies in its epoch), and
- * the failed-epoch queries. Built with the runtime compiled in, so that it
- * can set the durable epoch words of a closed pool. */
+ * recovery after a crash (a child process that dies in its epoch), the
+ * failed-epoch queries, and which of two records of one address recovery
+ * keeps. Built with the runtime compiled in, so that it can set the
+ * durable epoch words of a closed pool and write a log of its own. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <pthread.h>
@@ -14,9 +15,13 @@
 #include <unistd.h>
 
 #include "../common.h" /* tests/common.h, not txn/'s */
+#include "alloc.h"
 #include "incll_int.h"
 #include "leaf.h"
+#include "log.h"
+#include "persist.h"
 #include "pool.h"
+#include "tx.h"
 #include "txn.h"
 
 #define LAYOUT "incll-prim"
@@ -915,6 +920,44 @@ START_TEST(test_log_object)
 }
 END_TEST
 
+/* Two records of the root's block in the failed epoch's log, the first
+ * with its bytes from the epoch's start, the second with later bytes (no
+ * path of the engine appends such a pair: R of incll.c is the guard), and
+ * the later bytes in place: recovery keeps the first record's. */
+static void child_two_records(txn *tx)
+{
+    txn_obj *root = txn_root(g_p);
+    size_t size = alloc_block_size(tx->p, root, 0);
+    uint64_t *blk = (uint64_t *)root, later[64];
+    ck_assert_uint_le(size, sizeof later);
+    memcpy(later, blk, size);
+    later[1] = 0xbad;
+    struct log l; /* the slot's log, from its start: the engine appended nothing */
+    log_attach(&l, tx->p, tx->slot);
+    uint64_t e = incll__epoch(tx);
+    ck_assert_int_eq(log_append(&l, e, LOG_DATA, (uint64_t)(uintptr_t)blk, 0, blk,
+                                (uint32_t)size, NULL), 0);
+    ck_assert_int_eq(log_append(&l, e, LOG_DATA, (uint64_t)(uintptr_t)blk, 0, later,
+                                (uint32_t)size, NULL), 0);
+    log_flush(&l);
+    pm_barrier();
+    pm_memcpy(blk, later, size);
+}
+
+START_TEST(test_first_record_wins)
+{
+    txn *tx = begin();
+    uint64_t v = 0x600d;
+    ck_assert_int_eq(txn_write(tx, txn_root(g_p), 0, &v, 8), 0);
+    commit_sync(tx);
+    crash_child(child_two_records);
+    tx = begin();
+    ck_assert_int_eq(txn_read_u64(tx, txn_root(g_p), 0, &v), 0);
+    ck_assert_uint_eq(v, 0x600d);
+    txn_abort(tx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("incll-prim");
@@ -938,6 +981,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_forgotten_epoch);
     tcase_add_test(tc, test_epoch);
     tcase_add_test(tc, test_log_object);
+    tcase_add_test(tc, test_first_record_wins);
     return s;
 }
 
