@@ -40,10 +40,16 @@
  *        free old through old_backup, IDLE (4 barriers).
  *
  *  incll txn_obj = block with an epoch tag. The first txn_write to an
- *        object in an epoch copies it to the external log (flushed; one
- *        fence before the first in-place change), later writes in the same
- *        epoch log nothing; commit costs no barrier and txn_sync() waits
- *        for the epoch's global flush.
+ *        object in an epoch copies it to the external log (a block above
+ *        4 KiB: the 64-byte granule written; flushed; one fence before the
+ *        first in-place change), later writes in the same epoch log
+ *        nothing; commit costs no barrier and txn_sync() waits for the
+ *        epoch's global flush.
+ *
+ *  redo1 txn_obj = the payload. Writes go to a DRAM log (txn.h's inline
+ *        paths append to it) with a filter of the words written; commit
+ *        writes it as checksummed parts into the slot's ring, one barrier,
+ *        then applies it; its lines are flushed at the slot's next commit.
  *
  *  pmdk  txn_obj = a handle naming a libpmemobj allocation. txn_write =
  *        pmemobj_tx_add_range_direct + store; commit = pmemobj_tx_commit.
