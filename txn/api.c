@@ -64,33 +64,48 @@ static unsigned way_index(struct txn *tx, const txn_obj *o, int take)
 /* o (of `size` payload bytes) was just reached by a call of the front end:
  * its way, and way 0, say what the engine lets the inline paths do with
  * it. */
+static int way_same(const struct txn__way *a, const struct txn__way *b)
+{
+    return a->obj == b->obj && a->base == b->base && a->lim == b->lim &&
+           a->wmode == b->wmode && a->filtered == b->filtered;
+}
+
+/* Nothing is stored when the ways hold the answer already: after an
+ * engine's barrier a store waits for its write-backs, which the caller's
+ * next loads would otherwise overlap (undo's write, paper logging). */
 static void way_fill(struct txn *tx, txn_obj *o, size_t size)
 {
     if (tx->err) {
         ways_clear(tx);
         return;
     }
-    unsigned i = way_index(tx, o, 1);
-    struct txn__way *w = &tx->hot.way[i];
-    *w = (struct txn__way){TXN__NO_OBJ, NULL, size - 8, TXN__W_SLOW, 0};
-    int k = size < 8 ? ENG_WAY_NONE : eng_inline(tx, o, w);
+    struct txn__way nw = {TXN__NO_OBJ, NULL, size - 8, TXN__W_SLOW, 0};
+    int k = size < 8 ? ENG_WAY_NONE : eng_inline(tx, o, &nw);
     if (k == ENG_WAY_NONE) {
-        w->obj = TXN__NO_OBJ;
+        unsigned i = way_index(tx, o, 0);
+        if (i)
+            tx->hot.way[i].obj = TXN__NO_OBJ;
         if (tx->hot.way[0].obj == (const void *)o)
             tx->hot.way[0].obj = TXN__NO_OBJ;
         return;
     }
 #ifdef PMTX_TRACE
     /* the crash simulator traces every store to the pool: the library's */
-    if (w->wmode == TXN__W_DIRECT || w->wmode == TXN__W_SAVE)
-        w->wmode = TXN__W_SLOW;
+    if (nw.wmode == TXN__W_DIRECT || nw.wmode == TXN__W_SAVE)
+        nw.wmode = TXN__W_SLOW;
     if (k == TXN__W_DIRECT || k == TXN__W_SAVE)
         k = TXN__W_SLOW;
 #endif
-    w->obj = o;
-    tx->ways_move |= k != w->wmode;
+    nw.obj = o;
+    unsigned i = way_index(tx, o, 1);
+    if (way_same(&tx->hot.way[i], &nw) && way_same(&tx->hot.way[0], &nw) &&
+        tx->way_keep[i] == k && tx->way_keep[0] == k)
+        return;
+    tx->hot.way[i] = nw;
+    if (k != nw.wmode)
+        tx->ways_move = 1;
     tx->way_keep[i] = tx->way_keep[0] = (signed char)k;
-    tx->hot.way[0] = *w;
+    tx->hot.way[0] = nw;
 }
 
 void ways_refresh(struct txn *tx)
