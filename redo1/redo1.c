@@ -137,6 +137,12 @@ struct rpool {
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* p->eng's life */
 
+/* A part of a transaction's log, placed: where it goes, its entries. */
+struct cut {
+    char *at;        /* its head */
+    size_t from, to; /* its entries: offsets into the entries' bytes */
+};
+
 /* Per context. */
 struct rtx {
     struct rpool *st;
@@ -149,6 +155,7 @@ struct rtx {
     size_t fsize;          /* its bytes */
     struct vec helped;     /* struct rslot *: slots whose lines we flushed */
     struct vec image;      /* char: the parts, built in DRAM */
+    struct vec cuts;       /* struct cut: where they go */
     struct addrmap index;  /* word -> its latest entry's word in the log + 1 */
     size_t indexed;        /* words of the log in the index */
 };
@@ -325,6 +332,7 @@ int eng_tx_init(struct txn *tx)
         return TXN_E_NOMEM;
     vec_init(&t->helped, sizeof(struct rslot *));
     vec_init(&t->image, 1);
+    vec_init(&t->cuts, sizeof(struct cut));
     if (addrmap_init(&t->index, 64)) {
         free(t);
         return TXN_E_NOMEM;
@@ -414,6 +422,7 @@ void eng_tx_fini(struct txn *tx)
     free(t->filter);
     vec_free(&t->helped);
     vec_free(&t->image);
+    vec_free(&t->cuts);
     free(t);
     tx->eng = NULL;
 }
@@ -645,13 +654,8 @@ static int next_segment(struct txn *tx, struct rtx *t, uint64_t v)
     return 0;
 }
 
-/* The log's entries as parts in t->image: each part a head and whole
- * entries, cut where the slot's segments end. */
-struct cut {
-    char *at;        /* where the part goes */
-    size_t from, to; /* its entries: offsets into the entries' bytes */
-};
-
+/* The log's entries as parts: each part a head and whole entries, cut
+ * where the slot's segments end (struct cut). */
 static int place_parts(struct txn *tx, struct rtx *t, const char *ent, size_t len, uint64_t v,
                        struct vec *cuts)
 {
@@ -826,8 +830,8 @@ int eng_commit(struct txn *tx)
         return 0; /* read-only */
     const char *ent;
     size_t len;
-    struct vec cuts;
-    vec_init(&cuts, sizeof(struct cut));
+    struct vec *cuts = &t->cuts;
+    cuts->n = 0;
     int whole = new_bytes(tx) <= NEW_LOGGED;
     int rc = entries(tx, t, whole, &ent, &len);
     if (rc) {
@@ -842,14 +846,13 @@ int eng_commit(struct txn *tx)
     struct seg *cur = vec_at(&sl->segs, sl->cur);
     size_t sc = sl->cur, so = sl->off;
     uint64_t top = cur->top;
-    rc = place_parts(tx, t, ent, len, v, &cuts);
+    rc = place_parts(tx, t, ent, len, v, cuts);
     if (rc) { /* nothing written: the ring as it was */
         sl->cur = sc;
         sl->off = so;
         ((struct seg *)vec_at(&sl->segs, sc))->top = top;
         atomic_store(&sl->low, low);
         unlock_slot(sl);
-        vec_free(&cuts);
         eng_abort(tx);
         return rc;
     }
@@ -860,7 +863,7 @@ int eng_commit(struct txn *tx)
         tx_flush_new_blocks(tx);
         pm_barrier(); /* (0) Q3 */
     }
-    write_parts(ent, &cuts, v, water);
+    write_parts(ent, cuts, v, water);
     filter_clear(tx, t); /* stores before (1) do not wait for its write-backs */
     pm_barrier(); /* (1) Q1 */
     for (size_t i = 0; i < t->helped.n; i++) {
@@ -876,7 +879,6 @@ int eng_commit(struct txn *tx)
     hold_frees(tx, sl, v);
     release_held(tx->p, sl, &tx->cache, water);
     unlock_slot(sl);
-    vec_free(&cuts);
     switch_log(tx, t);
     return 0;
 }
