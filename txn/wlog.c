@@ -29,16 +29,6 @@ void wlog_free(struct wlog *l)
     l->cap = 0;
 }
 
-void wlog_rewind(struct txn *tx, struct wlog *l)
-{
-    publish(tx, l, 0);
-}
-
-size_t wlog_used(const struct txn *tx, const struct wlog *l)
-{
-    return (size_t)(tx->hot.wl - l->a);
-}
-
 int wlog_reserve(struct txn *tx, struct wlog *l, size_t words)
 {
     size_t used = wlog_used(tx, l);

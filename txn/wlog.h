@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tx.h"
 #include "txn.h"
 
 #define WL_RANGE TXN__WL_RANGE
@@ -27,8 +28,6 @@
 #define WL_FREE (1ull << 61)
 #define WL_LEN_MASK ((1ull << 48) - 1)
 #define WL_MAX_RANGE (16u * 1024u) /* longer writes take several entries */
-
-struct txn;
 
 struct wlog {
     uint64_t *a;  /* the first word */
@@ -49,10 +48,17 @@ int wlog_init(struct txn *tx, struct wlog *l, size_t words);
 void wlog_free(struct wlog *l);
 
 /* Empty again (the end of a transaction). */
-void wlog_rewind(struct txn *tx, struct wlog *l);
+static inline void wlog_rewind(struct txn *tx, struct wlog *l)
+{
+    tx->hot.wl = l->a;
+    tx->hot.wl_end = l->a + l->cap - 1;
+}
 
 /* Words in use. */
-size_t wlog_used(const struct txn *tx, const struct wlog *l);
+static inline size_t wlog_used(const struct txn *tx, const struct wlog *l)
+{
+    return (size_t)(tx->hot.wl - l->a);
+}
 
 /* Room for `words` more words (the log grows when needed): 0 or
  * TXN_E_NOMEM. */

@@ -94,7 +94,8 @@ int eng_free(struct txn *tx, txn_obj *o)
 int eng_commit(struct txn *tx)
 {
     struct none_tx *t = tx->eng;
-    tx_apply_allocs(tx, 0);
+    if (tx->allocs.n || tx->frees.n)
+        tx_apply_allocs(tx, 0);
     wlog_rewind(tx, &t->wl);
     return 0;
 }
