@@ -35,6 +35,7 @@
 #include "persist.h"
 
 const char eng_name[] = PMTX_ENGINE_NAME;
+const int eng_inlines = 1;
 const int eng_persistent = 1;
 
 struct wrap {

@@ -1234,17 +1234,6 @@ static __attribute__((noinline)) void overlay_granules(struct itx *t, const stru
     }
 }
 
-/* Reads inline while no write to the object waits behind an unfenced
- * record (its buffered writes must be laid over what is in place); writes
- * call the engine (logging, tracking, the old bytes for abort). */
-int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
-{
-    if (find_pend(tx->eng, o))
-        return ENG_WAY_NONE;
-    w->base = payload(o);
-    return TXN__W_SLOW;
-}
-
 int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
 {
     struct itx *t = tx->eng;

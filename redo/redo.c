@@ -156,19 +156,6 @@ static int lookup(struct redo_tx *r, txn_obj *o, char *a, void *dst, size_t n)
     return 0;
 }
 
-/* Reads inline while the object has not got our writer bit; writes to a
- * block of this transaction store in place (R4). */
-int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
-{
-    struct redo_tx *r = tx->eng;
-    int mine = tx_is_new(tx, o);
-    if (!mine && (!r->bit || at_load(writers(o)) & r->bit))
-        return ENG_WAY_NONE;
-    w->base = payload(o);
-    w->wmode = mine ? TXN__W_DIRECT : TXN__W_SLOW;
-    return mine ? ENG_WAY_DROP : TXN__W_SLOW;
-}
-
 int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
 {
     struct redo_tx *r = tx->eng;

@@ -81,6 +81,7 @@
 #include "wlog.h"
 
 const char eng_name[] = PMTX_ENGINE_NAME;
+const int eng_inlines = 1;
 const int eng_persistent = 1;
 
 #define W_FLOOR 0                        /* pool_hdr.eng_words */
@@ -279,7 +280,6 @@ int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
     int mine = tx_is_new(tx, o);
     w->base = (char *)o;
     w->wmode = mine ? TXN__W_DIRECT : TXN__W_LOG;
-    w->filtered = !mine;
     return mine ? ENG_WAY_DROP : TXN__W_LOG;
 }
 

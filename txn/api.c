@@ -23,15 +23,19 @@
 #define DEF_LOG ((size_t)64 << 10)
 
 /* ---- the ways of txn.h's inline paths. A way caches an object the
- * engine lets the inline paths reach (eng_inline); it is asked again after
- * every call of the front end that reaches the object. At the end of a
- * transaction each way takes the mode the engine said it keeps, or is
- * emptied; a failed call empties them all. */
+ * engine lets the inline paths reach (eng_inline); it is asked after every
+ * txn_open and every read that called the library, and the way is
+ * forgotten after a write that did (the next read asks) or a txn_free. At
+ * the end of a transaction each way takes the mode the engine said it
+ * keeps, or is emptied; a failed call empties them all. Engines whose
+ * every access calls them (eng_inlines 0: redo, incll, pmdk) get no ways
+ * and pay for none of this. */
 
 static void ways_clear(struct txn *tx)
 {
+    tx->hot.ways = (uint32_t)eng_inlines;
     for (unsigned i = 0; i < TXN__WAYS; i++)
-        tx->hot.way[i] = (struct txn__way){TXN__NO_OBJ, NULL, 0, TXN__W_SLOW, 0};
+        tx->hot.way[i] = (struct txn__way){TXN__NO_OBJ, NULL, 0, TXN__W_SLOW};
 }
 
 static void ways_end(struct txn *tx)
@@ -67,7 +71,17 @@ static unsigned way_index(struct txn *tx, const txn_obj *o, int take)
 static int way_same(const struct txn__way *a, const struct txn__way *b)
 {
     return a->obj == b->obj && a->base == b->base && a->lim == b->lim &&
-           a->wmode == b->wmode && a->filtered == b->filtered;
+           a->wmode == b->wmode;
+}
+
+/* Field by field: a copy of the whole struct would load words that the
+ * engine's narrower stores just wrote (no store forwarding). */
+static void way_set(struct txn__way *w, const struct txn__way *from)
+{
+    w->obj = from->obj;
+    w->base = from->base;
+    w->lim = from->lim;
+    w->wmode = from->wmode;
 }
 
 /* Nothing is stored when the ways hold the answer already: after an
@@ -79,7 +93,7 @@ static void way_fill(struct txn *tx, txn_obj *o, size_t size)
         ways_clear(tx);
         return;
     }
-    struct txn__way nw = {TXN__NO_OBJ, NULL, size - 8, TXN__W_SLOW, 0};
+    struct txn__way nw = {TXN__NO_OBJ, NULL, size - 8, TXN__W_SLOW};
     int k = size < 8 ? ENG_WAY_NONE : eng_inline(tx, o, &nw);
     if (k == ENG_WAY_NONE) {
         unsigned i = way_index(tx, o, 0);
@@ -101,23 +115,14 @@ static void way_fill(struct txn *tx, txn_obj *o, size_t size)
     if (way_same(&tx->hot.way[i], &nw) && way_same(&tx->hot.way[0], &nw) &&
         tx->way_keep[i] == k && tx->way_keep[0] == k)
         return;
-    tx->hot.way[i] = nw;
+    way_set(&tx->hot.way[i], &nw);
+    way_set(&tx->hot.way[0], &nw);
     if (k != nw.wmode)
         tx->ways_move = 1;
     tx->way_keep[i] = tx->way_keep[0] = (signed char)k;
-    tx->hot.way[0] = nw;
 }
 
-void ways_refresh(struct txn *tx)
-{
-    for (unsigned i = 1; i < TXN__WAYS; i++) {
-        struct txn__way *w = &tx->hot.way[i];
-        if (w->obj != TXN__NO_OBJ)
-            way_fill(tx, (txn_obj *)w->obj, w->lim + 8);
-    }
-}
-
-static void way_drop(struct txn *tx, const txn_obj *o)
+static void way_forget(struct txn *tx, const txn_obj *o)
 {
     unsigned i = way_index(tx, o, 0);
     if (i)
@@ -495,7 +500,7 @@ static int fail(struct txn *tx, int rc)
 {
     if (rc && !tx->err)
         tx->err = rc;
-    if (rc)
+    if (rc && tx->hot.ways)
         ways_clear(tx);
     return rc;
 }
@@ -547,7 +552,8 @@ void *txn_open(txn *tx, txn_obj *o, int mode)
         return NULL;
     }
     void *at = eng_open(tx, o, mode);
-    way_fill(tx, o, tx->last_size);
+    if (tx->hot.ways) /* what the engine lets through may have changed */
+        way_fill(tx, o, tx->last_size);
     return at;
 }
 
@@ -559,7 +565,8 @@ int txn__read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
     if (!dst || !range_ok(tx, o, off, n))
         return TXN_E_INVAL;
     rc = eng_read(tx, o, off, dst, n);
-    way_fill(tx, o, tx->last_size);
+    if (tx->hot.ways)
+        way_fill(tx, o, tx->last_size);
     return rc;
 }
 
@@ -572,7 +579,8 @@ int txn__write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
         return fail(tx, TXN_E_INVAL);
     if (n && (rc = fail(tx, eng_write(tx, o, off, src, n))))
         return rc;
-    way_fill(tx, o, tx->last_size);
+    if (tx->hot.ways) /* the engine's answer may change: the next read asks */
+        way_forget(tx, o);
     return 0;
 }
 
@@ -622,7 +630,8 @@ int txn_free(txn *tx, txn_obj *o)
     if (!o || o == eng_pool_root(tx->p) || o == eng_pool_meta(tx->p))
         return TXN_E_INVAL;
     tx->last_obj = NULL; /* pmdk releases the transaction's own at once */
-    way_drop(tx, o);
+    if (tx->hot.ways)
+        way_forget(tx, o);
     return eng_free(tx, o);
 }
 

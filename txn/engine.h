@@ -158,25 +158,26 @@ int eng_begin(struct txn *tx);
 void *eng_open(struct txn *tx, txn_obj *o, int mode);
 
 /* How txn.h's inline paths may reach o in the running transaction, asked
- * by the front end after each of its calls that reached o (w->size is o's
- * payload size). Returns ENG_WAY_NONE (every access calls the engine; the
- * default), or, having set w->base (the payload as the transaction reads
- * it), w->wmode (TXN__W_*: SLOW, or what a write does inline) and
- * w->filtered (reads of words the filter marks need eng_read): ENG_WAY_DROP
- * (for this transaction only) or the TXN__W_* mode the way keeps for the
- * thread's later transactions, with the same base (objects freed by the
- * thread are dropped). The answer holds until the engine's next call on
- * o, or the transaction's end or first error; an engine whose call on one
- * object changes what is right for another (none does today) must not
- * answer for that other one. */
+ * by the front end after each of its calls that reached o (w->lim is o's
+ * payload size - 8). Returns ENG_WAY_NONE (every access calls the engine;
+ * the default), or, having set w->base (the payload as the transaction
+ * reads it) and w->wmode (TXN__W_*: SLOW, or what a write does inline;
+ * with TXN__W_LOG, reads of words the filter marks call eng_read):
+ * ENG_WAY_DROP (for this transaction only) or the TXN__W_* mode the way
+ * keeps for the thread's later transactions, with the same base (objects
+ * freed by the thread are dropped). The answer holds until the engine's
+ * next call on o, or the transaction's end or first error; an engine
+ * whose call on one object makes an answer for another one wrong must not
+ * give it (none does today). tx->hot.gate, when the engine sets it, holds
+ * every TXN__W_DIRECT write back (undo: while a record awaits its
+ * barrier). */
 #define ENG_WAY_NONE (-1)
 #define ENG_WAY_DROP (-2)
 int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w);
 
-/* The front end's, for an engine whose call on one object let the inline
- * paths do more with others (undo's fence of a batch of records): asks
- * eng_inline again for every object cached. */
-void ways_refresh(struct txn *tx);
+/* Whether the engine defines eng_inline (1), or leaves every access to
+ * the library (0, the default): the front end then keeps no ways. */
+extern const int eng_inlines;
 
 /* Bounds are checked by the caller: off + n <= payload size. */
 int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n);

@@ -62,10 +62,10 @@
 #include "persist.h"
 
 const char eng_name[] = PMTX_ENGINE_NAME;
+const int eng_inlines = 1;
 const int eng_persistent = 1;
 
 struct undo_tx {
-    int unfenced;          /* a record awaits a barrier */
     struct vec recs;       /* struct log_rec *: DATA records: the ranges
                               to flush at commit, to restore at abort */
     struct addrmap logged; /* range start -> longest length logged */
@@ -101,23 +101,23 @@ void eng_tx_fini(struct txn *tx)
     tx->eng = NULL;
 }
 
-static void reset(struct undo_tx *u)
+/* tx->hot.gate, set while a record awaits its barrier, holds txn.h's
+ * direct writes back (U1): they call eng_write, which fences first. */
+static void reset(struct txn *tx, struct undo_tx *u)
 {
-    u->unfenced = 0;
+    tx->hot.gate = 0;
     u->recs.n = 0;
     addrmap_clear(&u->logged);
     addrmap_clear(&u->whole);
 }
 
 /* U1, U2: the records appended so far durable, then the tail hint. */
-static void fence_records(struct txn *tx, struct undo_tx *u)
+static void fence_records(struct txn *tx)
 {
     log_flush(&tx->log);
     pm_barrier();
-    u->unfenced = 0;
+    tx->hot.gate = 0;
     log_set_tail(&tx->log, tx->version);
-    if (u->whole.n) /* the objects logged whole: written inline from now */
-        ways_refresh(tx);
 }
 
 /* Records of [a, a+n), one per LOG_MAX_PAYLOAD piece, not fenced. */
@@ -134,7 +134,7 @@ static int append_old(struct txn *tx, struct undo_tx *u, char *a, size_t n)
         *slot = r;
         done += len;
     }
-    u->unfenced = 1;
+    tx->hot.gate = 1;
     return 0;
 }
 
@@ -155,13 +155,13 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
     return o;
 }
 
-/* Writes store in place once nothing is left to log: a block of this
- * transaction, or an object logged whole whose record a barrier covered. */
+/* Writes store in place where nothing is left to log: a block of this
+ * transaction, an object logged whole (behind the gate until a barrier
+ * covers its record). */
 int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
 {
     struct undo_tx *u = tx->eng;
-    uint64_t *whole = u->whole.n && !u->unfenced ? addrmap_find(&u->whole, (uint64_t)(uintptr_t)o)
-                                                  : NULL;
+    uint64_t *whole = u->whole.n ? addrmap_find(&u->whole, (uint64_t)(uintptr_t)o) : NULL;
     int mine = tx_is_new(tx, o);
     w->base = (char *)o;
     w->wmode = (whole && *whole) || mine ? TXN__W_DIRECT : TXN__W_SLOW;
@@ -174,8 +174,8 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
     char *a = (char *)o + off;
     uint64_t *whole = u->whole.n ? addrmap_find(&u->whole, (uint64_t)(uintptr_t)o) : NULL;
     if (whole && *whole) {
-        if (u->unfenced)
-            fence_records(tx, u); /* the batch, before its first change */
+        if (tx->hot.gate)
+            fence_records(tx); /* the batch, before its first change */
     } else if (!tx_is_new(tx, o)) {
         uint64_t *logged = addrmap_slot(&u->logged, (uint64_t)(uintptr_t)a);
         if (!logged)
@@ -184,7 +184,7 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
             int rc = append_old(tx, u, a, n);
             if (rc)
                 return rc;
-            fence_records(tx, u);
+            fence_records(tx);
             *logged = n;
         }
     }
@@ -195,7 +195,6 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
 /* U4: the record now, the bits at commit. */
 int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
 {
-    struct undo_tx *u = tx->eng;
     struct tx_block b;
     int rc = tx_reserve(tx, n, &b);
     if (!rc && (rc = tx_log_block(tx, LOG_ALLOC, &b))) {
@@ -204,20 +203,19 @@ int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
     }
     if (rc)
         return rc;
-    u->unfenced = 1;
+    tx->hot.gate = 1;
     *out = b.blk;
     return 0;
 }
 
 int eng_free(struct txn *tx, txn_obj *o)
 {
-    struct undo_tx *u = tx->eng;
     struct tx_block b;
     int rc = tx_mark_free(tx, o, &b);
     if (!rc && (rc = tx_log_block(tx, LOG_FREE, &b)))
         tx->frees.n--;
     if (!rc)
-        u->unfenced = 1;
+        tx->hot.gate = 1;
     return rc;
 }
 
@@ -243,7 +241,7 @@ static void rollback(struct txn *tx, struct undo_tx *u, int bits)
         pm_barrier(); /* restored data durable before the log goes */
     if (tx->log.used) /* U6: settled, whatever its records look like */
         tx_set_state(tx->slot, tx->version, SLOT_IDLE);
-    reset(u);
+    reset(tx, u);
 }
 
 int eng_commit(struct txn *tx)
@@ -255,7 +253,7 @@ int eng_commit(struct txn *tx)
     int eager = txn_cfg.alloc_eager && allocs;
     log_flush(&tx->log); /* ALLOC/FREE records */
     if (!eager && allocs) {
-        if (u->unfenced)
+        if (tx->hot.gate)
             pm_barrier(); /* (0) U4 */
         tx_apply_allocs(tx, 1);
     }
@@ -272,7 +270,7 @@ int eng_commit(struct txn *tx)
         pm_barrier();                                /* (3) */
         tx_set_state(tx->slot, tx->version, SLOT_IDLE); /* (4) */
     }
-    reset(u);
+    reset(tx, u);
     return 0;
 }
 

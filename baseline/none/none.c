@@ -14,6 +14,7 @@
 #include "wlog.h"
 
 const char eng_name[] = PMTX_ENGINE_NAME;
+const int eng_inlines = 1;
 const int eng_persistent = 0;
 
 #define FIRST_LOG_WORDS 4096u

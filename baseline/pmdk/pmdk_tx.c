@@ -125,14 +125,6 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
     return tx->p->base + ((uintptr_t)o - HANDLE_BASE);
 }
 
-/* Reads inline; writes are libpmemobj's. */
-int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
-{
-    (void)o;
-    w->base = eng_open(tx, o, TXN_RO);
-    return TXN__W_SLOW;
-}
-
 int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
 {
     if (!mine(tx))

@@ -359,7 +359,8 @@ const char *txn_flush_name(void);
 
 /* How a cached object's writes are done inline. */
 #define TXN__W_SLOW 0   /* call the library */
-#define TXN__W_DIRECT 1 /* store in place; nothing to record */
+#define TXN__W_DIRECT 1 /* store in place, nothing to record (unless the
+                           transaction's gate is set) */
 #define TXN__W_SAVE 2   /* record (address, old word) in the write log, store */
 #define TXN__W_LOG 3    /* record (address, new word) and its filter bit */
 
@@ -369,8 +370,8 @@ struct txn__way {
     const void *obj;  /* the txn_obj, or TXN__NO_OBJ */
     char *base;       /* its payload as this transaction reads it */
     size_t lim;       /* payload bytes - 8 (payloads have at least 8) */
-    uint8_t wmode;    /* TXN__W_* */
-    uint8_t filtered; /* a read of a word the filter marks calls the library */
+    uint8_t wmode;    /* TXN__W_*; with TXN__W_LOG, a read of a word the filter
+                         marks calls the library */
 };
 
 /* The start of every transaction (`txn *` points here). */
@@ -381,6 +382,9 @@ struct txn__hot {
     uint8_t *filter;  /* a byte per hash of the words written (TXN__W_LOG):
                          nonzero when one of them may be the word */
     uint64_t fmask;   /* bytes of the filter - 1 */
+    uint32_t gate;    /* nonzero: direct writes call the library (undo: a
+                         record awaits its barrier) */
+    uint32_t ways;    /* nonzero: the engine fills ways */
 };
 
 /* Bytes the calling thread stored to pools inline (txn_stats). */
@@ -403,6 +407,8 @@ static inline struct txn__way *txn__find(struct txn__hot *h, const txn_obj *o)
 {
     struct txn__way *w = &h->way[0];
     if (__builtin_expect(w->obj != (const void *)o, 0)) {
+        if (!h->ways)
+            return (struct txn__way *)0;
         w = txn__set(h, o);
         if (w->obj != (const void *)o && (++w)->obj != (const void *)o)
             return (struct txn__way *)0;
@@ -437,7 +443,7 @@ static inline int txn_read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
     const struct txn__way *w;
     if (h && dst && (w = txn__find(h, o)) && n <= w->lim + 8 && off <= w->lim + 8 - n) {
         const char *a = w->base + off;
-        if (!w->filtered || !txn__written(h, a, n)) {
+        if (w->wmode != TXN__W_LOG || !txn__written(h, a, n)) {
             __builtin_memcpy(dst, a, n);
             return 0;
         }
@@ -453,7 +459,7 @@ static inline int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v)
         return TXN_E_INVAL;
     if (h && v && (w = txn__find(h, o)) && off <= w->lim) {
         const char *a = w->base + off;
-        if (!w->filtered || !*txn__mark(h, a)) {
+        if (w->wmode != TXN__W_LOG || !*txn__mark(h, a)) {
             __builtin_memcpy(v, a, 8);
             return 0;
         }
@@ -486,7 +492,7 @@ static inline int txn__write_word(struct txn__hot *h, const struct txn__way *w, 
         txn__stored_inline += 8;
         return 0;
     }
-    if (w->wmode == TXN__W_DIRECT) {
+    if (w->wmode == TXN__W_DIRECT && !h->gate) {
         __builtin_memcpy(a, src, 8);
         txn__stored_inline += 8;
         return 0;
@@ -527,7 +533,7 @@ static inline int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, si
         if (n == 8 && !(off & 7)) {
             if (!txn__write_word(h, w, a, src))
                 return 0;
-        } else if (w->wmode == TXN__W_DIRECT) {
+        } else if (w->wmode == TXN__W_DIRECT && !h->gate) {
             __builtin_memcpy(a, src, n);
             txn__stored_inline += n;
             return 0;
