@@ -266,13 +266,6 @@ size_t eng_obj_size(txn_pool *p, const txn_obj *o)
     return tx_block_payload(p, o, 0);
 }
 
-void *eng_open(struct txn *tx, txn_obj *o, int mode)
-{
-    (void)tx;
-    (void)mode;
-    return o;
-}
-
 /* Reads inline unless the filter marks the word; writes append to the
  * DRAM log, or store in place in a block of this transaction (Q3). */
 int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)

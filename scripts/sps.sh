@@ -33,7 +33,7 @@ done
 
 export PMEM_IS_PMEM_FORCE=1
 sweep_build "$nobuild"
-[ -n "$engines" ] || engines=$(built_engines "$BUILD_DIR" none undo redo cow incll pmdk)
+[ -n "$engines" ] || engines=$(built_engines "$BUILD_DIR" none undo redo redo1 cow incll pmdk)
 mkdir -p results
 json=results/sps.json
 : >"$json"

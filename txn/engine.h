@@ -63,10 +63,10 @@
  * its crash-simulator arguments) and may hold barriers.h, the barrier
  * formula of its commit and abort that tests/barrier_counts.c checks.
  *
- * eng_begin, eng_sync, eng_obj_blocks, eng_read and eng_inline have
- * defaults in engine_defaults.c (nothing at begin, durable at commit, one
- * block per object, reads through eng_open, nothing inline): an engine
- * defines them only to differ.
+ * eng_begin, eng_sync, eng_obj_blocks, eng_open, eng_read and eng_inline
+ * have defaults in engine_defaults.c (nothing at begin, durable at commit,
+ * one block per object that is its payload, reads through eng_open,
+ * nothing inline): an engine defines them only to differ.
  */
 #ifndef PMTX_ENGINE_H
 #define PMTX_ENGINE_H

@@ -50,13 +50,6 @@ void eng_tx_fini(struct txn *tx)
     tx->eng = NULL;
 }
 
-void *eng_open(struct txn *tx, txn_obj *o, int mode)
-{
-    (void)tx;
-    (void)mode;
-    return o;
-}
-
 int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
 {
     int mine = tx_is_new(tx, o);

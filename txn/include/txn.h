@@ -29,7 +29,8 @@
  *
  * Durability
  * ----------
- * undo, redo, cow, pmdk: a transaction is durable when txn_commit() returns 0.
+ * undo, redo, redo1, cow, pmdk: a transaction is durable when txn_commit()
+ *        returns 0.
  * incll: failure-atomic at once, durable when its epoch has been flushed;
  *        txn_sync() waits for that.
  * none:  nothing is ever durable (a baseline for comparisons).
@@ -103,8 +104,8 @@ typedef struct txn txn;           /* a running transaction (one per thread) */
 typedef struct txn_obj txn_obj;   /* a persistent object; never dereference
                                      it: use txn_open/txn_read/txn_write */
 
-/* The engine this program is linked with: "undo", "redo", "cow", "incll",
- * "none" or "pmdk". */
+/* The engine this program is linked with: "undo", "redo", "redo1", "cow",
+ * "incll", "none" or "pmdk". */
 const char *txn_engine_name(void);
 
 /* ---- pools */
@@ -362,7 +363,7 @@ const char *txn_flush_name(void);
 #define TXN__W_DIRECT 1 /* store in place, nothing to record (unless the
                            transaction's gate is set) */
 #define TXN__W_SAVE 2   /* record (address, old word) in the write log, store */
-#define TXN__W_LOG 3    /* record (address, new word) and its filter bit */
+#define TXN__W_LOG 3    /* record (address, new word) and mark its filter byte */
 
 /* One cached object: accessible inline until the library refills the way
  * or the transaction ends or fails. */
