@@ -38,16 +38,28 @@ static void ways_clear(struct txn *tx)
         tx->hot.way[i] = (struct txn__way){TXN__NO_OBJ, NULL, 0, TXN__W_SLOW};
 }
 
+static void way_end(struct txn *tx, unsigned i)
+{
+    struct txn__way *w = &tx->hot.way[i];
+    if (tx->way_keep[i] < 0)
+        w->obj = TXN__NO_OBJ;
+    else
+        w->wmode = (uint8_t)tx->way_keep[i];
+}
+
+/* Only the ways listed as moving are visited: with 129 ways, a walk of
+ * them all at each commit cost more than it saved. */
 static void ways_end(struct txn *tx)
 {
-    tx->ways_move = 0;
-    for (unsigned i = 0; i < TXN__WAYS; i++) {
-        struct txn__way *w = &tx->hot.way[i];
-        if (tx->way_keep[i] < 0)
-            w->obj = TXN__NO_OBJ;
-        else
-            w->wmode = (uint8_t)tx->way_keep[i];
+    if (tx->ways_move > TXN__MOVED) {
+        for (unsigned i = 0; i < TXN__WAYS; i++)
+            way_end(tx, i);
+    } else {
+        for (int k = 0; k < tx->ways_move; k++)
+            way_end(tx, tx->moved[k]);
+        way_end(tx, 0);
     }
+    tx->ways_move = 0;
 }
 
 /* The way o has, or the one of its set it is given. */
@@ -117,8 +129,8 @@ static void way_fill(struct txn *tx, txn_obj *o, size_t size)
         return;
     way_set(&tx->hot.way[i], &nw);
     way_set(&tx->hot.way[0], &nw);
-    if (k != nw.wmode)
-        tx->ways_move = 1;
+    if (k != nw.wmode && tx->ways_move++ < TXN__MOVED)
+        tx->moved[tx->ways_move - 1] = (uint8_t)i;
     tx->way_keep[i] = tx->way_keep[0] = (signed char)k;
 }
 

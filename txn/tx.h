@@ -33,7 +33,10 @@ struct txn {
     int err;                  /* first error of the running transaction */
     signed char way_keep[TXN__WAYS]; /* per way: eng_inline's answer */
     uint8_t way_next[1 << TXN__SET_BITS]; /* per set: the way to fill next */
-    int ways_move;            /* a way's mode changes at the end */
+    int ways_move;            /* ways whose mode changes at the end, in moved[]
+                                 (more than TXN__MOVED: all are looked at) */
+#define TXN__MOVED 48
+    uint8_t moved[TXN__MOVED];
     const txn_obj *last_obj;  /* the object last checked, and its size */
     size_t last_size;
     struct vec defers;        /* struct tx_defer */

@@ -70,6 +70,8 @@ struct undo_tx {
                               to flush at commit, to restore at abort */
     struct addrmap logged; /* range start -> longest length logged */
     struct addrmap whole;  /* objects logged whole by txn_open(TXN_RW) */
+    const void *opened;    /* the last of them: txn_open's way fill asks
+                              right after, and skips the map */
 };
 
 size_t eng_obj_size(txn_pool *p, const txn_obj *o)
@@ -109,6 +111,7 @@ static void reset(struct txn *tx, struct undo_tx *u)
     u->recs.n = 0;
     addrmap_clear(&u->logged);
     addrmap_clear(&u->whole);
+    u->opened = NULL;
 }
 
 /* U1, U2: the records appended so far durable, then the tail hint. */
@@ -152,6 +155,7 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
         tx->err = tx->err ? tx->err : rc;
         return NULL;
     }
+    u->opened = o;
     return o;
 }
 
@@ -161,9 +165,13 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
 int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
 {
     struct undo_tx *u = tx->eng;
+    w->base = (char *)o;
+    if (o == u->opened) { /* logged whole, not a block of this transaction */
+        w->wmode = TXN__W_DIRECT;
+        return TXN__W_SLOW;
+    }
     uint64_t *whole = u->whole.n ? addrmap_find(&u->whole, (uint64_t)(uintptr_t)o) : NULL;
     int mine = tx_is_new(tx, o);
-    w->base = (char *)o;
     w->wmode = (whole && *whole) || mine ? TXN__W_DIRECT : TXN__W_SLOW;
     return mine ? ENG_WAY_DROP : TXN__W_SLOW;
 }

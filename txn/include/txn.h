@@ -349,7 +349,7 @@ const char *txn_flush_name(void);
  * Everything below is private to the library: its layout is part of the
  * library's ABI (the soname changes with it); programs never use it. */
 
-#define TXN__SET_BITS 4 /* objects cached: 2 ways in each of 1 << TXN__SET_BITS
+#define TXN__SET_BITS 6 /* objects cached: 2 ways in each of 1 << TXN__SET_BITS
                            sets by hash, */
 #define TXN__WAYS (1 + (2 << TXN__SET_BITS)) /* and way 0: the last one */
 #define TXN__NO_OBJ ((const void *)~(uintptr_t)0) /* an empty way's obj */
