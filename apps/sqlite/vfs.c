@@ -37,6 +37,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifdef PMTX_SQLITE_EXTENSION
 #include <sqlite3ext.h>
@@ -55,6 +56,7 @@ struct shared {
     dev_t dev;
     ino_t ino;
     char *path;           /* as SQLite named it at the first open */
+    pid_t pid;            /* the process that opened it */
     int refs;             /* sqlite3_files open on it */
     int view;             /* opened read-only: a private view */
     pgs *s;
@@ -344,10 +346,14 @@ static const sqlite3_io_methods methods = {
 
 /* ---- the registry of open pools */
 
+/* The pool open here as file (dev, ino). A child of fork() inherits its
+ * parent's registry but must not use the parent's pools: it opens its own,
+ * which txn.h refuses while the parent has the file (TXN_E_BUSY). */
 static struct shared *find(dev_t dev, ino_t ino)
 {
+    pid_t me = getpid();
     for (struct shared *sh = reg; sh; sh = sh->next)
-        if (sh->dev == dev && sh->ino == ino)
+        if (sh->dev == dev && sh->ino == ino && sh->pid == me)
             return sh;
     return NULL;
 }
@@ -432,6 +438,7 @@ static int open_shared(const char *name, int flags, struct shared **out)
     sh->dev = sb.st_dev;
     sh->ino = sb.st_ino;
     sh->view = ro;
+    sh->pid = getpid();
     sh->refs = 1;
     pthread_mutex_init(&sh->mu, NULL);
     sh->next = reg;
