@@ -16,14 +16,14 @@ ext=${1%.so} other=${2%.so} san=${3:-} cc=${4:-cc}
 command -v sqlite3 >/dev/null || { echo "SKIP: no sqlite3 shell (Debian: sqlite3)"; exit 77; }
 tmp=$(mktemp -d "${TXN_POOL_DIR:-/dev/shm}/pmtx-sqlshell-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-if [[ $san == *address* ]]; then
-    export LD_PRELOAD=$("$cc" -print-file-name=libasan.so)
-    export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 # the shell's own, at exit
+shell=(sqlite3)
+if [[ $san == *address* ]]; then # the shell only: not cp, dd, ...
+    shell=(env LD_PRELOAD="$("$cc" -print-file-name=libasan.so)" sqlite3)
 fi
 fail() { echo "FAIL: $*"; exit 1; }
 
 # pmtx FILE [EXT]: the shell on FILE through the VFS, SQL on stdin
-pmtx() { sqlite3 -bail -cmd ".log stderr" -cmd ".load ${2:-$ext}" -cmd ".open file:$1?vfs=pmtx"; }
+pmtx() { "${shell[@]}" -bail -cmd ".log stderr" -cmd ".load ${2:-$ext}" -cmd ".open file:$1?vfs=pmtx"; }
 
 # the same work for both VFSes: deterministic, several transactions
 cat >"$tmp/fill.sql" <<'SQL'
@@ -81,7 +81,7 @@ run_fill() { # SHELL-FUNCTION FILE: the script, the clash inside its open transa
     fi
 }
 
-stock() { sqlite3 -bail "$1"; }
+stock() { "${shell[@]}" -bail "$1"; }
 run_fill stock "$tmp/stock.db"
 echo ".dump" | stock "$tmp/stock.db" >"$tmp/stock.dump"
 
