@@ -25,7 +25,7 @@ build build-asan -DCMAKE_BUILD_TYPE=Debug -DPMTX_SANITIZE=address,undefined \
 
 echo "== build (ThreadSanitizer): the suites that run threads"
 BUILD_TARGET=threaded_tests build build-tsan -DCMAKE_BUILD_TYPE=Debug -DPMTX_SANITIZE=thread
-(cd build-tsan && ctest --output-on-failure -j2 -R '^(conformance-|kvstore-(proto|kill|shutdown)-|masstree-stress-|incll-granule)')
+(cd build-tsan && ctest --output-on-failure -j2 -R '^(conformance-|kvstore-(proto|kill|shutdown)-|masstree-stress-|incll-granule|sqlite-vfs-)')
 
 echo "== fuzzing (libFuzzer, ${PMTX_FUZZ_SECONDS:-20} s per target)"
 BUILD_TARGET=fuzzers build build-fuzz -DPMTX_FUZZ=ON -DCMAKE_C_COMPILER=clang \
