@@ -94,6 +94,8 @@ struct pgs {
     uint64_t size;         /* committed size */
     pthread_rwlock_t lock; /* pgs_commit exclusive, pool reads shared */
     struct stage st;
+    int broken;            /* the map could not be read again after a failed
+                              commit: it may name rolled-back objects */
 };
 
 static __thread char why_buf[512];
@@ -111,6 +113,14 @@ __attribute__((format(printf, 2, 3))) static int fail(int rc, const char *fmt, .
     vsnprintf(why_buf, sizeof why_buf, fmt, ap);
     va_end(ap);
     return rc;
+}
+
+/* TXN_E_IO once the DRAM map may be wrong (see pgs_commit). */
+static int usable(const pgs *s)
+{
+    return s->broken ? fail(TXN_E_IO, "the block map was lost after a failed commit: "
+                                      "close and reopen the database")
+                     : 0;
 }
 
 static inline uint64_t blocks_for(uint64_t bytes)
@@ -259,10 +269,10 @@ int pgs_read(pgs *s, int staged, void *dst, size_t n, uint64_t off, size_t *got)
 {
     unsigned char *d = dst;
     txn *tx = NULL;
-    int rc = 0;
     pthread_rwlock_rdlock(&s->lock);
+    int rc = usable(s);
     uint64_t size = staged ? s->st.size : s->size;
-    size_t in = off >= size ? 0 : (size - off < n ? (size_t)(size - off) : n);
+    size_t in = rc || off >= size ? 0 : (size - off < n ? (size_t)(size - off) : n);
     memset(d + in, 0, n - in);
     for (size_t done = 0; done < in && !rc;) {
         uint64_t pos = off + done, idx = pos / PGS_BLOCK;
@@ -326,7 +336,9 @@ int pgs_stage_write(pgs *s, const void *src, size_t n, uint64_t off)
 {
     const unsigned char *from = src;
     uint64_t end = off + n;
-    int rc = end < off ? fail(TXN_E_NOSPACE, "write past 2^64 bytes") : check_room(s, end);
+    int rc = usable(s);
+    if (!rc)
+        rc = end < off ? fail(TXN_E_NOSPACE, "write past 2^64 bytes") : check_room(s, end);
     for (size_t done = 0; !rc && done < n;) {
         uint64_t pos = off + done, idx = pos / PGS_BLOCK;
         size_t boff = (size_t)(pos % PGS_BLOCK), k = PGS_BLOCK - boff;
@@ -347,7 +359,9 @@ int pgs_stage_write(pgs *s, const void *src, size_t n, uint64_t off)
 
 int pgs_stage_truncate(pgs *s, uint64_t size)
 {
-    int rc = check_room(s, size);
+    int rc = usable(s);
+    if (!rc)
+        rc = check_room(s, size);
     if (rc || size >= s->st.size) {
         if (!rc) {
             s->st.size = size; /* grown: the new bytes read as zeros (P3) */
@@ -514,32 +528,41 @@ out:
 
 static int map_load(pgs *s);
 
+/* After a failed commit: the map in DRAM followed the aborted transaction,
+ * so read it again from the pool, which the abort left as it was. Should
+ * that fail too, the store refuses everything until it is reopened. */
+static void map_reload(pgs *s, int rc)
+{
+    char why[sizeof why_buf];
+    memcpy(why, why_buf, sizeof why);
+    int lrc = map_load(s);
+    memcpy(why_buf, why, sizeof why);
+    if (lrc) {
+        s->broken = 1;
+        fail(rc, "%s; then reloading the block map: %s", why, txn_strerror(lrc));
+    }
+}
+
 int pgs_commit(pgs *s)
 {
     if (!s->st.active)
         return 0;
     txn *tx;
     pthread_rwlock_wrlock(&s->lock);
-    int rc = txn_begin(s->p, &tx);
-    if (rc) {
-        rc = fail(rc, "beginning the commit: %s", txn_strerror(rc));
-    } else if ((rc = apply(s, tx))) {
-        fail(rc, "applying the commit: %s", txn_strerror(rc));
-        txn_abort(tx);
-    } else if ((rc = txn_commit(tx))) {
-        fail(rc, "committing: %s", txn_strerror(rc));
-    }
-    if (rc) {
-        /* the map in DRAM followed the aborted transaction: read it
-         * again from the pool, which the abort left as it was */
-        char why[sizeof why_buf];
-        memcpy(why, why_buf, sizeof why);
-        int lrc = map_load(s);
-        memcpy(why_buf, why, sizeof why);
-        if (lrc)
-            fail(rc, "%s; then reloading the block map: %s", why, txn_strerror(lrc));
-    } else {
-        s->size = s->st.size;
+    int rc = usable(s);
+    if (!rc && (rc = txn_begin(s->p, &tx))) {
+        fail(rc, "beginning the commit: %s", txn_strerror(rc));
+    } else if (!rc) {
+        if ((rc = apply(s, tx))) {
+            fail(rc, "applying the commit: %s", txn_strerror(rc));
+            txn_abort(tx);
+        } else if ((rc = txn_commit(tx))) {
+            fail(rc, "committing: %s", txn_strerror(rc));
+        }
+        if (rc)
+            map_reload(s, rc);
+        else
+            s->size = s->st.size;
     }
     pthread_rwlock_unlock(&s->lock);
     stage_clear(&s->st, s->size);
