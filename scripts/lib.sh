@@ -1,10 +1,11 @@
 # lib.sh - shared by the README's commands: Debian packages and the build.
 
 # redis-tools and tmux: the kvstore tests (tests/kvstore/deps.sh checks
-# them); redis-server: scripts/kvbench.sh
+# them); redis-server: scripts/kvbench.sh; libsqlite3-dev: the SQLite VFS
+# (apps/sqlite), sqlite3: its shell tests
 PMTX_PACKAGES="cmake make gcc g++ pkg-config libpmem-dev libpmemobj-dev check
 libatomic-ops-dev libbenchmark-dev clang libclang-rt-14-dev gnuplot-nox
-redis-tools redis-server tmux"
+redis-tools redis-server tmux libsqlite3-dev sqlite3"
 
 # Install the Debian packages that are missing (needs root, as the README
 # says); does nothing when all are there.
