@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acks.h"
 #include "common.h"
 #include "txn.h"
 
@@ -168,59 +169,6 @@ static void child_main(const char *name, int ack_fd)
 
 /* ---- the parent */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The acks of one round: the last value, and how many came. */
-struct acks {
-    unsigned char partial[8];
-    size_t npartial;
-    uint64_t last, count;
-};
-
-/* Reads what the pipe holds; each ack must be one more than the last.
- * Returns what read() returned. */
-static int drain(int fd, struct acks *a)
-{
-    unsigned char buf[4096];
-    ssize_t n = read(fd, buf, sizeof buf);
-    for (ssize_t i = 0; i < n; i++) {
-        a->partial[a->npartial++] = buf[i];
-        if (a->npartial == 8) {
-            uint64_t v;
-            memcpy(&v, a->partial, 8);
-            ck_assert_msg(v == a->last + 1,
-                          "acks out of order: %llu after %llu",
-                          (unsigned long long)v,
-                          (unsigned long long)a->last);
-            a->last = v;
-            a->count++;
-            a->npartial = 0;
-        }
-    }
-    return (int)n;
-}
-
-/* Reads acks until `ns` have passed, so the child never blocks on a full
- * pipe, which would make the kill land at the same spot every round. */
-static void read_acks_for(int fd, struct acks *a, uint64_t ns)
-{
-    uint64_t end = now_ns() + ns;
-    for (uint64_t t = now_ns(); t < end; t = now_ns()) {
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        struct timespec left = {.tv_sec = (time_t)((end - t) / 1000000000u),
-                                .tv_nsec = (long)((end - t) % 1000000000u)};
-        int r = ppoll(&pfd, 1, &left, NULL);
-        ck_assert_msg(r >= 0 || errno == EINTR, "ppoll: %s", strerror(errno));
-        if (r > 0 && drain(fd, a) == 0)
-            break; /* EOF: the child died by itself */
-    }
-}
-
 static void check_bulk(txn *tx, txn_obj *root, uint64_t c, uint64_t round)
 {
     static uint64_t words[BULK / 8];
@@ -329,10 +277,10 @@ static uint64_t kill_round(const char *name, uint64_t round, uint64_t before)
         child_main(name, fds[1]);
     }
     close(fds[1]);
-    read_acks_for(fds[0], &a, sleep_ns);
+    acks_read_for(fds[0], &a, sleep_ns);
     kill(pid, SIGKILL);
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    while (drain(fds[0], &a) > 0)
+    while (acks_drain(fds[0], &a) > 0)
         ;
     close(fds[0]);
     ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,

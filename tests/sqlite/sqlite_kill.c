@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acks.h"
 #include "common.h"
 #include "pmtx_sqlite.h"
 #include "txn.h"
@@ -127,53 +128,6 @@ static void child_main(const char *path, int ack_fd, uint64_t seed)
 
 /* ---- the parent */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The acks read so far: each one more than the last. */
-struct acks {
-    unsigned char part[8];
-    size_t npart;
-    long long last;
-    unsigned count;
-};
-
-static ssize_t drain(int fd, struct acks *a)
-{
-    unsigned char buf[4096];
-    ssize_t n = read(fd, buf, sizeof buf);
-    for (ssize_t i = 0; i < n; i++) {
-        a->part[a->npart++] = buf[i];
-        if (a->npart < 8)
-            continue;
-        long long v;
-        memcpy(&v, a->part, 8);
-        ck_assert_msg(v == a->last + 1, "ack %lld after %lld", v, a->last);
-        a->last = v;
-        a->count++;
-        a->npart = 0;
-    }
-    return n;
-}
-
-static void read_acks_for(int fd, struct acks *a, uint64_t ns)
-{
-    uint64_t end = now_ns() + ns;
-    for (uint64_t t = now_ns(); t < end; t = now_ns()) {
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        struct timespec left = {.tv_sec = (time_t)((end - t) / 1000000000u),
-                                .tv_nsec = (long)((end - t) % 1000000000u)};
-        int r = ppoll(&pfd, 1, &left, NULL);
-        ck_assert_msg(r >= 0 || errno == EINTR, "ppoll: %s", strerror(errno));
-        if (r > 0 && drain(fd, a) == 0)
-            break; /* EOF: the child stopped by itself */
-    }
-}
-
 static long long q_int(sqlite3 *db, const char *sql)
 {
     long long v = one_int(db, sql);
@@ -206,7 +160,7 @@ static long long check_db(const char *path, unsigned round)
 
 static long long kill_round(const char *path, unsigned round, long long before)
 {
-    struct acks a = {.last = before};
+    struct acks a = {.last = (uint64_t)before};
     uint64_t sleep_ns = (5 + (uint64_t)(rand() % 56)) * 1000000u;
     int fds[2], status;
     ck_assert_int_eq(pipe(fds), 0);
@@ -218,22 +172,23 @@ static long long kill_round(const char *path, unsigned round, long long before)
         child_main(path, fds[1], (uint64_t)rand() << 16 | round);
     }
     close(fds[1]);
-    read_acks_for(fds[0], &a, sleep_ns);
+    acks_read_for(fds[0], &a, sleep_ns);
     kill(pid, SIGKILL);
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    while (drain(fds[0], &a) > 0)
+    while (acks_drain(fds[0], &a) > 0)
         ;
     close(fds[0]);
     ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
                   "round %u: the child stopped by itself (status 0x%x: exit code 10 open, 11 "
                   "SQL, 12 pipe)",
                   round, (unsigned)status);
-    ck_assert_uint_eq(a.npart, 0);
+    ck_assert_uint_eq(a.npartial, 0);
     long long got = check_db(path, round);
-    ck_assert_msg(got == a.last || got == a.last + 1,
+    long long last = (long long)a.last;
+    ck_assert_msg(got == last || got == last + 1,
                   "round %u: the database holds %lld transactions, the last acknowledged is "
                   "%lld (%u acks this round, killed after %llu ms)",
-                  round, got, a.last, a.count, (unsigned long long)(sleep_ns / 1000000));
+                  round, got, last, (unsigned)a.count, (unsigned long long)(sleep_ns / 1000000));
     return got;
 }
 

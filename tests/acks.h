@@ -1,0 +1,66 @@
+/* acks.h - the parent's side of the SIGKILL tests: a child writes one
+ * 8-byte number per acknowledged transaction into a pipe, each one more
+ * than the last, and the parent reads them until it kills the child. */
+#ifndef PMTX_TESTS_ACKS_H
+#define PMTX_TESTS_ACKS_H
+
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline uint64_t acks_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The acks of one round: the last value, and how many came. */
+struct acks {
+    unsigned char partial[8];
+    size_t npartial;
+    uint64_t last, count;
+};
+
+/* Reads what the pipe holds; each ack must be one more than the last.
+ * Returns what read() returned (0: end of file). */
+static inline ssize_t acks_drain(int fd, struct acks *a)
+{
+    unsigned char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf);
+    for (ssize_t i = 0; i < n; i++) {
+        a->partial[a->npartial++] = buf[i];
+        if (a->npartial < 8)
+            continue;
+        uint64_t v;
+        memcpy(&v, a->partial, 8);
+        ck_assert_msg(v == a->last + 1, "acks out of order: %llu after %llu",
+                      (unsigned long long)v, (unsigned long long)a->last);
+        a->last = v;
+        a->count++;
+        a->npartial = 0;
+    }
+    return n;
+}
+
+/* Reads acks until `ns` have passed, so the child never blocks on a full
+ * pipe, which would make the kill land at the same spot every round. */
+static inline void acks_read_for(int fd, struct acks *a, uint64_t ns)
+{
+    uint64_t end = acks_now_ns() + ns;
+    for (uint64_t t = acks_now_ns(); t < end; t = acks_now_ns()) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        struct timespec left = {.tv_sec = (time_t)((end - t) / 1000000000u),
+                                .tv_nsec = (long)((end - t) % 1000000000u)};
+        int r = ppoll(&pfd, 1, &left, NULL);
+        ck_assert_msg(r >= 0 || errno == EINTR, "ppoll: %s", strerror(errno));
+        if (r > 0 && acks_drain(fd, a) == 0)
+            break; /* end of file: the child stopped by itself */
+    }
+}
+
+#endif
