@@ -1,9 +1,11 @@
 /* txns.c - a terminal: its connection's prepared statements and TPC-C's
  * five transactions with their input rules (clause 2.4-2.8). Writing
  * transactions begin IMMEDIATE, so that two terminals never deadlock
- * upgrading their locks; a busy database is waited for by yielding the
- * processor, not by SQLite's default sleep of a millisecond or more. */
+ * upgrading their locks; a busy database (a reader against a committing
+ * writer) is waited for by yielding the processor, not by SQLite's default
+ * sleep of a millisecond or more. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -91,6 +93,7 @@ struct term {
     sqlite3_stmt *stock_get[TPCC_DISTRICTS]; /* one per district's s_dist_xx */
     uint64_t busy;
     int tag_payments; /* h_data = a unique tag (the SIGKILL test's acks) */
+    int writing;      /* holds `writer` */
 };
 
 static atomic_ulong tag_seq; /* the process's tags: T<pid>-<n> */
@@ -203,8 +206,17 @@ static int col_int(struct term *t, int s, int c)
     return sqlite3_column_int(t->st[s], c);
 }
 
+/* SQLite admits one writer at a time: the terminals of this process queue
+ * for it on a mutex, asleep, rather than polling SQLite's lock (on two
+ * cores a poller took the processor from the writer it waited for). */
+static pthread_mutex_t writer = PTHREAD_MUTEX_INITIALIZER;
+
 static int begin(struct term *t, int writes)
 {
+    if (writes) {
+        pthread_mutex_lock(&writer);
+        t->writing = 1;
+    }
     return qx(t, writes ? S_BEGIN : S_BEGIN_RO, "");
 }
 
@@ -447,6 +459,10 @@ int term_run(struct term *t, int type, struct tx_result *res)
                 sqlite3_errmsg(t->db));
         if (!sqlite3_get_autocommit(t->db))
             sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    if (t->writing) {
+        t->writing = 0;
+        pthread_mutex_unlock(&writer);
     }
     return rc;
 }
