@@ -10,7 +10,9 @@
 # demo table of every engine (results/demo.txt) and the data retention
 # evaluation (scripts/retention.sh: results/retention.md and .png) and SPS
 # on every engine at PDOM 0, 1, 2 and unpadded 1, with the raw lines
-# (scripts/sps.sh: results/sps.md and .png).
+# (scripts/sps.sh: results/sps.md and .png), and TPC-C on SQLite through
+# every engine's VFS beside stock SQLite (scripts/tpcc.sh: results/tpcc.md
+# and .png).
 # Arguments go to report.sh (--full: the paper's sizes and durations; the
 # sweeps take their --full too).
 set -euo pipefail
@@ -43,3 +45,5 @@ mkdir -p results
 BUILD_DIR=build-release bash scripts/retention.sh # persistent data retention
 echo
 BUILD_DIR=build-release bash scripts/sps.sh --no-build $([[ " $* " == *" --full "* ]] && echo --full)
+echo
+BUILD_DIR=build-release bash scripts/tpcc.sh --no-build $([[ " $* " == *" --full "* ]] && echo --full)

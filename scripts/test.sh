@@ -24,12 +24,12 @@ build build-asan -DCMAKE_BUILD_TYPE=Debug -DPMTX_SANITIZE=address,undefined \
 (cd build-asan && ctest --output-on-failure -j2 --repeat until-fail:2 -R '^crashsim-incll-epoch-1ms')
 
 echo "== build (ThreadSanitizer): the suites that run threads"
-# the server's and the SQLite VFS's threads are the same code on every
+# the server's, the SQLite VFS's and TPC-C's threads are the same code on every
 # engine: their tests run on one engine of each kind (a barrier per write,
 # one per commit, an epoch thread), the other suites on all
 BUILD_TARGET=threaded_tests build build-tsan -DCMAKE_BUILD_TYPE=Debug -DPMTX_SANITIZE=thread
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j2 \
-    -R '^(conformance-|kvstore-(proto|shutdown)-|(kvstore-kill|sqlite-vfs)-(undo|redo1|incll)$|masstree-stress-|incll-granule)')
+    -R '^(conformance-|kvstore-(proto|shutdown)-|(kvstore-kill|sqlite-vfs|tpcc-run)-(undo|redo1|incll)$|masstree-stress-|incll-granule)')
 
 echo "== fuzzing (libFuzzer, ${PMTX_FUZZ_SECONDS:-20} s per target)"
 BUILD_TARGET=fuzzers build build-fuzz -DPMTX_FUZZ=ON -DCMAKE_C_COMPILER=clang \
