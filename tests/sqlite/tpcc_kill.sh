@@ -14,7 +14,8 @@ trap 'rm -rf "$dir"' EXIT
 db=$dir/tpcc.db
 acks=$dir/acks
 : >"$acks"
-"$tpcc" --db "$db" --load-only --items 2000 --customers 300 --pool-mb 64 >/dev/null
+# the database grows by about 0.5 MB a round
+"$tpcc" --db "$db" --load-only --items 2000 --customers 300 --pool-mb $((32 + rounds)) >/dev/null
 for ((i = 1; i <= rounds; i++)); do
     "$tpcc" --db "$db" --seconds 600 --terminals 2 --acks "$acks" --seed "$i" \
         >"$dir/run.out" 2>&1 &
