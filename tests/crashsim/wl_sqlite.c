@@ -28,7 +28,9 @@
  * is broken); the objects reached are the store's directory, leaves and
  * blocks (pgs_objects, which checks the store's own invariants P3, P4).
  *
- * One thread (WL_ONE_THREAD), run when named (--workload sqlite). */
+ * With several threads, each has its own database: its part, its store,
+ * its name and connection (the VFS's registry and SQLite are shared).
+ * Run when named (--workload sqlite). */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +54,7 @@ struct row {
 static struct row cur[SIM_THREADS][KEYS];  /* committed */
 static struct row next[SIM_THREADS][KEYS]; /* the transaction's */
 static uint64_t next_digest[SIM_THREADS];  /* announced at the commit */
-static unsigned char vbuf[BIG_MAX];
+static unsigned char vbuf[SIM_THREADS][BIG_MAX]; /* a value's bytes */
 
 enum { S_INS, S_UPD, S_DEL, S_DELR, S_BAD, NSTMT };
 static const char *const stmt_sql[NSTMT] = {
@@ -207,15 +209,15 @@ static void new_value(int t, int k, uint64_t *rng)
     r->seed = sim_rand(rng);
     r->len = x % 16 == 0 ? BIG_MIN + (uint32_t)((x >> 8) % (BIG_MAX - BIG_MIN + 1))
                          : 1 + (uint32_t)((x >> 8) % SMALL);
-    value_of(r->seed, r->len, vbuf);
-    r->vh = value_hash(vbuf, r->len);
+    value_of(r->seed, r->len, vbuf[t]);
+    r->vh = value_hash(vbuf[t], r->len);
 }
 
-/* Bind key k's value (in vbuf) and h at ?2, ?3 of st. */
-static void bind_value(sqlite3_stmt *st, const struct row *r)
+/* Bind row r's value and h at ?2, ?3 of st. */
+static void bind_value(int t, sqlite3_stmt *st, const struct row *r)
 {
-    value_of(r->seed, r->len, vbuf);
-    sqlite3_bind_blob(st, 2, vbuf, (int)r->len, SQLITE_TRANSIENT);
+    value_of(r->seed, r->len, vbuf[t]);
+    sqlite3_bind_blob(st, 2, vbuf[t], (int)r->len, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, h_of(r->vh));
 }
 
@@ -246,7 +248,7 @@ static int op_insert(int t, uint64_t *rng, unsigned *n)
         return 0;
     new_value(t, k, rng);
     sqlite3_bind_int64(c->st[S_INS], 1, k);
-    bind_value(c->st[S_INS], &next[t][k]);
+    bind_value(t, c->st[S_INS], &next[t][k]);
     ++*n;
     return run(c->st[S_INS]) == SQLITE_DONE ? 0 : sql_fail(t, "insert");
 }
@@ -259,7 +261,7 @@ static int op_update(int t, uint64_t *rng)
         return 0;
     new_value(t, k, rng);
     sqlite3_bind_int64(c->st[S_UPD], 1, k);
-    bind_value(c->st[S_UPD], &next[t][k]);
+    bind_value(t, c->st[S_UPD], &next[t][k]);
     return run(c->st[S_UPD]) == SQLITE_DONE ? 0 : sql_fail(t, "update");
 }
 
@@ -294,7 +296,7 @@ static int op_failing(int t, uint64_t *rng)
     struct row r = next[t][k];
     new_value(t, k, rng);
     sqlite3_bind_int64(c->st[S_BAD], 1, k);
-    bind_value(c->st[S_BAD], &next[t][k]);
+    bind_value(t, c->st[S_BAD], &next[t][k]);
     sqlite3_bind_int64(c->st[S_BAD], 4, taken);
     next[t][k] = r;
     return run(c->st[S_BAD]) == SQLITE_CONSTRAINT ? 0 : sql_fail(t, "failing insert");
@@ -448,4 +450,4 @@ static int sq_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 }
 
 const struct workload wl_sqlite = {"sqlite", 2u << 20, PGS_ROOT_SIZE, sq_setup, sq_step,
-                                   sq_mirror, sq_read, WL_BY_NAME | WL_ONE_THREAD, sq_finish};
+                                   sq_mirror, sq_read, WL_BY_NAME, sq_finish};
