@@ -3,7 +3,8 @@
  *
  * Layout (every field a u64 or a txn_obj handle)
  *   root   {magic, version, block, size, dir, ndir}: `size` is the file's
- *          length in bytes; `dir` an object of `ndir` handles
+ *          length in bytes; `dir` an object of `ndir` handles. The pool's
+ *          root, or an object of a pool the program opened (pgs_adopt)
  *   dir    {leaf[ndir]}: leaf i maps blocks [i * LEAF_N, (i + 1) * LEAF_N)
  *   leaf   {block[LEAF_N]}: NULL for a block that reads as zeros
  *   block  PGS_BLOCK bytes of the file
@@ -66,7 +67,7 @@
 #define WORD 8u
 
 enum { R_MAGIC = 0, R_VERSION = 8, R_BLOCK = 16, R_SIZE = 24, R_DIR = 32, R_NDIR = 40,
-       ROOT_SIZE = 64 };
+       ROOT_SIZE = PGS_ROOT_SIZE };
 
 /* A staged block: its index in the file and its whole content. */
 struct sblk {
@@ -96,6 +97,9 @@ struct pgs {
     struct stage st;
     int broken;            /* the map could not be read again after a failed
                               commit: it may name rolled-back objects */
+    int own;               /* the pool is the store's (pgs_open): closed with it */
+    int (*commit)(txn *tx, void *arg); /* pgs_adopt's hook, or NULL */
+    void *commit_arg;
 };
 
 static __thread char why_buf[512];
@@ -556,7 +560,7 @@ int pgs_commit(pgs *s)
         if ((rc = apply(s, tx))) {
             fail(rc, "applying the commit: %s", txn_strerror(rc));
             txn_abort(tx);
-        } else if ((rc = txn_commit(tx))) {
+        } else if ((rc = s->commit ? s->commit(tx, s->commit_arg) : txn_commit(tx))) {
             fail(rc, "committing: %s", txn_strerror(rc));
         }
         if (rc)
@@ -706,17 +710,40 @@ static int root_blank(pgs *s)
     return !rc && !memcmp(r, zero, sizeof r);
 }
 
+/* A store with no pool yet. */
+static pgs *store_new(void)
+{
+    pgs *s = calloc(1, sizeof *s);
+    *why_buf = '\0';
+    if (!s) {
+        fail(TXN_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    pthread_rwlock_init(&s->lock, NULL);
+    return s;
+}
+
+/* Free what store_new and map_load made (the pool is the caller's). */
+static void store_free(pgs *s)
+{
+    stage_clear(&s->st, 0);
+    free(s->leaf);
+    free(s->blk);
+    free(s->used);
+    pthread_rwlock_destroy(&s->lock);
+    free(s);
+}
+
 int pgs_open(const char *path, const struct pgs_opts *o, pgs **out, int *created)
 {
     struct stat sb;
     char file[4096];
-    pgs *s = calloc(1, sizeof *s);
+    pgs *s = store_new();
     int rc, made = 0;
-    *why_buf = '\0';
     *created = 0;
     if (!s)
-        return fail(TXN_E_NOMEM, "out of memory");
-    pthread_rwlock_init(&s->lock, NULL);
+        return TXN_E_NOMEM;
+    s->own = 1;
     if (o->view) {
         rc = txn_pool_view(path, PGS_LAYOUT, &s->p);
     } else {
@@ -751,23 +778,79 @@ fail:
         txn_pool_close(s->p);
     if (made && !txn_pool_path(path, file, sizeof file))
         unlink(file); /* the pool this call made, unusable: gone again */
-    free(s->leaf);
-    free(s->blk);
-    free(s->used);
-    pthread_rwlock_destroy(&s->lock);
-    free(s);
+    store_free(s);
     return rc;
+}
+
+int pgs_adopt(const struct pgs_host *h, pgs **out)
+{
+    pgs *s = store_new();
+    int rc;
+    if (!s)
+        return TXN_E_NOMEM;
+    s->p = h->pool;
+    s->root = h->root;
+    s->commit = h->commit;
+    s->commit_arg = h->commit_arg;
+    rc = root_blank(s) ? map_init(s, h->max_bytes) : 0;
+    if (!rc)
+        rc = map_load(s);
+    if (rc) {
+        store_free(s);
+        return rc;
+    }
+    stage_clear(&s->st, s->size);
+    *out = s;
+    return 0;
 }
 
 void pgs_close(pgs *s)
 {
     if (!s)
         return;
-    stage_clear(&s->st, 0);
-    txn_pool_close(s->p);
-    free(s->leaf);
-    free(s->blk);
-    free(s->used);
-    pthread_rwlock_destroy(&s->lock);
-    free(s);
+    if (s->own)
+        txn_pool_close(s->p);
+    store_free(s);
+}
+
+/* ---- the objects of the map */
+
+int pgs_objects(pgs *s, int (*fn)(txn_obj *o, void *arg), void *arg)
+{
+    txn *tx = NULL;
+    pthread_rwlock_rdlock(&s->lock);
+    int rc = usable(s);
+    if (!rc)
+        rc = fn(s->dir, arg);
+    for (uint64_t l = 0; !rc && l < s->ndir; l++) {
+        if (!s->leaf[l])
+            continue;
+        if (!s->used[l]) {
+            rc = fail(TXN_E_CORRUPT, "leaf %llu maps no block (P4)", (unsigned long long)l);
+            break;
+        }
+        rc = fn(s->leaf[l], arg);
+        for (uint64_t i = l * LEAF_N; !rc && i < (l + 1) * LEAF_N; i++) {
+            if (!s->blk[i])
+                continue;
+            if (i * PGS_BLOCK >= s->size)
+                rc = fail(TXN_E_CORRUPT, "block %llu lies past the file's %llu bytes (P3)",
+                          (unsigned long long)i, (unsigned long long)s->size);
+            else
+                rc = fn(s->blk[i], arg);
+        }
+    }
+    /* the tail of the last block, past the end of the file, reads zero (P3) */
+    size_t tail = (size_t)(s->size % PGS_BLOCK);
+    uint64_t last = s->size / PGS_BLOCK;
+    if (!rc && tail && last < s->nmax && s->blk[last]) {
+        unsigned char b[PGS_BLOCK], zero[PGS_BLOCK] = {0};
+        if (!(rc = read_tx(s, &tx)) && !(rc = read_block(s, tx, last, tail, b, PGS_BLOCK - tail)) &&
+            memcmp(b, zero, PGS_BLOCK - tail))
+            rc = fail(TXN_E_CORRUPT, "block %llu holds bytes past the file's end (P3)",
+                      (unsigned long long)last);
+    }
+    rc = read_end(tx, rc);
+    pthread_rwlock_unlock(&s->lock);
+    return rc;
 }

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "txn.h"
+
 #define PGS_LAYOUT "pmtx-sqlite" /* the pool's layout name (txn_pool_create) */
 #define PGS_BLOCK 4096u          /* bytes per block: SQLite's default page */
 
@@ -69,5 +71,34 @@ void pgs_discard(pgs *s);
 /* Make every commit durable (txn_sync: incll waits for its epoch's end;
  * a no-op for engines durable at commit). */
 int pgs_sync(pgs *s);
+
+/* ---- a store in a pool its program opened itself. For the crash
+ * simulator (tests/crashsim/wl_sqlite.c), whose pool is created, traced
+ * and crashed by its driver, and holds other objects too; a program that
+ * only uses the VFS never calls these. */
+
+struct pgs_host {
+    txn_pool *pool;     /* open, and left open by pgs_close */
+    txn_obj *root;      /* stands for the pool's root: an object of at
+                           least PGS_ROOT_SIZE bytes; all zero, it gets a
+                           fresh map, in one transaction */
+    uint64_t max_bytes; /* a fresh map addresses at least this many bytes */
+    /* when not NULL, ends pgs_commit's transaction instead of txn_commit
+     * (and must end it, as txn_commit does) */
+    int (*commit)(txn *tx, void *arg);
+    void *commit_arg;
+};
+
+#define PGS_ROOT_SIZE 64
+
+/* Open the store kept under h->root in the open pool h->pool: as
+ * pgs_open, with no file of its own. */
+int pgs_adopt(const struct pgs_host *h, pgs **out);
+
+/* Call fn on every object of the store's map, the root excepted: the
+ * directory, the leaves, the blocks; checks P3 and P4 (pagestore.c) on
+ * the way. 0, fn's nonzero return, or TXN_E_CORRUPT (pgs_why() says
+ * which). Committed state only: no writer may have anything staged. */
+int pgs_objects(pgs *s, int (*fn)(txn_obj *o, void *arg), void *arg);
 
 #endif

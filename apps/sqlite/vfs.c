@@ -49,6 +49,7 @@ SQLITE_EXTENSION_INIT1
 #include "pagestore.h"
 #include "pmtx_sqlite.h"
 #include "txn.h"
+#include "vfs_host.h"
 
 /* A pool open in this process, shared by its connections. */
 struct shared {
@@ -59,6 +60,8 @@ struct shared {
     pid_t pid;            /* the process that opened it */
     int refs;             /* sqlite3_files open on it */
     int view;             /* opened read-only: a private view */
+    int hosted;           /* pmtx_sqlite_host's: found by path, which holds
+                             a reference until pmtx_sqlite_unhost */
     pgs *s;
     pthread_mutex_t mu;   /* the lock state: */
     int nshared;          /* connections holding SHARED or more */
@@ -353,9 +356,32 @@ static struct shared *find(dev_t dev, ino_t ino)
 {
     pid_t me = getpid();
     for (struct shared *sh = reg; sh; sh = sh->next)
-        if (sh->dev == dev && sh->ino == ino && sh->pid == me)
+        if (!sh->hosted && sh->dev == dev && sh->ino == ino && sh->pid == me)
             return sh;
     return NULL;
+}
+
+/* The store hosted here under name (vfs_host.h). */
+static struct shared *find_hosted(const char *name)
+{
+    pid_t me = getpid();
+    for (struct shared *sh = reg; sh; sh = sh->next)
+        if (sh->hosted && sh->pid == me && !strcmp(sh->path, name))
+            return sh;
+    return NULL;
+}
+
+/* Take sh out of the registry and free it with its store. */
+static void drop_shared(struct shared *sh)
+{
+    struct shared **pp = &reg;
+    while (*pp != sh)
+        pp = &(*pp)->next;
+    *pp = sh->next;
+    pgs_close(sh->s);
+    pthread_mutex_destroy(&sh->mu);
+    free(sh->path);
+    free(sh);
 }
 
 static int f_close(sqlite3_file *f)
@@ -364,16 +390,8 @@ static int f_close(sqlite3_file *f)
     struct shared *sh = pf->sh;
     f_unlock(f, SQLITE_LOCK_NONE);
     pthread_mutex_lock(&reg_mu);
-    if (--sh->refs == 0) {
-        struct shared **pp = &reg;
-        while (*pp != sh)
-            pp = &(*pp)->next;
-        *pp = sh->next;
-        pgs_close(sh->s);
-        pthread_mutex_destroy(&sh->mu);
-        free(sh->path);
-        free(sh);
-    }
+    if (--sh->refs == 0)
+        drop_shared(sh);
     pthread_mutex_unlock(&reg_mu);
     return SQLITE_OK;
 }
@@ -405,7 +423,9 @@ static int pool_size(const char *name, size_t *out)
 static int open_shared(const char *name, int flags, struct shared **out)
 {
     struct stat sb;
-    struct shared *sh = stat(name, &sb) ? NULL : find(sb.st_dev, sb.st_ino);
+    struct shared *sh = find_hosted(name);
+    if (!sh && !stat(name, &sb))
+        sh = find(sb.st_dev, sb.st_ino);
     int ro = (flags & SQLITE_OPEN_READONLY) != 0, created, rc;
     if (sh) {
         if (sh->view && !ro)
@@ -445,6 +465,50 @@ static int open_shared(const char *name, int flags, struct shared **out)
     reg = sh;
     *out = sh;
     return SQLITE_OK;
+}
+
+int pmtx_sqlite_host(const char *name, pgs *s)
+{
+    struct shared *sh = calloc(1, sizeof *sh);
+    int rc = SQLITE_OK;
+    if (!sh || !(sh->path = strdup(name))) {
+        free(sh);
+        return SQLITE_NOMEM;
+    }
+    sh->hosted = 1;
+    sh->s = s;
+    sh->pid = getpid();
+    sh->refs = 1;
+    pthread_mutex_init(&sh->mu, NULL);
+    pthread_mutex_lock(&reg_mu);
+    if (find_hosted(name)) {
+        rc = SQLITE_BUSY;
+    } else {
+        sh->next = reg;
+        reg = sh;
+    }
+    pthread_mutex_unlock(&reg_mu);
+    if (rc) {
+        pthread_mutex_destroy(&sh->mu);
+        free(sh->path);
+        free(sh);
+    }
+    return rc;
+}
+
+int pmtx_sqlite_unhost(const char *name)
+{
+    int rc = SQLITE_OK;
+    pthread_mutex_lock(&reg_mu);
+    struct shared *sh = find_hosted(name);
+    if (!sh)
+        rc = SQLITE_NOTFOUND;
+    else if (sh->refs > 1)
+        rc = SQLITE_BUSY;
+    else
+        drop_shared(sh);
+    pthread_mutex_unlock(&reg_mu);
+    return rc;
 }
 
 /* ---- the VFS methods */

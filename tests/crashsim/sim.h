@@ -57,6 +57,8 @@ extern const struct workload wl_masstree; /* masstree.c */
 /* Built for incll only (weak: NULL elsewhere): wl_leaf.c, wl_sparse.c. */
 extern const struct workload wl_leaf __attribute__((weak));
 extern const struct workload wl_sparse __attribute__((weak));
+/* Built where SQLite is (weak: NULL elsewhere): wl_sqlite.c. */
+extern const struct workload wl_sqlite __attribute__((weak));
 /* Optional, from a workload file (weak): the first access to thread t's
  * part after recovery, for a workload whose structure recovers lazily; the
  * driver runs it, and crashes it, as part of recovery. */
