@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tpcc.sh [--full] [--seconds S] [--warehouses "1 4"] [--terminals T]
-#         [--engines "a b"] [--no-build]
+#         [--engines "a b"] [--no-build] [--report-only]
 # TPC-C on SQLite (apps/tpcc): tpmC of every engine's pmtx VFS at PDOM 0,
 # 1 and 2 beside stock SQLite in memory, WAL and rollback journal
 # (synchronous=FULL, /dev/shm), at W = 1 and 4 warehouses, T terminals
@@ -8,6 +8,7 @@
 # stock file modes) and copied for each run, so that every run starts from
 # the same data. Writes results/tpcc.json (one JSON line per run),
 # results/tpcc.md and results/tpcc.png. --full: 30 s a point (default 5).
+# --report-only: the table and plot again from results/tpcc.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -17,6 +18,7 @@ warehouses="1 4"
 terminals=2
 engines=
 nobuild=
+report_only=
 while [ $# -gt 0 ]; do
     case $1 in
     --full) seconds=30 ;;
@@ -25,7 +27,8 @@ while [ $# -gt 0 ]; do
     --terminals) terminals=$2; shift ;;
     --engines) engines=$2; shift ;;
     --no-build) nobuild=1 ;;
-    *) echo "usage: $0 [--full] [--seconds S] [--warehouses \"1 4\"] [--terminals T] [--engines \"a b\"] [--no-build]" >&2
+    --report-only) report_only=1; nobuild=1 ;;
+    *) echo "usage: $0 [--full] [--seconds S] [--warehouses \"1 4\"] [--terminals T] [--engines \"a b\"] [--no-build] [--report-only]" >&2
        exit 2 ;;
     esac
     shift
@@ -36,7 +39,7 @@ sweep_build "$nobuild"
 [ -n "$engines" ] || engines=$(built_engines "$BUILD_DIR" none undo redo redo1 cow incll pmdk)
 mkdir -p results
 json=results/tpcc.json
-: >"$json"
+[ -n "$report_only" ] || : >"$json"
 dir=$(mktemp -d /dev/shm/tpcc-sweep.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 stock=$BUILD_DIR/bin/tpcc-undo # its stock modes use no engine
@@ -55,6 +58,7 @@ run() {
 }
 
 for w in $warehouses; do
+    [ -z "$report_only" ] || break
     echo "== tpcc: W = $w, $terminals terminals, $seconds s a run"
     run "$w" memory "$stock" --mode memory --warehouses "$w"
     "$stock" --mode delete --warehouses "$w" --db "$dir/stock.db" --load-only >/dev/null 2>&1
@@ -126,17 +130,20 @@ num() { [ -n "$1" ] && printf '%.0f' "$1" || printf -; }
 cat results/tpcc.md
 
 if command -v gnuplot >/dev/null; then
-    dat=$(mktemp)
+    files=
     for w in $warehouses; do
-        for m in memory wal delete; do
-            printf '%s %s - - - %s\n' "$w" "$m" "$(tpmc "$w" "$m" undo)"
-        done
-        for e in $engines; do
-            printf '%s %s %s %s %s -\n' "$w" "$e" "$(tpmc "$w" pdom0 "$e")" \
-                "$(tpmc "$w" pdom1 "$e")" "$(tpmc "$w" pdom2 "$e")"
-        done
-    done | sed 's/  / - /g; s/ $/ -/' >"$dat"
-    gnuplot -e "data='$dat'; out='results/tpcc.png'; ws='$warehouses'" scripts/tpccplot.gp &&
+        dat=$dir/plot-$w.dat
+        {
+            for m in memory wal delete; do
+                printf '%s - - - %s\n' "$m" "$(tpmc "$w" "$m" undo)"
+            done
+            for e in $engines; do
+                printf '%s %s %s %s -\n' "$e" "$(tpmc "$w" pdom0 "$e")" \
+                    "$(tpmc "$w" pdom1 "$e")" "$(tpmc "$w" pdom2 "$e")"
+            done
+        } | sed 's/  / - /g; s/ $/ -/' >"$dat"
+        files="$files $dat"
+    done
+    gnuplot -e "files='$files'; out='results/tpcc.png'; ws='$warehouses'" scripts/tpccplot.gp &&
         echo "results/tpcc.png"
-    rm -f "$dat"
 fi

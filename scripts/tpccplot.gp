@@ -1,8 +1,9 @@
 # tpccplot.gp - results/tpcc.png from scripts/tpcc.sh: tpmC per engine at
 # PDOM 0, 1, 2 beside stock SQLite (memory, wal, delete), a panel per
 # warehouse count.
-#   gnuplot -e "data='tpcc.dat'; out='results/tpcc.png'; ws='1 4'" scripts/tpccplot.gp
-# data: "W line pdom0 pdom1 pdom2 stock" lines, "-" where a value is none.
+#   gnuplot -e "files='w1.dat w4.dat'; out='results/tpcc.png'; ws='1 4'" scripts/tpccplot.gp
+# a file per warehouse count: "line pdom0 pdom1 pdom2 stock" lines, "-"
+# where a value is none.
 
 if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
     set terminal pngcairo size 1400,500 noenhanced font ",10"
@@ -19,16 +20,14 @@ set ylabel "tpmC (New-Order per minute)"
 set format y "%.0s%c"
 set grid ytics
 set yrange [0:*]
-set key top right
+set key outside bottom center horizontal
 set xtics rotate by -30
 n = words(ws)
 set multiplot layout 1, n
 do for [i = 1:n] {
-    w = word(ws, i) + 0
-    set title sprintf("TPC-C, W = %d", w)
-    plot data using ($1 == w ? $3 : NaN):xtic($1 == w ? strcol(2) : "") title "PDOM 0", \
-         '' using ($1 == w ? $4 : NaN) title "PDOM 1", \
-         '' using ($1 == w ? $5 : NaN) title "PDOM 2", \
-         '' using ($1 == w ? $6 : NaN) title "stock SQLite"
+    set title sprintf("TPC-C, W = %s", word(ws, i))
+    f = word(files, i)
+    plot f using 2:xtic(1) title "PDOM 0", '' using 3 title "PDOM 1", \
+         '' using 4 title "PDOM 2", '' using 5 title "stock SQLite"
 }
 unset multiplot

@@ -63,7 +63,10 @@
 #define VERSION 1                 /* of the layout above */
 #define LEAF_N 512u               /* handles per leaf: a 4 KiB object */
 #define LEAF_BYTES (LEAF_N * 8u)
-#define GAP 64u                   /* changed runs closer than this merge */
+#ifndef PGS_GAP                   /* a build option for measuring it (docs/sqlite.md) */
+#define PGS_GAP 64u
+#endif
+#define GAP PGS_GAP                /* changed runs closer than this merge */
 #define WORD 8u
 
 enum { R_MAGIC = 0, R_VERSION = 8, R_BLOCK = 16, R_SIZE = 24, R_DIR = 32, R_NDIR = 40,

@@ -373,8 +373,14 @@ int tpcc_load(sqlite3 *db, const struct scale *s, uint64_t seed, FILE *log)
 int tpcc_read_scale(sqlite3 *db, struct scale *s)
 {
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db, "SELECT warehouses, items, customers FROM tpcc_meta", -1,
-                                &st, NULL);
+    /* a new database has no such table: asked first, so that SQLite's log
+     * does not report the query on it as an error */
+    int rc = sqlite3_table_column_metadata(db, NULL, "tpcc_meta", "k", NULL, NULL, NULL, NULL,
+                                           NULL);
+    if (rc != SQLITE_OK)
+        return SQLITE_NOTFOUND;
+    rc = sqlite3_prepare_v2(db, "SELECT warehouses, items, customers FROM tpcc_meta", -1, &st,
+                            NULL);
     if (rc != SQLITE_OK)
         return rc;
     if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
