@@ -26,7 +26,7 @@ struct command {
 /* ---- helpers */
 
 /* The reply to a store error; a full pool is the one a client can act on. */
-static void reply_store_error(struct buf *b, int rc)
+void reply_store_error(struct buf *b, int rc)
 {
     if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL)
         reply_error(b, "ERR out of persistent memory: the pool is full (%s)", txn_strerror(rc));
@@ -38,14 +38,14 @@ static void reply_store_error(struct buf *b, int rc)
         reply_error(b, "ERR store: %s", txn_strerror(rc));
 }
 
-static int arg_is(const struct kv_slice *a, const char *word)
+int arg_is(const struct kv_slice *a, const char *word)
 {
     size_t n = strlen(word);
     return a->n == n && !strncasecmp(a->p, word, n);
 }
 
 /* Redis's integer syntax (strict decimal, within the type). */
-static int parse_ll(const struct kv_slice *a, long long *out)
+int parse_ll(const struct kv_slice *a, long long *out)
 {
     char s[24];
     if (a->n == 0 || a->n >= sizeof s)
@@ -149,113 +149,6 @@ static int glob_match(const char *pat, size_t plen, const char *s, size_t slen)
 }
 
 /* ---- keys and values */
-
-static void get_cb(void *arg, const char *v, size_t n)
-{
-    if (v)
-        reply_bulk(arg, v, n);
-    else
-        reply_nil(arg);
-}
-
-static void cmd_get(struct conn *c, size_t argc, struct kv_slice *argv)
-{
-    (void)argc;
-    size_t mark = c->out.len;
-    int rc = kv_get(srv.kv, 1, &argv[1], get_cb, &c->out);
-    if (rc) {
-        c->out.len = mark;
-        reply_store_error(&c->out, rc);
-    }
-}
-
-static void cmd_mget(struct conn *c, size_t argc, struct kv_slice *argv)
-{
-    size_t mark = c->out.len;
-    reply_array(&c->out, argc - 1);
-    int rc = kv_get(srv.kv, argc - 1, &argv[1], get_cb, &c->out);
-    if (rc) {
-        c->out.len = mark;
-        reply_store_error(&c->out, rc);
-    }
-}
-
-static void cmd_set(struct conn *c, size_t argc, struct kv_slice *argv)
-{
-    int only = 0, done = 1;
-    for (size_t i = 3; i < argc; i++) {
-        if (arg_is(&argv[i], "NX") && only != KV_SET_XX)
-            only = KV_SET_NX;
-        else if (arg_is(&argv[i], "XX") && only != KV_SET_NX)
-            only = KV_SET_XX;
-        else
-            return reply_error(&c->out, "ERR syntax error");
-    }
-    int rc = kv_set(srv.kv, 1, &argv[1], only, &done);
-    if (rc)
-        return reply_store_error(&c->out, rc);
-    if (done)
-        reply_simple(&c->out, "OK");
-    else
-        reply_nil(&c->out);
-}
-
-static void cmd_mset(struct conn *c, size_t argc, struct kv_slice *argv)
-{
-    if (argc % 2 == 0)
-        return reply_error(&c->out, "ERR wrong number of arguments for 'mset' command");
-    int rc = kv_set(srv.kv, (argc - 1) / 2, &argv[1], 0, NULL);
-    if (rc)
-        return reply_store_error(&c->out, rc);
-    reply_simple(&c->out, "OK");
-}
-
-static void cmd_del(struct conn *c, size_t argc, struct kv_slice *argv)
-{
-    uint64_t n;
-    int rc = kv_del(srv.kv, argc - 1, &argv[1], &n);
-    if (rc)
-        return reply_store_error(&c->out, rc);
-    reply_int(&c->out, (long long)n);
-}
-
-static void cmd_exists(struct conn *c, size_t argc, struct kv_slice *argv)
-{
-    uint64_t n;
-    int rc = kv_exists(srv.kv, argc - 1, &argv[1], &n);
-    if (rc)
-        return reply_store_error(&c->out, rc);
-    reply_int(&c->out, (long long)n);
-}
-
-static void incr_by(struct conn *c, struct kv_slice key, long long by)
-{
-    int64_t v;
-    int rc = kv_incr(srv.kv, key, by, &v);
-    if (rc)
-        return reply_store_error(&c->out, rc);
-    reply_int(&c->out, v);
-}
-
-static void cmd_incr(struct conn *c, size_t argc, struct kv_slice *argv)
-{
-    (void)argc;
-    incr_by(c, argv[1], arg_is(&argv[0], "DECR") ? -1 : 1);
-}
-
-static void cmd_incrby(struct conn *c, size_t argc, struct kv_slice *argv)
-{
-    (void)argc;
-    long long by;
-    if (parse_ll(&argv[2], &by))
-        return reply_error(&c->out, "ERR value is not an integer or out of range");
-    if (arg_is(&argv[0], "DECRBY")) {
-        if (by == LLONG_MIN)
-            return reply_error(&c->out, "ERR decrement would overflow");
-        by = -by;
-    }
-    incr_by(c, argv[1], by);
-}
 
 static void cmd_dbsize(struct conn *c, size_t argc, struct kv_slice *argv)
 {
@@ -623,17 +516,42 @@ static void cmd_config(struct conn *c, size_t argc, struct kv_slice *argv)
 
 static void cmd_command(struct conn *c, size_t argc, struct kv_slice *argv);
 
+static void cmd_multi(struct conn *c, size_t argc, struct kv_slice *argv);
+static void cmd_exec(struct conn *c, size_t argc, struct kv_slice *argv);
+static void cmd_discard(struct conn *c, size_t argc, struct kv_slice *argv);
+static void cmd_watch(struct conn *c, size_t argc, struct kv_slice *argv);
+static void cmd_unwatch(struct conn *c, size_t argc, struct kv_slice *argv);
+
 static const struct command commands[] = {
     {"get", cmd_get, 2, "readonly fast", 1, 1, 1},
     {"set", cmd_set, -3, "write denyoom", 1, 1, 1},
+    {"setnx", cmd_setnx, 3, "write denyoom fast", 1, 1, 1},
+    {"getset", cmd_getset, 3, "write denyoom fast", 1, 1, 1},
+    {"getdel", cmd_getset, 2, "write fast", 1, 1, 1},
+    {"append", cmd_append, 3, "write denyoom fast", 1, 1, 1},
+    {"strlen", cmd_strlen, 2, "readonly fast", 1, 1, 1},
+    {"getrange", cmd_getrange, 4, "readonly", 1, 1, 1},
+    {"setrange", cmd_setrange, 4, "write denyoom", 1, 1, 1},
+    {"setbit", cmd_setbit, 4, "write denyoom", 1, 1, 1},
+    {"getbit", cmd_getbit, 3, "readonly fast", 1, 1, 1},
+    {"bitcount", cmd_bitcount, -2, "readonly", 1, 1, 1},
     {"del", cmd_del, -2, "write", 1, -1, 1},
+    {"unlink", cmd_del, -2, "write fast", 1, -1, 1},
     {"exists", cmd_exists, -2, "readonly fast", 1, -1, 1},
+    {"touch", cmd_exists, -2, "readonly fast", 1, -1, 1},
     {"mget", cmd_mget, -2, "readonly fast", 1, -1, 1},
     {"mset", cmd_mset, -3, "write denyoom", 1, -1, 2},
+    {"msetnx", cmd_mset, -3, "write denyoom", 1, -1, 2},
     {"incr", cmd_incr, 2, "write denyoom fast", 1, 1, 1},
     {"decr", cmd_incr, 2, "write denyoom fast", 1, 1, 1},
     {"incrby", cmd_incrby, 3, "write denyoom fast", 1, 1, 1},
     {"decrby", cmd_incrby, 3, "write denyoom fast", 1, 1, 1},
+    {"incrbyfloat", cmd_incrbyfloat, 3, "write denyoom fast", 1, 1, 1},
+    {"multi", cmd_multi, 1, "noscript loading fast", 0, 0, 0},
+    {"exec", cmd_exec, 1, "noscript loading", 0, 0, 0},
+    {"discard", cmd_discard, 1, "noscript loading fast", 0, 0, 0},
+    {"watch", cmd_watch, -2, "noscript loading fast", 1, -1, 1},
+    {"unwatch", cmd_unwatch, 1, "noscript loading fast", 0, 0, 0},
     {"dbsize", cmd_dbsize, 1, "readonly fast", 0, 0, 0},
     {"flushall", cmd_flushall, -1, "write", 0, 0, 0},
     {"flushdb", cmd_flushall, -1, "write", 0, 0, 0},
@@ -724,15 +642,332 @@ static void reply_unknown(struct buf *b, size_t argc, const struct kv_slice *arg
                 (int)(argv[0].n > 64 ? 64 : argv[0].n), argv[0].p, args);
 }
 
+/* ---- MULTI, EXEC, DISCARD, WATCH, UNWATCH
+ *
+ * EXEC runs its queue as ONE store transaction (kv_txn) over the keys of
+ * every queued command and every watched key: after a crash all of it is
+ * in the store or none, and its replies go out once it is durable, as
+ * every write's. Commands that fail on their input inside EXEC reply
+ * their error and change nothing, and the others go on (Redis's rule); a
+ * store error (the pool is full) rolls the whole block back and EXEC
+ * answers that error. WATCH remembers each key's stripe version
+ * (kv_key_version) and a digest of its value; EXEC, holding the locks,
+ * aborts when a version moved and the key's value or existence changed. */
+
+/* Commands that lock the store on their own (scans, whole-store flushes)
+ * cannot join EXEC's transaction: refused inside MULTI. */
+static int multi_refuses(const struct command *cmd)
+{
+    static const char *const no[] = {"flushall", "flushdb", "keys", "scan", "shutdown", "multi"};
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        if (!strcmp(cmd->name, no[i]))
+            return 1;
+    return 0;
+}
+
+static _Thread_local int exec_error; /* what rolled EXEC's block back */
+
+struct queued {
+    const struct command *cmd;
+    size_t argc;
+    struct kv_slice *argv; /* and their bytes, in the same allocation */
+};
+
+struct watched {
+    char *key;
+    size_t n;
+    uint64_t version, digest; /* digest 0: the key did not exist */
+};
+
+struct multi {
+    int open;     /* between MULTI and EXEC / DISCARD */
+    int failed;   /* a command could not be queued: EXEC aborts */
+    struct queued *q;
+    size_t nq, capq;
+    struct watched *w;
+    size_t nw;
+};
+
+static struct multi *multi_of(struct conn *c)
+{
+    if (!c->multi)
+        c->multi = calloc(1, sizeof *c->multi);
+    return c->multi;
+}
+
+static void queue_clear(struct multi *m)
+{
+    for (size_t i = 0; i < m->nq; i++)
+        free(m->q[i].argv);
+    m->nq = 0;
+    m->open = m->failed = 0;
+}
+
+static void watch_clear(struct multi *m)
+{
+    for (size_t i = 0; i < m->nw; i++)
+        free(m->w[i].key);
+    free(m->w);
+    m->w = NULL;
+    m->nw = 0;
+}
+
+void multi_free(struct conn *c)
+{
+    if (!c->multi)
+        return;
+    queue_clear(c->multi);
+    watch_clear(c->multi);
+    free(c->multi->q);
+    free(c->multi);
+    c->multi = NULL;
+}
+
+static int enqueue(struct multi *m, const struct command *cmd, size_t argc,
+                   const struct kv_slice *argv)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < argc; i++)
+        bytes += argv[i].n;
+    if (m->nq == m->capq) {
+        size_t cap = m->capq ? 2 * m->capq : 8;
+        struct queued *q = realloc(m->q, cap * sizeof *q);
+        if (!q)
+            return -1;
+        m->q = q;
+        m->capq = cap;
+    }
+    struct kv_slice *a = malloc(argc * sizeof *a + bytes + 1);
+    if (!a)
+        return -1;
+    char *p = (char *)(a + argc);
+    for (size_t i = 0; i < argc; i++) {
+        memcpy(p, argv[i].p, argv[i].n);
+        a[i] = (struct kv_slice){p, argv[i].n};
+        p += argv[i].n;
+    }
+    m->q[m->nq++] = (struct queued){cmd, argc, a};
+    return 0;
+}
+
+/* FNV-1a of a value, never 0 (0 stands for a missing key) */
+static void digest_cb(void *arg, const char *v, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; v && i < n; i++)
+        h = (h ^ (unsigned char)v[i]) * 0x100000001b3ULL;
+    *(uint64_t *)arg = v ? (h ? h : 1) : 0;
+}
+
+static void cmd_multi(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc, (void)argv;
+    struct multi *m = multi_of(c);
+    if (!m)
+        return reply_error(&c->out, "ERR out of memory");
+    m->open = 1;
+    reply_simple(&c->out, "OK");
+}
+
+static void cmd_discard(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc, (void)argv;
+    if (!c->multi || !c->multi->open)
+        return reply_error(&c->out, "ERR DISCARD without MULTI");
+    queue_clear(c->multi);
+    watch_clear(c->multi);
+    reply_simple(&c->out, "OK");
+}
+
+static void cmd_unwatch(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc, (void)argv;
+    if (c->multi)
+        watch_clear(c->multi);
+    reply_simple(&c->out, "OK");
+}
+
+static void cmd_watch(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    struct multi *m = multi_of(c);
+    if (!m)
+        return reply_error(&c->out, "ERR out of memory");
+    kv_txn *t;
+    int rc = kv_txn_begin(srv.kv, argc - 1, &argv[1], 0, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    struct watched *w = realloc(m->w, (m->nw + argc - 1) * sizeof *w);
+    if (!w)
+        rc = TXN_E_NOMEM;
+    else
+        m->w = w;
+    for (size_t i = 1; i < argc && !rc; i++) {
+        struct watched *x = &m->w[m->nw];
+        if (!(x->key = malloc(argv[i].n + 1))) {
+            rc = TXN_E_NOMEM;
+            break;
+        }
+        memcpy(x->key, argv[i].p, argv[i].n);
+        x->n = argv[i].n;
+        x->version = kv_key_version(srv.kv, argv[i]);
+        if ((rc = kv_txn_get(t, argv[i], digest_cb, &x->digest)) < 0) {
+            free(x->key);
+            break;
+        }
+        rc = 0;
+        m->nw++;
+    }
+    rc = kv_txn_end(t, rc);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    reply_simple(&c->out, "OK");
+}
+
+/* The keys of a queued command, by its table entry (first, last, step). */
+static size_t add_keys(const struct queued *q, struct kv_slice *keys, size_t n)
+{
+    const struct command *cmd = q->cmd;
+    if (cmd->first_key <= 0)
+        return n;
+    size_t last = cmd->last_key < 0 ? q->argc - (size_t)-cmd->last_key : (size_t)cmd->last_key;
+    for (size_t i = (size_t)cmd->first_key; i <= last && i < q->argc; i += (size_t)cmd->step)
+        keys[n++] = q->argv[i];
+    return n;
+}
+
+/* A watched key changed since WATCH (checked under EXEC's locks). */
+static int watch_broken(struct multi *m, kv_txn *t)
+{
+    for (size_t i = 0; i < m->nw; i++) {
+        struct kv_slice k = {m->w[i].key, m->w[i].n};
+        if (kv_key_version(srv.kv, k) == m->w[i].version)
+            continue;
+        uint64_t d = 0;
+        int rc = kv_txn_get(t, k, digest_cb, &d);
+        if (rc < 0)
+            return rc;
+        if (d != m->w[i].digest)
+            return 1;
+    }
+    return 0;
+}
+
+static void cmd_exec(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc, (void)argv;
+    struct multi *m = c->multi;
+    if (!m || !m->open)
+        return reply_error(&c->out, "ERR EXEC without MULTI");
+    if (m->failed) {
+        queue_clear(m);
+        watch_clear(m);
+        return reply_error(&c->out,
+                           "EXECABORT Transaction discarded because of previous errors.");
+    }
+    size_t nkeys = m->nw;
+    for (size_t i = 0; i < m->nq; i++)
+        nkeys += m->q[i].argc;
+    struct kv_slice *keys = malloc((nkeys ? nkeys : 1) * sizeof *keys);
+    kv_txn *t = NULL;
+    size_t n = 0, mark = c->out.len;
+    int rc = keys ? 0 : TXN_E_NOMEM, write = 0;
+    for (size_t i = 0; i < m->nw; i++)
+        keys[n++] = (struct kv_slice){m->w[i].key, m->w[i].n};
+    for (size_t i = 0; keys && i < m->nq; i++) {
+        n = add_keys(&m->q[i], keys, n);
+        write |= strstr(m->q[i].cmd->flags, "write") != NULL;
+    }
+    if (!rc)
+        rc = kv_txn_begin(srv.kv, n, keys, write, &t);
+    free(keys);
+    if (!rc && (rc = watch_broken(m, t)) > 0) {
+        rc = kv_txn_end(t, 0); /* nothing written */
+        queue_clear(m);
+        watch_clear(m);
+        return rc ? reply_store_error(&c->out, rc) : (void)buf_add(&c->out, "*-1\r\n", 5);
+    }
+    if (!rc) {
+        reply_array(&c->out, m->nq);
+        c->exec = t;
+        for (size_t i = 0; i < m->nq && c->exec; i++)
+            m->q[i].cmd->proc(c, m->q[i].argc, m->q[i].argv);
+        /* a store error inside ended it: cmd_tx_end cleared c->exec */
+        rc = c->exec ? kv_txn_end(t, 0) : exec_error;
+        c->exec = NULL;
+    }
+    queue_clear(m);
+    watch_clear(m);
+    if (rc) {
+        c->out.len = mark;
+        reply_store_error(&c->out, rc);
+    }
+}
+
+/* ---- the store transaction a command runs in */
+
+
+int cmd_tx_begin(struct conn *c, size_t n, const struct kv_slice *keys, int write, kv_txn **t)
+{
+    if (c->exec) {
+        *t = c->exec;
+        return 0;
+    }
+    return kv_txn_begin(srv.kv, n, keys, write, t);
+}
+
+int cmd_tx_end(struct conn *c, kv_txn *t, int rc)
+{
+    if (t != c->exec)
+        return kv_txn_end(t, rc);
+    if (rc < 0) { /* the block cannot commit in part: all of it rolls back */
+        kv_txn_end(t, rc);
+        exec_error = rc;
+        c->exec = NULL;
+        return rc;
+    }
+    return 0;
+}
+
 void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     thread_commands++;
     const struct command *cmd = lookup_command(&argv[0]);
-    if (!cmd)
+    struct multi *m = c->multi && c->multi->open ? c->multi : NULL;
+    if (!cmd) {
+        if (m)
+            m->failed = 1;
         return reply_unknown(&c->out, argc, argv);
+    }
     if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
-        (cmd->arity < 0 && argc < (size_t)-cmd->arity))
+        (cmd->arity < 0 && argc < (size_t)-cmd->arity)) {
+        if (cmd->proc == cmd_exec) { /* Redis discards the block, MULTI or not */
+            if (c->multi) {
+                queue_clear(c->multi);
+                watch_clear(c->multi);
+            }
+            return reply_error(&c->out, "EXECABORT Transaction discarded because of: wrong "
+                               "number of arguments for 'exec' command");
+        }
+        if (m)
+            m->failed = 1;
         return reply_error(&c->out, "ERR wrong number of arguments for '%s' command",
                            cmd->name);
+    }
+    if (m && cmd->proc != cmd_exec && cmd->proc != cmd_discard && cmd->proc != cmd_quit) {
+        if (cmd->proc == cmd_multi)
+            return reply_error(&c->out, "ERR MULTI calls can not be nested");
+        if (cmd->proc == cmd_watch)
+            return reply_error(&c->out, "ERR WATCH inside MULTI is not allowed");
+        if (multi_refuses(cmd)) {
+            m->failed = 1;
+            return reply_error(&c->out, "ERR %s inside MULTI is not supported here: it "
+                               "cannot be part of the block's one transaction", cmd->name);
+        }
+        if (enqueue(m, cmd, argc, argv)) {
+            m->failed = 1;
+            return reply_error(&c->out, "ERR out of memory");
+        }
+        return reply_simple(&c->out, "QUEUED");
+    }
     cmd->proc(c, argc, argv);
 }

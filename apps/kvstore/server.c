@@ -137,6 +137,7 @@ static void conn_release(struct conn *c)
     buf_free(&c->out);
     resp_free(&c->rp);
     free(c->argv);
+    multi_free(c);
     atomic_fetch_sub(&srv.clients, 1);
 }
 

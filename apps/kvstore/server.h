@@ -83,11 +83,44 @@ struct conn {
     unsigned events; /* epoll interest */
     int listed;      /* on the worker's flush list */
     pthread_t th;    /* --io threads: the thread serving it */
+    struct multi *multi; /* MULTI's queue and WATCH's keys, or NULL */
+    kv_txn *exec;    /* EXEC's store transaction while it runs its queue */
     struct conn *next_flush, *next_resume, *prev, *next; /* owner's lists */
 };
 
 /* Run one request (argv[0] is the command name); replies go to c->out. */
 void command_run(struct conn *c, size_t argc, struct kv_slice *argv);
+/* Free what MULTI and WATCH hold (the connection closes). */
+void multi_free(struct conn *c);
+
+/* ---- for the command files (commands.c, strings.c) */
+void reply_store_error(struct buf *b, int rc);
+int arg_is(const struct kv_slice *a, const char *word);
+int parse_ll(const struct kv_slice *a, long long *out); /* Redis's strict integers */
+/* The store transaction a command runs in: EXEC's when it runs the queue
+ * (cmd_tx_end then leaves it open), else one of its own over `keys`. */
+int cmd_tx_begin(struct conn *c, size_t n, const struct kv_slice *keys, int write, kv_txn **t);
+int cmd_tx_end(struct conn *c, kv_txn *t, int rc);
+
+#define KV_COMMAND(name) void name(struct conn *c, size_t argc, struct kv_slice *argv)
+KV_COMMAND(cmd_get);
+KV_COMMAND(cmd_mget);
+KV_COMMAND(cmd_set);
+KV_COMMAND(cmd_setnx);
+KV_COMMAND(cmd_getset);
+KV_COMMAND(cmd_mset);
+KV_COMMAND(cmd_append);
+KV_COMMAND(cmd_setrange);
+KV_COMMAND(cmd_setbit);
+KV_COMMAND(cmd_strlen);
+KV_COMMAND(cmd_getrange);
+KV_COMMAND(cmd_getbit);
+KV_COMMAND(cmd_bitcount);
+KV_COMMAND(cmd_incr);
+KV_COMMAND(cmd_incrby);
+KV_COMMAND(cmd_incrbyfloat);
+KV_COMMAND(cmd_del);
+KV_COMMAND(cmd_exists);
 
 /* Requests this thread ran; stats_publish adds them to srv.commands (one
  * shared atomic per request would bounce its line between the workers). */

@@ -123,6 +123,7 @@ struct kv_store {
     pthread_mutex_t resize; /* one resize start or finish at a time */
     unsigned resize_step;   /* old buckets a write moves past its own */
     _Atomic uint64_t keys, bytes, commits;
+    _Atomic uint64_t version[STRIPES]; /* writing commits per stripe (DRAM) */
     _Atomic unsigned bits, resizing, stripes_done; /* mirrors, for lock-free checks */
 };
 
@@ -189,18 +190,23 @@ static void unlock_all(void *arg)
 }
 
 /* ON_COMMIT of a writing call, before its unlock: whoever sees the write
- * sees it counted (kv_commits). */
+ * sees it counted (kv_commits), and its stripes' versions moved
+ * (kv_key_version). */
 static void count_commit(void *arg)
 {
-    kv_store *s = arg;
+    struct op *o = arg;
+    kv_store *s = o->s;
     atomic_fetch_add(&s->commits, 1);
+    for (unsigned w = 0; w < WORDS; w++)
+        for (uint64_t m = o->locked[w]; m; m &= m - 1)
+            atomic_fetch_add(&s->version[w * 64 + (unsigned)__builtin_ctzll(m)], 1);
 }
 
 /* Lock the stripes of `want` in ascending order (no deadlock between
  * calls that lock several) and release them when the transaction ends. */
 static int op_lock(struct op *o, const uint64_t want[WORDS], int write)
 {
-    int rc = write ? txn_defer(o->tx, TXN_ON_COMMIT, count_commit, o->s) : 0;
+    int rc = write ? txn_defer(o->tx, TXN_ON_COMMIT, count_commit, o) : 0;
     if (rc)
         return rc;
     for (unsigned w = 0; w < WORDS; w++)
@@ -926,6 +932,93 @@ int kv_incr(kv_store *s, struct kv_slice key, int64_t by, int64_t *result)
     return op_end(&o, rc);
 }
 
+/* ---- a transaction over chosen keys */
+
+struct kv_txn {
+    struct op o;
+    int write;
+};
+
+int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, kv_txn **out)
+{
+    kv_txn *t = malloc(sizeof *t);
+    if (!t)
+        return TXN_E_NOMEM;
+    t->write = write;
+    int rc = op_begin(&t->o, s);
+    if (!rc && (rc = op_lock_keys(&t->o, n, keys, 1, write)))
+        txn_abort(t->o.tx);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+/* A key the transaction did not lock would race with other calls. */
+static int txn_holds(const kv_txn *t, struct kv_slice k)
+{
+    unsigned s = stripe_of(kv_hash(k.p, k.n));
+    return t->o.locked[s / 64] >> (s % 64) & 1;
+}
+
+int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg)
+{
+    if (!txn_holds(t, key))
+        return TXN_E_STATE;
+    struct hit hit;
+    int rc = lookup(&t->o, key, &hit);
+    if (rc <= 0) {
+        if (!rc && fn)
+            fn(arg, NULL, 0);
+        return rc;
+    }
+    if (!fn)
+        return 1;
+    if (!t->write) { /* nothing written: read in place */
+        const char *v = value_ptr(&t->o, &hit);
+        if (!v)
+            return txn_last_error(t->o.tx);
+        fn(arg, v, hit.h.vlen);
+        return 1;
+    }
+    /* this transaction may have written it: through txn_read */
+    char small[INLINE_MAX], *v = hit.h.vlen <= sizeof small ? small : malloc(hit.h.vlen);
+    if (!v)
+        return TXN_E_NOMEM;
+    rc = hit.h.val ? rd(&t->o, hit.h.val, 0, v, hit.h.vlen)
+                   : rd(&t->o, hit.node, HDR + hit.h.klen, v, hit.h.vlen);
+    if (!rc)
+        fn(arg, v, hit.h.vlen);
+    if (v != small)
+        free(v);
+    return rc ? rc : 1;
+}
+
+int kv_txn_put(kv_txn *t, struct kv_slice key, struct kv_slice value)
+{
+    if (!t->write || !txn_holds(t, key))
+        return TXN_E_STATE;
+    return set_one(&t->o, key, value, 0, NULL);
+}
+
+int kv_txn_del(kv_txn *t, struct kv_slice key)
+{
+    if (!t->write || !txn_holds(t, key))
+        return TXN_E_STATE;
+    uint64_t n = 0;
+    int rc = del_one(&t->o, key, &n);
+    return rc ? rc : (int)n;
+}
+
+int kv_txn_end(kv_txn *t, int rc)
+{
+    rc = op_end(&t->o, rc < 0 ? rc : 0);
+    free(t);
+    return rc;
+}
+
 /* Free every chain of segment q of a stripe's sdir. */
 static int flush_seg(struct op *o, txn_obj *sdir, uint64_t q)
 {
@@ -1058,6 +1151,11 @@ void kv_info(kv_store *s, struct kv_info *out)
     out->buckets = (uint64_t)1 << atomic_load(&s->bits);
     out->resizing = (int)atomic_load(&s->resizing);
     out->pool_size = s->pool_size;
+}
+
+uint64_t kv_key_version(kv_store *s, struct kv_slice key)
+{
+    return atomic_load(&s->version[stripe_of(kv_hash(key.p, key.n))]);
 }
 
 uint64_t kv_commits(kv_store *s)

@@ -79,6 +79,24 @@ int kv_exists(kv_store *s, size_t n, const struct kv_slice *keys, uint64_t *coun
 /* Add `by` to the integer held at key (a missing key counts as 0). */
 int kv_incr(kv_store *s, struct kv_slice key, int64_t by, int64_t *result);
 
+/* ---- a transaction over chosen keys: what a command that reads and
+ * writes (GETSET, APPEND, ...) and a MULTI/EXEC block need. kv_txn_begin
+ * locks the stripes of the n keys (write: for changes) and begins one
+ * txn.h transaction; each call inside names one of those keys
+ * (TXN_E_STATE otherwise), sees the transaction's own writes, and changes
+ * nothing durable until kv_txn_end commits it. */
+typedef struct kv_txn kv_txn;
+int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, kv_txn **out);
+/* fn(arg, value) (NULL, 0 for a missing key; fn may be NULL): 1 found, 0
+ * missing, or an error */
+int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg);
+int kv_txn_put(kv_txn *t, struct kv_slice key, struct kv_slice value);
+/* 1 deleted, 0 missing, or an error */
+int kv_txn_del(kv_txn *t, struct kv_slice key);
+/* rc >= 0: commit, and return its result (0 once durable, as the calls
+ * above say); rc < 0: roll back and return rc. Frees t. */
+int kv_txn_end(kv_txn *t, int rc);
+
 /* Delete every key. Not atomic as a whole (a crash may leave a subset of
  * the keys), each bucket's deletion is. */
 int kv_flush(kv_store *s);
@@ -99,6 +117,11 @@ struct kv_info {
     size_t pool_size;
 };
 void kv_info(kv_store *s, struct kv_info *out);
+
+/* A number that moves whenever a transaction that may have changed `key`
+ * commits (it counts the writing commits of the key's stripe, so others'
+ * move it too): WATCH's first test. */
+uint64_t kv_key_version(kv_store *s, struct kv_slice key);
 
 /* Writing transactions committed so far, counted before their locks are
  * released: a reply to a call that may have read one of them is

@@ -5,7 +5,8 @@
 # skip. Installs nothing: the test command (scripts/test.sh) installs
 # scripts/lib.sh's PMTX_PACKAGES, these among them.
 set -uo pipefail
-declare -A package=([redis-cli]=redis-tools [redis-benchmark]=redis-tools [tmux]=tmux)
+declare -A package=([redis-cli]=redis-tools [redis-benchmark]=redis-tools [redis-server]=redis-server
+    [tmux]=tmux)
 [ $# -gt 0 ] || set -- redis-cli redis-benchmark tmux
 missing=()
 for tool in "$@"; do

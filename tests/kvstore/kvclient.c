@@ -531,7 +531,10 @@ static void test_basics(struct server *s)
     CHECK(r.type == 0, "SET XX on missing: %s", show(&r));
     reply_free(&r);
     CMD(&c, &r, "SET", "k1", "v", "EX", "10");
-    CHECK(is_error(&r, "ERR syntax error"), "SET EX: %s", show(&r));
+    CHECK(is_error(&r, "ERR SET EX: key expiry is not supported"), "SET EX: %s", show(&r));
+    reply_free(&r);
+    CMD(&c, &r, "SET", "k1", "v", "EX", "10", "PX", "5");
+    CHECK(is_error(&r, "ERR syntax error"), "SET EX PX: %s", show(&r));
     reply_free(&r);
     CMD(&c, &r, "MSET", "a", "1", "b", "2", "c", "3");
     CHECK(is_status(&r, "OK"), "MSET: %s", show(&r));
@@ -1275,6 +1278,71 @@ static void test_check_sees_damage(struct server *s, const char *key)
     close(fd);
 }
 
+/* The string commands that read and write, and MULTI/EXEC/WATCH, on every
+ * engine (their replies against redis-server: tests/kvstore/compat). */
+#define EXPECT(c, r, cond, ...)                                               \
+    do {                                                                      \
+        CMD(c, r, __VA_ARGS__);                                               \
+        CHECK(cond, "%s: %s", #__VA_ARGS__, show(r));                         \
+        reply_free(r);                                                        \
+    } while (0)
+
+static void test_strings_multi(struct server *s)
+{
+    struct cli c, d;
+    struct reply r;
+    server_cli(s, &c);
+    server_cli(s, &d);
+    EXPECT(&c, &r, is_int(&r, 3), "APPEND", "sm:a", "abc");
+    EXPECT(&c, &r, is_int(&r, 6), "APPEND", "sm:a", "def");
+    EXPECT(&c, &r, is_bulk(&r, "cde", 3), "GETRANGE", "sm:a", "2", "-2");
+    EXPECT(&c, &r, is_int(&r, 8), "SETRANGE", "sm:a", "6", "gh");
+    EXPECT(&c, &r, is_bulk(&r, "abcdefgh", 8), "GETSET", "sm:a", "x");
+    EXPECT(&c, &r, is_bulk(&r, "x", 1), "GETDEL", "sm:a");
+    EXPECT(&c, &r, is_int(&r, 0), "EXISTS", "sm:a");
+    EXPECT(&c, &r, is_int(&r, 0), "SETBIT", "sm:b", "9", "1");
+    EXPECT(&c, &r, is_int(&r, 1), "GETBIT", "sm:b", "9");
+    EXPECT(&c, &r, is_int(&r, 1), "BITCOUNT", "sm:b");
+    EXPECT(&c, &r, is_int(&r, 2), "STRLEN", "sm:b");
+    EXPECT(&c, &r, is_bulk(&r, "10.6", 4), "INCRBYFLOAT", "sm:f", "10.6");
+    EXPECT(&c, &r, is_int(&r, 0), "MSETNX", "sm:f", "1", "sm:g", "2");
+    EXPECT(&c, &r, is_int(&r, 0), "EXISTS", "sm:g");
+    /* a block: queued, then one transaction with each command's reply */
+    EXPECT(&c, &r, is_status(&r, "OK"), "MULTI");
+    EXPECT(&c, &r, is_status(&r, "QUEUED"), "SET", "sm:m", "1");
+    EXPECT(&c, &r, is_status(&r, "QUEUED"), "INCRBY", "sm:m", "x");
+    EXPECT(&c, &r, is_status(&r, "QUEUED"), "INCR", "sm:m");
+    EXPECT(&c, &r, r.type == '*' && r.n == 3 && is_status(&r.el[0], "OK") &&
+                       is_error(&r.el[1], "ERR value is not an integer") && is_int(&r.el[2], 2),
+           "EXEC");
+    EXPECT(&c, &r, is_status(&r, "OK"), "MULTI");
+    EXPECT(&c, &r, is_status(&r, "QUEUED"), "SET", "sm:n", "1");
+    EXPECT(&c, &r, is_error(&r, "ERR unknown command"), "NOSUCH");
+    EXPECT(&c, &r, is_error(&r, "EXECABORT"), "EXEC");
+    EXPECT(&c, &r, is_int(&r, 0), "EXISTS", "sm:n");
+    EXPECT(&c, &r, is_error(&r, "ERR EXEC without MULTI"), "EXEC");
+    /* WATCH: another client's change aborts the block (nil), a change of
+     * another key does not */
+    EXPECT(&c, &r, is_status(&r, "OK"), "WATCH", "sm:w");
+    EXPECT(&d, &r, is_status(&r, "OK"), "SET", "sm:w", "theirs");
+    EXPECT(&c, &r, is_status(&r, "OK"), "MULTI");
+    EXPECT(&c, &r, is_status(&r, "QUEUED"), "SET", "sm:w", "mine");
+    EXPECT(&c, &r, r.type == 0, "EXEC");
+    EXPECT(&c, &r, is_bulk(&r, "theirs", 6), "GET", "sm:w");
+    EXPECT(&c, &r, is_status(&r, "OK"), "WATCH", "sm:w");
+    for (int i = 0; i < 600; i++) { /* other keys, many stripes: */
+        char k[32];
+        snprintf(k, sizeof k, "sm:other%d", i);
+        EXPECT(&d, &r, is_status(&r, "OK"), "SET", k, "x");
+    }
+    EXPECT(&c, &r, is_status(&r, "OK"), "MULTI");
+    EXPECT(&c, &r, is_status(&r, "QUEUED"), "SET", "sm:w", "mine");
+    EXPECT(&c, &r, r.type == '*' && r.n == 1, "EXEC");
+    EXPECT(&c, &r, is_bulk(&r, "mine", 4), "GET", "sm:w");
+    cli_close(&c);
+    cli_close(&d);
+}
+
 static int run_proto(const char *bin)
 {
     struct server s;
@@ -1286,6 +1354,7 @@ static int run_proto(const char *bin)
         return 1;
     }
     test_basics(&s);
+    test_strings_multi(&s);
     test_info(&s);
     test_errors(&s);
     test_binary(&s);

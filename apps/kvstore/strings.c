@@ -1,0 +1,599 @@
+/* strings.c - the string commands and the generic key commands (DEL,
+ * EXISTS, ...): Redis 7.0's replies and error texts. Each runs in one
+ * store transaction over its keys (kv_txn), its own or EXEC's (multi.c):
+ * a command that reads and writes (GETSET, APPEND, INCR) is atomic, and
+ * one that fails on its input writes nothing. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+
+#define MAX_STRING (512ull * 1024 * 1024) /* Redis's proto-max-bulk-len default */
+
+/* A value read out of a transaction (kv_txn_get copies it here). */
+struct val {
+    char *p;
+    size_t n;
+    int oom;
+};
+
+static void val_cb(void *arg, const char *v, size_t n)
+{
+    struct val *x = arg;
+    x->n = n;
+    if (!v)
+        return;
+    if (!(x->p = malloc(n ? n : 1))) {
+        x->oom = 1;
+        return;
+    }
+    memcpy(x->p, v, n);
+}
+
+/* 1 found (x filled; free x->p), 0 missing, <0 an error */
+static int get_val(kv_txn *t, struct kv_slice k, struct val *x)
+{
+    memset(x, 0, sizeof *x);
+    int rc = kv_txn_get(t, k, val_cb, x);
+    if (rc > 0 && x->oom)
+        rc = TXN_E_NOMEM;
+    return rc;
+}
+
+/* Begin the command's transaction over argv[first], argv[first + step],
+ * ..., up to argv[last] (last < 0: counted from the end). */
+static int tx_keys(struct conn *c, size_t argc, struct kv_slice *argv, size_t first, long last,
+                   size_t step, int write, kv_txn **t)
+{
+    size_t end = last < 0 ? argc - (size_t)-last : (size_t)last;
+    struct kv_slice one[1], *keys = one;
+    size_t n = 0;
+    if (step == 1) {
+        keys = &argv[first];
+        n = end - first + 1;
+    } else {
+        if (!(keys = malloc(sizeof *keys * (argc / step + 1))))
+            return TXN_E_NOMEM;
+        for (size_t i = first; i <= end; i += step)
+            keys[n++] = argv[i];
+    }
+    int rc = cmd_tx_begin(c, n, keys, write, t);
+    if (keys != one && keys != &argv[first])
+        free(keys);
+    return rc;
+}
+
+/* End the command's transaction; a store error replaces what the command
+ * replied so far (from `mark`). */
+static void tx_done(struct conn *c, kv_txn *t, int rc, size_t mark)
+{
+    rc = cmd_tx_end(c, t, rc);
+    if (rc < 0) {
+        c->out.len = mark;
+        reply_store_error(&c->out, rc);
+    }
+}
+
+static void reply_val(struct buf *b, int found, const struct val *x)
+{
+    if (found > 0)
+        reply_bulk(b, x->p, x->n);
+    else
+        reply_nil(b);
+}
+
+/* ---- GET, MGET, SET and its family */
+
+/* GET and MGET reply straight from the locked value (no copy). */
+static void bulk_cb(void *arg, const char *v, size_t n)
+{
+    if (v)
+        reply_bulk(arg, v, n);
+    else
+        reply_nil(arg);
+}
+
+void cmd_get(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    kv_txn *t;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 0, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    rc = kv_txn_get(t, argv[1], bulk_cb, &c->out);
+    tx_done(c, t, rc, mark);
+}
+
+void cmd_mget(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    kv_txn *t;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, -1, 1, 0, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    reply_array(&c->out, argc - 1);
+    for (size_t i = 1; i < argc && rc >= 0; i++)
+        rc = kv_txn_get(t, argv[i], bulk_cb, &c->out);
+    tx_done(c, t, rc, mark);
+}
+
+/* SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t | KEEPTTL],
+ * parsed as Redis does; a valid expiry is then refused by name: keys have
+ * no expiry here yet. */
+void cmd_set(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    int nx = 0, xx = 0, get = 0, keep = 0;
+    size_t ex = 0; /* index of EX/PX/EXAT/PXAT */
+    for (size_t i = 3; i < argc; i++) {
+        int expiry = arg_is(&argv[i], "EX") || arg_is(&argv[i], "PX") ||
+                     arg_is(&argv[i], "EXAT") || arg_is(&argv[i], "PXAT");
+        if (arg_is(&argv[i], "NX") && !xx)
+            nx = 1;
+        else if (arg_is(&argv[i], "XX") && !nx)
+            xx = 1;
+        else if (arg_is(&argv[i], "GET"))
+            get = 1;
+        else if (arg_is(&argv[i], "KEEPTTL") && !ex)
+            keep = 1;
+        else if (expiry && !keep && !ex && i + 1 < argc)
+            ex = i++;
+        else
+            return reply_error(&c->out, "ERR syntax error");
+    }
+    if (ex) {
+        long long v;
+        if (parse_ll(&argv[ex + 1], &v))
+            return reply_error(&c->out, "ERR value is not an integer or out of range");
+        if (v <= 0)
+            return reply_error(&c->out, "ERR invalid expire time in 'set' command");
+        return reply_error(&c->out, "ERR SET %.*s: key expiry is not supported by this "
+                                    "server yet", (int)argv[ex].n, argv[ex].p);
+    }
+    kv_txn *t;
+    struct val old = {0};
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t), found = 0;
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if (!nx && !xx && !get) { /* the common SET: no need to look first */
+        if (!(rc = kv_txn_put(t, argv[1], argv[2])))
+            reply_simple(&c->out, "OK");
+    } else if ((found = rc = get_val(t, argv[1], &old)) >= 0) {
+        int set = !(nx && found) && !(xx && !found);
+        rc = set ? kv_txn_put(t, argv[1], argv[2]) : 0;
+        if (!rc && get)
+            reply_val(&c->out, found, &old);
+        else if (!rc)
+            set ? reply_simple(&c->out, "OK") : reply_nil(&c->out);
+    }
+    free(old.p);
+    tx_done(c, t, rc, mark);
+}
+
+void cmd_setnx(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    kv_txn *t;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((rc = kv_txn_get(t, argv[1], NULL, NULL)) == 0 && !(rc = kv_txn_put(t, argv[1], argv[2])))
+        reply_int(&c->out, 1);
+    else if (rc > 0)
+        reply_int(&c->out, 0);
+    tx_done(c, t, rc, mark);
+}
+
+/* GETSET key value; GETDEL key */
+void cmd_getset(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    kv_txn *t;
+    struct val old;
+    size_t mark = c->out.len;
+    int del = arg_is(&argv[0], "GETDEL");
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t), found;
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((found = rc = get_val(t, argv[1], &old)) >= 0) {
+        rc = del ? (found ? kv_txn_del(t, argv[1]) : 0) : kv_txn_put(t, argv[1], argv[2]);
+        if (rc >= 0)
+            reply_val(&c->out, found, &old);
+    }
+    free(old.p);
+    tx_done(c, t, rc, mark);
+}
+
+/* MSET key value [key value ...]; MSETNX: none set if any key exists */
+void cmd_mset(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    int nx = arg_is(&argv[0], "MSETNX");
+    if (argc % 2 == 0)
+        return reply_error(&c->out, "ERR wrong number of arguments for '%s' command",
+                           nx ? "msetnx" : "mset");
+    kv_txn *t;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, -2, 2, 1, &t), any = 0;
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    for (size_t i = 1; nx && i < argc && !rc; i += 2)
+        if ((rc = kv_txn_get(t, argv[i], NULL, NULL)) > 0)
+            any = 1, rc = 0;
+    for (size_t i = 1; !any && i < argc && !rc; i += 2)
+        rc = kv_txn_put(t, argv[i], argv[i + 1]);
+    if (!rc)
+        nx ? reply_int(&c->out, !any) : reply_simple(&c->out, "OK");
+    tx_done(c, t, rc, mark);
+}
+
+/* ---- changing a value in place: APPEND, SETRANGE, SETBIT */
+
+/* The new content of a value: old (or empty) with `n` bytes of `src` at
+ * `at`, zeros between; NULL src: only grown to at + n. */
+static char *spliced(const struct val *old, size_t at, const char *src, size_t n, size_t *len)
+{
+    size_t have = old->p ? old->n : 0, want = at + n > have ? at + n : have;
+    char *v = calloc(1, want ? want : 1);
+    if (!v)
+        return NULL;
+    if (have)
+        memcpy(v, old->p, have);
+    if (src)
+        memcpy(v + at, src, n);
+    *len = want;
+    return v;
+}
+
+void cmd_append(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    kv_txn *t;
+    struct val old;
+    size_t mark = c->out.len, len = 0;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((rc = get_val(t, argv[1], &old)) >= 0) {
+        size_t have = rc ? old.n : 0;
+        char *v = NULL;
+        if (have + argv[2].n > MAX_STRING) {
+            reply_error(&c->out, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+            rc = 0;
+        } else if (!(v = spliced(&old, have, argv[2].p, argv[2].n, &len))) {
+            rc = TXN_E_NOMEM;
+        } else if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len}))) {
+            reply_int(&c->out, (long long)len);
+        }
+        free(v);
+    }
+    free(old.p);
+    tx_done(c, t, rc, mark);
+}
+
+void cmd_setrange(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    long long off;
+    if (parse_ll(&argv[2], &off))
+        return reply_error(&c->out, "ERR value is not an integer or out of range");
+    if (off < 0)
+        return reply_error(&c->out, "ERR offset is out of range");
+    kv_txn *t;
+    struct val old;
+    size_t mark = c->out.len, len = 0;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t), found;
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((found = rc = get_val(t, argv[1], &old)) >= 0) {
+        size_t have = found ? old.n : 0;
+        char *v = NULL;
+        rc = 0;
+        if (argv[3].n == 0) { /* nothing to write: the length, no key made */
+            reply_int(&c->out, (long long)have);
+        } else if ((unsigned long long)off + argv[3].n > MAX_STRING) {
+            reply_error(&c->out, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        } else if (!(v = spliced(&old, (size_t)off, argv[3].p, argv[3].n, &len))) {
+            rc = TXN_E_NOMEM;
+        } else if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len}))) {
+            reply_int(&c->out, (long long)len);
+        }
+        free(v);
+    }
+    free(old.p);
+    tx_done(c, t, rc, mark);
+}
+
+/* A bit offset as Redis takes it: 0 to 2^32 - 1 */
+static int parse_bit_offset(const struct kv_slice *a, unsigned long long *out)
+{
+    long long v;
+    if (parse_ll(a, &v) || v < 0 || v >= 4294967296LL)
+        return -1;
+    *out = (unsigned long long)v;
+    return 0;
+}
+
+void cmd_setbit(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    unsigned long long bit;
+    if (parse_bit_offset(&argv[2], &bit))
+        return reply_error(&c->out, "ERR bit offset is not an integer or out of range");
+    if (argv[3].n != 1 || (argv[3].p[0] != '0' && argv[3].p[0] != '1'))
+        return reply_error(&c->out, "ERR bit is not an integer or out of range");
+    kv_txn *t;
+    struct val old;
+    size_t mark = c->out.len, len = 0, byte = (size_t)(bit >> 3);
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((rc = get_val(t, argv[1], &old)) >= 0) {
+        char *v = spliced(&old, byte, NULL, 1, &len);
+        if (!v) {
+            rc = TXN_E_NOMEM;
+        } else {
+            unsigned char m = (unsigned char)(0x80u >> (bit & 7));
+            int was = ((unsigned char)v[byte] & m) != 0;
+            v[byte] = (char)(argv[3].p[0] == '1' ? (unsigned char)v[byte] | m
+                                                 : (unsigned char)v[byte] & (unsigned char)~m);
+            if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len})))
+                reply_int(&c->out, was);
+        }
+        free(v);
+    }
+    free(old.p);
+    tx_done(c, t, rc, mark);
+}
+
+/* ---- reading a part: STRLEN, GETRANGE, GETBIT, BITCOUNT */
+
+void cmd_strlen(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    kv_txn *t;
+    struct val x;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 0, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((rc = get_val(t, argv[1], &x)) >= 0)
+        reply_int(&c->out, rc ? (long long)x.n : 0);
+    free(x.p);
+    tx_done(c, t, rc, mark);
+}
+
+/* Redis's range of [start, end] over n items, negative counted from the
+ * end: 0 when empty, else 1 with *lo, *hi inside [0, n). */
+static int clamp_range(long long start, long long end, size_t n, size_t *lo, size_t *hi)
+{
+    long long len = (long long)n;
+    if (start < 0 && end < 0 && start > end)
+        return 0;
+    if (start < 0)
+        start += len;
+    if (end < 0)
+        end += len;
+    if (start < 0)
+        start = 0;
+    if (end < 0)
+        end = 0;
+    if (end >= len)
+        end = len - 1;
+    if (n == 0 || start > end)
+        return 0;
+    *lo = (size_t)start;
+    *hi = (size_t)end;
+    return 1;
+}
+
+void cmd_getrange(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    long long start, end;
+    if (parse_ll(&argv[2], &start) || parse_ll(&argv[3], &end))
+        return reply_error(&c->out, "ERR value is not an integer or out of range");
+    kv_txn *t;
+    struct val x;
+    size_t mark = c->out.len, lo, hi;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 0, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((rc = get_val(t, argv[1], &x)) >= 0) {
+        if (rc && clamp_range(start, end, x.n, &lo, &hi))
+            reply_bulk(&c->out, x.p + lo, hi - lo + 1);
+        else
+            reply_bulk(&c->out, "", 0);
+    }
+    free(x.p);
+    tx_done(c, t, rc, mark);
+}
+
+void cmd_getbit(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    unsigned long long bit;
+    if (parse_bit_offset(&argv[2], &bit))
+        return reply_error(&c->out, "ERR bit offset is not an integer or out of range");
+    kv_txn *t;
+    struct val x;
+    size_t mark = c->out.len, byte = (size_t)(bit >> 3);
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 0, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((rc = get_val(t, argv[1], &x)) >= 0)
+        reply_int(&c->out, rc && byte < x.n && ((unsigned char)x.p[byte] & (0x80u >> (bit & 7))));
+    free(x.p);
+    tx_done(c, t, rc, mark);
+}
+
+/* BITCOUNT key [start end [BYTE | BIT]] */
+void cmd_bitcount(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    long long start = 0, end = -1;
+    int bits = 0;
+    if (argc == 3 || argc > 5)
+        return reply_error(&c->out, "ERR syntax error");
+    if (argc >= 4 && (parse_ll(&argv[2], &start) || parse_ll(&argv[3], &end)))
+        return reply_error(&c->out, "ERR value is not an integer or out of range");
+    if (argc == 5) {
+        if (arg_is(&argv[4], "BIT"))
+            bits = 1;
+        else if (!arg_is(&argv[4], "BYTE"))
+            return reply_error(&c->out, "ERR syntax error");
+    }
+    kv_txn *t;
+    struct val x;
+    size_t mark = c->out.len, lo, hi;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 0, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((rc = get_val(t, argv[1], &x)) >= 0) {
+        long long n = 0;
+        if (rc && clamp_range(start, end, bits ? x.n * 8 : x.n, &lo, &hi))
+            for (size_t i = lo; i <= hi; i++)
+                n += bits ? ((unsigned char)x.p[i >> 3] >> (7 - (i & 7))) & 1
+                          : __builtin_popcount((unsigned char)x.p[i]);
+        reply_int(&c->out, n);
+    }
+    free(x.p);
+    tx_done(c, t, rc, mark);
+}
+
+/* ---- numbers */
+
+/* Redis's integer syntax of a stored value (string2ll) */
+static int value_ll(const struct val *x, long long *out)
+{
+    return parse_ll(&(struct kv_slice){x->p, x->n}, out);
+}
+
+static void incr_by(struct conn *c, size_t argc, struct kv_slice *argv, long long by)
+{
+    kv_txn *t;
+    struct val x;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t), found;
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    long long cur = 0, next;
+    if ((found = rc = get_val(t, argv[1], &x)) >= 0) {
+        rc = 0;
+        if (found && value_ll(&x, &cur)) {
+            reply_error(&c->out, "ERR value is not an integer or out of range");
+        } else if (__builtin_add_overflow(cur, by, &next)) {
+            reply_error(&c->out, "ERR increment or decrement would overflow");
+        } else {
+            char buf[24];
+            int n = snprintf(buf, sizeof buf, "%lld", next);
+            if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){buf, (size_t)n})))
+                reply_int(&c->out, next);
+        }
+    }
+    free(x.p);
+    tx_done(c, t, rc, mark);
+}
+
+void cmd_incr(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    incr_by(c, argc, argv, arg_is(&argv[0], "DECR") ? -1 : 1);
+}
+
+void cmd_incrby(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    long long by;
+    if (parse_ll(&argv[2], &by))
+        return reply_error(&c->out, "ERR value is not an integer or out of range");
+    if (arg_is(&argv[0], "DECRBY")) {
+        if (by == LLONG_MIN)
+            return reply_error(&c->out, "ERR decrement would overflow");
+        by = -by;
+    }
+    incr_by(c, argc, argv, by);
+}
+
+/* a long double as Redis reads one (strtold, no spaces, finite) */
+static int parse_ld(const char *p, size_t n, long double *out)
+{
+    char s[5120];
+    if (n == 0 || n >= sizeof s || isspace((unsigned char)p[0]))
+        return -1;
+    memcpy(s, p, n);
+    s[n] = 0;
+    char *end;
+    errno = 0;
+    long double v = strtold(s, &end);
+    if (*end || errno == ERANGE || isnan(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+void cmd_incrbyfloat(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    long double by, cur = 0;
+    if (parse_ld(argv[2].p, argv[2].n, &by))
+        return reply_error(&c->out, "ERR value is not a valid float");
+    kv_txn *t;
+    struct val x;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t), found;
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((found = rc = get_val(t, argv[1], &x)) >= 0) {
+        rc = 0;
+        long double next;
+        if (found && parse_ld(x.p, x.n, &cur)) {
+            reply_error(&c->out, "ERR value is not a valid float");
+        } else if (isnan(next = cur + by) || isinf(next)) {
+            reply_error(&c->out, "ERR increment would produce NaN or Infinity");
+        } else {
+            /* Redis's human-friendly form: 17 digits after the point,
+             * trailing zeros and the point dropped */
+            char buf[5200];
+            int n = snprintf(buf, sizeof buf, "%.17Lf", next);
+            if (strchr(buf, '.')) {
+                while (n > 0 && buf[n - 1] == '0')
+                    n--;
+                if (n > 0 && buf[n - 1] == '.')
+                    n--;
+            }
+            if (n == 2 && !memcmp(buf, "-0", 2))
+                buf[0] = '0', n = 1;
+            if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){buf, (size_t)n})))
+                reply_bulk(&c->out, buf, (size_t)n);
+        }
+    }
+    free(x.p);
+    tx_done(c, t, rc, mark);
+}
+
+/* ---- keys: DEL, UNLINK, EXISTS, TOUCH */
+
+void cmd_del(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    kv_txn *t;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, -1, 1, 1, &t);
+    long long n = 0;
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    for (size_t i = 1; i < argc && rc >= 0; i++)
+        if ((rc = kv_txn_del(t, argv[i])) > 0)
+            n++;
+    if (rc >= 0)
+        reply_int(&c->out, n);
+    tx_done(c, t, rc, mark);
+}
+
+void cmd_exists(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    kv_txn *t;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, -1, 1, 0, &t);
+    long long n = 0;
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    for (size_t i = 1; i < argc && rc >= 0; i++)
+        if ((rc = kv_txn_get(t, argv[i], NULL, NULL)) > 0)
+            n++;
+    if (rc >= 0)
+        reply_int(&c->out, n);
+    tx_done(c, t, rc, mark);
+}
