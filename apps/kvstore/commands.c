@@ -3,6 +3,7 @@
  * libraries work unchanged. Dispatch is one lookup in a table of
  * {name, proc, arity, flags, keys}, as in Redis; the same table answers
  * COMMAND. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -173,11 +174,13 @@ struct key_list {
     struct buf items;
     size_t n;
     const struct kv_slice *pattern; /* NULL: all */
+    size_t seen; /* keys visited, matching or not */
 };
 
 static void key_cb(void *arg, const char *k, size_t n)
 {
     struct key_list *l = arg;
+    l->seen++;
     if (l->pattern && !glob_match(l->pattern->p, l->pattern->n, k, n))
         return;
     reply_bulk(&l->items, k, n);
@@ -187,7 +190,7 @@ static void key_cb(void *arg, const char *k, size_t n)
 static void cmd_keys(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     (void)argc;
-    struct key_list l = {{0}, 0, &argv[1]};
+    struct key_list l = {{0}, 0, &argv[1], 0};
     uint64_t cursor = 0;
     int rc;
     if (argv[1].n == 1 && argv[1].p[0] == '*')
@@ -210,7 +213,7 @@ static void cmd_scan(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     uint64_t cursor, next;
     long long count = 10;
-    struct key_list l = {{0}, 0, NULL};
+    struct key_list l = {{0}, 0, NULL, 0};
     int type_ok = 1;
     if (parse_u64(&argv[1], &cursor))
         return reply_error(&c->out, "ERR invalid cursor");
@@ -229,7 +232,15 @@ static void cmd_scan(struct conn *c, size_t argc, struct kv_slice *argv)
         else
             return reply_error(&c->out, "ERR syntax error");
     }
-    int rc = kv_scan(srv.kv, cursor, (size_t)count, key_cb, &l, &next);
+    /* as Redis: go on until COUNT keys (before MATCH) or 10 x COUNT
+     * buckets were visited, or the end */
+    int rc;
+    uint64_t visited = 0, limit = 10 * (uint64_t)count;
+    do {
+        rc = kv_scan(srv.kv, cursor, (size_t)count, key_cb, &l, &next);
+        visited += (uint64_t)count;
+        cursor = next;
+    } while (!rc && next && l.seen < (size_t)count && visited < limit);
     if (rc || l.items.oom) {
         buf_free(&l.items);
         return rc ? reply_store_error(&c->out, rc) : reply_error(&c->out, "ERR out of memory");
@@ -259,6 +270,196 @@ static void cmd_echo(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     (void)argc;
     reply_bulk(&c->out, argv[1].p, argv[1].n);
+}
+
+/* HELLO [protover [AUTH user pass] [SETNAME name]]: RESP2 only; RESP3 is
+ * refused with Redis's NOPROTO, which clients take as "speak RESP2". */
+static int name_ok(const struct kv_slice *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (a->p[i] < '!' || a->p[i] > '~')
+            return 0;
+    return 1;
+}
+
+static void cmd_hello(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    const struct kv_slice *name = NULL;
+    if (argc >= 2) {
+        long long ver;
+        if (parse_ll(&argv[1], &ver))
+            return reply_error(&c->out, "ERR Protocol version is not an integer or out of range");
+        if (ver != 2)
+            return reply_error(&c->out, "NOPROTO unsupported protocol version%s",
+                               ver == 3 ? ": this server speaks RESP2 only" : "");
+    }
+    for (size_t i = 2; i < argc; i++) {
+        if (arg_is(&argv[i], "SETNAME") && i + 1 < argc) {
+            name = &argv[++i];
+        } else if (arg_is(&argv[i], "AUTH") && i + 2 < argc) {
+            return reply_error(&c->out, "ERR AUTH: this server has no users or passwords");
+        } else {
+            return reply_error(&c->out, "ERR Syntax error in HELLO option '%.*s'",
+                               (int)(argv[i].n > 64 ? 64 : argv[i].n), argv[i].p);
+        }
+    }
+    if (name && !name_ok(name))
+        return reply_error(&c->out, "ERR Client names cannot contain spaces, newlines or "
+                                    "special characters.");
+    if (name)
+        client_set_name(c, name->p, name->n);
+    reply_array(&c->out, 14);
+    reply_bulk(&c->out, "server", 6);
+    reply_bulk(&c->out, "redis", 5);
+    reply_bulk(&c->out, "version", 7);
+    reply_bulk(&c->out, "7.0.0", 5);
+    reply_bulk(&c->out, "proto", 5);
+    reply_int(&c->out, 2);
+    reply_bulk(&c->out, "id", 2);
+    reply_int(&c->out, (long long)c->id);
+    reply_bulk(&c->out, "mode", 4);
+    reply_bulk(&c->out, "standalone", 10);
+    reply_bulk(&c->out, "role", 4);
+    reply_bulk(&c->out, "master", 6);
+    reply_bulk(&c->out, "modules", 7);
+    reply_array(&c->out, 0);
+}
+
+static void name_reply(void *arg, const char *name)
+{
+    if (name)
+        reply_bulk(arg, name, strlen(name));
+    else
+        reply_nil(arg);
+}
+
+/* One CLIENT LIST line (the fields clients parse; addr is the socket's
+ * kind here) */
+static void client_line(struct conn *c, void *arg)
+{
+    struct buf *b = arg;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    char line[512];
+    int n = snprintf(line, sizeof line,
+                     "id=%llu addr=%s fd=%d name=%s age=%lld idle=0 flags=N db=0 sub=0 "
+                     "psub=0 ssub=0 multi=-1 qbuf=0 obl=0 oll=0 omem=0 events=r cmd=client\n",
+                     (unsigned long long)c->id, srv.unix_path ? "unix" : "tcp", c->fd,
+                     c->name ? c->name : "", (long long)ts.tv_sec - c->since);
+    if (n > 0)
+        buf_add(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+static void self_line(struct conn *c, void *arg)
+{
+    struct conn **me = arg;
+    if (c == me[0])
+        client_line(c, me[1]);
+}
+
+static void reply_subcommand_arity(struct buf *b, const char *cmd, const struct kv_slice *sub)
+{
+    char lower[32];
+    size_t n = sub->n < sizeof lower - 1 ? sub->n : sizeof lower - 1;
+    for (size_t i = 0; i < n; i++)
+        lower[i] = (char)tolower((unsigned char)sub->p[i]);
+    lower[n] = 0;
+    reply_error(b, "ERR wrong number of arguments for '%s|%s' command", cmd, lower);
+}
+
+static void reply_unknown_sub(struct buf *b, const struct kv_slice *sub, const char *help)
+{
+    reply_error(b, "ERR unknown subcommand '%.*s'. Try %s HELP.",
+                (int)(sub->n > 64 ? 64 : sub->n), sub->p, help);
+}
+
+/* CLIENT SETNAME | GETNAME | ID | LIST | INFO */
+static void cmd_client(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    const struct kv_slice *sub = &argv[1];
+    if (arg_is(sub, "SETNAME")) {
+        if (argc != 3)
+            return reply_subcommand_arity(&c->out, "client", sub);
+        if (!name_ok(&argv[2]))
+            return reply_error(&c->out, "ERR Client names cannot contain spaces, newlines "
+                                        "or special characters.");
+        client_set_name(c, argv[2].p, argv[2].n);
+        return reply_simple(&c->out, "OK");
+    }
+    if (arg_is(sub, "GETNAME") || arg_is(sub, "ID") || arg_is(sub, "INFO")) {
+        if (argc != 2)
+            return reply_subcommand_arity(&c->out, "client", sub);
+        if (arg_is(sub, "ID"))
+            return reply_int(&c->out, (long long)c->id);
+        if (arg_is(sub, "GETNAME"))
+            return client_get_name(c, name_reply, &c->out);
+        struct buf b = {0};
+        struct conn *me[2] = {c, (struct conn *)(void *)&b};
+        clients_each(self_line, me);
+        reply_bulk(&c->out, b.p ? b.p : "", b.len);
+        return buf_free(&b);
+    }
+    if (arg_is(sub, "LIST")) {
+        struct buf b = {0};
+        clients_each(client_line, &b);
+        reply_bulk(&c->out, b.p ? b.p : "", b.len);
+        return buf_free(&b);
+    }
+    reply_unknown_sub(&c->out, sub, "CLIENT");
+}
+
+/* FUNCTION FLUSH and SCRIPT FLUSH: no functions or scripts to flush */
+static void cmd_function(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    int script = arg_is(&argv[0], "SCRIPT");
+    if (!arg_is(&argv[1], "FLUSH"))
+        return reply_unknown_sub(&c->out, &argv[1], script ? "SCRIPT" : "FUNCTION");
+    if (argc > 3 || (argc == 3 && !arg_is(&argv[2], "ASYNC") && !arg_is(&argv[2], "SYNC")))
+        return reply_error(&c->out, script ? "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+                                           : "ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+    reply_simple(&c->out, "OK");
+}
+
+/* LATENCY and SLOWLOG: nothing is recorded (empty answers) */
+static void cmd_latency(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    if (arg_is(&argv[1], "LATEST") || arg_is(&argv[1], "HISTORY"))
+        return reply_array(&c->out, 0);
+    if (arg_is(&argv[1], "RESET"))
+        return reply_int(&c->out, 0);
+    reply_unknown_sub(&c->out, &argv[1], "LATENCY");
+}
+
+static void cmd_slowlog(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    if (arg_is(&argv[1], "GET"))
+        return reply_array(&c->out, 0);
+    if (arg_is(&argv[1], "LEN"))
+        return reply_int(&c->out, 0);
+    if (arg_is(&argv[1], "RESET"))
+        return reply_simple(&c->out, "OK");
+    reply_unknown_sub(&c->out, &argv[1], "SLOWLOG");
+}
+
+static void cmd_time(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc, (void)argv;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char s[24], us[24];
+    int ns = snprintf(s, sizeof s, "%lld", (long long)ts.tv_sec);
+    int nu = snprintf(us, sizeof us, "%ld", ts.tv_nsec / 1000);
+    reply_array(&c->out, 2);
+    reply_bulk(&c->out, s, (size_t)ns);
+    reply_bulk(&c->out, us, (size_t)nu);
+}
+
+static void cmd_debug(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc, (void)argv;
+    reply_error(&c->out, "ERR DEBUG is not supported by this server");
 }
 
 static void cmd_select(struct conn *c, size_t argc, struct kv_slice *argv)
@@ -481,7 +682,7 @@ static void cmd_info(struct conn *c, size_t argc, struct kv_slice *argv)
 static void cmd_config(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     if (!arg_is(&argv[1], "GET"))
-        return reply_error(&c->out, "ERR unknown subcommand '%.*s'. Try CONFIG GET.",
+        return reply_error(&c->out, "ERR unknown subcommand '%.*s'. Try CONFIG HELP.",
                            (int)(argv[1].n > 64 ? 64 : argv[1].n), argv[1].p);
     if (argc < 3)
         return reply_error(&c->out, "ERR wrong number of arguments for 'config|get' command");
@@ -547,6 +748,20 @@ static const struct command commands[] = {
     {"incrby", cmd_incrby, 3, "write denyoom fast", 1, 1, 1},
     {"decrby", cmd_incrby, 3, "write denyoom fast", 1, 1, 1},
     {"incrbyfloat", cmd_incrbyfloat, 3, "write denyoom fast", 1, 1, 1},
+    {"type", cmd_type, 2, "readonly fast", 1, 1, 1},
+    {"rename", cmd_rename, 3, "write", 1, 2, 1},
+    {"renamenx", cmd_rename, 3, "write fast", 1, 2, 1},
+    {"copy", cmd_copy, -3, "write denyoom", 1, 2, 1},
+    {"randomkey", cmd_randomkey, 1, "readonly", 0, 0, 0},
+    {"object", cmd_object, -2, "readonly", 2, 2, 1},
+    {"hello", cmd_hello, -1, "noscript loading fast", 0, 0, 0},
+    {"client", cmd_client, -2, "admin noscript loading", 0, 0, 0},
+    {"function", cmd_function, -2, "noscript", 0, 0, 0},
+    {"script", cmd_function, -2, "noscript", 0, 0, 0},
+    {"latency", cmd_latency, -2, "admin noscript loading", 0, 0, 0},
+    {"slowlog", cmd_slowlog, -2, "admin loading", 0, 0, 0},
+    {"time", cmd_time, 1, "loading fast", 0, 0, 0},
+    {"debug", cmd_debug, -2, "admin noscript loading", 0, 0, 0},
     {"multi", cmd_multi, 1, "noscript loading fast", 0, 0, 0},
     {"exec", cmd_exec, 1, "noscript loading", 0, 0, 0},
     {"discard", cmd_discard, 1, "noscript loading fast", 0, 0, 0},
@@ -628,18 +843,18 @@ static void cmd_command(struct conn *c, size_t argc, struct kv_slice *argv)
  * arguments; long ones are cut so that an error stays one short line. */
 static void reply_unknown(struct buf *b, size_t argc, const struct kv_slice *argv)
 {
-    char args[256];
+    char args[512];
     size_t n = 0;
-    for (size_t i = 1; i < argc && n < 200; i++) {
-        int w = snprintf(args + n, sizeof args - n, "'%.*s' ",
-                         (int)(argv[i].n > 64 ? 64 : argv[i].n), argv[i].p);
+    for (size_t i = 1; i < argc && n < 128; i++) { /* each cut to what is left of 128 */
+        size_t room = 128 - n, take = argv[i].n < room ? argv[i].n : room;
+        int w = snprintf(args + n, sizeof args - n, "'%.*s' ", (int)take, argv[i].p);
         if (w < 0 || (size_t)w >= sizeof args - n)
             break;
         n += (size_t)w;
     }
     args[n] = 0;
     reply_error(b, "ERR unknown command '%.*s', with args beginning with: %s",
-                (int)(argv[0].n > 64 ? 64 : argv[0].n), argv[0].p, args);
+                (int)(argv[0].n > 128 ? 128 : argv[0].n), argv[0].p, args);
 }
 
 /* ---- MULTI, EXEC, DISCARD, WATCH, UNWATCH
@@ -658,7 +873,8 @@ static void reply_unknown(struct buf *b, size_t argc, const struct kv_slice *arg
  * cannot join EXEC's transaction: refused inside MULTI. */
 static int multi_refuses(const struct command *cmd)
 {
-    static const char *const no[] = {"flushall", "flushdb", "keys", "scan", "shutdown", "multi"};
+    static const char *const no[] = {"flushall", "flushdb", "keys", "scan", "randomkey", "shutdown",
+                                    "multi"};
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
         if (!strcmp(cmd->name, no[i]))
             return 1;

@@ -102,6 +102,64 @@ void stats_publish(void)
 
 /* ---- one connection, whoever serves it */
 
+/* ---- the client registry (CLIENT LIST, CLIENT ID) */
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct conn *reg_head;
+static uint64_t reg_next_id;
+
+static void client_register(struct conn *c)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    c->since = (long long)ts.tv_sec;
+    pthread_mutex_lock(&reg_mu);
+    c->id = ++reg_next_id;
+    c->reg_next = reg_head;
+    if (reg_head)
+        reg_head->reg_prev = c;
+    reg_head = c;
+    pthread_mutex_unlock(&reg_mu);
+}
+
+static void client_unregister(struct conn *c)
+{
+    pthread_mutex_lock(&reg_mu);
+    if (c->reg_prev)
+        c->reg_prev->reg_next = c->reg_next;
+    else if (reg_head == c)
+        reg_head = c->reg_next;
+    if (c->reg_next)
+        c->reg_next->reg_prev = c->reg_prev;
+    free(c->name);
+    c->name = NULL;
+    pthread_mutex_unlock(&reg_mu);
+}
+
+void clients_each(void (*fn)(struct conn *c, void *arg), void *arg)
+{
+    pthread_mutex_lock(&reg_mu);
+    for (struct conn *c = reg_head; c; c = c->reg_next)
+        fn(c, arg);
+    pthread_mutex_unlock(&reg_mu);
+}
+
+void client_set_name(struct conn *c, const char *name, size_t n)
+{
+    char *copy = n ? strndup(name, n) : NULL;
+    pthread_mutex_lock(&reg_mu);
+    free(c->name);
+    c->name = copy;
+    pthread_mutex_unlock(&reg_mu);
+}
+
+void client_get_name(struct conn *c, void (*fn)(void *arg, const char *name), void *arg)
+{
+    pthread_mutex_lock(&reg_mu);
+    fn(arg, c->name);
+    pthread_mutex_unlock(&reg_mu);
+}
+
 static struct conn *conn_new(int fd)
 {
     struct conn *c = calloc(1, sizeof *c);
@@ -109,6 +167,7 @@ static struct conn *conn_new(int fd)
         return NULL;
     c->fd = fd;
     resp_init(&c->rp);
+    client_register(c);
     return c;
 }
 
@@ -138,6 +197,7 @@ static void conn_release(struct conn *c)
     resp_free(&c->rp);
     free(c->argv);
     multi_free(c);
+    client_unregister(c);
     atomic_fetch_sub(&srv.clients, 1);
 }
 

@@ -84,12 +84,24 @@ struct conn {
     int listed;      /* on the worker's flush list */
     pthread_t th;    /* --io threads: the thread serving it */
     struct multi *multi; /* MULTI's queue and WATCH's keys, or NULL */
+    uint64_t id;     /* CLIENT ID: 1, 2, ... in order of connection */
+    long long since; /* seconds, CLOCK_MONOTONIC, at connection */
+    char *name;      /* CLIENT SETNAME's, or NULL; changed and read under
+                        the client registry's lock (CLIENT LIST reads it) */
+    struct conn *reg_prev, *reg_next; /* the client registry */
     kv_txn *exec;    /* EXEC's store transaction while it runs its queue */
     struct conn *next_flush, *next_resume, *prev, *next; /* owner's lists */
 };
 
 /* Run one request (argv[0] is the command name); replies go to c->out. */
 void command_run(struct conn *c, size_t argc, struct kv_slice *argv);
+/* The client registry (server.c): every open connection, for CLIENT LIST.
+ * fn runs under the registry's lock, which also guards conn.name. */
+void clients_each(void (*fn)(struct conn *c, void *arg), void *arg);
+void client_set_name(struct conn *c, const char *name, size_t n); /* n 0: none */
+/* fn(arg, name) under the lock (NULL when none) */
+void client_get_name(struct conn *c, void (*fn)(void *arg, const char *name), void *arg);
+
 /* Free what MULTI and WATCH hold (the connection closes). */
 void multi_free(struct conn *c);
 
@@ -121,6 +133,11 @@ KV_COMMAND(cmd_incrby);
 KV_COMMAND(cmd_incrbyfloat);
 KV_COMMAND(cmd_del);
 KV_COMMAND(cmd_exists);
+KV_COMMAND(cmd_type);
+KV_COMMAND(cmd_rename);
+KV_COMMAND(cmd_copy);
+KV_COMMAND(cmd_randomkey);
+KV_COMMAND(cmd_object);
 
 /* Requests this thread ran; stats_publish adds them to srv.commands (one
  * shared atomic per request would bounce its line between the workers). */

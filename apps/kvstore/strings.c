@@ -597,3 +597,143 @@ void cmd_exists(struct conn *c, size_t argc, struct kv_slice *argv)
         reply_int(&c->out, n);
     tx_done(c, t, rc, mark);
 }
+
+/* TYPE key: every value is a string here */
+void cmd_type(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    kv_txn *t;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 0, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((rc = kv_txn_get(t, argv[1], NULL, NULL)) >= 0)
+        reply_simple(&c->out, rc ? "string" : "none");
+    tx_done(c, t, rc, mark);
+}
+
+/* RENAME src dst; RENAMENX: only when dst does not exist */
+void cmd_rename(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    int nx = arg_is(&argv[0], "RENAMENX");
+    int same = argv[1].n == argv[2].n && !memcmp(argv[1].p, argv[2].p, argv[1].n);
+    kv_txn *t;
+    struct val x;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 2, 1, 1, &t), found;
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((found = rc = get_val(t, argv[1], &x)) >= 0) {
+        rc = 0;
+        if (!found) {
+            reply_error(&c->out, "ERR no such key");
+        } else if (same) {
+            nx ? reply_int(&c->out, 0) : reply_simple(&c->out, "OK");
+        } else if (nx && (rc = kv_txn_get(t, argv[2], NULL, NULL)) != 0) {
+            if (rc > 0)
+                reply_int(&c->out, 0), rc = 0;
+        } else if ((rc = kv_txn_put(t, argv[2], (struct kv_slice){x.p, x.n})) >= 0 &&
+                   (rc = kv_txn_del(t, argv[1])) >= 0) {
+            rc = 0;
+            nx ? reply_int(&c->out, 1) : reply_simple(&c->out, "OK");
+        }
+    }
+    free(x.p);
+    tx_done(c, t, rc, mark);
+}
+
+/* COPY src dst [DB 0] [REPLACE] */
+void cmd_copy(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    int replace = 0;
+    for (size_t i = 3; i < argc; i++) {
+        long long db;
+        if (arg_is(&argv[i], "REPLACE")) {
+            replace = 1;
+        } else if (arg_is(&argv[i], "DB") && i + 1 < argc) {
+            if (parse_ll(&argv[++i], &db))
+                return reply_error(&c->out, "ERR value is not an integer or out of range");
+            if (db != 0)
+                return reply_error(&c->out, "ERR DB index is out of range");
+        } else {
+            return reply_error(&c->out, "ERR syntax error");
+        }
+    }
+    if (argv[1].n == argv[2].n && !memcmp(argv[1].p, argv[2].p, argv[1].n))
+        return reply_error(&c->out, "ERR source and destination objects are the same");
+    kv_txn *t;
+    struct val x;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 2, 1, 1, &t), found;
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((found = rc = get_val(t, argv[1], &x)) >= 0) {
+        rc = 0;
+        int there = found && !replace ? kv_txn_get(t, argv[2], NULL, NULL) : 0;
+        if (there < 0)
+            rc = there;
+        else if (!found || there)
+            reply_int(&c->out, 0);
+        else if (!(rc = kv_txn_put(t, argv[2], (struct kv_slice){x.p, x.n})))
+            reply_int(&c->out, 1);
+    }
+    free(x.p);
+    tx_done(c, t, rc, mark);
+}
+
+/* OBJECT ENCODING key: values are kept as the bytes given ("raw") */
+void cmd_object(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    if (!arg_is(&argv[1], "ENCODING"))
+        return reply_error(&c->out, "ERR unknown subcommand '%.*s'. Try OBJECT HELP.",
+                           (int)(argv[1].n > 64 ? 64 : argv[1].n), argv[1].p);
+    if (argc != 3)
+        return reply_error(&c->out, "ERR wrong number of arguments for 'object|encoding' "
+                                    "command");
+    kv_txn *t;
+    size_t mark = c->out.len;
+    int rc = cmd_tx_begin(c, 1, &argv[2], 0, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((rc = kv_txn_get(t, argv[2], NULL, NULL)) >= 0)
+        rc ? reply_bulk(&c->out, "raw", 3) : reply_nil(&c->out);
+    tx_done(c, t, rc, mark);
+}
+
+/* RANDOMKEY: the first key from a random point of the hash space */
+struct first_key {
+    char *k;
+    size_t n;
+};
+
+static void first_key_cb(void *arg, const char *k, size_t n)
+{
+    struct first_key *f = arg;
+    if (!f->k && (f->k = malloc(n ? n : 1))) {
+        memcpy(f->k, k, n);
+        f->n = n;
+    }
+}
+
+void cmd_randomkey(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc, (void)argv;
+    struct first_key f = {0};
+    uint64_t cursor = ((uint64_t)random() << 33) ^ ((uint64_t)random() << 2), next;
+    int rc = 0, wrapped = 0;
+    while (!f.k && !rc) {
+        if ((rc = kv_scan(srv.kv, cursor, 64, first_key_cb, &f, &next)))
+            break;
+        if (!next) {
+            if (wrapped++)
+                break; /* the whole space: no key */
+        }
+        cursor = next;
+    }
+    if (rc)
+        reply_store_error(&c->out, rc);
+    else if (f.k)
+        reply_bulk(&c->out, f.k, f.n);
+    else
+        reply_nil(&c->out);
+    free(f.k);
+}

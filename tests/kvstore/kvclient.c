@@ -1343,6 +1343,35 @@ static void test_strings_multi(struct server *s)
     cli_close(&d);
 }
 
+/* TYPE, RENAME, COPY, RANDOMKEY and the connection's name and id */
+static void test_keys_client(struct server *s)
+{
+    struct cli c, d;
+    struct reply r;
+    server_cli(s, &c);
+    server_cli(s, &d);
+    EXPECT(&c, &r, is_status(&r, "OK"), "SET", "kc:a", "1");
+    EXPECT(&c, &r, is_status(&r, "string"), "TYPE", "kc:a");
+    EXPECT(&c, &r, is_status(&r, "none"), "TYPE", "kc:none");
+    EXPECT(&c, &r, is_status(&r, "OK"), "RENAME", "kc:a", "kc:b");
+    EXPECT(&c, &r, is_int(&r, 0), "EXISTS", "kc:a");
+    EXPECT(&c, &r, is_error(&r, "ERR no such key"), "RENAME", "kc:a", "kc:c");
+    EXPECT(&c, &r, is_int(&r, 1), "COPY", "kc:b", "kc:c");
+    EXPECT(&c, &r, is_int(&r, 0), "COPY", "kc:b", "kc:c");
+    EXPECT(&c, &r, is_int(&r, 0), "RENAMENX", "kc:b", "kc:c");
+    EXPECT(&c, &r, is_bulk(&r, "1", 1), "GET", "kc:c");
+    EXPECT(&c, &r, r.type == '$', "RANDOMKEY");
+    EXPECT(&c, &r, is_status(&r, "OK"), "CLIENT", "SETNAME", "first");
+    EXPECT(&c, &r, is_bulk(&r, "first", 5), "CLIENT", "GETNAME");
+    EXPECT(&d, &r, r.type == 0, "CLIENT", "GETNAME");
+    EXPECT(&d, &r, r.type == '$' && strstr(r.s, "name=first"), "CLIENT", "LIST");
+    EXPECT(&c, &r, r.type == ':' && r.i > 0, "CLIENT", "ID");
+    EXPECT(&c, &r, r.type == '*' && r.n == 14, "HELLO", "2");
+    EXPECT(&c, &r, is_error(&r, "NOPROTO"), "HELLO", "3");
+    cli_close(&c);
+    cli_close(&d);
+}
+
 static int run_proto(const char *bin)
 {
     struct server s;
@@ -1355,6 +1384,7 @@ static int run_proto(const char *bin)
     }
     test_basics(&s);
     test_strings_multi(&s);
+    test_keys_client(&s);
     test_info(&s);
     test_errors(&s);
     test_binary(&s);
