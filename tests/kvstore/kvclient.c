@@ -1733,6 +1733,153 @@ static int run_kill(const char *bin)
     return failed ? 1 : 0;
 }
 
+/* ---- SIGKILL during MULTI/EXEC: a block is all or nothing
+ *
+ * Each of XCONNS connections owns 10 keys and sends blocks of MULTI, 10
+ * SETs of one 32 KiB value (its block number first) and EXEC, pipelined, one block in
+ * flight per connection; the server is SIGKILLed at a random moment,
+ * often while blocks are in flight. After the restart each connection's
+ * 10 keys must hold one block's value (none in part) and at least the last
+ * block whose EXEC reply arrived (nothing acknowledged lost).
+ * KV_EXEC_KILLS rounds (default 20). */
+#define XCONNS 4
+#define XKEYS 10
+#define XVALUE 32768
+
+struct xconn {
+    struct cli c;
+    long long sent, acked; /* block numbers: last sent, last acknowledged */
+    int inflight, replies; /* replies of the block in flight read so far */
+};
+
+static void x_send(struct xconn *x, int id)
+{
+    const char *argv[3];
+    char k[32];
+    static char v[XVALUE]; /* the block number, then padding: each SET takes
+                              long enough that kills land inside blocks */
+    struct bytes b = {0};
+    x->sent++;
+    memset(v, 'p', sizeof v - 1);
+    v[snprintf(v, 24, "%lld", x->sent)] = ':';
+    encode(&b, 1, (const char *[]){"MULTI"}, NULL);
+    for (int i = 0; i < XKEYS; i++) {
+        snprintf(k, sizeof k, "x%d:%d", id, i);
+        argv[0] = "SET", argv[1] = k, argv[2] = v;
+        encode(&b, 3, argv, NULL);
+    }
+    encode(&b, 1, (const char *[]){"EXEC"}, NULL);
+    send_all(x->c.fd, b.p, b.n);
+    free(b.p);
+    x->inflight = 1;
+    x->replies = 0;
+}
+
+/* Read the replies that are there; 1 when the block's EXEC answered. */
+static int x_poll(struct xconn *x, int wait_ms)
+{
+    struct reply r;
+    while (x->inflight && !cli_read(&x->c, &r, wait_ms)) {
+        if (++x->replies == XKEYS + 2) {
+            CHECK(r.type == '*' && r.n == XKEYS, "EXEC of block %lld: %s", x->sent, show(&r));
+            x->acked = x->sent;
+            x->inflight = 0;
+        }
+        reply_free(&r);
+    }
+    return !x->inflight;
+}
+
+/* The keys of connection id after a restart: one block's value, at least
+ * the acknowledged one and at most the last sent. */
+static int x_verify(struct server *s, struct xconn *x, int id, long long *in_flight_applied)
+{
+    struct cli c;
+    struct reply r;
+    long long first = -1;
+    int bad = 0;
+    server_cli(s, &c);
+    for (int i = 0; i < XKEYS; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "x%d:%d", id, i);
+        CMD(&c, &r, "GET", k);
+        long long v = r.type == '$' ? atoll(r.s) : 0;
+        if (i == 0)
+            first = v;
+        else if (v != first)
+            bad++;
+        reply_free(&r);
+    }
+    cli_close(&c);
+    CHECK(!bad, "connection %d: its 10 keys hold one block (the first holds %lld)", id, first);
+    CHECK(first >= x->acked && first <= x->sent,
+          "connection %d: block %lld there, acknowledged %lld, sent %lld", id, first, x->acked,
+          x->sent);
+    *in_flight_applied += first > x->acked;
+    x->sent = x->acked = first; /* the next round goes on from what is there */
+    return bad;
+}
+
+static int run_exec_kill(const char *bin)
+{
+    const char *e = getenv("KV_EXEC_KILLS");
+    int rounds = e && *e ? atoi(e) : 20;
+    e = getenv("KV_SEED");
+    unsigned seed = e && *e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    printf("exec kill test: %s, %d rounds, KV_SEED=%u\n", bin, rounds, seed);
+    struct server s;
+    server_names(&s, bin, "xkill");
+    const char *extra[] = {"--pool-size", "256M", NULL};
+    struct xconn x[XCONNS];
+    memset(x, 0, sizeof x);
+    long long blocks = 0, in_flight = 0, applied = 0;
+    uint64_t t0 = now_ms();
+    for (int round = 1; round <= rounds; round++) {
+        if (server_start(&s, extra)) {
+            CHECK(0, "round %d: server starts", round);
+            break;
+        }
+        for (int i = 0; round > 1 && i < XCONNS; i++)
+            x_verify(&s, &x[i], i, &applied);
+        for (int i = 0; i < XCONNS; i++) {
+            server_cli(&s, &x[i].c);
+            x_send(&x[i], i);
+        }
+        uint64_t end = now_ms() + 20 + rand_r(&seed) % 300;
+        while (now_ms() < end)
+            for (int i = 0; i < XCONNS; i++)
+                if (x_poll(&x[i], 1)) {
+                    blocks++;
+                    x_send(&x[i], i);
+                }
+        kill(s.pid, SIGKILL);
+        int st;
+        waitpid(s.pid, &st, 0);
+        s.pid = 0;
+        for (int i = 0; i < XCONNS; i++) { /* replies sent before the kill count */
+            if (x_poll(&x[i], 0))
+                blocks++;
+            in_flight += x[i].inflight;
+            x[i].inflight = 0;
+            cli_close(&x[i].c);
+        }
+    }
+    if (!server_start(&s, extra)) {
+        for (int i = 0; i < XCONNS; i++)
+            x_verify(&s, &x[i], i, &applied);
+        server_stop(&s, SIGTERM);
+    } else {
+        CHECK(0, "final restart");
+    }
+    printf("exec kill test: %d kills in %.1f s, %lld blocks of %d SETs acknowledged, %lld in "
+           "flight at the kills (%lld of them applied, whole)\n",
+           rounds, (double)(now_ms() - t0) / 1000, blocks, XKEYS, in_flight, applied);
+    CHECK(blocks >= rounds, "blocks were acknowledged (%lld)", blocks);
+    server_cleanup(&s);
+    printf("kvstore exec kill (%s): %d passed, %d failed\n", bin, passed, failed);
+    return failed ? 1 : 0;
+}
+
 /* ---- limits: descriptors, parsing as Redis parses, shutdown */
 
 /* The CPU time a process has used (user + system), in ms; -1 if gone. */
@@ -2234,13 +2381,15 @@ int main(int argc, char **argv)
         return run_proto(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "kill"))
         return run_kill(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "exec-kill"))
+        return run_exec_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "fdlimit"))
         return run_fdlimit(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "redis"))
         return run_redis(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "shutdown"))
         return run_shutdown(argv[2]);
-    fprintf(stderr, "usage: kvclient proto|kill|fdlimit|redis|shutdown SERVER | "
+    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|fdlimit|redis|shutdown SERVER | "
                     "kvclient freeport\n");
     return 2;
 }
