@@ -31,10 +31,6 @@ void reply_store_error(struct buf *b, int rc)
 {
     if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL)
         reply_error(b, "ERR out of persistent memory: the pool is full (%s)", txn_strerror(rc));
-    else if (rc == KV_E_NOTINT)
-        reply_error(b, "ERR value is not an integer or out of range");
-    else if (rc == KV_E_OVERFLOW)
-        reply_error(b, "ERR increment or decrement would overflow");
     else
         reply_error(b, "ERR store: %s", txn_strerror(rc));
 }
@@ -600,6 +596,7 @@ static void info_stats(struct info_text *t, const struct kv_info *ki)
              "total_connections_received:%llu\r\n"
              "total_commands_processed:%llu\r\n"
              "rejected_connections:%llu\r\n"
+             "expired_keys:%llu\r\n"
              "txn_commits:%llu\r\n"
              "txn_aborts:%llu\r\n"
              "persist_barriers:%llu\r\n"
@@ -610,6 +607,7 @@ static void info_stats(struct info_text *t, const struct kv_info *ki)
              (unsigned long long)atomic_load(&srv.conns_total),
              (unsigned long long)atomic_load(&srv.commands),
              (unsigned long long)atomic_load(&srv.rejected),
+             (unsigned long long)atomic_load(&srv.expired),
              (unsigned long long)atomic_load(&srv.commits),
              (unsigned long long)atomic_load(&srv.aborts),
              (unsigned long long)atomic_load(&srv.barriers),
@@ -624,7 +622,8 @@ static void info_keyspace(struct info_text *t, const struct kv_info *ki)
 {
     info_add(t, "# Keyspace\r\n");
     if (ki->keys)
-        info_add(t, "db0:keys=%llu,expires=0,avg_ttl=0\r\n", (unsigned long long)ki->keys);
+        info_add(t, "db0:keys=%llu,expires=%llu,avg_ttl=0\r\n", (unsigned long long)ki->keys,
+                 (unsigned long long)ki->expires);
 }
 
 static const struct info_section {
@@ -749,6 +748,18 @@ static const struct command commands[] = {
     {"decrby", cmd_incrby, 3, "write denyoom fast", 1, 1, 1},
     {"incrbyfloat", cmd_incrbyfloat, 3, "write denyoom fast", 1, 1, 1},
     {"type", cmd_type, 2, "readonly fast", 1, 1, 1},
+    {"expire", cmd_expire, -3, "write fast", 1, 1, 1},
+    {"pexpire", cmd_expire, -3, "write fast", 1, 1, 1},
+    {"expireat", cmd_expire, -3, "write fast", 1, 1, 1},
+    {"pexpireat", cmd_expire, -3, "write fast", 1, 1, 1},
+    {"ttl", cmd_ttl, 2, "readonly fast", 1, 1, 1},
+    {"pttl", cmd_ttl, 2, "readonly fast", 1, 1, 1},
+    {"expiretime", cmd_ttl, 2, "readonly fast", 1, 1, 1},
+    {"pexpiretime", cmd_ttl, 2, "readonly fast", 1, 1, 1},
+    {"persist", cmd_persist, 2, "write fast", 1, 1, 1},
+    {"setex", cmd_setex, 4, "write denyoom", 1, 1, 1},
+    {"psetex", cmd_setex, 4, "write denyoom", 1, 1, 1},
+    {"getex", cmd_getex, -2, "write fast", 1, 1, 1},
     {"rename", cmd_rename, 3, "write", 1, 2, 1},
     {"renamenx", cmd_rename, 3, "write fast", 1, 2, 1},
     {"copy", cmd_copy, -3, "write denyoom", 1, 2, 1},

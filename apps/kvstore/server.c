@@ -809,6 +809,54 @@ void server_cap_clients(void)
  * the whole system's, and another process's close wakes nobody here. */
 #define PAUSED_RETRY_MS 100
 
+/* ---- active expiry: a thread reclaims the expired keys nobody reads,
+ * EXPIRE_BUCKETS buckets every EXPIRE_PERIOD_MS (bounded work per cycle,
+ * a transaction per stripe visited; a full pass over a table of 2^20
+ * buckets takes under 2 minutes). Reads delete what they find expired
+ * (store.h), so this only bounds the memory of keys nobody asks for. */
+#define EXPIRE_PERIOD_MS 100
+#define EXPIRE_BUCKETS 1024
+
+static pthread_t expire_th;
+static int expire_fd = -1; /* eventfd: wakes the thread to stop */
+
+static void *expire_main(void *arg)
+{
+    (void)arg;
+    uint64_t cursor = 0, deleted;
+    struct pollfd pf = {expire_fd, POLLIN, 0};
+    while (!atomic_load(&srv.stopping) && poll(&pf, 1, EXPIRE_PERIOD_MS) >= 0 && !pf.revents) {
+        if (!kv_expire_cycle(srv.kv, &cursor, EXPIRE_BUCKETS, &deleted) && deleted)
+            atomic_fetch_add(&srv.expired, deleted);
+        stats_publish();
+    }
+    return NULL;
+}
+
+static int expire_start(void)
+{
+    if ((expire_fd = eventfd(0, EFD_CLOEXEC)) < 0)
+        return -1;
+    if (pthread_create(&expire_th, NULL, expire_main, NULL)) {
+        close(expire_fd);
+        expire_fd = -1;
+        return -1;
+    }
+    return 0;
+}
+
+static void expire_stop(void)
+{
+    uint64_t one = 1;
+    if (expire_fd < 0)
+        return;
+    if (write(expire_fd, &one, sizeof one) < 0)
+        (void)0; /* stopping is set: it ends at its next wake-up anyway */
+    pthread_join(expire_th, NULL);
+    close(expire_fd);
+    expire_fd = -1;
+}
+
 int server_run(void)
 {
     sigset_t stop;
@@ -823,7 +871,7 @@ int server_run(void)
     srv.stop_fd = eventfd(0, EFD_CLOEXEC);
     resume_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (sfd < 0 || srv.stop_fd < 0 || resume_fd < 0 ||
-        (srv.io == IO_EPOLL && workers_start()))
+        (srv.io == IO_EPOLL && workers_start()) || expire_start())
         rc = -1;
     struct pollfd pf[5] = {{sfd, POLLIN, 0}, {srv.stop_fd, POLLIN, 0},
                            {resume_fd, POLLIN, 0}, {unix_fd, POLLIN, 0}, {tcp_fd, POLLIN, 0}};
@@ -852,6 +900,7 @@ int server_run(void)
     }
     atomic_store(&srv.stopping, 1);
     server_unlisten();
+    expire_stop();
     if (srv.io == IO_EPOLL)
         workers_stop();
     else

@@ -59,6 +59,7 @@ struct server {
     int stop_fd;           /* eventfd: SHUTDOWN asks main to stop */
     _Atomic int stopping;
     _Atomic uint64_t clients, conns_total, commands, rejected;
+    _Atomic uint64_t expired; /* keys the expiry thread deleted */
     /* the workers' txn_stats deltas (txn_stats are per thread) */
     _Atomic uint64_t commits, aborts, barriers, lines, log_bytes;
     /* the acknowledgement point (ACK_SYNC): txn_sync calls, and the
@@ -134,6 +135,11 @@ KV_COMMAND(cmd_incrbyfloat);
 KV_COMMAND(cmd_del);
 KV_COMMAND(cmd_exists);
 KV_COMMAND(cmd_type);
+KV_COMMAND(cmd_expire);
+KV_COMMAND(cmd_ttl);
+KV_COMMAND(cmd_persist);
+KV_COMMAND(cmd_setex);
+KV_COMMAND(cmd_getex);
 KV_COMMAND(cmd_rename);
 KV_COMMAND(cmd_copy);
 KV_COMMAND(cmd_randomkey);

@@ -6,9 +6,13 @@
  *   sdir     {migrated, seg[per_stripe / SEG_BUCKETS]}: one per stripe and
  *            table; a NULL seg is a segment of empty buckets not made yet
  *   segment  {bucket[SEG_BUCKETS]}, bucket = {head, n}: n = chain length
- *   node     {next, hash, klen, vlen, val, key bytes, value bytes}: the
- *            value sits in the node if it is at most INLINE_MAX bytes
- *            (val == NULL), else in an object of its own (val)
+ *   node     {next, hash, klen, vlen, val, [expire,] key bytes, value
+ *            bytes}: the value sits in the node if it is at most INLINE_MAX
+ *            bytes (val == NULL), else in an object of its own (val). The
+ *            top bit of klen (KF_TTL) says that an expiry time follows the
+ *            header: ms since the Unix epoch (version 2; a version 1 store,
+ *            whose nodes never have it, is a valid version 2 one and is
+ *            marked 2 when a program of version 2 opens it for writing)
  *
  * Hashing and locks. A key's bucket is the top `bits` bits of its 64-bit
  * hash and its stripe the top STRIPE_BITS bits, so every stripe owns a
@@ -69,7 +73,8 @@
 
 #define LAYOUT "pmtx-kvstore"
 #define KV_MAGIC 0x31766b78746d70ULL /* "pmtxkv1" */
-#define KV_VERSION 1                 /* of this layout and kv_hash */
+#define KV_VERSION 2                 /* of this layout and kv_hash */
+#define KF_TTL (1ULL << 63)          /* node.klen: an expiry time follows */
 
 #define STRIPE_BITS 8
 #define STRIPES (1u << STRIPE_BITS)
@@ -102,6 +107,26 @@ struct node_hdr {
 _Static_assert(sizeof(struct node_hdr) == 40, "node header layout");
 enum { N_NEXT = 0, N_VLEN = 24, HDR = 40 };
 
+static inline uint64_t klen_of(const struct node_hdr *h)
+{
+    return h->klen & ~KF_TTL;
+}
+
+static inline int has_ttl(const struct node_hdr *h)
+{
+    return (h->klen & KF_TTL) != 0;
+}
+
+static inline size_t key_off(const struct node_hdr *h)
+{
+    return HDR + (has_ttl(h) ? 8 : 0);
+}
+
+static inline size_t val_off(const struct node_hdr *h)
+{
+    return key_off(h) + (size_t)klen_of(h);
+}
+
 /* The tables as the root names them; changed only under all stripe
  * locks, so any one stripe lock makes it safe to read. */
 struct view {
@@ -122,7 +147,8 @@ struct kv_store {
     struct view v;
     pthread_mutex_t resize; /* one resize start or finish at a time */
     unsigned resize_step;   /* old buckets a write moves past its own */
-    _Atomic uint64_t keys, bytes, commits;
+    _Atomic uint64_t keys, bytes, commits, expires;
+    int view;
     _Atomic uint64_t version[STRIPES]; /* writing commits per stripe (DRAM) */
     _Atomic unsigned bits, resizing, stripes_done; /* mirrors, for lock-free checks */
 };
@@ -132,8 +158,10 @@ struct op {
     kv_store *s;
     txn *tx;
     uint64_t locked[WORDS]; /* stripes held */
-    int64_t dkeys, dbytes;  /* applied to the DRAM totals after commit */
+    int64_t dkeys, dbytes, dexp; /* applied to the DRAM totals after commit */
     unsigned done;          /* stripes whose migration this call finished */
+    kv_key_fn expired;      /* scans: where expired keys go (NULL: nowhere) */
+    void *expired_arg;
 };
 
 /* ---- hashing: part of the persistent layout (KV_VERSION) */
@@ -247,6 +275,8 @@ static int op_end(struct op *o, int rc)
         atomic_fetch_add(&s->keys, (uint64_t)o->dkeys);
     if (o->dbytes)
         atomic_fetch_add(&s->bytes, (uint64_t)o->dbytes);
+    if (o->dexp)
+        atomic_fetch_add(&s->expires, (uint64_t)o->dexp);
     if (o->done)
         atomic_fetch_add(&s->stripes_done, o->done);
     if (o->dkeys > 0 || o->done)
@@ -358,12 +388,12 @@ static int node_hdr(struct op *o, txn_obj *node, struct node_hdr *h)
 
 /* Compare node's key with k through txn_read (the node may be new in this
  * transaction). Returns 1 equal, 0 not, <0 error. */
-static int key_equal(struct op *o, txn_obj *node, struct kv_slice k)
+static int key_equal(struct op *o, txn_obj *node, size_t off, struct kv_slice k)
 {
     char buf[256];
     for (size_t i = 0; i < k.n; i += sizeof buf) {
         size_t n = k.n - i < sizeof buf ? k.n - i : sizeof buf;
-        int rc = rd(o, node, HDR + i, buf, n);
+        int rc = rd(o, node, off + i, buf, n);
         if (rc)
             return rc;
         if (memcmp(buf, k.p + i, n))
@@ -393,8 +423,8 @@ static int chain_find(struct op *o, const struct bref *b, uint64_t hash, struct 
     for (; !rc && cur; cur = hit->h.next) {
         if ((rc = node_hdr(o, cur, &hit->h)))
             break;
-        if (hit->h.hash == hash && hit->h.klen == k.n) {
-            rc = key_equal(o, cur, k);
+        if (hit->h.hash == hash && klen_of(&hit->h) == k.n) {
+            rc = key_equal(o, cur, key_off(&hit->h), k);
             if (rc) {
                 hit->node = cur;
                 return rc;
@@ -411,31 +441,37 @@ static uint64_t obj_bytes(kv_store *s, txn_obj *node, txn_obj *val)
     return txn_obj_size(s->p, node) + (val ? txn_obj_size(s->p, val) : 0);
 }
 
-/* A new node for (hash, k, v) whose next is `next`. */
+/* A new node for (hash, k, v) whose next is `next`, expiring at `at` ms
+ * (0: never). */
 static int node_make(struct op *o, uint64_t hash, struct kv_slice k, struct kv_slice v,
-                     txn_obj *next, txn_obj **out)
+                     uint64_t at, txn_obj *next, txn_obj **out)
 {
     int sep = v.n > INLINE_MAX;
-    struct node_hdr h = {next, hash, k.n, v.n, NULL};
+    struct node_hdr h = {next, hash, k.n | (at ? KF_TTL : 0), v.n, NULL};
     txn_obj *node;
-    int rc = alloc(o, HDR + k.n + (sep ? 0 : v.n), &node);
+    int rc = alloc(o, key_off(&h) + k.n + (sep ? 0 : v.n), &node);
     if (!rc && sep && !(rc = alloc(o, v.n, &h.val)))
         rc = wr(o, h.val, 0, v.p, v.n);
     if (!rc)
         rc = wr(o, node, 0, &h, sizeof h);
+    if (!rc && at)
+        rc = wr(o, node, HDR, &at, sizeof at);
     if (!rc)
-        rc = wr(o, node, HDR, k.p, k.n);
+        rc = wr(o, node, key_off(&h), k.p, k.n);
     if (!rc && !sep)
-        rc = wr(o, node, HDR + k.n, v.p, v.n);
+        rc = wr(o, node, val_off(&h), v.p, v.n);
     if (!rc) {
         *out = node;
         o->dbytes += (int64_t)obj_bytes(o->s, node, h.val);
+        o->dexp += at != 0;
     }
     return rc;
 }
 
-static int node_free(struct op *o, txn_obj *node, txn_obj *val)
+static int node_free(struct op *o, txn_obj *node, const struct node_hdr *h)
 {
+    txn_obj *val = h->val;
+    o->dexp -= has_ttl(h);
     o->dbytes -= (int64_t)obj_bytes(o->s, node, val);
     int rc = val ? txn_free(o->tx, val) : 0;
     return rc ? rc : txn_free(o->tx, node);
@@ -709,8 +745,31 @@ static void maybe_resize(kv_store *s)
 
 /* ---- the calls */
 
+/* Expiry times are wall-clock ms since the Unix epoch: they mean the same
+ * after a restart. */
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int node_expiry(struct op *o, const struct hit *hit, uint64_t *at)
+{
+    *at = 0;
+    return has_ttl(&hit->h) ? rd(o, hit->node, HDR, at, sizeof *at) : 0;
+}
+
+/* Write a node's expiry word if it changes (the node has KF_TTL). */
+static int set_expiry_word(struct op *o, const struct hit *hit, uint64_t at)
+{
+    uint64_t old;
+    int rc = rd(o, hit->node, HDR, &old, sizeof old);
+    return rc || old == at ? rc : wr(o, hit->node, HDR, &at, sizeof at);
+}
+
 static int insert(struct op *o, struct bref *b, uint64_t h, struct kv_slice k,
-                  struct kv_slice v)
+                  struct kv_slice v, uint64_t at)
 {
     txn_obj *head, *node;
     uint64_t n;
@@ -718,7 +777,7 @@ static int insert(struct op *o, struct bref *b, uint64_t h, struct kv_slice k,
     if (!rc)
         rc = bucket_get(o, b, &head, &n);
     if (!rc)
-        rc = node_make(o, h, k, v, head, &node);
+        rc = node_make(o, h, k, v, at, head, &node);
     if (!rc)
         rc = bucket_put(o, b, node, n + 1);
     if (!rc)
@@ -726,18 +785,21 @@ static int insert(struct op *o, struct bref *b, uint64_t h, struct kv_slice k,
     return rc;
 }
 
-/* A new value for the node of `hit`, by the cheapest way that logs least:
- * in place if it is inline and as long as the old one (one logged range);
- * a new value object if both are large (the node keeps its place); else a
- * new node in the old one's place. */
+/* A new value (and expiry `at`, 0: none) for the node of `hit`, by the
+ * cheapest way that logs least: in place if it is inline and as long as
+ * the old one and the node keeps its kind (with or without an expiry); a
+ * new value object if both are large; else a new node in the old one's
+ * place. */
 static int replace(struct op *o, const struct bref *b, const struct hit *hit,
-                   struct kv_slice k, struct kv_slice v)
+                   struct kv_slice k, struct kv_slice v, uint64_t at)
 {
     const struct node_hdr *h = &hit->h;
-    int sep = v.n > INLINE_MAX, rc;
-    if (!h->val && !sep && h->vlen == v.n)
-        return wr(o, hit->node, HDR + h->klen, v.p, v.n);
-    if (h->val && sep) {
+    int sep = v.n > INLINE_MAX, same = has_ttl(h) == (at != 0), rc;
+    if (same && !h->val && !sep && h->vlen == v.n) {
+        rc = wr(o, hit->node, val_off(h), v.p, v.n);
+        return rc || !at ? rc : set_expiry_word(o, hit, at);
+    }
+    if (same && h->val && sep) {
         txn_obj *nv;
         if ((rc = alloc(o, v.n, &nv)) || (rc = wr(o, nv, 0, v.p, v.n)))
             return rc;
@@ -745,82 +807,94 @@ static int replace(struct op *o, const struct bref *b, const struct hit *hit,
         if ((rc = txn_free(o->tx, h->val)))
             return rc;
         uint64_t w[2] = {v.n, (uint64_t)(uintptr_t)nv}; /* vlen, val */
-        return wr(o, hit->node, N_VLEN, w, sizeof w);
+        if ((rc = wr(o, hit->node, N_VLEN, w, sizeof w)))
+            return rc;
+        return at ? set_expiry_word(o, hit, at) : 0;
     }
     txn_obj *node;
-    if ((rc = node_make(o, h->hash, k, v, h->next, &node)) ||
-        (rc = node_free(o, hit->node, h->val)))
+    if ((rc = node_make(o, h->hash, k, v, at, h->next, &node)) ||
+        (rc = node_free(o, hit->node, h)))
         return rc;
     return relink(o, b, hit, node, 0);
 }
 
-static int set_one(struct op *o, struct kv_slice k, struct kv_slice v, int only, int *done)
+static int del_hit(struct op *o, const struct bref *b, const struct hit *hit)
 {
-    uint64_t h = kv_hash(k.p, k.n);
-    struct bref b;
-    struct hit hit;
-    int rc = migrate(o, h);
+    int rc = node_free(o, hit->node, &hit->h);
+    if (!rc && !(rc = relink(o, b, hit, hit->h.next, -1)))
+        o->dkeys--;
+    return rc;
+}
+
+/* Find k on a writing path (its old bucket moved first). A key whose time
+ * has come is deleted here, in the transaction that found it, and reads
+ * as missing (passive expiry). 1 found, 0 missing, <0 an error. */
+static int find_w(struct op *o, struct kv_slice k, uint64_t *h, struct bref *b, struct hit *hit)
+{
+    *h = kv_hash(k.p, k.n);
+    int rc = migrate(o, *h);
     if (!rc)
-        rc = bucket_of(o, h, &b);
+        rc = bucket_of(o, *h, b);
     if (!rc)
-        rc = chain_find(o, &b, h, k, &hit);
-    if (rc < 0)
-        return rc;
-    int found = rc;
-    if ((only == KV_SET_NX && found) || (only == KV_SET_XX && !found)) {
-        if (done)
-            *done = 0;
-        return 0;
+        rc = chain_find(o, b, *h, k, hit);
+    if (rc > 0 && has_ttl(&hit->h)) {
+        uint64_t at;
+        if ((rc = node_expiry(o, hit, &at)))
+            return rc;
+        if (at <= now_ms())
+            return del_hit(o, b, hit);
+        rc = 1;
     }
-    if (done)
-        *done = 1;
-    return found ? replace(o, &b, &hit, k, v) : insert(o, &b, h, k, v);
+    return rc;
 }
 
-int kv_set(kv_store *s, size_t n, const struct kv_slice *kv, int only, int *done)
+/* Set k to v expiring at `at` (0: never; KV_KEEPTTL: as it was). */
+static int set_one(struct op *o, struct kv_slice k, struct kv_slice v, uint64_t at)
 {
-    struct op o;
-    int rc = op_begin(&o, s);
-    if (rc)
-        return rc;
-    rc = op_lock_keys(&o, 2 * n, kv, 2, 1);
-    for (size_t i = 0; i < n && !rc; i++)
-        rc = set_one(&o, kv[2 * i], kv[2 * i + 1], only, done);
-    return op_end(&o, rc);
-}
-
-static int del_one(struct op *o, struct kv_slice k, uint64_t *deleted)
-{
-    uint64_t h = kv_hash(k.p, k.n);
+    uint64_t h;
     struct bref b;
     struct hit hit;
-    int rc = migrate(o, h);
-    if (!rc)
-        rc = bucket_of(o, h, &b);
-    if (!rc)
-        rc = chain_find(o, &b, h, k, &hit);
-    if (rc <= 0)
-        return rc;
-    if ((rc = node_free(o, hit.node, hit.h.val)) || (rc = relink(o, &b, &hit, hit.h.next, -1)))
-        return rc;
-    o->dkeys--;
-    (*deleted)++;
-    return 0;
+    int found = find_w(o, k, &h, &b, &hit), rc;
+    if (found < 0)
+        return found;
+    if (at == KV_KEEPTTL) {
+        at = 0;
+        if (found && (rc = node_expiry(o, &hit, &at)))
+            return rc;
+    }
+    return found ? replace(o, &b, &hit, k, v, at) : insert(o, &b, h, k, v, at);
 }
 
-int kv_del(kv_store *s, size_t n, const struct kv_slice *keys, uint64_t *deleted)
+/* The node of `hit` again, with expiry `at` (0: none) instead of its own:
+ * a new node of the other kind holding the same key, value (a large value
+ * object is kept) and next. */
+static int retag(struct op *o, const struct bref *b, const struct hit *hit, uint64_t at)
 {
-    struct op o;
-    *deleted = 0;
-    int rc = op_begin(&o, s);
+    struct node_hdr nh = hit->h;
+    nh.klen = klen_of(&hit->h) | (at ? KF_TTL : 0);
+    size_t body = (size_t)klen_of(&nh) + (nh.val ? 0 : (size_t)nh.vlen);
+    char small[512], *p = body <= sizeof small ? small : malloc(body);
+    txn_obj *node;
+    if (!p)
+        return TXN_E_NOMEM;
+    int rc = rd(o, hit->node, key_off(&hit->h), p, body);
+    if (!rc)
+        rc = alloc(o, key_off(&nh) + body, &node);
+    if (!rc)
+        rc = wr(o, node, 0, &nh, sizeof nh);
+    if (!rc && at)
+        rc = wr(o, node, HDR, &at, sizeof at);
+    if (!rc)
+        rc = wr(o, node, key_off(&nh), p, body);
+    if (p != small)
+        free(p);
     if (rc)
         return rc;
-    rc = op_lock_keys(&o, n, keys, 1, 1);
-    for (size_t i = 0; i < n && !rc; i++)
-        rc = del_one(&o, keys[i], deleted);
-    if (rc)
-        *deleted = 0;
-    return op_end(&o, rc);
+    o->dbytes += (int64_t)txn_obj_size(o->s->p, node) - (int64_t)txn_obj_size(o->s->p, hit->node);
+    o->dexp += (at != 0) - has_ttl(&hit->h);
+    if ((rc = txn_free(o->tx, hit->node)))
+        return rc;
+    return relink(o, b, hit, node, 0);
 }
 
 /* The value of a node found by a read-only call: read in place (nothing
@@ -830,113 +904,15 @@ static const char *value_ptr(struct op *o, const struct hit *hit)
     if (hit->h.val)
         return txn_open(o->tx, hit->h.val, TXN_RO);
     const char *p = txn_open(o->tx, hit->node, TXN_RO);
-    return p ? p + HDR + hit->h.klen : NULL;
-}
-
-int kv_get(kv_store *s, size_t n, const struct kv_slice *keys, kv_value_fn fn, void *arg)
-{
-    struct op o;
-    int rc = op_begin(&o, s);
-    if (rc)
-        return rc;
-    rc = op_lock_keys(&o, n, keys, 1, 0);
-    for (size_t i = 0; i < n && !rc; i++) {
-        struct hit hit;
-        if ((rc = lookup(&o, keys[i], &hit)) < 0)
-            break;
-        if (!rc) {
-            fn(arg, NULL, 0);
-            continue;
-        }
-        const char *v = value_ptr(&o, &hit);
-        if (!v) {
-            rc = txn_last_error(o.tx);
-            break;
-        }
-        fn(arg, v, hit.h.vlen);
-        rc = 0;
-    }
-    return op_end(&o, rc);
-}
-
-int kv_exists(kv_store *s, size_t n, const struct kv_slice *keys, uint64_t *count)
-{
-    struct op o;
-    *count = 0;
-    int rc = op_begin(&o, s);
-    if (rc)
-        return rc;
-    rc = op_lock_keys(&o, n, keys, 1, 0);
-    for (size_t i = 0; i < n && !rc; i++) {
-        struct hit hit;
-        if ((rc = lookup(&o, keys[i], &hit)) > 0) {
-            (*count)++;
-            rc = 0;
-        }
-    }
-    return op_end(&o, rc);
-}
-
-/* Redis's integer syntax: optional '-', digits, no leading zero, no
- * spaces, within int64. */
-static int parse_i64(const char *p, size_t n, int64_t *out)
-{
-    size_t i = 0;
-    int neg = n > 0 && p[0] == '-';
-    i += (size_t)neg;
-    if (i == n || n > 20 || (p[i] == '0' && n - i > 1) || (neg && p[i] == '0'))
-        return -1;
-    uint64_t x = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    for (; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return -1;
-        if (x > (lim - (uint64_t)(p[i] - '0')) / 10)
-            return -1;
-        x = x * 10 + (uint64_t)(p[i] - '0');
-    }
-    *out = neg ? (int64_t)(0 - x) : (int64_t)x;
-    return 0;
-}
-
-int kv_incr(kv_store *s, struct kv_slice key, int64_t by, int64_t *result)
-{
-    struct op o;
-    int rc = op_begin(&o, s);
-    if (rc)
-        return rc;
-    uint64_t h = kv_hash(key.p, key.n);
-    struct bref b;
-    struct hit hit;
-    int64_t cur = 0;
-    char buf[24];
-    if (!(rc = op_lock_keys(&o, 1, &key, 1, 1)) && !(rc = migrate(&o, h)) &&
-        !(rc = bucket_of(&o, h, &b)))
-        rc = chain_find(&o, &b, h, key, &hit);
-    int found = rc > 0;
-    if (found) {
-        rc = hit.h.vlen > 20 ? KV_E_NOTINT : 0;
-        if (!rc)
-            rc = hit.h.val ? rd(&o, hit.h.val, 0, buf, hit.h.vlen)
-                           : rd(&o, hit.node, HDR + hit.h.klen, buf, hit.h.vlen);
-        if (!rc && parse_i64(buf, hit.h.vlen, &cur))
-            rc = KV_E_NOTINT;
-    }
-    if (!rc && __builtin_add_overflow(cur, by, &cur))
-        rc = KV_E_OVERFLOW;
-    if (!rc) {
-        struct kv_slice v = {buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)cur)};
-        rc = found ? replace(&o, &b, &hit, key, v) : insert(&o, &b, h, key, v);
-    }
-    if (!rc)
-        *result = cur;
-    return op_end(&o, rc);
+    return p ? p + val_off(&hit->h) : NULL;
 }
 
 /* ---- a transaction over chosen keys */
 
 struct kv_txn {
     struct op o;
-    int write;
+    int write;   /* begun for changes */
+    int changed; /* a read-only one deleted an expired key */
 };
 
 int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, kv_txn **out)
@@ -945,6 +921,7 @@ int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, 
     if (!t)
         return TXN_E_NOMEM;
     t->write = write;
+    t->changed = 0;
     int rc = op_begin(&t->o, s);
     if (!rc && (rc = op_lock_keys(&t->o, n, keys, 1, write)))
         txn_abort(t->o.tx);
@@ -963,12 +940,34 @@ static int txn_holds(const kv_txn *t, struct kv_slice k)
     return t->o.locked[s / 64] >> (s % 64) & 1;
 }
 
+/* Look key up; an expired one is deleted, even by a read-only transaction
+ * (which then counts as a writing one: kv_commits, kv_key_version). */
+static int find(kv_txn *t, struct kv_slice key, struct hit *hit)
+{
+    int rc = lookup(&t->o, key, hit);
+    uint64_t at, h;
+    if (rc <= 0 || !has_ttl(&hit->h))
+        return rc;
+    if ((rc = node_expiry(&t->o, hit, &at)))
+        return rc;
+    if (at > now_ms())
+        return 1;
+    if (!t->write && !t->changed) {
+        if ((rc = txn_defer(t->o.tx, TXN_ON_COMMIT, count_commit, &t->o)))
+            return rc;
+        t->changed = 1;
+    }
+    struct bref b;
+    rc = find_w(&t->o, key, &h, &b, hit); /* deletes it */
+    return rc < 0 ? rc : 0;
+}
+
 int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg)
 {
     if (!txn_holds(t, key))
         return TXN_E_STATE;
     struct hit hit;
-    int rc = lookup(&t->o, key, &hit);
+    int rc = find(t, key, &hit);
     if (rc <= 0) {
         if (!rc && fn)
             fn(arg, NULL, 0);
@@ -976,7 +975,7 @@ int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg)
     }
     if (!fn)
         return 1;
-    if (!t->write) { /* nothing written: read in place */
+    if (!t->write && !t->changed) { /* nothing written: read in place */
         const char *v = value_ptr(&t->o, &hit);
         if (!v)
             return txn_last_error(t->o.tx);
@@ -988,7 +987,7 @@ int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg)
     if (!v)
         return TXN_E_NOMEM;
     rc = hit.h.val ? rd(&t->o, hit.h.val, 0, v, hit.h.vlen)
-                   : rd(&t->o, hit.node, HDR + hit.h.klen, v, hit.h.vlen);
+                   : rd(&t->o, hit.node, val_off(&hit.h), v, hit.h.vlen);
     if (!rc)
         fn(arg, v, hit.h.vlen);
     if (v != small)
@@ -996,20 +995,56 @@ int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg)
     return rc ? rc : 1;
 }
 
-int kv_txn_put(kv_txn *t, struct kv_slice key, struct kv_slice value)
+int kv_txn_ttl(kv_txn *t, struct kv_slice key, uint64_t *at)
+{
+    if (!txn_holds(t, key))
+        return TXN_E_STATE;
+    struct hit hit;
+    int rc = find(t, key, &hit);
+    *at = 0;
+    if (rc > 0 && (rc = node_expiry(&t->o, &hit, at)) == 0)
+        rc = 1;
+    return rc;
+}
+
+int kv_txn_put(kv_txn *t, struct kv_slice key, struct kv_slice value, uint64_t at)
 {
     if (!t->write || !txn_holds(t, key))
         return TXN_E_STATE;
-    return set_one(&t->o, key, value, 0, NULL);
+    return set_one(&t->o, key, value, at);
+}
+
+/* The node of key for a change by a writing transaction: 1, 0, <0. */
+static int find_change(kv_txn *t, struct kv_slice key, struct bref *b, struct hit *hit)
+{
+    uint64_t h;
+    if (!t->write || !txn_holds(t, key))
+        return TXN_E_STATE;
+    return find_w(&t->o, key, &h, b, hit);
+}
+
+int kv_txn_expire(kv_txn *t, struct kv_slice key, uint64_t at)
+{
+    struct bref b;
+    struct hit hit;
+    int rc = find_change(t, key, &b, &hit);
+    if (rc <= 0)
+        return rc;
+    if (has_ttl(&hit.h) && at)
+        rc = set_expiry_word(&t->o, &hit, at);
+    else if (has_ttl(&hit.h) || at)
+        rc = retag(&t->o, &b, &hit, at);
+    return rc ? rc : 1;
 }
 
 int kv_txn_del(kv_txn *t, struct kv_slice key)
 {
-    if (!t->write || !txn_holds(t, key))
-        return TXN_E_STATE;
-    uint64_t n = 0;
-    int rc = del_one(&t->o, key, &n);
-    return rc ? rc : (int)n;
+    struct bref b;
+    struct hit hit;
+    int rc = find_change(t, key, &b, &hit);
+    if (rc <= 0)
+        return rc;
+    return (rc = del_hit(&t->o, &b, &hit)) ? rc : 1;
 }
 
 int kv_txn_end(kv_txn *t, int rc)
@@ -1032,7 +1067,7 @@ static int flush_seg(struct op *o, txn_obj *sdir, uint64_t q)
             continue;
         while (cur && !rc) {
             struct node_hdr h;
-            if (!(rc = node_hdr(o, cur, &h)) && !(rc = node_free(o, cur, h.val)))
+            if (!(rc = node_hdr(o, cur, &h)) && !(rc = node_free(o, cur, &h)))
                 o->dkeys--;
             cur = h.next;
         }
@@ -1079,6 +1114,7 @@ int kv_flush(kv_store *s)
 static int emit_chain(struct op *o, const struct bref *b, unsigned bits, uint64_t j,
                       kv_key_fn fn, void *arg)
 {
+    uint64_t now = now_ms(); /* expired keys are not listed */
     txn_obj *cur;
     uint64_t n;
     int rc = bucket_get(o, b, &cur, &n);
@@ -1088,9 +1124,15 @@ static int emit_chain(struct op *o, const struct bref *b, unsigned bits, uint64_
             break;
         if (h.hash >> (64 - bits) == j) {
             const char *p = txn_open(o->tx, cur, TXN_RO);
+            uint64_t at = 0;
             if (!p)
                 return txn_last_error(o->tx);
-            fn(arg, p + HDR, h.klen);
+            if (has_ttl(&h))
+                memcpy(&at, p + HDR, sizeof at);
+            if (!at || at > now)
+                fn(arg, p + key_off(&h), klen_of(&h));
+            else if (o->expired)
+                o->expired(o->expired_arg, p + key_off(&h), klen_of(&h));
         }
         cur = h.next;
     }
@@ -1117,8 +1159,9 @@ static int scan_bucket(struct op *o, unsigned st, uint64_t j, kv_key_fn fn, void
     return rc;
 }
 
-int kv_scan(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *arg,
-            uint64_t *next)
+/* kv_scan's walk; expired keys go to `expired` (NULL: skipped) */
+static int scan_range(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *arg,
+                      kv_key_fn expired, void *expired_arg, uint64_t *next)
 {
     size_t seen = 0;
     uint64_t c = cursor;
@@ -1132,6 +1175,8 @@ int kv_scan(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *ar
             rc = op_lock(&o, want, 0);
         if (rc)
             return op_end(&o, rc);
+        o.expired = expired;
+        o.expired_arg = expired_arg;
         unsigned bits = s->v.bits;
         uint64_t j = c >> (64 - bits), end = ((uint64_t)st + 1) * per_stripe(bits);
         for (; j < end && (seen < buckets || seen == 0) && !rc; j++, seen++)
@@ -1144,9 +1189,72 @@ int kv_scan(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *ar
     return 0;
 }
 
+int kv_scan(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *arg,
+            uint64_t *next)
+{
+    return scan_range(s, cursor, buckets, fn, arg, NULL, NULL, next);
+}
+
+/* The expired keys a cycle found, copied out of the pool. */
+struct key_bag {
+    struct kv_slice *k;
+    size_t n, cap;
+    int oom;
+};
+
+static void bag_add(void *arg, const char *k, size_t n)
+{
+    struct key_bag *b = arg;
+    char *copy = malloc(n ? n : 1);
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 16;
+        struct kv_slice *nk = realloc(b->k, cap * sizeof *nk);
+        if (!nk) {
+            free(copy);
+            b->oom = 1;
+            return;
+        }
+        b->k = nk;
+        b->cap = cap;
+    }
+    if (!copy) {
+        b->oom = 1;
+        return;
+    }
+    memcpy(copy, k, n);
+    b->k[b->n++] = (struct kv_slice){copy, n};
+}
+
+static void skip_key(void *arg, const char *k, size_t n)
+{
+    (void)arg, (void)k, (void)n;
+}
+
+int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted)
+{
+    struct key_bag bag = {0};
+    int rc = scan_range(s, *cursor, buckets, skip_key, NULL, bag_add, &bag, cursor);
+    *deleted = 0;
+    for (size_t i = 0; i < bag.n; i++) {
+        kv_txn *t;
+        /* deleted by the lookup itself if its time still has come (it may
+         * have been set again since the scan) */
+        if (!rc && !(rc = kv_txn_begin(s, 1, &bag.k[i], 1, &t))) {
+            uint64_t at;
+            int found = kv_txn_ttl(t, bag.k[i], &at);
+            rc = kv_txn_end(t, found < 0 ? found : 0);
+            *deleted += !rc && found == 0;
+        }
+        free((void *)bag.k[i].p);
+    }
+    free(bag.k);
+    return rc ? rc : bag.oom ? TXN_E_NOMEM : 0;
+}
+
 void kv_info(kv_store *s, struct kv_info *out)
 {
     out->keys = atomic_load(&s->keys);
+    out->expires = atomic_load(&s->expires);
     out->bytes = atomic_load(&s->bytes);
     out->buckets = (uint64_t)1 << atomic_load(&s->bits);
     out->resizing = (int)atomic_load(&s->resizing);
@@ -1180,11 +1288,12 @@ static int root_init(struct op *o)
 }
 
 /* Count keys and bytes, and the stripes a running resize has drained. */
-static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, unsigned *done)
+static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, uint64_t *expires,
+                 unsigned *done)
 {
     struct view *v = &o->s->v;
     int rc = 0;
-    *keys = *bytes = *done = 0;
+    *keys = *bytes = *expires = *done = 0;
     for (int t = 0; t < (v->old ? 2 : 1); t++) {
         unsigned bits = t ? v->bits - 1 : v->bits;
         for (unsigned st = 0; st < STRIPES && !rc; st++) {
@@ -1225,6 +1334,7 @@ static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, unsigned *done)
                                       "bytes", (void *)cur, (void *)h.val,
                                       (unsigned long long)h.vlen);
                     *bytes += nsize + vsize; /* obj_bytes, from the sizes checked */
+                    *expires += has_ttl(&h);
                 }
             }
         }
@@ -1235,7 +1345,7 @@ static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, unsigned *done)
 static int load(kv_store *s)
 {
     struct op o;
-    uint64_t r[ROOT_SIZE / 8], keys = 0, bytes = 0;
+    uint64_t r[ROOT_SIZE / 8], keys = 0, bytes = 0, expires = 0;
     unsigned done = 0;
     txn_obj *root = txn_root(s->p);
     if (txn_obj_size(s->p, root) < ROOT_SIZE)
@@ -1247,21 +1357,27 @@ static int load(kv_store *s)
     /* the pool's layout name is the store's: another root is damage */
     if (!rc && r[0] != KV_MAGIC)
         rc = refuse(TXN_E_CORRUPT, "root: magic %#llx, not a store's", (unsigned long long)r[0]);
-    else if (!rc && (r[1] != KV_VERSION || r[2] != STRIPES || r[3] != SEG_BUCKETS))
+    else if (!rc && ((r[1] != KV_VERSION && r[1] != 1) || r[2] != STRIPES ||
+                     r[3] != SEG_BUCKETS))
         rc = refuse(TXN_E_LAYOUTVER, "store version %llu (%llu stripes, %llu buckets a segment), "
                     "this program's is %u (%u, %u)", (unsigned long long)r[1],
                     (unsigned long long)r[2], (unsigned long long)r[3], KV_VERSION, STRIPES,
                     SEG_BUCKETS);
     if (!rc)
         rc = view_load(&o, (txn_obj *)(uintptr_t)r[4], (txn_obj *)(uintptr_t)r[5], &s->v);
+    if (!rc && r[1] == 1 && !s->view) { /* a version 1 store is a version 2 one */
+        uint64_t ver = KV_VERSION;
+        rc = wr(&o, root, R_VERSION, &ver, sizeof ver);
+    }
     if (!rc)
-        rc = tally(&o, &keys, &bytes, &done);
+        rc = tally(&o, &keys, &bytes, &expires, &done);
     if (rc == TXN_E_INVAL) /* every read above is of a handle the store holds */
         rc = refuse(TXN_E_CORRUPT, "a handle the store holds is no object of its size");
     if ((rc = op_end(&o, rc)))
         return rc;
     atomic_store(&s->keys, keys);
     atomic_store(&s->bytes, bytes);
+    atomic_store(&s->expires, expires);
     atomic_store(&s->bits, s->v.bits);
     atomic_store(&s->resizing, s->v.old != NULL);
     atomic_store(&s->stripes_done, done);
@@ -1300,6 +1416,7 @@ int kv_open(const char *path, const struct kv_opts *opt, kv_store **out)
         pthread_mutex_init(&s->lock[i].m, NULL);
     pthread_mutex_init(&s->resize, NULL);
     s->resize_step = opt->resize_step ? opt->resize_step : MIGRATE_SCAN;
+    s->view = opt->view;
     s->pool_size = file_size(path);
     if ((rc = load(s))) {
         kv_close(s);
@@ -1382,10 +1499,10 @@ static int obj_ok(struct checker *c, txn_obj *o, size_t n)
 static int node_ok(struct checker *c, txn_obj *node, const struct node_hdr *h)
 {
     size_t size = txn_obj_size(c->o.s->p, node);
-    if (h->klen > size - HDR)
+    if (size < key_off(h) || klen_of(h) > size - key_off(h))
         return 0;
     if (!h->val)
-        return h->vlen <= INLINE_MAX && h->vlen <= size - HDR - h->klen;
+        return h->vlen <= INLINE_MAX && h->vlen <= size - val_off(h);
     return h->vlen > INLINE_MAX && obj_ok(c, h->val, h->vlen);
 }
 
@@ -1427,7 +1544,7 @@ static int check_chain(struct checker *c, txn_obj *sdir, unsigned bits, uint64_t
         const char *key = txn_open(o->tx, cur, TXN_RO);
         if (!key)
             return txn_last_error(o->tx);
-        struct kv_slice k = {key + HDR, h.klen};
+        struct kv_slice k = {key + key_off(&h), klen_of(&h)};
         if (kv_hash(k.p, k.n) != h.hash)
             problem(c, "node %p: stored hash is not its key's", (void *)cur);
         if (h.hash >> (64 - bits) != j)

@@ -17,8 +17,6 @@
 
 #include "txn.h"
 
-#define KV_E_NOTINT (-30900)   /* INCR: value is not a 64-bit integer */
-#define KV_E_OVERFLOW (-30901) /* INCR: the result would overflow */
 
 typedef struct kv_store kv_store;
 
@@ -59,26 +57,6 @@ int kv_check(kv_store *s, FILE *out);
 typedef void (*kv_value_fn)(void *arg, const char *v, size_t n);
 typedef void (*kv_key_fn)(void *arg, const char *k, size_t n);
 
-/* For each of the n keys, in order, fn(arg, value) or, for a missing key,
- * fn(arg, NULL, 0). One transaction: a consistent snapshot of the keys. */
-int kv_get(kv_store *s, size_t n, const struct kv_slice *keys, kv_value_fn fn, void *arg);
-
-/* Set n key/value pairs (kv[2i], kv[2i+1]) in one transaction. For one
- * key, `only` may ask for KV_SET_NX (only if missing) or KV_SET_XX (only
- * if present); *done says whether it was set. */
-#define KV_SET_NX 1
-#define KV_SET_XX 2
-int kv_set(kv_store *s, size_t n, const struct kv_slice *kv, int only, int *done);
-
-/* Delete the n keys in one transaction; *deleted counts those present. */
-int kv_del(kv_store *s, size_t n, const struct kv_slice *keys, uint64_t *deleted);
-
-/* How many of the n keys exist (a key named twice counts twice). */
-int kv_exists(kv_store *s, size_t n, const struct kv_slice *keys, uint64_t *count);
-
-/* Add `by` to the integer held at key (a missing key counts as 0). */
-int kv_incr(kv_store *s, struct kv_slice key, int64_t by, int64_t *result);
-
 /* ---- a transaction over chosen keys: what a command that reads and
  * writes (GETSET, APPEND, ...) and a MULTI/EXEC block need. kv_txn_begin
  * locks the stripes of the n keys (write: for changes) and begins one
@@ -90,9 +68,19 @@ int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, 
 /* fn(arg, value) (NULL, 0 for a missing key; fn may be NULL): 1 found, 0
  * missing, or an error */
 int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg);
-int kv_txn_put(kv_txn *t, struct kv_slice key, struct kv_slice value);
+/* Set key to value, expiring at `at` (ms since the Unix epoch; 0: never;
+ * KV_KEEPTTL: when it expired before, if it existed). */
+#define KV_KEEPTTL UINT64_MAX
+int kv_txn_put(kv_txn *t, struct kv_slice key, struct kv_slice value, uint64_t at);
 /* 1 deleted, 0 missing, or an error */
 int kv_txn_del(kv_txn *t, struct kv_slice key);
+/* Its expiry in *at (0: none): 1 found, 0 missing, or an error. */
+int kv_txn_ttl(kv_txn *t, struct kv_slice key, uint64_t *at);
+/* Make key expire at `at` (0: never): 1 done, 0 missing, or an error. */
+int kv_txn_expire(kv_txn *t, struct kv_slice key, uint64_t at);
+/* Expiry is passive and exact: a key whose time has come reads as missing
+ * and is deleted by the transaction that finds it (a read-only one too);
+ * kv_expire_cycle reclaims the keys nobody asks for. */
 /* rc >= 0: commit, and return its result (0 once durable, as the calls
  * above say); rc < 0: roll back and return rc. Frees t. */
 int kv_txn_end(kv_txn *t, int rc);
@@ -108,9 +96,16 @@ int kv_flush(kv_store *s);
 int kv_scan(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *arg,
             uint64_t *next);
 
+/* Delete the expired keys of at least `buckets` buckets from *cursor on
+ * (a transaction a stripe), moving *cursor (0 again after the end);
+ * *deleted counts them. The background reclaim of keys nobody reads. */
+int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted);
+
 /* Keys, bytes of persistent objects the keys use, buckets; kept in DRAM. */
 struct kv_info {
     uint64_t keys;
+    uint64_t expires; /* keys with an expiry time (expired ones included
+                         until they are deleted) */
     uint64_t bytes;
     uint64_t buckets;
     int resizing;

@@ -9,10 +9,19 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server.h"
 
 #define MAX_STRING (512ull * 1024 * 1024) /* Redis's proto-max-bulk-len default */
+
+/* wall-clock ms since the Unix epoch: expiry times (store.h) */
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 /* A value read out of a transaction (kv_txn_get copies it here). */
 struct val {
@@ -121,9 +130,30 @@ void cmd_mget(struct conn *c, size_t argc, struct kv_slice *argv)
     tx_done(c, t, rc, mark);
 }
 
-/* SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t | KEEPTTL],
- * parsed as Redis does; a valid expiry is then refused by name: keys have
- * no expiry here yet. */
+/* An expiry argument of `cmd` (EX/PX: relative seconds/ms, EXAT/PXAT:
+ * absolute) as ms since the epoch, with Redis's errors; 0 or -1 after
+ * replying. */
+static int expiry_arg(struct conn *c, const struct kv_slice *opt, const struct kv_slice *v,
+               const char *cmd, uint64_t *at)
+{
+    long long n;
+    if (parse_ll(v, &n)) {
+        reply_error(&c->out, "ERR value is not an integer or out of range");
+        return -1;
+    }
+    int ms = arg_is(opt, "PX") || arg_is(opt, "PXAT");
+    int abs = arg_is(opt, "EXAT") || arg_is(opt, "PXAT");
+    long long base = abs ? 0 : (long long)now_ms();
+    if (n <= 0 || (!ms && n > LLONG_MAX / 1000) ||
+        __builtin_add_overflow(ms ? n : n * 1000, base, &n)) {
+        reply_error(&c->out, "ERR invalid expire time in '%s' command", cmd);
+        return -1;
+    }
+    *at = (uint64_t)n;
+    return 0;
+}
+
+/* SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t | KEEPTTL] */
 void cmd_set(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     int nx = 0, xx = 0, get = 0, keep = 0;
@@ -144,15 +174,9 @@ void cmd_set(struct conn *c, size_t argc, struct kv_slice *argv)
         else
             return reply_error(&c->out, "ERR syntax error");
     }
-    if (ex) {
-        long long v;
-        if (parse_ll(&argv[ex + 1], &v))
-            return reply_error(&c->out, "ERR value is not an integer or out of range");
-        if (v <= 0)
-            return reply_error(&c->out, "ERR invalid expire time in 'set' command");
-        return reply_error(&c->out, "ERR SET %.*s: key expiry is not supported by this "
-                                    "server yet", (int)argv[ex].n, argv[ex].p);
-    }
+    uint64_t at = keep ? KV_KEEPTTL : 0;
+    if (ex && expiry_arg(c, &argv[ex], &argv[ex + 1], "set", &at))
+        return;
     kv_txn *t;
     struct val old = {0};
     size_t mark = c->out.len;
@@ -160,11 +184,11 @@ void cmd_set(struct conn *c, size_t argc, struct kv_slice *argv)
     if (rc)
         return reply_store_error(&c->out, rc);
     if (!nx && !xx && !get) { /* the common SET: no need to look first */
-        if (!(rc = kv_txn_put(t, argv[1], argv[2])))
+        if (!(rc = kv_txn_put(t, argv[1], argv[2], at)))
             reply_simple(&c->out, "OK");
     } else if ((found = rc = get_val(t, argv[1], &old)) >= 0) {
         int set = !(nx && found) && !(xx && !found);
-        rc = set ? kv_txn_put(t, argv[1], argv[2]) : 0;
+        rc = set ? kv_txn_put(t, argv[1], argv[2], at) : 0;
         if (!rc && get)
             reply_val(&c->out, found, &old);
         else if (!rc)
@@ -181,7 +205,7 @@ void cmd_setnx(struct conn *c, size_t argc, struct kv_slice *argv)
     int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t);
     if (rc)
         return reply_store_error(&c->out, rc);
-    if ((rc = kv_txn_get(t, argv[1], NULL, NULL)) == 0 && !(rc = kv_txn_put(t, argv[1], argv[2])))
+    if ((rc = kv_txn_get(t, argv[1], NULL, NULL)) == 0 && !(rc = kv_txn_put(t, argv[1], argv[2], 0)))
         reply_int(&c->out, 1);
     else if (rc > 0)
         reply_int(&c->out, 0);
@@ -199,7 +223,7 @@ void cmd_getset(struct conn *c, size_t argc, struct kv_slice *argv)
     if (rc)
         return reply_store_error(&c->out, rc);
     if ((found = rc = get_val(t, argv[1], &old)) >= 0) {
-        rc = del ? (found ? kv_txn_del(t, argv[1]) : 0) : kv_txn_put(t, argv[1], argv[2]);
+        rc = del ? (found ? kv_txn_del(t, argv[1]) : 0) : kv_txn_put(t, argv[1], argv[2], 0);
         if (rc >= 0)
             reply_val(&c->out, found, &old);
     }
@@ -223,7 +247,7 @@ void cmd_mset(struct conn *c, size_t argc, struct kv_slice *argv)
         if ((rc = kv_txn_get(t, argv[i], NULL, NULL)) > 0)
             any = 1, rc = 0;
     for (size_t i = 1; !any && i < argc && !rc; i += 2)
-        rc = kv_txn_put(t, argv[i], argv[i + 1]);
+        rc = kv_txn_put(t, argv[i], argv[i + 1], 0);
     if (!rc)
         nx ? reply_int(&c->out, !any) : reply_simple(&c->out, "OK");
     tx_done(c, t, rc, mark);
@@ -263,7 +287,7 @@ void cmd_append(struct conn *c, size_t argc, struct kv_slice *argv)
             rc = 0;
         } else if (!(v = spliced(&old, have, argv[2].p, argv[2].n, &len))) {
             rc = TXN_E_NOMEM;
-        } else if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len}))) {
+        } else if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len}, KV_KEEPTTL))) {
             reply_int(&c->out, (long long)len);
         }
         free(v);
@@ -295,7 +319,7 @@ void cmd_setrange(struct conn *c, size_t argc, struct kv_slice *argv)
             reply_error(&c->out, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
         } else if (!(v = spliced(&old, (size_t)off, argv[3].p, argv[3].n, &len))) {
             rc = TXN_E_NOMEM;
-        } else if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len}))) {
+        } else if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len}, KV_KEEPTTL))) {
             reply_int(&c->out, (long long)len);
         }
         free(v);
@@ -336,7 +360,7 @@ void cmd_setbit(struct conn *c, size_t argc, struct kv_slice *argv)
             int was = ((unsigned char)v[byte] & m) != 0;
             v[byte] = (char)(argv[3].p[0] == '1' ? (unsigned char)v[byte] | m
                                                  : (unsigned char)v[byte] & (unsigned char)~m);
-            if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len})))
+            if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len}, KV_KEEPTTL)))
                 reply_int(&c->out, was);
         }
         free(v);
@@ -482,7 +506,7 @@ static void incr_by(struct conn *c, size_t argc, struct kv_slice *argv, long lon
         } else {
             char buf[24];
             int n = snprintf(buf, sizeof buf, "%lld", next);
-            if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){buf, (size_t)n})))
+            if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){buf, (size_t)n}, KV_KEEPTTL)))
                 reply_int(&c->out, next);
         }
     }
@@ -556,7 +580,7 @@ void cmd_incrbyfloat(struct conn *c, size_t argc, struct kv_slice *argv)
             }
             if (n == 2 && !memcmp(buf, "-0", 2))
                 buf[0] = '0', n = 1;
-            if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){buf, (size_t)n})))
+            if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){buf, (size_t)n}, KV_KEEPTTL)))
                 reply_bulk(&c->out, buf, (size_t)n);
         }
     }
@@ -618,6 +642,7 @@ void cmd_rename(struct conn *c, size_t argc, struct kv_slice *argv)
     int same = argv[1].n == argv[2].n && !memcmp(argv[1].p, argv[2].p, argv[1].n);
     kv_txn *t;
     struct val x;
+    uint64_t at = 0;
     size_t mark = c->out.len;
     int rc = tx_keys(c, argc, argv, 1, 2, 1, 1, &t), found;
     if (rc)
@@ -631,7 +656,8 @@ void cmd_rename(struct conn *c, size_t argc, struct kv_slice *argv)
         } else if (nx && (rc = kv_txn_get(t, argv[2], NULL, NULL)) != 0) {
             if (rc > 0)
                 reply_int(&c->out, 0), rc = 0;
-        } else if ((rc = kv_txn_put(t, argv[2], (struct kv_slice){x.p, x.n})) >= 0 &&
+        } else if ((rc = kv_txn_ttl(t, argv[1], &at)) >= 0 &&
+                   (rc = kv_txn_put(t, argv[2], (struct kv_slice){x.p, x.n}, at)) >= 0 &&
                    (rc = kv_txn_del(t, argv[1])) >= 0) {
             rc = 0;
             nx ? reply_int(&c->out, 1) : reply_simple(&c->out, "OK");
@@ -662,6 +688,7 @@ void cmd_copy(struct conn *c, size_t argc, struct kv_slice *argv)
         return reply_error(&c->out, "ERR source and destination objects are the same");
     kv_txn *t;
     struct val x;
+    uint64_t at = 0;
     size_t mark = c->out.len;
     int rc = tx_keys(c, argc, argv, 1, 2, 1, 1, &t), found;
     if (rc)
@@ -673,7 +700,8 @@ void cmd_copy(struct conn *c, size_t argc, struct kv_slice *argv)
             rc = there;
         else if (!found || there)
             reply_int(&c->out, 0);
-        else if (!(rc = kv_txn_put(t, argv[2], (struct kv_slice){x.p, x.n})))
+        else if ((rc = kv_txn_ttl(t, argv[1], &at)) >= 0 &&
+                 !(rc = kv_txn_put(t, argv[2], (struct kv_slice){x.p, x.n}, at)))
             reply_int(&c->out, 1);
     }
     free(x.p);
@@ -736,4 +764,160 @@ void cmd_randomkey(struct conn *c, size_t argc, struct kv_slice *argv)
     else
         reply_nil(&c->out);
     free(f.k);
+}
+
+/* ---- expiry: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT [NX | XX | GT | LT],
+ * TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST, SETEX, PSETEX, GETEX */
+
+void cmd_expire(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    int ms = arg_is(&argv[0], "PEXPIRE") || arg_is(&argv[0], "PEXPIREAT");
+    int abs = arg_is(&argv[0], "EXPIREAT") || arg_is(&argv[0], "PEXPIREAT");
+    int nx = 0, xx = 0, gt = 0, lt = 0;
+    for (size_t i = 3; i < argc; i++) {
+        if (arg_is(&argv[i], "NX"))
+            nx = 1;
+        else if (arg_is(&argv[i], "XX"))
+            xx = 1;
+        else if (arg_is(&argv[i], "GT"))
+            gt = 1;
+        else if (arg_is(&argv[i], "LT"))
+            lt = 1;
+        else
+            return reply_error(&c->out, "ERR Unsupported option %.*s",
+                               (int)(argv[i].n > 64 ? 64 : argv[i].n), argv[i].p);
+    }
+    if (nx && (xx || gt || lt))
+        return reply_error(&c->out, "ERR NX and XX, GT or LT options at the same time are "
+                                    "not compatible");
+    if (gt && lt)
+        return reply_error(&c->out, "ERR GT and LT options at the same time are not "
+                                    "compatible");
+    long long n;
+    if (parse_ll(&argv[2], &n))
+        return reply_error(&c->out, "ERR value is not an integer or out of range");
+    long long base = abs ? 0 : (long long)now_ms(), at;
+    if ((!ms && (n > LLONG_MAX / 1000 || n < LLONG_MIN / 1000)) ||
+        __builtin_add_overflow(ms ? n : n * 1000, base, &at)) {
+        char lower[16];
+        size_t k = argv[0].n < sizeof lower - 1 ? argv[0].n : sizeof lower - 1;
+        for (size_t i = 0; i < k; i++)
+            lower[i] = (char)(argv[0].p[i] | 0x20);
+        lower[k] = 0;
+        return reply_error(&c->out, "ERR invalid expire time in '%s' command", lower);
+    }
+    kv_txn *t;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    uint64_t cur;
+    if ((rc = kv_txn_ttl(t, argv[1], &cur)) > 0) {
+        /* a key without an expiry counts as infinite for GT and LT */
+        int ok = !(nx && cur) && !(xx && !cur) && !(gt && (!cur || (uint64_t)at <= cur)) &&
+                 !(lt && cur && (uint64_t)at >= cur);
+        if (!ok)
+            rc = 0;
+        else if (at <= (long long)now_ms()) /* a time past: the key goes now */
+            rc = kv_txn_del(t, argv[1]);
+        else
+            rc = kv_txn_expire(t, argv[1], (uint64_t)at);
+    }
+    if (rc >= 0)
+        reply_int(&c->out, rc > 0);
+    tx_done(c, t, rc, mark);
+}
+
+/* TTL, PTTL (time left), EXPIRETIME, PEXPIRETIME (the time): -2 missing,
+ * -1 no expiry */
+void cmd_ttl(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    int ms = argv[0].p[0] == 'p' || argv[0].p[0] == 'P';
+    int abs = argv[0].n > 4; /* EXPIRETIME, PEXPIRETIME */
+    kv_txn *t;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 0, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    uint64_t at;
+    if ((rc = kv_txn_ttl(t, argv[1], &at)) >= 0) {
+        long long v;
+        if (!rc)
+            v = -2;
+        else if (!at)
+            v = -1;
+        else if (abs)
+            v = ms ? (long long)at : (long long)((at + 500) / 1000);
+        else {
+            uint64_t now = now_ms();
+            long long left = at > now ? (long long)(at - now) : 0;
+            v = ms ? left : (left + 500) / 1000;
+        }
+        reply_int(&c->out, v);
+    }
+    tx_done(c, t, rc, mark);
+}
+
+void cmd_persist(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    kv_txn *t;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    uint64_t at;
+    if ((rc = kv_txn_ttl(t, argv[1], &at)) > 0)
+        rc = at ? kv_txn_expire(t, argv[1], 0) : 0;
+    if (rc >= 0)
+        reply_int(&c->out, rc > 0);
+    tx_done(c, t, rc, mark);
+}
+
+/* SETEX key seconds value; PSETEX key ms value */
+void cmd_setex(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    int ms = arg_is(&argv[0], "PSETEX");
+    uint64_t at;
+    if (expiry_arg(c, &(struct kv_slice){ms ? "PX" : "EX", 2}, &argv[2],
+                   ms ? "psetex" : "setex", &at))
+        return;
+    kv_txn *t;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if (!(rc = kv_txn_put(t, argv[1], argv[3], at)))
+        reply_simple(&c->out, "OK");
+    tx_done(c, t, rc, mark);
+}
+
+/* GETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST] */
+void cmd_getex(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    uint64_t at = KV_KEEPTTL;
+    if (argc > 2) {
+        if (argc == 3 && arg_is(&argv[2], "PERSIST"))
+            at = 0;
+        else if (argc == 4 && (arg_is(&argv[2], "EX") || arg_is(&argv[2], "PX") ||
+                               arg_is(&argv[2], "EXAT") || arg_is(&argv[2], "PXAT"))) {
+            if (expiry_arg(c, &argv[2], &argv[3], "getex", &at))
+                return;
+        } else
+            return reply_error(&c->out, "ERR syntax error");
+    }
+    kv_txn *t;
+    struct val x;
+    size_t mark = c->out.len;
+    int rc = tx_keys(c, argc, argv, 1, 1, 1, at != KV_KEEPTTL, &t), found;
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((found = rc = get_val(t, argv[1], &x)) > 0 && at != KV_KEEPTTL) {
+        uint64_t cur;
+        if ((rc = kv_txn_ttl(t, argv[1], &cur)) > 0 && (at || cur))
+            rc = kv_txn_expire(t, argv[1], at);
+    }
+    if (rc >= 0)
+        reply_val(&c->out, found, &x);
+    free(x.p);
+    tx_done(c, t, rc, mark);
 }

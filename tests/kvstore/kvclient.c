@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -531,7 +532,10 @@ static void test_basics(struct server *s)
     CHECK(r.type == 0, "SET XX on missing: %s", show(&r));
     reply_free(&r);
     CMD(&c, &r, "SET", "k1", "v", "EX", "10");
-    CHECK(is_error(&r, "ERR SET EX: key expiry is not supported"), "SET EX: %s", show(&r));
+    CHECK(is_status(&r, "OK"), "SET EX: %s", show(&r));
+    reply_free(&r);
+    CMD(&c, &r, "TTL", "k1");
+    CHECK(is_int(&r, 10), "TTL after SET EX: %s", show(&r));
     reply_free(&r);
     CMD(&c, &r, "SET", "k1", "v", "EX", "10", "PX", "5");
     CHECK(is_error(&r, "ERR syntax error"), "SET EX PX: %s", show(&r));
@@ -653,7 +657,8 @@ static const struct info_section {
       "rdb_bgsave_in_progress", "loading"}},
     {"stats", "# Stats",
      {"total_connections_received", "total_commands_processed", "rejected_connections",
-      "txn_commits", "txn_aborts", "persist_barriers", "lines_flushed", "log_bytes",
+      "expired_keys", "txn_commits", "txn_aborts", "persist_barriers", "lines_flushed",
+      "log_bytes",
       "ack_syncs", "ack_held_requests"}},
     {"keyspace", "# Keyspace", {"db0"}},
 };
@@ -1372,6 +1377,87 @@ static void test_keys_client(struct server *s)
     cli_close(&d);
 }
 
+/* The reply's integer to `cmd [key]`, or LLONG_MIN */
+static long long int_of(struct cli *c, const char *cmd, const char *key)
+{
+    struct reply r;
+    const char *argv[2] = {cmd, key};
+    cmdv(c, &r, key ? 2 : 1, argv, NULL);
+    long long v = r.type == ':' ? r.i : LLONG_MIN;
+    reply_free(&r);
+    return v;
+}
+
+/* Expiry: TTLs set, read and removed; a key read after its time is gone;
+ * keys nobody reads are reclaimed by the server (INFO's expired_keys,
+ * DBSIZE); SET drops a TTL, APPEND keeps it. */
+static void test_expiry(struct server *s)
+{
+    struct cli c;
+    struct reply r;
+    server_cli(s, &c);
+    EXPECT(&c, &r, is_status(&r, "OK"), "FLUSHALL");
+    EXPECT(&c, &r, is_status(&r, "OK"), "SET", "ex:a", "v", "PX", "200");
+    EXPECT(&c, &r, is_bulk(&r, "v", 1), "GET", "ex:a");
+    long long pttl = int_of(&c, "PTTL", "ex:a");
+    CHECK(pttl > 0 && pttl <= 200, "PTTL ex:a: %lld", pttl);
+    EXPECT(&c, &r, is_status(&r, "OK"), "SET", "ex:b", "v");
+    EXPECT(&c, &r, is_int(&r, -1), "TTL", "ex:b");
+    EXPECT(&c, &r, is_int(&r, 1), "EXPIRE", "ex:b", "100");
+    EXPECT(&c, &r, is_int(&r, 100), "TTL", "ex:b");
+    EXPECT(&c, &r, is_int(&r, 0), "EXPIRE", "ex:b", "50", "GT");
+    EXPECT(&c, &r, is_int(&r, 7), "APPEND", "ex:b", "vvvvvv");
+    EXPECT(&c, &r, is_int(&r, 100), "TTL", "ex:b");
+    EXPECT(&c, &r, is_int(&r, 1), "PERSIST", "ex:b");
+    EXPECT(&c, &r, is_int(&r, -1), "TTL", "ex:b");
+    EXPECT(&c, &r, is_int(&r, 1), "EXPIRE", "ex:b", "100");
+    EXPECT(&c, &r, is_status(&r, "OK"), "SET", "ex:b", "w");
+    EXPECT(&c, &r, is_int(&r, -1), "TTL", "ex:b");
+    EXPECT(&c, &r, is_int(&r, -2), "TTL", "ex:none");
+    for (int i = 0; i < 40; i++) { /* never read again */
+        char k[32];
+        snprintf(k, sizeof k, "ex:gone%d", i);
+        EXPECT(&c, &r, is_status(&r, "OK"), "SET", k, "v", "PX", "100");
+    }
+    usleep(300 * 1000);
+    EXPECT(&c, &r, r.type == 0, "GET", "ex:a"); /* read after its time: gone */
+    EXPECT(&c, &r, is_int(&r, 0), "EXISTS", "ex:a");
+    long long n = 0;
+    for (int tries = 0; tries < 100 && (n = int_of(&c, "DBSIZE", NULL)) != 1; tries++)
+        usleep(50 * 1000);
+    CHECK(n == 1, "DBSIZE once the server reclaimed the expired keys: %lld", n);
+    CMD(&c, &r, "INFO", "all");
+    const char *ek = r.type == '$' ? strstr(r.s, "expired_keys:") : NULL;
+    CHECK(ek && atoll(ek + 13) >= 40 && strstr(r.s, "db0:keys=1,expires=0"),
+          "INFO after expiry: expired_keys %lld", ek ? atoll(ek + 13) : -1);
+    reply_free(&r);
+    cli_close(&c);
+}
+
+/* Expiry times survive a restart: a key still has its time left, one whose
+ * time passed while the server was down is gone. */
+static void test_expiry_restart(struct server *s, const char *const *extra)
+{
+    struct cli c;
+    struct reply r;
+    server_cli(s, &c);
+    EXPECT(&c, &r, is_status(&r, "OK"), "SET", "er:long", "v", "EX", "600");
+    EXPECT(&c, &r, is_status(&r, "OK"), "SET", "er:short", "v", "PX", "300");
+    cli_close(&c);
+    int st = server_stop(s, SIGTERM);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "SIGTERM before the restart (status %d)", st);
+    usleep(400 * 1000);
+    if (server_start(s, extra)) {
+        CHECK(0, "restart after SIGTERM");
+        return;
+    }
+    server_cli(s, &c);
+    long long ttl = int_of(&c, "TTL", "er:long");
+    CHECK(ttl > 590 && ttl <= 600, "TTL after a restart: %lld", ttl);
+    EXPECT(&c, &r, r.type == 0, "GET", "er:short");
+    cli_close(&c);
+}
+
 static int run_proto(const char *bin)
 {
     struct server s;
@@ -1385,6 +1471,8 @@ static int run_proto(const char *bin)
     test_basics(&s);
     test_strings_multi(&s);
     test_keys_client(&s);
+    test_expiry(&s);
+    test_expiry_restart(&s, extra);
     test_info(&s);
     test_errors(&s);
     test_binary(&s);
@@ -1877,6 +1965,138 @@ static int run_exec_kill(const char *bin)
     CHECK(blocks >= rounds, "blocks were acknowledged (%lld)", blocks);
     server_cleanup(&s);
     printf("kvstore exec kill (%s): %d passed, %d failed\n", bin, passed, failed);
+    return failed ? 1 : 0;
+}
+
+/* ---- SIGKILL and expiry: none lost before its time, none back after it
+ *
+ * Each round sets new keys, one at a time, each with a random PX of 20 to
+ * 800 ms (one in four without expiry), until the server is SIGKILLed
+ * 50 to 400 ms in. After the restart every key of every round so far is
+ * read (wall-clock times, which the server's expiry uses too): a key whose
+ * SET was acknowledged must be there while its time cannot have come
+ * (read before send + PX), and no key may be there once its time has come
+ * for sure (read after the acknowledgement, or for the one in flight the
+ * kill, + PX). KV_EXPIRE_KILLS rounds (default 10). */
+struct ekey {
+    uint64_t send, done, px; /* wall ms: sent, acknowledged or killed; 0: no PX */
+    int acked;
+};
+
+static uint64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int ek_check(struct server *s, const struct ekey *k, size_t n, uint64_t *present,
+                    uint64_t *gone)
+{
+    struct cli c;
+    struct reply r;
+    int bad = 0;
+    server_cli(s, &c);
+    for (size_t i = 0; i < n; i++) {
+        char key[32], val[32];
+        snprintf(key, sizeof key, "ek:%zu", i);
+        snprintf(val, sizeof val, "v%zu", i);
+        uint64_t before = wall_ms();
+        CMD(&c, &r, "GET", key);
+        uint64_t after = wall_ms();
+        int there = is_bulk(&r, val, strlen(val));
+        if (r.type != 0 && !there)
+            bad++, printf("expire kill: %s holds %s\n", key, show(&r));
+        reply_free(&r);
+        if (k[i].acked && (!k[i].px || after < k[i].send + k[i].px) && !there)
+            bad++, printf("expire kill: %s lost before its time (PX %llu, read %llu ms after "
+                          "its SET)\n", key, (unsigned long long)k[i].px,
+                          (unsigned long long)(after - k[i].send));
+        if (k[i].px && before > k[i].done + k[i].px && there)
+            bad++, printf("expire kill: %s back after its time (PX %llu, read %llu ms after "
+                          "its SET)\n", key, (unsigned long long)k[i].px,
+                          (unsigned long long)(before - k[i].send));
+        *present += (uint64_t)there;
+        *gone += (uint64_t)!there;
+    }
+    cli_close(&c);
+    return bad;
+}
+
+static int run_expire_kill(const char *bin)
+{
+    const char *e = getenv("KV_EXPIRE_KILLS");
+    int rounds = e && *e ? atoi(e) : 10;
+    e = getenv("KV_SEED");
+    unsigned seed = e && *e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    printf("expire kill test: %s, %d rounds, KV_SEED=%u\n", bin, rounds, seed);
+    struct server s;
+    server_names(&s, bin, "ekill");
+    const char *extra[] = {"--pool-size", "128M", NULL};
+    size_t n = 0, cap = 0;
+    struct ekey *k = NULL;
+    uint64_t present = 0, gone = 0;
+    for (int round = 1; round <= rounds; round++) {
+        if (server_start(&s, extra)) {
+            CHECK(0, "round %d: server starts", round);
+            break;
+        }
+        if (round > 1)
+            CHECK(ek_check(&s, k, n, &present, &gone) == 0, "round %d: expiry after the kill",
+                  round);
+        struct cli c;
+        struct reply r;
+        server_cli(&s, &c);
+        uint64_t end = now_ms() + 50 + rand_r(&seed) % 350;
+        for (int last = 0; !last;) {
+            last = now_ms() >= end;
+            if (n == cap && !(k = realloc(k, (cap = cap ? 2 * cap : 1024) * sizeof *k))) {
+                CHECK(0, "memory");
+                return 1;
+            }
+            struct ekey *x = &k[n];
+            char key[32], val[32], px[24];
+            snprintf(key, sizeof key, "ek:%zu", n);
+            snprintf(val, sizeof val, "v%zu", n);
+            x->px = rand_r(&seed) % 4 ? 20 + rand_r(&seed) % 781 : 0;
+            snprintf(px, sizeof px, "%llu", (unsigned long long)x->px);
+            struct bytes b = {0};
+            const char *argv[5] = {"SET", key, val, "PX", px};
+            encode(&b, x->px ? 5 : 3, argv, NULL);
+            x->send = wall_ms();
+            x->acked = 0;
+            n++;
+            send_all(c.fd, b.p, b.n);
+            free(b.p);
+            uint64_t killed = 0;
+            if (last) { /* this one is in flight when the server dies */
+                kill(s.pid, SIGKILL);
+                killed = wall_ms();
+            }
+            int got = !cli_read(&c, &r, last ? 200 : 5000);
+            x->acked = got && is_status(&r, "OK");
+            x->done = x->acked || !killed ? wall_ms() : killed;
+            if (got)
+                reply_free(&r);
+            usleep(200); /* a few thousand keys a round: the checks read them all */
+        }
+        cli_close(&c);
+        int st;
+        waitpid(s.pid, &st, 0);
+        s.pid = 0;
+    }
+    if (!server_start(&s, extra)) {
+        CHECK(ek_check(&s, k, n, &present, &gone) == 0, "final: expiry after the kill");
+        server_stop(&s, SIGTERM);
+    } else {
+        CHECK(0, "final restart");
+    }
+    printf("expire kill test: %d kills, %zu keys set, %llu reads of a key there, %llu of a key "
+           "gone\n", rounds, n, (unsigned long long)present, (unsigned long long)gone);
+    CHECK(present && gone, "some keys were read there and some gone");
+    free(k);
+    server_cleanup(&s);
+    printf("kvstore expire kill (%s): %d passed, %d failed\n", bin, passed, failed);
     return failed ? 1 : 0;
 }
 
@@ -2383,13 +2603,15 @@ int main(int argc, char **argv)
         return run_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "exec-kill"))
         return run_exec_kill(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "expire-kill"))
+        return run_expire_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "fdlimit"))
         return run_fdlimit(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "redis"))
         return run_redis(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "shutdown"))
         return run_shutdown(argv[2]);
-    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|fdlimit|redis|shutdown SERVER | "
+    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|expire-kill|fdlimit|redis|shutdown SERVER | "
                     "kvclient freeport\n");
     return 2;
 }
