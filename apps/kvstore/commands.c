@@ -29,7 +29,9 @@ struct command {
 /* The reply to a store error; a full pool is the one a client can act on. */
 void reply_store_error(struct buf *b, int rc)
 {
-    if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL)
+    if (rc == KV_E_WRONGTYPE)
+        reply_error(b, "WRONGTYPE Operation against a key holding the wrong kind of value");
+    else if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL)
         reply_error(b, "ERR out of persistent memory: the pool is full (%s)", txn_strerror(rc));
     else
         reply_error(b, "ERR store: %s", txn_strerror(rc));
@@ -106,7 +108,7 @@ static int class_match(const char **pp, const char *pend, char ch)
     return hit != neg;
 }
 
-static int glob_match(const char *pat, size_t plen, const char *s, size_t slen)
+int glob_match(const char *pat, size_t plen, const char *s, size_t slen)
 {
     const char *p = pat, *pend = pat + plen, *send = s + slen;
     const char *star = NULL, *star_s = NULL;
@@ -171,13 +173,18 @@ struct key_list {
     size_t n;
     const struct kv_slice *pattern; /* NULL: all */
     size_t seen; /* keys visited, matching or not */
+    int type;    /* SCAN's TYPE: a kv_type, KV_NO_TYPE (a type not kept
+                    here: nothing matches) or -1: any */
 };
+#define KV_NO_TYPE 99
 
-static void key_cb(void *arg, const char *k, size_t n)
+static void key_cb(void *arg, const char *k, size_t n, unsigned type)
 {
     struct key_list *l = arg;
     l->seen++;
     if (l->pattern && !glob_match(l->pattern->p, l->pattern->n, k, n))
+        return;
+    if (l->type >= 0 && (unsigned)l->type != type)
         return;
     reply_bulk(&l->items, k, n);
     l->n++;
@@ -186,7 +193,7 @@ static void key_cb(void *arg, const char *k, size_t n)
 static void cmd_keys(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     (void)argc;
-    struct key_list l = {{0}, 0, &argv[1], 0};
+    struct key_list l = {{0}, 0, &argv[1], 0, -1};
     uint64_t cursor = 0;
     int rc;
     if (argv[1].n == 1 && argv[1].p[0] == '*')
@@ -209,8 +216,7 @@ static void cmd_scan(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     uint64_t cursor, next;
     long long count = 10;
-    struct key_list l = {{0}, 0, NULL, 0};
-    int type_ok = 1;
+    struct key_list l = {{0}, 0, NULL, 0, -1};
     if (parse_u64(&argv[1], &cursor))
         return reply_error(&c->out, "ERR invalid cursor");
     for (size_t i = 2; i < argc; i += 2) {
@@ -224,7 +230,8 @@ static void cmd_scan(struct conn *c, size_t argc, struct kv_slice *argv)
             if (count < 1)
                 return reply_error(&c->out, "ERR syntax error");
         } else if (arg_is(&argv[i], "TYPE"))
-            type_ok = arg_is(&argv[i + 1], "string"); /* every value is a string */
+            l.type = arg_is(&argv[i + 1], "string") ? KV_STRING
+                     : arg_is(&argv[i + 1], "hash") ? KV_HASH : KV_NO_TYPE;
         else
             return reply_error(&c->out, "ERR syntax error");
     }
@@ -244,9 +251,8 @@ static void cmd_scan(struct conn *c, size_t argc, struct kv_slice *argv)
     char cur[24];
     reply_array(&c->out, 2);
     reply_bulk(&c->out, cur, (size_t)snprintf(cur, sizeof cur, "%llu", (unsigned long long)next));
-    reply_array(&c->out, type_ok ? l.n : 0);
-    if (type_ok)
-        buf_add(&c->out, l.items.p, l.items.len);
+    reply_array(&c->out, l.n);
+    buf_add(&c->out, l.items.p, l.items.len);
     buf_free(&l.items);
 }
 
@@ -765,6 +771,22 @@ static const struct command commands[] = {
     {"copy", cmd_copy, -3, "write denyoom", 1, 2, 1},
     {"randomkey", cmd_randomkey, 1, "readonly", 0, 0, 0},
     {"object", cmd_object, -2, "readonly", 2, 2, 1},
+    {"hset", cmd_hset, -4, "write denyoom fast", 1, 1, 1},
+    {"hmset", cmd_hset, -4, "write denyoom fast", 1, 1, 1},
+    {"hsetnx", cmd_hsetnx, 4, "write denyoom fast", 1, 1, 1},
+    {"hget", cmd_hget, 3, "readonly fast", 1, 1, 1},
+    {"hmget", cmd_hget, -3, "readonly fast", 1, 1, 1},
+    {"hdel", cmd_hdel, -3, "write fast", 1, 1, 1},
+    {"hlen", cmd_hlen, 2, "readonly fast", 1, 1, 1},
+    {"hstrlen", cmd_hget, 3, "readonly fast", 1, 1, 1},
+    {"hexists", cmd_hget, 3, "readonly fast", 1, 1, 1},
+    {"hincrby", cmd_hincrby, 4, "write denyoom fast", 1, 1, 1},
+    {"hincrbyfloat", cmd_hincrby, 4, "write denyoom fast", 1, 1, 1},
+    {"hkeys", cmd_hgetall, 2, "readonly", 1, 1, 1},
+    {"hvals", cmd_hgetall, 2, "readonly", 1, 1, 1},
+    {"hgetall", cmd_hgetall, 2, "readonly", 1, 1, 1},
+    {"hrandfield", cmd_hrandfield, -2, "readonly", 1, 1, 1},
+    {"hscan", cmd_hscan, -3, "readonly", 1, 1, 1},
     {"hello", cmd_hello, -1, "noscript loading fast", 0, 0, 0},
     {"client", cmd_client, -2, "admin noscript loading", 0, 0, 0},
     {"function", cmd_function, -2, "noscript", 0, 0, 0},
@@ -1037,10 +1059,12 @@ static void cmd_watch(struct conn *c, size_t argc, struct kv_slice *argv)
         memcpy(x->key, argv[i].p, argv[i].n);
         x->n = argv[i].n;
         x->version = kv_key_version(srv.kv, argv[i]);
-        if ((rc = kv_txn_get(t, argv[i], digest_cb, &x->digest)) < 0) {
+        unsigned type = 0;
+        if ((rc = kv_txn_read(t, argv[i], digest_cb, &x->digest, &type)) < 0) {
             free(x->key);
             break;
         }
+        x->digest += type; /* a new type with the same bytes is a change */
         rc = 0;
         m->nw++;
     }
@@ -1070,9 +1094,11 @@ static int watch_broken(struct multi *m, kv_txn *t)
         if (kv_key_version(srv.kv, k) == m->w[i].version)
             continue;
         uint64_t d = 0;
-        int rc = kv_txn_get(t, k, digest_cb, &d);
+        unsigned type = 0;
+        int rc = kv_txn_read(t, k, digest_cb, &d, &type);
         if (rc < 0)
             return rc;
+        d += type;
         if (d != m->w[i].digest)
             return 1;
     }
@@ -1146,6 +1172,8 @@ int cmd_tx_end(struct conn *c, kv_txn *t, int rc)
 {
     if (t != c->exec)
         return kv_txn_end(t, rc);
+    if (rc == KV_E_WRONGTYPE) /* the command's own error: it wrote nothing */
+        return rc;
     if (rc < 0) { /* the block cannot commit in part: all of it rolls back */
         kv_txn_end(t, rc);
         exec_error = rc;

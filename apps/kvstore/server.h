@@ -115,6 +115,27 @@ int parse_ll(const struct kv_slice *a, long long *out); /* Redis's strict intege
 int cmd_tx_begin(struct conn *c, size_t n, const struct kv_slice *keys, int write, kv_txn **t);
 int cmd_tx_end(struct conn *c, kv_txn *t, int rc);
 
+/* End the command's transaction; a store error replaces what the command
+ * replied so far (from `mark`), KV_E_WRONGTYPE too (strings.c). */
+void tx_done(struct conn *c, kv_txn *t, int rc, size_t mark);
+/* A value read out of a transaction (kv_txn_read copies it here). */
+struct val {
+    char *p;
+    size_t n;
+    int oom;
+};
+/* k's value of any type into x (free x->p) and *type: 1 found, 0
+ * missing, <0 an error */
+int get_any(kv_txn *t, struct kv_slice k, struct val *x, unsigned *type);
+const char *type_name(unsigned type); /* TYPE's answer for a kv_type */
+/* a long double as Redis reads one (strtold, no spaces, finite): 0, -1 */
+int parse_ld(const char *p, size_t n, long double *out);
+/* ... and writes one (INCRBYFLOAT's form) into buf[LD_CHARS]: its length */
+#define LD_CHARS 5200
+int format_ld(long double v, char *buf);
+/* Redis's glob-style pattern (KEYS, SCAN's MATCH) */
+int glob_match(const char *pat, size_t plen, const char *s, size_t slen);
+
 #define KV_COMMAND(name) void name(struct conn *c, size_t argc, struct kv_slice *argv)
 KV_COMMAND(cmd_get);
 KV_COMMAND(cmd_mget);
@@ -144,6 +165,15 @@ KV_COMMAND(cmd_rename);
 KV_COMMAND(cmd_copy);
 KV_COMMAND(cmd_randomkey);
 KV_COMMAND(cmd_object);
+KV_COMMAND(cmd_hset);
+KV_COMMAND(cmd_hsetnx);
+KV_COMMAND(cmd_hget);
+KV_COMMAND(cmd_hdel);
+KV_COMMAND(cmd_hlen);
+KV_COMMAND(cmd_hincrby);
+KV_COMMAND(cmd_hgetall);
+KV_COMMAND(cmd_hrandfield);
+KV_COMMAND(cmd_hscan);
 
 /* Requests this thread ran; stats_publish adds them to srv.commands (one
  * shared atomic per request would bounce its line between the workers). */

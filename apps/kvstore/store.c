@@ -12,7 +12,11 @@
  *            top bit of klen (KF_TTL) says that an expiry time follows the
  *            header: ms since the Unix epoch (version 2; a version 1 store,
  *            whose nodes never have it, is a valid version 2 one and is
- *            marked 2 when a program of version 2 opens it for writing)
+ *            marked 2 when a program of version 2 opens it for writing).
+ *            Bits 61-62 of klen (KF_TYPE) are the value's type (enum
+ *            kv_type: 0 a string, 1 a hash; version 3, whose stores of
+ *            earlier versions hold only strings and are marked 3 in the
+ *            same way)
  *
  * Hashing and locks. A key's bucket is the top `bits` bits of its 64-bit
  * hash and its stripe the top STRIPE_BITS bits, so every stripe owns a
@@ -73,8 +77,10 @@
 
 #define LAYOUT "pmtx-kvstore"
 #define KV_MAGIC 0x31766b78746d70ULL /* "pmtxkv1" */
-#define KV_VERSION 2                 /* of this layout and kv_hash */
+#define KV_VERSION 3                 /* of this layout and kv_hash */
 #define KF_TTL (1ULL << 63)          /* node.klen: an expiry time follows */
+#define KF_TYPE_SHIFT 61             /* node.klen: the value's kv_type */
+#define KF_TYPE (3ULL << KF_TYPE_SHIFT)
 
 #define STRIPE_BITS 8
 #define STRIPES (1u << STRIPE_BITS)
@@ -109,7 +115,12 @@ enum { N_NEXT = 0, N_VLEN = 24, HDR = 40 };
 
 static inline uint64_t klen_of(const struct node_hdr *h)
 {
-    return h->klen & ~KF_TTL;
+    return h->klen & ~(KF_TTL | KF_TYPE);
+}
+
+static inline unsigned type_of(const struct node_hdr *h)
+{
+    return (unsigned)((h->klen & KF_TYPE) >> KF_TYPE_SHIFT);
 }
 
 static inline int has_ttl(const struct node_hdr *h)
@@ -441,13 +452,14 @@ static uint64_t obj_bytes(kv_store *s, txn_obj *node, txn_obj *val)
     return txn_obj_size(s->p, node) + (val ? txn_obj_size(s->p, val) : 0);
 }
 
-/* A new node for (hash, k, v) whose next is `next`, expiring at `at` ms
- * (0: never). */
+/* A new node for (hash, k, v) of `type` whose next is `next`, expiring at
+ * `at` ms (0: never). */
 static int node_make(struct op *o, uint64_t hash, struct kv_slice k, struct kv_slice v,
-                     uint64_t at, txn_obj *next, txn_obj **out)
+                     uint64_t at, unsigned type, txn_obj *next, txn_obj **out)
 {
     int sep = v.n > INLINE_MAX;
-    struct node_hdr h = {next, hash, k.n | (at ? KF_TTL : 0), v.n, NULL};
+    struct node_hdr h = {next, hash,
+                         k.n | (at ? KF_TTL : 0) | (uint64_t)type << KF_TYPE_SHIFT, v.n, NULL};
     txn_obj *node;
     int rc = alloc(o, key_off(&h) + k.n + (sep ? 0 : v.n), &node);
     if (!rc && sep && !(rc = alloc(o, v.n, &h.val)))
@@ -769,7 +781,7 @@ static int set_expiry_word(struct op *o, const struct hit *hit, uint64_t at)
 }
 
 static int insert(struct op *o, struct bref *b, uint64_t h, struct kv_slice k,
-                  struct kv_slice v, uint64_t at)
+                  struct kv_slice v, uint64_t at, unsigned type)
 {
     txn_obj *head, *node;
     uint64_t n;
@@ -777,7 +789,7 @@ static int insert(struct op *o, struct bref *b, uint64_t h, struct kv_slice k,
     if (!rc)
         rc = bucket_get(o, b, &head, &n);
     if (!rc)
-        rc = node_make(o, h, k, v, at, head, &node);
+        rc = node_make(o, h, k, v, at, type, head, &node);
     if (!rc)
         rc = bucket_put(o, b, node, n + 1);
     if (!rc)
@@ -785,16 +797,17 @@ static int insert(struct op *o, struct bref *b, uint64_t h, struct kv_slice k,
     return rc;
 }
 
-/* A new value (and expiry `at`, 0: none) for the node of `hit`, by the
- * cheapest way that logs least: in place if it is inline and as long as
- * the old one and the node keeps its kind (with or without an expiry); a
- * new value object if both are large; else a new node in the old one's
- * place. */
+/* A new value of `type` (and expiry `at`, 0: none) for the node of `hit`,
+ * by the cheapest way that logs least: in place if it is inline and as
+ * long as the old one and the node keeps its kind (type, with or without
+ * an expiry); a new value object if both are large; else a new node in the
+ * old one's place. */
 static int replace(struct op *o, const struct bref *b, const struct hit *hit,
-                   struct kv_slice k, struct kv_slice v, uint64_t at)
+                   struct kv_slice k, struct kv_slice v, uint64_t at, unsigned type)
 {
     const struct node_hdr *h = &hit->h;
-    int sep = v.n > INLINE_MAX, same = has_ttl(h) == (at != 0), rc;
+    int sep = v.n > INLINE_MAX, rc;
+    int same = has_ttl(h) == (at != 0) && type_of(h) == type;
     if (same && !h->val && !sep && h->vlen == v.n) {
         rc = wr(o, hit->node, val_off(h), v.p, v.n);
         return rc || !at ? rc : set_expiry_word(o, hit, at);
@@ -812,7 +825,7 @@ static int replace(struct op *o, const struct bref *b, const struct hit *hit,
         return at ? set_expiry_word(o, hit, at) : 0;
     }
     txn_obj *node;
-    if ((rc = node_make(o, h->hash, k, v, at, h->next, &node)) ||
+    if ((rc = node_make(o, h->hash, k, v, at, type, h->next, &node)) ||
         (rc = node_free(o, hit->node, h)))
         return rc;
     return relink(o, b, hit, node, 0);
@@ -848,8 +861,10 @@ static int find_w(struct op *o, struct kv_slice k, uint64_t *h, struct bref *b, 
     return rc;
 }
 
-/* Set k to v expiring at `at` (0: never; KV_KEEPTTL: as it was). */
-static int set_one(struct op *o, struct kv_slice k, struct kv_slice v, uint64_t at)
+/* Set k to v of `type` expiring at `at` (0: never; KV_KEEPTTL: as it
+ * was). */
+static int set_one(struct op *o, struct kv_slice k, struct kv_slice v, uint64_t at,
+                   unsigned type)
 {
     uint64_t h;
     struct bref b;
@@ -862,7 +877,7 @@ static int set_one(struct op *o, struct kv_slice k, struct kv_slice v, uint64_t 
         if (found && (rc = node_expiry(o, &hit, &at)))
             return rc;
     }
-    return found ? replace(o, &b, &hit, k, v, at) : insert(o, &b, h, k, v, at);
+    return found ? replace(o, &b, &hit, k, v, at, type) : insert(o, &b, h, k, v, at, type);
 }
 
 /* The node of `hit` again, with expiry `at` (0: none) instead of its own:
@@ -871,7 +886,7 @@ static int set_one(struct op *o, struct kv_slice k, struct kv_slice v, uint64_t 
 static int retag(struct op *o, const struct bref *b, const struct hit *hit, uint64_t at)
 {
     struct node_hdr nh = hit->h;
-    nh.klen = klen_of(&hit->h) | (at ? KF_TTL : 0);
+    nh.klen = (hit->h.klen & ~KF_TTL) | (at ? KF_TTL : 0); /* the type stays */
     size_t body = (size_t)klen_of(&nh) + (nh.val ? 0 : (size_t)nh.vlen);
     char small[512], *p = body <= sizeof small ? small : malloc(body);
     txn_obj *node;
@@ -962,7 +977,7 @@ static int find(kv_txn *t, struct kv_slice key, struct hit *hit)
     return rc < 0 ? rc : 0;
 }
 
-int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg)
+int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsigned *type)
 {
     if (!txn_holds(t, key))
         return TXN_E_STATE;
@@ -973,6 +988,10 @@ int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg)
             fn(arg, NULL, 0);
         return rc;
     }
+    if (type)
+        *type = type_of(&hit.h);
+    else if (fn && type_of(&hit.h) != KV_STRING)
+        return KV_E_WRONGTYPE;
     if (!fn)
         return 1;
     if (!t->write && !t->changed) { /* nothing written: read in place */
@@ -1007,11 +1026,22 @@ int kv_txn_ttl(kv_txn *t, struct kv_slice key, uint64_t *at)
     return rc;
 }
 
+int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg)
+{
+    return kv_txn_read(t, key, fn, arg, NULL);
+}
+
+int kv_txn_write(kv_txn *t, struct kv_slice key, struct kv_slice value, uint64_t at,
+                 unsigned type)
+{
+    if (!t->write || !txn_holds(t, key) || type > KV_HASH)
+        return TXN_E_STATE;
+    return set_one(&t->o, key, value, at, type);
+}
+
 int kv_txn_put(kv_txn *t, struct kv_slice key, struct kv_slice value, uint64_t at)
 {
-    if (!t->write || !txn_holds(t, key))
-        return TXN_E_STATE;
-    return set_one(&t->o, key, value, at);
+    return kv_txn_write(t, key, value, at, KV_STRING);
 }
 
 /* The node of key for a change by a writing transaction: 1, 0, <0. */
@@ -1130,9 +1160,9 @@ static int emit_chain(struct op *o, const struct bref *b, unsigned bits, uint64_
             if (has_ttl(&h))
                 memcpy(&at, p + HDR, sizeof at);
             if (!at || at > now)
-                fn(arg, p + key_off(&h), klen_of(&h));
+                fn(arg, p + key_off(&h), klen_of(&h), type_of(&h));
             else if (o->expired)
-                o->expired(o->expired_arg, p + key_off(&h), klen_of(&h));
+                o->expired(o->expired_arg, p + key_off(&h), klen_of(&h), type_of(&h));
         }
         cur = h.next;
     }
@@ -1202,8 +1232,9 @@ struct key_bag {
     int oom;
 };
 
-static void bag_add(void *arg, const char *k, size_t n)
+static void bag_add(void *arg, const char *k, size_t n, unsigned type)
 {
+    (void)type;
     struct key_bag *b = arg;
     char *copy = malloc(n ? n : 1);
     if (b->n == b->cap) {
@@ -1225,9 +1256,9 @@ static void bag_add(void *arg, const char *k, size_t n)
     b->k[b->n++] = (struct kv_slice){copy, n};
 }
 
-static void skip_key(void *arg, const char *k, size_t n)
+static void skip_key(void *arg, const char *k, size_t n, unsigned type)
 {
-    (void)arg, (void)k, (void)n;
+    (void)arg, (void)k, (void)n, (void)type;
 }
 
 int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted)
@@ -1357,7 +1388,7 @@ static int load(kv_store *s)
     /* the pool's layout name is the store's: another root is damage */
     if (!rc && r[0] != KV_MAGIC)
         rc = refuse(TXN_E_CORRUPT, "root: magic %#llx, not a store's", (unsigned long long)r[0]);
-    else if (!rc && ((r[1] != KV_VERSION && r[1] != 1) || r[2] != STRIPES ||
+    else if (!rc && (r[1] < 1 || r[1] > KV_VERSION || r[2] != STRIPES ||
                      r[3] != SEG_BUCKETS))
         rc = refuse(TXN_E_LAYOUTVER, "store version %llu (%llu stripes, %llu buckets a segment), "
                     "this program's is %u (%u, %u)", (unsigned long long)r[1],
@@ -1365,7 +1396,8 @@ static int load(kv_store *s)
                     SEG_BUCKETS);
     if (!rc)
         rc = view_load(&o, (txn_obj *)(uintptr_t)r[4], (txn_obj *)(uintptr_t)r[5], &s->v);
-    if (!rc && r[1] == 1 && !s->view) { /* a version 1 store is a version 2 one */
+    if (!rc && r[1] < KV_VERSION && !s->view) { /* an earlier store is a valid one of
+                                                   this version */
         uint64_t ver = KV_VERSION;
         rc = wr(&o, root, R_VERSION, &ver, sizeof ver);
     }
@@ -1499,7 +1531,7 @@ static int obj_ok(struct checker *c, txn_obj *o, size_t n)
 static int node_ok(struct checker *c, txn_obj *node, const struct node_hdr *h)
 {
     size_t size = txn_obj_size(c->o.s->p, node);
-    if (size < key_off(h) || klen_of(h) > size - key_off(h))
+    if (size < key_off(h) || klen_of(h) > size - key_off(h) || type_of(h) > KV_HASH)
         return 0;
     if (!h->val)
         return h->vlen <= INLINE_MAX && h->vlen <= size - val_off(h);

@@ -53,9 +53,17 @@ txn_pool *kv_pool(kv_store *s);
  * Returns 0 if the store is sound, else TXN_E_CORRUPT. Single-threaded. */
 int kv_check(kv_store *s, FILE *out);
 
+/* What a value is: the store keeps the type with the key; a hash is a
+ * string the server encodes (hashes.c). */
+enum kv_type { KV_STRING = 0, KV_HASH = 1 };
+
+/* A call that wants a string found a value of another type. */
+#define KV_E_WRONGTYPE (-1000)
+
 /* Called with a value while its bucket is locked: copy it, do not keep it. */
 typedef void (*kv_value_fn)(void *arg, const char *v, size_t n);
-typedef void (*kv_key_fn)(void *arg, const char *k, size_t n);
+/* A key and the type of its value. */
+typedef void (*kv_key_fn)(void *arg, const char *k, size_t n, unsigned type);
 
 /* ---- a transaction over chosen keys: what a command that reads and
  * writes (GETSET, APPEND, ...) and a MULTI/EXEC block need. kv_txn_begin
@@ -66,12 +74,18 @@ typedef void (*kv_key_fn)(void *arg, const char *k, size_t n);
 typedef struct kv_txn kv_txn;
 int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, kv_txn **out);
 /* fn(arg, value) (NULL, 0 for a missing key; fn may be NULL): 1 found, 0
- * missing, or an error */
+ * missing, or an error; a value that is not a string is KV_E_WRONGTYPE
+ * (with fn NULL: found, whatever its type) */
 int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg);
+/* kv_txn_get for a value of any type, which goes to *type when found */
+int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsigned *type);
 /* Set key to value, expiring at `at` (ms since the Unix epoch; 0: never;
  * KV_KEEPTTL: when it expired before, if it existed). */
 #define KV_KEEPTTL UINT64_MAX
 int kv_txn_put(kv_txn *t, struct kv_slice key, struct kv_slice value, uint64_t at);
+/* kv_txn_put of a value of `type` (enum kv_type) */
+int kv_txn_write(kv_txn *t, struct kv_slice key, struct kv_slice value, uint64_t at,
+                 unsigned type);
 /* 1 deleted, 0 missing, or an error */
 int kv_txn_del(kv_txn *t, struct kv_slice key);
 /* Its expiry in *at (0: none): 1 found, 0 missing, or an error. */

@@ -23,13 +23,6 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* A value read out of a transaction (kv_txn_get copies it here). */
-struct val {
-    char *p;
-    size_t n;
-    int oom;
-};
-
 static void val_cb(void *arg, const char *v, size_t n)
 {
     struct val *x = arg;
@@ -76,9 +69,7 @@ static int tx_keys(struct conn *c, size_t argc, struct kv_slice *argv, size_t fi
     return rc;
 }
 
-/* End the command's transaction; a store error replaces what the command
- * replied so far (from `mark`). */
-static void tx_done(struct conn *c, kv_txn *t, int rc, size_t mark)
+void tx_done(struct conn *c, kv_txn *t, int rc, size_t mark)
 {
     rc = cmd_tx_end(c, t, rc);
     if (rc < 0) {
@@ -117,6 +108,19 @@ void cmd_get(struct conn *c, size_t argc, struct kv_slice *argv)
     tx_done(c, t, rc, mark);
 }
 
+/* MGET answers nil for a key of another type: the store sets the type
+ * before it calls back. */
+struct string_reply {
+    struct buf *b;
+    unsigned type;
+};
+
+static void string_cb(void *arg, const char *v, size_t n)
+{
+    struct string_reply *r = arg;
+    bulk_cb(r->b, r->type == KV_STRING ? v : NULL, n);
+}
+
 void cmd_mget(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     kv_txn *t;
@@ -125,8 +129,9 @@ void cmd_mget(struct conn *c, size_t argc, struct kv_slice *argv)
     if (rc)
         return reply_store_error(&c->out, rc);
     reply_array(&c->out, argc - 1);
+    struct string_reply r = {&c->out, KV_STRING};
     for (size_t i = 1; i < argc && rc >= 0; i++)
-        rc = kv_txn_get(t, argv[i], bulk_cb, &c->out);
+        rc = kv_txn_read(t, argv[i], string_cb, &r, &r.type);
     tx_done(c, t, rc, mark);
 }
 
@@ -186,7 +191,8 @@ void cmd_set(struct conn *c, size_t argc, struct kv_slice *argv)
     if (!nx && !xx && !get) { /* the common SET: no need to look first */
         if (!(rc = kv_txn_put(t, argv[1], argv[2], at)))
             reply_simple(&c->out, "OK");
-    } else if ((found = rc = get_val(t, argv[1], &old)) >= 0) {
+    } else if ((found = rc = get ? get_val(t, argv[1], &old)
+                                 : kv_txn_get(t, argv[1], NULL, NULL)) >= 0) {
         int set = !(nx && found) && !(xx && !found);
         rc = set ? kv_txn_put(t, argv[1], argv[2], at) : 0;
         if (!rc && get)
@@ -532,8 +538,7 @@ void cmd_incrby(struct conn *c, size_t argc, struct kv_slice *argv)
     incr_by(c, argc, argv, by);
 }
 
-/* a long double as Redis reads one (strtold, no spaces, finite) */
-static int parse_ld(const char *p, size_t n, long double *out)
+int parse_ld(const char *p, size_t n, long double *out)
 {
     char s[5120];
     if (n == 0 || n >= sizeof s || isspace((unsigned char)p[0]))
@@ -547,6 +552,23 @@ static int parse_ld(const char *p, size_t n, long double *out)
         return -1;
     *out = v;
     return 0;
+}
+
+int format_ld(long double v, char *buf)
+{
+    /* Redis's human-friendly form: 17 digits after the point, trailing
+     * zeros and the point dropped */
+    int n = snprintf(buf, LD_CHARS, "%.17Lf", v);
+    if (strchr(buf, '.')) {
+        while (n > 0 && buf[n - 1] == '0')
+            n--;
+        if (n > 0 && buf[n - 1] == '.')
+            n--;
+    }
+    if (n == 2 && !memcmp(buf, "-0", 2))
+        buf[0] = '0', n = 1;
+    buf[n] = 0;
+    return n;
 }
 
 void cmd_incrbyfloat(struct conn *c, size_t argc, struct kv_slice *argv)
@@ -568,18 +590,8 @@ void cmd_incrbyfloat(struct conn *c, size_t argc, struct kv_slice *argv)
         } else if (isnan(next = cur + by) || isinf(next)) {
             reply_error(&c->out, "ERR increment would produce NaN or Infinity");
         } else {
-            /* Redis's human-friendly form: 17 digits after the point,
-             * trailing zeros and the point dropped */
-            char buf[5200];
-            int n = snprintf(buf, sizeof buf, "%.17Lf", next);
-            if (strchr(buf, '.')) {
-                while (n > 0 && buf[n - 1] == '0')
-                    n--;
-                if (n > 0 && buf[n - 1] == '.')
-                    n--;
-            }
-            if (n == 2 && !memcmp(buf, "-0", 2))
-                buf[0] = '0', n = 1;
+            char buf[LD_CHARS];
+            int n = format_ld(next, buf);
             if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){buf, (size_t)n}, KV_KEEPTTL)))
                 reply_bulk(&c->out, buf, (size_t)n);
         }
@@ -622,17 +634,31 @@ void cmd_exists(struct conn *c, size_t argc, struct kv_slice *argv)
     tx_done(c, t, rc, mark);
 }
 
-/* TYPE key: every value is a string here */
+const char *type_name(unsigned type)
+{
+    return type == KV_HASH ? "hash" : "string";
+}
+
 void cmd_type(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     kv_txn *t;
+    unsigned type;
     size_t mark = c->out.len;
     int rc = tx_keys(c, argc, argv, 1, 1, 1, 0, &t);
     if (rc)
         return reply_store_error(&c->out, rc);
-    if ((rc = kv_txn_get(t, argv[1], NULL, NULL)) >= 0)
-        reply_simple(&c->out, rc ? "string" : "none");
+    if ((rc = kv_txn_read(t, argv[1], NULL, NULL, &type)) >= 0)
+        reply_simple(&c->out, rc ? type_name(type) : "none");
     tx_done(c, t, rc, mark);
+}
+
+int get_any(kv_txn *t, struct kv_slice k, struct val *x, unsigned *type)
+{
+    memset(x, 0, sizeof *x);
+    int rc = kv_txn_read(t, k, val_cb, x, type);
+    if (rc > 0 && x->oom)
+        rc = TXN_E_NOMEM;
+    return rc;
 }
 
 /* RENAME src dst; RENAMENX: only when dst does not exist */
@@ -643,11 +669,12 @@ void cmd_rename(struct conn *c, size_t argc, struct kv_slice *argv)
     kv_txn *t;
     struct val x;
     uint64_t at = 0;
+    unsigned type = KV_STRING;
     size_t mark = c->out.len;
     int rc = tx_keys(c, argc, argv, 1, 2, 1, 1, &t), found;
     if (rc)
         return reply_store_error(&c->out, rc);
-    if ((found = rc = get_val(t, argv[1], &x)) >= 0) {
+    if ((found = rc = get_any(t, argv[1], &x, &type)) >= 0) {
         rc = 0;
         if (!found) {
             reply_error(&c->out, "ERR no such key");
@@ -657,7 +684,7 @@ void cmd_rename(struct conn *c, size_t argc, struct kv_slice *argv)
             if (rc > 0)
                 reply_int(&c->out, 0), rc = 0;
         } else if ((rc = kv_txn_ttl(t, argv[1], &at)) >= 0 &&
-                   (rc = kv_txn_put(t, argv[2], (struct kv_slice){x.p, x.n}, at)) >= 0 &&
+                   (rc = kv_txn_write(t, argv[2], (struct kv_slice){x.p, x.n}, at, type)) >= 0 &&
                    (rc = kv_txn_del(t, argv[1])) >= 0) {
             rc = 0;
             nx ? reply_int(&c->out, 1) : reply_simple(&c->out, "OK");
@@ -689,11 +716,12 @@ void cmd_copy(struct conn *c, size_t argc, struct kv_slice *argv)
     kv_txn *t;
     struct val x;
     uint64_t at = 0;
+    unsigned type = KV_STRING;
     size_t mark = c->out.len;
     int rc = tx_keys(c, argc, argv, 1, 2, 1, 1, &t), found;
     if (rc)
         return reply_store_error(&c->out, rc);
-    if ((found = rc = get_val(t, argv[1], &x)) >= 0) {
+    if ((found = rc = get_any(t, argv[1], &x, &type)) >= 0) {
         rc = 0;
         int there = found && !replace ? kv_txn_get(t, argv[2], NULL, NULL) : 0;
         if (there < 0)
@@ -701,14 +729,16 @@ void cmd_copy(struct conn *c, size_t argc, struct kv_slice *argv)
         else if (!found || there)
             reply_int(&c->out, 0);
         else if ((rc = kv_txn_ttl(t, argv[1], &at)) >= 0 &&
-                 !(rc = kv_txn_put(t, argv[2], (struct kv_slice){x.p, x.n}, at)))
+                 !(rc = kv_txn_write(t, argv[2], (struct kv_slice){x.p, x.n}, at, type)))
             reply_int(&c->out, 1);
     }
     free(x.p);
     tx_done(c, t, rc, mark);
 }
 
-/* OBJECT ENCODING key: values are kept as the bytes given ("raw") */
+/* OBJECT ENCODING key: strings are kept as the bytes given ("raw"), a
+ * hash as one packed record of its fields (hashes.c: as Redis's
+ * "listpack") */
 void cmd_object(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     if (!arg_is(&argv[1], "ENCODING"))
@@ -722,8 +752,11 @@ void cmd_object(struct conn *c, size_t argc, struct kv_slice *argv)
     int rc = cmd_tx_begin(c, 1, &argv[2], 0, &t);
     if (rc)
         return reply_store_error(&c->out, rc);
-    if ((rc = kv_txn_get(t, argv[2], NULL, NULL)) >= 0)
-        rc ? reply_bulk(&c->out, "raw", 3) : reply_nil(&c->out);
+    unsigned type;
+    if ((rc = kv_txn_read(t, argv[2], NULL, NULL, &type)) > 0)
+        type == KV_HASH ? reply_bulk(&c->out, "listpack", 8) : reply_bulk(&c->out, "raw", 3);
+    else if (!rc)
+        reply_nil(&c->out);
     tx_done(c, t, rc, mark);
 }
 
@@ -733,8 +766,9 @@ struct first_key {
     size_t n;
 };
 
-static void first_key_cb(void *arg, const char *k, size_t n)
+static void first_key_cb(void *arg, const char *k, size_t n, unsigned type)
 {
+    (void)type;
     struct first_key *f = arg;
     if (!f->k && (f->k = malloc(n ? n : 1))) {
         memcpy(f->k, k, n);

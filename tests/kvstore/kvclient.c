@@ -1458,6 +1458,65 @@ static void test_expiry_restart(struct server *s, const char *const *extra)
     cli_close(&c);
 }
 
+/* Hashes: fields added, replaced, counted, deleted (an emptied hash goes),
+ * WRONGTYPE both ways, a WRONGTYPE inside EXEC that leaves the rest of
+ * the block in place, and a hash of 300 fields of 1 KiB (a value object
+ * of its own) that is the same after a restart. */
+static void test_hashes(struct server *s, const char *const *extra)
+{
+    struct cli c;
+    struct reply r;
+    char f[16], v[1024];
+    server_cli(s, &c);
+    EXPECT(&c, &r, is_int(&r, 2), "HSET", "hs:a", "f1", "v1", "f2", "v2");
+    EXPECT(&c, &r, is_int(&r, 1), "HSET", "hs:a", "f1", "x", "f3", "v3");
+    EXPECT(&c, &r, is_bulk(&r, "x", 1), "HGET", "hs:a", "f1");
+    EXPECT(&c, &r, is_int(&r, 3), "HLEN", "hs:a");
+    EXPECT(&c, &r, is_int(&r, 7), "HINCRBY", "hs:a", "n", "7");
+    EXPECT(&c, &r, is_error(&r, "ERR hash value is not an integer"), "HINCRBY", "hs:a", "f1", "1");
+    EXPECT(&c, &r, r.type == '*' && r.n == 8 && is_bulk(&r.el[0], "f1", 2) &&
+                       is_bulk(&r.el[7], "7", 1), "HGETALL", "hs:a");
+    EXPECT(&c, &r, is_int(&r, 2), "HDEL", "hs:a", "f1", "f2", "nope");
+    EXPECT(&c, &r, is_status(&r, "hash"), "TYPE", "hs:a");
+    EXPECT(&c, &r, is_error(&r, "WRONGTYPE"), "GET", "hs:a");
+    EXPECT(&c, &r, is_error(&r, "WRONGTYPE"), "APPEND", "hs:a", "x");
+    EXPECT(&c, &r, is_status(&r, "OK"), "SET", "hs:s", "v");
+    EXPECT(&c, &r, is_error(&r, "WRONGTYPE"), "HSET", "hs:s", "f", "v");
+    EXPECT(&c, &r, is_int(&r, 2), "HDEL", "hs:a", "f3", "n");
+    EXPECT(&c, &r, is_int(&r, 0), "EXISTS", "hs:a");
+    EXPECT(&c, &r, is_status(&r, "OK"), "MULTI");
+    EXPECT(&c, &r, is_status(&r, "QUEUED"), "HSET", "hs:m", "f", "1");
+    EXPECT(&c, &r, is_status(&r, "QUEUED"), "HSET", "hs:s", "f", "1");
+    EXPECT(&c, &r, is_status(&r, "QUEUED"), "HINCRBY", "hs:m", "f", "2");
+    EXPECT(&c, &r, r.type == '*' && r.n == 3 && is_int(&r.el[0], 1) &&
+                       is_error(&r.el[1], "WRONGTYPE") && is_int(&r.el[2], 3), "EXEC");
+    EXPECT(&c, &r, is_bulk(&r, "3", 1), "HGET", "hs:m", "f");
+    memset(v, 'h', sizeof v);
+    for (int i = 0; i < 300; i++) {
+        snprintf(f, sizeof f, "f%d", i);
+        v[0] = (char)('a' + i % 26);
+        cmdv(&c, &r, 4, (const char *[]){"HSET", "hs:big", f, v},
+             (size_t[]){4, 6, strlen(f), sizeof v});
+        CHECK(is_int(&r, 1), "HSET of field %d: %s", i, show(&r));
+        reply_free(&r);
+    }
+    cli_close(&c);
+    int st = server_stop(s, SIGTERM);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "SIGTERM before the restart (status %d)", st);
+    if (server_start(s, extra)) {
+        CHECK(0, "restart after SIGTERM");
+        return;
+    }
+    server_cli(s, &c);
+    EXPECT(&c, &r, is_status(&r, "hash"), "TYPE", "hs:big");
+    EXPECT(&c, &r, is_int(&r, 300), "HLEN", "hs:big");
+    v[0] = (char)('a' + 299 % 26);
+    EXPECT(&c, &r, is_bulk(&r, v, sizeof v), "HGET", "hs:big", "f299");
+    EXPECT(&c, &r, is_bulk(&r, "3", 1), "HGET", "hs:m", "f");
+    EXPECT(&c, &r, is_bulk(&r, "v", 1), "GET", "hs:s");
+    cli_close(&c);
+}
+
 static int run_proto(const char *bin)
 {
     struct server s;
@@ -1473,6 +1532,7 @@ static int run_proto(const char *bin)
     test_keys_client(&s);
     test_expiry(&s);
     test_expiry_restart(&s, extra);
+    test_hashes(&s, extra);
     test_info(&s);
     test_errors(&s);
     test_binary(&s);

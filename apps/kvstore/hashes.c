@@ -1,0 +1,461 @@
+/* hashes.c - the hash commands (HSET ... HSCAN): Redis 7.0's replies and
+ * error texts, each in one store transaction (its own or EXEC's).
+ *
+ * A hash is one value of type KV_HASH: a 4-byte field count, then per
+ * field a 4-byte length, the field, a 4-byte length, the value (little
+ * endian), in the order the fields were added, as Redis's listpack keeps a
+ * small hash. A change writes the record again, so a command on a hash of
+ * n bytes costs O(n): docs/kvstore.md says why and what it means. An
+ * emptied hash is deleted, as in Redis. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+
+struct field {
+    struct kv_slice f, v;
+};
+
+/* A hash read out of the store: its fields point into `raw` or, once
+ * changed, into the request's arguments. */
+struct hash {
+    struct val raw;
+    struct field *e;
+    size_t n, cap;
+};
+
+static uint32_t get32(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+}
+
+static void put32(char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (char)(v >> (8 * i));
+}
+
+static int room(struct hash *h, size_t n)
+{
+    if (n <= h->cap)
+        return 0;
+    size_t cap = h->cap ? h->cap : 8;
+    while (cap < n)
+        cap *= 2;
+    struct field *e = realloc(h->e, cap * sizeof *e);
+    if (!e)
+        return TXN_E_NOMEM;
+    h->e = e;
+    h->cap = cap;
+    return 0;
+}
+
+/* Split the record into fields; a record that does not parse is damage. */
+static int decode(struct hash *h)
+{
+    const char *p = h->raw.p, *end = p + h->raw.n;
+    if (h->raw.n < 4)
+        return TXN_E_CORRUPT;
+    size_t n = get32(p);
+    p += 4;
+    if (n > h->raw.n / 8)
+        return TXN_E_CORRUPT;
+    int rc = room(h, n);
+    for (size_t i = 0; i < n && !rc; i++) {
+        struct kv_slice s[2];
+        for (int j = 0; j < 2; j++) {
+            if (end - p < 4 || (size_t)(end - p - 4) < get32(p))
+                return TXN_E_CORRUPT;
+            s[j] = (struct kv_slice){p + 4, get32(p)};
+            p += 4 + s[j].n;
+        }
+        h->e[h->n++] = (struct field){s[0], s[1]};
+    }
+    return rc ? rc : p == end ? 0 : TXN_E_CORRUPT;
+}
+
+/* Load argv[1]'s hash: 1 (h filled), 0 missing (h empty), <0 an error
+ * (KV_E_WRONGTYPE for another type). */
+static int load(kv_txn *t, struct kv_slice key, struct hash *h)
+{
+    unsigned type;
+    memset(h, 0, sizeof *h);
+    int rc = get_any(t, key, &h->raw, &type);
+    if (rc <= 0)
+        return rc;
+    if (type != KV_HASH)
+        return KV_E_WRONGTYPE;
+    return (rc = decode(h)) ? rc : 1;
+}
+
+static void hash_free(struct hash *h)
+{
+    free(h->raw.p);
+    free(h->e);
+}
+
+static struct field *find(struct hash *h, struct kv_slice f)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (h->e[i].f.n == f.n && !memcmp(h->e[i].f.p, f.p, f.n))
+            return &h->e[i];
+    return NULL;
+}
+
+/* Write the hash back (its expiry kept), or delete the key if it is
+ * empty. */
+static int store(kv_txn *t, struct kv_slice key, const struct hash *h)
+{
+    if (!h->n) {
+        int rc = kv_txn_del(t, key);
+        return rc < 0 ? rc : 0;
+    }
+    size_t len = 4;
+    for (size_t i = 0; i < h->n; i++)
+        len += 8 + h->e[i].f.n + h->e[i].v.n;
+    if (h->n > UINT32_MAX)
+        return TXN_E_NOSPACE;
+    char *p = malloc(len), *q = p;
+    if (!p)
+        return TXN_E_NOMEM;
+    put32(q, (uint32_t)h->n);
+    q += 4;
+    for (size_t i = 0; i < h->n; i++) {
+        const struct kv_slice *s = &h->e[i].f;
+        for (int j = 0; j < 2; j++, s = &h->e[i].v) {
+            put32(q, (uint32_t)s->n);
+            memcpy(q + 4, s->p, s->n);
+            q += 4 + s->n;
+        }
+    }
+    int rc = kv_txn_write(t, key, (struct kv_slice){p, len}, KV_KEEPTTL, KV_HASH);
+    free(p);
+    return rc;
+}
+
+/* Set field f to v: 1 added, 0 replaced, <0. */
+static int set_field(struct hash *h, struct kv_slice f, struct kv_slice v)
+{
+    struct field *x = find(h, f);
+    if (x) {
+        x->v = v;
+        return 0;
+    }
+    int rc = room(h, h->n + 1);
+    if (rc)
+        return rc;
+    h->e[h->n++] = (struct field){f, v};
+    return 1;
+}
+
+/* Run a hash command: its transaction over its key, argv[1], the hash
+ * loaded (found: 1, or 0 with h empty), fn's reply and result (<0 a
+ * store error: nothing of the command stays). */
+typedef int (*hash_fn)(struct conn *c, size_t argc, struct kv_slice *argv, kv_txn *t,
+                       struct hash *h, int found, const void *ctx);
+
+static void with_hash(struct conn *c, size_t argc, struct kv_slice *argv, int write, hash_fn fn,
+                      const void *ctx)
+{
+    kv_txn *t;
+    struct hash h;
+    size_t mark = c->out.len;
+    int rc = cmd_tx_begin(c, 1, &argv[1], write, &t);
+    if (rc)
+        return reply_store_error(&c->out, rc);
+    if ((rc = load(t, argv[1], &h)) >= 0)
+        rc = fn(c, argc, argv, t, &h, rc, ctx);
+    hash_free(&h);
+    tx_done(c, t, rc, mark);
+}
+
+#define HASH_FN(name)                                                                         \
+    static int name(struct conn *c, size_t argc, struct kv_slice *argv, kv_txn *t,            \
+                    struct hash *h, int found, const void *ctx)
+
+/* HSET key field value [field value ...]; HMSET (replies OK) */
+HASH_FN(hset)
+{
+    (void)found, (void)ctx;
+    long long added = 0;
+    int rc = 0;
+    for (size_t i = 2; i < argc && rc >= 0; i += 2)
+        if ((rc = set_field(h, argv[i], argv[i + 1])) > 0)
+            added++;
+    if (rc >= 0 && !(rc = store(t, argv[1], h)))
+        arg_is(&argv[0], "hmset") ? reply_simple(&c->out, "OK") : reply_int(&c->out, added);
+    return rc;
+}
+
+void cmd_hset(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    if (argc % 2)
+        return reply_error(&c->out, "ERR wrong number of arguments for '%s' command",
+                           arg_is(&argv[0], "hmset") ? "hmset" : "hset");
+    with_hash(c, argc, argv, 1, hset, NULL);
+}
+
+HASH_FN(hsetnx)
+{
+    (void)argc, (void)found, (void)ctx;
+    int rc = 0;
+    if (find(h, argv[2]))
+        reply_int(&c->out, 0);
+    else if ((rc = set_field(h, argv[2], argv[3])) >= 0 && !(rc = store(t, argv[1], h)))
+        reply_int(&c->out, 1);
+    return rc;
+}
+
+void cmd_hsetnx(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    with_hash(c, argc, argv, 1, hsetnx, NULL);
+}
+
+/* HGET key field, HMGET key field ..., HEXISTS, HSTRLEN: read-only lookups
+ * of fields */
+HASH_FN(lookup_fields)
+{
+    (void)t, (void)found, (void)ctx;
+    char what = arg_is(&argv[0], "hmget") ? 'm' : arg_is(&argv[0], "hexists") ? 'e'
+                : arg_is(&argv[0], "hstrlen") ? 'l' : 'g';
+    if (what == 'm')
+        reply_array(&c->out, argc - 2);
+    for (size_t i = 2; i < argc; i++) {
+        struct field *x = find(h, argv[i]);
+        if (what == 'e')
+            reply_int(&c->out, x != NULL);
+        else if (what == 'l')
+            reply_int(&c->out, x ? (long long)x->v.n : 0);
+        else if (x)
+            reply_bulk(&c->out, x->v.p, x->v.n);
+        else
+            reply_nil(&c->out);
+    }
+    return 0;
+}
+
+void cmd_hget(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    with_hash(c, argc, argv, 0, lookup_fields, NULL);
+}
+
+HASH_FN(hdel)
+{
+    (void)found, (void)ctx;
+    long long n = 0;
+    int rc = 0;
+    for (size_t i = 2; i < argc; i++) {
+        struct field *x = find(h, argv[i]);
+        if (x) {
+            memmove(x, x + 1, (size_t)(h->e + h->n - x - 1) * sizeof *x);
+            h->n--;
+            n++;
+        }
+    }
+    if (!n || !(rc = store(t, argv[1], h)))
+        reply_int(&c->out, n);
+    return rc;
+}
+
+void cmd_hdel(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    with_hash(c, argc, argv, 1, hdel, NULL);
+}
+
+HASH_FN(hlen)
+{
+    (void)argc, (void)argv, (void)t, (void)found, (void)ctx;
+    reply_int(&c->out, (long long)h->n);
+    return 0;
+}
+
+void cmd_hlen(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    with_hash(c, argc, argv, 0, hlen, NULL);
+}
+
+/* HINCRBY key field by; HINCRBYFLOAT: the field as a number, changed */
+struct incr {
+    int fl;
+    long long by;
+    long double fby;
+};
+
+HASH_FN(incr_field)
+{
+    (void)argc, (void)found;
+    const struct incr *in = ctx;
+    long long cur = 0;
+    long double fcur = 0;
+    char buf[LD_CHARS];
+    int rc = 0, n;
+    struct field *x = find(h, argv[2]);
+    if (!in->fl && x && parse_ll(&x->v, &cur)) {
+        reply_error(&c->out, "ERR hash value is not an integer");
+    } else if (!in->fl && ((in->by > 0 && cur > LLONG_MAX - in->by) ||
+                           (in->by < 0 && cur < LLONG_MIN - in->by))) {
+        reply_error(&c->out, "ERR increment or decrement would overflow");
+    } else if (in->fl && x && parse_ld(x->v.p, x->v.n, &fcur)) {
+        reply_error(&c->out, "ERR hash value is not a float");
+    } else if (in->fl && (isnan(fcur + in->fby) || isinf(fcur + in->fby))) {
+        reply_error(&c->out, "ERR increment would produce NaN or Infinity");
+    } else {
+        n = in->fl ? format_ld(fcur + in->fby, buf)
+                   : snprintf(buf, sizeof buf, "%lld", cur + in->by);
+        if ((rc = set_field(h, argv[2], (struct kv_slice){buf, (size_t)n})) >= 0 &&
+            !(rc = store(t, argv[1], h)))
+            in->fl ? reply_bulk(&c->out, buf, (size_t)n) : reply_int(&c->out, cur + in->by);
+    }
+    return rc;
+}
+
+void cmd_hincrby(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    struct incr in = {arg_is(&argv[0], "hincrbyfloat"), 0, 0};
+    if (!in.fl && parse_ll(&argv[3], &in.by))
+        return reply_error(&c->out, "ERR value is not an integer or out of range");
+    if (in.fl && parse_ld(argv[3].p, argv[3].n, &in.fby))
+        return reply_error(&c->out, "ERR value is not a valid float");
+    if (in.fl && isinf(in.fby))
+        return reply_error(&c->out, "ERR value is NaN or Infinity");
+    with_hash(c, argc, argv, 1, incr_field, &in);
+}
+
+static void reply_field(struct buf *b, const struct field *x, int values)
+{
+    reply_bulk(b, x->f.p, x->f.n);
+    if (values)
+        reply_bulk(b, x->v.p, x->v.n);
+}
+
+/* HKEYS, HVALS, HGETALL: every field, in the hash's order */
+HASH_FN(hgetall)
+{
+    (void)argc, (void)t, (void)found, (void)ctx;
+    int keys = !arg_is(&argv[0], "hvals"), vals = !arg_is(&argv[0], "hkeys");
+    reply_array(&c->out, h->n * (size_t)(keys + vals));
+    for (size_t i = 0; i < h->n; i++) {
+        if (keys)
+            reply_bulk(&c->out, h->e[i].f.p, h->e[i].f.n);
+        if (vals)
+            reply_bulk(&c->out, h->e[i].v.p, h->e[i].v.n);
+    }
+    return 0;
+}
+
+void cmd_hgetall(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    with_hash(c, argc, argv, 0, hgetall, NULL);
+}
+
+#define RAND_MAX_FIELDS (1LL << 24)
+
+/* HRANDFIELD key [count [WITHVALUES]]: a positive count gives distinct
+ * fields (the whole hash, in order, when count >= its size), a negative
+ * one |count| fields that may repeat */
+HASH_FN(hrandfield)
+{
+    (void)argv, (void)t;
+    long long count = *(const long long *)ctx;
+    int values = argc == 4;
+    if (argc < 3) {
+        if (found)
+            reply_field(&c->out, &h->e[(size_t)random() % h->n], 0);
+        else
+            reply_nil(&c->out);
+    } else if (!found || count == 0) {
+        reply_array(&c->out, 0);
+    } else if (count < 0) {
+        size_t n = (size_t)-count;
+        reply_array(&c->out, n * (size_t)(values + 1));
+        for (size_t i = 0; i < n; i++)
+            reply_field(&c->out, &h->e[(size_t)random() % h->n], values);
+    } else {
+        size_t n = (size_t)count < h->n ? (size_t)count : h->n;
+        /* a partial Fisher-Yates shuffle picks n distinct fields */
+        for (size_t i = 0; n < h->n && i < n; i++) {
+            size_t j = i + (size_t)random() % (h->n - i);
+            struct field x = h->e[i];
+            h->e[i] = h->e[j];
+            h->e[j] = x;
+        }
+        reply_array(&c->out, n * (size_t)(values + 1));
+        for (size_t i = 0; i < n; i++)
+            reply_field(&c->out, &h->e[i], values);
+    }
+    return 0;
+}
+
+void cmd_hrandfield(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    long long count = 1;
+    int values = argc == 4, many = argc >= 3;
+    if (argc > 4 || (values && !arg_is(&argv[3], "WITHVALUES")))
+        return reply_error(&c->out, "ERR syntax error");
+    if (many && parse_ll(&argv[2], &count))
+        return reply_error(&c->out, "ERR value is not an integer or out of range");
+    if (many && count < -LONG_MAX)
+        return reply_error(&c->out, "ERR value is out of range, value must between "
+                                    "-9223372036854775807 and 9223372036854775807");
+    /* Redis allocates a reply of -count fields and dies of it (tried);
+     * here a reply has at most RAND_MAX_FIELDS of them */
+    if (many && ((values && count < -LONG_MAX / 2) || count < -RAND_MAX_FIELDS))
+        return reply_error(&c->out, "ERR value is out of range");
+    with_hash(c, argc, argv, 0, hrandfield, &count);
+}
+
+/* HSCAN key cursor [MATCH pattern] [COUNT n]: the record is one packed
+ * value, so one call returns every field (cursor 0), as Redis does for a
+ * listpack; options are read only for a hash that is there, as Redis */
+HASH_FN(hscan)
+{
+    (void)t, (void)ctx;
+    const struct kv_slice *pattern = NULL;
+    const char *bad = NULL;
+    size_t n = 0;
+    for (size_t i = 3; found && i < argc && !bad; i += 2) {
+        long long count;
+        if (i + 1 == argc || !(arg_is(&argv[i], "MATCH") || arg_is(&argv[i], "COUNT")))
+            bad = "ERR syntax error";
+        else if (arg_is(&argv[i], "MATCH"))
+            pattern = &argv[i + 1];
+        else if (parse_ll(&argv[i + 1], &count))
+            bad = "ERR value is not an integer or out of range";
+        else if (count < 1)
+            bad = "ERR syntax error";
+    }
+    if (bad) {
+        reply_error(&c->out, "%s", bad);
+        return 0;
+    }
+    for (size_t i = 0; i < h->n; i++)
+        if (!pattern || glob_match(pattern->p, pattern->n, h->e[i].f.p, h->e[i].f.n))
+            h->e[n++] = h->e[i];
+    reply_array(&c->out, 2);
+    reply_bulk(&c->out, "0", 1);
+    reply_array(&c->out, 2 * n);
+    for (size_t i = 0; i < n; i++)
+        reply_field(&c->out, &h->e[i], 1);
+    return 0;
+}
+
+void cmd_hscan(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    /* Redis reads the cursor with strtoul: signs and "" pass, spaces
+     * before it and out-of-range numbers do not */
+    char *end, cur[32];
+    if (argv[2].n >= sizeof cur)
+        return reply_error(&c->out, "ERR invalid cursor");
+    memcpy(cur, argv[2].p, argv[2].n);
+    cur[argv[2].n] = 0;
+    errno = 0;
+    strtoull(cur, &end, 10);
+    if (*end || errno == ERANGE || isspace((unsigned char)cur[0]))
+        return reply_error(&c->out, "ERR invalid cursor");
+    with_hash(c, argc, argv, 0, hscan, NULL);
+}
