@@ -7,8 +7,10 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +63,21 @@ static inline void acks_read_for(int fd, struct acks *a, uint64_t ns)
         if (r > 0 && acks_drain(fd, a) == 0)
             break; /* end of file: the child stopped by itself */
     }
+}
+
+/* One round's end: read the acks of child `pid` from `fd` for `ns`, then
+ * SIGKILL it, reap it, read what the pipe still holds and close it.
+ * Returns the child's wait status. */
+static inline int acks_kill_child(int fd, pid_t pid, struct acks *a, uint64_t ns)
+{
+    int status;
+    acks_read_for(fd, a, ns);
+    kill(pid, SIGKILL);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    while (acks_drain(fd, a) > 0)
+        ;
+    close(fd);
+    return status;
 }
 
 #endif

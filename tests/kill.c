@@ -277,12 +277,7 @@ static uint64_t kill_round(const char *name, uint64_t round, uint64_t before)
         child_main(name, fds[1]);
     }
     close(fds[1]);
-    acks_read_for(fds[0], &a, sleep_ns);
-    kill(pid, SIGKILL);
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    while (acks_drain(fds[0], &a) > 0)
-        ;
-    close(fds[0]);
+    status = acks_kill_child(fds[0], pid, &a, sleep_ns);
     ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
                   "round %llu: child stopped by itself (status 0x%x: exit "
                   "code 10 open, 11 transaction, 12 pipe)",

@@ -602,36 +602,32 @@ void cmd_incrbyfloat(struct conn *c, size_t argc, struct kv_slice *argv)
 
 /* ---- keys: DEL, UNLINK, EXISTS, TOUCH */
 
-void cmd_del(struct conn *c, size_t argc, struct kv_slice *argv)
+/* DEL and UNLINK delete, EXISTS and TOUCH look: each answers how many of
+ * its keys it found (a key named twice counts twice, as in Redis). */
+static void count_keys(struct conn *c, size_t argc, struct kv_slice *argv, int del)
 {
     kv_txn *t;
     size_t mark = c->out.len;
-    int rc = tx_keys(c, argc, argv, 1, -1, 1, 1, &t);
+    int rc = tx_keys(c, argc, argv, 1, -1, 1, del, &t);
     long long n = 0;
     if (rc)
         return reply_store_error(&c->out, rc);
     for (size_t i = 1; i < argc && rc >= 0; i++)
-        if ((rc = kv_txn_del(t, argv[i])) > 0)
+        if ((rc = del ? kv_txn_del(t, argv[i]) : kv_txn_get(t, argv[i], NULL, NULL)) > 0)
             n++;
     if (rc >= 0)
         reply_int(&c->out, n);
     tx_done(c, t, rc, mark);
 }
 
+void cmd_del(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    count_keys(c, argc, argv, 1);
+}
+
 void cmd_exists(struct conn *c, size_t argc, struct kv_slice *argv)
 {
-    kv_txn *t;
-    size_t mark = c->out.len;
-    int rc = tx_keys(c, argc, argv, 1, -1, 1, 0, &t);
-    long long n = 0;
-    if (rc)
-        return reply_store_error(&c->out, rc);
-    for (size_t i = 1; i < argc && rc >= 0; i++)
-        if ((rc = kv_txn_get(t, argv[i], NULL, NULL)) > 0)
-            n++;
-    if (rc >= 0)
-        reply_int(&c->out, n);
-    tx_done(c, t, rc, mark);
+    count_keys(c, argc, argv, 0);
 }
 
 const char *type_name(unsigned type)

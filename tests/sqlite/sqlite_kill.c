@@ -172,12 +172,7 @@ static long long kill_round(const char *path, unsigned round, long long before)
         child_main(path, fds[1], (uint64_t)rand() << 16 | round);
     }
     close(fds[1]);
-    acks_read_for(fds[0], &a, sleep_ns);
-    kill(pid, SIGKILL);
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    while (acks_drain(fds[0], &a) > 0)
-        ;
-    close(fds[0]);
+    status = acks_kill_child(fds[0], pid, &a, sleep_ns);
     ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
                   "round %u: the child stopped by itself (status 0x%x: exit code 10 open, 11 "
                   "SQL, 12 pipe)",
