@@ -60,7 +60,7 @@ int parse_ll(const struct kv_slice *a, long long *out)
     return 0;
 }
 
-static int parse_u64(const struct kv_slice *a, uint64_t *out)
+int parse_u64(const struct kv_slice *a, uint64_t *out)
 {
     char s[24];
     if (a->n == 0 || a->n >= sizeof s || a->p[0] < '0' || a->p[0] > '9')
@@ -184,7 +184,7 @@ static void key_cb(void *arg, const char *k, size_t n, unsigned type)
     l->seen++;
     if (l->pattern && !glob_match(l->pattern->p, l->pattern->n, k, n))
         return;
-    if (l->type >= 0 && (unsigned)l->type != type)
+    if (l->type >= 0 && (unsigned)l->type != (type == KV_ITEM ? KV_STRING : type))
         return;
     reply_bulk(&l->items, k, n);
     l->n++;

@@ -26,6 +26,9 @@ static void usage(FILE *f)
             "  --pool FILE        pool file (created if missing; relative: $TXN_POOL_DIR)\n"
             "  --unix PATH        listen on this UNIX socket\n"
             "  --port N           listen on 127.0.0.1:N (default 6379; 0: no TCP)\n"
+            "  --memcached-port N     also serve memcached's text protocol on\n"
+            "                         127.0.0.1:N (the same keys)\n"
+            "  --memcached-unix PATH  ... and on this UNIX socket\n"
             "  --threads N        epoll workers (default: online CPUs - 1, at least 1)\n"
             "  --spin-us N        a worker with work polls N us before it sleeps\n"
             "                     (default 20; 0: sleep at once)\n"
@@ -82,7 +85,7 @@ struct options {
 static int parse_args(int argc, char **argv, struct options *o)
 {
     enum { O_POOL = 1, O_UNIX, O_PORT, O_THREADS, O_IO, O_ACK, O_MAXVAL, O_MAXQ,
-           O_MAXCLI, O_PSIZE, O_STEP, O_CHECK, O_SPIN, O_HELP };
+           O_MAXCLI, O_PSIZE, O_STEP, O_CHECK, O_SPIN, O_HELP, O_MCPORT, O_MCUNIX };
     static const struct option opts[] = {
         {"pool", 1, 0, O_POOL},          {"unix", 1, 0, O_UNIX},
         {"port", 1, 0, O_PORT},          {"threads", 1, 0, O_THREADS},
@@ -91,6 +94,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"max-clients", 1, 0, O_MAXCLI}, {"pool-size", 1, 0, O_PSIZE},
         {"resize-step", 1, 0, O_STEP},   {"check", 0, 0, O_CHECK},
         {"spin-us", 1, 0, O_SPIN},       {"help", 0, 0, O_HELP},
+        {"memcached-port", 1, 0, O_MCPORT}, {"memcached-unix", 1, 0, O_MCUNIX},
         {0, 0, 0, 0}};
     unsigned long long n;
     int opt;
@@ -131,6 +135,11 @@ static int parse_args(int argc, char **argv, struct options *o)
             bad = parse_size(optarg, &n) || n > 1000000;
             srv.spin_ns = (long long)n * 1000;
             break;
+        case O_MCPORT:
+            bad = parse_size(optarg, &n) || n < 1 || n > 65535;
+            srv.mc_port = (int)n;
+            break;
+        case O_MCUNIX: srv.mc_unix_path = optarg; break;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -139,7 +148,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             return 2;
         }
     }
-    if (!o->pool || optind != argc || (!o->check && !srv.unix_path && !srv.port)) {
+    if (!o->pool || optind != argc || (!o->check && !srv.unix_path && !srv.port && !srv.mc_port && !srv.mc_unix_path)) {
         usage(stderr);
         return 2;
     }

@@ -62,7 +62,10 @@
 
 struct server srv;
 
-static int unix_fd = -1, tcp_fd = -1;
+static int unix_fd = -1, tcp_fd = -1, mc_unix_fd = -1, mc_tcp_fd = -1;
+/* A connection handed to a worker or thread: its descriptor, with this bit
+ * set when it came through memcached's listeners. */
+#define FD_MC (1 << 30)
 /* Accepting is paused while the process is out of descriptors
  * (accept_paused); the thread that closes a connection then writes
  * resume_fd, so the accept loop sleeps instead of spinning on a listening
@@ -96,6 +99,11 @@ void stats_publish(void)
     add(&srv.barriers, now.barriers - last.barriers);
     add(&srv.lines, now.lines_flushed - last.lines_flushed);
     add(&srv.log_bytes, now.log_bytes - last.log_bytes);
+    static _Thread_local struct mc_stats last_mc;
+    const uint64_t *mc = (const uint64_t *)&mc_thread, *was = (const uint64_t *)&last_mc;
+    for (int i = 0; i < MC_STATS; i++)
+        add(&srv.mc[i], mc[i] - was[i]);
+    last_mc = mc_thread;
     last = now;
     last_commands = thread_commands;
 }
@@ -165,7 +173,8 @@ static struct conn *conn_new(int fd)
     struct conn *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    c->fd = fd;
+    c->fd = fd & ~FD_MC;
+    c->mc = (fd & FD_MC) != 0;
     resp_init(&c->rp);
     client_register(c);
     return c;
@@ -240,6 +249,14 @@ static void conn_process(struct conn *c)
         }
         char *req = c->in.p + c->start;
         size_t avail = c->in.len - c->start;
+        if (c->mc) {
+            size_t used = avail ? mc_run(c, req, avail) : 0;
+            if (!used)
+                break;
+            c->start += used;
+            held++;
+            continue;
+        }
         enum resp_status st = resp_parse(&c->rp, req, avail, &srv.lim);
         if (st == RESP_MORE) {
             if (avail > srv.max_query) {
@@ -384,11 +401,11 @@ static void worker_adopt(struct worker *w)
     for (size_t i = 0; i < qn; i++) {
         struct conn *c = conn_new(q[i]);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-        if (!c || epoll_ctl(w->epfd, EPOLL_CTL_ADD, q[i], &ev)) {
+        if (!c || epoll_ctl(w->epfd, EPOLL_CTL_ADD, q[i] & ~FD_MC, &ev)) {
             if (c)
                 conn_free(c);
             else
-                client_drop(q[i]);
+                client_drop(q[i] & ~FD_MC);
             continue;
         }
         c->events = EPOLLIN;
@@ -642,10 +659,11 @@ static void threads_hand(int fd)
         attr_ok = 1;
     }
     threads_reap();
-    int fl = fcntl(fd, F_GETFL);
-    struct conn *c = fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ? NULL : conn_new(fd);
+    int fl = fcntl(fd & ~FD_MC, F_GETFL);
+    struct conn *c =
+        fl < 0 || fcntl(fd & ~FD_MC, F_SETFL, fl & ~O_NONBLOCK) ? NULL : conn_new(fd);
     if (!c) {
-        client_drop(fd);
+        client_drop(fd & ~FD_MC);
         return;
     }
     pthread_mutex_lock(&threads_lock);
@@ -723,9 +741,10 @@ static int listen_tcp(int port)
 
 int server_listen(void)
 {
-    if (srv.unix_path && (unix_fd = listen_unix(srv.unix_path)) < 0)
-        return -1;
-    if (srv.port && (tcp_fd = listen_tcp(srv.port)) < 0) {
+    if ((srv.unix_path && (unix_fd = listen_unix(srv.unix_path)) < 0) ||
+        (srv.port && (tcp_fd = listen_tcp(srv.port)) < 0) ||
+        (srv.mc_unix_path && (mc_unix_fd = listen_unix(srv.mc_unix_path)) < 0) ||
+        (srv.mc_port && (mc_tcp_fd = listen_tcp(srv.mc_port)) < 0)) {
         server_unlisten();
         return -1;
     }
@@ -740,13 +759,20 @@ void server_unlisten(void)
     }
     if (tcp_fd >= 0)
         close(tcp_fd);
-    unix_fd = tcp_fd = -1;
+    if (mc_unix_fd >= 0) {
+        close(mc_unix_fd);
+        unlink(srv.mc_unix_path);
+    }
+    if (mc_tcp_fd >= 0)
+        close(mc_tcp_fd);
+    unix_fd = tcp_fd = mc_unix_fd = mc_tcp_fd = -1;
 }
 
 /* Accept what lfd holds. Returns -1 when the process ran out of
  * descriptors (accept_paused is then set), else 0. */
 static int accept_all(int lfd)
 {
+    int mc = lfd == mc_unix_fd || lfd == mc_tcp_fd;
     for (;;) {
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
@@ -762,22 +788,24 @@ static int accept_all(int lfd)
             return 0; /* EAGAIN, or a client gone before we took it */
         atomic_fetch_add(&srv.conns_total, 1);
         if (atomic_load(&srv.clients) >= srv.max_clients) {
-            static const char full[] = "-ERR max number of clients reached\r\n";
-            if (send(fd, full, sizeof full - 1, MSG_NOSIGNAL) < 0)
+            /* each protocol's own answer (memcached's, for -c) */
+            const char *full = mc ? "ERROR Too many open connections\r\n"
+                                  : "-ERR max number of clients reached\r\n";
+            if (send(fd, full, strlen(full), MSG_NOSIGNAL) < 0)
                 (void)0; /* it is being closed either way */
             close(fd);
             atomic_fetch_add(&srv.rejected, 1);
             continue;
         }
-        if (lfd == tcp_fd) {
+        if (lfd == tcp_fd || lfd == mc_tcp_fd) {
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         }
         atomic_fetch_add(&srv.clients, 1);
         if (srv.io == IO_EPOLL)
-            workers_hand(fd);
+            workers_hand(fd | (mc ? FD_MC : 0));
         else
-            threads_hand(fd);
+            threads_hand(fd | (mc ? FD_MC : 0));
     }
 }
 
@@ -873,11 +901,13 @@ int server_run(void)
     if (sfd < 0 || srv.stop_fd < 0 || resume_fd < 0 ||
         (srv.io == IO_EPOLL && workers_start()) || expire_start())
         rc = -1;
-    struct pollfd pf[5] = {{sfd, POLLIN, 0}, {srv.stop_fd, POLLIN, 0},
-                           {resume_fd, POLLIN, 0}, {unix_fd, POLLIN, 0}, {tcp_fd, POLLIN, 0}};
+    struct pollfd pf[7] = {{sfd, POLLIN, 0},       {srv.stop_fd, POLLIN, 0},
+                           {resume_fd, POLLIN, 0}, {unix_fd, POLLIN, 0},
+                           {tcp_fd, POLLIN, 0},    {mc_unix_fd, POLLIN, 0},
+                           {mc_tcp_fd, POLLIN, 0}};
     int paused = 0;
     while (!rc) {
-        if (poll(pf, 5, paused ? PAUSED_RETRY_MS : -1) < 0) {
+        if (poll(pf, 7, paused ? PAUSED_RETRY_MS : -1) < 0) {
             if (errno == EINTR)
                 continue;
             break;
@@ -890,13 +920,13 @@ int server_run(void)
         int resumed = paused; /* a descriptor was freed, or the retry timer */
         if (resumed) {
             paused = 0;
-            pf[3].fd = unix_fd, pf[4].fd = tcp_fd;
+            pf[3].fd = unix_fd, pf[4].fd = tcp_fd, pf[5].fd = mc_unix_fd, pf[6].fd = mc_tcp_fd;
         }
-        for (int i = 3; i < 5 && !paused; i++)
+        for (int i = 3; i < 7 && !paused; i++)
             if (pf[i].fd >= 0 && (resumed || pf[i].revents) && accept_all(pf[i].fd))
                 paused = 1;
         if (paused) /* poll ignores negative descriptors */
-            pf[3].fd = pf[4].fd = -1;
+            pf[3].fd = pf[4].fd = pf[5].fd = pf[6].fd = -1;
     }
     atomic_store(&srv.stopping, 1);
     server_unlisten();

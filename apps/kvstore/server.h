@@ -65,7 +65,27 @@ struct server {
     /* the acknowledgement point (ACK_SYNC): txn_sync calls, and the
      * replies they held back (a group commit's size is their ratio) */
     _Atomic uint64_t ack_syncs, ack_held;
+    /* memcached's protocol (memcache.c): where it listens, its counters */
+    const char *mc_unix_path; /* NULL: none */
+    int mc_port;              /* 0: none */
+    _Atomic uint64_t mc[17];  /* struct mc_stats, published */
 };
+
+/* memcached's "stats" counters, kept per thread (mc_thread) and added to
+ * srv.mc by stats_publish; the order of stat_names in memcache.c. */
+struct mc_stats {
+    uint64_t cmd_get, cmd_set, cmd_flush, cmd_touch, get_hits, get_misses, delete_misses,
+        delete_hits, incr_misses, incr_hits, decr_misses, decr_hits, cas_misses, cas_hits,
+        cas_badval, touch_hits, touch_misses;
+};
+#define MC_STATS 17
+_Static_assert(sizeof(struct mc_stats) == MC_STATS * 8, "mc_stats is an array of counters");
+extern _Thread_local struct mc_stats mc_thread;
+
+/* Run the memcached request at p[0, n) of connection c: the bytes it
+ * took (0: the request is not complete yet). */
+struct conn;
+size_t mc_run(struct conn *c, const char *p, size_t n);
 
 extern struct server srv;
 
@@ -91,6 +111,8 @@ struct conn {
                         the client registry's lock (CLIENT LIST reads it) */
     struct conn *reg_prev, *reg_next; /* the client registry */
     kv_txn *exec;    /* EXEC's store transaction while it runs its queue */
+    int mc;          /* speaks memcached's text protocol, not RESP */
+    size_t mc_swallow; /* bytes of refused data still to skip (memcache.c) */
     struct conn *next_flush, *next_resume, *prev, *next; /* owner's lists */
 };
 
@@ -110,6 +132,9 @@ void multi_free(struct conn *c);
 void reply_store_error(struct buf *b, int rc);
 int arg_is(const struct kv_slice *a, const char *word);
 int parse_ll(const struct kv_slice *a, long long *out); /* Redis's strict integers */
+/* an unsigned decimal that starts with a digit (SCAN's cursor, memcached's
+ * numbers as its safe_strtoull reads them): 0 or -1 */
+int parse_u64(const struct kv_slice *a, uint64_t *out);
 /* The store transaction a command runs in: EXEC's when it runs the queue
  * (cmd_tx_end then leaves it open), else one of its own over `keys`. */
 int cmd_tx_begin(struct conn *c, size_t n, const struct kv_slice *keys, int write, kv_txn **t);

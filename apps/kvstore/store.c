@@ -14,7 +14,7 @@
  *            whose nodes never have it, is a valid version 2 one and is
  *            marked 2 when a program of version 2 opens it for writing).
  *            Bits 61-62 of klen (KF_TYPE) are the value's type (enum
- *            kv_type: 0 a string, 1 a hash; version 3, whose stores of
+ *            kv_type: 0 a string, 1 a hash, 2 an item; version 3, whose stores of
  *            earlier versions hold only strings and are marked 3 in the
  *            same way)
  *
@@ -988,8 +988,11 @@ int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsig
             fn(arg, NULL, 0);
         return rc;
     }
+    size_t skip = 0; /* an item read as a string: without its header */
     if (type)
         *type = type_of(&hit.h);
+    else if (type_of(&hit.h) == KV_ITEM)
+        skip = hit.h.vlen >= KV_ITEM_HDR ? KV_ITEM_HDR : (size_t)hit.h.vlen;
     else if (fn && type_of(&hit.h) != KV_STRING)
         return KV_E_WRONGTYPE;
     if (!fn)
@@ -998,7 +1001,7 @@ int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsig
         const char *v = value_ptr(&t->o, &hit);
         if (!v)
             return txn_last_error(t->o.tx);
-        fn(arg, v, hit.h.vlen);
+        fn(arg, v + skip, hit.h.vlen - skip);
         return 1;
     }
     /* this transaction may have written it: through txn_read */
@@ -1008,7 +1011,7 @@ int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsig
     rc = hit.h.val ? rd(&t->o, hit.h.val, 0, v, hit.h.vlen)
                    : rd(&t->o, hit.node, val_off(&hit.h), v, hit.h.vlen);
     if (!rc)
-        fn(arg, v, hit.h.vlen);
+        fn(arg, v + skip, hit.h.vlen - skip);
     if (v != small)
         free(v);
     return rc ? rc : 1;
@@ -1034,7 +1037,7 @@ int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg)
 int kv_txn_write(kv_txn *t, struct kv_slice key, struct kv_slice value, uint64_t at,
                  unsigned type)
 {
-    if (!t->write || !txn_holds(t, key) || type > KV_HASH)
+    if (!t->write || !txn_holds(t, key) || type > KV_ITEM)
         return TXN_E_STATE;
     return set_one(&t->o, key, value, at, type);
 }
@@ -1531,7 +1534,7 @@ static int obj_ok(struct checker *c, txn_obj *o, size_t n)
 static int node_ok(struct checker *c, txn_obj *node, const struct node_hdr *h)
 {
     size_t size = txn_obj_size(c->o.s->p, node);
-    if (size < key_off(h) || klen_of(h) > size - key_off(h) || type_of(h) > KV_HASH)
+    if (size < key_off(h) || klen_of(h) > size - key_off(h) || type_of(h) > KV_ITEM)
         return 0;
     if (!h->val)
         return h->vlen <= INLINE_MAX && h->vlen <= size - val_off(h);

@@ -54,8 +54,11 @@ txn_pool *kv_pool(kv_store *s);
 int kv_check(kv_store *s, FILE *out);
 
 /* What a value is: the store keeps the type with the key; a hash is a
- * string the server encodes (hashes.c). */
-enum kv_type { KV_STRING = 0, KV_HASH = 1 };
+ * string the server encodes (hashes.c); an item is a string stored by
+ * memcached's protocol (memcache.c), after KV_ITEM_HDR bytes of its flags
+ * and CAS value, and reads as a string without them. */
+enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_ITEM = 2 };
+#define KV_ITEM_HDR 12 /* 4 bytes of flags, 8 of CAS, little endian */
 
 /* A call that wants a string found a value of another type. */
 #define KV_E_WRONGTYPE (-1000)
@@ -74,10 +77,11 @@ typedef void (*kv_key_fn)(void *arg, const char *k, size_t n, unsigned type);
 typedef struct kv_txn kv_txn;
 int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, kv_txn **out);
 /* fn(arg, value) (NULL, 0 for a missing key; fn may be NULL): 1 found, 0
- * missing, or an error; a value that is not a string is KV_E_WRONGTYPE
- * (with fn NULL: found, whatever its type) */
+ * missing, or an error; an item reads as its string, a value of another
+ * type is KV_E_WRONGTYPE (with fn NULL: found, whatever its type) */
 int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg);
-/* kv_txn_get for a value of any type, which goes to *type when found */
+/* kv_txn_get for a value of any type, which goes to *type when found (an
+ * item with its header) */
 int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsigned *type);
 /* Set key to value, expiring at `at` (ms since the Unix epoch; 0: never;
  * KV_KEEPTTL: when it expired before, if it existed). */

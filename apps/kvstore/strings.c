@@ -118,7 +118,9 @@ struct string_reply {
 static void string_cb(void *arg, const char *v, size_t n)
 {
     struct string_reply *r = arg;
-    bulk_cb(r->b, r->type == KV_STRING ? v : NULL, n);
+    if (v && r->type == KV_ITEM && n >= KV_ITEM_HDR) /* read raw: its string */
+        v += KV_ITEM_HDR, n -= KV_ITEM_HDR;
+    bulk_cb(r->b, r->type == KV_HASH ? NULL : v, n);
 }
 
 void cmd_mget(struct conn *c, size_t argc, struct kv_slice *argv)
@@ -632,7 +634,7 @@ void cmd_exists(struct conn *c, size_t argc, struct kv_slice *argv)
 
 const char *type_name(unsigned type)
 {
-    return type == KV_HASH ? "hash" : "string";
+    return type == KV_HASH ? "hash" : "string"; /* an item is a string */
 }
 
 void cmd_type(struct conn *c, size_t argc, struct kv_slice *argv)

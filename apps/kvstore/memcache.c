@@ -1,0 +1,639 @@
+/* memcache.c - memcached's text protocol (1.6) on the store, beside RESP:
+ * the same keys (docs/kvstore.md, section 16). An item is a value of type
+ * KV_ITEM: its 32-bit flags and 64-bit CAS value, then its bytes; RESP
+ * reads it as a string, and a RESP string reads here as an item of flags
+ * 0. Each command runs in one store transaction over its key, so a
+ * storage command is acknowledged once durable, like a RESP write. Replies
+ * and error texts are memcached 1.6.18's (tests/kvstore/mc_compat). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <string.h>
+#include <time.h>
+
+#include "server.h"
+
+#define KEY_MAX 250            /* memcached's KEY_MAX_LENGTH */
+#define LINE_MAX_BYTES 65536   /* a command line (a get of many keys) */
+#define REL_MAX (60 * 60 * 24 * 30) /* exptimes up to 30 days are relative */
+#define MC_VERSION "1.6.18"    /* the protocol's; clients test it for features */
+
+_Thread_local struct mc_stats mc_thread;
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A new CAS value: unique, and larger than any of an earlier run (the
+ * counter starts at the wall clock in ns; no run hands out one a ns). */
+static uint64_t new_cas(void)
+{
+    static _Atomic uint64_t next;
+    uint64_t v = atomic_load(&next);
+    if (!v) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t seed = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        atomic_compare_exchange_strong(&next, &v, seed);
+    }
+    return atomic_fetch_add(&next, 1) + 1;
+}
+
+static void put_le(char *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | (unsigned char)p[i];
+    return v;
+}
+
+/* An item as memcached sees a key: found (a string or an item), its flags,
+ * CAS and bytes (a copy). */
+struct item {
+    int found, foreign; /* foreign: a value memcached does not see (a hash) */
+    uint32_t flags;
+    uint64_t cas;
+    struct val v; /* v.p: the whole value; data/n: its bytes */
+    const char *data;
+    size_t n;
+};
+
+static int item_get(kv_txn *t, struct kv_slice key, struct item *it)
+{
+    unsigned type;
+    memset(it, 0, sizeof *it);
+    int rc = get_any(t, key, &it->v, &type);
+    if (rc <= 0)
+        return rc;
+    if (type == KV_ITEM && it->v.n >= KV_ITEM_HDR) {
+        it->flags = (uint32_t)get_le(it->v.p, 4);
+        it->cas = get_le(it->v.p + 4, 8);
+        it->data = it->v.p + KV_ITEM_HDR;
+        it->n = it->v.n - KV_ITEM_HDR;
+    } else if (type == KV_STRING) {
+        /* a RESP string: its CAS is a digest of its bytes, so that it
+         * changes when they do */
+        uint64_t h = 0xcbf29ce484222325ULL;
+        for (size_t i = 0; i < it->v.n; i++)
+            h = (h ^ (unsigned char)it->v.p[i]) * 0x100000001b3ULL;
+        it->cas = h >> 1 | 1;
+        it->data = it->v.p;
+        it->n = it->v.n;
+    } else {
+        it->foreign = 1;
+        return 0;
+    }
+    it->found = 1;
+    return 1;
+}
+
+/* Write key as an item of `flags` holding a (then b), with a new CAS,
+ * expiring at `at` (KV_KEEPTTL: as it was); *cas gets the CAS. */
+static int item_put(kv_txn *t, struct kv_slice key, uint32_t flags, struct kv_slice a,
+                    struct kv_slice b, uint64_t at, uint64_t *cas)
+{
+    size_t n = KV_ITEM_HDR + a.n + b.n;
+    char *p = malloc(n);
+    if (!p)
+        return TXN_E_NOMEM;
+    *cas = new_cas();
+    put_le(p, flags, 4);
+    put_le(p + 4, *cas, 8);
+    memcpy(p + KV_ITEM_HDR, a.p, a.n);
+    if (b.n)
+        memcpy(p + KV_ITEM_HDR + a.n, b.p, b.n);
+    int rc = kv_txn_write(t, key, (struct kv_slice){p, n}, at, KV_ITEM);
+    free(p);
+    return rc;
+}
+
+/* ---- the command line */
+
+struct line {
+    struct kv_slice tok[24]; /* memcached's MAX_TOKENS; a get with more
+                                keys is read on from `rest` */
+    size_t n;
+    const char *rest, *end;
+};
+
+static void tokenize(struct line *l, const char *p, const char *end)
+{
+    l->n = 0;
+    while (p < end && l->n < 24) {
+        while (p < end && *p == ' ')
+            p++;
+        const char *s = p;
+        while (p < end && *p != ' ')
+            p++;
+        if (p > s)
+            l->tok[l->n++] = (struct kv_slice){s, (size_t)(p - s)};
+    }
+    l->rest = p;
+    l->end = end;
+}
+
+static int is(const struct kv_slice *t, const char *w)
+{
+    size_t n = strlen(w);
+    return t->n == n && !memcmp(t->p, w, n);
+}
+
+/* Unsigned decimal of at most `bits` bits, as memcached's safe_strtoull
+ * (and safe_strtoul for 32): 0 or -1. */
+static int parse_u(const struct kv_slice *t, int bits, uint64_t *out)
+{
+    return parse_u64(t, out) || (bits == 32 && *out > UINT32_MAX) ? -1 : 0;
+}
+
+/* Signed decimal (exptimes, lengths): 0 or -1. */
+static int parse_i(const struct kv_slice *t, long long *out)
+{
+    char s[32];
+    if (!t->n || t->n >= sizeof s)
+        return -1;
+    memcpy(s, t->p, t->n);
+    s[t->n] = 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end || errno || isspace((unsigned char)s[0]))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* An exptime as ms since the epoch: 0 never, 1 already past (a negative
+ * one), relative up to 30 days, else absolute seconds. */
+static uint64_t expiry_of(long long e)
+{
+    if (e == 0)
+        return 0;
+    if (e < 0)
+        return 1;
+    if (e <= REL_MAX)
+        return now_ms() + (uint64_t)e * 1000;
+    return (uint64_t)e * 1000;
+}
+
+static void out(struct conn *c, const char *s)
+{
+    buf_add(&c->out, s, strlen(s));
+}
+
+static void outf(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void outf(struct conn *c, const char *fmt, ...)
+{
+    char s[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(s, sizeof s, fmt, ap);
+    va_end(ap);
+    buf_add(&c->out, s, n < 0 ? 0 : (size_t)n < sizeof s ? (size_t)n : sizeof s - 1);
+}
+
+/* A store error, as memcached's SERVER_ERROR. */
+static void server_error(struct conn *c, int rc)
+{
+    if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL)
+        out(c, "SERVER_ERROR out of memory storing object\r\n");
+    else
+        outf(c, "SERVER_ERROR store: %s\r\n", txn_strerror(rc));
+}
+
+/* ---- retrieval: get, gets, gat, gats */
+
+static void retrieve(struct conn *c, struct line *l, int cas, int touch)
+{
+    size_t first = touch ? 2 : 1;
+    long long e = 0;
+    if (l->n <= first)
+        return out(c, "ERROR\r\n");
+    if (touch && parse_i(&l->tok[1], &e))
+        return out(c, "CLIENT_ERROR invalid exptime argument\r\n");
+    size_t mark = c->out.len;
+    for (;;) {
+        for (size_t i = first; i < l->n; i++) {
+            struct kv_slice k = l->tok[i];
+            struct item it;
+            kv_txn *t;
+            if (k.n > KEY_MAX) {
+                c->out.len = mark;
+                return out(c, "CLIENT_ERROR bad command line format\r\n");
+            }
+            int rc = kv_txn_begin(srv.kv, 1, &k, touch, &t);
+            if (rc) {
+                c->out.len = mark;
+                return server_error(c, rc);
+            }
+            int shown = 0;
+            if ((rc = item_get(t, k, &it)) > 0) {
+                uint64_t at = expiry_of(e);
+                shown = 1;
+                if (touch && at == 1) /* touched into the past: gone */
+                    rc = kv_txn_del(t, k), shown = 0;
+                else if (touch)
+                    rc = kv_txn_expire(t, k, at);
+            }
+            rc = kv_txn_end(t, rc);
+            if (rc < 0) {
+                free(it.v.p);
+                c->out.len = mark;
+                return server_error(c, rc);
+            }
+            if (touch)
+                it.found ? mc_thread.touch_hits++ : mc_thread.touch_misses++;
+            else
+                it.found ? mc_thread.get_hits++ : mc_thread.get_misses++;
+            mc_thread.cmd_get++;
+            if (shown) {
+                outf(c, "VALUE %.*s %u %zu", (int)k.n, k.p, (unsigned)it.flags, it.n);
+                if (cas)
+                    outf(c, " %llu", (unsigned long long)it.cas);
+                out(c, "\r\n");
+                buf_add(&c->out, it.data, it.n);
+                out(c, "\r\n");
+            }
+            free(it.v.p);
+        }
+        if (l->rest >= l->end)
+            break;
+        tokenize(l, l->rest, l->end); /* the keys beyond the first 24 tokens */
+        first = 0;
+    }
+    out(c, "END\r\n");
+}
+
+/* ---- storage: set, add, replace, append, prepend, cas */
+
+enum { SET, ADD, REPLACE, APPEND, PREPEND, CAS };
+
+static void store(struct conn *c, int op, struct kv_slice key, uint32_t flags, long long e,
+                  struct kv_slice data, uint64_t cas_in, int noreply)
+{
+    kv_txn *t;
+    struct item it;
+    uint64_t at = expiry_of(e), cas;
+    const char *reply = "STORED\r\n";
+    int rc = kv_txn_begin(srv.kv, 1, &key, 1, &t);
+    if (rc) {
+        if (!noreply)
+            server_error(c, rc);
+        return;
+    }
+    memset(&it, 0, sizeof it);
+    mc_thread.cmd_set++;
+    if ((rc = item_get(t, key, &it)) >= 0) {
+        int there = it.found || it.foreign; /* add: a hash is there too */
+        if ((op == ADD && there) || ((op == REPLACE || op == APPEND || op == PREPEND) &&
+                                     !it.found))
+            reply = "NOT_STORED\r\n", rc = 0;
+        else if (op == CAS && !it.found)
+            reply = "NOT_FOUND\r\n", rc = 0, mc_thread.cas_misses++;
+        else if (op == CAS && it.cas != cas_in)
+            reply = "EXISTS\r\n", rc = 0, mc_thread.cas_badval++;
+        else if (op == APPEND)
+            rc = item_put(t, key, it.flags, (struct kv_slice){it.data, it.n}, data,
+                          KV_KEEPTTL, &cas);
+        else if (op == PREPEND)
+            rc = item_put(t, key, it.flags, data, (struct kv_slice){it.data, it.n},
+                          KV_KEEPTTL, &cas);
+        else if (at == 1 && (rc = kv_txn_del(t, key)) > 0) /* stored and expired at
+                                                              once: gone */
+            rc = 0;
+        else if (at == 1)
+            (void)0;
+        else
+            rc = item_put(t, key, flags, data, (struct kv_slice){NULL, 0}, at, &cas);
+        if (op == CAS && !strcmp(reply, "STORED\r\n"))
+            mc_thread.cas_hits++;
+    }
+    free(it.v.p);
+    rc = kv_txn_end(t, rc);
+    if (noreply)
+        return;
+    if (rc < 0)
+        return server_error(c, rc);
+    out(c, reply);
+}
+
+/* The data block after a storage command's line: 1 run (or refused), 0
+ * wait for more bytes, with *used what the command takes of the input. */
+static int storage(struct conn *c, struct line *l, int op, size_t line_len, const char *p,
+                   size_t n, size_t *used)
+{
+    size_t want = op == CAS ? 6 : 5;
+    uint64_t flags = 0, cas = 0;
+    long long e = 0, bytes = -1;
+    *used = line_len;
+    if (l->n != want && l->n != want + 1) {
+        out(c, "ERROR\r\n");
+        return 1;
+    }
+    int noreply = l->n == want + 1 && is(&l->tok[want], "noreply");
+    if (l->tok[1].n > KEY_MAX || parse_u(&l->tok[2], 32, &flags) || parse_i(&l->tok[3], &e) ||
+        parse_i(&l->tok[4], &bytes) || bytes < 0 || bytes > INT32_MAX - 2 ||
+        (op == CAS && parse_u(&l->tok[5], 64, &cas))) {
+        out(c, "CLIENT_ERROR bad command line format\r\n");
+        return 1;
+    }
+    size_t total = line_len + (size_t)bytes + 2;
+    if ((size_t)bytes > srv.lim.max_bulk) {
+        /* memcached's answer; the data that follows is skipped as it
+         * comes, not buffered */
+        out(c, "SERVER_ERROR object too large for cache\r\n");
+        c->mc_swallow = (size_t)bytes + 2;
+        return 1;
+    }
+    if (n < total)
+        return 0;
+    *used = total;
+    const char *data = p + line_len;
+    if (data[bytes] != '\r' || data[bytes + 1] != '\n') {
+        out(c, "CLIENT_ERROR bad data chunk\r\n");
+        return 1;
+    }
+    store(c, op, l->tok[1], (uint32_t)flags, e, (struct kv_slice){data, (size_t)bytes}, cas,
+          noreply);
+    return 1;
+}
+
+/* ---- the others */
+
+static void del(struct conn *c, struct line *l)
+{
+    int noreply = l->n >= 3 && is(&l->tok[l->n - 1], "noreply");
+    size_t args = l->n - (size_t)noreply;
+    /* memcached still takes a legacy time of 0 */
+    if (args > 3 || (args == 3 && !is(&l->tok[2], "0")) || args < 2 ||
+        l->tok[1].n > KEY_MAX)
+        return out(c, args < 2 ? "ERROR\r\n"
+                               : "CLIENT_ERROR bad command line format.  Usage: delete <key> "
+                                 "[noreply]\r\n");
+    kv_txn *t;
+    int rc = kv_txn_begin(srv.kv, 1, &l->tok[1], 1, &t);
+    int found = 0;
+    if (!rc) {
+        found = rc = kv_txn_del(t, l->tok[1]);
+        rc = kv_txn_end(t, rc);
+    }
+    found > 0 ? mc_thread.delete_hits++ : mc_thread.delete_misses++;
+    if (noreply)
+        return;
+    if (rc < 0)
+        return server_error(c, rc);
+    out(c, found > 0 ? "DELETED\r\n" : "NOT_FOUND\r\n");
+}
+
+static void arith(struct conn *c, struct line *l, int incr)
+{
+    uint64_t delta, v;
+    int noreply = l->n == 4 && is(&l->tok[3], "noreply");
+    if (l->n != 3 + (size_t)noreply)
+        return out(c, "ERROR\r\n");
+    if (l->tok[1].n > KEY_MAX)
+        return out(c, "CLIENT_ERROR bad command line format\r\n");
+    if (parse_u(&l->tok[2], 64, &delta))
+        return out(c, "CLIENT_ERROR invalid numeric delta argument\r\n");
+    kv_txn *t;
+    struct item it;
+    char num[24];
+    const char *reply = NULL;
+    int rc = kv_txn_begin(srv.kv, 1, &l->tok[1], 1, &t);
+    if (rc)
+        return noreply ? (void)0 : server_error(c, rc);
+    if ((rc = item_get(t, l->tok[1], &it)) > 0) {
+        /* memcached's safe_strtoull: digits, trailing spaces allowed */
+        size_t n = it.n;
+        while (n && it.data[n - 1] == ' ')
+            n--;
+        struct kv_slice digits = {it.data, n};
+        if (parse_u(&digits, 64, &v)) {
+            reply = "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n";
+            rc = 0;
+        } else {
+            v = incr ? v + delta : v < delta ? 0 : v - delta;
+            int len = snprintf(num, sizeof num, "%llu", (unsigned long long)v);
+            uint64_t cas;
+            rc = item_put(t, l->tok[1], it.flags, (struct kv_slice){num, (size_t)len},
+                          (struct kv_slice){NULL, 0}, KV_KEEPTTL, &cas);
+        }
+    } else if (!rc) {
+        reply = "NOT_FOUND\r\n";
+    }
+    int found = it.found;
+    free(it.v.p);
+    rc = kv_txn_end(t, rc);
+    if (incr)
+        found ? mc_thread.incr_hits++ : mc_thread.incr_misses++;
+    else
+        found ? mc_thread.decr_hits++ : mc_thread.decr_misses++;
+    if (noreply)
+        return;
+    if (rc < 0)
+        return server_error(c, rc);
+    if (reply)
+        return out(c, reply);
+    outf(c, "%s\r\n", num);
+}
+
+static void touch(struct conn *c, struct line *l)
+{
+    long long e;
+    int noreply = l->n == 4 && is(&l->tok[3], "noreply");
+    if (l->n != 3 + (size_t)noreply)
+        return out(c, "ERROR\r\n");
+    if (l->tok[1].n > KEY_MAX)
+        return out(c, "CLIENT_ERROR bad command line format\r\n");
+    if (parse_i(&l->tok[2], &e))
+        return out(c, "CLIENT_ERROR invalid exptime argument\r\n");
+    kv_txn *t;
+    struct item it;
+    int rc = kv_txn_begin(srv.kv, 1, &l->tok[1], 1, &t);
+    if (rc)
+        return noreply ? (void)0 : server_error(c, rc);
+    int found = 0;
+    if ((found = rc = item_get(t, l->tok[1], &it)) > 0) {
+        uint64_t at = expiry_of(e);
+        rc = at == 1 ? kv_txn_del(t, l->tok[1]) : kv_txn_expire(t, l->tok[1], at);
+    }
+    free(it.v.p);
+    rc = kv_txn_end(t, rc);
+    mc_thread.cmd_touch++;
+    found > 0 ? mc_thread.touch_hits++ : mc_thread.touch_misses++;
+    if (noreply)
+        return;
+    if (rc < 0)
+        return server_error(c, rc);
+    out(c, found > 0 ? "TOUCHED\r\n" : "NOT_FOUND\r\n");
+}
+
+/* A flush_all with a delay: when it is due (ms since the epoch, 0: none).
+ * Kept in DRAM: a restart before it is due forgets it. */
+static _Atomic uint64_t flush_due;
+
+static int flush_now(void)
+{
+    mc_thread.cmd_flush++;
+    return kv_flush(srv.kv);
+}
+
+/* Run a flush_all whose time has come (before each command). */
+static void flush_if_due(void)
+{
+    uint64_t due = atomic_load(&flush_due);
+    if (due && now_ms() >= due && atomic_compare_exchange_strong(&flush_due, &due, 0))
+        flush_now();
+}
+
+static void flush_all(struct conn *c, struct line *l)
+{
+    int noreply = l->n >= 2 && is(&l->tok[l->n - 1], "noreply");
+    size_t args = l->n - (size_t)noreply;
+    long long delay = 0;
+    if (args > 2)
+        return out(c, "ERROR\r\n");
+    if (args == 2 && (parse_i(&l->tok[1], &delay) || delay < 0))
+        return out(c, "CLIENT_ERROR invalid exptime argument\r\n");
+    int rc = 0;
+    if (delay > 0)
+        atomic_store(&flush_due, expiry_of(delay));
+    else
+        rc = flush_now();
+    if (noreply)
+        return;
+    if (rc < 0)
+        return server_error(c, rc);
+    out(c, "OK\r\n");
+}
+
+static const char *const stat_names[MC_STATS] = {
+    "cmd_get", "cmd_set", "cmd_flush", "cmd_touch", "get_hits", "get_misses", "delete_misses",
+    "delete_hits", "incr_misses", "incr_hits", "decr_misses", "decr_hits", "cas_misses",
+    "cas_hits", "cas_badval", "touch_hits", "touch_misses"};
+
+static void mc_stats_general(struct conn *c)
+{
+    struct kv_info ki;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    stats_publish(); /* this thread's own counts too */
+    kv_info(srv.kv, &ki);
+    outf(c, "STAT pid %d\r\n", (int)getpid());
+    outf(c, "STAT uptime %lld\r\n", (long long)ts.tv_sec - srv.started);
+    outf(c, "STAT time %lld\r\n", (long long)(now_ms() / 1000));
+    out(c, "STAT version " MC_VERSION "\r\n");
+    outf(c, "STAT pointer_size %d\r\n", (int)(8 * sizeof(void *)));
+    outf(c, "STAT max_connections %u\r\n", srv.max_clients);
+    outf(c, "STAT curr_connections %llu\r\n", (unsigned long long)atomic_load(&srv.clients));
+    outf(c, "STAT total_connections %llu\r\n",
+         (unsigned long long)atomic_load(&srv.conns_total));
+    outf(c, "STAT rejected_connections %llu\r\n",
+         (unsigned long long)atomic_load(&srv.rejected));
+    for (int i = 0; i < MC_STATS; i++)
+        outf(c, "STAT %s %llu\r\n", stat_names[i], (unsigned long long)atomic_load(&srv.mc[i]));
+    outf(c, "STAT threads %u\r\n", srv.threads);
+    outf(c, "STAT limit_maxbytes %zu\r\n", ki.pool_size);
+    outf(c, "STAT bytes %llu\r\n", (unsigned long long)ki.bytes);
+    outf(c, "STAT curr_items %llu\r\n", (unsigned long long)ki.keys);
+    out(c, "STAT evictions 0\r\nEND\r\n");
+}
+
+static void mc_stats_settings(struct conn *c)
+{
+    outf(c, "STAT maxconns %u\r\n", srv.max_clients);
+    outf(c, "STAT tcpport %d\r\n", srv.mc_port);
+    outf(c, "STAT domain_socket %s\r\n", srv.mc_unix_path ? srv.mc_unix_path : "NULL");
+    outf(c, "STAT item_size_max %zu\r\n", srv.lim.max_bulk);
+    outf(c, "STAT num_threads %u\r\n", srv.threads);
+    out(c, "STAT cas_enabled yes\r\nSTAT evictions off\r\nEND\r\n");
+}
+
+static void mc_stats_reset(void)
+{
+    stats_publish();
+    for (int i = 0; i < MC_STATS; i++)
+        atomic_store(&srv.mc[i], 0);
+}
+
+static void stats(struct conn *c, struct line *l)
+{
+    if (l->n == 1)
+        return mc_stats_general(c);
+    if (l->n == 2 && is(&l->tok[1], "settings"))
+        return mc_stats_settings(c);
+    if (l->n == 2 && (is(&l->tok[1], "items") || is(&l->tok[1], "slabs") ||
+                      is(&l->tok[1], "sizes") || is(&l->tok[1], "conns")))
+        return out(c, "END\r\n"); /* no slab classes here */
+    if (l->n == 2 && is(&l->tok[1], "reset"))
+        return mc_stats_reset(), out(c, "RESET\r\n");
+    out(c, "ERROR\r\n");
+}
+
+size_t mc_run(struct conn *c, const char *p, size_t n)
+{
+    if (c->mc_swallow) { /* the data of a refused storage command */
+        size_t k = n < c->mc_swallow ? n : c->mc_swallow;
+        c->mc_swallow -= k;
+        return k;
+    }
+    const char *lf = memchr(p, '\n', n < LINE_MAX_BYTES ? n : LINE_MAX_BYTES);
+    if (!lf) {
+        if (n >= LINE_MAX_BYTES) {
+            out(c, "CLIENT_ERROR line too long\r\n");
+            c->closing = 1;
+        }
+        return 0;
+    }
+    size_t line_len = (size_t)(lf - p) + 1;
+    const char *end = lf > p && lf[-1] == '\r' ? lf - 1 : lf;
+    struct line l;
+    tokenize(&l, p, end);
+    flush_if_due();
+    thread_commands++;
+    if (!l.n) {
+        out(c, "ERROR\r\n");
+        return line_len;
+    }
+    const struct kv_slice *cmd = &l.tok[0];
+    static const char *const ops[] = {"set", "add", "replace", "append", "prepend", "cas"};
+    for (int op = SET; op <= CAS; op++) {
+        if (is(cmd, ops[op])) {
+            size_t used;
+            return storage(c, &l, op, line_len, p, n, &used) ? used : 0;
+        }
+    }
+    if (is(cmd, "get") || is(cmd, "gets") || is(cmd, "gat") || is(cmd, "gats"))
+        retrieve(c, &l, is(cmd, "gets") || is(cmd, "gats"), cmd->p[1] == 'a');
+    else if (is(cmd, "delete"))
+        del(c, &l);
+    else if (is(cmd, "incr") || is(cmd, "decr"))
+        arith(c, &l, cmd->p[0] == 'i');
+    else if (is(cmd, "touch"))
+        touch(c, &l);
+    else if (is(cmd, "flush_all"))
+        flush_all(c, &l);
+    else if (is(cmd, "version"))
+        out(c, "VERSION " MC_VERSION "\r\n");
+    else if (is(cmd, "verbosity") && l.n >= 2 && l.n <= 3)
+        is(&l.tok[l.n - 1], "noreply") ? (void)0 : out(c, "OK\r\n");
+    else if (is(cmd, "quit") && l.n == 1)
+        c->closing = 1;
+    else if (is(cmd, "stats"))
+        stats(c, &l);
+    else
+        out(c, "ERROR\r\n");
+    return line_len;
+}
