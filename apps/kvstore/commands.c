@@ -595,7 +595,6 @@ static void info_persistence(struct info_text *t, const struct kv_info *ki)
  * threads publish theirs at the end of each round). */
 static void info_stats(struct info_text *t, const struct kv_info *ki)
 {
-    (void)ki;
     stats_publish();
     info_add(t,
              "# Stats\r\n"
@@ -603,6 +602,7 @@ static void info_stats(struct info_text *t, const struct kv_info *ki)
              "total_commands_processed:%llu\r\n"
              "rejected_connections:%llu\r\n"
              "expired_keys:%llu\r\n"
+             "evicted_keys:%llu\r\n"
              "txn_commits:%llu\r\n"
              "txn_aborts:%llu\r\n"
              "persist_barriers:%llu\r\n"
@@ -614,6 +614,7 @@ static void info_stats(struct info_text *t, const struct kv_info *ki)
              (unsigned long long)atomic_load(&srv.commands),
              (unsigned long long)atomic_load(&srv.rejected),
              (unsigned long long)atomic_load(&srv.expired),
+             (unsigned long long)ki->evictions,
              (unsigned long long)atomic_load(&srv.commits),
              (unsigned long long)atomic_load(&srv.aborts),
              (unsigned long long)atomic_load(&srv.barriers),

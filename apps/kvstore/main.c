@@ -29,6 +29,8 @@ static void usage(FILE *f)
             "  --memcached-port N     also serve memcached's text protocol on\n"
             "                         127.0.0.1:N (the same keys)\n"
             "  --memcached-unix PATH  ... and on this UNIX socket\n"
+            "  --max-memory BYTES bytes of the pool the keys may use: beyond it\n"
+            "                     memcached's storage commands evict (CLOCK; 0: none)\n"
             "  --threads N        epoll workers (default: online CPUs - 1, at least 1)\n"
             "  --spin-us N        a worker with work polls N us before it sleeps\n"
             "                     (default 20; 0: sleep at once)\n"
@@ -85,7 +87,7 @@ struct options {
 static int parse_args(int argc, char **argv, struct options *o)
 {
     enum { O_POOL = 1, O_UNIX, O_PORT, O_THREADS, O_IO, O_ACK, O_MAXVAL, O_MAXQ,
-           O_MAXCLI, O_PSIZE, O_STEP, O_CHECK, O_SPIN, O_HELP, O_MCPORT, O_MCUNIX };
+           O_MAXCLI, O_PSIZE, O_STEP, O_CHECK, O_SPIN, O_HELP, O_MCPORT, O_MCUNIX, O_MAXMEM };
     static const struct option opts[] = {
         {"pool", 1, 0, O_POOL},          {"unix", 1, 0, O_UNIX},
         {"port", 1, 0, O_PORT},          {"threads", 1, 0, O_THREADS},
@@ -95,6 +97,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"resize-step", 1, 0, O_STEP},   {"check", 0, 0, O_CHECK},
         {"spin-us", 1, 0, O_SPIN},       {"help", 0, 0, O_HELP},
         {"memcached-port", 1, 0, O_MCPORT}, {"memcached-unix", 1, 0, O_MCUNIX},
+        {"max-memory", 1, 0, O_MAXMEM},
         {0, 0, 0, 0}};
     unsigned long long n;
     int opt;
@@ -140,6 +143,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             srv.mc_port = (int)n;
             break;
         case O_MCUNIX: srv.mc_unix_path = optarg; break;
+        case O_MAXMEM: bad = parse_size(optarg, &n); srv.max_memory = n; break;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -280,48 +280,78 @@ static void retrieve(struct conn *c, struct line *l, int cas, int touch)
 
 enum { SET, ADD, REPLACE, APPEND, PREPEND, CAS };
 
-static void store(struct conn *c, int op, struct kv_slice key, uint32_t flags, long long e,
-                  struct kv_slice data, uint64_t cas_in, int noreply)
+/* Room for a write of `need` bytes under --max-memory: evict first. */
+static void make_room(size_t need)
+{
+    struct kv_info ki;
+    uint64_t n;
+    if (!srv.max_memory)
+        return;
+    kv_info(srv.kv, &ki);
+    if (ki.bytes + need > srv.max_memory)
+        kv_evict(srv.kv, srv.max_memory > need ? srv.max_memory - need : 0, &n);
+}
+
+/* A full pool (with no limit set, or more than the limit in use by RESP's
+ * keys or the logs): evict a tenth of the keys' bytes, then try again. */
+static int full(int rc)
+{
+    struct kv_info ki;
+    uint64_t n;
+    if (rc != TXN_E_NOSPACE && rc != TXN_E_LOGFULL)
+        return 0;
+    kv_info(srv.kv, &ki);
+    return !kv_evict(srv.kv, ki.bytes - ki.bytes / 10, &n) && n > 0;
+}
+
+static int store_once(int op, struct kv_slice key, uint32_t flags, uint64_t at,
+                      struct kv_slice data, uint64_t cas_in, const char **reply)
 {
     kv_txn *t;
     struct item it;
-    uint64_t at = expiry_of(e), cas;
-    const char *reply = "STORED\r\n";
+    uint64_t cas;
     int rc = kv_txn_begin(srv.kv, 1, &key, 1, &t);
-    if (rc) {
-        if (!noreply)
-            server_error(c, rc);
-        return;
-    }
-    memset(&it, 0, sizeof it);
-    mc_thread.cmd_set++;
+    if (rc)
+        return rc;
+    *reply = "STORED\r\n";
     if ((rc = item_get(t, key, &it)) >= 0) {
         int there = it.found || it.foreign; /* add: a hash is there too */
-        if ((op == ADD && there) || ((op == REPLACE || op == APPEND || op == PREPEND) &&
-                                     !it.found))
-            reply = "NOT_STORED\r\n", rc = 0;
+        rc = 0;
+        if ((op == ADD && there) ||
+            ((op == REPLACE || op == APPEND || op == PREPEND) && !it.found))
+            *reply = "NOT_STORED\r\n";
         else if (op == CAS && !it.found)
-            reply = "NOT_FOUND\r\n", rc = 0, mc_thread.cas_misses++;
+            *reply = "NOT_FOUND\r\n";
         else if (op == CAS && it.cas != cas_in)
-            reply = "EXISTS\r\n", rc = 0, mc_thread.cas_badval++;
+            *reply = "EXISTS\r\n";
         else if (op == APPEND)
             rc = item_put(t, key, it.flags, (struct kv_slice){it.data, it.n}, data,
                           KV_KEEPTTL, &cas);
         else if (op == PREPEND)
             rc = item_put(t, key, it.flags, data, (struct kv_slice){it.data, it.n},
                           KV_KEEPTTL, &cas);
-        else if (at == 1 && (rc = kv_txn_del(t, key)) > 0) /* stored and expired at
-                                                              once: gone */
-            rc = 0;
-        else if (at == 1)
-            (void)0;
+        else if (at == 1) /* stored and expired at once: gone */
+            rc = (rc = kv_txn_del(t, key)) < 0 ? rc : 0;
         else
             rc = item_put(t, key, flags, data, (struct kv_slice){NULL, 0}, at, &cas);
-        if (op == CAS && !strcmp(reply, "STORED\r\n"))
-            mc_thread.cas_hits++;
     }
     free(it.v.p);
-    rc = kv_txn_end(t, rc);
+    return kv_txn_end(t, rc);
+}
+
+static void store(struct conn *c, int op, struct kv_slice key, uint32_t flags, long long e,
+                  struct kv_slice data, uint64_t cas_in, int noreply)
+{
+    const char *reply = "STORED\r\n";
+    uint64_t at = expiry_of(e);
+    int rc;
+    make_room(data.n + key.n + 64);
+    mc_thread.cmd_set++;
+    if ((rc = store_once(op, key, flags, at, data, cas_in, &reply)) < 0 && full(rc))
+        rc = store_once(op, key, flags, at, data, cas_in, &reply);
+    if (op == CAS && rc >= 0)
+        *(reply[0] == 'S' ? &mc_thread.cas_hits : reply[0] == 'E' ? &mc_thread.cas_badval
+                                                                   : &mc_thread.cas_misses) += 1;
     if (noreply)
         return;
     if (rc < 0)
@@ -548,7 +578,7 @@ static void mc_stats_general(struct conn *c)
     outf(c, "STAT limit_maxbytes %zu\r\n", ki.pool_size);
     outf(c, "STAT bytes %llu\r\n", (unsigned long long)ki.bytes);
     outf(c, "STAT curr_items %llu\r\n", (unsigned long long)ki.keys);
-    out(c, "STAT evictions 0\r\nEND\r\n");
+    outf(c, "STAT evictions %llu\r\nEND\r\n", (unsigned long long)ki.evictions);
 }
 
 static void mc_stats_settings(struct conn *c)
@@ -558,7 +588,9 @@ static void mc_stats_settings(struct conn *c)
     outf(c, "STAT domain_socket %s\r\n", srv.mc_unix_path ? srv.mc_unix_path : "NULL");
     outf(c, "STAT item_size_max %zu\r\n", srv.lim.max_bulk);
     outf(c, "STAT num_threads %u\r\n", srv.threads);
-    out(c, "STAT cas_enabled yes\r\nSTAT evictions off\r\nEND\r\n");
+    outf(c, "STAT maxbytes %llu\r\n", (unsigned long long)srv.max_memory);
+    outf(c, "STAT evictions %s\r\n", srv.max_memory ? "on" : "off");
+    out(c, "STAT cas_enabled yes\r\nEND\r\n");
 }
 
 static void mc_stats_reset(void)

@@ -68,6 +68,8 @@ struct server {
     /* memcached's protocol (memcache.c): where it listens, its counters */
     const char *mc_unix_path; /* NULL: none */
     int mc_port;              /* 0: none */
+    uint64_t max_memory;      /* bytes the keys may use before memcached's
+                                 storage commands evict (0: no limit) */
     _Atomic uint64_t mc[17];  /* struct mc_stats, published */
 };
 

@@ -93,6 +93,7 @@
 #define INLINE_MAX 256
 #define MIGRATE_SCAN 8 /* default of kv_opts.resize_step */
 #define WORDS (STRIPES / 64)
+#define REF_BITS 20 /* kv_evict's CLOCK: 2^20 slices of the hash space */
 
 /* root */
 enum { R_MAGIC = 0, R_VERSION = 8, R_STRIPES = 16, R_SEG = 24, R_TABLE = 32, R_OLD = 40,
@@ -162,6 +163,10 @@ struct kv_store {
     int view;
     _Atomic uint64_t version[STRIPES]; /* writing commits per stripe (DRAM) */
     _Atomic unsigned bits, resizing, stripes_done; /* mirrors, for lock-free checks */
+    /* eviction's CLOCK (kv_evict): a reference byte per slice of the
+     * hash space, set by every lookup, and the hand */
+    unsigned char ref[1u << REF_BITS];
+    _Atomic uint64_t hand, evictions;
 };
 
 /* One call's transaction and what it holds. */
@@ -588,10 +593,20 @@ static int bucket_of(struct op *o, uint64_t h, struct bref *b)
 
 /* Find a key for reading: in its old bucket while that is not drained,
  * else in the new table. */
+/* A lookup of a key of hash h: its slice was referenced (kv_evict). The
+ * byte is read first so that a hot slice's line is not written again. */
+static inline void ref_mark(kv_store *s, uint64_t h)
+{
+    unsigned char *r = &s->ref[h >> (64 - REF_BITS)];
+    if (!__atomic_load_n(r, __ATOMIC_RELAXED))
+        __atomic_store_n(r, 1, __ATOMIC_RELAXED);
+}
+
 static int lookup(struct op *o, struct kv_slice k, struct hit *hit)
 {
     struct view *v = &o->s->v;
     uint64_t h = kv_hash(k.p, k.n);
+    ref_mark(o->s, h);
     struct bref b;
     int rc;
     if (v->old) {
@@ -845,6 +860,7 @@ static int del_hit(struct op *o, const struct bref *b, const struct hit *hit)
 static int find_w(struct op *o, struct kv_slice k, uint64_t *h, struct bref *b, struct hit *hit)
 {
     *h = kv_hash(k.p, k.n);
+    ref_mark(o->s, *h);
     int rc = migrate(o, *h);
     if (!rc)
         rc = bucket_of(o, *h, b);
@@ -1285,8 +1301,57 @@ int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *del
     return rc ? rc : bag.oom ? TXN_E_NOMEM : 0;
 }
 
+/* The keys of one slice of the hash space, copied out of the pool. */
+struct slice_bag {
+    struct key_bag bag;
+    uint64_t slice;
+};
+
+static void slice_add(void *arg, const char *k, size_t n, unsigned type)
+{
+    struct slice_bag *sb = arg;
+    if (kv_hash(k, n) >> (64 - REF_BITS) == sb->slice)
+        bag_add(&sb->bag, k, n, type);
+}
+
+int kv_evict(kv_store *s, uint64_t limit, uint64_t *evicted)
+{
+    int rc = 0;
+    *evicted = 0;
+    /* two turns of the hand: the first may only clear reference bytes */
+    for (uint64_t turn = 0; !rc && atomic_load(&s->bytes) > limit && turn < 2u << REF_BITS;
+         turn++) {
+        uint64_t j = atomic_fetch_add(&s->hand, 1) & ((1u << REF_BITS) - 1);
+        if (__atomic_load_n(&s->ref[j], __ATOMIC_RELAXED)) {
+            __atomic_store_n(&s->ref[j], 0, __ATOMIC_RELAXED);
+            continue;
+        }
+        unsigned bits = atomic_load(&s->bits);
+        size_t buckets = bits > REF_BITS ? (size_t)1 << (bits - REF_BITS) : 1;
+        struct slice_bag sb = {{0}, j};
+        uint64_t next;
+        rc = scan_range(s, j << (64 - REF_BITS), buckets, slice_add, &sb, slice_add, &sb, &next);
+        for (size_t i = 0; i < sb.bag.n; i++) {
+            kv_txn *t;
+            if (!rc && !(rc = kv_txn_begin(s, 1, &sb.bag.k[i], 1, &t))) {
+                int found = kv_txn_del(t, sb.bag.k[i]); /* one item a transaction */
+                rc = kv_txn_end(t, found < 0 ? found : 0);
+                *evicted += !rc && found > 0;
+            }
+            free((void *)sb.bag.k[i].p);
+        }
+        free(sb.bag.k);
+        if (!rc && sb.bag.oom)
+            rc = TXN_E_NOMEM;
+        __atomic_store_n(&s->ref[j], 0, __ATOMIC_RELAXED); /* the deletes' lookups */
+    }
+    atomic_fetch_add(&s->evictions, *evicted);
+    return rc;
+}
+
 void kv_info(kv_store *s, struct kv_info *out)
 {
+    out->evictions = atomic_load(&s->evictions);
     out->keys = atomic_load(&s->keys);
     out->expires = atomic_load(&s->expires);
     out->bytes = atomic_load(&s->bytes);

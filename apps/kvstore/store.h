@@ -119,6 +119,14 @@ int kv_scan(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *ar
  * *deleted counts them. The background reclaim of keys nobody reads. */
 int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted);
 
+/* Delete keys until the keys' bytes (kv_info) are at most `limit`, the
+ * least recently looked up first, roughly: CLOCK over 2^20 slices of the
+ * hash space, whose reference bytes every lookup sets (DRAM: a restart
+ * starts with none set). One transaction per key, so a crash leaves each
+ * key whole or gone. *evicted counts them; stops after two turns of the
+ * hand (everything looked at) even if still above. */
+int kv_evict(kv_store *s, uint64_t limit, uint64_t *evicted);
+
 /* Keys, bytes of persistent objects the keys use, buckets; kept in DRAM. */
 struct kv_info {
     uint64_t keys;
@@ -128,6 +136,7 @@ struct kv_info {
     uint64_t buckets;
     int resizing;
     size_t pool_size;
+    uint64_t evictions; /* keys kv_evict deleted since the store opened */
 };
 void kv_info(kv_store *s, struct kv_info *out);
 

@@ -645,7 +645,7 @@ static void test_basics(struct server *s)
  * there only while the store holds keys. */
 static const struct info_section {
     const char *name, *header;
-    const char *fields[12];
+    const char *fields[16];
 } info_layout[] = {
     {"server", "# Server",
      {"redis_version", "server", "process_id", "io_mode", "io_threads", "tcp_port",
@@ -657,9 +657,8 @@ static const struct info_section {
       "rdb_bgsave_in_progress", "loading"}},
     {"stats", "# Stats",
      {"total_connections_received", "total_commands_processed", "rejected_connections",
-      "expired_keys", "txn_commits", "txn_aborts", "persist_barriers", "lines_flushed",
-      "log_bytes",
-      "ack_syncs", "ack_held_requests"}},
+      "expired_keys", "evicted_keys", "txn_commits", "txn_aborts", "persist_barriers",
+      "lines_flushed", "log_bytes", "ack_syncs", "ack_held_requests"}},
     {"keyspace", "# Keyspace", {"db0"}},
 };
 #define INFO_SECTIONS (sizeof info_layout / sizeof *info_layout)
