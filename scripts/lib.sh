@@ -2,10 +2,13 @@
 
 # redis-tools and tmux: the kvstore tests (tests/kvstore/deps.sh checks
 # them); redis-server: scripts/kvbench.sh; libsqlite3-dev: the SQLite VFS
-# (apps/sqlite), sqlite3: its shell tests
+# (apps/sqlite), sqlite3: its shell tests; memcached, libmemcached-tools
+# (memccapable, memcaslap) and nutcracker: issue #32's tests and
+# scripts/warmrestart.sh
 PMTX_PACKAGES="cmake make gcc g++ pkg-config libpmem-dev libpmemobj-dev check
 libatomic-ops-dev libbenchmark-dev clang libclang-rt-14-dev gnuplot-nox
-redis-tools redis-server tmux libsqlite3-dev sqlite3"
+redis-tools redis-server tmux libsqlite3-dev sqlite3 memcached libmemcached-tools
+nutcracker"
 
 # Install the Debian packages that are missing (needs root, as the README
 # says); does nothing when all are there.
