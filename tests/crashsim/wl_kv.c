@@ -26,8 +26,15 @@
  * gives the digest; the objects reached are kv_objects' (table, stripes'
  * directories, segments, nodes, values).
  *
- * With several threads, each has its own store in its own part. The
- * table keeps its 8,192 buckets: a few hundred keys start no resize.
+ * CRASHSIM_KV_RESIZE=1: RESIZE_KEYS keys more, setup sets as many keys as
+ * the table has buckets (8,192, small values), and the first step of a
+ * run adds one more: its commit starts the incremental resize, whose
+ * migrations the later writes carry on (kv_opts.resize_step buckets
+ * each), so crashes fall into them and recovery meets a store with two
+ * tables. (The run is too short to drain every stripe: the resize's last
+ * transaction is not reached.)
+ *
+ * With several threads, each has its own store in its own part.
  * Run when named (--workload kv). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +43,8 @@
 #include "sim.h"
 #include "store.h"
 
-enum { KEYS = 200, PRELOAD = 100, BATCH = 20, MAX_OPS = 10, KEY_MAX = 40, SMALL = 200,
-       BIG_MIN = 300, BIG_MAX = 3000 };
+enum { KEYS = 200, PRELOAD = 100, BATCH = 64, MAX_OPS = 10, KEY_MAX = 40, SMALL = 200,
+       BIG_MIN = 300, BIG_MAX = 3000, TABLE = 8192, RESIZE_KEYS = TABLE + KEYS };
 #define FAR_MS 4102444800000ull /* 2100-01-01 00:00 UTC, in ms since the epoch */
 #define SPREAD_MS 31536000000ull /* expiry times: up to a year later */
 #define ROLLBACK (-1)           /* kv_txn_end: any rc < 0 rolls back */
@@ -49,11 +56,22 @@ struct entry {
                               hash; at: its expiry (0: none) */
 };
 
-static struct entry cur[SIM_THREADS][KEYS];  /* committed */
-static struct entry next[SIM_THREADS][KEYS]; /* the transaction's */
-static uint64_t next_digest[SIM_THREADS];    /* announced at a commit */
+static struct entry cur[SIM_THREADS][RESIZE_KEYS];  /* committed */
+static struct entry next[SIM_THREADS][RESIZE_KEYS]; /* the transaction's */
+static uint64_t next_digest[SIM_THREADS];           /* announced at a commit */
 static kv_store *store[SIM_THREADS];
 static char vbuf[SIM_THREADS][BIG_MAX]; /* a value's bytes */
+static unsigned nkeys = KEYS;           /* keys of the run */
+static int grow[SIM_THREADS];           /* the next step adds the key that
+                                           starts the resize */
+
+/* CRASHSIM_KV_RESIZE=1: read by setup and by each recovery's process. */
+static int resize_mode(void)
+{
+    const char *r = getenv("CRASHSIM_KV_RESIZE");
+    nkeys = r && *r == '1' ? RESIZE_KEYS : KEYS;
+    return nkeys == RESIZE_KEYS;
+}
 
 /* ---- keys, values, digests */
 
@@ -72,9 +90,9 @@ static int key_index(const char *p, size_t n)
 {
     char buf[KEY_MAX];
     unsigned k = 0;
-    for (size_t i = 4; i < n && p[i] >= '0' && p[i] <= '9' && k < KEYS; i++)
+    for (size_t i = 4; i < n && p[i] >= '0' && p[i] <= '9' && k < nkeys; i++)
         k = k * 10 + (unsigned)(p[i] - '0');
-    if (k >= KEYS)
+    if (k >= nkeys)
         return -1;
     struct kv_slice s = key_of(k, buf);
     return s.n == n && !memcmp(s.p, p, n) ? (int)k : -1;
@@ -97,7 +115,7 @@ static uint64_t value_hash(const void *v, size_t len)
 static uint64_t digest_of(const struct entry *e)
 {
     uint64_t d = 11, n = 0;
-    for (unsigned k = 0; k < KEYS; k++)
+    for (unsigned k = 0; k < nkeys; k++)
         if (e[k].present) {
             d = sim_hash(d, &k, sizeof k);
             d = sim_hash(d, &e[k].len, sizeof e[k].len);
@@ -220,7 +238,7 @@ static int run_txn(int t, const unsigned *ks, size_t n, uint64_t *rng, int may_r
     kv_txn *x;
     for (size_t i = 0; i < n; i++)
         keys[i] = key_of(ks[i], names[i]);
-    memcpy(next[t], cur[t], sizeof next[t]);
+    memcpy(next[t], cur[t], nkeys * sizeof *cur[t]);
     next_digest[t] = digest_of(cur[t]); /* nothing changes before the end */
     int rc = kv_txn_begin(store[t], n, keys, 1, &x);
     if (rc)
@@ -236,17 +254,27 @@ static int run_txn(int t, const unsigned *ks, size_t n, uint64_t *rng, int may_r
     next_digest[t] = digest_of(next[t]);
     if ((rc = kv_txn_end(x, 0)))
         return rc;
-    memcpy(cur[t], next[t], sizeof cur[t]);
+    memcpy(cur[t], next[t], nkeys * sizeof *cur[t]);
     return 0;
+}
+
+static int preload_put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
+{
+    return put(t, x, k, key, rng, nkeys == KEYS && sim_rand(rng) % 8 == 0);
 }
 
 static int kv_step(txn_pool *p, int t, uint64_t *rng)
 {
     (void)p;
     unsigned ks[MAX_OPS];
+    if (grow[t]) { /* one key more than the table's buckets */
+        grow[t] = 0;
+        ks[0] = TABLE;
+        return run_txn(t, ks, 1, rng, 0, preload_put);
+    }
     size_t n = 1 + (size_t)(sim_rand(rng) % MAX_OPS);
     for (size_t i = 0; i < n; i++)
-        ks[i] = (unsigned)(sim_rand(rng) % KEYS);
+        ks[i] = (unsigned)(sim_rand(rng) % nkeys);
     return run_txn(t, ks, n, rng, 1, command);
 }
 
@@ -258,17 +286,13 @@ static int commit_hook(txn *tx, void *arg)
     return sim_commit(tx, t, next_digest[t]);
 }
 
-static int preload_put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
-{
-    return put(t, x, k, key, rng, sim_rand(rng) % 8 == 0);
-}
-
 static int kv_setup(txn_pool *p, int t)
 {
     if (store[t]) { /* the previous run's, when it ended in an error */
         kv_close(store[t]);
         store[t] = NULL;
     }
+    grow[t] = resize_mode();
     memset(cur[t], 0, sizeof cur[t]);
     next_digest[t] = digest_of(cur[t]);
     txn *tx;
@@ -283,11 +307,13 @@ static int kv_setup(txn_pool *p, int t)
         return rc;
     }
     uint64_t rng = 91 + (uint64_t)t;
-    unsigned ks[BATCH];
-    for (unsigned k = 0; k < PRELOAD && !rc; k += BATCH) {
-        for (unsigned i = 0; i < BATCH; i++)
-            ks[i] = 2 * (k + i) % KEYS; /* every other key */
-        rc = run_txn(t, ks, BATCH, &rng, 0, preload_put);
+    unsigned ks[BATCH], preload = grow[t] ? TABLE : PRELOAD, n;
+    for (unsigned k = 0; k < preload && !rc; k += n) {
+        n = preload - k < BATCH ? preload - k : BATCH;
+        for (unsigned i = 0; i < n; i++) /* every other key; in resize mode
+                                            the first TABLE */
+            ks[i] = grow[t] ? k + i : 2 * (k + i);
+        rc = run_txn(t, ks, n, &rng, 0, preload_put);
     }
     return rc;
 }
@@ -321,7 +347,7 @@ static int check(kv_store *s)
 }
 
 struct listing {
-    unsigned char seen[KEYS];
+    unsigned char seen[RESIZE_KEYS];
     int bad;
 };
 
@@ -341,14 +367,16 @@ static void list_key(void *arg, const char *k, size_t n)
 /* The digest of every key a scan finds, each read in its own kv_txn. */
 static int read_all(kv_store *s, uint64_t *digest)
 {
-    struct listing l = {{0}, 0};
-    struct entry e[KEYS] = {{0}};
+    static struct listing l;
+    static struct entry e[RESIZE_KEYS]; /* too large for the stack */
     uint64_t c = 0;
     int rc;
+    memset(&l, 0, sizeof l);
+    memset(e, 0, sizeof e);
     do
         rc = kv_scan(s, c, 1024, list_key, &l, &c);
     while (!rc && c);
-    for (unsigned k = 0; k < KEYS && !rc; k++) {
+    for (unsigned k = 0; k < nkeys && !rc; k++) {
         char name[KEY_MAX];
         struct kv_slice key = key_of(k, name);
         kv_txn *x;
@@ -377,6 +405,7 @@ static int kv_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
     int rc = txn_begin(p, &tx);
     if (rc)
         return 1;
+    resize_mode();
     txn_obj *part = sim_part(tx, p, t);
     txn_abort(tx);
     if ((rc = kv_adopt(p, part, &o, &s))) {
