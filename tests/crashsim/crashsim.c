@@ -114,6 +114,14 @@ uint64_t sim_rand(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+void sim_bytes(uint64_t *s, void *out, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w = sim_rand(s);
+        memcpy((char *)out + i, &w, n - i < 8 ? n - i : 8);
+    }
+}
+
 uint64_t sim_hash(uint64_t h, const void *p, size_t n)
 {
     return csum64(h, p, n);

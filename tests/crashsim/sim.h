@@ -118,6 +118,8 @@ int sim_check_alloc(txn_pool *p, const struct reach *r);
 
 /* Helpers for workloads. */
 uint64_t sim_rand(uint64_t *s);
+/* n bytes from the generator at *s (a value made again from its seed) */
+void sim_bytes(uint64_t *s, void *out, size_t n);
 uint64_t sim_hash(uint64_t h, const void *p, size_t n);
 
 #endif

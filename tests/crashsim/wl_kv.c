@@ -52,8 +52,7 @@ enum { KEYS = 200, PRELOAD = 100, BATCH = 64, MAX_OPS = 10, KEY_MAX = 40, SMALL 
 struct entry {
     int present;
     uint32_t len;
-    uint64_t seed, vh, at; /* the value's bytes come from seed; vh: their
-                              hash; at: its expiry (0: none) */
+    uint64_t vh, at; /* the value's hash; its expiry (0: none) */
 };
 
 static struct entry cur[SIM_THREADS][RESIZE_KEYS];  /* committed */
@@ -96,15 +95,6 @@ static int key_index(const char *p, size_t n)
         return -1;
     struct kv_slice s = key_of(k, buf);
     return s.n == n && !memcmp(s.p, p, n) ? (int)k : -1;
-}
-
-static void value_of(uint64_t seed, uint32_t len, char *out)
-{
-    uint64_t x = seed;
-    for (uint32_t i = 0; i < len; i += 8) {
-        uint64_t w = sim_rand(&x);
-        memcpy(out + i, &w, len - i < 8 ? len - i : 8);
-    }
 }
 
 static uint64_t value_hash(const void *v, size_t len)
@@ -155,10 +145,9 @@ static int put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng,
 {
     struct entry *e = &next[t][k];
     uint64_t at = pick_at(rng, 1);
-    e->seed = sim_rand(rng);
     e->len = big ? BIG_MIN + (uint32_t)(sim_rand(rng) % (BIG_MAX - BIG_MIN + 1))
                  : 1 + (uint32_t)(sim_rand(rng) % SMALL);
-    value_of(e->seed, e->len, vbuf[t]);
+    sim_bytes(rng, vbuf[t], e->len);
     e->vh = value_hash(vbuf[t], e->len);
     e->at = at != KV_KEEPTTL ? at : e->present ? e->at : 0;
     e->present = 1;
