@@ -1,7 +1,9 @@
 /* store.c - the persistent hash table of the key-value store, on txn.h.
  *
  * Layout (every field a u64 or a txn_obj handle)
- *   root     {magic, version, stripes, seg_buckets, table, old}
+ *   root     {magic, version, stripes, seg_buckets, table, old}: the
+ *            pool's root, or the object a program hosting the store in a
+ *            pool of its own gave kv_adopt
  *   table    {bits, sdir[STRIPES]}: 2^bits buckets; written only when made
  *   sdir     {migrated, seg[per_stripe / SEG_BUCKETS]}: one per stripe and
  *            table; a NULL seg is a segment of empty buckets not made yet
@@ -98,6 +100,7 @@
 /* root */
 enum { R_MAGIC = 0, R_VERSION = 8, R_STRIPES = 16, R_SEG = 24, R_TABLE = 32, R_OLD = 40,
        ROOT_SIZE = 48 };
+_Static_assert(ROOT_SIZE == KV_ROOT_SIZE, "store.h's KV_ROOT_SIZE");
 /* table */
 enum { T_BITS = 0, T_SDIR = 8, TABLE_SIZE = T_SDIR + 8 * STRIPES };
 /* sdir */
@@ -154,6 +157,10 @@ struct stripe_lock {
 
 struct kv_store {
     txn_pool *p;
+    txn_obj *root; /* txn_root(p), or what kv_adopt was given */
+    int own;       /* kv_open opened p: kv_close closes it */
+    int (*commit)(txn *tx, void *arg); /* kv_opts.commit, or NULL */
+    void *commit_arg;
     size_t pool_size;
     struct stripe_lock lock[STRIPES];
     struct view v;
@@ -282,9 +289,9 @@ static int op_end(struct op *o, int rc)
         txn_abort(o->tx);
         return rc;
     }
-    if ((rc = txn_commit(o->tx)))
-        return rc;
     kv_store *s = o->s;
+    if ((rc = s->commit ? s->commit(o->tx, s->commit_arg) : txn_commit(o->tx)))
+        return rc;
     /* every thread's counters: not touched when unchanged (reads, same-size
      * overwrites), or each GET would bounce their line between the workers */
     if (o->dkeys)
@@ -718,7 +725,7 @@ static int resize_start(kv_store *s)
     if (!v->old && v->bits < MAX_BITS && atomic_load(&s->keys) > ((uint64_t)1 << v->bits)) {
         txn_obj *tabs[2] = {NULL, v->table}; /* R_TABLE, R_OLD */
         if (!(rc = table_make(&o, v->bits + 1, &tabs[0])) &&
-            !(rc = wr(&o, txn_root(s->p), R_TABLE, tabs, sizeof tabs)) &&
+            !(rc = wr(&o, s->root, R_TABLE, tabs, sizeof tabs)) &&
             !(rc = view_load(&o, tabs[0], v->table, &w.v)))
             w.apply = 1;
     }
@@ -741,7 +748,7 @@ static int resize_finish(kv_store *s)
             return op_end(&o, 0); /* not drained yet */
     }
     txn_obj *none = NULL;
-    if (v->old && !rc && !(rc = wr(&o, txn_root(s->p), R_OLD, &none, sizeof none)) &&
+    if (v->old && !rc && !(rc = wr(&o, s->root, R_OLD, &none, sizeof none)) &&
         !(rc = txn_free(o.tx, v->old))) {
         w.v = *v;
         w.v.old = NULL;
@@ -1383,7 +1390,7 @@ static int root_init(struct op *o)
     int rc = table_make(o, MIN_BITS, &t);
     uint64_t r[ROOT_SIZE / 8] = {KV_MAGIC, KV_VERSION, STRIPES, SEG_BUCKETS,
                                  (uint64_t)(uintptr_t)t, 0};
-    return rc ? rc : wr(o, txn_root(o->s->p), 0, r, sizeof r);
+    return rc ? rc : wr(o, o->s->root, 0, r, sizeof r);
 }
 
 /* Count keys and bytes, and the stripes a running resize has drained. */
@@ -1446,7 +1453,7 @@ static int load(kv_store *s)
     struct op o;
     uint64_t r[ROOT_SIZE / 8], keys = 0, bytes = 0, expires = 0;
     unsigned done = 0;
-    txn_obj *root = txn_root(s->p);
+    txn_obj *root = s->root;
     if (txn_obj_size(s->p, root) < ROOT_SIZE)
         return refuse(TXN_E_CORRUPT, "root object of %zu bytes", txn_obj_size(s->p, root));
     int rc = op_begin(&o, s);
@@ -1495,30 +1502,24 @@ static size_t file_size(const char *path)
     return (size_t)st.st_size;
 }
 
-int kv_open(const char *path, const struct kv_opts *opt, kv_store **out)
+int kv_adopt(txn_pool *p, txn_obj *root, const struct kv_opts *opt, kv_store **out)
 {
     kv_store *s = aligned_alloc(64, (sizeof *s + 63) & ~(size_t)63);
     if (!s)
         return TXN_E_NOMEM;
     memset(s, 0, sizeof *s);
     why_rc = 0;
-    int rc = opt->view ? txn_pool_view(path, LAYOUT, &s->p) : txn_pool_open(path, LAYOUT, &s->p);
-    if (rc == TXN_E_NOENT && !opt->no_create && !opt->view) {
-        txn_pool_opts po = {.size = opt->pool_size, .root_size = ROOT_SIZE,
-                            .threads = opt->threads};
-        rc = txn_pool_create(path, LAYOUT, &po, &s->p);
-    }
-    if (rc) {
-        free(s);
-        return rc;
-    }
+    s->p = p;
+    s->root = root;
+    s->commit = opt->commit;
+    s->commit_arg = opt->commit_arg;
     for (unsigned i = 0; i < STRIPES; i++)
         pthread_mutex_init(&s->lock[i].m, NULL);
     pthread_mutex_init(&s->resize, NULL);
     s->resize_step = opt->resize_step ? opt->resize_step : MIGRATE_SCAN;
     s->view = opt->view;
-    s->pool_size = file_size(path);
-    if ((rc = load(s))) {
+    int rc = load(s);
+    if (rc) {
         kv_close(s);
         return rc;
     }
@@ -1526,9 +1527,31 @@ int kv_open(const char *path, const struct kv_opts *opt, kv_store **out)
     return 0;
 }
 
+int kv_open(const char *path, const struct kv_opts *opt, kv_store **out)
+{
+    txn_pool *p;
+    why_rc = 0;
+    int rc = opt->view ? txn_pool_view(path, LAYOUT, &p) : txn_pool_open(path, LAYOUT, &p);
+    if (rc == TXN_E_NOENT && !opt->no_create && !opt->view) {
+        txn_pool_opts po = {.size = opt->pool_size, .root_size = ROOT_SIZE,
+                            .threads = opt->threads};
+        rc = txn_pool_create(path, LAYOUT, &po, &p);
+    }
+    if (rc)
+        return rc;
+    if ((rc = kv_adopt(p, txn_root(p), opt, out))) {
+        txn_pool_close(p);
+        return rc;
+    }
+    (*out)->own = 1;
+    (*out)->pool_size = file_size(path);
+    return 0;
+}
+
 void kv_close(kv_store *s)
 {
-    txn_pool_close(s->p);
+    if (s->own)
+        txn_pool_close(s->p);
     for (unsigned i = 0; i < STRIPES; i++)
         pthread_mutex_destroy(&s->lock[i].m);
     pthread_mutex_destroy(&s->resize);
@@ -1732,4 +1755,86 @@ int kv_check(kv_store *s, FILE *out)
             (unsigned long long)c.keys, (unsigned long long)1 << v->bits,
             v->old ? " (resizing)" : "");
     return c.problems ? TXN_E_CORRUPT : 0;
+}
+
+/* ---- kv_objects */
+
+struct objwalk {
+    struct op o;
+    int (*fn)(txn_obj *o, void *arg);
+    void *arg;
+};
+
+/* fn on a handle the store holds, once it is known to be an object of at
+ * least n bytes. */
+static int visit(struct objwalk *w, txn_obj *obj, size_t n, const char *what)
+{
+    if (!obj || txn_obj_size(w->o.s->p, obj) < n)
+        return refuse(TXN_E_CORRUPT, "%s %p is no object of %zu bytes", what, (void *)obj, n);
+    return w->fn(obj, w->arg);
+}
+
+/* The nodes and values of the chains of one segment (K1: as many as the
+ * bucket's count, which also stops a cycle). */
+static int visit_chains(struct objwalk *w, txn_obj *seg)
+{
+    for (unsigned i = 0; i < SEG_BUCKETS; i++) {
+        uint64_t b[2], len = 0; /* {head, n} */
+        int rc = rd(&w->o, seg, BUCKET_BYTES * i, b, sizeof b);
+        if (rc)
+            return rc;
+        for (txn_obj *cur = (txn_obj *)(uintptr_t)b[0]; cur; len++) {
+            struct node_hdr h;
+            if (len == b[1])
+                return refuse(TXN_E_CORRUPT, "segment %p, bucket %u: more nodes than its count "
+                              "%llu", (void *)seg, i, (unsigned long long)b[1]);
+            if ((rc = visit(w, cur, HDR, "node")) || (rc = node_hdr(&w->o, cur, &h)) ||
+                (h.val && (rc = visit(w, h.val, h.vlen, "value"))))
+                return rc;
+            cur = h.next;
+        }
+        if (len != b[1])
+            return refuse(TXN_E_CORRUPT, "segment %p, bucket %u: %llu nodes, its count says "
+                          "%llu", (void *)seg, i, (unsigned long long)len,
+                          (unsigned long long)b[1]);
+    }
+    return 0;
+}
+
+/* One stripe of a table of `bits` bits: its directory, segments, chains. */
+static int visit_stripe(struct objwalk *w, txn_obj *sdir, unsigned bits)
+{
+    uint64_t nseg = per_stripe(bits) / SEG_BUCKETS;
+    int rc = visit(w, sdir, D_SEG + 8 * (size_t)nseg, "stripe directory");
+    for (uint64_t q = 0; q < nseg && !rc; q++) {
+        txn_obj *seg;
+        if (!(rc = rd_obj(&w->o, sdir, D_SEG + 8 * q, &seg)) && seg &&
+            !(rc = visit(w, seg, SEG_BYTES, "segment")))
+            rc = visit_chains(w, seg);
+    }
+    return rc;
+}
+
+int kv_objects(kv_store *s, int (*fn)(txn_obj *o, void *arg), void *arg)
+{
+    struct objwalk w = {.fn = fn, .arg = arg};
+    struct view *v = &s->v;
+    int rc = op_begin(&w.o, s);
+    if (rc)
+        return rc;
+    if (!(rc = visit(&w, v->table, TABLE_SIZE, "table")) && v->old)
+        rc = visit(&w, v->old, TABLE_SIZE, "old table");
+    for (unsigned st = 0; st < STRIPES && !rc; st++) {
+        uint64_t m;
+        /* K3: a drained stripe's old directory and segments are freed */
+        if (!(rc = visit_stripe(&w, v->sdir[st], v->bits)) && v->old &&
+            !(rc = rd(&w.o, v->sdir[st], D_MIGRATED, &m, sizeof m)) &&
+            m != per_stripe(v->bits - 1))
+            rc = visit_stripe(&w, v->old_sdir[st], v->bits - 1);
+    }
+    if (rc) { /* fn's own return may be positive: op_end would commit */
+        txn_abort(w.o.tx);
+        return rc;
+    }
+    return op_end(&w.o, 0);
 }

@@ -33,17 +33,36 @@ struct kv_opts {
     int no_create;        /* a missing pool file is TXN_E_NOENT */
     int view;             /* open a private view (txn_pool_view): nothing
                              this process does reaches the file */
+    /* when not NULL, ends each transaction the store commits instead of
+     * txn_commit, and must end it as txn_commit does (reads' too): how the
+     * crash simulator (tests/crashsim/wl_kv.c) announces what a commit
+     * makes of the store */
+    int (*commit)(txn *tx, void *arg);
+    void *commit_arg;
 };
 
 /* Open the store in the pool file `path`, creating pool and store if the
  * file does not exist (unless no_create); opening recovers the pool. */
 int kv_open(const char *path, const struct kv_opts *o, kv_store **out);
 
-/* What to print for an error of kv_open: the pool's refusal
+/* ---- a store in a pool its program opened itself (the crash simulator,
+ * whose pool holds other objects too; kv_open is this on txn_root). */
+
+#define KV_ROOT_SIZE 48 /* bytes the store's root object needs at least */
+
+/* Open the store whose root is `root`, an object of the open pool p of
+ * at least KV_ROOT_SIZE bytes: all zero, it gets a new, empty store (in
+ * one transaction). Of `o`, only resize_step, view and commit are read.
+ * kv_close leaves p open; kv_info's pool_size is 0. Errors as kv_open's
+ * after the pool opened: TXN_E_CORRUPT, TXN_E_LAYOUTVER (kv_strerror). */
+int kv_adopt(txn_pool *p, txn_obj *root, const struct kv_opts *o, kv_store **out);
+
+/* What to print for an error of kv_open or kv_adopt: the pool's refusal
  * (txn_pool_strerror) or what the store found damaged in it. */
 const char *kv_strerror(int rc);
 
-/* Close the pool: no call may be running. */
+/* Close the store, and its pool if kv_open opened it: no call may be
+ * running. */
 void kv_close(kv_store *s);
 
 txn_pool *kv_pool(kv_store *s);
@@ -52,6 +71,15 @@ txn_pool *kv_pool(kv_store *s);
  * unique, counts and resize state consistent. Problems go to `out`.
  * Returns 0 if the store is sound, else TXN_E_CORRUPT. Single-threaded. */
 int kv_check(kv_store *s, FILE *out);
+
+/* Call fn on every persistent object the store holds, its root
+ * excepted: the table (and the old one during a resize), the stripes'
+ * directories, the segments, the nodes and the values kept apart, each
+ * once, checking on the way that each handle is an object of its size
+ * and that each chain is as long as its bucket's count. Returns 0, fn's
+ * nonzero return, or TXN_E_CORRUPT (kv_strerror says where). For the
+ * allocator's audit (crash simulator). Single-threaded, like kv_check. */
+int kv_objects(kv_store *s, int (*fn)(txn_obj *o, void *arg), void *arg);
 
 /* What a value is: the store keeps the type with the key; a hash is a
  * string the server encodes (hashes.c); an item is a string stored by

@@ -4,7 +4,7 @@
  * the workload's oracle and the allocator. One crash image in four also
  * crashes recovery itself at a random point and recovers that image again.
  *
- *   crashsim-<engine> [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|sqlite]
+ *   crashsim-<engine> [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|sqlite|kv]
  *                     [--images N] [--seed S] [--threads T] [--sync-every K]
  *
  * With T threads, each runs the workload on its own part of one pool, all
@@ -39,7 +39,7 @@
 
 static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix, &wl_leaf,
                                                    &wl_sparse, &wl_migrate, &wl_extend,
-                                                   &wl_masstree, &wl_sqlite};
+                                                   &wl_masstree, &wl_sqlite, &wl_kv};
 
 /* ---- the oracle. Each thread calls txn_sync() after every
  * `sync_every` commits (a no-op for engines durable at commit, which run
@@ -112,6 +112,14 @@ uint64_t sim_rand(uint64_t *s)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+void sim_bytes(uint64_t *s, void *out, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w = sim_rand(s);
+        memcpy((char *)out + i, &w, n - i < 8 ? n - i : 8);
+    }
 }
 
 uint64_t sim_hash(uint64_t h, const void *p, size_t n)
@@ -664,7 +672,8 @@ int main(int argc, char **argv)
             sync_every = (unsigned)atoi(optarg);
         else {
             fprintf(stderr,
-                    "usage: %s [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|sqlite]"
+                    "usage: %s [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|"
+                    "sqlite|kv]"
                     " [--images N] [--seed S]"
                     " [--threads 1..%d] [--sync-every 1..%d]\n",
                     argv[0], SIM_THREADS, MAX_SYNC_EVERY);

@@ -59,6 +59,8 @@ extern const struct workload wl_leaf __attribute__((weak));
 extern const struct workload wl_sparse __attribute__((weak));
 /* Built where SQLite is (weak: NULL elsewhere): wl_sqlite.c. */
 extern const struct workload wl_sqlite __attribute__((weak));
+/* Built with the key-value store's source (weak): wl_kv.c. */
+extern const struct workload wl_kv __attribute__((weak));
 /* Optional, from a workload file (weak): the first access to thread t's
  * part after recovery, for a workload whose structure recovers lazily; the
  * driver runs it, and crashes it, as part of recovery. */
@@ -116,6 +118,8 @@ int sim_check_alloc(txn_pool *p, const struct reach *r);
 
 /* Helpers for workloads. */
 uint64_t sim_rand(uint64_t *s);
+/* n bytes from the generator at *s (a value made again from its seed) */
+void sim_bytes(uint64_t *s, void *out, size_t n);
 uint64_t sim_hash(uint64_t h, const void *p, size_t n);
 
 #endif

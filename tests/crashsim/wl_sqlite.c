@@ -76,11 +76,7 @@ static struct conn {
 
 static void value_of(uint64_t seed, uint32_t len, unsigned char *out)
 {
-    uint64_t x = seed;
-    for (uint32_t i = 0; i < len; i += 8) {
-        uint64_t w = sim_rand(&x);
-        memcpy(out + i, &w, len - i < 8 ? len - i : 8);
-    }
+    sim_bytes(&seed, out, len);
 }
 
 static uint64_t value_hash(const void *v, size_t len)

@@ -1,0 +1,422 @@
+/* wl_kv.c - the crash simulator's key-value store workload: the store of
+ * apps/kvstore (store.h) kept in the driver's own pool, each step one
+ * kv_txn, as the server's MULTI/EXEC runs its queued commands.
+ *
+ * The pool: thread t's part (KV_ROOT_SIZE bytes) is the store's root
+ * (kv_adopt). Every transaction the store commits ends in sim_commit (the
+ * store's commit hook, kv_opts.commit), announcing next_digest[t]: the
+ * digest of the store as the step leaves it if it commits, and as it was
+ * before for every other commit (reads, a resize: they change no key).
+ *
+ * The keys: KEYS names of 7 to 36 bytes, PRELOAD of them set by setup.
+ * Each step locks 1 to MAX_OPS random keys (kv_txn_begin) and runs one
+ * command on each, a key may come twice: puts of 1 to SMALL bytes (kept
+ * in the node) or of BIG_MIN to BIG_MAX (a value object of their own),
+ * never expiring, expiring far in the future or keeping their expiry
+ * (KV_KEEPTTL); deletes; expiry set far ahead or removed (kv_txn_expire);
+ * reads of a value or an expiry, checked against the transaction's own
+ * writes. Then it rolls back one time in eight (kv_txn_end with rc < 0),
+ * else commits. Expiry times lie in the year 2100 or later: no key expires
+ * during a run or a check, so the oracle does not depend on the clock.
+ *
+ * The oracle: per key present, its value's length and hash and its expiry
+ * time, digested in key order. After recovery kv_adopt loads the store
+ * (counting its keys), kv_check must pass (the workload's invariant), a
+ * kv_scan lists the keys, each read in a read-only kv_txn (value, expiry)
+ * gives the digest; the objects reached are kv_objects' (table, stripes'
+ * directories, segments, nodes, values).
+ *
+ * CRASHSIM_KV_RESIZE=1: RESIZE_KEYS keys more, setup sets as many keys as
+ * the table has buckets (8,192, small values), and the first step of a
+ * run adds one more: its commit starts the incremental resize, whose
+ * migrations the later writes carry on (kv_opts.resize_step buckets
+ * each), so crashes fall into them and recovery meets a store with two
+ * tables. (The run is too short to drain every stripe: the resize's last
+ * transaction is not reached.)
+ *
+ * With several threads, each has its own store in its own part.
+ * Run when named (--workload kv). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "store.h"
+
+enum { KEYS = 200, PRELOAD = 100, BATCH = 64, MAX_OPS = 10, KEY_MAX = 40, SMALL = 200,
+       BIG_MIN = 300, BIG_MAX = 3000, TABLE = 8192, RESIZE_KEYS = TABLE + KEYS };
+#define FAR_MS 4102444800000ull /* 2100-01-01 00:00 UTC, in ms since the epoch */
+#define SPREAD_MS 31536000000ull /* expiry times: up to a year later */
+#define ROLLBACK (-1)           /* kv_txn_end: any rc < 0 rolls back */
+
+struct entry {
+    int present;
+    uint32_t len, type; /* type: enum kv_type, kept in the node's header */
+    uint64_t vh, at; /* the value's hash; its expiry (0: none) */
+};
+
+static struct entry cur[SIM_THREADS][RESIZE_KEYS];  /* committed */
+static struct entry next[SIM_THREADS][RESIZE_KEYS]; /* the transaction's */
+static uint64_t next_digest[SIM_THREADS];           /* announced at a commit */
+static kv_store *store[SIM_THREADS];
+static char vbuf[SIM_THREADS][BIG_MAX]; /* a value's bytes */
+static unsigned nkeys = KEYS;           /* keys of the run */
+static int grow[SIM_THREADS];           /* the next step adds the key that
+                                           starts the resize */
+
+/* CRASHSIM_KV_RESIZE=1: read by setup and by each recovery's process. */
+static int resize_mode(void)
+{
+    const char *r = getenv("CRASHSIM_KV_RESIZE");
+    nkeys = r && *r == '1' ? RESIZE_KEYS : KEYS;
+    return nkeys == RESIZE_KEYS;
+}
+
+/* ---- keys, values, digests */
+
+/* Key k's name into buf (KEY_MAX bytes): "key:<k>:" and 0 to 28 letters. */
+static struct kv_slice key_of(unsigned k, char *buf)
+{
+    int n = snprintf(buf, KEY_MAX, "key:%u:", k);
+    unsigned pad = k * 7 % 29;
+    for (unsigned j = 0; j < pad; j++)
+        buf[(unsigned)n + j] = (char)('a' + (k + j) % 26);
+    return (struct kv_slice){buf, (size_t)n + pad};
+}
+
+/* The number of the key named p[0..n), or -1 for no key of the workload. */
+static int key_index(const char *p, size_t n)
+{
+    char buf[KEY_MAX];
+    unsigned k = 0;
+    for (size_t i = 4; i < n && p[i] >= '0' && p[i] <= '9' && k < nkeys; i++)
+        k = k * 10 + (unsigned)(p[i] - '0');
+    if (k >= nkeys)
+        return -1;
+    struct kv_slice s = key_of(k, buf);
+    return s.n == n && !memcmp(s.p, p, n) ? (int)k : -1;
+}
+
+static uint64_t value_hash(const void *v, size_t len)
+{
+    return sim_hash(23, v, len);
+}
+
+static uint64_t digest_of(const struct entry *e)
+{
+    uint64_t d = 11, n = 0;
+    for (unsigned k = 0; k < nkeys; k++)
+        if (e[k].present) {
+            d = sim_hash(d, &k, sizeof k);
+            d = sim_hash(d, &e[k].len, sizeof e[k].len);
+            d = sim_hash(d, &e[k].vh, sizeof e[k].vh);
+            d = sim_hash(d, &e[k].at, sizeof e[k].at);
+            d = sim_hash(d, &e[k].type, sizeof e[k].type);
+            n++;
+        }
+    return sim_hash(d, &n, sizeof n);
+}
+
+static uint64_t kv_mirror(int t)
+{
+    return digest_of(cur[t]);
+}
+
+/* An expiry time for a put: none, far ahead, or (keep) KV_KEEPTTL. */
+static uint64_t pick_at(uint64_t *rng, int keep)
+{
+    unsigned dice = (unsigned)(sim_rand(rng) % 20);
+    if (dice < 11)
+        return 0;
+    if (keep && dice < 15)
+        return KV_KEEPTTL;
+    return FAR_MS + sim_rand(rng) % SPREAD_MS;
+}
+
+/* ---- the commands of a step, each checked against the mirror */
+
+static int drift(int t, unsigned k, const char *what)
+{
+    fprintf(stderr, "crashsim: kv: thread %d, key %u: %s differs from the mirror\n", t, k, what);
+    return TXN_E_CORRUPT;
+}
+
+/* Set key k to a new value of the transaction's mirror. */
+static int put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng, int big)
+{
+    struct entry *e = &next[t][k];
+    uint64_t at = pick_at(rng, 1);
+    e->len = big ? BIG_MIN + (uint32_t)(sim_rand(rng) % (BIG_MAX - BIG_MIN + 1))
+                 : 1 + (uint32_t)(sim_rand(rng) % SMALL);
+    sim_bytes(rng, vbuf[t], e->len);
+    e->vh = value_hash(vbuf[t], e->len);
+    e->at = at != KV_KEEPTTL ? at : e->present ? e->at : 0;
+    e->present = 1;
+    e->type = (uint32_t)(sim_rand(rng) % 3); /* a string, a hash, an item */
+    return kv_txn_write(x, key, (struct kv_slice){vbuf[t], e->len}, at, e->type);
+}
+
+struct got {
+    int found;
+    uint32_t len;
+    uint64_t vh;
+};
+
+static void got_value(void *arg, const char *v, size_t n)
+{
+    struct got *g = arg;
+    g->found = v != NULL;
+    g->len = (uint32_t)n;
+    g->vh = v ? value_hash(v, n) : 0;
+}
+
+/* 1 found, 0 missing or an error; the value and expiry into *e. */
+static int read_key(kv_txn *x, struct kv_slice key, struct entry *e)
+{
+    struct got g = {0};
+    unsigned type = 0;
+    int rc = kv_txn_read(x, key, got_value, &g, &type), ttl;
+    if (rc <= 0)
+        return rc;
+    if ((ttl = kv_txn_ttl(x, key, &e->at)) <= 0)
+        return ttl < 0 ? ttl : TXN_E_CORRUPT; /* the key went */
+    e->present = 1;
+    e->len = g.len;
+    e->vh = g.vh;
+    e->type = type;
+    return 1;
+}
+
+/* One command on key k; 0 or an error (TXN_E_CORRUPT: the store's answer
+ * is not the mirror's). */
+static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
+{
+    struct entry *e = &next[t][k];
+    unsigned dice = (unsigned)(sim_rand(rng) % 100);
+    int rc;
+    if (dice < 50) /* 35 small values, 15 large */
+        return put(t, x, k, key, rng, dice >= 35);
+    if (dice < 65) {
+        if ((rc = kv_txn_del(x, key)) < 0)
+            return rc;
+        if (rc != e->present)
+            return drift(t, k, "a delete's answer");
+        e->present = 0;
+        return 0;
+    }
+    if (dice < 80) {
+        uint64_t at = pick_at(rng, 0);
+        if ((rc = kv_txn_expire(x, key, at)) < 0)
+            return rc;
+        if (rc != e->present)
+            return drift(t, k, "an expire's answer");
+        e->at = e->present ? at : 0;
+        return 0;
+    }
+    struct entry seen = {0};
+    if ((rc = read_key(x, key, &seen)) < 0)
+        return rc;
+    if (seen.present != e->present ||
+        (e->present && (seen.len != e->len || seen.vh != e->vh || seen.at != e->at)))
+        return drift(t, k, "what a read sees");
+    return 0;
+}
+
+/* One kv_txn over keys ks[0..n); a committed one becomes the mirror. */
+static int run_txn(int t, const unsigned *ks, size_t n, uint64_t *rng, int may_roll_back,
+                   int (*cmd)(int, kv_txn *, unsigned, struct kv_slice, uint64_t *))
+{
+    char names[BATCH][KEY_MAX];
+    struct kv_slice keys[BATCH];
+    kv_txn *x;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = key_of(ks[i], names[i]);
+    memcpy(next[t], cur[t], nkeys * sizeof *cur[t]);
+    next_digest[t] = digest_of(cur[t]); /* nothing changes before the end */
+    int rc = kv_txn_begin(store[t], n, keys, 1, &x);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = cmd(t, x, ks[i], keys[i], rng);
+    if (rc) /* an error ends the run: the transaction goes */
+        return kv_txn_end(x, rc);
+    if (may_roll_back && sim_rand(rng) % 8 == 0) {
+        kv_txn_end(x, ROLLBACK);
+        return 0;
+    }
+    next_digest[t] = digest_of(next[t]);
+    if ((rc = kv_txn_end(x, 0)))
+        return rc;
+    memcpy(cur[t], next[t], nkeys * sizeof *cur[t]);
+    return 0;
+}
+
+static int preload_put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
+{
+    return put(t, x, k, key, rng, nkeys == KEYS && sim_rand(rng) % 8 == 0);
+}
+
+static int kv_step(txn_pool *p, int t, uint64_t *rng)
+{
+    (void)p;
+    unsigned ks[MAX_OPS];
+    if (grow[t]) { /* one key more than the table's buckets */
+        grow[t] = 0;
+        ks[0] = TABLE;
+        return run_txn(t, ks, 1, rng, 0, preload_put);
+    }
+    size_t n = 1 + (size_t)(sim_rand(rng) % MAX_OPS);
+    for (size_t i = 0; i < n; i++)
+        ks[i] = (unsigned)(sim_rand(rng) % nkeys);
+    return run_txn(t, ks, n, rng, 1, command);
+}
+
+/* ---- setup and the run's end */
+
+static int commit_hook(txn *tx, void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    return sim_commit(tx, t, next_digest[t]);
+}
+
+static int kv_setup(txn_pool *p, int t)
+{
+    if (store[t]) { /* the previous run's, when it ended in an error */
+        kv_close(store[t]);
+        store[t] = NULL;
+    }
+    grow[t] = resize_mode();
+    memset(cur[t], 0, sizeof cur[t]);
+    next_digest[t] = digest_of(cur[t]);
+    txn *tx;
+    int rc = txn_begin(p, &tx);
+    if (rc)
+        return rc;
+    txn_obj *part = sim_part(tx, p, t);
+    txn_abort(tx);
+    struct kv_opts o = {.commit = commit_hook, .commit_arg = (void *)(intptr_t)t};
+    if ((rc = kv_adopt(p, part, &o, &store[t]))) {
+        fprintf(stderr, "crashsim: kv: %s\n", kv_strerror(rc));
+        return rc;
+    }
+    uint64_t rng = 91 + (uint64_t)t;
+    unsigned ks[BATCH], preload = grow[t] ? TABLE : PRELOAD, n;
+    for (unsigned k = 0; k < preload && !rc; k += n) {
+        n = preload - k < BATCH ? preload - k : BATCH;
+        for (unsigned i = 0; i < n; i++) /* every other key; in resize mode
+                                            the first TABLE */
+            ks[i] = grow[t] ? k + i : 2 * (k + i);
+        rc = run_txn(t, ks, n, &rng, 0, preload_put);
+    }
+    return rc;
+}
+
+/* The run's end: the driver closes the pool next. */
+static int kv_finish(int t)
+{
+    kv_close(store[t]);
+    store[t] = NULL;
+    return 0;
+}
+
+/* ---- reading back a recovered pool */
+
+/* kv_check passes; what it says goes to stderr only when it fails. */
+static int check(kv_store *s)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return 1;
+    int rc = kv_check(s, f);
+    fclose(f);
+    for (char *line = text, *end; rc && line && *line; line = end ? end + 1 : NULL) {
+        end = strchr(line, '\n');
+        fprintf(stderr, "  kv: %.*s\n", end ? (int)(end - line) : (int)strlen(line), line);
+    }
+    free(text);
+    return rc != 0;
+}
+
+struct listing {
+    unsigned char seen[RESIZE_KEYS];
+    int bad;
+};
+
+static void list_key(void *arg, const char *k, size_t n, unsigned type)
+{
+    (void)type;
+    struct listing *l = arg;
+    int i = key_index(k, n);
+    if (i < 0 || l->seen[i]) {
+        if (l->bad++ < 3)
+            fprintf(stderr, "  kv: scan: %s key %.*s\n", i < 0 ? "unknown" : "repeated",
+                    (int)n, k);
+        return;
+    }
+    l->seen[i] = 1;
+}
+
+/* The digest of every key a scan finds, each read in its own kv_txn. */
+static int read_all(kv_store *s, uint64_t *digest)
+{
+    static struct listing l;
+    static struct entry e[RESIZE_KEYS]; /* too large for the stack */
+    uint64_t c = 0;
+    int rc;
+    memset(&l, 0, sizeof l);
+    memset(e, 0, sizeof e);
+    do
+        rc = kv_scan(s, c, 1024, list_key, &l, &c);
+    while (!rc && c);
+    for (unsigned k = 0; k < nkeys && !rc; k++) {
+        char name[KEY_MAX];
+        struct kv_slice key = key_of(k, name);
+        kv_txn *x;
+        if (!l.seen[k] || (rc = kv_txn_begin(s, 1, &key, 0, &x)))
+            continue;
+        if ((rc = read_key(x, key, &e[k])) == 0)
+            fprintf(stderr, "  kv: key %u: listed, but missing\n", k);
+        rc = kv_txn_end(x, rc > 0 ? 0 : rc ? rc : TXN_E_CORRUPT);
+    }
+    if (rc)
+        fprintf(stderr, "  kv: reading the keys: %s\n", txn_strerror(rc));
+    *digest = digest_of(e);
+    return rc || l.bad;
+}
+
+static int reach_cb(txn_obj *o, void *arg)
+{
+    return reach_add(arg, o);
+}
+
+static int kv_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
+{
+    txn *tx;
+    kv_store *s;
+    struct kv_opts o = {0};
+    int rc = txn_begin(p, &tx);
+    if (rc)
+        return 1;
+    resize_mode();
+    txn_obj *part = sim_part(tx, p, t);
+    txn_abort(tx);
+    if ((rc = kv_adopt(p, part, &o, &s))) {
+        fprintf(stderr, "  kv: open: %s\n", kv_strerror(rc));
+        return 1;
+    }
+    int bad = check(s);
+    if (!bad)
+        bad = read_all(s, digest);
+    /* the objects even of a broken store: the allocator's verdict too */
+    if ((rc = kv_objects(s, reach_cb, r))) {
+        fprintf(stderr, "  kv: objects: %s\n", kv_strerror(rc));
+        bad = 1;
+    }
+    kv_close(s);
+    return bad;
+}
+
+const struct workload wl_kv = {"kv", 4u << 20, KV_ROOT_SIZE, kv_setup, kv_step, kv_mirror,
+                               kv_read, WL_BY_NAME, kv_finish};
