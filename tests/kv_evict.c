@@ -1,0 +1,169 @@
+/* kv_evict.c - the store's eviction (kv_evict, apps/kvstore/store.c)
+ * against a reference model, on every engine.
+ *
+ * The model is a map of every key the test set, with the value it holds.
+ * After each eviction: the keys' bytes are within the limit; every key is
+ * either there with exactly its value and expiry, or gone (nothing half
+ * there); the store passes kv_check; the count of keys gone is what
+ * kv_evict said. CLOCK: keys looked up just before an eviction that takes
+ * a part of the store are not among those it takes. A reopened store
+ * holds what the model says (eviction's deletions are durable). */
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "store.h"
+
+enum { KEYS = 3000, HOT = 40 };
+
+struct model {
+    int present[KEYS];
+    unsigned len[KEYS];
+};
+
+static struct kv_slice key_of(unsigned i, char *buf)
+{
+    return (struct kv_slice){buf, (size_t)snprintf(buf, 32, "key:%u", i)};
+}
+
+/* key i's value of `len` bytes: its number, then filler */
+static void value_of(unsigned i, unsigned len, char *v)
+{
+    for (unsigned j = 0; j < len; j++)
+        v[j] = (char)('a' + (i * 31 + j) % 26);
+}
+
+static void put(kv_store *s, struct model *m, unsigned i, unsigned len, uint64_t at)
+{
+    char kb[32], v[1200];
+    struct kv_slice k = key_of(i, kb);
+    kv_txn *t;
+    value_of(i, len, v);
+    CHECK_OK(kv_txn_begin(s, 1, &k, 1, &t));
+    CHECK_OK(kv_txn_put(t, k, (struct kv_slice){v, len}, at));
+    CHECK_OK(kv_txn_end(t, 0));
+    m->present[i] = 1;
+    m->len[i] = len;
+}
+
+struct got {
+    unsigned len;
+    int same;
+    unsigned i;
+};
+
+static void got_cb(void *arg, const char *v, size_t n)
+{
+    struct got *g = arg;
+    char want[1200];
+    g->len = (unsigned)n;
+    value_of(g->i, (unsigned)n, want);
+    g->same = v && n <= sizeof want && !memcmp(v, want, n);
+}
+
+/* Is key i there (1: with its value) or gone (0)? Fails on anything else. */
+static int probe(kv_store *s, const struct model *m, unsigned i)
+{
+    char kb[32];
+    struct kv_slice k = key_of(i, kb);
+    struct got g = {0, 0, i};
+    kv_txn *t;
+    CHECK_OK(kv_txn_begin(s, 1, &k, 0, &t));
+    int rc = kv_txn_get(t, k, got_cb, &g);
+    CHECK_OK(kv_txn_end(t, 0));
+    ck_assert_int_ge(rc, 0);
+    if (rc > 0)
+        ck_assert_msg(g.same && g.len == m->len[i], "key:%u holds %u bytes, not its %u", i,
+                      g.len, m->len[i]);
+    return rc;
+}
+
+/* Compare the store with the model: keys evicted leave the model. Returns
+ * how many keys the model loses. */
+static unsigned reconcile(kv_store *s, struct model *m)
+{
+    unsigned gone = 0;
+    for (unsigned i = 0; i < KEYS; i++) {
+        int there = probe(s, m, i);
+        if (m->present[i] && !there) {
+            m->present[i] = 0;
+            gone++;
+        }
+        ck_assert_msg(!there || m->present[i], "key:%u there, never set or deleted", i);
+    }
+    return gone;
+}
+
+START_TEST(test_evict_model)
+{
+    struct test_pool tp;
+    static struct model m; /* large: not on the stack */
+    memset(&m, 0, sizeof m);
+    CHECK_OK(test_pool_new(&tp, "evict"));
+    struct kv_opts o = {.pool_size = 64u << 20, .threads = 2};
+    kv_store *s;
+    CHECK_OK(kv_open(tp.name, &o, &s));
+    uint64_t seed = 7, evicted;
+    for (unsigned i = 0; i < KEYS; i++) /* inline values and value objects */
+        put(s, &m, i, 1 + (unsigned)(test_rand(&seed) % 1000), i % 5 ? 0 : 4102444800000ull);
+    struct kv_info ki;
+    kv_info(s, &ki);
+    ck_assert_uint_eq(ki.keys, KEYS);
+    uint64_t full = ki.bytes;
+
+    /* each round: an eviction of a key or so, which turns the hand past
+     * every slice (all were looked up) and so clears their reference
+     * bytes; then a hot set looked up; then an eviction of a quarter of
+     * the keys' bytes, which must spare the hot set */
+    for (int round = 0; round < 3; round++) {
+        uint64_t first;
+        kv_info(s, &ki);
+        CHECK_OK(kv_evict(s, ki.bytes - 1, &first));
+        ck_assert_uint_ge(first, 1);
+        int hot[HOT];
+        for (unsigned h = 0; h < HOT; h++)
+            hot[h] = m.present[h * 7] && probe(s, &m, h * 7);
+        uint64_t limit = full * (unsigned)(3 - round) / 4;
+        CHECK_OK(kv_evict(s, limit, &evicted));
+        kv_info(s, &ki);
+        ck_assert_msg(ki.bytes <= limit, "round %d: %llu bytes over the limit %llu", round,
+                      (unsigned long long)ki.bytes, (unsigned long long)limit);
+        ck_assert_uint_gt(evicted, 0);
+        ck_assert_uint_ge(ki.evictions, evicted);
+        for (unsigned h = 0; h < HOT; h++)
+            ck_assert_msg(!hot[h] || probe(s, &m, h * 7),
+                          "round %d: key:%u, looked up just before, evicted", round, h * 7);
+        ck_assert_uint_eq(reconcile(s, &m), first + evicted);
+        ck_assert_int_eq(kv_check(s, stderr), 0);
+        /* writes go on between evictions */
+        for (unsigned i = 0; i < KEYS; i += 11)
+            put(s, &m, i, 1 + (unsigned)(test_rand(&seed) % 1000), 0);
+    }
+    unsigned left = 0;
+    for (unsigned i = 0; i < KEYS; i++)
+        left += (unsigned)m.present[i];
+    kv_close(s);
+
+    /* what eviction deleted stays deleted, the rest is there */
+    CHECK_OK(kv_open(tp.name, &o, &s));
+    kv_info(s, &ki);
+    ck_assert_uint_eq(ki.keys, left);
+    ck_assert_uint_eq(reconcile(s, &m), 0);
+    /* a limit of 0 empties the store */
+    CHECK_OK(kv_evict(s, 0, &evicted));
+    ck_assert_uint_eq(evicted, left);
+    kv_info(s, &ki);
+    ck_assert_uint_eq(ki.keys, 0);
+    kv_close(s);
+    test_pool_remove(tp.name);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("kv_evict");
+    TCase *tc = test_tcase(s, "evict", 120);
+    tcase_add_test(tc, test_evict_model);
+    printf("engine %s\n", txn_engine_name());
+    return test_run(s, CK_FORK_GETENV, "evict");
+}
