@@ -12,9 +12,10 @@
 # on every engine at PDOM 0, 1, 2 and unpadded 1, with the raw lines
 # (scripts/sps.sh: results/sps.md and .png), and TPC-C on SQLite through
 # every engine's VFS beside stock SQLite (scripts/tpcc.sh: results/tpcc.md
-# and .png), and memcached's clients after a SIGKILL, kvstore beside
-# memcached's restartable cache (scripts/warmrestart.sh:
-# results/warmrestart.md and .json).
+# and .png), kvstore's memcached port beside memcached under memcaslap
+# (scripts/mcbench.sh: results/memcached.md and .json) and memcached's
+# clients after a SIGKILL, kvstore beside memcached's restartable cache
+# (scripts/warmrestart.sh: results/warmrestart.md and .json).
 # Arguments go to report.sh (--full: the paper's sizes and durations; the
 # sweeps take their --full too).
 set -euo pipefail
@@ -51,3 +52,5 @@ echo
 BUILD_DIR=build-release bash scripts/tpcc.sh --no-build $([[ " $* " == *" --full "* ]] && echo --full)
 echo
 BUILD_DIR=build-release bash scripts/warmrestart.sh --no-build $([[ " $* " == *" --full "* ]] && echo --full)
+echo
+BUILD_DIR=build-release bash scripts/mcbench.sh --no-build $([[ " $* " == *" --full "* ]] && echo --full)
