@@ -206,10 +206,16 @@ static int open_store(const struct options *o)
 
 static void print_listening(void)
 {
-    printf("kvstore: listening on%s%s%s", srv.unix_path ? " unix:" : "",
-           srv.unix_path ? srv.unix_path : "", srv.port ? "" : "\n");
+    printf("kvstore: listening on");
+    if (srv.unix_path)
+        printf(" unix:%s", srv.unix_path);
     if (srv.port)
-        printf(" 127.0.0.1:%d\n", srv.port);
+        printf(" 127.0.0.1:%d", srv.port);
+    if (srv.mc_unix_path)
+        printf(" memcached:unix:%s", srv.mc_unix_path);
+    if (srv.mc_port)
+        printf(" memcached:127.0.0.1:%d", srv.mc_port);
+    printf("\n");
     printf("kvstore: io %s, %u %s, spin %lld us, ack %s\n",
            srv.io == IO_EPOLL ? "epoll" : "threads",
            srv.io == IO_EPOLL ? srv.threads : srv.max_clients,
