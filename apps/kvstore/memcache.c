@@ -617,6 +617,26 @@ static void stats(struct conn *c, struct line *l)
     out(c, "ERROR\r\n");
 }
 
+/* Does memcached take this line's last word as noreply? It does for the
+ * commands that have one, given a word count it runs them with; it then
+ * sends no reply at all, not even an error: a client that sent noreply
+ * reads none, and would take one for the next command's. */
+static int silent(const struct line *l)
+{
+    static const struct {
+        const char *cmd;
+        size_t min, max; /* words, noreply included */
+    } has[] = {{"set", 5, 6},     {"add", 5, 6},   {"replace", 5, 6}, {"append", 5, 6},
+               {"prepend", 5, 6}, {"cas", 6, 7},   {"incr", 3, 4},    {"decr", 3, 4},
+               {"touch", 3, 4},   {"delete", 3, 4}, {"flush_all", 2, 3}, {"verbosity", 3, 3}};
+    if (!l->n || !is(&l->tok[l->n - 1], "noreply"))
+        return 0;
+    for (size_t i = 0; i < sizeof has / sizeof *has; i++)
+        if (is(&l->tok[0], has[i].cmd))
+            return l->n >= has[i].min && l->n <= has[i].max;
+    return 0;
+}
+
 size_t mc_run(struct conn *c, const char *p, size_t n)
 {
     if (c->mc_swallow) { /* the data of a refused storage command */
@@ -644,13 +664,14 @@ size_t mc_run(struct conn *c, const char *p, size_t n)
     }
     const struct kv_slice *cmd = &l.tok[0];
     static const char *const ops[] = {"set", "add", "replace", "append", "prepend", "cas"};
-    for (int op = SET; op <= CAS; op++) {
-        if (is(cmd, ops[op])) {
-            size_t used;
-            return storage(c, &l, op, line_len, p, n, &used) ? used : 0;
-        }
-    }
-    if (is(cmd, "get") || is(cmd, "gets") || is(cmd, "gat") || is(cmd, "gats"))
+    size_t mark = c->out.len, used = line_len;
+    int op = SET;
+    while (op <= CAS && !is(cmd, ops[op]))
+        op++;
+    if (op <= CAS) {
+        if (!storage(c, &l, op, line_len, p, n, &used))
+            return 0; /* its data block is not all here */
+    } else if (is(cmd, "get") || is(cmd, "gets") || is(cmd, "gat") || is(cmd, "gats"))
         retrieve(c, &l, is(cmd, "gets") || is(cmd, "gats"), cmd->p[1] == 'a');
     else if (is(cmd, "delete"))
         del(c, &l);
@@ -670,5 +691,7 @@ size_t mc_run(struct conn *c, const char *p, size_t n)
         stats(c, &l);
     else
         out(c, "ERROR\r\n");
-    return line_len;
+    if (silent(&l))
+        c->out.len = mark;
+    return used;
 }
