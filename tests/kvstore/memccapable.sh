@@ -9,22 +9,13 @@ server=$1
 kvclient=$2
 here=$(cd "$(dirname "$0")" && pwd)
 bash "$here/deps.sh" memccapable || exit
-export PMEM_IS_PMEM_FORCE=${PMEM_IS_PMEM_FORCE:-1}
-dir=$(mktemp -d /tmp/kvmemccapable-XXXXXX)
-pool=/dev/shm/kvmemccapable-$$.pool
-pid=
-cleanup() {
-    [ -z "$pid" ] || { kill -9 "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; }
-    rm -f "$pool"
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
-. "$here/mc_serve.sh"
+. "$here/serve.sh"
+workdir kvmemccapable
 port=$("$kvclient" freeport)
 "$server" --pool "$pool" --port 0 --memcached-port "$port" --pool-size 64M \
     >"$dir/server.log" 2>&1 &
 pid=$!
+pids=$pid
 mc_wait "$port" "$pid" || { tail "$dir/server.log"; exit 1; }
 
 memccapable -a -h 127.0.0.1 -p "$port" -t 10 >"$dir/out" 2>&1
@@ -38,7 +29,7 @@ fi
 kill -TERM "$pid"
 wait "$pid"
 rc=$?
-pid=
+pids=
 if [ "$rc" -ne 0 ]; then
     echo "FAIL: $(basename "$server") exited $rc on SIGTERM"
     tail "$dir/server.log"
