@@ -24,6 +24,10 @@
  *   kvclient mc-replay PORT memcached's text protocol: a script's requests
  *                           and their replies (mcclient.c; the client of
  *                           mc_compat/run.sh)
+ *   kvclient mc-kill SERVER SIGKILL under memcached's writes (set, delete,
+ *                           incr, gets+cas, add; mcclient.c): every
+ *                           acknowledged one there after the restart;
+ *                           KV_MC_KILLS rounds (default 10)
  *   kvclient freeport       print a free TCP port on 127.0.0.1
  *
  * Each run makes its own socket directory and pool names (pid) and
@@ -1674,6 +1678,21 @@ struct kill_totals {
 
 
 
+int load_poll(struct server *s, uint64_t end, int *killed, struct pollfd *pf, int n, int ms)
+{
+    int live = 0;
+    if (!*killed && now_ms() >= end) {
+        kill(s->pid, SIGKILL);
+        *killed = 1;
+    }
+    for (int i = 0; i < n; i++) {
+        pf[i].events = POLLIN;
+        pf[i].revents = 0;
+        live += pf[i].fd >= 0;
+    }
+    return live && poll(pf, (nfds_t)n, ms) >= 0 ? live : 0;
+}
+
 /* Load until `ms` have passed, then SIGKILL the server mid-load and read
  * every reply it sent before dying. */
 static void load_and_kill(struct server *s, int ms, unsigned *seed, struct kill_totals *t)
@@ -1688,19 +1707,10 @@ static void load_and_kill(struct server *s, int ms, unsigned *seed, struct kill_
     uint64_t end = now_ms() + (uint64_t)ms;
     int killed = 0;
     for (;;) {
-        if (!killed && now_ms() >= end) {
-            kill(s->pid, SIGKILL);
-            killed = 1;
-        }
         struct pollfd pf[CONNS];
-        int live = 0;
-        for (int i = 0; i < CONNS; i++) {
-            pf[i] = (struct pollfd){l[i].c.fd, POLLIN, 0};
-            live += l[i].c.fd >= 0;
-        }
-        if (!live)
-            break;
-        if (poll(pf, CONNS, 50) < 0)
+        for (int i = 0; i < CONNS; i++)
+            pf[i].fd = l[i].c.fd;
+        if (!load_poll(s, end, &killed, pf, CONNS, 50))
             break;
         for (int i = 0; i < CONNS; i++) {
             if (l[i].c.fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -2647,7 +2657,9 @@ int main(int argc, char **argv)
         return run_shutdown(argv[2]);
     if (argc >= 2 && !strcmp(argv[1], "mc-replay"))
         return run_mc_replay(argc, argv);
-    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|expire-kill|fdlimit|redis|shutdown "
+    if (argc == 3 && !strcmp(argv[1], "mc-kill"))
+        return run_mc_kill(argv[2]);
+    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|expire-kill|fdlimit|redis|shutdown|mc-kill "
                     "SERVER | kvclient mc-replay PORT <SCRIPT | "
                     "kvclient freeport\n");
     return 2;

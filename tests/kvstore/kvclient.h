@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <poll.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -60,9 +61,14 @@ void server_names(struct server *s, const char *bin, const char *tag);
 int server_start(struct server *s, const char *const *extra);
 int server_stop(struct server *s, int sig); /* the wait status */
 int server_check(struct server *s);         /* --check's exit status */
+/* One step of a kill test's load: SIGKILL the server once `end` (ms) has
+ * come (*killed set), then poll pf[0..n) (fd -1: closed) for input, ms at
+ * most. The connections still open; 0 when none is or poll failed. */
+int load_poll(struct server *s, uint64_t end, int *killed, struct pollfd *pf, int n, int ms);
 void server_cleanup(struct server *s);      /* the log's tail if a check failed */
 
 /* mcclient.c's modes */
 int run_mc_replay(int argc, char **argv);
+int run_mc_kill(const char *bin);
 
 #endif
