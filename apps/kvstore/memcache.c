@@ -219,7 +219,7 @@ static void retrieve(struct conn *c, struct line *l, int cas, int touch)
 {
     size_t first = touch ? 2 : 1;
     long long e = 0;
-    if (l->n <= first)
+    if (l->n < 2) /* a gat of no key: its exptime checked, then END */
         return out(c, "ERROR\r\n");
     if (touch && parse_i(&l->tok[1], &e))
         return out(c, "CLIENT_ERROR invalid exptime argument\r\n");
@@ -241,9 +241,9 @@ static void retrieve(struct conn *c, struct line *l, int cas, int touch)
             int shown = 0;
             if ((rc = item_get(t, k, &it)) > 0) {
                 uint64_t at = expiry_of(e);
-                shown = 1;
+                shown = 1; /* as it was: gat shows the item, then touches it */
                 if (touch && at == 1) /* touched into the past: gone */
-                    rc = kv_txn_del(t, k), shown = 0;
+                    rc = kv_txn_del(t, k);
                 else if (touch)
                     rc = kv_txn_expire(t, k, at);
             }
@@ -257,7 +257,7 @@ static void retrieve(struct conn *c, struct line *l, int cas, int touch)
                 it.found ? mc_thread.touch_hits++ : mc_thread.touch_misses++;
             else
                 it.found ? mc_thread.get_hits++ : mc_thread.get_misses++;
-            mc_thread.cmd_get++;
+            touch ? mc_thread.cmd_touch++ : mc_thread.cmd_get++; /* as memcached counts */
             if (shown) {
                 outf(c, "VALUE %.*s %u %zu", (int)k.n, k.p, (unsigned)it.flags, it.n);
                 if (cas)
@@ -324,6 +324,8 @@ static int store_once(int op, struct kv_slice key, uint32_t flags, uint64_t at,
             *reply = "NOT_FOUND\r\n";
         else if (op == CAS && it.cas != cas_in)
             *reply = "EXISTS\r\n";
+        else if ((op == APPEND || op == PREPEND) && it.n + data.n > srv.lim.max_bulk)
+            *reply = "NOT_STORED\r\n"; /* no larger than --max-value */
         else if (op == APPEND)
             rc = item_put(t, key, it.flags, (struct kv_slice){it.data, it.n}, data,
                           KV_KEEPTTL, &cas);
@@ -407,11 +409,12 @@ static void del(struct conn *c, struct line *l)
     int noreply = l->n >= 3 && is(&l->tok[l->n - 1], "noreply");
     size_t args = l->n - (size_t)noreply;
     /* memcached still takes a legacy time of 0 */
-    if (args > 3 || (args == 3 && !is(&l->tok[2], "0")) || args < 2 ||
-        l->tok[1].n > KEY_MAX)
+    if (args > 3 || (args == 3 && !is(&l->tok[2], "0")) || args < 2)
         return out(c, args < 2 ? "ERROR\r\n"
                                : "CLIENT_ERROR bad command line format.  Usage: delete <key> "
                                  "[noreply]\r\n");
+    if (l->tok[1].n > KEY_MAX)
+        return out(c, "CLIENT_ERROR bad command line format\r\n");
     kv_txn *t;
     int rc = kv_txn_begin(srv.kv, 1, &l->tok[1], 1, &t);
     int found = 0;
@@ -614,6 +617,26 @@ static void stats(struct conn *c, struct line *l)
     out(c, "ERROR\r\n");
 }
 
+/* Does memcached take this line's last word as noreply? It does for the
+ * commands that have one, given a word count it runs them with; it then
+ * sends no reply at all, not even an error: a client that sent noreply
+ * reads none, and would take one for the next command's. */
+static int silent(const struct line *l)
+{
+    static const struct {
+        const char *cmd;
+        size_t min, max; /* words, noreply included */
+    } has[] = {{"set", 5, 6},     {"add", 5, 6},   {"replace", 5, 6}, {"append", 5, 6},
+               {"prepend", 5, 6}, {"cas", 6, 7},   {"incr", 3, 4},    {"decr", 3, 4},
+               {"touch", 3, 4},   {"delete", 3, 4}, {"flush_all", 2, 3}, {"verbosity", 3, 3}};
+    if (!l->n || !is(&l->tok[l->n - 1], "noreply"))
+        return 0;
+    for (size_t i = 0; i < sizeof has / sizeof *has; i++)
+        if (is(&l->tok[0], has[i].cmd))
+            return l->n >= has[i].min && l->n <= has[i].max;
+    return 0;
+}
+
 size_t mc_run(struct conn *c, const char *p, size_t n)
 {
     if (c->mc_swallow) { /* the data of a refused storage command */
@@ -641,13 +664,14 @@ size_t mc_run(struct conn *c, const char *p, size_t n)
     }
     const struct kv_slice *cmd = &l.tok[0];
     static const char *const ops[] = {"set", "add", "replace", "append", "prepend", "cas"};
-    for (int op = SET; op <= CAS; op++) {
-        if (is(cmd, ops[op])) {
-            size_t used;
-            return storage(c, &l, op, line_len, p, n, &used) ? used : 0;
-        }
-    }
-    if (is(cmd, "get") || is(cmd, "gets") || is(cmd, "gat") || is(cmd, "gats"))
+    size_t mark = c->out.len, used = line_len;
+    int op = SET;
+    while (op <= CAS && !is(cmd, ops[op]))
+        op++;
+    if (op <= CAS) {
+        if (!storage(c, &l, op, line_len, p, n, &used))
+            return 0; /* its data block is not all here */
+    } else if (is(cmd, "get") || is(cmd, "gets") || is(cmd, "gat") || is(cmd, "gats"))
         retrieve(c, &l, is(cmd, "gets") || is(cmd, "gats"), cmd->p[1] == 'a');
     else if (is(cmd, "delete"))
         del(c, &l);
@@ -667,5 +691,7 @@ size_t mc_run(struct conn *c, const char *p, size_t n)
         stats(c, &l);
     else
         out(c, "ERROR\r\n");
-    return line_len;
+    if (silent(&l))
+        c->out.len = mark;
+    return used;
 }

@@ -6,8 +6,10 @@
 # scripts/lib.sh's PMTX_PACKAGES, these among them.
 set -uo pipefail
 declare -A package=([redis-cli]=redis-tools [redis-benchmark]=redis-tools [redis-server]=redis-server
-    [tmux]=tmux)
-[ $# -gt 0 ] || set -- redis-cli redis-benchmark tmux
+    [tmux]=tmux [memccapable]=libmemcached-tools [memcslap]=libmemcached-tools
+    [memcaslap]=libmemcached-tools [memcached]=memcached [nutcracker]=nutcracker)
+[ $# -gt 0 ] || set -- redis-cli redis-benchmark tmux memccapable memcslap memcaslap memcached \
+    nutcracker
 missing=()
 for tool in "$@"; do
     command -v "$tool" >/dev/null || missing+=("$tool (${package[$tool]:-?})")

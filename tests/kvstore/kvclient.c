@@ -21,6 +21,13 @@
  *   kvclient shutdown SERVER  SHUTDOWN and SIGTERM with clients mid-pipeline,
  *                           both --io modes; a start that fails for want of
  *                           log slots stops its workers and its listeners
+ *   kvclient mc-replay PORT memcached's text protocol: a script's requests
+ *                           and their replies (mcclient.c; the client of
+ *                           mc_compat/run.sh)
+ *   kvclient mc-kill SERVER SIGKILL under memcached's writes (set, delete,
+ *                           incr, gets+cas, add; mcclient.c): every
+ *                           acknowledged one there after the restart;
+ *                           KV_MC_KILLS rounds (default 10)
  *   kvclient freeport       print a free TCP port on 127.0.0.1
  *
  * Each run makes its own socket directory and pool names (pid) and
@@ -47,21 +54,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static int passed, failed;
+#include "kvclient.h"
 
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (cond)                                                            \
-            passed++;                                                        \
-        else {                                                               \
-            failed++;                                                        \
-            printf("FAIL %s:%d: ", __func__, __LINE__);                      \
-            printf(__VA_ARGS__);                                             \
-            printf("\n");                                                    \
-        }                                                                    \
-    } while (0)
+int passed, failed;
 
-static uint64_t now_ms(void)
+uint64_t now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -144,13 +141,7 @@ static long parse_reply(const char *p, size_t n, struct reply *r)
 
 /* ---- connections */
 
-struct cli {
-    int fd;
-    char *buf;
-    size_t len, cap;
-};
-
-static int connect_unix(const char *path)
+int connect_unix(const char *path)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     size_t n = strlen(path);
@@ -165,7 +156,7 @@ static int connect_unix(const char *path)
     return fd;
 }
 
-static int connect_tcp(int port)
+int connect_tcp(int port)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -179,13 +170,13 @@ static int connect_tcp(int port)
     return fd;
 }
 
-static void cli_init(struct cli *c, int fd)
+void cli_init(struct cli *c, int fd)
 {
     memset(c, 0, sizeof *c);
     c->fd = fd;
 }
 
-static void cli_close(struct cli *c)
+void cli_close(struct cli *c)
 {
     if (c->fd >= 0)
         close(c->fd);
@@ -194,7 +185,7 @@ static void cli_close(struct cli *c)
     c->fd = -1;
 }
 
-static int send_all(int fd, const void *p, size_t n)
+int send_all(int fd, const void *p, size_t n)
 {
     const char *s = p;
     while (n) {
@@ -209,13 +200,7 @@ static int send_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-/* Encode a request as a RESP array into *out (appending). */
-struct bytes {
-    char *p;
-    size_t n, cap;
-};
-
-static void bytes_add(struct bytes *b, const void *p, size_t n)
+void bytes_add(struct bytes *b, const void *p, size_t n)
 {
     if (b->cap - b->n < n) {
         while (b->cap - b->n < n)
@@ -226,6 +211,7 @@ static void bytes_add(struct bytes *b, const void *p, size_t n)
     b->n += n;
 }
 
+/* Encode a request as a RESP array into *b (appending). */
 static void encode(struct bytes *b, int argc, const char *const *argv, const size_t *lens)
 {
     char h[32];
@@ -337,14 +323,7 @@ static int closed_by_server(struct cli *c, int ms)
 
 /* ---- the server under test */
 
-struct server {
-    const char *bin;
-    char dir[64], sock[128], pool[128], log[160];
-    int port;
-    pid_t pid;
-};
-
-static int free_port(void)
+int free_port(void)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
@@ -356,7 +335,7 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
-static void server_names(struct server *s, const char *bin, const char *tag)
+void server_names(struct server *s, const char *bin, const char *tag)
 {
     memset(s, 0, sizeof *s);
     s->bin = bin;
@@ -391,7 +370,7 @@ static int answers_ping(int fd)
 }
 
 /* Run the server with extra arguments; wait until it answers PING. */
-static int server_start(struct server *s, const char *const *extra)
+int server_start(struct server *s, const char *const *extra)
 {
     char port[16];
     s->port = free_port();
@@ -428,7 +407,7 @@ static int server_start(struct server *s, const char *const *extra)
 }
 
 /* Send sig and reap the server; returns its wait status. */
-static int server_stop(struct server *s, int sig)
+int server_stop(struct server *s, int sig)
 {
     int st = -1;
     if (s->pid > 0) {
@@ -471,12 +450,12 @@ static int server_check_resizing(struct server *s, int *resizing)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static int server_check(struct server *s)
+int server_check(struct server *s)
 {
     return server_check_resizing(s, NULL);
 }
 
-static void server_cleanup(struct server *s)
+void server_cleanup(struct server *s)
 {
     server_stop(s, SIGKILL);
     if (failed) { /* keep the evidence */
@@ -1699,6 +1678,21 @@ struct kill_totals {
 
 
 
+int load_poll(struct server *s, uint64_t end, int *killed, struct pollfd *pf, int n, int ms)
+{
+    int live = 0;
+    if (!*killed && now_ms() >= end) {
+        kill(s->pid, SIGKILL);
+        *killed = 1;
+    }
+    for (int i = 0; i < n; i++) {
+        pf[i].events = POLLIN;
+        pf[i].revents = 0;
+        live += pf[i].fd >= 0;
+    }
+    return live && poll(pf, (nfds_t)n, ms) >= 0 ? live : 0;
+}
+
 /* Load until `ms` have passed, then SIGKILL the server mid-load and read
  * every reply it sent before dying. */
 static void load_and_kill(struct server *s, int ms, unsigned *seed, struct kill_totals *t)
@@ -1713,19 +1707,10 @@ static void load_and_kill(struct server *s, int ms, unsigned *seed, struct kill_
     uint64_t end = now_ms() + (uint64_t)ms;
     int killed = 0;
     for (;;) {
-        if (!killed && now_ms() >= end) {
-            kill(s->pid, SIGKILL);
-            killed = 1;
-        }
         struct pollfd pf[CONNS];
-        int live = 0;
-        for (int i = 0; i < CONNS; i++) {
-            pf[i] = (struct pollfd){l[i].c.fd, POLLIN, 0};
-            live += l[i].c.fd >= 0;
-        }
-        if (!live)
-            break;
-        if (poll(pf, CONNS, 50) < 0)
+        for (int i = 0; i < CONNS; i++)
+            pf[i].fd = l[i].c.fd;
+        if (!load_poll(s, end, &killed, pf, CONNS, 50))
             break;
         for (int i = 0; i < CONNS; i++) {
             if (l[i].c.fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -2670,7 +2655,12 @@ int main(int argc, char **argv)
         return run_redis(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "shutdown"))
         return run_shutdown(argv[2]);
-    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|expire-kill|fdlimit|redis|shutdown SERVER | "
+    if (argc >= 2 && !strcmp(argv[1], "mc-replay"))
+        return run_mc_replay(argc, argv);
+    if (argc == 3 && !strcmp(argv[1], "mc-kill"))
+        return run_mc_kill(argv[2]);
+    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|expire-kill|fdlimit|redis|shutdown|mc-kill "
+                    "SERVER | kvclient mc-replay PORT <SCRIPT | "
                     "kvclient freeport\n");
     return 2;
 }

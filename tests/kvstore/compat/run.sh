@@ -21,6 +21,7 @@
 # the list names nothing in the script, when the script has fewer than 300
 # commands or when a server does not start or dies. Skips (exit 77) without
 # redis-server or redis-cli, or when redis-server is not 7.0.
+# The comparison is ../compat.awk's, each reply as normal.awk makes it.
 # COMPAT_KEEP=1 keeps the work directory (both outputs) and prints it.
 set -uo pipefail
 server=$1
@@ -36,37 +37,21 @@ case $version in
     exit 77
     ;;
 esac
-export PMEM_IS_PMEM_FORCE=${PMEM_IS_PMEM_FORCE:-1}
-dir=$(mktemp -d /tmp/kvcompat-XXXXXX)
-pool=/dev/shm/kvcompat-$$.pool
-redis_pid=
-kv_pid=
-
-cleanup() {
-    for p in $redis_pid $kv_pid; do
-        kill -9 "$p" 2>/dev/null && wait "$p" 2>/dev/null
-    done
-    rm -f "$pool"
-    if [ -n "${COMPAT_KEEP:-}" ]; then
-        echo "kept: $dir"
-    else
-        rm -rf "$dir"
-    fi
-}
-trap cleanup EXIT
-
 . "$here/../serve.sh"
+workdir kvcompat
 kvstore=$server
 server=redis-server
 sock=$dir/redis.sock
 serve "$dir/redis.log" --port 0 --unixsocket "$sock" --save '' --appendonly no \
     --dir "$dir" || { echo "FAIL: redis-server did not start"; exit 1; }
 redis_pid=$pid
+pids=$pid
 server=$kvstore
 sock=$dir/kv.sock
 serve "$dir/kv.log" --pool "$pool" --unix "$sock" --port 0 --pool-size 64M ||
     { echo "FAIL: $(basename "$kvstore") did not start"; exit 1; }
 kv_pid=$pid
+pids="$pids $pid"
 
 # The commands (line number, marker, text) and redis-cli's input: each
 # command followed by "clear", which redis-cli answers itself by writing
@@ -109,102 +94,8 @@ for p in $redis_pid $kv_pid; do
         status=1
     fi
 done
-for f in redis kv; do
-    r=$(wc -l <"$dir/$f.out")
-    if [ "$r" -ne "$n" ]; then
-        echo "FAIL: $r replies from $f for $n commands"
-        status=1
-    fi
-done
 [ "$status" -eq 0 ] || exit 1
 
-awk -v n="$n" -v known="$known" -v cmds="$dir/cmds" -v rout="$dir/redis.out" \
-    -v kout="$dir/kv.out" '
-    function norm(s) {
-        gsub(/[ \t]+/, " ", s)
-        sub(/^ /, "", s)
-        sub(/ $/, "", s)
-        return s
-    }
-    # the elements of a reply without their indexes, sorted
-    function sorted(s,    a, m, i, j, t, out) {
-        m = split(s, a, "\001")
-        for (i = 1; i <= m; i++)
-            while (sub(/^ *[0-9]+\) /, "", a[i]))
-                ;
-        for (i = 2; i <= m; i++)
-            for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
-                t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-            }
-        out = a[1]
-        for (i = 2; i <= m; i++)
-            out = out "\001" a[i]
-        return out
-    }
-    function typeof_reply(s) {
-        if (s ~ /^\(integer\) /) return "(integer)"
-        if (s ~ /^\(error\) /) return "(error)"
-        if (s ~ /^\(nil\)/) return "(nil)"
-        if (s ~ /^"/) return "(string)"
-        if (s ~ /^\(empty array\)/ || s ~ /^ *1\) /) return "(array)"
-        if (s ~ /^ *1# /) return "(map)"
-        # redis-cli prints the replies of INFO and CLIENT LIST raw, an
-        # error too: "ERR ..." without "(error)"
-        if (s ~ /^[A-Z][A-Z]+ /) return "(error)"
-        return "(text)"
-    }
-    function show(s) {
-        gsub(/\001/, "\n      ", s)
-        return s
-    }
-    function flat(s) {
-        gsub(/\001/, " | ", s)
-        return length(s) > 100 ? substr(s, 1, 97) "..." : s
-    }
-    BEGIN {
-        while ((getline e < known) > 0) {
-            if (e ~ /^[ \t]*(#|$)/)
-                continue
-            e = norm(e)
-            if (e ~ / /) exact[e] = 0
-            else name[toupper(e)] = 0
-        }
-        for (i = 1; i <= n; i++) {
-            getline c < cmds
-            split(c, f, "\t")
-            getline r < rout
-            getline k < kout
-            line = f[1]; mark = f[2]; cmd = norm(f[3])
-            if (mark == "sort") { r = sorted(r); k = sorted(k) }
-            if (mark == "type") { r = typeof_reply(r); k = typeof_reply(k) }
-            w = cmd
-            sub(/ .*/, "", w)
-            w = toupper(w)
-            listed = 0
-            if (cmd in exact) { exact[cmd]++; listed = 1 }
-            if (w in name) { name[w]++; listed = 1 }
-            if (r == k && !listed) {
-                same++
-            } else if (r == k) {
-                stale++
-                printf "NOW IDENTICAL, remove it from unsupported.txt (or narrow the entry): line %d: %s\n", line, cmd
-            } else if (listed) {
-                as_listed++
-                printf "listed      line %d: %s\n    redis:   %s\n    kvstore: %s\n", line, cmd, flat(r), flat(k)
-            } else {
-                bad++
-                unexpected = unexpected sprintf("DIFFERS     line %d: %s\n  redis-server:\n      %s\n  kvstore:\n      %s\n", line, cmd, show(r), show(k))
-            }
-        }
-        for (e in exact)
-            if (!exact[e]) { printf "unsupported.txt: no such line in the script: %s\n", e; unused++ }
-        for (e in name)
-            if (!name[e]) { printf "unsupported.txt: no such command in the script: %s\n", e; unused++ }
-        printf "%s", unexpected
-        printf "%d commands identical, %d differ as listed, %d differ unexpectedly\n", same, as_listed, bad
-        if (stale) printf "FAIL: %d listed commands now give redis-server'"'"'s reply: remove them from unsupported.txt\n", stale
-        if (unused) printf "FAIL: %d entries of unsupported.txt match nothing in the script\n", unused
-        if (bad) printf "FAIL: %d commands differ from redis-server and are not listed in unsupported.txt\n", bad
-        if (n < 300) printf "FAIL: the script has %d commands, fewer than 300\n", n
-        exit (bad || stale || unused || n < 300) ? 1 : 0
-    }'
+awk -v cmds="$dir/cmds" -v ref="$dir/redis.out" -v ours="$dir/kv.out" -v known="$known" \
+    -v refname=redis-server -v unit=commands -v min=300 -v fold=1 -f "$here/../compat.awk" \
+    -f "$here/normal.awk"

@@ -1,0 +1,74 @@
+/* kvclient.h - what kvclient.c (the RESP modes) shares with mcclient.c
+ * (the memcached modes): connections, the server under test, the counts. */
+#ifndef KVCLIENT_H
+#define KVCLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+extern int passed, failed;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (cond)                                                            \
+            passed++;                                                        \
+        else {                                                               \
+            failed++;                                                        \
+            printf("FAIL %s:%d: ", __func__, __LINE__);                      \
+            printf(__VA_ARGS__);                                             \
+            printf("\n");                                                    \
+        }                                                                    \
+    } while (0)
+
+uint64_t now_ms(void); /* CLOCK_MONOTONIC */
+
+/* A connection and the bytes read from it that are not consumed yet. */
+struct cli {
+    int fd;
+    char *buf;
+    size_t len, cap;
+};
+
+int connect_unix(const char *path); /* a descriptor, or -1 */
+int connect_tcp(int port);          /* 127.0.0.1:port, TCP_NODELAY */
+void cli_init(struct cli *c, int fd);
+void cli_close(struct cli *c);
+int send_all(int fd, const void *p, size_t n); /* 0, or -1 */
+
+/* A growing byte buffer. */
+struct bytes {
+    char *p;
+    size_t n, cap;
+};
+
+void bytes_add(struct bytes *b, const void *p, size_t n);
+
+/* The server under test: its binary, a directory of its own (socket,
+ * log), a pool in /dev/shm, the RESP port it listens on and its pid. */
+struct server {
+    const char *bin;
+    char dir[64], sock[128], pool[128], log[160];
+    int port;
+    pid_t pid;
+};
+
+int free_port(void); /* a free TCP port on 127.0.0.1, or -1 */
+void server_names(struct server *s, const char *bin, const char *tag);
+/* Run the server with extra arguments; 0 once it answers PING, else -1. */
+int server_start(struct server *s, const char *const *extra);
+int server_stop(struct server *s, int sig); /* the wait status */
+int server_check(struct server *s);         /* --check's exit status */
+/* One step of a kill test's load: SIGKILL the server once `end` (ms) has
+ * come (*killed set), then poll pf[0..n) (fd -1: closed) for input, ms at
+ * most. The connections still open; 0 when none is or poll failed. */
+int load_poll(struct server *s, uint64_t end, int *killed, struct pollfd *pf, int n, int ms);
+void server_cleanup(struct server *s);      /* the log's tail if a check failed */
+
+/* mcclient.c's modes */
+int run_mc_replay(int argc, char **argv);
+int run_mc_kill(const char *bin);
+
+#endif
