@@ -155,7 +155,10 @@ static int is(const struct kv_slice *t, const char *w)
  * (and safe_strtoul for 32): 0 or -1. */
 static int parse_u(const struct kv_slice *t, int bits, uint64_t *out)
 {
-    return parse_u64(t, out) || (bits == 32 && *out > UINT32_MAX) ? -1 : 0;
+    struct kv_slice s = *t;
+    if (s.n > 1 && s.p[0] == '+') /* strtoul's sign */
+        s.p++, s.n--;
+    return parse_u64(&s, out) || (bits == 32 && *out > UINT32_MAX) ? -1 : 0;
 }
 
 /* Signed decimal (exptimes, lengths): 0 or -1. */
@@ -361,6 +364,14 @@ static void store(struct conn *c, int op, struct kv_slice key, uint32_t flags, l
     out(c, reply);
 }
 
+/* Delete key in a transaction of its own (errors: the key stays). */
+static void drop(struct kv_slice key)
+{
+    kv_txn *t;
+    if (!kv_txn_begin(srv.kv, 1, &key, 1, &t))
+        kv_txn_end(t, kv_txn_del(t, key));
+}
+
 /* The data block after a storage command's line: 1 run (or refused), 0
  * wait for more bytes, with *used what the command takes of the input. */
 static int storage(struct conn *c, struct line *l, int op, size_t line_len, const char *p,
@@ -387,6 +398,9 @@ static int storage(struct conn *c, struct line *l, int op, size_t line_len, cons
          * comes, not buffered */
         out(c, "SERVER_ERROR object too large for cache\r\n");
         c->mc_swallow = (size_t)bytes + 2;
+        if (op == SET) /* and, as memcached, the key's old value goes: a
+                          client must not read it as the one it set */
+            drop(l->tok[1]);
         return 1;
     }
     if (n < total)
@@ -433,8 +447,9 @@ static void del(struct conn *c, struct line *l)
 static void arith(struct conn *c, struct line *l, int incr)
 {
     uint64_t delta, v;
+    /* a fourth word that is not noreply is ignored, as memcached does */
     int noreply = l->n == 4 && is(&l->tok[3], "noreply");
-    if (l->n != 3 + (size_t)noreply)
+    if (l->n != 3 && l->n != 4)
         return out(c, "ERROR\r\n");
     if (l->tok[1].n > KEY_MAX)
         return out(c, "CLIENT_ERROR bad command line format\r\n");
@@ -448,11 +463,14 @@ static void arith(struct conn *c, struct line *l, int incr)
     if (rc)
         return noreply ? (void)0 : server_error(c, rc);
     if ((rc = item_get(t, l->tok[1], &it)) > 0) {
-        /* memcached's safe_strtoull: digits, trailing spaces allowed */
-        size_t n = it.n;
-        while (n && it.data[n - 1] == ' ')
-            n--;
-        struct kv_slice digits = {it.data, n};
+        /* memcached's safe_strtoull: spaces before the digits, and
+         * anything after a space following them, pass */
+        size_t a = 0, n;
+        while (a < it.n && isspace((unsigned char)it.data[a]))
+            a++;
+        for (n = a; n < it.n && !isspace((unsigned char)it.data[n]);)
+            n++;
+        struct kv_slice digits = {it.data + a, n - a};
         if (parse_u(&digits, 64, &v)) {
             reply = "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n";
             rc = 0;
@@ -485,8 +503,8 @@ static void arith(struct conn *c, struct line *l, int incr)
 static void touch(struct conn *c, struct line *l)
 {
     long long e;
-    int noreply = l->n == 4 && is(&l->tok[3], "noreply");
-    if (l->n != 3 + (size_t)noreply)
+    int noreply = l->n == 4 && is(&l->tok[3], "noreply"); /* else ignored */
+    if (l->n != 3 && l->n != 4)
         return out(c, "ERROR\r\n");
     if (l->tok[1].n > KEY_MAX)
         return out(c, "CLIENT_ERROR bad command line format\r\n");
@@ -533,12 +551,13 @@ static void flush_if_due(void)
 
 static void flush_all(struct conn *c, struct line *l)
 {
+    /* flush_all [delay] [noreply]: a last word that is not noreply is
+     * ignored, and a negative delay means now, as in memcached */
     int noreply = l->n >= 2 && is(&l->tok[l->n - 1], "noreply");
-    size_t args = l->n - (size_t)noreply;
     long long delay = 0;
-    if (args > 2)
+    if (l->n > 3)
         return out(c, "ERROR\r\n");
-    if (args == 2 && (parse_i(&l->tok[1], &delay) || delay < 0))
+    if (l->n >= 2 && !is(&l->tok[1], "noreply") && parse_i(&l->tok[1], &delay))
         return out(c, "CLIENT_ERROR invalid exptime argument\r\n");
     int rc = 0;
     if (delay > 0)
@@ -685,7 +704,7 @@ size_t mc_run(struct conn *c, const char *p, size_t n)
         out(c, "VERSION " MC_VERSION "\r\n");
     else if (is(cmd, "verbosity") && l.n >= 2 && l.n <= 3)
         is(&l.tok[l.n - 1], "noreply") ? (void)0 : out(c, "OK\r\n");
-    else if (is(cmd, "quit") && l.n == 1)
+    else if (is(cmd, "quit")) /* whatever follows it */
         c->closing = 1;
     else if (is(cmd, "stats"))
         stats(c, &l);
