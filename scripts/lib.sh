@@ -59,3 +59,14 @@ built_engines() {
         [[ " $* " == *" $e "* ]] || printf '%s ' "$e"
     done
 }
+
+# wait_tcp PORT: until something listens on 127.0.0.1:PORT (30 s at most,
+# then exit 1)
+wait_tcp() {
+    for _ in $(seq 600); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "$0: nothing listens on port $1" >&2
+    exit 1
+}

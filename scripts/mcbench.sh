@@ -65,14 +65,6 @@ cmd
 1 0.9
 EOF
 
-wait_port() {
-    for _ in $(seq 600); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "mcbench: nothing listens on $port" >&2
-    exit 1
-}
 
 # run NAME MIX command...: one server, one memcaslap run; appends
 # "round name mix ops" to $tmp/raw
@@ -81,7 +73,7 @@ run() {
     shift 2
     taskset -c "$last" "$@" >"$tmp/server.log" 2>&1 &
     pid=$!
-    wait_port
+    wait_tcp "$port"
     local tps
     tps=$(taskset -c 0 memcaslap -s "127.0.0.1:$port" -T 1 -c 50 -t "${secs}s" -F "$tmp/$mix" 2>&1 |
         awk '/^Run time/ { for (i = 1; i <= NF; i++) if ($i == "TPS:") print $(i + 1) }')
@@ -133,6 +125,6 @@ END {
         print line " |"
     }
 }' "$tmp/raw" >results/memcached.md
-awk 'BEGIN { print "[" } { printf "%s  {\"round\": %s, \"server\": \"%s\", \"mix\": \"%s\", \"ops\": %s}", NR > 1 ? ",\n" : "", $1, $2, $3, $4 } END { print "\n]" }' \
+awk 'BEGIN { print "[" } { printf "%s  {\"round\": %s, \"server\": \"%s\", \"mix\": \"%s\", \"ops\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $3, $4 } END { print "\n]" }' \
     "$tmp/raw" >results/memcached.json
 cat results/memcached.md

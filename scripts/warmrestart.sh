@@ -57,14 +57,6 @@ trap cleanup EXIT
 mkdir -p results
 port=$((20000 + $$ % 20000))
 
-wait_port() {
-    for _ in $(seq 600); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "warmrestart: nothing listens on $port" >&2
-    exit 1
-}
 
 # load SERVER_PID: mcwarm and memcaslap for $secs seconds, then the
 # server is stopped by $stop_sig (and reaped); the acknowledged count goes
@@ -91,7 +83,7 @@ measure() {
     "$@" >"$tmp/server.log" 2>&1 &
     local pid=$!
     pids+=("$pid")
-    wait_port
+    wait_tcp "$port"
     load "$pid"
     local acked
     acked=$(cat "$tmp/acked")
