@@ -89,11 +89,13 @@ done
 for img in "${images[@]}"; do
     f=$dir/$img
     before=$(sha256sum <"$f")
-    out=$("$server" --pool "$img" --check 2>&1)
+    out=$(timeout 60 "$server" --pool "$img" --check 2>&1)
     rc=$?
+    [ $rc != 124 ] || bad "$img: kvstore --check did not end in 60 s"
     [ "$(sha256sum <"$f")" = "$before" ] && ok || bad "$img: kvstore --check wrote to the file"
-    tout=$("$txnpool" check "$f" 2>&1)
+    tout=$(timeout 60 "$txnpool" check "$f" 2>&1)
     trc=$?
+    [ $trc != 124 ] || bad "$img: txn-pool check did not end in 60 s"
     [ "$(sha256sum <"$f")" = "$before" ] && ok || bad "$img: txn-pool check wrote to the file"
     case $img in
     crash.pool | crash-*)
