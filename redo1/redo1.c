@@ -69,6 +69,7 @@
  * chunk table entry, alloc_log_chunk). A context's end: 1 (its pending
  * lines); the pool's last context: 1 more (the floor).
  */
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,7 +473,9 @@ int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
     struct rtx *t = tx->eng;
     char *a = (char *)o + off;
     memcpy(dst, a, n);
-    if (tx->hot.wl == t->wl->a || !marked(t, a, n) || tx_is_new(tx, o))
+    /* a block of this transaction too: its reads must see the log even if
+     * something broke Q3 and logged a write to it */
+    if (tx->hot.wl == t->wl->a || !marked(t, a, n))
         return 0;
     pm_ctr.raw_lookups++;
     if (wlog_used(tx, t->wl) <= INDEX_FROM || index_log(tx, t)) {
@@ -725,34 +728,63 @@ static size_t new_bytes(const struct txn *tx)
     return n;
 }
 
-/* The entries of the log: the DRAM log's, then a record per block the
- * transaction allocated (with its contents when `whole`, Q3) or freed. */
+#ifndef NDEBUG
+/* Q3: no entry of the DRAM log lies in a block the transaction allocated
+ * (they are written in place; R1 of txn/api.c keeps a way of the block's
+ * previous life from logging into it). */
+static void assert_q3(struct txn *tx, struct rtx *t)
+{
+    struct wl_ent e;
+    for (const uint64_t *p = t->wl->a; p < tx->hot.wl;) {
+        p = wlog_next(p, &e);
+        for (size_t i = 0; i < tx->allocs.n; i++) {
+            const struct tx_block *b = vec_at(&tx->allocs, i);
+            assert(e.addr + e.len <= (char *)b->blk || e.addr >= (char *)b->blk + b->size);
+        }
+    }
+}
+#endif
+
+/* The entries of the log, in the order apply() makes them take effect:
+ * a record per block the transaction allocated (with its contents when
+ * `whole`, Q3: in memory already), the DRAM log's entries, then a record
+ * per block it freed. Replay then writes what apply() wrote, in its
+ * order. */
 static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, size_t *len)
 {
-    size_t blocks = tx->allocs.n + tx->frees.n, words = wlog_used(tx, t->wl);
+    size_t blocks = tx->allocs.n + tx->frees.n, logged = wlog_used(tx, t->wl), words = 0;
     if (!blocks) {
         *ent = (const char *)t->wl->a;
-        *len = words * 8;
+        *len = logged * 8;
         return 0;
     }
-    size_t need = words + 2 * blocks + (whole ? 2 * tx->allocs.n + new_bytes(tx) / 8 : 0);
+#ifndef NDEBUG
+    assert_q3(tx, t);
+#endif
+    size_t need = logged + 2 * blocks + (whole ? 2 * tx->allocs.n + new_bytes(tx) / 8 : 0);
     t->image.n = 0;
     if (vec_reserve(&t->image, need * 8))
         return TXN_E_NOMEM;
     uint64_t *w = (uint64_t *)t->image.a;
-    memcpy(w, t->wl->a, words * 8);
-    for (size_t i = 0; i < blocks; i++) {
-        int freed = i >= tx->allocs.n;
-        struct tx_block *b = freed ? vec_at(&tx->frees, i - tx->allocs.n) : vec_at(&tx->allocs, i);
-        w[words++] = (freed ? WL_FREE : WL_ALLOC) | b->size;
+    for (size_t i = 0; i < tx->allocs.n; i++) {
+        struct tx_block *b = vec_at(&tx->allocs, i);
+        w[words++] = WL_ALLOC | b->size;
         w[words++] = (uint64_t)(uintptr_t)b->blk;
-        if (!freed && whole) { /* sizes are multiples of 16 */
+        if (whole) { /* sizes are multiples of 16 */
             w[words++] = WL_RANGE | b->size;
             w[words++] = (uint64_t)(uintptr_t)b->blk;
             memcpy(&w[words], b->blk, b->size);
             words += b->size / 8;
         }
     }
+    memcpy(&w[words], t->wl->a, logged * 8);
+    words += logged;
+    for (size_t i = 0; i < tx->frees.n; i++) {
+        struct tx_block *b = vec_at(&tx->frees, i);
+        w[words++] = WL_FREE | b->size;
+        w[words++] = (uint64_t)(uintptr_t)b->blk;
+    }
+    assert(words == need); /* the reservation was exact */
     *ent = (const char *)w;
     *len = words * 8;
     return 0;
