@@ -667,7 +667,7 @@ int txn_alloc(txn *tx, size_t n, txn_obj **out)
     rc = eng_alloc(tx, n, out);
     if (!rc && tx->hot.ways) { /* R1: the block's new life */
         way_forget(tx, *out);
-        assert(!txn__find(&tx->hot, *out));
+        assert(!txn__find(&tx->hot, *out) && "R1: no way of the block's previous life");
     }
     return rc;
 }
