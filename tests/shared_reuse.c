@@ -14,7 +14,14 @@
  * A fresh process then opens the pool (recovery) and reads the header.
  * Invariant R1 (txn/api.c): a way never outlives its object; the cases
  * below write the header each way txn.h allows and read it back before
- * the commit too. Issue #40's reproducer, on every persistent engine. */
+ * the commit too. Issue #40's reproducer, on every persistent engine.
+ *
+ * R2 (txn/pool.c): recovery never acts on the records a settled slot left
+ * in its log. Thread A writes an object W and commits (or aborts), then
+ * stays idle: its log still holds the records. Thread B frees W, gets
+ * W's block back for new data (a small object's payload; a large one's
+ * first chunk as a run of small blocks), commits, SIGKILL. After recovery
+ * B's data must be whole and its blocks allocated. */
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -204,6 +211,188 @@ static void run_case(size_t size, enum how how, int read_back)
     ck_assert_int_eq(test_pool_remove(tp.name), 0);
 }
 
+/* ---- R2 */
+
+enum stale { STALE_SMALL, STALE_LARGE };
+#define SMALL 24     /* bytes of W, of B's new objects (cow: its wrapper's class) */
+#define LARGE 20000  /* bytes of W: a block of whole chunks */
+#define RUN_OBJS 32  /* B's objects of RUN_SIZE, in a run new to the pool */
+#define RUN_SIZE 1000
+
+struct stale_run {
+    txn_pool *p;
+    enum stale kind;
+    int abort; /* A's write is rolled back instead of committed */
+    pthread_barrier_t bar;
+    txn_obj *w;
+};
+
+/* A: W allocated and linked, then written by a transaction whose records
+ * stay in A's log; then idle until the process is killed. */
+static void *stale_a(void *arg)
+{
+    struct stale_run *r = arg;
+    txn *tx;
+    uint64_t v = 0x1111;
+    STEP(txn_begin(r->p, &tx), 20);
+    STEP(txn_alloc(tx, r->kind == STALE_SMALL ? SMALL : LARGE, &r->w), 21);
+    STEP(txn_write(tx, txn_root(r->p), 0, &r->w, sizeof r->w), 22);
+    STEP(txn_commit(tx), 23);
+    STEP(txn_begin(r->p, &tx), 24);
+    STEP(txn_write(tx, r->w, 0, &v, sizeof v), 25);
+    if (r->abort)
+        txn_abort(tx);
+    else
+        STEP(txn_commit(tx), 26);
+    pthread_barrier_wait(&r->bar); /* 1: W written */
+    pthread_barrier_wait(&r->bar); /* never: the process dies first */
+    return NULL;
+}
+
+/* B, small: objects of W's size, a transaction each, until one's payload
+ * starts in W's block; it is filled and linked from the root. Another
+ * object is freed after W: cow's next object then takes its wrapper from
+ * it and its payload from W (the cache gives back the last freed first). */
+static void stale_b_small(struct stale_run *r)
+{
+    txn *tx;
+    txn_obj *n = NULL, *q = NULL, *none = NULL;
+    uint8_t b[SMALL];
+    memset(b, 0xab, sizeof b);
+    STEP(txn_begin(r->p, &tx), 53);
+    STEP(txn_alloc(tx, 200, &q), 54);
+    STEP(txn_commit(tx), 55);
+    STEP(txn_begin(r->p, &tx), 40);
+    STEP(txn_free(tx, r->w), 41);
+    STEP(txn_free(tx, q), 56);
+    STEP(txn_write(tx, txn_root(r->p), 0, &none, sizeof none), 42);
+    STEP(txn_commit(tx), 43);
+    STEP(txn_sync(r->p), 57); /* incll: the frees take effect with their epoch */
+    for (int i = 0;; i++) {
+        STEP(i == TRIES, 46); /* W's block never came back */
+        STEP(txn_begin(r->p, &tx), 44);
+        STEP(txn_alloc(tx, SMALL, &n), 45);
+        const char *at = txn_open(tx, n, TXN_RO);
+        STEP(!at, 47);
+        if (at >= (const char *)r->w && at < (const char *)r->w + 16) {
+            STEP(txn_write(tx, n, 0, b, sizeof b), 48);
+            STEP(txn_write(tx, txn_root(r->p), 8, &n, sizeof n), 49);
+            STEP(txn_commit(tx), 50);
+            return;
+        }
+        STEP(txn_commit(tx), 51);
+    }
+}
+
+/* B, large: W freed, then RUN_OBJS objects of a size no run of the pool
+ * has yet (its new run takes the lowest free chunk: W's first), each
+ * marked, listed in an object linked from the root. */
+static void stale_b_large(struct stale_run *r)
+{
+    txn *tx;
+    txn_obj *o[RUN_OBJS], *list, *none = NULL;
+    STEP(txn_begin(r->p, &tx), 40);
+    STEP(txn_free(tx, r->w), 41);
+    STEP(txn_write(tx, txn_root(r->p), 0, &none, sizeof none), 42);
+    STEP(txn_commit(tx), 43);
+    STEP(txn_sync(r->p), 57);
+    STEP(txn_begin(r->p, &tx), 44);
+    for (uint64_t i = 0; i < RUN_OBJS; i++) {
+        STEP(txn_alloc(tx, RUN_SIZE, &o[i]), 45);
+        STEP(txn_write_u64(tx, o[i], 0, 0xabab0000 + i), 46);
+    }
+    STEP(txn_alloc(tx, sizeof o, &list), 47);
+    STEP(txn_write(tx, list, 0, o, sizeof o), 48);
+    STEP(txn_write(tx, txn_root(r->p), 8, &list, sizeof list), 49);
+    STEP(txn_commit(tx), 50);
+}
+
+static void stale_child(const char *name, struct stale_run *r)
+{
+    txn_pool_opts o = {.size = 16u << 20, .threads = 4};
+    pthread_t a;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    STEP(txn_pool_create(name, LAYOUT, &o, &r->p), 10);
+    pthread_barrier_init(&r->bar, NULL, 2);
+    STEP(pthread_create(&a, NULL, stale_a, r), 11);
+    pthread_barrier_wait(&r->bar); /* 1 */
+    if (r->kind == STALE_SMALL)
+        stale_b_small(r);
+    else
+        stale_b_large(r);
+    STEP(txn_sync(r->p), 52); /* acknowledged (incll: with its epoch) */
+    raise(SIGKILL);
+    _exit(12);
+}
+
+static void stale_case(enum stale kind, int abort)
+{
+    struct test_pool tp;
+    struct stale_run r = {.kind = kind, .abort = abort};
+    int status;
+    CHECK_OK(test_pool_new(&tp, "reuse"));
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        stale_child(tp.name, &r);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+                  "the child stopped by itself: status 0x%x (exit code: 2x thread A's step, "
+                  "4x or 5x thread B's, 46 W's block never came back)",
+                  (unsigned)status);
+
+    txn_pool *p;
+    txn *tx;
+    txn_obj *n = NULL;
+    CHECK_OK(txn_pool_open(tp.name, LAYOUT, &p));
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_OK(txn_read(tx, txn_root(p), 8, &n, sizeof n));
+    ck_assert_ptr_nonnull(n);
+    if (kind == STALE_SMALL) {
+        uint8_t b[SMALL];
+        int lost = 0;
+        CHECK_OK(txn_read(tx, n, 0, b, sizeof b));
+        for (size_t i = 0; i < sizeof b; i++)
+            lost += b[i] != 0xab;
+        ck_assert_msg(!lost, "%s: %d of the %d committed bytes in the reused block lost "
+                      "after recovery (A's write %s)", txn_engine_name(), lost, SMALL,
+                      abort ? "aborted" : "committed");
+    } else {
+        txn_obj *o[RUN_OBJS], *m;
+        int again = 0;
+        CHECK_OK(txn_read(tx, n, 0, o, sizeof o));
+        for (uint64_t i = 0; i < RUN_OBJS; i++) {
+            uint64_t v = 0;
+            CHECK_OK(txn_read_u64(tx, o[i], 0, &v));
+            ck_assert_msg(v == 0xabab0000 + i, "%s: object %llu of the run reads %llx",
+                          txn_engine_name(), (unsigned long long)i, (unsigned long long)v);
+        }
+        for (int k = 0; k < 2 * RUN_OBJS; k++) { /* live blocks are not free */
+            CHECK_OK(txn_alloc(tx, RUN_SIZE, &m));
+            for (int i = 0; i < RUN_OBJS; i++)
+                again += m == o[i];
+        }
+        ck_assert_msg(!again, "%s: %d live blocks of the run handed out again after "
+                      "recovery (A's write %s)", txn_engine_name(), again,
+                      abort ? "aborted" : "committed");
+    }
+    txn_abort(tx);
+    txn_pool_close(p);
+    ck_assert_int_eq(test_pool_remove(tp.name), 0);
+}
+
+START_TEST(test_stale_small)
+{
+    stale_case(STALE_SMALL, _i);
+}
+END_TEST
+
+START_TEST(test_stale_large)
+{
+    stale_case(STALE_LARGE, _i);
+}
+END_TEST
+
 START_TEST(test_reuse_write)
 {
     run_case(64, BY_WRITE, 0);
@@ -243,5 +432,8 @@ int main(void)
     tcase_add_test(tc, test_reuse_u64);
     tcase_add_test(tc, test_reuse_open_rw);
     tcase_add_test(tc, test_reuse_read_back);
+    tc = test_tcase(s, "R2", 60.0);
+    tcase_add_loop_test(tc, test_stale_small, 0, 2); /* A commits, A aborts */
+    tcase_add_loop_test(tc, test_stale_large, 0, 2);
     return test_run(s, CK_FORK_GETENV, "reuse");
 }
