@@ -275,6 +275,11 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r)
 
 int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
 {
+    /* R2: settled (an abort of a writer says IDLE too): its wrappers may
+     * be free, or other objects' blocks by now. An unsettled one still
+     * claims its wrappers, so nobody else can have freed them. */
+    if (slot->state == slot_state(recs[0]->version, SLOT_IDLE))
+        return 0;
     int committed = slot->state == slot_state(recs[0]->version, SLOT_COMMITTED);
     for (size_t i = 0; i < n; i++) {
         struct log_rec *r = recs[i];

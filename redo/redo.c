@@ -319,8 +319,13 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
     if (slot->state == slot_state(v, SLOT_COMMITTED)) /* R3 */
         for (size_t i = 0; i < n; i++)
             apply(p, recs[i]);
+    /* R2: a writers word is cleared only where the record's object still
+     * starts a live block: an abort leaves no state, so records of a
+     * settled transaction look unsettled, and their object may have been
+     * freed since (its chunk a run now, its first word the run's bitmap) */
     for (size_t i = 0; i < n; i++)
-        if (recs[i]->type == LOG_DATA)
+        if (recs[i]->type == LOG_DATA &&
+            alloc_block_size(p, (const void *)(uintptr_t)recs[i]->aux, 1))
             pm_store64((void *)(uintptr_t)recs[i]->aux, 0);
     return 0;
 }

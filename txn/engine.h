@@ -204,7 +204,12 @@ int eng_sync(txn_pool *p);
 /* Recovery of one slot's last transaction, given its valid records in log
  * order. Must be idempotent (a crash during recovery recovers again), and
  * leave its effects flushed; the caller fences and invalidates the log.
- * The records were validated with eng_rec_valid first. */
+ * The records were validated with eng_rec_valid first.
+ * R2: the records may be those of a transaction that settled long ago
+ * (committed or aborted; a log is rewound in memory only), whose objects
+ * other threads have freed and reused since: recovery writes through a
+ * record only while its transaction was unsettled at the crash, or where
+ * the block it names is still that record's. */
 int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs,
                 size_t n);
 
