@@ -21,6 +21,11 @@
  *  C3 Copies are allocated like any block: their bits are set only in
  *     step (3) of a committed transaction, so an uncommitted copy is free
  *     space after a crash.
+ *  C4 A free is a write: it claims the wrapper as txn_open(RW) does (an
+ *     OBJ record whose "copy" is the payload itself, so the commit's swap
+ *     changes nothing) and keeps the claim until the transaction ends, so
+ *     a write or free of the same object by another transaction gets
+ *     TXN_E_CONFLICT instead of releasing its blocks a second time.
  *
  * Barriers: commit = write set + copies -> (1); COMMITTED -> (2); swap,
  * allocator bits -> (3); IDLE -> (4). Abort of a transaction that opened
@@ -178,33 +183,40 @@ int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
     return 0;
 }
 
-static void drop_from_wset(struct cow_tx *c, struct wrap *w)
+/* C4: the claim of a free (no copy: the payload goes). */
+static int claim_free(struct txn *tx, struct cow_tx *c, struct wrap *w)
 {
-    for (size_t i = 0; i < c->wset.n; i++)
-        if (*(struct wrap **)vec_at(&c->wset, i) == w) {
-            *(struct wrap **)vec_at(&c->wset, i) =
-                *(struct wrap **)vec_at(&c->wset, --c->wset.n);
-            return;
-        }
+    uint64_t cur = at_load(&w->writer);
+    if (foreign(tx->p, cur, c->me) || !pm_cas64(&w->writer, cur, c->me))
+        return TXN_E_CONFLICT;
+    struct wrap **slot = vec_push(&c->wset);
+    int rc = slot ? log_append(&tx->log, tx->version, LOG_OBJ, (uint64_t)(uintptr_t)w,
+                               w->payload, NULL, 0, NULL)
+                  : TXN_E_NOMEM;
+    if (rc) {
+        if (slot)
+            c->wset.n--;
+        pm_store64_shared(&w->writer, cur);
+        return rc;
+    }
+    *slot = w;
+    pm_store64(&w->copy, w->payload);
+    return 0;
 }
 
 int eng_free(struct txn *tx, txn_obj *o)
 {
     struct cow_tx *c = tx->eng;
     struct wrap *w = W(o);
-    int rc = 0;
-    if (at_load(&w->writer) == c->me) {
-        /* opened for writing: its old payload is freed already; free the
-         * copy instead of installing it */
+    int rc;
+    if (at_load(&w->writer) == c->me) /* opened for writing: its old payload
+                                         is freed already, the copy goes too;
+                                         the claim stays (C4) */
         rc = tx_mark_free(tx, P(w->copy), NULL);
-        if (!rc)
-            drop_from_wset(c, w);
-        pm_store64_shared(&w->writer, 0);
-    } else {
-        if (foreign(tx->p, at_load(&w->writer), c->me))
-            return TXN_E_CONFLICT;
+    else if (tx_is_new(tx, w)) /* nobody else can see it */
         rc = tx_mark_free(tx, P(w->payload), NULL);
-    }
+    else if (!(rc = claim_free(tx, c, w)))
+        rc = tx_mark_free(tx, P(w->payload), NULL);
     return rc ? rc : tx_mark_free(tx, w, NULL);
 }
 
