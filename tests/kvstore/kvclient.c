@@ -256,6 +256,18 @@ static int cli_read(struct cli *c, struct reply *r, int timeout_ms)
     }
 }
 
+int cli_fill(struct cli *c)
+{
+    if (c->cap - c->len < 65536) {
+        c->cap = c->cap ? 2 * c->cap + 65536 : 131072;
+        c->buf = realloc(c->buf, c->cap);
+    }
+    ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+    if (n > 0)
+        c->len += (size_t)n;
+    return n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)) ? 0 : -1;
+}
+
 /* Send a command and read its reply. */
 static int cmdv(struct cli *c, struct reply *r, int argc, const char *const *argv,
                 const size_t *lens)
@@ -322,6 +334,26 @@ static int closed_by_server(struct cli *c, int ms)
 }
 
 /* ---- the server under test */
+
+int kill_rounds(const char *var, int dflt, unsigned *seed)
+{
+    const char *e = getenv(var);
+    int rounds = e && *e ? atoi(e) : dflt;
+    e = getenv("KV_SEED");
+    *seed = e && *e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    return rounds;
+}
+
+char *server_env_args(const char **extra, int *n, int cap)
+{
+    const char *e = getenv("KV_SERVER_ARGS");
+    char *args = strdup(e ? e : "");
+    for (char *save, *w = strtok_r(args, " ", &save); w && *n < cap - 1;
+         w = strtok_r(NULL, " ", &save))
+        extra[(*n)++] = w;
+    extra[*n] = NULL;
+    return args;
+}
 
 int free_port(void)
 {
@@ -1716,16 +1748,7 @@ static void load_and_kill(struct server *s, int ms, unsigned *seed, struct kill_
             if (l[i].c.fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
             struct reply r;
-            char tmp[65536];
-            ssize_t n = recv(l[i].c.fd, tmp, sizeof tmp, MSG_DONTWAIT);
-            if (n > 0) {
-                if (l[i].c.cap - l[i].c.len < (size_t)n) {
-                    l[i].c.cap = 2 * (l[i].c.len + (size_t)n);
-                    l[i].c.buf = realloc(l[i].c.buf, l[i].c.cap);
-                }
-                memcpy(l[i].c.buf + l[i].c.len, tmp, (size_t)n);
-                l[i].c.len += (size_t)n;
-            }
+            int eof = cli_fill(&l[i].c);
             /* every complete reply that is here: acknowledged */
             while (l[i].n && !cli_read(&l[i].c, &r, 0)) {
                 t->acked += (uint64_t)l[i].q[l[i].head].nkeys;
@@ -1734,7 +1757,7 @@ static void load_and_kill(struct server *s, int ms, unsigned *seed, struct kill_
                 if (!killed)
                     send_op(&l[i], seed, i);
             }
-            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            if (eof) {
                 orphan_ops(&l[i], &t->msets_pending);
                 cli_close(&l[i].c);
             }
@@ -1819,10 +1842,8 @@ static int verify_all(struct server *s, struct kill_totals *t)
 
 static int run_kill(const char *bin)
 {
-    const char *e = getenv("KV_KILLS");
-    int rounds = e && *e ? atoi(e) : 10;
-    e = getenv("KV_SEED");
-    unsigned seed = e && *e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    unsigned seed;
+    int rounds = kill_rounds("KV_KILLS", 10, &seed);
     printf("kill test: %s, %d rounds, KV_SEED=%u\n", bin, rounds, seed);
     struct server s;
     server_names(&s, bin, "kill");
@@ -1954,10 +1975,8 @@ static int x_verify(struct server *s, struct xconn *x, int id, long long *in_fli
 
 static int run_exec_kill(const char *bin)
 {
-    const char *e = getenv("KV_EXEC_KILLS");
-    int rounds = e && *e ? atoi(e) : 20;
-    e = getenv("KV_SEED");
-    unsigned seed = e && *e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    unsigned seed;
+    int rounds = kill_rounds("KV_EXEC_KILLS", 20, &seed);
     printf("exec kill test: %s, %d rounds, KV_SEED=%u\n", bin, rounds, seed);
     struct server s;
     server_names(&s, bin, "xkill");
@@ -2069,10 +2088,8 @@ static int ek_check(struct server *s, const struct ekey *k, size_t n, uint64_t *
 
 static int run_expire_kill(const char *bin)
 {
-    const char *e = getenv("KV_EXPIRE_KILLS");
-    int rounds = e && *e ? atoi(e) : 10;
-    e = getenv("KV_SEED");
-    unsigned seed = e && *e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    unsigned seed;
+    int rounds = kill_rounds("KV_EXPIRE_KILLS", 10, &seed);
     printf("expire kill test: %s, %d rounds, KV_SEED=%u\n", bin, rounds, seed);
     struct server s;
     server_names(&s, bin, "ekill");
