@@ -2173,9 +2173,10 @@ static int run_expire_kill(const char *bin)
  * the same stripes and reuse the blocks the others free:
  *   INCR on 4 counters and HINCRBY on 4 fields of 3 hashes: each ends
  *     between its acknowledged sum and that plus the increments in flight;
- *   MULTI, DECRBY a N, INCRBY b N, EXEC between 6 accounts: their sum never
- *     changes, and each account is its acknowledged value give or take
- *     the transfers in flight;
+ *   MULTI, DECRBY a N, SET of a 32 KiB memo, INCRBY b N, EXEC between 6
+ *     accounts (the memo makes a block long enough for kills to land in):
+ *     their sum never changes, and each account is its acknowledged value
+ *     give or take the transfers in flight;
  *   SET with PX 1-50 ms on 16 of 256 keys, the 16 changing every 20 ms
  *     (so that the others expire and the expire thread deletes them while
  *     the workers allocate), and SET without expiry on 16 other keys,
@@ -2195,7 +2196,9 @@ enum {
     SKEYS = 16,
     SVKEYS = 256,
     SRECS = 128,
-    SACCOUNT_START = 1000
+    SACCOUNT_START = 1000,
+    SMEMO = 32768,
+    SMOVE_REPLIES = 5 /* MULTI, 3 QUEUED, EXEC */
 };
 
 enum sop_kind { S_INCR, S_MOVE, S_HINCR, S_SETPX, S_SET, S_KINDS };
@@ -2231,7 +2234,7 @@ struct sop {
     int a, b; /* numbers (snums): counter or field, or from a to b; SETs: key */
     long long amount;
     uint32_t ver;
-    int replies, wrong; /* read so far (a transfer has 4), not as expected */
+    int replies, wrong; /* read so far (a transfer has 5), not as expected */
 };
 
 struct sconn {
@@ -2249,6 +2252,7 @@ static struct snum snums[SNUMS];
 static struct spkey spkeys[SKEYS];
 static uint32_t svolatile_ver[SVKEYS];
 static uint64_t sclock;
+static long long ssum; /* what the accounts add up to */
 static int sshown; /* lines of detail printed: the first 30 say enough */
 
 static void s_wrong(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -2360,8 +2364,12 @@ static void s_send(struct sconn *sc, unsigned *seed)
         snum_name(op.a, k, sizeof k, f, sizeof f);
         snum_name(op.b, k2, sizeof k2, f, sizeof f);
         snprintf(amount, sizeof amount, "%lld", op.amount);
+        static char memo[SMEMO + 1];
+        memset(memo, 'm', SMEMO);
+        snprintf(f, sizeof f, "sk:m%d", op.a - SCOUNTERS);
         encode(&b, 1, (const char *[]){"MULTI"}, NULL);
         encode(&b, 3, (const char *[]){"DECRBY", k, amount}, NULL);
+        encode(&b, 3, (const char *[]){"SET", f, memo}, NULL);
         encode(&b, 3, (const char *[]){"INCRBY", k2, amount}, NULL);
         encode(&b, 1, (const char *[]){"EXEC"}, NULL);
         break;
@@ -2431,9 +2439,10 @@ static int s_reply(struct sconn *sc, const struct reply *r, struct shared_totals
         ok = r->type == ':';
         break;
     case S_MOVE:
-        ok = n == 1   ? is_status(r, "OK")
-             : n < 4 ? is_status(r, "QUEUED")
-                     : r->type == '*' && r->n == 2 && r->el[0].type == ':' && r->el[1].type == ':';
+        ok = n == 1                ? is_status(r, "OK")
+             : n < SMOVE_REPLIES ? is_status(r, "QUEUED")
+                                 : r->type == '*' && r->n == 3 && r->el[0].type == ':' &&
+                                       is_status(&r->el[1], "OK") && r->el[2].type == ':';
         break;
     default:
         ok = is_status(r, "OK");
@@ -2443,7 +2452,7 @@ static int s_reply(struct sconn *sc, const struct reply *r, struct shared_totals
         s_wrong("%s (reply %d) answered %s", sop_name[op->kind], n, show(r));
     }
     op->wrong += !ok;
-    if (op->kind == S_MOVE && n < 4) /* a transfer counts at its EXEC's reply */
+    if (op->kind == S_MOVE && n < SMOVE_REPLIES) /* a transfer counts at its EXEC's reply */
         return 0;
     ok = !op->wrong;
     s_settle(op, ok);
@@ -2527,7 +2536,7 @@ static int s_verify(struct server *s)
     struct reply r;
     int bad = 0;
     long long sum = 0;
-    char k[32], f[16], why[160];
+    char k[32], f[16], why[160], accounts[SACCOUNTS * 24] = "";
     if (server_cli(s, &c)) {
         s_wrong("no connection after the restart");
         return 1;
@@ -2544,16 +2553,20 @@ static int s_verify(struct server *s)
                     k, *f ? " " : "", f, rc ? "no reply" : r.type == '$' ? r.s : show(&r),
                     x->base - x->down, x->base + x->up, x->base, x->down, x->up);
         }
-        if (i >= SCOUNTERS && i < SCOUNTERS + SACCOUNTS)
+        if (i >= SCOUNTERS && i < SCOUNTERS + SACCOUNTS) {
             sum += v;
+            snprintf(accounts + strlen(accounts), sizeof accounts - strlen(accounts), " %s=%lld",
+                     k, v);
+        }
         x->base = v;
         x->down = x->up = 0;
         reply_free(&r);
     }
-    if (sum != (long long)SACCOUNTS * SACCOUNT_START) {
+    if (sum != ssum) {
         bad++;
-        s_wrong("the %d accounts sum to %lld, expected %d: a transfer applied in part",
-                SACCOUNTS, sum, SACCOUNTS * SACCOUNT_START);
+        s_wrong("the %d accounts sum to %lld, expected %lld: a transfer applied in part (%s )",
+                SACCOUNTS, sum, ssum, accounts);
+        ssum = sum; /* the next rounds look for new damage */
     }
     for (int i = 0; i < SKEYS; i++) {
         struct spkey *p = &spkeys[i];
@@ -2615,6 +2628,7 @@ static int run_shared_kill(const char *bin)
     server_names(&s, bin, "skill");
     memset(snums, 0, sizeof snums);
     memset(spkeys, 0, sizeof spkeys);
+    ssum = 0;
     uint64_t t0 = now_ms();
     for (int round = 1; round <= rounds + 1; round++) {
         if (server_start(&s, extra)) {
@@ -2632,6 +2646,7 @@ static int run_shared_kill(const char *bin)
                 CHECK(!CMD(&c, &r, "SET", k, v) && is_status(&r, "OK"), "SET %s %s: %s", k, v,
                       show(&r));
                 snums[i].base = SACCOUNT_START;
+                ssum += SACCOUNT_START;
                 reply_free(&r);
             }
             cli_close(&c);
