@@ -2177,13 +2177,14 @@ static int run_expire_kill(const char *bin)
  *     accounts (the memo makes a block long enough for kills to land in):
  *     their sum never changes, and each account is its acknowledged value
  *     give or take the transfers in flight;
- *   SET with PX 1-50 ms on 16 of 256 keys, the 16 changing every 20 ms
+ *   SET with PX 1-50 ms on 64 of 1024 keys, the 64 changing every 20 ms
  *     (so that the others expire and the expire thread deletes them while
  *     the workers allocate), and SET without expiry on 16 other keys,
  *     values of the same sizes that name their key and version and end in
- *     a checksum: none torn, and each persistent key holds a version that
- *     no acknowledged SET, sent after that version was acknowledged, has
- *     replaced.
+ *     a checksum, and now and then a DEL of one (so that SETs insert it
+ *     anew): none torn, and each persistent key holds a version (or is
+ *     absent after a DEL) that no acknowledged SET or DEL, sent after that
+ *     one was acknowledged, has replaced.
  * KV_SHARED_KILLS rounds (default 20); KV_SEED; KV_SERVER_ARGS. */
 enum {
     SCONNS = 6,
@@ -2194,17 +2195,18 @@ enum {
     SFIELDS = 4,
     SNUMS = SCOUNTERS + SACCOUNTS + SHASHES * SFIELDS,
     SKEYS = 16,
-    SVKEYS = 256,
+    SVKEYS = 1024,
+    SVWIN = 64,
     SRECS = 128,
     SACCOUNT_START = 1000,
     SMEMO = 32768,
     SMOVE_REPLIES = 5 /* MULTI, 3 QUEUED, EXEC */
 };
 
-enum sop_kind { S_INCR, S_MOVE, S_HINCR, S_SETPX, S_SET, S_KINDS };
+enum sop_kind { S_INCR, S_MOVE, S_HINCR, S_SETPX, S_SET, S_DEL, S_KINDS };
 
-static const char *const sop_name[S_KINDS] = {"INCR", "MULTI/DECRBY/INCRBY/EXEC", "HINCRBY",
-                                              "SET PX", "SET"};
+static const char *const sop_name[S_KINDS] = {"INCR", "MULTI/DECRBY/SET/INCRBY/EXEC",
+                                              "HINCRBY", "SET PX", "SET", "DEL"};
 
 /* A number the load adds to: its acknowledged value, and what the
  * requests on it not answered yet take away and add. */
@@ -2212,16 +2214,17 @@ struct snum {
     long long base, down, up;
 };
 
-/* A SET of a persistent key: its version, and the load's clock (sclock)
- * when it was sent and when its reply was read (0: not yet). */
+/* A SET or DEL of a persistent key: its version, and the load's clock
+ * (sclock) when it was sent and when its reply was read (0: not yet). */
 struct sset {
     uint32_t ver;
     uint64_t sent, acked;
+    int del;
 };
 
-/* A persistent key and the SETs whose value it may hold. A SET answered
- * before an acknowledged SET of the key was sent has been replaced for
- * sure: it is dropped (last_sent: the latest such sending). */
+/* A persistent key and the SETs and DELs whose outcome it may hold. One
+ * answered before an acknowledged one of the key was sent has been
+ * replaced for sure: it is dropped (last_sent: the latest such sending). */
 struct spkey {
     struct sset rec[SRECS];
     int n;
@@ -2336,9 +2339,11 @@ static void s_send(struct sconn *sc, unsigned *seed)
     struct sop op = {0};
     struct bytes b = {0};
     char k[32], f[16], k2[32], amount[24], px[16], v[601];
+    static char memo[SMEMO + 1];
     int r = (int)(rand_r(seed) % 100);
-    op.kind = r < 20 ? S_INCR : r < 40 ? S_MOVE : r < 60 ? S_HINCR : r < 80 ? S_SETPX : S_SET;
-    if (op.kind == S_SET && spkeys[op.a = (int)(rand_r(seed) % SKEYS)].n == SRECS)
+    op.kind = r < 20 ? S_INCR : r < 40 ? S_MOVE : r < 60 ? S_HINCR : r < 78 ? S_SETPX
+              : r < 94 ? S_SET : S_DEL;
+    if (op.kind >= S_SET && spkeys[op.a = (int)(rand_r(seed) % SKEYS)].n == SRECS)
         op.kind = S_SETPX; /* not seen: at most SCONNS * SDEPTH SETs are in flight */
     switch (op.kind) {
     case S_INCR:
@@ -2364,8 +2369,8 @@ static void s_send(struct sconn *sc, unsigned *seed)
         snum_name(op.a, k, sizeof k, f, sizeof f);
         snum_name(op.b, k2, sizeof k2, f, sizeof f);
         snprintf(amount, sizeof amount, "%lld", op.amount);
-        static char memo[SMEMO + 1];
-        memset(memo, 'm', SMEMO);
+        if (!memo[0])
+            memset(memo, 'm', SMEMO);
         snprintf(f, sizeof f, "sk:m%d", op.a - SCOUNTERS);
         encode(&b, 1, (const char *[]){"MULTI"}, NULL);
         encode(&b, 3, (const char *[]){"DECRBY", k, amount}, NULL);
@@ -2374,21 +2379,25 @@ static void s_send(struct sconn *sc, unsigned *seed)
         encode(&b, 1, (const char *[]){"EXEC"}, NULL);
         break;
     case S_SETPX:
-    case S_SET: {
+    case S_SET:
+    case S_DEL: {
         if (op.kind == S_SETPX)
-            op.a = (int)(now_ms() / 20 % (SVKEYS / SKEYS) * SKEYS + rand_r(seed) % SKEYS);
-        snprintf(k, sizeof k, "sk:%c%d", op.kind == S_SET ? 'p' : 'e', op.a);
-        if (op.kind == S_SET) {
+            op.a = (int)(now_ms() / 20 % (SVKEYS / SVWIN) * SVWIN + rand_r(seed) % SVWIN);
+        snprintf(k, sizeof k, "sk:%c%d", op.kind == S_SETPX ? 'e' : 'p', op.a);
+        if (op.kind != S_SETPX) {
             struct spkey *p = &spkeys[op.a];
             op.ver = ++p->next_ver;
-            p->rec[p->n++] = (struct sset){op.ver, ++sclock, 0};
+            p->rec[p->n++] = (struct sset){op.ver, ++sclock, 0, op.kind == S_DEL};
         } else {
             op.ver = ++svolatile_ver[op.a];
         }
         size_t lens[5] = {3, strlen(k), svalue(v, k, op.ver), 2, 0};
         snprintf(px, sizeof px, "%u", 1 + rand_r(seed) % 50);
         lens[4] = strlen(px);
-        encode(&b, op.kind == S_SET ? 3 : 5, (const char *[]){"SET", k, v, "PX", px}, lens);
+        if (op.kind == S_DEL)
+            encode(&b, 2, (const char *[]){"DEL", k}, NULL);
+        else
+            encode(&b, op.kind == S_SET ? 3 : 5, (const char *[]){"SET", k, v, "PX", px}, lens);
         break;
     }
     default:
@@ -2412,7 +2421,7 @@ static void s_settle(const struct sop *op, int acked)
         b->up -= op->amount;
         a->base -= acked ? op->amount : 0;
         b->base += acked ? op->amount : 0;
-    } else if (op->kind == S_SET && acked) {
+    } else if ((op->kind == S_SET || op->kind == S_DEL) && acked) {
         struct spkey *p = &spkeys[op->a];
         int keep = 0;
         for (int i = 0; i < p->n; i++)
@@ -2436,6 +2445,7 @@ static int s_reply(struct sconn *sc, const struct reply *r, struct shared_totals
     switch (op->kind) {
     case S_INCR:
     case S_HINCR:
+    case S_DEL:
         ok = r->type == ':';
         break;
     case S_MOVE:
@@ -2575,19 +2585,22 @@ static int s_verify(struct server *s)
         int rc = CMD(&c, &r, "GET", k);
         /* -1: no reply or not a value of the key; 0: nil; 1: intact */
         int got = rc ? -1 : !r.type ? 0 : svalue_check(&r, k, &ver, why, sizeof why) ? -1 : 1;
-        int ok = got == 0, acked = 0;
+        int ok = 0, acked = 0; /* nil: fine before any acknowledged SET */
         for (int j = 0; j < p->n; j++) {
             acked += p->rec[j].acked != 0;
-            ok |= got == 1 && p->rec[j].ver == ver;
+            ok |= got == 1 && p->rec[j].ver == ver && !p->rec[j].del;
+            ok |= got == 0 && p->rec[j].del;
         }
-        if (!ok || (got == 0 && acked)) {
+        if (!ok && !(got == 0 && !acked)) {
             char want[400] = "";
             size_t at = 0;
             for (int j = 0; j < p->n && at < sizeof want - 40; j++)
-                at += (size_t)snprintf(want + at, sizeof want - at, " %u (%s)", p->rec[j].ver,
+                at += (size_t)snprintf(want + at, sizeof want - at, " %u%s (%s)", p->rec[j].ver,
+                                       p->rec[j].del ? "=DEL" : "",
                                        p->rec[j].acked ? "acknowledged" : "in flight");
             if (got == 1)
-                snprintf(why, sizeof why, "version %u, which an acknowledged SET replaced", ver);
+                snprintf(why, sizeof why, "version %u, which an acknowledged write replaced",
+                         ver);
             else if (got == 0)
                 snprintf(why, sizeof why, "nothing (the key is lost)");
             else if (rc)
@@ -2597,14 +2610,21 @@ static int s_verify(struct server *s)
         }
         p->n = 0; /* the model goes on from what is there */
         p->last_sent = 0;
-        if (got == 1)
-            p->rec[p->n++] = (struct sset){ver, 0, 1};
+        if (got >= 0) /* a DEL acknowledged when nothing is there */
+            p->rec[p->n++] = (struct sset){got ? ver : 0, 0, 1, !got};
         reply_free(&r);
     }
+    struct bytes b = {0}; /* the keys with PX: one pipelined batch of GETs */
+    for (int i = 0; i < SVKEYS; i++) {
+        snprintf(k, sizeof k, "sk:e%d", i);
+        encode(&b, 2, (const char *[]){"GET", k}, NULL);
+    }
+    send_all(c.fd, b.p, b.n);
+    free(b.p);
     for (int i = 0; i < SVKEYS; i++) { /* there or expired, and intact */
         uint32_t ver;
         snprintf(k, sizeof k, "sk:e%d", i);
-        int rc = CMD(&c, &r, "GET", k);
+        int rc = cli_read(&c, &r, 30000);
         if (rc || (r.type && svalue_check(&r, k, &ver, why, sizeof why))) {
             bad++;
             s_wrong("%s (SET with PX) holds %s", k, rc ? "no reply" : why);
@@ -2667,12 +2687,13 @@ static int run_shared_kill(const char *bin)
         CHECK(server_check(&s) == 0, "final --check");
     }
     printf("shared-kill test: %d kills in %.1f s; acknowledged: %llu INCR, %llu HINCRBY, %llu "
-           "MULTI/EXEC transfers, %llu SET, %llu SET PX (%llu keys deleted by the expire thread); "
-           "%llu requests in flight at the kills; %d keys lost or wrong\n",
+           "MULTI/EXEC transfers, %llu SET, %llu DEL, %llu SET PX (%llu keys deleted by the "
+           "expire thread); %llu requests in flight at the kills; %d keys lost or wrong\n",
            rounds, (double)(now_ms() - t0) / 1000, (unsigned long long)t.acked[S_INCR],
            (unsigned long long)t.acked[S_HINCR], (unsigned long long)t.acked[S_MOVE],
-           (unsigned long long)t.acked[S_SET], (unsigned long long)t.acked[S_SETPX],
-           (unsigned long long)t.expired, (unsigned long long)t.in_flight, lost);
+           (unsigned long long)t.acked[S_SET], (unsigned long long)t.acked[S_DEL],
+           (unsigned long long)t.acked[S_SETPX], (unsigned long long)t.expired,
+           (unsigned long long)t.in_flight, lost);
     if (sshown > 30)
         printf("shared-kill: (%d more lines of detail not shown)\n", sshown - 30);
     CHECK(t.acked[S_SET] >= (uint64_t)rounds, "SETs were acknowledged (%llu)",
