@@ -13,7 +13,7 @@
  *                           (default 10), KV_SEED fixes the randomness
  *   kvclient shared-kill SERVER  SIGKILL while 6 pipelined connections
  *                           share a few keys (INCR, HINCRBY, MULTI/EXEC
- *                           transfers, SET with and without PX): counts,
+ *                           transfers, SET with and without PX, DEL): counts,
  *                           sums and values as acknowledged after the
  *                           restart; KV_SHARED_KILLS rounds (default 20)
  *   kvclient fdlimit SERVER under a low open file limit: clients beyond
@@ -2585,7 +2585,7 @@ static int s_verify(struct server *s)
         int rc = CMD(&c, &r, "GET", k);
         /* -1: no reply or not a value of the key; 0: nil; 1: intact */
         int got = rc ? -1 : !r.type ? 0 : svalue_check(&r, k, &ver, why, sizeof why) ? -1 : 1;
-        int ok = 0, acked = 0; /* nil: fine before any acknowledged SET */
+        int ok = 0, acked = 0; /* nil: fine before anything is acknowledged */
         for (int j = 0; j < p->n; j++) {
             acked += p->rec[j].acked != 0;
             ok |= got == 1 && p->rec[j].ver == ver && !p->rec[j].del;
@@ -2610,7 +2610,7 @@ static int s_verify(struct server *s)
         }
         p->n = 0; /* the model goes on from what is there */
         p->last_sent = 0;
-        if (got >= 0) /* a DEL acknowledged when nothing is there */
+        if (got >= 0) /* a key not there counts as an acknowledged DEL */
             p->rec[p->n++] = (struct sset){got ? ver : 0, 0, 1, !got};
         reply_free(&r);
     }
