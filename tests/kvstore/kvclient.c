@@ -11,6 +11,11 @@
  *                           acknowledged write is there with its latest
  *                           value and that --check passes; KV_KILLS rounds
  *                           (default 10), KV_SEED fixes the randomness
+ *   kvclient shared-kill SERVER  SIGKILL while 6 pipelined connections
+ *                           share a few keys (INCR, HINCRBY, MULTI/EXEC
+ *                           transfers, SET with and without PX, DEL): counts,
+ *                           sums and values as acknowledged after the
+ *                           restart; KV_SHARED_KILLS rounds (default 20)
  *   kvclient fdlimit SERVER under a low open file limit: clients beyond
  *                           the cap get Redis's error, the others PONG, a
  *                           server out of descriptors sleeps (CPU time) and
@@ -256,6 +261,18 @@ static int cli_read(struct cli *c, struct reply *r, int timeout_ms)
     }
 }
 
+int cli_fill(struct cli *c)
+{
+    if (c->cap - c->len < 65536) {
+        c->cap = c->cap ? 2 * c->cap + 65536 : 131072;
+        c->buf = realloc(c->buf, c->cap);
+    }
+    ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+    if (n > 0)
+        c->len += (size_t)n;
+    return n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)) ? 0 : -1;
+}
+
 /* Send a command and read its reply. */
 static int cmdv(struct cli *c, struct reply *r, int argc, const char *const *argv,
                 const size_t *lens)
@@ -322,6 +339,26 @@ static int closed_by_server(struct cli *c, int ms)
 }
 
 /* ---- the server under test */
+
+int kill_rounds(const char *var, int dflt, unsigned *seed)
+{
+    const char *e = getenv(var);
+    int rounds = e && *e ? atoi(e) : dflt;
+    e = getenv("KV_SEED");
+    *seed = e && *e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    return rounds;
+}
+
+char *server_env_args(const char **extra, int *n, int cap)
+{
+    const char *e = getenv("KV_SERVER_ARGS");
+    char *args = strdup(e ? e : "");
+    for (char *save, *w = strtok_r(args, " ", &save); w && *n < cap - 1;
+         w = strtok_r(NULL, " ", &save))
+        extra[(*n)++] = w;
+    extra[*n] = NULL;
+    return args;
+}
 
 int free_port(void)
 {
@@ -1716,16 +1753,7 @@ static void load_and_kill(struct server *s, int ms, unsigned *seed, struct kill_
             if (l[i].c.fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
             struct reply r;
-            char tmp[65536];
-            ssize_t n = recv(l[i].c.fd, tmp, sizeof tmp, MSG_DONTWAIT);
-            if (n > 0) {
-                if (l[i].c.cap - l[i].c.len < (size_t)n) {
-                    l[i].c.cap = 2 * (l[i].c.len + (size_t)n);
-                    l[i].c.buf = realloc(l[i].c.buf, l[i].c.cap);
-                }
-                memcpy(l[i].c.buf + l[i].c.len, tmp, (size_t)n);
-                l[i].c.len += (size_t)n;
-            }
+            int eof = cli_fill(&l[i].c);
             /* every complete reply that is here: acknowledged */
             while (l[i].n && !cli_read(&l[i].c, &r, 0)) {
                 t->acked += (uint64_t)l[i].q[l[i].head].nkeys;
@@ -1734,7 +1762,7 @@ static void load_and_kill(struct server *s, int ms, unsigned *seed, struct kill_
                 if (!killed)
                     send_op(&l[i], seed, i);
             }
-            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            if (eof) {
                 orphan_ops(&l[i], &t->msets_pending);
                 cli_close(&l[i].c);
             }
@@ -1819,10 +1847,8 @@ static int verify_all(struct server *s, struct kill_totals *t)
 
 static int run_kill(const char *bin)
 {
-    const char *e = getenv("KV_KILLS");
-    int rounds = e && *e ? atoi(e) : 10;
-    e = getenv("KV_SEED");
-    unsigned seed = e && *e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    unsigned seed;
+    int rounds = kill_rounds("KV_KILLS", 10, &seed);
     printf("kill test: %s, %d rounds, KV_SEED=%u\n", bin, rounds, seed);
     struct server s;
     server_names(&s, bin, "kill");
@@ -1954,10 +1980,8 @@ static int x_verify(struct server *s, struct xconn *x, int id, long long *in_fli
 
 static int run_exec_kill(const char *bin)
 {
-    const char *e = getenv("KV_EXEC_KILLS");
-    int rounds = e && *e ? atoi(e) : 20;
-    e = getenv("KV_SEED");
-    unsigned seed = e && *e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    unsigned seed;
+    int rounds = kill_rounds("KV_EXEC_KILLS", 20, &seed);
     printf("exec kill test: %s, %d rounds, KV_SEED=%u\n", bin, rounds, seed);
     struct server s;
     server_names(&s, bin, "xkill");
@@ -2069,10 +2093,8 @@ static int ek_check(struct server *s, const struct ekey *k, size_t n, uint64_t *
 
 static int run_expire_kill(const char *bin)
 {
-    const char *e = getenv("KV_EXPIRE_KILLS");
-    int rounds = e && *e ? atoi(e) : 10;
-    e = getenv("KV_SEED");
-    unsigned seed = e && *e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    unsigned seed;
+    int rounds = kill_rounds("KV_EXPIRE_KILLS", 10, &seed);
     printf("expire kill test: %s, %d rounds, KV_SEED=%u\n", bin, rounds, seed);
     struct server s;
     server_names(&s, bin, "ekill");
@@ -2141,6 +2163,545 @@ static int run_expire_kill(const char *bin)
     free(k);
     server_cleanup(&s);
     printf("kvstore expire kill (%s): %d passed, %d failed\n", bin, passed, failed);
+    return failed ? 1 : 0;
+}
+
+/* ---- SIGKILL while every connection works on the same few keys
+ *
+ * SCONNS pipelined connections share one small key set; the server runs
+ * two workers (--threads 2) and its expire thread, so that all three write
+ * the same stripes and reuse the blocks the others free:
+ *   INCR on 4 counters and HINCRBY on 4 fields of 3 hashes: each ends
+ *     between its acknowledged sum and that plus the increments in flight;
+ *   MULTI, DECRBY a N, SET of a 32 KiB memo, INCRBY b N, EXEC between 6
+ *     accounts (the memo makes a block long enough for kills to land in):
+ *     their sum never changes, and each account is its acknowledged value
+ *     give or take the transfers in flight;
+ *   SET with PX 1-50 ms on 64 of 1024 keys, the 64 changing every 20 ms
+ *     (so that the others expire and the expire thread deletes them while
+ *     the workers allocate), and SET without expiry on 16 other keys,
+ *     values of the same sizes that name their key and version and end in
+ *     a checksum, and now and then a DEL of one (so that SETs insert it
+ *     anew): none torn, and each persistent key holds a version (or is
+ *     absent after a DEL) that no acknowledged SET or DEL, sent after that
+ *     one was acknowledged, has replaced.
+ * KV_SHARED_KILLS rounds (default 20); KV_SEED; KV_SERVER_ARGS. */
+enum {
+    SCONNS = 6,
+    SDEPTH = 8,
+    SCOUNTERS = 4,
+    SACCOUNTS = 6,
+    SHASHES = 3,
+    SFIELDS = 4,
+    SNUMS = SCOUNTERS + SACCOUNTS + SHASHES * SFIELDS,
+    SKEYS = 16,
+    SVKEYS = 1024,
+    SVWIN = 64,
+    SRECS = 128,
+    SACCOUNT_START = 1000,
+    SMEMO = 32768,
+    SMOVE_REPLIES = 5 /* MULTI, 3 QUEUED, EXEC */
+};
+
+enum sop_kind { S_INCR, S_MOVE, S_HINCR, S_SETPX, S_SET, S_DEL, S_KINDS };
+
+static const char *const sop_name[S_KINDS] = {"INCR", "MULTI/DECRBY/SET/INCRBY/EXEC",
+                                              "HINCRBY", "SET PX", "SET", "DEL"};
+
+/* A number the load adds to: its acknowledged value, and what the
+ * requests on it not answered yet take away and add. */
+struct snum {
+    long long base, down, up;
+};
+
+/* A SET or DEL of a persistent key: its version, and the load's clock
+ * (sclock) when it was sent and when its reply was read (0: not yet). */
+struct sset {
+    uint32_t ver;
+    uint64_t sent, acked;
+    int del;
+};
+
+/* A persistent key and the SETs and DELs whose outcome it may hold. One
+ * answered before an acknowledged one of the key was sent has been
+ * replaced for sure: it is dropped (last_sent: the latest such sending). */
+struct spkey {
+    struct sset rec[SRECS];
+    int n;
+    uint32_t next_ver;
+    uint64_t last_sent;
+};
+
+struct sop {
+    enum sop_kind kind;
+    int a, b; /* numbers (snums): counter or field, or from a to b; SETs: key */
+    long long amount;
+    uint32_t ver;
+    int replies, wrong; /* read so far (a transfer has 5), not as expected */
+};
+
+struct sconn {
+    struct cli c;
+    struct sop q[SDEPTH]; /* requests awaiting replies, oldest first */
+    int head, n;
+};
+
+struct shared_totals {
+    uint64_t acked[S_KINDS], in_flight, expired;
+    int bad_replies;
+};
+
+static struct snum snums[SNUMS];
+static struct spkey spkeys[SKEYS];
+static uint32_t svolatile_ver[SVKEYS];
+static uint64_t sclock;
+static long long ssum; /* what the accounts add up to */
+static int sshown; /* lines of detail printed: the first 30 say enough */
+
+static void s_wrong(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void s_wrong(const char *fmt, ...)
+{
+    va_list ap;
+    if (++sshown > 30)
+        return;
+    va_start(ap, fmt);
+    printf("shared-kill: ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+}
+
+/* Number i's key and, for a hash, field ("" otherwise). */
+static void snum_name(int i, char *key, size_t kn, char *field, size_t fn)
+{
+    int j = i - SCOUNTERS - SACCOUNTS;
+    field[0] = 0;
+    if (i < SCOUNTERS) {
+        snprintf(key, kn, "sk:c%d", i);
+    } else if (j < 0) {
+        snprintf(key, kn, "sk:a%d", i - SCOUNTERS);
+    } else {
+        snprintf(key, kn, "sk:h%d", j / SFIELDS);
+        snprintf(field, fn, "f%d", j % SFIELDS);
+    }
+}
+
+/* Version ver of key's value, 40 to 600 bytes (the 256-byte inline limit
+ * on both sides): "key/version/length/", filler, then an FNV-1a checksum
+ * of all before it in 16 hex digits. Returns the length; v holds 601. */
+static size_t svalue(char *v, const char *key, uint32_t ver)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    size_t n = 40 + (size_t)((h ^ ver * 2654435761u) % 561);
+    size_t at = (size_t)snprintf(v, n, "%s/%u/%zu/", key, ver, n);
+    for (uint64_t x = h ^ ver; at < n - 16; at++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        v[at] = (char)('a' + (x >> 59));
+    }
+    h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n - 16; i++)
+        h = (h ^ (unsigned char)v[i]) * 1099511628211ULL;
+    char sum[17];
+    snprintf(sum, sizeof sum, "%016llx", (unsigned long long)h);
+    memcpy(v + n - 16, sum, 16);
+    return n;
+}
+
+/* Is r an intact value of key? 0 with its version, or -1 with why. */
+static int svalue_check(const struct reply *r, const char *key, uint32_t *ver, char *why,
+                        size_t wn)
+{
+    size_t kn = strlen(key);
+    char want[601];
+    if (r->type != '$') {
+        snprintf(why, wn, "the reply %s", show(r));
+        return -1;
+    }
+    if (r->n < kn + 2 || memcmp(r->s, key, kn) || r->s[kn] != '/') {
+        snprintf(why, wn, "a value of %zu bytes that does not name it (%.30s)", r->n, r->s);
+        return -1;
+    }
+    *ver = (uint32_t)strtoul(r->s + kn + 1, NULL, 10);
+    size_t n = svalue(want, key, *ver);
+    if (r->n != n || memcmp(r->s, want, n)) {
+        snprintf(why, wn, "version %u torn: %zu bytes, %zu expected (%.40s...%.16s)", *ver, r->n,
+                 n, r->s, r->n >= 16 ? r->s + r->n - 16 : "");
+        return -1;
+    }
+    return 0;
+}
+
+static void s_send(struct sconn *sc, unsigned *seed)
+{
+    struct sop op = {0};
+    struct bytes b = {0};
+    char k[32], f[16], k2[32], amount[24], px[16], v[601];
+    static char memo[SMEMO + 1];
+    int r = (int)(rand_r(seed) % 100);
+    op.kind = r < 20 ? S_INCR : r < 40 ? S_MOVE : r < 60 ? S_HINCR : r < 78 ? S_SETPX
+              : r < 94 ? S_SET : S_DEL;
+    if (op.kind >= S_SET && spkeys[op.a = (int)(rand_r(seed) % SKEYS)].n == SRECS)
+        op.kind = S_SETPX; /* not seen: at most SCONNS * SDEPTH SETs are in flight */
+    switch (op.kind) {
+    case S_INCR:
+    case S_HINCR:
+        op.a = op.kind == S_INCR ? (int)(rand_r(seed) % SCOUNTERS)
+                                 : SCOUNTERS + SACCOUNTS + (int)(rand_r(seed) % (SHASHES * SFIELDS));
+        op.amount = op.kind == S_INCR ? 1 : 1 + rand_r(seed) % 5;
+        snums[op.a].up += op.amount;
+        snum_name(op.a, k, sizeof k, f, sizeof f);
+        snprintf(amount, sizeof amount, "%lld", op.amount);
+        if (op.kind == S_INCR)
+            encode(&b, 2, (const char *[]){"INCR", k}, NULL);
+        else
+            encode(&b, 4, (const char *[]){"HINCRBY", k, f, amount}, NULL);
+        break;
+    case S_MOVE:
+        op.a = (int)(rand_r(seed) % SACCOUNTS);
+        op.b = SCOUNTERS + (op.a + 1 + (int)(rand_r(seed) % (SACCOUNTS - 1))) % SACCOUNTS;
+        op.a += SCOUNTERS;
+        op.amount = 1 + rand_r(seed) % 100;
+        snums[op.a].down += op.amount;
+        snums[op.b].up += op.amount;
+        snum_name(op.a, k, sizeof k, f, sizeof f);
+        snum_name(op.b, k2, sizeof k2, f, sizeof f);
+        snprintf(amount, sizeof amount, "%lld", op.amount);
+        if (!memo[0])
+            memset(memo, 'm', SMEMO);
+        snprintf(f, sizeof f, "sk:m%d", op.a - SCOUNTERS);
+        encode(&b, 1, (const char *[]){"MULTI"}, NULL);
+        encode(&b, 3, (const char *[]){"DECRBY", k, amount}, NULL);
+        encode(&b, 3, (const char *[]){"SET", f, memo}, NULL);
+        encode(&b, 3, (const char *[]){"INCRBY", k2, amount}, NULL);
+        encode(&b, 1, (const char *[]){"EXEC"}, NULL);
+        break;
+    case S_SETPX:
+    case S_SET:
+    case S_DEL: {
+        if (op.kind == S_SETPX)
+            op.a = (int)(now_ms() / 20 % (SVKEYS / SVWIN) * SVWIN + rand_r(seed) % SVWIN);
+        snprintf(k, sizeof k, "sk:%c%d", op.kind == S_SETPX ? 'e' : 'p', op.a);
+        if (op.kind != S_SETPX) {
+            struct spkey *p = &spkeys[op.a];
+            op.ver = ++p->next_ver;
+            p->rec[p->n++] = (struct sset){op.ver, ++sclock, 0, op.kind == S_DEL};
+        } else {
+            op.ver = ++svolatile_ver[op.a];
+        }
+        size_t lens[5] = {3, strlen(k), svalue(v, k, op.ver), 2, 0};
+        snprintf(px, sizeof px, "%u", 1 + rand_r(seed) % 50);
+        lens[4] = strlen(px);
+        if (op.kind == S_DEL)
+            encode(&b, 2, (const char *[]){"DEL", k}, NULL);
+        else
+            encode(&b, op.kind == S_SET ? 3 : 5, (const char *[]){"SET", k, v, "PX", px}, lens);
+        break;
+    }
+    default:
+        break;
+    }
+    send_all(sc->c.fd, b.p, b.n); /* a dead server: its replies will say */
+    free(b.p);
+    sc->q[(sc->head + sc->n++) % SDEPTH] = op;
+}
+
+/* The oldest request's pending amounts leave the model; acknowledged, its
+ * effect joins it. */
+static void s_settle(const struct sop *op, int acked)
+{
+    struct snum *a = &snums[op->a], *b = &snums[op->b];
+    if (op->kind == S_INCR || op->kind == S_HINCR) {
+        a->up -= op->amount;
+        a->base += acked ? op->amount : 0;
+    } else if (op->kind == S_MOVE) {
+        a->down -= op->amount;
+        b->up -= op->amount;
+        a->base -= acked ? op->amount : 0;
+        b->base += acked ? op->amount : 0;
+    } else if ((op->kind == S_SET || op->kind == S_DEL) && acked) {
+        struct spkey *p = &spkeys[op->a];
+        int keep = 0;
+        for (int i = 0; i < p->n; i++)
+            if (p->rec[i].ver == op->ver) {
+                p->rec[i].acked = ++sclock;
+                if (p->rec[i].sent > p->last_sent)
+                    p->last_sent = p->rec[i].sent;
+            }
+        for (int i = 0; i < p->n; i++)
+            if (!p->rec[i].acked || p->rec[i].acked > p->last_sent)
+                p->rec[keep++] = p->rec[i];
+        p->n = keep;
+    }
+}
+
+/* One reply to sc's oldest request: 1 when it was the request's last. */
+static int s_reply(struct sconn *sc, const struct reply *r, struct shared_totals *t)
+{
+    struct sop *op = &sc->q[sc->head];
+    int ok, n = ++op->replies;
+    switch (op->kind) {
+    case S_INCR:
+    case S_HINCR:
+    case S_DEL:
+        ok = r->type == ':';
+        break;
+    case S_MOVE:
+        ok = n == 1                ? is_status(r, "OK")
+             : n < SMOVE_REPLIES ? is_status(r, "QUEUED")
+                                 : r->type == '*' && r->n == 3 && r->el[0].type == ':' &&
+                                       is_status(&r->el[1], "OK") && r->el[2].type == ':';
+        break;
+    default:
+        ok = is_status(r, "OK");
+    }
+    if (!ok) {
+        t->bad_replies++;
+        s_wrong("%s (reply %d) answered %s", sop_name[op->kind], n, show(r));
+    }
+    op->wrong += !ok;
+    if (op->kind == S_MOVE && n < SMOVE_REPLIES) /* a transfer counts at its EXEC's reply */
+        return 0;
+    ok = !op->wrong;
+    s_settle(op, ok);
+    t->acked[op->kind] += (uint64_t)ok;
+    sc->head = (sc->head + 1) % SDEPTH;
+    sc->n--;
+    return 1;
+}
+
+/* Load for `ms`, SIGKILL the server and read every reply it sent before
+ * dying; what stays unanswered is in flight (its amounts stay pending). */
+static void s_load_and_kill(struct server *s, int ms, unsigned *seed, struct shared_totals *t)
+{
+    struct sconn sc[SCONNS];
+    memset(sc, 0, sizeof sc);
+    for (int i = 0; i < SCONNS; i++) {
+        server_cli(s, &sc[i].c);
+        while (sc[i].c.fd >= 0 && sc[i].n < SDEPTH)
+            s_send(&sc[i], seed);
+    }
+    uint64_t end = now_ms() + (uint64_t)ms;
+    int killed = 0, asked = 0;
+    struct cli info; /* the expire thread's deletions, for the summary: asked
+                        for shortly before the kill, read after it, so that
+                        the load does not stop for it */
+    server_cli(s, &info);
+    for (;;) {
+        struct pollfd pf[SCONNS];
+        for (int i = 0; i < SCONNS; i++)
+            pf[i].fd = sc[i].c.fd;
+        if (info.fd >= 0 && !asked && now_ms() + 5 >= end) {
+            struct bytes b = {0};
+            encode(&b, 2, (const char *[]){"INFO", "stats"}, NULL);
+            send_all(info.fd, b.p, b.n);
+            free(b.p);
+            asked = 1;
+        }
+        if (!load_poll(s, end, &killed, pf, SCONNS, 20))
+            break;
+        /* a dead server's connections end at once: 5 s bound the round */
+        int give_up = killed && now_ms() > end + 5000;
+        for (int i = 0; i < SCONNS; i++) {
+            if (sc[i].c.fd < 0 || (!give_up && !(pf[i].revents & (POLLIN | POLLHUP | POLLERR))))
+                continue;
+            int eof = give_up ? -1 : cli_fill(&sc[i].c);
+            struct reply r;
+            while (sc[i].n && !cli_read(&sc[i].c, &r, 0)) {
+                if (s_reply(&sc[i], &r, t) && !killed)
+                    s_send(&sc[i], seed);
+                reply_free(&r);
+            }
+            if (eof) {
+                if (give_up) {
+                    t->bad_replies++;
+                    s_wrong("connection %d still open 5 s after the kill", i);
+                }
+                t->in_flight += (uint64_t)sc[i].n;
+                sc[i].n = 0;
+                cli_close(&sc[i].c);
+            }
+        }
+    }
+    int st;
+    waitpid(s->pid, &st, 0);
+    s->pid = 0;
+    struct reply r;
+    if (asked && !cli_read(&info, &r, 100)) {
+        char *n = info_value(&r, "expired_keys");
+        t->expired += n ? strtoull(n, NULL, 10) : 0;
+        free(n);
+        reply_free(&r);
+    }
+    cli_close(&info);
+}
+
+/* After a restart: every number, account sum and key as the model allows;
+ * the model then goes on from what is there. Returns the keys found wrong. */
+static int s_verify(struct server *s)
+{
+    struct cli c;
+    struct reply r;
+    int bad = 0;
+    long long sum = 0;
+    char k[32], f[16], why[160], accounts[SACCOUNTS * 24] = "";
+    if (server_cli(s, &c)) {
+        s_wrong("no connection after the restart");
+        return 1;
+    }
+    for (int i = 0; i < SNUMS; i++) {
+        struct snum *x = &snums[i];
+        snum_name(i, k, sizeof k, f, sizeof f);
+        int rc = *f ? CMD(&c, &r, "HGET", k, f) : CMD(&c, &r, "GET", k);
+        long long v = !rc && r.type == '$' ? strtoll(r.s, NULL, 10) : 0;
+        if (rc || (r.type && r.type != '$') || v < x->base - x->down || v > x->base + x->up) {
+            bad++;
+            s_wrong("%s%s%s reads %s, expected %lld..%lld (%lld acknowledged, -%lld and +%lld "
+                    "in flight)",
+                    k, *f ? " " : "", f, rc ? "no reply" : r.type == '$' ? r.s : show(&r),
+                    x->base - x->down, x->base + x->up, x->base, x->down, x->up);
+        }
+        if (i >= SCOUNTERS && i < SCOUNTERS + SACCOUNTS) {
+            sum += v;
+            snprintf(accounts + strlen(accounts), sizeof accounts - strlen(accounts), " %s=%lld",
+                     k, v);
+        }
+        x->base = v;
+        x->down = x->up = 0;
+        reply_free(&r);
+    }
+    if (sum != ssum) {
+        bad++;
+        s_wrong("the %d accounts sum to %lld, expected %lld: a transfer applied in part (%s )",
+                SACCOUNTS, sum, ssum, accounts);
+        ssum = sum; /* the next rounds look for new damage */
+    }
+    for (int i = 0; i < SKEYS; i++) {
+        struct spkey *p = &spkeys[i];
+        uint32_t ver = 0;
+        snprintf(k, sizeof k, "sk:p%d", i);
+        int rc = CMD(&c, &r, "GET", k);
+        /* -1: no reply or not a value of the key; 0: nil; 1: intact */
+        int got = rc ? -1 : !r.type ? 0 : svalue_check(&r, k, &ver, why, sizeof why) ? -1 : 1;
+        int ok = 0, acked = 0; /* nil: fine before anything is acknowledged */
+        for (int j = 0; j < p->n; j++) {
+            acked += p->rec[j].acked != 0;
+            ok |= got == 1 && p->rec[j].ver == ver && !p->rec[j].del;
+            ok |= got == 0 && p->rec[j].del;
+        }
+        if (!ok && !(got == 0 && !acked)) {
+            char want[400] = "";
+            size_t at = 0;
+            for (int j = 0; j < p->n && at < sizeof want - 40; j++)
+                at += (size_t)snprintf(want + at, sizeof want - at, " %u%s (%s)", p->rec[j].ver,
+                                       p->rec[j].del ? "=DEL" : "",
+                                       p->rec[j].acked ? "acknowledged" : "in flight");
+            if (got == 1)
+                snprintf(why, sizeof why, "version %u, which an acknowledged write replaced",
+                         ver);
+            else if (got == 0)
+                snprintf(why, sizeof why, "nothing (the key is lost)");
+            else if (rc)
+                snprintf(why, sizeof why, "no reply");
+            bad++;
+            s_wrong("%s holds %s; expected version%s", k, why, p->n ? want : " none: never set");
+        }
+        p->n = 0; /* the model goes on from what is there */
+        p->last_sent = 0;
+        if (got >= 0) /* a key not there counts as an acknowledged DEL */
+            p->rec[p->n++] = (struct sset){got ? ver : 0, 0, 1, !got};
+        reply_free(&r);
+    }
+    struct bytes b = {0}; /* the keys with PX: one pipelined batch of GETs */
+    for (int i = 0; i < SVKEYS; i++) {
+        snprintf(k, sizeof k, "sk:e%d", i);
+        encode(&b, 2, (const char *[]){"GET", k}, NULL);
+    }
+    send_all(c.fd, b.p, b.n);
+    free(b.p);
+    for (int i = 0; i < SVKEYS; i++) { /* there or expired, and intact */
+        uint32_t ver;
+        snprintf(k, sizeof k, "sk:e%d", i);
+        int rc = cli_read(&c, &r, 30000);
+        if (rc || (r.type && svalue_check(&r, k, &ver, why, sizeof why))) {
+            bad++;
+            s_wrong("%s (SET with PX) holds %s", k, rc ? "no reply" : why);
+        }
+        reply_free(&r);
+    }
+    cli_close(&c);
+    return bad;
+}
+
+static int run_shared_kill(const char *bin)
+{
+    unsigned seed;
+    int rounds = kill_rounds("KV_SHARED_KILLS", 20, &seed), n = 4, lost = 0;
+    const char *extra[24] = {"--pool-size", "64M", "--threads", "2"};
+    char *args = server_env_args(extra, &n, 24);
+    printf("shared-kill test: %s %s, %d rounds, KV_SEED=%u\n", bin,
+           getenv("KV_SERVER_ARGS") ? getenv("KV_SERVER_ARGS") : "", rounds, seed);
+    struct server s;
+    struct shared_totals t = {0};
+    server_names(&s, bin, "skill");
+    memset(snums, 0, sizeof snums);
+    memset(spkeys, 0, sizeof spkeys);
+    ssum = 0;
+    uint64_t t0 = now_ms();
+    for (int round = 1; round <= rounds + 1; round++) {
+        if (server_start(&s, extra)) {
+            CHECK(0, "round %d: server starts", round);
+            break;
+        }
+        if (round == 1) { /* the accounts' money, acknowledged before any load */
+            struct cli c;
+            struct reply r;
+            char k[32], f[16], v[16];
+            server_cli(&s, &c);
+            snprintf(v, sizeof v, "%d", SACCOUNT_START);
+            for (int i = SCOUNTERS; i < SCOUNTERS + SACCOUNTS; i++) {
+                snum_name(i, k, sizeof k, f, sizeof f);
+                CHECK(!CMD(&c, &r, "SET", k, v) && is_status(&r, "OK"), "SET %s %s: %s", k, v,
+                      show(&r));
+                snums[i].base = SACCOUNT_START;
+                ssum += SACCOUNT_START;
+                reply_free(&r);
+            }
+            cli_close(&c);
+        } else {
+            int bad = s_verify(&s);
+            lost += bad;
+            CHECK(!bad, "%s %d: shared keys as acknowledged after the kill (%d wrong)",
+                  round > rounds ? "final restart after round" : "round", round - 1, bad);
+        }
+        if (round > rounds)
+            break;
+        s_load_and_kill(&s, 50 + (int)(rand_r(&seed) % 350), &seed, &t);
+        CHECK(server_check(&s) == 0, "round %d: --check after SIGKILL", round);
+    }
+    if (s.pid) {
+        int st = server_stop(&s, SIGTERM);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "final SIGTERM: clean exit");
+        CHECK(server_check(&s) == 0, "final --check");
+    }
+    printf("shared-kill test: %d kills in %.1f s; acknowledged: %llu INCR, %llu HINCRBY, %llu "
+           "MULTI/EXEC transfers, %llu SET, %llu DEL, %llu SET PX (%llu keys deleted by the "
+           "expire thread); %llu requests in flight at the kills; %d keys lost or wrong\n",
+           rounds, (double)(now_ms() - t0) / 1000, (unsigned long long)t.acked[S_INCR],
+           (unsigned long long)t.acked[S_HINCR], (unsigned long long)t.acked[S_MOVE],
+           (unsigned long long)t.acked[S_SET], (unsigned long long)t.acked[S_DEL],
+           (unsigned long long)t.acked[S_SETPX], (unsigned long long)t.expired,
+           (unsigned long long)t.in_flight, lost);
+    if (sshown > 30)
+        printf("shared-kill: (%d more lines of detail not shown)\n", sshown - 30);
+    CHECK(t.acked[S_SET] >= (uint64_t)rounds, "SETs were acknowledged (%llu)",
+          (unsigned long long)t.acked[S_SET]);
+    CHECK(!t.bad_replies, "%d replies not the ones expected", t.bad_replies);
+    free(args);
+    server_cleanup(&s);
+    printf("kvstore shared-kill (%s): %d passed, %d failed\n", bin, passed, failed);
     return failed ? 1 : 0;
 }
 
@@ -2649,6 +3210,8 @@ int main(int argc, char **argv)
         return run_exec_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "expire-kill"))
         return run_expire_kill(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "shared-kill"))
+        return run_shared_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "fdlimit"))
         return run_fdlimit(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "redis"))
@@ -2659,7 +3222,7 @@ int main(int argc, char **argv)
         return run_mc_replay(argc, argv);
     if (argc == 3 && !strcmp(argv[1], "mc-kill"))
         return run_mc_kill(argv[2]);
-    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|expire-kill|fdlimit|redis|shutdown|mc-kill "
+    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|expire-kill|shared-kill|fdlimit|redis|shutdown|mc-kill "
                     "SERVER | kvclient mc-replay PORT <SCRIPT | "
                     "kvclient freeport\n");
     return 2;

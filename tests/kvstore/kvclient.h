@@ -37,6 +37,9 @@ int connect_tcp(int port);          /* 127.0.0.1:port, TCP_NODELAY */
 void cli_init(struct cli *c, int fd);
 void cli_close(struct cli *c);
 int send_all(int fd, const void *p, size_t n); /* 0, or -1 */
+/* Append what the socket holds to c's buffer without waiting: 0, or -1
+ * at EOF or on an error (the pipelined loads of the kill tests). */
+int cli_fill(struct cli *c);
 
 /* A growing byte buffer. */
 struct bytes {
@@ -66,6 +69,13 @@ int server_check(struct server *s);         /* --check's exit status */
  * most. The connections still open; 0 when none is or poll failed. */
 int load_poll(struct server *s, uint64_t end, int *killed, struct pollfd *pf, int n, int ms);
 void server_cleanup(struct server *s);      /* the log's tail if a check failed */
+/* A kill test's rounds (environment variable var, else dflt) and *seed
+ * (KV_SEED, else from the time and pid). */
+int kill_rounds(const char *var, int dflt, unsigned *seed);
+/* Append the words of KV_SERVER_ARGS to extra[*n..cap-1) and end it with
+ * NULL (e.g. "--ack commit", a server a kill test must catch); returns
+ * the buffer the words point into, for free() after the test. */
+char *server_env_args(const char **extra, int *n, int cap);
 
 /* mcclient.c's modes */
 int run_mc_replay(int argc, char **argv);

@@ -604,19 +604,6 @@ static const char *state_words(int key, const struct mstate *s, char *w, size_t 
 
 /* ---- the load, the kill, the check */
 
-/* Read what is there; 0, or -1 at EOF or on an error. */
-static int mc_fill(struct cli *c)
-{
-    if (c->cap - c->len < 65536) {
-        c->cap = c->cap ? 2 * c->cap + 65536 : 131072;
-        c->buf = realloc(c->buf, c->cap);
-    }
-    ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
-    if (n > 0)
-        c->len += (size_t)n;
-    return n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)) ? 0 : -1;
-}
-
 static void mc_consume(struct cli *c, size_t used)
 {
     memmove(c->buf, c->buf + used, c->len - used);
@@ -695,7 +682,7 @@ static void mc_load_and_kill(struct server *s, int port, int ms, unsigned *seed,
         for (int i = 0; i < MC_CONNS; i++) {
             if (m[i].c.fd < 0 || (!give_up && !(pf[i].revents & (POLLIN | POLLHUP | POLLERR))))
                 continue;
-            int eof = give_up ? -1 : mc_fill(&m[i].c), r = 0;
+            int eof = give_up ? -1 : cli_fill(&m[i].c), r = 0;
             uint64_t gets = 0;
             while (m[i].n && (r = mc_take(&m[i], t, &gets)) > 0) {
                 struct mop done = m[i].q[(m[i].head + MC_DEPTH - 1) % MC_DEPTH];
@@ -767,7 +754,7 @@ static int mc_verify(int port, struct mc_totals *t)
                 continue;
             }
             struct pollfd pf = {c.fd, POLLIN, 0};
-            if (used != 0 || now_ms() > until || poll(&pf, 1, 1000) < 0 || mc_fill(&c)) {
+            if (used != 0 || now_ms() > until || poll(&pf, 1, 1000) < 0 || cli_fill(&c)) {
                 CHECK(0, "gets of keys %d..: a reply that is not VALUE blocks and END",
                       first);
                 cli_close(&c);
@@ -814,13 +801,9 @@ static int mc_verify(int port, struct mc_totals *t)
 static int mc_start(struct server *s, int *port)
 {
     char p[16];
-    const char *e = getenv("KV_SERVER_ARGS");
     const char *extra[24] = {"--pool-size", "256M", "--threads", "2", "--memcached-port", p};
     int n = 6, rc = -1;
-    char *args = strdup(e ? e : "");
-    for (char *save, *w = strtok_r(args, " ", &save); w && n < 23; w = strtok_r(NULL, " ", &save))
-        extra[n++] = w;
-    extra[n] = NULL;
+    char *args = server_env_args(extra, &n, 24);
     for (int try = 0; try < 3 && rc; try++) {
         *port = free_port();
         snprintf(p, sizeof p, "%d", *port);
@@ -832,10 +815,8 @@ static int mc_start(struct server *s, int *port)
 
 int run_mc_kill(const char *bin)
 {
-    const char *e = getenv("KV_MC_KILLS");
-    int rounds = e && *e ? atoi(e) : 10, port;
-    e = getenv("KV_SEED");
-    unsigned seed = e && *e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    unsigned seed;
+    int rounds = kill_rounds("KV_MC_KILLS", 10, &seed), port;
     printf("mc-kill test: %s %s, %d rounds, KV_SEED=%u\n", bin,
            getenv("KV_SERVER_ARGS") ? getenv("KV_SERVER_ARGS") : "", rounds, seed);
     struct server s;
