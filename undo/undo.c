@@ -54,6 +54,8 @@
  * to an object logged whole log nothing. A transaction that opens its N
  * objects and then writes them pays 1 + 2 barriers instead of N + 2.
  */
+#include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +74,11 @@ struct undo_tx {
     struct addrmap whole;  /* objects logged whole by txn_open(TXN_RW) */
     const void *opened;    /* the last of them: txn_open's way fill asks
                               right after, and skips the map */
+#ifndef NDEBUG
+    struct vec before;     /* char: per record, the bytes its range held
+                              when it was appended (the debug check of
+                              rollback_matches) */
+#endif
 };
 
 size_t eng_obj_size(txn_pool *p, const txn_obj *o)
@@ -89,6 +96,9 @@ int eng_tx_init(struct txn *tx)
         return TXN_E_NOMEM;
     }
     vec_init(&u->recs, sizeof(struct log_rec *));
+#ifndef NDEBUG
+    vec_init(&u->before, 1);
+#endif
     tx->eng = u;
     return 0;
 }
@@ -99,6 +109,9 @@ void eng_tx_fini(struct txn *tx)
     vec_free(&u->recs);
     addrmap_free(&u->logged);
     addrmap_free(&u->whole);
+#ifndef NDEBUG
+    vec_free(&u->before);
+#endif
     free(u);
     tx->eng = NULL;
 }
@@ -109,6 +122,9 @@ static void reset(struct txn *tx, struct undo_tx *u)
 {
     tx->hot.gate = 0;
     u->recs.n = 0;
+#ifndef NDEBUG
+    u->before.n = 0;
+#endif
     addrmap_clear(&u->logged);
     addrmap_clear(&u->whole);
     u->opened = NULL;
@@ -135,6 +151,14 @@ static int append_old(struct txn *tx, struct undo_tx *u, char *a, size_t n)
         if (rc || !slot)
             return rc ? rc : TXN_E_NOMEM;
         *slot = r;
+#ifndef NDEBUG
+        if (!vec_reserve(&u->before, u->before.n + len)) { /* else: not checked */
+            memcpy((char *)u->before.a + u->before.n, a + done, len);
+            u->before.n += len;
+        } else {
+            u->before.n = SIZE_MAX;
+        }
+#endif
         done += len;
     }
     tx->hot.gate = 1;
@@ -252,6 +276,29 @@ static void rollback(struct txn *tx, struct undo_tx *u, int bits)
     reset(tx, u);
 }
 
+#ifndef NDEBUG
+/* U1 in a debug build, before the commit record: rolling a copy of the
+ * written ranges back from the records, as recovery would read them
+ * (newest first), gives the bytes the ranges held before the transaction.
+ * Each byte ends with the oldest record's copy of it, so that copy must be
+ * what the range held at its append, and every record must still be
+ * whole: nothing wrote over the log since. */
+static void assert_rollback(struct txn *tx, struct undo_tx *u)
+{
+    if (u->before.n == SIZE_MAX)
+        return; /* out of memory for the copies */
+    const char *b = u->before.a;
+    for (size_t i = 0; i < u->recs.n; i++) {
+        struct log_rec *r = *(struct log_rec **)vec_at(&u->recs, i);
+        assert(r->sentinel == LOG_SENTINEL && r->version == tx->version &&
+               r->type == LOG_DATA && "U1: a record was written over before the commit");
+        assert(!memcmp(log_payload(r), b, r->len) &&
+               "U1: rolling back does not give the bytes from before the transaction");
+        b += r->len;
+    }
+}
+#endif
+
 int eng_commit(struct txn *tx)
 {
     struct undo_tx *u = tx->eng;
@@ -259,6 +306,9 @@ int eng_commit(struct txn *tx)
     if (!u->recs.n && !allocs)
         return 0; /* read-only: nothing to make durable */
     int eager = txn_cfg.alloc_eager && allocs;
+#ifndef NDEBUG
+    assert_rollback(tx, u);
+#endif
     log_flush(&tx->log); /* ALLOC/FREE records */
     if (!eager && allocs) {
         if (tx->hot.gate)
