@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -209,6 +211,24 @@ int reach_add(struct reach *r, txn_obj *o)
 static int reach_cb(txn_obj *o, void *arg)
 {
     return reach_add(arg, o);
+}
+
+/* The library draws a new pool's address and uuid from getrandom(2). A
+ * shared run draws them from its seed instead (this definition takes the
+ * place of libc's in the program), so that the same seed writes the same
+ * bytes in another process too: --image N gives an image equal byte for
+ * byte. Other runs get the kernel's. */
+static struct {
+    int on;        /* set and read by the thread that creates pools */
+    uint64_t seed; /* the stream while on */
+} fixed_random;
+
+ssize_t getrandom(void *buf, size_t n, unsigned flags)
+{
+    if (!fixed_random.on)
+        return syscall(SYS_getrandom, buf, n, flags);
+    sim_bytes(&fixed_random.seed, buf, n);
+    return (ssize_t)n;
 }
 
 /* ---- state of the run in progress */
@@ -489,7 +509,9 @@ static size_t nsaved;
 
 static void verify(void)
 {
-    int later = R.threads > 1 || R.only >= 0;
+    /* a shared run's checks draw from R.rng: after the run, so that its
+     * images are the same with --image */
+    int later = R.threads > 1 || R.only >= 0 || R.w->flags & WL_SHARED;
     struct saved *s = later ? &saved[nsaved] : &saved[0];
     if (later)
         snprintf(s->path, sizeof s->path, "%s.%zu", R.img, nsaved);
@@ -582,6 +604,8 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     snprintf(name, sizeof name, "crashsim-%s-%d.pool", txn_engine_name(), (int)getpid());
     int shared = w->flags & WL_SHARED, parts = shared ? 1 : threads;
     run_w = w;
+    fixed_random.on = shared;
+    fixed_random.seed = seed ^ 0x3c6ef372fe94f82bull;
     txn_pool_opts o = {.size = sim_pool_size(w->pool_size * (size_t)parts),
                        .root_size = 8 * SIM_THREADS,
                        .threads = (unsigned)threads + 1};

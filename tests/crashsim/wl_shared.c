@@ -24,6 +24,8 @@
  * CRASHSIM_SHARED_READBACK=0 leaves out the read back of a new or changed
  * object in its own transaction: a bug that reads wrong there (the stale
  * way above) then goes on to its commit, for the crash images to find.
+ * CRASHSIM_SHARED_REREAD=0 leaves out the read after a free: a thread then
+ * has a way for a freed block only when another thread freed it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,16 +55,28 @@ static struct {
                          setup, read-only during the run */
 } M;
 
-/* Whether a transaction reads back what it wrote (the environment's
- * CRASHSIM_SHARED_READBACK, read at the first step). */
+/* A switch of the environment, on unless it is "0" (read once). */
+static int knob(const char *name, int *cached)
+{
+    if (*cached < 0) {
+        const char *v = getenv(name);
+        *cached = !v || strcmp(v, "0");
+    }
+    return *cached;
+}
+
+/* Whether a transaction reads back what it wrote. */
 static int readback(void)
 {
     static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("CRASHSIM_SHARED_READBACK");
-        on = !v || strcmp(v, "0");
-    }
-    return on;
+    return knob("CRASHSIM_SHARED_READBACK", &on);
+}
+
+/* Whether a transaction reads an object again after freeing it. */
+static int reread(void)
+{
+    static int on = -1;
+    return knob("CRASHSIM_SHARED_REREAD", &on);
 }
 
 static uint64_t digest_of(const struct ent *e)
@@ -252,7 +266,7 @@ static int update(txn *tx, int slot, enum op op, uint64_t *rng, struct ent *ne)
         TRY(check_hdr(tx, old, slot, cur));
         TRY(txn_free(tx, old));
         sim_point_txn();
-        if (op == OP_DELETE || sim_rand(rng) % 2)
+        if ((op == OP_DELETE || sim_rand(rng) % 2) && reread())
             TRY(check_hdr(tx, old, slot, cur)); /* read after the free */
     }
     if (op == OP_DELETE) {
