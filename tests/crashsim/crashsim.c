@@ -657,7 +657,7 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     /* incll's commits and txn_sync wait for running transactions: its
      * threads switch only between transactions */
     if (shared)
-        sched_begin(threads, seed, strcmp(txn_engine_name(), "incll") != 0);
+        sched_begin(threads, seed, !strstr(txn_engine_name(), "incll"));
     struct worker wk[SIM_THREADS];
     pthread_t tid[SIM_THREADS];
     for (int k = 0; k < threads; k++) {
