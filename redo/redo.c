@@ -28,6 +28,7 @@
  *   bits -> (3); IDLE -> (4). Read-only: 0. Abort: 0 (nothing in place
  *   changed, and the state never said COMMITTED for this version).
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,6 +235,36 @@ static void apply(txn_pool *p, const struct log_rec *rec)
     }
 }
 
+#ifndef NDEBUG
+#define REPLAY_CHECK_MAX 1024u /* records: the check is quadratic */
+
+/* R3 in a debug build, after the log was applied: replaying it writes
+ * what is in place. Each byte of a DATA record that no later record
+ * writes again must be there (the transaction's locks still keep other
+ * threads away), and a block of the transaction is never logged (R4). */
+static void assert_replay(struct txn *tx, struct redo_tx *r)
+{
+    if (r->writes.n > REPLAY_CHECK_MAX)
+        return;
+    for (size_t i = 0; i < r->writes.n; i++) {
+        const struct log_rec *rec = ((struct write *)vec_at(&r->writes, i))->r;
+        const char *bytes = log_payload((struct log_rec *)rec);
+        assert(!tx_is_new(tx, (const void *)(uintptr_t)rec->aux) &&
+               "R4: a write to a block of the transaction was logged");
+        for (uint64_t b = 0; b < rec->len; b++) {
+            uint64_t a = rec->addr + b;
+            int later = 0;
+            for (size_t j = i + 1; j < r->writes.n && !later; j++) {
+                const struct log_rec *q = ((struct write *)vec_at(&r->writes, j))->r;
+                later = a >= q->addr && a < q->addr + q->len;
+            }
+            assert((later || *(const char *)(uintptr_t)a == bytes[b]) &&
+                   "R3: replaying the log writes what the commit applied");
+        }
+    }
+}
+#endif
+
 int eng_commit(struct txn *tx)
 {
     struct redo_tx *r = tx->eng;
@@ -253,6 +284,9 @@ int eng_commit(struct txn *tx)
     tx_apply_allocs(tx, 1); /* its atomics before any flush of (3) */
     for (size_t i = 0; i < r->writes.n; i++)
         apply(tx->p, ((struct write *)vec_at(&r->writes, i))->r);
+#ifndef NDEBUG
+    assert_replay(tx, r);
+#endif
     pm_barrier();                                  /* (3) */
     tx_set_state(tx->slot, tx->version, SLOT_IDLE);   /* (4) */
     finish(r);

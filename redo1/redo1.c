@@ -69,6 +69,7 @@
  * chunk table entry, alloc_log_chunk). A context's end: 1 (its pending
  * lines); the pool's last context: 1 more (the floor).
  */
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,19 +109,26 @@ struct range {
     int meta; /* allocator metadata of the block a, n */
 };
 
+/* A log slot's volatile state. Shared: its own context commits through
+ * it, and any committing thread may help it (Q5) or settle it. "busy"
+ * means: only by the thread holding the slot's lock, `busy`. */
 struct rslot {
-    _Alignas(64) _Atomic uint64_t low; /* Q6; 0: nothing pending */
-    atomic_int busy;                   /* its commit, or a helper, runs */
-    struct vec segs;                   /* struct seg */
-    size_t cur, off;                   /* where the next part goes */
-    uint64_t water;                    /* of its latest durable log */
-    const uint64_t *plo, *phi;         /* its latest transaction's entries
-                                          (in its context's DRAM log): the
-                                          lines to flush at its next commit */
-    struct vec pend;                   /* struct range: and its blocks' */
-    struct vec held;                   /* struct held: freed, not yet given
-                                          back (Q9), oldest first */
-    size_t held_head;                  /* of the first still held */
+    _Alignas(64) _Atomic uint64_t low; /* Q6; 0: nothing pending. Written
+                                          under busy; read by any thread */
+    atomic_int busy;                   /* the slot's lock: its commit, or a
+                                          helper, runs */
+    struct vec segs;                   /* busy: struct seg */
+    size_t cur, off;                   /* busy: where the next part goes */
+    uint64_t water;                    /* busy: of its latest durable log;
+                                          only grows */
+    const uint64_t *plo, *phi;         /* busy: its latest transaction's
+                                          entries (in its context's DRAM
+                                          log): the lines to flush at its
+                                          next commit */
+    struct vec pend;                   /* busy: struct range: and its blocks' */
+    struct vec held;                   /* busy: struct held: freed, not yet
+                                          given back (Q9), oldest first */
+    size_t held_head;                  /* busy: of the first still held */
 };
 
 /* A block freed by the transaction of version v. */
@@ -129,11 +137,14 @@ struct held {
     uint64_t v;
 };
 
+/* Per pool, shared by its contexts. */
 struct rpool {
-    _Alignas(64) _Atomic uint64_t clock; /* the last version taken */
-    atomic_uint hi;                      /* slots used: highest index + 1 */
-    unsigned nslots, users;
-    struct rslot *slots;
+    _Alignas(64) _Atomic uint64_t clock; /* atomic: the last version taken */
+    atomic_uint hi;                      /* atomic, only grows: slots used:
+                                            highest index + 1 */
+    unsigned nslots;                     /* set by state_get, then read only */
+    unsigned users;                      /* g_lock: contexts of the pool */
+    struct rslot *slots;                 /* set by state_get; each: its busy */
 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* p->eng's life */
@@ -363,6 +374,8 @@ int eng_tx_init(struct txn *tx)
  * helper's, barrier makes them durable). */
 static void flush_pending(txn_pool *p, struct rslot *sl)
 {
+    assert(atomic_load_explicit(&sl->busy, memory_order_relaxed) &&
+           "Q5: a slot's pending lines are flushed under its lock");
     struct wl_ent e;
     for (const uint64_t *w = sl->plo; w < sl->phi;) {
         if (!(w[0] & WL_RANGE)) { /* a word entry */
@@ -472,7 +485,9 @@ int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
     struct rtx *t = tx->eng;
     char *a = (char *)o + off;
     memcpy(dst, a, n);
-    if (tx->hot.wl == t->wl->a || !marked(t, a, n) || tx_is_new(tx, o))
+    /* a block of this transaction too: its reads must see the log even if
+     * something broke Q3 and logged a write to it */
+    if (tx->hot.wl == t->wl->a || !marked(t, a, n))
         return 0;
     pm_ctr.raw_lookups++;
     if (wlog_used(tx, t->wl) <= INDEX_FROM || index_log(tx, t)) {
@@ -725,34 +740,64 @@ static size_t new_bytes(const struct txn *tx)
     return n;
 }
 
-/* The entries of the log: the DRAM log's, then a record per block the
- * transaction allocated (with its contents when `whole`, Q3) or freed. */
+#ifndef NDEBUG
+/* Q3: no entry of the DRAM log lies in a block the transaction allocated
+ * (they are written in place; R1 of txn/api.c keeps a way of the block's
+ * previous life from logging into it). */
+static void assert_q3(struct txn *tx, struct rtx *t)
+{
+    struct wl_ent e;
+    for (const uint64_t *p = t->wl->a; p < tx->hot.wl;) {
+        p = wlog_next(p, &e);
+        for (size_t i = 0; i < tx->allocs.n; i++) {
+            const struct tx_block *b = vec_at(&tx->allocs, i);
+            assert((e.addr + e.len <= (char *)b->blk || e.addr >= (char *)b->blk + b->size) &&
+                   "Q3: a write to a block of the transaction was logged");
+        }
+    }
+}
+#endif
+
+/* The entries of the log, in the order apply() makes them take effect:
+ * a record per block the transaction allocated (with its contents when
+ * `whole`, Q3: in memory already), the DRAM log's entries, then a record
+ * per block it freed. Replay then writes what apply() wrote, in its
+ * order. */
 static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, size_t *len)
 {
-    size_t blocks = tx->allocs.n + tx->frees.n, words = wlog_used(tx, t->wl);
+    size_t blocks = tx->allocs.n + tx->frees.n, logged = wlog_used(tx, t->wl), words = 0;
     if (!blocks) {
         *ent = (const char *)t->wl->a;
-        *len = words * 8;
+        *len = logged * 8;
         return 0;
     }
-    size_t need = words + 2 * blocks + (whole ? 2 * tx->allocs.n + new_bytes(tx) / 8 : 0);
+#ifndef NDEBUG
+    assert_q3(tx, t);
+#endif
+    size_t need = logged + 2 * blocks + (whole ? 2 * tx->allocs.n + new_bytes(tx) / 8 : 0);
     t->image.n = 0;
     if (vec_reserve(&t->image, need * 8))
         return TXN_E_NOMEM;
     uint64_t *w = (uint64_t *)t->image.a;
-    memcpy(w, t->wl->a, words * 8);
-    for (size_t i = 0; i < blocks; i++) {
-        int freed = i >= tx->allocs.n;
-        struct tx_block *b = freed ? vec_at(&tx->frees, i - tx->allocs.n) : vec_at(&tx->allocs, i);
-        w[words++] = (freed ? WL_FREE : WL_ALLOC) | b->size;
+    for (size_t i = 0; i < tx->allocs.n; i++) {
+        struct tx_block *b = vec_at(&tx->allocs, i);
+        w[words++] = WL_ALLOC | b->size;
         w[words++] = (uint64_t)(uintptr_t)b->blk;
-        if (!freed && whole) { /* sizes are multiples of 16 */
+        if (whole) { /* sizes are multiples of 16 */
             w[words++] = WL_RANGE | b->size;
             w[words++] = (uint64_t)(uintptr_t)b->blk;
             memcpy(&w[words], b->blk, b->size);
             words += b->size / 8;
         }
     }
+    memcpy(&w[words], t->wl->a, logged * 8);
+    words += logged;
+    for (size_t i = 0; i < tx->frees.n; i++) {
+        struct tx_block *b = vec_at(&tx->frees, i);
+        w[words++] = WL_FREE | b->size;
+        w[words++] = (uint64_t)(uintptr_t)b->blk;
+    }
+    assert(words == need && "entries(): the reservation is exact");
     *ent = (const char *)w;
     *len = words * 8;
     return 0;
@@ -795,6 +840,37 @@ static void apply(struct txn *tx, struct rtx *t)
             *(struct range *)vec_push(&sl->pend) = (struct range){b->blk, b->size, 0};
     }
 }
+
+#ifndef NDEBUG
+#define REPLAY_CHECK_MAX 1024u /* entries: the check is quadratic */
+
+/* Q8 in a debug build, after apply(): what replaying the log would write
+ * equals memory. Each byte of a data entry that no later entry writes
+ * again must be in place (the transaction's locks still keep other
+ * threads away from them). */
+static void assert_replay(const char *ent, size_t len)
+{
+    const uint64_t *w = (const uint64_t *)ent, *end = w + len / 8;
+    struct wl_ent e[REPLAY_CHECK_MAX];
+    size_t n = 0;
+    while (w < end && n < REPLAY_CHECK_MAX)
+        w = wlog_next(w, &e[n++]);
+    if (w < end)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].type)
+            continue;
+        for (size_t b = 0; b < e[i].len; b++) {
+            const char *a = e[i].addr + b;
+            int later = 0;
+            for (size_t j = i + 1; j < n && !later; j++)
+                later = !e[j].type && a >= e[j].addr && a < e[j].addr + e[j].len;
+            assert((later || *a == ((const char *)e[i].bytes)[b]) &&
+                   "Q8: replaying the log writes what apply() wrote");
+        }
+    }
+}
+#endif
 
 /* The next transaction writes the other DRAM log. */
 static void switch_log(struct txn *tx, struct rtx *t)
@@ -864,11 +940,16 @@ int eng_commit(struct txn *tx)
         atomic_store_explicit(&s->low, 0, memory_order_release);
         unlock_slot(s);
     }
+    assert(water >= sl->water && "Q4: a slot's watermark only grows");
+    assert(water < v && "Q5: a watermark claims only versions before its log's");
     sl->water = water;
     /* not a locked instruction: that would wait here for the write-backs
      * the barrier ordered, which the stores below may overlap */
     atomic_store_explicit(&sl->low, v, memory_order_release);
     apply(tx, t);
+#ifndef NDEBUG
+    assert_replay(ent, len);
+#endif
     hold_frees(tx, sl, v);
     release_held(tx->p, sl, &tx->cache, water);
     unlock_slot(sl);

@@ -45,6 +45,8 @@ static const struct bad {
     {"TXN_INCLL_FLUSH", "Whole", "TXN_INCLL_FLUSH=Whole: not tracked or whole"},
     {"TXN_INCLL_STATS", "3", "TXN_INCLL_STATS=3: not 0, 1 or 2"},
     {"TXN_INCLL_STATS", "on", "TXN_INCLL_STATS=on: not 0, 1 or 2"},
+    {"TXN_ALLOC_CACHE", "65", "TXN_ALLOC_CACHE=65: not a number of blocks from 0 to 64"},
+    {"TXN_ALLOC_CACHE", "-1", "TXN_ALLOC_CACHE=-1: not a number of blocks from 0 to 64"},
 };
 
 /* Values the settings accept; "" is unset. */
@@ -57,6 +59,7 @@ static const struct good {
     {"TXN_EPOCH_MS", "5"},      {"TXN_LOG_BATCH", "0"},      {"TXN_LOG_BATCH", "1"},
     {"TXN_ALLOC_EAGER", "0"},   {"TXN_ALLOC_EAGER", "1"},    {"TXN_INCLL_FLUSH", "tracked"},
     {"TXN_INCLL_FLUSH", "whole"}, {"TXN_INCLL_STATS", "0"},  {"TXN_INCLL_STATS", "1"},
+    {"TXN_ALLOC_CACHE", "0"},   {"TXN_ALLOC_CACHE", "1"},    {"TXN_ALLOC_CACHE", "64"},
 };
 
 #define N_BAD (int)(sizeof bad / sizeof bad[0])

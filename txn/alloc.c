@@ -2,6 +2,7 @@
  * volatile free lists rebuilt at open; per-thread caches. */
 #include "alloc.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,16 +36,21 @@ struct class_vol {
     struct vec runs;  /* uint32_t: runs that may still have uncarved blocks */
 };
 
+_Static_assert(ALLOC_CACHE == 64, "TXN_ALLOC_CACHE accepts 0 to the cache's size (persist.c)");
+
+/* Shared by the pool's threads; "open": set by alloc_open, then read only. */
 struct alloc_state {
     pthread_mutex_t lock;
-    uint64_t *ctab;      /* persistent chunk table */
-    char *heap;
-    size_t nchunks;
-    uint8_t *chunk_free; /* 1: FREE and not reserved */
-    size_t free_hint;
-    uint32_t *vlarge;    /* chunks of a reserved/allocated large object */
-    uint64_t **vbits;    /* per RUN chunk: 1 = allocated, reserved or cached */
-    struct class_vol cls[ALLOC_CLASSES];
+    uint64_t *ctab;      /* open: persistent chunk table */
+    char *heap;          /* open */
+    size_t nchunks;      /* open */
+    unsigned cache_max;  /* open: TXN_ALLOC_CACHE, blocks a thread cache keeps */
+    uint8_t *chunk_free; /* lock: 1: FREE and not reserved */
+    size_t free_hint;    /* lock */
+    uint32_t *vlarge;    /* lock: chunks of a reserved/allocated large object
+                            (read without it by the block's owner) */
+    uint64_t **vbits;    /* lock: per RUN chunk: 1 = allocated, reserved or cached */
+    struct class_vol cls[ALLOC_CLASSES]; /* lock */
 };
 
 /* ceil(2^32 / size): (x * inv) >> 32 == x / size for x < CHUNK_SIZE */
@@ -216,6 +222,7 @@ int alloc_open(txn_pool *p, const struct vec *segs)
     p->al = al;
     pthread_mutex_init(&al->lock, NULL);
     al->nchunks = p->hdr->nchunks;
+    al->cache_max = setting_get(SET_ALLOC_CACHE, ALLOC_CACHE);
     al->chunk_free = calloc(al->nchunks, 1);
     al->vlarge = calloc(al->nchunks, sizeof *al->vlarge);
     al->vbits = calloc(al->nchunks, sizeof *al->vbits);
@@ -365,7 +372,8 @@ static int refill(txn_pool *p, struct alloc_cache *cache, unsigned c)
         if (!rc)
             carve(p, al, c, REFILL);
     }
-    while (cv->stack.n && cache->n[c] < REFILL)
+    unsigned want = al->cache_max < REFILL ? al->cache_max : REFILL;
+    while (cv->stack.n && cache->n[c] < (want ? want : 1))
         cache->blk[c][cache->n[c]++] = *(void **)vec_at(&cv->stack, --cv->stack.n);
     pthread_mutex_unlock(&al->lock);
     return cache->n[c] ? 0 : (rc ? rc : TXN_E_NOSPACE);
@@ -423,6 +431,13 @@ int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, void **blk,
     return 0;
 }
 
+/* R1 (txn/api.c): the pool's count of freed blocks goes up before the
+ * block can be reserved again, by any thread. */
+static void count_freed(txn_pool *p)
+{
+    atomic_fetch_add_explicit(&p->freed, 1, memory_order_release);
+}
+
 static void release_large(struct alloc_state *al, size_t ci)
 {
     size_t n = al->vlarge[ci];
@@ -440,21 +455,25 @@ void alloc_release(txn_pool *p, struct alloc_cache *c, void *blk)
 {
     struct alloc_state *al = p->al;
     size_t ci = chunk_of(p, blk);
+    count_freed(p);
     if (al->vlarge[ci]) {
         release_large(al, ci);
         return;
     }
     unsigned k = ck_class(ctab(p)[ci]);
-    if (c->n[k] == ALLOC_CACHE) {
+    if (c->n[k] >= al->cache_max) { /* half the cache to the class's stack */
         pthread_mutex_lock(&al->lock);
-        while (c->n[k] > ALLOC_CACHE / 2) {
+        while (c->n[k] > al->cache_max / 2) {
             void **s = vec_push(&al->cls[k].stack);
             if (!s)
                 break; /* the block stays cached; nothing is lost */
             *s = c->blk[k][--c->n[k]];
         }
+        void **s = al->cache_max ? NULL : vec_push(&al->cls[k].stack);
+        if (s) /* a cache that keeps none: the block too */
+            *s = blk;
         pthread_mutex_unlock(&al->lock);
-        if (c->n[k] == ALLOC_CACHE)
+        if (s || c->n[k] >= (al->cache_max ? al->cache_max : 1))
             return; /* out of memory: leaks a volatile slot, not the block */
     }
     c->blk[k][c->n[k]++] = blk;

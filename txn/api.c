@@ -4,6 +4,7 @@
  * statistics; and the inline access path's ways (txn.h): which objects a
  * transaction may read and write without calling the library. */
 #define TXN_NO_INLINE /* the exported txn_read, txn_write, ... are here */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -29,13 +30,40 @@
  * the end of a transaction each way takes the mode the engine said it
  * keeps, or is emptied; a failed call empties them all. Engines whose
  * every access calls them (eng_inlines 0: redo, incll, pmdk) get no ways
- * and pay for none of this. */
+ * and pay for none of this.
+ *
+ * R1 A way never outlives its object. A way kept across transactions was
+ *    filled for one life of a heap block; once the block is freed (by any
+ *    thread) and reserved again, the engine's answer for it differs
+ *    (redo1: a block of the transaction is written in place, not logged,
+ *    Q3; any engine: its size). So txn_alloc drops the caller's way for
+ *    the block it returns, and txn_begin drops every kept way of the
+ *    thread when blocks went back to the allocator since its last check
+ *    (p->freed, counted before a freed block can be reserved again).
+ *    Within one transaction a way filled before another thread's free
+ *    stays: the program reaches the block's next life only through the
+ *    lock that other thread released, and the object it then reads was
+ *    committed by it, for which every engine's kept mode is the same;
+ *    txn_open and the library's calls refill the way anyway. */
 
 static void ways_clear(struct txn *tx)
 {
     tx->hot.ways = (uint32_t)eng_inlines;
+    tx->ways_kept = 0;
     for (unsigned i = 0; i < TXN__WAYS; i++)
         tx->hot.way[i] = (struct txn__way){TXN__NO_OBJ, NULL, 0, TXN__W_SLOW};
+}
+
+/* R1 at a transaction's start: the thread's kept ways are of the blocks'
+ * current lives. */
+static void ways_check(struct txn *tx)
+{
+    uint64_t f = atomic_load_explicit(&tx->p->freed, memory_order_acquire);
+    if (f != tx->freed_seen) {
+        tx->freed_seen = f;
+        if (tx->ways_kept)
+            ways_clear(tx);
+    }
 }
 
 static void way_end(struct txn *tx, unsigned i)
@@ -132,6 +160,7 @@ static void way_fill(struct txn *tx, txn_obj *o, size_t size)
     if (k != nw.wmode && tx->ways_move++ < TXN__MOVED)
         tx->moved[tx->ways_move - 1] = (uint8_t)i;
     tx->way_keep[i] = tx->way_keep[0] = (signed char)k;
+    tx->ways_kept |= k >= 0;
 }
 
 static void way_forget(struct txn *tx, const txn_obj *o)
@@ -231,9 +260,11 @@ static void release_all(void *pool)
 
 static txn_pool *pool_new(void)
 {
-    txn_pool *p = calloc(1, sizeof *p);
-    if (p)
+    txn_pool *p = aligned_alloc(64, sizeof *p); /* `freed` has a line */
+    if (p) {
+        memset(p, 0, sizeof *p);
         pthread_mutex_init(&p->ctx_lock, NULL);
+    }
     return p;
 }
 
@@ -453,6 +484,8 @@ int txn_begin(txn_pool *p, txn **out)
     if (tx->active)
         return TXN_E_NESTED;
     eng_pool_begin(tx);
+    if (tx->hot.ways)
+        ways_check(tx);
     tx->active = 1;
     tx->err = 0;
     tx->last_obj = NULL; /* and NULL has size 0 */
@@ -631,7 +664,12 @@ int txn_alloc(txn *tx, size_t n, txn_obj **out)
         return TXN_E_INVAL;
     if (n > tx->p->size)
         return TXN_E_NOSPACE;
-    return eng_alloc(tx, n, out);
+    rc = eng_alloc(tx, n, out);
+    if (!rc && tx->hot.ways) { /* R1: the block's new life */
+        way_forget(tx, *out);
+        assert(!txn__find(&tx->hot, *out) && "R1: no way of the block's previous life");
+    }
+    return rc;
 }
 
 int txn_free(txn *tx, txn_obj *o)

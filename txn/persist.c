@@ -38,6 +38,7 @@ static const struct setting_def {
     [SET_EPOCH_MS] = {"TXN_EPOCH_MS", NS_MAX, NULL, "not a number of ms from 0 to 1000000000"},
     [SET_INCLL_FLUSH] = {"TXN_INCLL_FLUSH", 1, flush_words, "not tracked or whole"},
     [SET_INCLL_STATS] = {"TXN_INCLL_STATS", 2, NULL, "not 0, 1 or 2"},
+    [SET_ALLOC_CACHE] = {"TXN_ALLOC_CACHE", 64, NULL, "not a number of blocks from 0 to 64"},
 };
 
 /* 0 and *v, or -1 when s is not what d accepts: strtoul would take a

@@ -89,6 +89,7 @@ enum setting {
     SET_EPOCH_MS,    /* incll: ms, 0 for no epoch thread */
     SET_INCLL_FLUSH, /* incll: 0 "tracked", 1 "whole" */
     SET_INCLL_STATS, /* incll: 0, 1 or 2 */
+    SET_ALLOC_CACHE, /* blocks per class a thread's allocator cache keeps */
     SET_COUNT
 };
 /* Setting s from the environment; dflt when it is unset, empty or

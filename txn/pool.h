@@ -19,6 +19,7 @@
 #define PMTX_POOL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -104,24 +105,32 @@ struct txn;
 /* The volatile handle of an open pool: the front end's fields (api.c),
  * then those of pmtx's pool format (pool.c), which an engine with a
  * format of its own leaves zero. */
+/* Shared by every thread that runs transactions on the pool. "open" means
+ * set by the open or create, before any context exists, and only read
+ * until the close, which runs when no other call is in progress. */
 struct txn_pool {
-    char *base;               /* where the file is mapped */
-    size_t size;              /* bytes of the file and the mapping */
-    unsigned max_ctx;         /* contexts at once: the format's log slots */
-    uint8_t *ctx_used;        /* per context index: claimed */
+    char *base;               /* open: where the file is mapped */
+    size_t size;              /* open: bytes of the file and the mapping */
+    unsigned max_ctx;         /* open: contexts at once: the format's log slots */
+    uint8_t *ctx_used;        /* ctx_lock: per context index: claimed */
     pthread_mutex_t ctx_lock; /* guards ctxs and ctx_used */
-    struct txn *ctxs;         /* per-thread contexts of this pool */
-    uint64_t gen;             /* unique per open, keys thread caches */
-    void *eng;                /* engine's per-pool state */
+    struct txn *ctxs;         /* ctx_lock: per-thread contexts of this pool */
+    uint64_t gen;             /* open: unique per open, keys thread caches */
+    void *eng;                /* the engine's lock (its own rules) */
     /* pmtx's format */
-    int fd;                   /* kept open: holds the flock */
-    struct pool_hdr *hdr;     /* = base */
-    struct alloc_state *al;   /* volatile allocator state (alloc.c) */
-    struct vec *open_recs;    /* while txn_pool_open recovers: each slot's
-                                 validated records (nslots vectors of
-                                 struct log_rec *), for an engine that
-                                 recovers all slots at once */
-    unsigned recovered_slots; /* slots whose transaction open recovered */
+    int fd;                   /* open: kept open, holds the flock */
+    struct pool_hdr *hdr;     /* open: = base */
+    struct alloc_state *al;   /* open (its fields: alloc.c's lock) */
+    struct vec *open_recs;    /* open only: while txn_pool_open recovers:
+                                 each slot's validated records (nslots
+                                 vectors of struct log_rec *), for an
+                                 engine that recovers all slots at once */
+    unsigned recovered_slots; /* open only: slots whose transaction open
+                                 recovered */
+    /* atomic, on a line of its own (bumped where blocks are freed, read
+     * at every txn_begin): blocks given back to the allocator so far,
+     * counted before any of them can be reserved again (R1, api.c) */
+    _Alignas(64) _Atomic uint64_t freed;
 };
 
 static inline struct slot_hdr *pool_slot(txn_pool *p, size_t i)

@@ -32,6 +32,8 @@ struct txn {
     int active;
     int err;                  /* first error of the running transaction */
     signed char way_keep[TXN__WAYS]; /* per way: eng_inline's answer */
+    int ways_kept;            /* a way may be kept past the transaction */
+    uint64_t freed_seen;      /* p->freed when ways_check last looked (R1) */
     uint8_t way_next[1 << TXN__SET_BITS]; /* per set: the way to fill next */
     int ways_move;            /* ways whose mode changes at the end, in moved[]
                                  (more than TXN__MOVED: all are looked at) */
