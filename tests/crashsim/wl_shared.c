@@ -38,6 +38,11 @@ enum { K = 8, HDR = 32, PAT = 256, TAIL = 64, DELETER = 1 };
 #define BIG ((size_t)70 << 10)      /* more than a 64 KiB chunk: a multi-chunk block */
 
 static const size_t sizes[] = {48, 64, 200, 1000, 5000};
+/* Sizes of classes used one allocation in 16, each new to the pool at its
+ * first use: a run of the class is then formatted, often in the chunks a
+ * multi-chunk block just gave back (formats made durable outside any log,
+ * which a replayed FREE record of the block must not undo). */
+static const size_t rare[] = {2400, 3000, 6000, 7000, 10000, 12000, 14000, 16000};
 
 /* A slot's object as committed; size 0: the slot is empty. */
 struct ent {
@@ -276,7 +281,8 @@ static int update(txn *tx, int slot, enum op op, uint64_t *rng, struct ent *ne)
         return 0;
     }
     uint64_t r = sim_rand(rng);
-    *ne = (struct ent){r % 32 == 0 ? BIG : sizes[r / 32 % 5], ++M.version, sim_rand(rng)};
+    size_t size = r % 16 == 0 ? BIG : r % 16 == 1 ? rare[r / 16 % 8] : sizes[r / 16 % 5];
+    *ne = (struct ent){size, ++M.version, sim_rand(rng)};
     txn_obj *o;
     TRY(txn_alloc(tx, ne->size, &o));
     sim_point_txn();
