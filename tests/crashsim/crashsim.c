@@ -69,6 +69,10 @@ static int shared_run(void)
     return run_w && run_w->flags & WL_SHARED;
 }
 
+/* The campaign's run in progress: its points are numbered from
+ * run_index * IMAGES_PER_RUN. */
+static uint64_t run_index;
+
 /* Events at which a commit of the run returned (shared workloads): the
  * campaign puts a share of its crash points just after them. Written by
  * the baton holder only. */
@@ -481,18 +485,25 @@ static int run_child(int recovery_crash, const char *path, const struct expect *
 }
 
 /* Recover the image at `path` in fresh processes and check it. */
-static void check_saved(const char *path, const struct expect *want)
+/* `point`: the campaign's crash point the image is of (--image takes it
+ * again), or -1 where points are not numbered. */
+static void check_saved(const char *path, const struct expect *want, long point)
 {
-    int rec = sim_rand(&R.rng) % 4 == 0;
+    int rec = sim_rand(&R.rng) % 4 == 0, crashed = 0;
     int rc = run_child(rec, path, want);
     if (rec && rc == 3) { /* recovery crashed: recover its image */
         R.t->images++;
+        crashed = 1;
         rc = run_child(0, R.img2, want);
     }
     R.t->images++;
     if (rc && R.t->bad++ < 5) {
-        fprintf(stderr, "inconsistent image %llu (workload %s, commits %llu%s, exit %d)\n",
-                (unsigned long long)R.t->images, R.w->name, (unsigned long long)want[0].commits,
+        char at[64] = "";
+        if (point >= 0)
+            snprintf(at, sizeof at, ", point %ld%s", point, crashed ? " with recovery crashed" : "");
+        fprintf(stderr, "inconsistent image %llu (workload %s%s, commits %llu%s, exit %d)\n",
+                (unsigned long long)R.t->images, R.w->name, at,
+                (unsigned long long)want[0].commits,
                 want[0].in_commit ? ", thread 0 committing" : "", rc);
     }
 }
@@ -502,6 +513,7 @@ static void check_saved(const char *path, const struct expect *want)
  * after the threads have joined. */
 struct saved {
     char path[112];
+    long point; /* the campaign's point (shared workloads), or -1 */
     struct expect want[SIM_THREADS];
 };
 static struct saved saved[IMAGES_PER_RUN * (EXHAUSTIVE_MAX + 1)];
@@ -522,17 +534,18 @@ static void verify(void)
         exit(2);
     }
     memcpy(s->want, (const void *)ex, sizeof s->want); /* the moment of the crash */
+    s->point = R.w->flags & WL_SHARED ? (long)(run_index * IMAGES_PER_RUN + R.next - 1) : -1;
     if (later) {
         nsaved++;
         return;
     }
-    check_saved(s->path, s->want);
+    check_saved(s->path, s->want, s->point);
 }
 
 static void check_all_saved(void)
 {
     for (size_t i = 0; i < nsaved; i++) {
-        check_saved(saved[i].path, saved[i].want);
+        check_saved(saved[i].path, saved[i].want, saved[i].point);
         unlink(saved[i].path);
     }
     nsaved = 0;
@@ -592,8 +605,15 @@ static void *work(void *arg)
     if (!k->rc && R.w->finish)
         k->rc = R.w->finish(k->t);
     if (shared)
-        sched_exit(k->t);
+        sched_exit(k->t, R.threads > 1); /* one thread runs on the caller's */
     return NULL;
+}
+
+static pthread_t tid[SIM_THREADS]; /* the run's threads */
+
+static int join_worker(int t)
+{
+    return pthread_join(tid[t], NULL);
 }
 
 /* One run of the workload on a fresh pool; returns its event count. */
@@ -659,16 +679,23 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     if (shared)
         sched_begin(threads, seed, !strstr(txn_engine_name(), "incll"));
     struct worker wk[SIM_THREADS];
-    pthread_t tid[SIM_THREADS];
     for (int k = 0; k < threads; k++) {
         wk[k] = (struct worker){k, seed * 31 + (uint64_t)k, 0};
         if (threads == 1)
             work(&wk[k]); /* one thread: deterministic event numbers */
-        else if (pthread_create(&tid[k], NULL, work, &wk[k]))
+        else if (pthread_create(&tid[k], NULL, work, &wk[k])) {
+            if (shared) { /* the scheduler would wait for it forever */
+                fputs("crashsim: cannot start a thread\n", stderr);
+                exit(2);
+            }
             wk[k].rc = TXN_E_NOMEM;
+        }
     }
     for (int k = 0; threads > 1 && k < threads; k++)
-        pthread_join(tid[k], NULL);
+        if (shared) /* the ended threads, in the order they ended */
+            sched_reap(join_worker);
+        else
+            pthread_join(tid[k], NULL);
     if (shared)
         sched_end();
     trace_lock(); /* the run's length: the events of the workload */
@@ -764,6 +791,7 @@ static void campaign(const struct workload *w, int threads, uint64_t images, uin
     int full = w->flags & WL_SHARED;
     for (uint64_t r = image >= 0 ? (uint64_t)image / IMAGES_PER_RUN : 0; t.images < images; r++) {
         uint64_t s = seed * 7919 + r, rng = s ^ 0xa5a5;
+        run_index = r;
         uint64_t events = run(w, threads, s, NULL, 0, -1, &t); /* how long is a run? */
         size_t n = images - t.images < IMAGES_PER_RUN && !full ? images - t.images
                                                                : IMAGES_PER_RUN;

@@ -7,6 +7,12 @@
  * generator seeded from the run's seed. So the order of every call into
  * the library, and with it every traced event, is a function of the seed
  * alone: a crash image can be made again by running again.
+ *
+ * A thread's end is a switch too, but its library context is released by
+ * its exit (the context's end stores and fences: redo1 flushes the slot's
+ * pending lines), after it returns: so the ended thread keeps the baton
+ * until the driver has joined it (sched_reap), and the driver passes the
+ * baton on for it.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +28,8 @@ static struct {
                      transactions are taken */
     int n;        /* set before the threads start: workload threads */
     int turn;     /* mu: the thread holding the baton, -1 when all ended */
+    int ending;   /* mu: a thread that ended and keeps the baton until it is
+                     joined, or -1 */
     int done[SIM_THREADS];     /* mu: thread ended */
     int wants[SIM_THREADS];    /* mu: the lock a thread waits for, or -1 */
     int holder[SIM_LOCKS];     /* mu: the thread holding a lock, or -1 */
@@ -40,6 +48,7 @@ void sched_begin(int threads, uint64_t seed, int inside)
     S.n = threads;
     S.rng = seed ^ 0x6a09e667f3bcc908ull;
     S.switches = 0;
+    S.ending = -1;
     for (int i = 0; i < SIM_THREADS; i++) {
         S.done[i] = i >= threads;
         S.wants[i] = -1;
@@ -103,16 +112,36 @@ void sched_enter(int t)
     pthread_mutex_unlock(&S.mu);
 }
 
-void sched_exit(int t)
+void sched_exit(int t, int joined)
 {
     pthread_mutex_lock(&S.mu);
     for (int i = 0; i < SIM_LOCKS; i++) /* a thread that failed may hold some */
         if (S.holder[i] == t)
             S.holder[i] = -1;
     S.done[t] = 1;
-    pass(t);
+    if (joined) { /* the baton stays until sched_reap has joined t */
+        S.ending = t;
+        pthread_cond_broadcast(&S.cv);
+    } else {
+        pass(t);
+    }
     pthread_mutex_unlock(&S.mu);
     self = -1;
+}
+
+int sched_reap(int (*join)(int t))
+{
+    pthread_mutex_lock(&S.mu);
+    while (S.ending < 0)
+        pthread_cond_wait(&S.cv, &S.mu);
+    int t = S.ending, rc;
+    pthread_mutex_unlock(&S.mu);
+    rc = join(t); /* its exit, context and all, while no other thread runs */
+    pthread_mutex_lock(&S.mu);
+    S.ending = -1;
+    pass(t); /* t has ended: the next holder, and no waiting */
+    pthread_mutex_unlock(&S.mu);
+    return rc;
 }
 
 void sim_point(void)

@@ -141,10 +141,14 @@ void sim_unlock(int i);
 
 /* The driver's side: a run of `threads` threads from `seed`; `inside`:
  * take sim_point_txn. A thread enters before its first step and exits
- * after its last; sched_end returns how many times the baton moved. */
+ * after its last; with `joined`, it keeps the baton until the driver's
+ * sched_reap has joined it (`join(t)`, returned) and passed the baton on;
+ * the driver reaps each thread so. sched_end returns how many times the
+ * baton moved. */
 void sched_begin(int threads, uint64_t seed, int inside);
 void sched_enter(int t);
-void sched_exit(int t);
+void sched_exit(int t, int joined);
+int sched_reap(int (*join)(int t));
 uint64_t sched_end(void);
 
 /* Helpers for workloads. */
