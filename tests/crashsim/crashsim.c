@@ -5,7 +5,7 @@
  * crashes recovery itself at a random point and recovers that image again.
  *
  *   crashsim-<engine> [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|sqlite|kv|
- *                                 shared]
+ *                                 shared|masstree-shared|kv-shared]
  *                     [--images N] [--seed S] [--threads T] [--sync-every K] [--image N]
  *
  * With T threads, each runs the workload on its own part of one pool, all
@@ -48,7 +48,8 @@
 static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix, &wl_leaf,
                                                    &wl_sparse, &wl_migrate, &wl_extend,
                                                    &wl_masstree, &wl_sqlite, &wl_kv,
-                                                   &wl_shared};
+                                                   &wl_shared, &wl_masstree_shared,
+                                                   &wl_kv_shared};
 
 /* ---- the oracle. Each thread calls txn_sync() after every
  * `sync_every` commits (a no-op for engines durable at commit, which run
@@ -588,6 +589,11 @@ static txn_pool *txn_pool_of_run(void)
     return R.p;
 }
 
+int sim_threads(void)
+{
+    return R.threads;
+}
+
 struct worker {
     int t;
     uint64_t rng;
@@ -849,7 +855,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: %s [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|"
-                    "sqlite|kv|shared]"
+                    "sqlite|kv|shared|masstree-shared|kv-shared]"
                     " [--images N] [--seed S]"
                     " [--threads 1..%d] [--sync-every 1..%d] [--image N]\n",
                     argv[0], SIM_THREADS, MAX_SYNC_EVERY);

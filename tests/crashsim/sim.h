@@ -59,7 +59,7 @@ struct workload {
 #define WL_SHARED 4u
 
 extern const struct workload wl_slots, wl_list, wl_mix, wl_migrate, wl_extend;
-extern const struct workload wl_masstree; /* masstree.c */
+extern const struct workload wl_masstree, wl_masstree_shared; /* masstree.c */
 extern const struct workload wl_shared;   /* wl_shared.c */
 /* Built for incll only (weak: NULL elsewhere): wl_leaf.c, wl_sparse.c. */
 extern const struct workload wl_leaf __attribute__((weak));
@@ -68,6 +68,7 @@ extern const struct workload wl_sparse __attribute__((weak));
 extern const struct workload wl_sqlite __attribute__((weak));
 /* Built with the key-value store's source (weak): wl_kv.c. */
 extern const struct workload wl_kv __attribute__((weak));
+extern const struct workload wl_kv_shared __attribute__((weak));
 /* Optional, from a workload file (weak): the first access to thread t's
  * part after recovery, for a workload whose structure recovers lazily; the
  * driver runs it, and crashes it, as part of recovery. */
@@ -150,6 +151,10 @@ void sched_enter(int t);
 void sched_exit(int t, int joined);
 int sched_reap(int (*join)(int t));
 uint64_t sched_end(void);
+
+/* The run's workload threads (a shared workload's finish may want to
+ * know which thread ends last). */
+int sim_threads(void);
 
 /* Helpers for workloads. */
 uint64_t sim_rand(uint64_t *s);
