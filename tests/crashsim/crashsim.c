@@ -485,9 +485,9 @@ static int run_child(int recovery_crash, const char *path, const struct expect *
     return rc;
 }
 
-/* Recover the image at `path` in fresh processes and check it. */
-/* `point`: the campaign's crash point the image is of (--image takes it
- * again), or -1 where points are not numbered. */
+/* Recover the image at `path` in fresh processes and check it. `point`:
+ * the campaign's crash point the image is of (--image takes it again), or
+ * -1 where points are not numbered. */
 static void check_saved(const char *path, const struct expect *want, long point)
 {
     int rec = sim_rand(&R.rng) % 4 == 0, crashed = 0;
