@@ -594,6 +594,16 @@ int sim_threads(void)
     return R.threads;
 }
 
+/* CRASHSIM_SHARED_EXIT_RACE=1: a shared run's ended thread passes the
+ * baton at once, and its exit (its library context's end, with stores and
+ * fences) races the threads still running: runs are then no longer a
+ * function of the seed, but a context's end meets commits in flight. */
+static int exit_race(void)
+{
+    const char *v = getenv("CRASHSIM_SHARED_EXIT_RACE");
+    return v && !strcmp(v, "1");
+}
+
 struct worker {
     int t;
     uint64_t rng;
@@ -610,8 +620,8 @@ static void *work(void *arg)
         k->rc = R.w->step(R.p, k->t, &k->rng);
     if (!k->rc && R.w->finish)
         k->rc = R.w->finish(k->t);
-    if (shared)
-        sched_exit(k->t, R.threads > 1); /* one thread runs on the caller's */
+    if (shared) /* one thread runs on the caller's; see exit_race */
+        sched_exit(k->t, R.threads > 1 && !exit_race());
     return NULL;
 }
 
@@ -698,7 +708,7 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
         }
     }
     for (int k = 0; threads > 1 && k < threads; k++)
-        if (shared) /* the ended threads, in the order they ended */
+        if (shared && !exit_race()) /* the ended threads, in the order they ended */
             sched_reap(join_worker);
         else
             pthread_join(tid[k], NULL);
