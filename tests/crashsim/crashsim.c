@@ -4,13 +4,19 @@
  * the workload's oracle and the allocator. One crash image in four also
  * crashes recovery itself at a random point and recovers that image again.
  *
- *   crashsim-<engine> [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|sqlite|kv]
- *                     [--images N] [--seed S] [--threads T] [--sync-every K]
+ *   crashsim-<engine> [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|sqlite|kv|
+ *                                 shared|masstree-shared|kv-shared]
+ *                     [--images N] [--seed S] [--threads T] [--sync-every K] [--image N]
  *
  * With T threads, each runs the workload on its own part of one pool, all
  * tracing into one model; a crash image freezes every thread wherever it
  * is, and each thread's part must hold its last commit or, while its
- * commit is in flight, that one.
+ * commit is in flight, that one. A shared workload (WL_SHARED) runs its
+ * threads on the same objects under the baton scheduler (sched.c), one at
+ * a time, so a run is a function of its seed; its commits form one global
+ * order, and the pool must hold the last commit or the one in flight.
+ * --image N (with --seed S) makes crash point N of that campaign again,
+ * keeps its image, prints its path and checksum, and checks it.
  *
  * Last line: "crash images: N, inconsistent: K, untraced stores: U"; the
  * exit status is 0 only when K = U = 0.
@@ -23,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,7 +47,9 @@
 
 static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix, &wl_leaf,
                                                    &wl_sparse, &wl_migrate, &wl_extend,
-                                                   &wl_masstree, &wl_sqlite, &wl_kv};
+                                                   &wl_masstree, &wl_sqlite, &wl_kv,
+                                                   &wl_shared, &wl_masstree_shared,
+                                                   &wl_kv_shared};
 
 /* ---- the oracle. Each thread calls txn_sync() after every
  * `sync_every` commits (a no-op for engines durable at commit, which run
@@ -52,6 +62,38 @@ static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix,
 static unsigned sync_every = 1;
 static txn_pool *txn_pool_of_run(void);
 static int R_exact(void);
+/* The workload of the run in progress, set before its setup commits. */
+static const struct workload *run_w;
+
+static int shared_run(void)
+{
+    return run_w && run_w->flags & WL_SHARED;
+}
+
+/* The campaign's run in progress: its points are numbered from
+ * run_index * IMAGES_PER_RUN. */
+static uint64_t run_index;
+
+/* Events at which a commit of the run returned (shared workloads): the
+ * campaign puts a share of its crash points just after them. Written by
+ * the baton holder only. */
+static struct {
+    uint64_t *ev;
+    size_t n, cap;
+} cev;
+
+static void cev_add(uint64_t e)
+{
+    if (cev.n == cev.cap) {
+        size_t cap = cev.cap ? 2 * cev.cap : 256;
+        uint64_t *a = realloc(cev.ev, cap * sizeof *a);
+        if (!a)
+            return; /* fewer points after commits; the run goes on */
+        cev.ev = a;
+        cev.cap = cap;
+    }
+    cev.ev[cev.n++] = e;
+}
 
 static struct expect {
     volatile uint64_t hist[MAX_SYNC_EVERY + 1]; /* digest of commit c at
@@ -76,13 +118,19 @@ static int acceptable(const struct expect *e, uint64_t d)
 
 int sim_commit(txn *tx, int t, uint64_t next)
 {
-    struct expect *e = &ex[t];
+    /* a shared workload's commits, of every thread, in one order */
+    struct expect *e = &ex[shared_run() ? 0 : t];
     e->pending = next;
     e->in_commit = 1;
     int rc = txn_commit(tx);
     if (!rc) {
         e->hist[(e->commits + 1) % (MAX_SYNC_EVERY + 1)] = next; /* then count */
         e->commits++;
+        if (shared_run()) {
+            trace_lock();
+            cev_add(trace_events());
+            trace_unlock();
+        }
     }
     e->in_commit = 0;
     if (!rc && e->commits % sync_every == 0) {
@@ -170,6 +218,24 @@ static int reach_cb(txn_obj *o, void *arg)
     return reach_add(arg, o);
 }
 
+/* The library draws a new pool's address and uuid from getrandom(2). A
+ * shared run draws them from its seed instead (this definition takes the
+ * place of libc's in the program), so that the same seed writes the same
+ * bytes in another process too: --image N gives an image equal byte for
+ * byte. Other runs get the kernel's. */
+static struct {
+    int on;        /* set and read by the thread that creates pools */
+    uint64_t seed; /* the stream while on */
+} fixed_random;
+
+ssize_t getrandom(void *buf, size_t n, unsigned flags)
+{
+    if (!fixed_random.on)
+        return syscall(SYS_getrandom, buf, n, flags);
+    sim_bytes(&fixed_random.seed, buf, n);
+    return (ssize_t)n;
+}
+
 /* ---- state of the run in progress */
 struct tally {
     uint64_t images, bad, untraced;
@@ -178,6 +244,7 @@ struct tally {
 static struct {
     const struct workload *w;
     int threads;
+    int parts; /* parts of the pool: threads, or 1 for a shared workload */
     txn_pool *p;
     char *base; /* where p is mapped, size bytes */
     size_t size;
@@ -188,6 +255,7 @@ static struct {
     char img[96], img2[96];
     void *buf;
     uint64_t rec_crash_at; /* in a recovery child: event to crash at */
+    long only;             /* --image: the one point of the run to take, or -1 */
 } R;
 
 /* The exact oracle (sim_epoch_exact): one thread, several commits per
@@ -222,7 +290,7 @@ static int check_image(const char *path, const struct expect *want)
         return 1;
     }
     struct reach r = {0};
-    for (int t = 0; t < R.threads; t++) {
+    for (int t = 0; t < R.parts; t++) {
         txn *tx;
         txn_obj *part = NULL;
         if (!txn_begin(p, &tx)) {
@@ -269,7 +337,7 @@ static int open_traced(const char *path, const void *durable)
     txn_pool *p;
     trace_attach(R.base, R.size, durable);
     int rc = txn_pool_open(path, "crashsim", &p);
-    for (int t = 0; !rc && sim_touch && t < R.threads; t++)
+    for (int t = 0; !rc && sim_touch && t < R.parts; t++)
         sim_touch(R.w, p, t);
     if (!rc)
         txn_pool_close(p);
@@ -335,7 +403,7 @@ static void check_child(const struct check_req *q)
     if (q->quiet && !freopen("/dev/null", "w", stderr))
         _exit(7);
     R.w = workloads[q->wl];
-    R.threads = q->threads;
+    R.threads = R.parts = q->threads;
     R.base = q->base;
     R.size = q->size;
     R.rng = q->rng;
@@ -400,7 +468,7 @@ static int run_child(int recovery_crash, const char *path, const struct expect *
     struct check_req q = {.recovery_crash = recovery_crash,
                           .quiet = R.t->bad >= 5, /* details of the first few failures
                                                      are enough */
-                          .threads = R.threads,
+                          .threads = R.parts,
                           .rng = R.rng,
                           .base = R.base,
                           .size = R.size};
@@ -417,19 +485,26 @@ static int run_child(int recovery_crash, const char *path, const struct expect *
     return rc;
 }
 
-/* Recover the image at `path` in fresh processes and check it. */
-static void check_saved(const char *path, const struct expect *want)
+/* Recover the image at `path` in fresh processes and check it. `point`:
+ * the campaign's crash point the image is of (--image takes it again), or
+ * -1 where points are not numbered. */
+static void check_saved(const char *path, const struct expect *want, long point)
 {
-    int rec = sim_rand(&R.rng) % 4 == 0;
+    int rec = sim_rand(&R.rng) % 4 == 0, crashed = 0;
     int rc = run_child(rec, path, want);
     if (rec && rc == 3) { /* recovery crashed: recover its image */
         R.t->images++;
+        crashed = 1;
         rc = run_child(0, R.img2, want);
     }
     R.t->images++;
     if (rc && R.t->bad++ < 5) {
-        fprintf(stderr, "inconsistent image (workload %s, commits %llu%s, exit %d)\n",
-                R.w->name, (unsigned long long)want[0].commits,
+        char at[64] = "";
+        if (point >= 0)
+            snprintf(at, sizeof at, ", point %ld%s", point, crashed ? " with recovery crashed" : "");
+        fprintf(stderr, "inconsistent image %llu (workload %s%s, commits %llu%s, exit %d)\n",
+                (unsigned long long)R.t->images, R.w->name, at,
+                (unsigned long long)want[0].commits,
                 want[0].in_commit ? ", thread 0 committing" : "", rc);
     }
 }
@@ -439,6 +514,7 @@ static void check_saved(const char *path, const struct expect *want)
  * after the threads have joined. */
 struct saved {
     char path[112];
+    long point; /* the campaign's point (shared workloads), or -1 */
     struct expect want[SIM_THREADS];
 };
 static struct saved saved[IMAGES_PER_RUN * (EXHAUSTIVE_MAX + 1)];
@@ -446,8 +522,11 @@ static size_t nsaved;
 
 static void verify(void)
 {
-    struct saved *s = R.threads > 1 ? &saved[nsaved] : &saved[0];
-    if (R.threads > 1)
+    /* a shared run's checks draw from R.rng: after the run, so that its
+     * images are the same with --image */
+    int later = R.threads > 1 || R.only >= 0 || R.w->flags & WL_SHARED;
+    struct saved *s = later ? &saved[nsaved] : &saved[0];
+    if (later)
         snprintf(s->path, sizeof s->path, "%s.%zu", R.img, nsaved);
     else /* checked at once: one file, rewritten (run() removes it) */
         snprintf(s->path, sizeof s->path, "%s", R.img);
@@ -456,17 +535,18 @@ static void verify(void)
         exit(2);
     }
     memcpy(s->want, (const void *)ex, sizeof s->want); /* the moment of the crash */
-    if (R.threads > 1) {
+    s->point = R.w->flags & WL_SHARED ? (long)(run_index * IMAGES_PER_RUN + R.next - 1) : -1;
+    if (later) {
         nsaved++;
         return;
     }
-    check_saved(s->path, s->want);
+    check_saved(s->path, s->want, s->point);
 }
 
 static void check_all_saved(void)
 {
     for (size_t i = 0; i < nsaved; i++) {
-        check_saved(saved[i].path, saved[i].want);
+        check_saved(saved[i].path, saved[i].want, saved[i].point);
         unlink(saved[i].path);
     }
     nsaved = 0;
@@ -475,11 +555,18 @@ static void check_all_saved(void)
 static void crash_here(void)
 {
     uint64_t combos = trace_combos(EXHAUSTIVE_MAX);
-    if (combos <= EXHAUSTIVE_MAX) {
+    /* a shared workload's point is one image: --image N is point N */
+    if (combos <= EXHAUSTIVE_MAX && !(R.w->flags & WL_SHARED)) {
         for (uint64_t i = 0; i < combos; i++) {
             trace_image_nth(R.buf, i);
             verify();
         }
+    } else if (R.w->flags & WL_SHARED) {
+        /* the image's choice from the run's seed and the point's index,
+         * so that --image makes it again without the points before it */
+        uint64_t s = R.rng ^ (uint64_t)R.next * 0x9e3779b97f4a7c15ull;
+        trace_image(R.buf, sim_rand(&s));
+        verify();
     } else {
         trace_image(R.buf, sim_rand(&R.rng));
         verify();
@@ -492,7 +579,7 @@ static void run_hook(uint64_t event, void *arg)
     if (event % AUDIT_EVERY == AUDIT_EVERY - 1)
         R.t->untraced += trace_audit("during the run");
     while (R.next < R.npoints && R.points[R.next] <= event) {
-        if (R.points[R.next++] == event)
+        if (R.points[R.next++] == event && (R.only < 0 || (long)R.next - 1 == R.only))
             crash_here();
     }
 }
@@ -500,6 +587,21 @@ static void run_hook(uint64_t event, void *arg)
 static txn_pool *txn_pool_of_run(void)
 {
     return R.p;
+}
+
+int sim_threads(void)
+{
+    return R.threads;
+}
+
+/* CRASHSIM_SHARED_EXIT_RACE=1: a shared run's ended thread passes the
+ * baton at once, and its exit (its library context's end, with stores and
+ * fences) races the threads still running: runs are then no longer a
+ * function of the seed, but a context's end meets commits in flight. */
+static int exit_race(void)
+{
+    const char *v = getenv("CRASHSIM_SHARED_EXIT_RACE");
+    return v && !strcmp(v, "1");
 }
 
 struct worker {
@@ -511,20 +613,36 @@ struct worker {
 static void *work(void *arg)
 {
     struct worker *k = arg;
+    int shared = R.w->flags & WL_SHARED;
+    if (shared)
+        sched_enter(k->t);
     for (int i = 0; i < TX_PER_RUN && !k->rc; i++)
         k->rc = R.w->step(R.p, k->t, &k->rng);
     if (!k->rc && R.w->finish)
         k->rc = R.w->finish(k->t);
+    if (shared) /* one thread runs on the caller's; see exit_race */
+        sched_exit(k->t, R.threads > 1 && !exit_race());
     return NULL;
+}
+
+static pthread_t tid[SIM_THREADS]; /* the run's threads */
+
+static int join_worker(int t)
+{
+    return pthread_join(tid[t], NULL);
 }
 
 /* One run of the workload on a fresh pool; returns its event count. */
 static uint64_t run(const struct workload *w, int threads, uint64_t seed,
-                    const uint64_t *points, size_t npoints, struct tally *t)
+                    const uint64_t *points, size_t npoints, long only, struct tally *t)
 {
     char name[64];
     snprintf(name, sizeof name, "crashsim-%s-%d.pool", txn_engine_name(), (int)getpid());
-    txn_pool_opts o = {.size = sim_pool_size(w->pool_size * (size_t)threads),
+    int shared = w->flags & WL_SHARED, parts = shared ? 1 : threads;
+    run_w = w;
+    fixed_random.on = shared;
+    fixed_random.seed = seed ^ 0x3c6ef372fe94f82bull;
+    txn_pool_opts o = {.size = sim_pool_size(w->pool_size * (size_t)parts),
                        .root_size = 8 * SIM_THREADS,
                        .threads = (unsigned)threads + 1};
     txn_pool *p;
@@ -534,12 +652,12 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
         exit(2);
     }
     memset((void *)ex, 0, sizeof ex);
-    if ((rc = make_parts(p, w->root_size, threads))) {
+    if ((rc = make_parts(p, w->root_size, parts))) {
         fprintf(stderr, "crashsim: parts: %s\n", txn_strerror(rc));
         exit(2);
     }
     R.p = p; /* sim_commit syncs it */
-    for (int k = 0; k < threads; k++)
+    for (int k = 0; k < parts; k++)
         if ((rc = w->setup(p, k))) {
             fprintf(stderr, "crashsim: setup: %s\n", txn_strerror(rc));
             exit(2);
@@ -548,12 +666,12 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
         fprintf(stderr, "crashsim: sync: %s\n", txn_strerror(rc));
         exit(2);
     }
-    for (int k = 0; k < threads; k++) { /* the run starts from here */
+    for (int k = 0; k < parts; k++) { /* the run starts from here */
         ex[k].hist[ex[k].commits % (MAX_SYNC_EVERY + 1)] = w->mirror_digest(k);
         ex[k].synced = ex[k].commits;
     }
-    R = (typeof(R)){.w = w, .threads = threads, .p = p, .points = points,
-                    .npoints = npoints, .t = t, .rng = seed ^ 0x5bd1e995};
+    R = (typeof(R)){.w = w, .threads = threads, .parts = parts, .p = p, .points = points,
+                    .npoints = npoints, .t = t, .rng = seed ^ 0x5bd1e995, .only = only};
     void *base;
     if (sim_region(p, &base, &R.size)) {
         char path[128];
@@ -570,23 +688,38 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
         fputs("crashsim: out of memory\n", stderr);
         exit(2);
     }
+    cev.n = 0; /* the run's commits from here */
     trace_on_event(run_hook, NULL);
+    /* incll's commits and txn_sync wait for running transactions: its
+     * threads switch only between transactions */
+    if (shared)
+        sched_begin(threads, seed, !strstr(txn_engine_name(), "incll"));
     struct worker wk[SIM_THREADS];
-    pthread_t tid[SIM_THREADS];
     for (int k = 0; k < threads; k++) {
         wk[k] = (struct worker){k, seed * 31 + (uint64_t)k, 0};
         if (threads == 1)
             work(&wk[k]); /* one thread: deterministic event numbers */
-        else if (pthread_create(&tid[k], NULL, work, &wk[k]))
+        else if (pthread_create(&tid[k], NULL, work, &wk[k])) {
+            if (shared) { /* the scheduler would wait for it forever */
+                fputs("crashsim: cannot start a thread\n", stderr);
+                exit(2);
+            }
             wk[k].rc = TXN_E_NOMEM;
+        }
     }
     for (int k = 0; threads > 1 && k < threads; k++)
-        pthread_join(tid[k], NULL);
+        if (shared && !exit_race()) /* the ended threads, in the order they ended */
+            sched_reap(join_worker);
+        else
+            pthread_join(tid[k], NULL);
+    if (shared)
+        sched_end();
     trace_lock(); /* the run's length: the events of the workload */
     uint64_t events = trace_events();
     trace_unlock();
     trace_on_event(NULL, NULL);
-    check_all_saved();
+    if (only < 0)
+        check_all_saved();
     for (int k = 0; k < threads; k++)
         if (wk[k].rc) {
             fprintf(stderr, "crashsim: %s: transaction: %s\n", w->name, txn_strerror(wk[k].rc));
@@ -621,21 +754,76 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* --image: the image of point `only` (kept, at s->path) is checked. */
+static void check_kept(const struct saved *s, long image)
+{
+    char *buf = malloc(R.size);
+    int fd = open(s->path, O_RDONLY);
+    if (!buf || fd < 0 || read(fd, buf, R.size) != (ssize_t)R.size) {
+        fprintf(stderr, "crashsim: image %ld: cannot read %s\n", image, s->path);
+        exit(2);
+    }
+    close(fd);
+    printf("image %ld: kept at %s, checksum %016llx\n", image, s->path,
+           (unsigned long long)sim_hash(0, buf, R.size));
+    free(buf);
+    fflush(stdout);
+    int rc = run_child(0, s->path, s->want);
+    R.t->images++;
+    if (rc) {
+        R.t->bad++;
+        fprintf(stderr, "inconsistent image (workload %s, commits %llu%s, exit %d)\n",
+                R.w->name, (unsigned long long)s->want[0].commits,
+                s->want[0].in_commit ? ", committing" : "", rc);
+    }
+}
+
+/* The crash points of a run of `events` events: uniform, and for a shared
+ * workload one in four within 8 events after a commit returned (where
+ * a commit's durability and what the next transactions do with the blocks
+ * it freed meet). */
+static void choose_points(const struct workload *w, uint64_t events, uint64_t rng,
+                          uint64_t *points, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        points[i] = sim_rand(&rng) % events;
+        if (w->flags & WL_SHARED && i % 4 == 3 && cev.n) {
+            uint64_t e = cev.ev[sim_rand(&rng) % cev.n] + 1 + sim_rand(&rng) % 8;
+            points[i] = e < events ? e : events - 1;
+        }
+    }
+    qsort(points, n, sizeof *points, cmp_u64);
+}
+
 static void campaign(const struct workload *w, int threads, uint64_t images, uint64_t seed,
-                     struct tally *all)
+                     long image, struct tally *all)
 {
     struct tally t = {0};
     uint64_t points[IMAGES_PER_RUN];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (uint64_t r = 0; t.images < images; r++) {
+    /* a shared workload's runs always have IMAGES_PER_RUN points, so that
+     * point N is in run N / IMAGES_PER_RUN whatever the image count */
+    int full = w->flags & WL_SHARED;
+    for (uint64_t r = image >= 0 ? (uint64_t)image / IMAGES_PER_RUN : 0; t.images < images; r++) {
         uint64_t s = seed * 7919 + r, rng = s ^ 0xa5a5;
-        uint64_t events = run(w, threads, s, NULL, 0, &t); /* how long is a run? */
-        size_t n = images - t.images < IMAGES_PER_RUN ? images - t.images : IMAGES_PER_RUN;
-        for (size_t i = 0; i < n; i++)
-            points[i] = sim_rand(&rng) % events;
-        qsort(points, n, sizeof *points, cmp_u64);
-        run(w, threads, s, points, n, &t);
+        run_index = r;
+        uint64_t events = run(w, threads, s, NULL, 0, -1, &t); /* how long is a run? */
+        size_t n = images - t.images < IMAGES_PER_RUN && !full ? images - t.images
+                                                               : IMAGES_PER_RUN;
+        choose_points(w, events, rng, points, n);
+        if (image < 0) {
+            run(w, threads, s, points, n, -1, &t);
+            continue;
+        }
+        run(w, threads, s, points, n, (long)(image % IMAGES_PER_RUN), &t);
+        if (nsaved != 1) {
+            fprintf(stderr, "crashsim: image %ld was not taken\n", image);
+            exit(2);
+        }
+        check_kept(&saved[0], image);
+        nsaved = 0;
+        break;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -655,11 +843,13 @@ int main(int argc, char **argv)
                                          {"seed", required_argument, 0, 's'},
                                          {"threads", required_argument, 0, 't'},
                                          {"sync-every", required_argument, 0, 'k'},
+                                         {"image", required_argument, 0, 'i'},
                                          {0, 0, 0, 0}};
     const char *only = NULL;
     uint64_t images = 2000, seed = 1;
     int threads = 1;
-    for (int c; (c = getopt_long(argc, argv, "w:n:s:t:k:", opts, NULL)) != -1;) {
+    long image = -1;
+    for (int c; (c = getopt_long(argc, argv, "w:n:s:t:k:i:", opts, NULL)) != -1;) {
         if (c == 'w')
             only = optarg;
         else if (c == 'n')
@@ -670,12 +860,14 @@ int main(int argc, char **argv)
             threads = atoi(optarg);
         else if (c == 'k' && atoi(optarg) >= 1 && atoi(optarg) <= MAX_SYNC_EVERY)
             sync_every = (unsigned)atoi(optarg);
+        else if (c == 'i' && atol(optarg) >= 0)
+            image = atol(optarg);
         else {
             fprintf(stderr,
                     "usage: %s [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|"
-                    "sqlite|kv]"
+                    "sqlite|kv|shared|masstree-shared|kv-shared]"
                     " [--images N] [--seed S]"
-                    " [--threads 1..%d] [--sync-every 1..%d]\n",
+                    " [--threads 1..%d] [--sync-every 1..%d] [--image N]\n",
                     argv[0], SIM_THREADS, MAX_SYNC_EVERY);
             return 2;
         }
@@ -692,8 +884,13 @@ int main(int argc, char **argv)
                 fprintf(stderr, "crashsim: %s runs on one thread\n", workloads[i]->name);
                 return 2;
             }
+            if (image >= 0 && !(workloads[i]->flags & WL_SHARED)) {
+                fprintf(stderr, "crashsim: --image needs a shared workload (%s is not)\n",
+                        workloads[i]->name);
+                return 2;
+            }
             found = 1;
-            campaign(workloads[i], threads, images, seed, &all);
+            campaign(workloads[i], threads, image >= 0 ? 1 : images, seed, image, &all);
         }
     checker_stop();
     if (!found) {

@@ -250,3 +250,35 @@ int mt_sim_touch(txn_pool *p, int t)
 /* run when named (--workload masstree): it has its own ctest entries */
 const struct workload wl_masstree = {"masstree", 4u << 20, 8, mt_setup, mt_step, mt_mirror,
                                      mt_read, WL_BY_NAME, mt_finish};
+
+/* ---- masstree-shared: every thread's puts and removes on one tree (thread
+ * 0's), under the baton scheduler (WL_SHARED). An operation is one
+ * transaction of the tree, with no switch point inside it (the tree's
+ * locks are never held across one); the threads' operations interleave
+ * between them, each in its own context: nodes one thread frees are
+ * reused by the others (TXN_ALLOC_CACHE), and every thread reads nodes
+ * the others change. One reference, one commit order. */
+
+static int mts_step(txn_pool *p, int t, uint64_t *rng)
+{
+    (void)t;
+    sim_point(); /* before the operation's txn_begin */
+    int rc = mt_step(p, 0, rng);
+    sim_point(); /* after its commit */
+    return rc;
+}
+
+static int mts_setup(txn_pool *p, int t)
+{
+    return getenv("CRASHSIM_MT_BATCH") ? TXN_E_NOTSUP : mt_setup(p, t);
+}
+
+static int mts_finish(int t)
+{
+    (void)t;
+    return mt_finish(0);
+}
+
+const struct workload wl_masstree_shared = {"masstree-shared", 4u << 20, 8, mts_setup,
+                                            mts_step, mt_mirror, mt_read,
+                                            WL_BY_NAME | WL_SHARED, mts_finish};

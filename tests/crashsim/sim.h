@@ -51,9 +51,16 @@ struct workload {
 
 #define WL_BY_NAME 1u    /* runs only when --workload names it */
 #define WL_ONE_THREAD 2u /* pool-wide state: one thread only */
+/* All threads work on the same objects (one part, thread 0's, and one
+ * mirror): the driver runs them under the baton scheduler (sched.c), one
+ * at a time, and checks one global commit order: setup, mirror_digest and
+ * read_back are called for t = 0 only, and sim_commit takes every
+ * thread's commit into that order. */
+#define WL_SHARED 4u
 
 extern const struct workload wl_slots, wl_list, wl_mix, wl_migrate, wl_extend;
-extern const struct workload wl_masstree; /* masstree.c */
+extern const struct workload wl_masstree, wl_masstree_shared; /* masstree.c */
+extern const struct workload wl_shared;   /* wl_shared.c */
 /* Built for incll only (weak: NULL elsewhere): wl_leaf.c, wl_sparse.c. */
 extern const struct workload wl_leaf __attribute__((weak));
 extern const struct workload wl_sparse __attribute__((weak));
@@ -61,6 +68,7 @@ extern const struct workload wl_sparse __attribute__((weak));
 extern const struct workload wl_sqlite __attribute__((weak));
 /* Built with the key-value store's source (weak): wl_kv.c. */
 extern const struct workload wl_kv __attribute__((weak));
+extern const struct workload wl_kv_shared __attribute__((weak));
 /* Optional, from a workload file (weak): the first access to thread t's
  * part after recovery, for a workload whose structure recovers lazily; the
  * driver runs it, and crashes it, as part of recovery. */
@@ -115,6 +123,38 @@ int sim_region(txn_pool *p, void **base, size_t *size);
  * allocated, once, and the allocator holds nothing else (the root and the
  * engine's own objects aside). Nonzero, reported on stderr, otherwise. */
 int sim_check_alloc(txn_pool *p, const struct reach *r);
+
+/* ---- the baton scheduler of shared workloads (sched.c) */
+
+#define SIM_LOCKS 64 /* sim_lock's locks: 0 .. SIM_LOCKS-1 */
+
+/* Switch points: the baton may pass to another thread here. sim_point
+ * outside transactions; sim_point_txn inside one (not taken on an engine
+ * whose txn_sync or commit waits for running transactions: incll). Both
+ * return at once in a thread the scheduler does not run. */
+void sim_point(void);
+void sim_point_txn(void);
+/* Volatile locks that know the scheduler: a thread that finds lock i held
+ * passes the baton until it is free. Both are switch points. Take them
+ * outside transactions (incll's txn_sync waits for running ones). */
+void sim_lock(int i);
+void sim_unlock(int i);
+
+/* The driver's side: a run of `threads` threads from `seed`; `inside`:
+ * take sim_point_txn. A thread enters before its first step and exits
+ * after its last; with `joined`, it keeps the baton until the driver's
+ * sched_reap has joined it (`join(t)`, returned) and passed the baton on;
+ * the driver reaps each thread so. sched_end returns how many times the
+ * baton moved. */
+void sched_begin(int threads, uint64_t seed, int inside);
+void sched_enter(int t);
+void sched_exit(int t, int joined);
+int sched_reap(int (*join)(int t));
+uint64_t sched_end(void);
+
+/* The run's workload threads (a shared workload's finish may want to
+ * know which thread ends last). */
+int sim_threads(void);
 
 /* Helpers for workloads. */
 uint64_t sim_rand(uint64_t *s);

@@ -420,3 +420,37 @@ static int kv_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 
 const struct workload wl_kv = {"kv", 4u << 20, KV_ROOT_SIZE, kv_setup, kv_step, kv_mirror,
                                kv_read, WL_BY_NAME, kv_finish};
+
+/* ---- kv-shared: every thread's kv_txns on one store (thread 0's), under
+ * the baton scheduler (WL_SHARED). A kv_txn holds the store's stripe
+ * locks from kv_txn_begin to kv_txn_end, and there is no switch point in
+ * between: the threads' transactions interleave between them, each in its
+ * own context, on one key space, one mirror and one commit order. */
+
+static int kvs_done; /* threads that ran their last step: by the baton holder */
+
+static int kvs_setup(txn_pool *p, int t)
+{
+    kvs_done = 0;
+    return kv_setup(p, t);
+}
+
+static int kvs_step(txn_pool *p, int t, uint64_t *rng)
+{
+    (void)t;
+    sim_point(); /* before the kv_txn */
+    int rc = kv_step(p, 0, rng);
+    sim_point(); /* after its end */
+    return rc;
+}
+
+/* The store is closed by the last thread to end. */
+static int kvs_finish(int t)
+{
+    (void)t;
+    return ++kvs_done == sim_threads() ? kv_finish(0) : 0;
+}
+
+const struct workload wl_kv_shared = {"kv-shared", 4u << 20, KV_ROOT_SIZE, kvs_setup,
+                                      kvs_step, kv_mirror, kv_read,
+                                      WL_BY_NAME | WL_SHARED, kvs_finish};
