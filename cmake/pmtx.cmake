@@ -1,7 +1,8 @@
 # pmtx.cmake - how engines and programs are declared.
 #
 # pmtx_engine(SOURCES src... [PERSISTENT] [OWN_POOL] [LIBS lib...]
-#             [EXPORTS map] [HEADERS h...] [CRASHSIM_ARGS arg...])
+#             [EXPORTS map] [HEADERS h...] [CRASHSIM_ARGS arg...]
+#             [CRASHSIM_SHARED_ARGS arg...])
 #   Called by an engine folder's CMakeLists.txt; the folder's name is the
 #   engine's name, NAME below. Builds libtxn-NAME (the
 #   runtime, pmtx's pool format unless OWN_POOL, the retention layer and
@@ -11,11 +12,13 @@
 #   (it implements engine.h's eng_pool_* layer itself), LIBS (what it links
 #   privately), EXPORTS (its linker version script; default txn.h's calls
 #   only), HEADERS (public headers it installs beside txn.h),
-#   CRASHSIM_ARGS (what its crash-simulator campaigns add). A barriers.h in
-#   the folder is its barrier formula (tests/barrier_counts.c).
+#   CRASHSIM_ARGS (what its crash-simulator campaigns add),
+#   CRASHSIM_SHARED_ARGS (what its campaigns of threads on shared objects
+#   add instead). A barriers.h in the folder is its barrier formula
+#   (tests/barrier_counts.c).
 function(pmtx_engine)
   cmake_parse_arguments(A "PERSISTENT;OWN_POOL" "EXPORTS"
-                        "SOURCES;LIBS;HEADERS;CRASHSIM_ARGS" ${ARGN})
+                        "SOURCES;LIBS;HEADERS;CRASHSIM_ARGS;CRASHSIM_SHARED_ARGS" ${ARGN})
   set(dir ${CMAKE_CURRENT_SOURCE_DIR})
   get_filename_component(name ${dir} NAME)
   list(TRANSFORM A_SOURCES PREPEND ${dir}/)
@@ -28,7 +31,7 @@ function(pmtx_engine)
   if(A_PERSISTENT)
     set_property(GLOBAL APPEND PROPERTY PMTX_PERSISTENT_ENGINES ${name})
   endif()
-  foreach(key DIR SOURCES OWN_POOL LIBS CRASHSIM_ARGS)
+  foreach(key DIR SOURCES OWN_POOL LIBS CRASHSIM_ARGS CRASHSIM_SHARED_ARGS)
     if(key STREQUAL "DIR")
       set(value ${dir})
     else()
@@ -78,12 +81,12 @@ endfunction()
 # pmtx_engine_vars(): the engines' records as variables of the calling
 # scope: PMTX_ENGINES, PMTX_PERSISTENT_ENGINES and, per engine E,
 # ENGINE_DIR_E, ENGINE_SOURCES_E, ENGINE_OWN_POOL_E, ENGINE_LIBS_E,
-# ENGINE_CRASHSIM_ARGS_E.
+# ENGINE_CRASHSIM_ARGS_E, ENGINE_CRASHSIM_SHARED_ARGS_E.
 macro(pmtx_engine_vars)
   get_property(PMTX_ENGINES GLOBAL PROPERTY PMTX_ENGINES)
   get_property(PMTX_PERSISTENT_ENGINES GLOBAL PROPERTY PMTX_PERSISTENT_ENGINES)
   foreach(_e IN LISTS PMTX_ENGINES)
-    foreach(_k DIR SOURCES OWN_POOL LIBS CRASHSIM_ARGS)
+    foreach(_k DIR SOURCES OWN_POOL LIBS CRASHSIM_ARGS CRASHSIM_SHARED_ARGS)
       get_property(ENGINE_${_k}_${_e} GLOBAL PROPERTY PMTX_ENGINE_${_k}_${_e})
     endforeach()
   endforeach()

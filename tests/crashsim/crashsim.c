@@ -7,6 +7,7 @@
  *   crashsim-<engine> [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|sqlite|kv|
  *                                 shared|masstree-shared|kv-shared]
  *                     [--images N] [--seed S] [--threads T] [--sync-every K] [--image N]
+ *                     [--no-switch-in-tx]
  *
  * With T threads, each runs the workload on its own part of one pool, all
  * tracing into one model; a crash image freezes every thread wherever it
@@ -60,6 +61,9 @@ static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix,
  * they update these words in an order a snapshot can never misread. */
 #define MAX_SYNC_EVERY 16
 static unsigned sync_every = 1;
+/* Shared runs: whether threads may switch inside a transaction (at
+ * txn_alloc, txn_free, sim_lock); --no-switch-in-tx clears it. */
+static int switch_in_tx = 1;
 static txn_pool *txn_pool_of_run(void);
 static int R_exact(void);
 /* The workload of the run in progress, set before its setup commits. */
@@ -690,10 +694,10 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     }
     cev.n = 0; /* the run's commits from here */
     trace_on_event(run_hook, NULL);
-    /* incll's commits and txn_sync wait for running transactions: its
-     * threads switch only between transactions */
+    /* --no-switch-in-tx: an engine whose commits and txn_sync wait for
+     * the running transactions (incll's CRASHSIM_SHARED_ARGS) */
     if (shared)
-        sched_begin(threads, seed, !strstr(txn_engine_name(), "incll"));
+        sched_begin(threads, seed, switch_in_tx);
     struct worker wk[SIM_THREADS];
     for (int k = 0; k < threads; k++) {
         wk[k] = (struct worker){k, seed * 31 + (uint64_t)k, 0};
@@ -844,12 +848,13 @@ int main(int argc, char **argv)
                                          {"threads", required_argument, 0, 't'},
                                          {"sync-every", required_argument, 0, 'k'},
                                          {"image", required_argument, 0, 'i'},
+                                         {"no-switch-in-tx", no_argument, 0, 'x'},
                                          {0, 0, 0, 0}};
     const char *only = NULL;
     uint64_t images = 2000, seed = 1;
     int threads = 1;
     long image = -1;
-    for (int c; (c = getopt_long(argc, argv, "w:n:s:t:k:i:", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, "w:n:s:t:k:i:x", opts, NULL)) != -1;) {
         if (c == 'w')
             only = optarg;
         else if (c == 'n')
@@ -862,12 +867,14 @@ int main(int argc, char **argv)
             sync_every = (unsigned)atoi(optarg);
         else if (c == 'i' && atol(optarg) >= 0)
             image = atol(optarg);
+        else if (c == 'x')
+            switch_in_tx = 0;
         else {
             fprintf(stderr,
                     "usage: %s [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|"
                     "sqlite|kv|shared|masstree-shared|kv-shared]"
                     " [--images N] [--seed S]"
-                    " [--threads 1..%d] [--sync-every 1..%d] [--image N]\n",
+                    " [--threads 1..%d] [--sync-every 1..%d] [--image N] [--no-switch-in-tx]\n",
                     argv[0], SIM_THREADS, MAX_SYNC_EVERY);
             return 2;
         }
