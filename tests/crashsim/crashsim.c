@@ -646,7 +646,7 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     run_w = w;
     fixed_random.on = shared;
     fixed_random.seed = seed ^ 0x3c6ef372fe94f82bull;
-    txn_pool_opts o = {.size = sim_pool_size(w->pool_size * (size_t)parts),
+    txn_pool_opts o = {.size = sim_pool_size(w->pool_size, parts, threads),
                        .root_size = 8 * SIM_THREADS,
                        .threads = (unsigned)threads + 1};
     txn_pool *p;

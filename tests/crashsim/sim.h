@@ -112,8 +112,10 @@ txn_obj *sim_part(txn *tx, txn_pool *p, int t);
 /* The engine's side: sim_pool.c for the shared pool format, sim_<engine>.c
  * for an engine with a pool format of its own. */
 
-/* Bytes to create a pool with, for a workload of `size` bytes. */
-size_t sim_pool_size(size_t size);
+/* Bytes to create a pool with, for a workload of `size` bytes a part,
+ * `parts` parts, run by `threads` threads at once (a shared workload: one
+ * part). */
+size_t sim_pool_size(size_t size, int parts, int threads);
 
 /* Where the open pool `p` is mapped: the region the crash model follows;
  * nonzero (reported on stderr) when it cannot be followed. */

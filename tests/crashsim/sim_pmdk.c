@@ -9,10 +9,13 @@
 #include "sim.h"
 
 /* PMDK's lanes and headers take 4 MiB of a pool, and its heap keeps a run
- * of chunks per allocation class in use: a small pool runs out early. */
-size_t sim_pool_size(size_t size)
+ * of chunks per allocation class in use, in each thread's arena: a small
+ * pool runs out early, and sooner the more threads allocate (a shared
+ * workload's threads allocate for its one part: "pool is full" in 20 of
+ * 310 images when it was sized by parts). */
+size_t sim_pool_size(size_t size, int parts, int threads)
 {
-    return ((size_t)4 << 20) + 3 * size;
+    return ((size_t)4 << 20) + 3 * size * (size_t)(threads > parts ? threads : parts);
 }
 
 int sim_region(txn_pool *p, void **base, size_t *size)

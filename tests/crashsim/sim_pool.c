@@ -9,9 +9,10 @@
 #include "pool.h"
 #include "sim.h"
 
-size_t sim_pool_size(size_t size)
+size_t sim_pool_size(size_t size, int parts, int threads)
 {
-    return size;
+    (void)threads;
+    return size * (size_t)parts;
 }
 
 int sim_region(txn_pool *p, void **base, size_t *size)
