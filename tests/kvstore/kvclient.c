@@ -2412,11 +2412,13 @@ static void s_send(struct sconn *sc, unsigned *seed)
  * effect joins it. */
 static void s_settle(const struct sop *op, int acked)
 {
-    struct snum *a = &snums[op->a], *b = &snums[op->b];
+    /* op->a indexes snums only for these kinds (a key's number else) */
     if (op->kind == S_INCR || op->kind == S_HINCR) {
+        struct snum *a = &snums[op->a];
         a->up -= op->amount;
         a->base += acked ? op->amount : 0;
     } else if (op->kind == S_MOVE) {
+        struct snum *a = &snums[op->a], *b = &snums[op->b];
         a->down -= op->amount;
         b->up -= op->amount;
         a->base -= acked ? op->amount : 0;
