@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_deps
 export PMEM_IS_PMEM_FORCE=1
-build build-release -DCMAKE_BUILD_TYPE=Release
+build build-release -DCMAKE_BUILD_TYPE=Release -DPMTX_TESTS=OFF # the benchmarks and programs
 
 BUILD_DIR=build-release bash scripts/report.sh "$@"
 echo
