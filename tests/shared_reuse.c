@@ -158,8 +158,9 @@ static void *thread_b_all(void *arg)
     return NULL;
 }
 
-static void child(const char *name, struct run *r)
+static void child(const char *name, void *arg)
 {
+    struct run *r = arg;
     txn_pool_opts o = {.size = 16u << 20, .threads = 4};
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     STEP(txn_pool_create(name, LAYOUT, &o, &r->p), 10);
@@ -173,22 +174,31 @@ static void child(const char *name, struct run *r)
     _exit(12); /* B's SIGKILL did not come */
 }
 
+/* Fork; the child runs fn(name, arg), which ends in its own SIGKILL after
+ * the acknowledged commit; any other end fails the test, `codes` saying
+ * what its exit codes mean. */
+static void killed_child(const char *name, void (*fn)(const char *, void *), void *arg,
+                         const char *codes)
+{
+    int status;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        fn(name, arg);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+                  "the child stopped by itself: status 0x%x (exit code: %s)", (unsigned)status,
+                  codes);
+}
+
 static void run_case(size_t size, enum how how, int read_back)
 {
     struct test_pool tp;
     struct run r = {.size = size, .how = how, .read_back = read_back};
-    int status;
     CHECK_OK(test_pool_new(&tp, "reuse"));
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0)
-        child(tp.name, &r);
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-                  "the child stopped by itself: status 0x%x (exit code: 2x thread A's step, "
-                  "4x thread B's, 46 X never came back, 50 the transaction read back "
-                  "other bytes than it wrote)",
-                  (unsigned)status);
+    killed_child(tp.name, child, &r,
+                 "2x thread A's step, 4x thread B's, 46 X never came back, "
+                 "50 the transaction read back other bytes than it wrote");
 
     /* recovery, in this process: it never opened the pool */
     txn_pool *p;
@@ -311,8 +321,9 @@ static void stale_b_large(struct stale_run *r)
     STEP(txn_commit(tx), 50);
 }
 
-static void stale_child(const char *name, struct stale_run *r)
+static void stale_child(const char *name, void *arg)
 {
+    struct stale_run *r = arg;
     txn_pool_opts o = {.size = 16u << 20, .threads = 4};
     pthread_t a;
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -333,17 +344,9 @@ static void stale_case(enum stale kind, int abort)
 {
     struct test_pool tp;
     struct stale_run r = {.kind = kind, .abort = abort};
-    int status;
     CHECK_OK(test_pool_new(&tp, "reuse"));
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0)
-        stale_child(tp.name, &r);
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-                  "the child stopped by itself: status 0x%x (exit code: 2x thread A's step, "
-                  "4x or 5x thread B's, 46 W's block never came back)",
-                  (unsigned)status);
+    killed_child(tp.name, stale_child, &r,
+                 "2x thread A's step, 4x or 5x thread B's, 46 W's block never came back");
 
     txn_pool *p;
     txn *tx;
