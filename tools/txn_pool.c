@@ -140,11 +140,19 @@ static void print_text(const struct found *f)
         print_bytes("heap", i->heap_size);
         print_bytes("  used", i->heap_used);
         print_bytes("  free", i->heap_free);
+        if (!strcmp(i->format, "pmtx")) {
+            print_bytes("    chunks", i->free_chunks);
+            print_bytes("    extent", i->free_extent);
+        }
         if (i->heap_logs)
             print_bytes("  logs", i->heap_logs);
         printf("%-12s %" PRIu64 "\n", "objects", i->objects);
-        for (unsigned c = 0; c < i->nclasses; c++)
-            printf("  %-10" PRIu64 " %" PRIu64 "\n", i->classes[c].size, i->classes[c].count);
+        for (unsigned c = 0; c < i->nclasses; c++) {
+            printf("  %-10" PRIu64 " %" PRIu64, i->classes[c].size, i->classes[c].count);
+            if (i->classes[c].free)
+                printf(", %" PRIu64 " bytes free", i->classes[c].free);
+            printf("\n");
+        }
         printf("%-12s %u", "log slots", i->slots);
         if (!strcmp(i->format, "pmtx"))
             printf(", %u used, %u with a log the next open settles", i->slots_used,
@@ -186,12 +194,14 @@ static void print_json(const struct found *f)
         printf("\"layout_version\":%u,\"layout_types\":%" PRIu64 ",\"migration_target\":%u,",
                f->layout.version, f->layout.types, f->layout.target);
     printf("\"size\":%" PRIu64 ",\"heap_size\":%" PRIu64 ",\"heap_used\":%" PRIu64
-           ",\"heap_free\":%" PRIu64 ",\"heap_logs\":%" PRIu64 ",\"objects\":%" PRIu64 ",",
-           i->size, i->heap_size, i->heap_used, i->heap_free, i->heap_logs, i->objects);
+           ",\"heap_free\":%" PRIu64 ",\"heap_logs\":%" PRIu64 ",\"free_chunks\":%" PRIu64
+           ",\"free_extent\":%" PRIu64 ",\"objects\":%" PRIu64 ",",
+           i->size, i->heap_size, i->heap_used, i->heap_free, i->heap_logs, i->free_chunks,
+           i->free_extent, i->objects);
     printf("\"classes\":[");
     for (unsigned c = 0; c < i->nclasses; c++)
-        printf("%s{\"size\":%" PRIu64 ",\"count\":%" PRIu64 "}", c ? "," : "", i->classes[c].size,
-               i->classes[c].count);
+        printf("%s{\"size\":%" PRIu64 ",\"count\":%" PRIu64 ",\"free\":%" PRIu64 "}",
+               c ? "," : "", i->classes[c].size, i->classes[c].count, i->classes[c].free);
     printf("],\"slots\":%u,\"slots_used\":%u,\"slots_pending\":%u,\"opens\":%" PRIu64 "}\n",
            i->slots, i->slots_used, i->slots_pending, i->opens);
 }

@@ -1,7 +1,34 @@
 /* alloc.c - size-class runs, large objects and log chunks in the heap;
- * volatile free lists rebuilt at open; per-thread caches. */
+ * volatile free state rebuilt at open; per-thread caches.
+ *
+ * A run is not its class's for ever: once none of its blocks is in use it
+ * turns back into a FREE chunk that any class, a large object or a log may
+ * take. That happens on demand, when no FREE chunk is left (reclaim()): no
+ * barrier on the free path, and a block freed and allocated again in a
+ * loop does not format a run each time. What it relies on:
+ *
+ * A1 A run's volatile bit (vbits) of a block is 1 while the block is
+ *    allocated, reserved by a transaction or held in a thread cache, and 0
+ *    only while it is free at the shared level (carve() hands it out from
+ *    there); used[ci] counts the run's 1 bits.
+ * A2 The engines give a block back (alloc_release) only when its durable
+ *    bit is 0 and no recovery can set it again: a reservation whose ALLOC
+ *    never became durable, or a FREE that is durable and whose transaction
+ *    has settled (engine.h).
+ * A3 A run turns FREE only with used == 0, under al->lock; by A1 and A2 no
+ *    block of it is in use and its durable bitmap is clear. Its entry
+ *    FREE is made durable (one barrier) before the chunk may be taken, so a
+ *    crash never finds an entry RUN over bytes a new owner wrote.
+ * A4 A record of a settled transaction may name a block of a chunk that
+ *    has since changed kind or class (R2 in engine.h: recovery does not
+ *    write through it). alloc_record_valid() accepts any block boundary of
+ *    the record's class; alloc_apply() changes a bit only in a run of the
+ *    block's class. Large objects had this case already: their chunks
+ *    become runs again once freed.
+ */
 #include "alloc.h"
 
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +59,7 @@ static inline unsigned ck_class(uint64_t e) { return (e >> 8) & 0xff; }
 static inline uint64_t ck_n(uint64_t e) { return e >> 16; }
 
 struct class_vol {
-    struct vec stack; /* void *: free blocks */
-    struct vec runs;  /* uint32_t: runs that may still have uncarved blocks */
+    struct vec runs; /* uint32_t: runs that may have blocks free at the shared level */
 };
 
 _Static_assert(ALLOC_CACHE == 64, "TXN_ALLOC_CACHE accepts 0 to the cache's size (persist.c)");
@@ -49,7 +75,12 @@ struct alloc_state {
     size_t free_hint;    /* lock */
     uint32_t *vlarge;    /* lock: chunks of a reserved/allocated large object
                             (read without it by the block's owner) */
-    uint64_t **vbits;    /* lock: per RUN chunk: 1 = allocated, reserved or cached */
+    uint64_t **vbits;    /* lock: per RUN chunk: 1 = allocated, reserved or cached (A1) */
+    uint16_t *used;      /* lock: per RUN chunk with vbits: its 1 bits */
+    uint8_t *listed;     /* lock: 1: on its class's runs */
+    int reclaim;         /* lock: a run may be empty: reclaim() has work */
+    _Atomic unsigned drain; /* bumped when chunks run short: thread caches
+                               give their blocks back at their next reserve */
     struct class_vol cls[ALLOC_CLASSES]; /* lock */
 };
 
@@ -121,11 +152,23 @@ int alloc_check(txn_pool *p)
 
 static int add_run(struct alloc_state *al, unsigned c, uint32_t ci)
 {
+    if (al->listed[ci])
+        return 0;
     uint32_t *r = vec_push(&al->cls[c].runs);
     if (!r)
         return TXN_E_NOMEM;
     *r = ci;
+    al->listed[ci] = 1;
     return 0;
+}
+
+static unsigned count_bits(const uint64_t *vb, unsigned nb)
+{
+    unsigned cnt = 0;
+    for (unsigned w = 0; w * 64 < nb; w++)
+        cnt += (unsigned)__builtin_popcountll(w * 64 + 64 <= nb ? vb[w]
+                                              : vb[w] & ((1ull << (nb % 64)) - 1));
+    return cnt;
 }
 
 /* A run's volatile bitmap is a copy of its durable one as the pool opened,
@@ -143,9 +186,13 @@ static uint64_t *run_bits(txn_pool *p, struct alloc_state *al, size_t ci)
     uint64_t *vb = al->vbits[ci];
     if (vb)
         return vb;
-    size_t words = (run_blocks(ck_class(ctab(p)[ci])) + 63) / 64;
+    unsigned nb = run_blocks(ck_class(ctab(p)[ci]));
+    size_t words = (nb + 63) / 64;
     if ((vb = malloc(words * 8))) {
         memcpy(vb, chunk_addr(p, ci), words * 8);
+        al->used[ci] = (uint16_t)count_bits(vb, nb);
+        if (!al->used[ci])
+            al->reclaim = 1;
         __atomic_store_n(&al->vbits[ci], vb, __ATOMIC_RELEASE);
     }
     return vb;
@@ -199,11 +246,11 @@ void alloc_close(txn_pool *p)
     for (size_t i = 0; i < al->nchunks; i++)
         if (al->vbits[i] != NO_BITS)
             free(al->vbits[i]);
-    for (unsigned c = 0; c < ALLOC_CLASSES; c++) {
-        vec_free(&al->cls[c].stack);
+    for (unsigned c = 0; c < ALLOC_CLASSES; c++)
         vec_free(&al->cls[c].runs);
-    }
     free(al->vbits);
+    free(al->used);
+    free(al->listed);
     free(al->vlarge);
     free(al->chunk_free);
     pthread_mutex_destroy(&al->lock);
@@ -226,12 +273,12 @@ int alloc_open(txn_pool *p, const struct vec *segs)
     al->chunk_free = calloc(al->nchunks, 1);
     al->vlarge = calloc(al->nchunks, sizeof *al->vlarge);
     al->vbits = calloc(al->nchunks, sizeof *al->vbits);
-    if (!al->chunk_free || !al->vlarge || !al->vbits)
+    al->used = calloc(al->nchunks, sizeof *al->used);
+    al->listed = calloc(al->nchunks, 1);
+    if (!al->chunk_free || !al->vlarge || !al->vbits || !al->used || !al->listed)
         goto nomem;
-    for (unsigned c = 0; c < ALLOC_CLASSES; c++) {
-        vec_init(&al->cls[c].stack, sizeof(void *));
+    for (unsigned c = 0; c < ALLOC_CLASSES; c++)
         vec_init(&al->cls[c].runs, sizeof(uint32_t));
-    }
     uint64_t *t = ctab(p);
     for (size_t i = 0; i < al->nchunks; i++) {
         uint64_t e = t[i];
@@ -239,6 +286,7 @@ int alloc_open(txn_pool *p, const struct vec *segs)
         case CK_RUN: /* its bitmap copied when first needed (run_bits) */
             if (add_run(al, ck_class(e), (uint32_t)i))
                 goto nomem;
+            al->reclaim = 1; /* it may be empty */
             break;
         case CK_LARGE:
             for (uint64_t j = 0; j < ck_n(e); j++)
@@ -282,11 +330,109 @@ static long take_chunks(struct alloc_state *al, size_t n)
     return -1;
 }
 
+/* A3: run ci, none of whose blocks is in use, becomes a FREE chunk. */
+static void run_to_free(txn_pool *p, struct alloc_state *al, size_t ci)
+{
+    assert(al->used[ci] == 0 && "A3: a run turns FREE only with no block in use");
+#ifndef NDEBUG
+    unsigned nb = run_blocks(ck_class(ctab(p)[ci]));
+    assert(count_bits((const uint64_t *)chunk_addr(p, ci), nb) == 0 &&
+           "A2: a run with no block in use has no durable bit set");
+#endif
+    uint64_t *e = &ctab(p)[ci];
+    pm_store64(e, ck_make(CK_FREE, 0, 0));
+    pm_persist(e, 8);
+    free(al->vbits[ci]);
+    __atomic_store_n(&al->vbits[ci], NULL, __ATOMIC_RELEASE);
+    al->chunk_free[ci] = 1;
+    if (ci < al->free_hint)
+        al->free_hint = ci;
+}
+
+/* Every run none of whose blocks is in use becomes FREE; the classes' run
+ * lists are rebuilt on the way (runs with room, once each). Reads the
+ * header of each run not read since the open. Returns the chunks freed. */
+static size_t reclaim(txn_pool *p, struct alloc_state *al)
+{
+    size_t freed = 0;
+    int again = 0;
+    for (unsigned c = 0; c < ALLOC_CLASSES; c++) {
+        struct vec *r = &al->cls[c].runs;
+        for (size_t i = 0; i < r->n; i++)
+            al->listed[*(uint32_t *)vec_at(r, i)] = 0;
+        r->n = 0;
+    }
+    uint64_t *t = ctab(p);
+    for (size_t ci = 0; ci < al->nchunks; ci++) {
+        uint64_t e = t[ci];
+        if (ck_kind(e) == CK_LARGE)
+            ci += ck_n(e) - 1;
+        if (ck_kind(e) != CK_RUN)
+            continue;
+        uint64_t *vb = run_bits(p, al, ci);
+        if (vb == NO_BITS)
+            continue; /* hands out nothing until the next open */
+        if (vb && !al->used[ci]) {
+            run_to_free(p, al, ci);
+            freed++;
+        } else if ((!vb || al->used[ci] < run_blocks(ck_class(e))) &&
+                   add_run(al, ck_class(e), (uint32_t)ci)) {
+            again = 1; /* out of memory: the next pass lists it */
+        }
+        again |= !vb;
+    }
+    al->reclaim = again;
+    return freed;
+}
+
+/* A block free at the shared level again (A1). */
+static void shared_free(txn_pool *p, struct alloc_state *al, void *blk)
+{
+    size_t ci = chunk_of(p, blk);
+    uint64_t *vb = al->vbits[ci];
+    if (!vb || vb == NO_BITS)
+        return; /* no copy of the bits (no memory): out of use until the next open */
+    unsigned k = ck_class(ctab(p)[ci]);
+    size_t idx = div_class((size_t)((char *)blk - chunk_addr(p, ci) - RUN_HDR), k);
+    assert(vb[idx / 64] >> (idx % 64) & 1 && "A1: a block given back was in use");
+    vb[idx / 64] &= ~(1ull << (idx % 64));
+    if (--al->used[ci] == 0)
+        al->reclaim = 1;
+    add_run(al, k, (uint32_t)ci); /* out of memory: listed by the next reclaim() */
+    if (!al->listed[ci])
+        al->reclaim = 1;
+}
+
+static void cache_to_shared(txn_pool *p, struct alloc_state *al, struct alloc_cache *c)
+{
+    for (unsigned k = 0; k < ALLOC_CLASSES; k++)
+        while (c->n[k])
+            shared_free(p, al, c->blk[k][--c->n[k]]);
+}
+
+/* n contiguous FREE chunks; when there are none, the runs that are empty
+ * become FREE, first with the caller's cache given back (c, if any), and
+ * the other threads are asked to give theirs back. */
+static long grab_chunks(txn_pool *p, struct alloc_state *al, size_t n, struct alloc_cache *c)
+{
+    long ci = take_chunks(al, n);
+    if (ci < 0 && al->reclaim && reclaim(p, al))
+        ci = take_chunks(al, n);
+    if (ci < 0) {
+        atomic_fetch_add_explicit(&al->drain, 1, memory_order_relaxed);
+        if (c)
+            cache_to_shared(p, al, c);
+        if (al->reclaim && reclaim(p, al))
+            ci = take_chunks(al, n);
+    }
+    return ci;
+}
+
 int alloc_log_chunk(txn_pool *p, void **seg)
 {
     struct alloc_state *al = p->al;
     pthread_mutex_lock(&al->lock);
-    long ci = take_chunks(al, 1);
+    long ci = grab_chunks(p, al, 1, NULL);
     pthread_mutex_unlock(&al->lock);
     if (ci < 0)
         return TXN_E_NOSPACE;
@@ -302,9 +448,9 @@ int alloc_log_chunk(txn_pool *p, void **seg)
 }
 
 /* A FREE chunk becomes a run of class c: a clean durable bitmap first. */
-static int new_run(txn_pool *p, struct alloc_state *al, unsigned c)
+static int new_run(txn_pool *p, struct alloc_state *al, unsigned c, struct alloc_cache *cache)
 {
-    long ci = take_chunks(al, 1);
+    long ci = grab_chunks(p, al, 1, cache);
     if (ci < 0)
         return TXN_E_NOSPACE;
     size_t words = (run_blocks(c) + 63) / 64;
@@ -322,12 +468,15 @@ static int new_run(txn_pool *p, struct alloc_state *al, unsigned c)
     uint64_t *e = &ctab(p)[ci];
     pm_store64(e, ck_make(CK_RUN, c, 0));
     pm_flush(e, 8);
+    al->used[ci] = 0;
     __atomic_store_n(&al->vbits[ci], vb, __ATOMIC_RELEASE);
     return 0;
 }
 
-/* Move up to `want` never-handed-out blocks of class c to the stack. */
-static void carve(txn_pool *p, struct alloc_state *al, unsigned c, unsigned want)
+/* Move up to `want` blocks of class c free at the shared level into the
+ * cache. */
+static void carve(txn_pool *p, struct alloc_state *al, unsigned c, struct alloc_cache *cache,
+                  unsigned want)
 {
     struct class_vol *cv = &al->cls[c];
     unsigned nb = run_blocks(c);
@@ -336,45 +485,40 @@ static void carve(txn_pool *p, struct alloc_state *al, unsigned c, unsigned want
         uint64_t *vb = run_bits(p, al, ci);
         if (!vb)
             return; /* no memory for the copy: none carved */
-        if (vb == NO_BITS) {
-            cv->runs.n--;
-            continue;
-        }
-        char *data = chunk_addr(p, ci) + RUN_HDR;
-        for (unsigned w = 0; want && w * 64 < nb; w++) {
-            while (want && ~vb[w]) {
-                unsigned b = (unsigned)__builtin_ctzll(~vb[w]);
-                if (w * 64 + b >= nb)
-                    break;
-                vb[w] |= 1ull << b;
-                void **s = vec_push(&cv->stack);
-                if (!s)
-                    return;
-                *s = data + (size_t)(w * 64 + b) * class_size[c];
-                want--;
+        if (vb != NO_BITS) {
+            char *data = chunk_addr(p, ci) + RUN_HDR;
+            for (unsigned w = 0; want && w * 64 < nb; w++) {
+                while (want && ~vb[w]) {
+                    unsigned b = (unsigned)__builtin_ctzll(~vb[w]);
+                    if (w * 64 + b >= nb)
+                        break;
+                    vb[w] |= 1ull << b;
+                    al->used[ci]++;
+                    cache->blk[c][cache->n[c]++] = data + (size_t)(w * 64 + b) * class_size[c];
+                    want--;
+                }
             }
         }
-        if (want)
-            cv->runs.n--; /* exhausted */
+        if (want || vb == NO_BITS) { /* exhausted */
+            al->listed[ci] = 0;
+            cv->runs.n--;
+        }
     }
 }
 
 static int refill(txn_pool *p, struct alloc_cache *cache, unsigned c)
 {
     struct alloc_state *al = p->al;
-    struct class_vol *cv = &al->cls[c];
+    unsigned want = al->cache_max < REFILL ? al->cache_max : REFILL;
+    want = want ? want : 1;
     int rc = 0;
     pthread_mutex_lock(&al->lock);
-    if (cv->stack.n == 0)
-        carve(p, al, c, REFILL);
-    if (cv->stack.n == 0) {
-        rc = new_run(p, al, c);
+    carve(p, al, c, cache, want);
+    if (cache->n[c] == 0) {
+        rc = new_run(p, al, c, cache);
         if (!rc)
-            carve(p, al, c, REFILL);
+            carve(p, al, c, cache, want);
     }
-    unsigned want = al->cache_max < REFILL ? al->cache_max : REFILL;
-    while (cv->stack.n && cache->n[c] < (want ? want : 1))
-        cache->blk[c][cache->n[c]++] = *(void **)vec_at(&cv->stack, --cv->stack.n);
     pthread_mutex_unlock(&al->lock);
     return cache->n[c] ? 0 : (rc ? rc : TXN_E_NOSPACE);
 }
@@ -399,10 +543,15 @@ int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, void **blk,
                   size_t *usable)
 {
     struct alloc_state *al = p->al;
+    unsigned drain = atomic_load_explicit(&al->drain, memory_order_relaxed);
+    if (c->drain != drain) { /* chunks ran short: the cache's blocks back */
+        c->drain = drain;
+        alloc_cache_drain(p, c);
+    }
     if (n > MAX_SMALL) {
         size_t nch = (n + CHUNK_SIZE - 1) / CHUNK_SIZE;
         pthread_mutex_lock(&al->lock);
-        long ci = take_chunks(al, nch);
+        long ci = grab_chunks(p, al, nch, c);
         if (ci >= 0)
             for (size_t j = 0; j < nch; j++)
                 al->vlarge[ci + j] = (uint32_t)(j ? 0 : nch);
@@ -461,20 +610,15 @@ void alloc_release(txn_pool *p, struct alloc_cache *c, void *blk)
         return;
     }
     unsigned k = ck_class(ctab(p)[ci]);
-    if (c->n[k] >= al->cache_max) { /* half the cache to the class's stack */
+    if (c->n[k] >= al->cache_max) { /* half the cache to the shared level */
         pthread_mutex_lock(&al->lock);
-        while (c->n[k] > al->cache_max / 2) {
-            void **s = vec_push(&al->cls[k].stack);
-            if (!s)
-                break; /* the block stays cached; nothing is lost */
-            *s = c->blk[k][--c->n[k]];
-        }
-        void **s = al->cache_max ? NULL : vec_push(&al->cls[k].stack);
-        if (s) /* a cache that keeps none: the block too */
-            *s = blk;
+        while (c->n[k] > al->cache_max / 2)
+            shared_free(p, al, c->blk[k][--c->n[k]]);
+        if (!al->cache_max) /* a cache that keeps none: the block too */
+            shared_free(p, al, blk);
         pthread_mutex_unlock(&al->lock);
-        if (s || c->n[k] >= (al->cache_max ? al->cache_max : 1))
-            return; /* out of memory: leaks a volatile slot, not the block */
+        if (!al->cache_max)
+            return;
     }
     c->blk[k][c->n[k]++] = blk;
 }
@@ -483,13 +627,7 @@ void alloc_cache_drain(txn_pool *p, struct alloc_cache *c)
 {
     struct alloc_state *al = p->al;
     pthread_mutex_lock(&al->lock);
-    for (unsigned k = 0; k < ALLOC_CLASSES; k++)
-        while (c->n[k]) {
-            void **s = vec_push(&al->cls[k].stack);
-            if (!s)
-                break;
-            *s = c->blk[k][--c->n[k]];
-        }
+    cache_to_shared(p, al, c);
     pthread_mutex_unlock(&al->lock);
 }
 
@@ -513,8 +651,10 @@ void alloc_apply(txn_pool *p, uint64_t blk, uint64_t size, enum alloc_op op,
             pm_flush(&t[ci], n * 8);
         return;
     }
-    if (ck_kind(t[ci]) != CK_RUN)
-        return; /* the run was never durably formatted: no bit to change */
+    /* A4: a run that was never durably formatted, or a chunk that is no
+     * longer the block's run: no bit to change */
+    if (ck_kind(t[ci]) != CK_RUN || class_size[ck_class(t[ci])] != size)
+        return;
     run_bits_before_change(p, ci);
     unsigned k = ck_class(t[ci]);
     size_t idx = (size_t)((char *)b - chunk_addr(p, ci) - RUN_HDR) / class_size[k];
@@ -537,8 +677,8 @@ void alloc_flush_meta(txn_pool *p, uint64_t blk, uint64_t size)
         pm_flush(&t[ci], size / CHUNK_SIZE * 8);
         return;
     }
-    if (ck_kind(t[ci]) != CK_RUN)
-        return;
+    if (ck_kind(t[ci]) != CK_RUN || class_size[ck_class(t[ci])] != size)
+        return; /* A4 */
     size_t idx = (size_t)((char *)b - chunk_addr(p, ci) - RUN_HDR) / class_size[ck_class(t[ci])];
     pm_flush((uint64_t *)chunk_addr(p, ci) + idx / 64, 8);
 }
@@ -578,14 +718,12 @@ int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size)
     char *ca = chunk_addr(p, ci);
     if (size > MAX_SMALL)
         return (char *)b == ca && size % CHUNK_SIZE == 0;
-    uint64_t e = ctab(p)[ci];
+    /* A4: the chunk may be of any kind now (also FREE: a run whose entry
+     * never became durable); the record names a block of some run */
     size_t rel = (size_t)((char *)b - ca);
-    if (rel < RUN_HDR || (rel - RUN_HDR) % size)
-        return 0;
-    if (ck_kind(e) == CK_FREE) /* a run whose entry never became durable */
-        return 1;
-    return ck_kind(e) == CK_RUN && class_size[ck_class(e)] == size &&
-           (rel - RUN_HDR) / size < run_blocks(ck_class(e));
+    unsigned k = class_of(size);
+    return rel >= RUN_HDR && class_size[k] == size && (rel - RUN_HDR) % size == 0 &&
+           (rel - RUN_HDR) / size < run_blocks(k);
 }
 
 void alloc_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *arg),
@@ -609,8 +747,9 @@ void alloc_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *ar
     }
 }
 
-/* Count n live objects of `size` bytes per object into info's classes. */
-static void add_class(txn_pool_info *info, uint64_t size, uint64_t n)
+/* Count n live objects of `size` bytes per object, and `free` bytes of
+ * free blocks, into info's classes. */
+static void add_class(txn_pool_info *info, uint64_t size, uint64_t n, uint64_t free)
 {
     info->objects += n;
     info->heap_used += n * size;
@@ -624,6 +763,7 @@ static void add_class(txn_pool_info *info, uint64_t size, uint64_t n)
             info->classes[info->nclasses++].size = size;
     }
     info->classes[i].count += n;
+    info->classes[i].free += free;
 }
 
 /* The bits of a run's header past its blocks: never set by the allocator.
@@ -644,13 +784,17 @@ int alloc_describe(txn_pool *p, txn_pool_info *info)
 {
     uint64_t *t = ctab(p);
     info->heap_size = p->hdr->nchunks * (uint64_t)CHUNK_SIZE;
-    uint64_t small[ALLOC_CLASSES] = {0};
+    uint64_t small[ALLOC_CLASSES] = {0}, sfree[ALLOC_CLASSES] = {0}, stretch = 0;
     for (size_t i = 0; i < p->hdr->nchunks; i++) {
         uint64_t e = t[i];
         unsigned k = ck_kind(e);
-        if (k == CK_FREE)
+        stretch = k == CK_FREE ? stretch + CHUNK_SIZE : 0;
+        if (stretch > info->free_extent)
+            info->free_extent = stretch;
+        if (k == CK_FREE) {
             info->heap_free += CHUNK_SIZE;
-        else if (k == CK_LOG)
+            info->free_chunks += CHUNK_SIZE;
+        } else if (k == CK_LOG)
             info->heap_logs += CHUNK_SIZE;
         if (k != CK_RUN)
             continue;
@@ -660,17 +804,16 @@ int alloc_describe(txn_pool *p, txn_pool_info *info)
             return REFUSE(TXN_E_CORRUPT, "allocator run at offset %#zx (chunk %zu, %u-byte "
                           "blocks): bitmap bit %u set past its %u blocks",
                           (size_t)(chunk_addr(p, i) - p->base), i, class_size[c], bad, nb);
-        for (unsigned w = 0; w * 64 < nb; w++)
-            cnt += (unsigned)__builtin_popcountll(w * 64 + 64 <= nb ? bm[w]
-                                                  : bm[w] & ((1ull << (nb % 64)) - 1));
+        cnt = count_bits(bm, nb);
         small[c] += cnt;
+        sfree[c] += (uint64_t)(nb - cnt) * class_size[c];
         info->heap_free += (uint64_t)(nb - cnt) * class_size[c];
     }
     for (unsigned c = 0; c < ALLOC_CLASSES; c++)
-        if (small[c])
-            add_class(info, class_size[c], small[c]);
+        if (small[c] || sfree[c])
+            add_class(info, class_size[c], small[c], sfree[c]);
     for (size_t i = 0; i < p->hdr->nchunks; i++) /* then the large objects */
         if (ck_kind(t[i]) == CK_LARGE)
-            add_class(info, ck_n(t[i]) * CHUNK_SIZE, 1);
+            add_class(info, ck_n(t[i]) * CHUNK_SIZE, 1, 0);
     return 0;
 }

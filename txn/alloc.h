@@ -15,6 +15,8 @@
  *    inverse op) or replays a committed one; both are idempotent.
  *  - turning a FREE chunk into a RUN or a LOG segment costs one barrier
  *    (its bitmap or header must be clean before the entry says what it is).
+ *  - a RUN none of whose blocks is in use turns back into a FREE chunk when
+ *    FREE chunks run out, one barrier each (alloc.c, A1-A4).
  */
 #ifndef PMTX_ALLOC_H
 #define PMTX_ALLOC_H
@@ -30,6 +32,7 @@
 /* Per-thread cache of free blocks, one stack per class. */
 struct alloc_cache {
     uint32_t n[ALLOC_CLASSES];
+    unsigned drain; /* the allocator's request to give blocks back, last seen */
     void *blk[ALLOC_CLASSES][ALLOC_CACHE];
 };
 
@@ -48,7 +51,9 @@ int alloc_open(txn_pool *p, const struct vec *segs);
 void alloc_close(txn_pool *p);
 
 /* Reserve a block of at least n bytes (volatile only), zero-filled but not
- * flushed. Returns 0, *blk and its usable size, or TXN_E_NOSPACE. */
+ * flushed. Returns 0, *blk and its usable size, or TXN_E_NOSPACE. With no
+ * FREE chunk left, c's blocks go back to the pool, and every other cache's
+ * at its own next reserve. */
 int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, void **blk,
                   size_t *usable);
 
@@ -72,9 +77,10 @@ void alloc_flush_meta(txn_pool *p, uint64_t blk, uint64_t size);
  * start of a block of the heap. `live` also requires its persistent bit. */
 size_t alloc_block_size(txn_pool *p, const void *blk, int live);
 
-/* Validate an ALLOC/FREE record's block before recovery applies it. A
- * block of a chunk still FREE is valid: its run's format was not durable
- * yet, and alloc_apply() leaves such a block alone. */
+/* Validate an ALLOC/FREE record's block before recovery applies it: a
+ * block boundary of a run of its class, whatever the chunk is now (a run
+ * whose format was not durable yet, or one that became FREE and was taken
+ * for something else since: alloc_apply() leaves such a block alone). */
 int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size);
 
 /* A new LOG segment chunk with a zeroed, durable seg_hdr (one barrier). */
@@ -86,8 +92,9 @@ void alloc_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *ar
                         void *arg);
 
 /* The heap's use in info (txn_pool_inspect): heap size, used, free and
- * log bytes, live objects by size class. Reads only; TXN_E_CORRUPT (and
- * the words) for a run whose bitmap marks blocks it does not have. */
+ * log bytes, live objects and free bytes by size class, the bytes of FREE
+ * chunks and of the longest stretch of them. Reads only; TXN_E_CORRUPT
+ * (and the words) for a run whose bitmap marks blocks it does not have. */
 int alloc_describe(txn_pool *p, txn_pool_info *info);
 
 #endif

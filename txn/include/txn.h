@@ -195,11 +195,17 @@ typedef struct txn_pool_info {
     uint64_t heap_used;      /* of it, in live objects */
     uint64_t heap_free;      /* of it, free for new objects */
     uint64_t heap_logs;      /* of it, in log chunks (pmtx) */
+    uint64_t free_chunks;    /* of heap_free, in free chunks any size may
+                                take (pmtx) */
+    uint64_t free_extent;    /* the longest stretch of free chunks: the
+                                largest object that fits (pmtx) */
     uint64_t objects;        /* live objects, the root and meta included */
-    unsigned nclasses;       /* live objects by size class: classes[i] */
+    unsigned nclasses;       /* by size class: classes[i] */
     struct {
         uint64_t size;  /* bytes per object of the class (at most) */
         uint64_t count; /* live objects in it */
+        uint64_t free;  /* bytes of its free blocks, which only objects of
+                           its size take (pmtx) */
     } classes[TXN_INFO_CLASSES];
     unsigned slots;          /* log slots: threads in transactions at once */
     unsigned slots_used;     /* slots that have run a transaction (pmtx) */
