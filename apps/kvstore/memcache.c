@@ -352,8 +352,10 @@ static void store(struct conn *c, int op, struct kv_slice key, uint32_t flags, l
     int rc;
     make_room(data.n + key.n + 64);
     mc_thread.cmd_set++;
-    if ((rc = store_once(op, key, flags, at, data, cas_in, &reply)) < 0 && full(rc))
-        rc = store_once(op, key, flags, at, data, cas_in, &reply);
+    /* evicting random items empties few of the allocator's runs: the room
+     * a value of another size needs may take several rounds */
+    while ((rc = store_once(op, key, flags, at, data, cas_in, &reply)) < 0 && full(rc))
+        ;
     if (op == CAS && rc >= 0)
         *(reply[0] == 'S' ? &mc_thread.cas_hits : reply[0] == 'E' ? &mc_thread.cas_badval
                                                                    : &mc_thread.cas_misses) += 1;
