@@ -5,7 +5,7 @@
  * crashes recovery itself at a random point and recovers that image again.
  *
  *   crashsim-<engine> [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|sqlite|kv|
- *                                 shared|masstree-shared|kv-shared]
+ *                                 shared|masstree-shared|kv-shared|churn]
  *                     [--images N] [--seed S] [--threads T] [--sync-every K] [--image N]
  *                     [--no-switch-in-tx]
  *
@@ -50,7 +50,7 @@ static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix,
                                                    &wl_sparse, &wl_migrate, &wl_extend,
                                                    &wl_masstree, &wl_sqlite, &wl_kv,
                                                    &wl_shared, &wl_masstree_shared,
-                                                   &wl_kv_shared};
+                                                   &wl_kv_shared, &wl_churn};
 
 /* ---- the oracle. Each thread calls txn_sync() after every
  * `sync_every` commits (a no-op for engines durable at commit, which run
@@ -872,7 +872,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: %s [--workload slots|list|mix|leaf|sparse|migrate|extend|masstree|"
-                    "sqlite|kv|shared|masstree-shared|kv-shared]"
+                    "sqlite|kv|shared|masstree-shared|kv-shared|churn]"
                     " [--images N] [--seed S]"
                     " [--threads 1..%d] [--sync-every 1..%d] [--image N] [--no-switch-in-tx]\n",
                     argv[0], SIM_THREADS, MAX_SYNC_EVERY);

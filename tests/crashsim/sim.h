@@ -61,6 +61,7 @@ struct workload {
 extern const struct workload wl_slots, wl_list, wl_mix, wl_migrate, wl_extend;
 extern const struct workload wl_masstree, wl_masstree_shared; /* masstree.c */
 extern const struct workload wl_shared;   /* wl_shared.c */
+extern const struct workload wl_churn;    /* wl_churn.c */
 /* Built for incll only (weak: NULL elsewhere): wl_leaf.c, wl_sparse.c. */
 extern const struct workload wl_leaf __attribute__((weak));
 extern const struct workload wl_sparse __attribute__((weak));
