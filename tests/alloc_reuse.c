@@ -6,6 +6,7 @@
  * Half the cases close and open the pool between the free and the refill
  * (the allocator then knows nothing of its runs but what the pool holds). */
 #include <check.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "common.h"
@@ -15,15 +16,21 @@
 #define BATCH 64 /* allocations a transaction */
 
 static char name[TEST_NAME_LEN];
-static txn_obj **objs;
-static size_t nobjs, cap;
 
-/* Allocate objects of `size` bytes until the pool is full; returns the
- * bytes stored. */
-static uint64_t fill(txn_pool *p, size_t size)
+/* The objects a thread made. */
+struct objs {
+    txn_obj **o;
+    size_t n, cap;
+};
+static struct objs mine;
+
+/* Allocate objects of `size` bytes until the pool is full, into s;
+ * returns the bytes stored. */
+static uint64_t fill_set(txn_pool *p, size_t size, struct objs *s)
 {
     for (int full = 0; !full;) {
         txn *tx;
+        size_t before = s->n;
         CHECK_OK(txn_begin(p, &tx));
         for (int i = 0; i < BATCH; i++) {
             txn_obj *o;
@@ -34,32 +41,44 @@ static uint64_t fill(txn_pool *p, size_t size)
             }
             CHECK_OK(rc);
             CHECK_OK(txn_write_u64(tx, o, 0, size));
-            if (nobjs == cap) {
-                cap = cap ? 2 * cap : 4096;
-                objs = realloc(objs, cap * sizeof *objs);
-                ck_assert_ptr_nonnull(objs);
+            if (s->n == s->cap) {
+                s->cap = s->cap ? 2 * s->cap : 4096;
+                s->o = realloc(s->o, s->cap * sizeof *s->o);
+                ck_assert_ptr_nonnull(s->o);
             }
-            objs[nobjs++] = o;
+            s->o[s->n++] = o;
         }
         int rc = txn_commit(tx);
-        if (rc == TXN_E_NOSPACE) /* the log could not grow: the pool is full */
+        if (rc == TXN_E_NOSPACE) { /* the log could not grow: the pool is full */
+            s->n = before; /* rolled back */
             break;
+        }
         CHECK_OK(rc);
     }
-    return (uint64_t)nobjs * size;
+    return (uint64_t)s->n * size;
+}
+
+static void free_set(txn_pool *p, struct objs *s)
+{
+    for (size_t i = 0; i < s->n;) {
+        txn *tx;
+        CHECK_OK(txn_begin(p, &tx));
+        for (size_t j = 0; j < BATCH && i < s->n; j++, i++)
+            CHECK_OK(txn_free(tx, s->o[i]));
+        CHECK_OK(txn_commit(tx));
+    }
+    s->n = 0;
+    CHECK_OK(txn_sync(p)); /* engines that hand frees back later (incll) */
+}
+
+static uint64_t fill(txn_pool *p, size_t size)
+{
+    return fill_set(p, size, &mine);
 }
 
 static void free_all(txn_pool *p)
 {
-    for (size_t i = 0; i < nobjs;) {
-        txn *tx;
-        CHECK_OK(txn_begin(p, &tx));
-        for (size_t j = 0; j < BATCH && i < nobjs; j++, i++)
-            CHECK_OK(txn_free(tx, objs[i]));
-        CHECK_OK(txn_commit(tx));
-    }
-    nobjs = 0;
-    CHECK_OK(txn_sync(p)); /* engines that hand frees back later (incll) */
+    free_set(p, &mine);
 }
 
 static void run_sizes(const size_t *sizes, int n, int reopen)
@@ -84,9 +103,8 @@ static void run_sizes(const size_t *sizes, int n, int reopen)
     }
     txn_pool_close(p);
     test_pool_remove(name);
-    free(objs);
-    objs = NULL;
-    cap = 0;
+    free(mine.o);
+    mine = (struct objs){0};
 }
 
 static const size_t small_sizes[] = {100, 1000, 10000, 100};
@@ -104,11 +122,58 @@ START_TEST(test_large_objects)
 }
 END_TEST
 
+/* Two threads fill and empty one pool at once, each at its own size:
+ * runs turn FREE and change class while the other thread's cache holds
+ * blocks (it gives them back at its next reservation). Then one thread
+ * alone refills the pool at a third size. */
+struct churner {
+    txn_pool *p;
+    size_t size;
+};
+
+static void *churn(void *arg)
+{
+    struct churner *c = arg;
+    struct objs s = {0};
+    for (int round = 0; round < 4; round++) {
+        fill_set(c->p, c->size, &s);
+        free_set(c->p, &s);
+    }
+    free(s.o);
+    return NULL;
+}
+
+START_TEST(test_two_threads)
+{
+    ck_assert_int_eq(test_pool_name("areuse", name, sizeof name), 0);
+    txn_pool *p;
+    txn_pool_opts o = {.size = POOL_SIZE};
+    CHECK_OK(txn_pool_create(name, "alloc_reuse", &o, &p));
+    uint64_t first = fill(p, 100);
+    free_all(p);
+    struct churner c[2] = {{p, 100}, {p, 10000}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, churn, &c[i]), 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+    uint64_t bytes = fill(p, 1000);
+    ck_assert_msg(bytes * 10 >= first * 9, "the refill after the threads stored %llu bytes, the first fill %llu",
+                  (unsigned long long)bytes, (unsigned long long)first);
+    free_all(p);
+    txn_pool_close(p);
+    test_pool_remove(name);
+    free(mine.o);
+    mine = (struct objs){0};
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("alloc_reuse");
     TCase *tc = test_tcase(s, "refill", 60.0);
     tcase_add_loop_test(tc, test_small_classes, 0, 2); /* without, with a reopen */
     tcase_add_loop_test(tc, test_large_objects, 0, 2);
+    tcase_add_test(tc, test_two_threads);
     return test_run(s, CK_FORK_GETENV, "areuse");
 }
