@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addrmap.h"
 #include "alloc.h"
 #include "common.h"
 #include "log.h"
@@ -50,6 +51,9 @@ struct txn {
     uint64_t version_end;     /* versions below it are ours to use */
     struct vec allocs;        /* struct tx_block */
     struct vec frees;         /* struct tx_block */
+    struct addrmap alloc_at;  /* block -> its index in allocs, kept once
+                                 allocs outgrows TX_SCAN_MAX (tx.c) */
+    struct addrmap free_at;   /* the same for frees */
     struct alloc_cache cache;
 };
 
