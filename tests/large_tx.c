@@ -7,6 +7,7 @@
  * operation. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +326,61 @@ START_TEST(test_one_object)
 }
 END_TEST
 
+/* ---- a commit never waits for another thread's running transaction */
+
+struct waiter {
+    txn_pool *p;
+    pthread_mutex_t *lock;
+    volatile int begun, done;
+};
+
+static void *wait_for_lock(void *arg)
+{
+    struct waiter *w = arg;
+    txn *tx;
+    if (txn_begin(w->p, &tx))
+        return NULL;
+    __atomic_store_n(&w->begun, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(w->lock); /* held by the committing thread */
+    pthread_mutex_unlock(w->lock);
+    txn_abort(tx);
+    __atomic_store_n(&w->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* A program that commits before it unlocks (the kvstore) frees a quarter
+ * of the heap in one transaction while another thread's transaction waits
+ * for its lock. incll ended its epoch inside that commit, and an epoch end
+ * waits for every running transaction: the commit never returned. */
+START_TEST(test_commit_while_other_waits)
+{
+    txn_pool *p = new_pool();
+    enum { BIG = 32, BIG_SIZE = 1 << 20 };
+    txn_obj *o[BIG];
+    txn *tx;
+    CHECK_OK(txn_begin(p, &tx));
+    for (int i = 0; i < BIG; i++)
+        CHECK_OK(txn_alloc(tx, BIG_SIZE, &o[i]));
+    CHECK_OK(txn_commit(tx));
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    struct waiter w = {p, &lock, 0, 0};
+    pthread_t th;
+    pthread_mutex_lock(&lock);
+    CHECK_OK(txn_begin(p, &tx));
+    for (int i = 0; i < BIG; i++)
+        CHECK_OK(txn_free(tx, o[i]));
+    ck_assert_int_eq(pthread_create(&th, NULL, wait_for_lock, &w), 0);
+    while (!__atomic_load_n(&w.begun, __ATOMIC_SEQ_CST))
+        usleep(1000);
+    usleep(20000); /* the other thread now waits for the lock */
+    CHECK_OK(txn_commit(tx));
+    pthread_mutex_unlock(&lock);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(w.done, 1);
+    drop_pool(p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("large_tx");
@@ -334,5 +390,7 @@ int main(void)
     tcase_add_test(tc, test_writes);
     tcase_add_test(tc, test_mixed);
     tcase_add_test(tc, test_one_object);
+    TCase *locks = test_tcase(s, "locks", 20);
+    tcase_add_test(locks, test_commit_while_other_waits);
     return test_run(s, CK_FORK_GETENV, "large_tx");
 }
