@@ -198,7 +198,6 @@ struct ipool {
     int overflow;         /* dirty tracking ran out of memory: flush all */
     size_t held;          /* bytes freed in the epoch, not yet released (atomic) */
     int stop, has_thread;
-    int early;            /* a commit asks the epoch thread for an end (lk) */
     pthread_t thread;
     unsigned nctx, users; /* lifetime (g_lock) */
     unsigned epoch_ms;
@@ -211,6 +210,7 @@ struct ipool {
     uint64_t t_start, n_early; /* TXN_INCLL_STATS: since the state exists;
                                   epochs a commit ended (log size, frees) */
     uint64_t t_last;           /* TXN_INCLL_STATS=2: the last epoch's end */
+    int early;            /* a commit asks the epoch thread for an end (lk) */
 };
 
 /* A write held back until its object's record is fenced. */

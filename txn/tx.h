@@ -51,10 +51,11 @@ struct txn {
     uint64_t version_end;     /* versions below it are ours to use */
     struct vec allocs;        /* struct tx_block */
     struct vec frees;         /* struct tx_block */
+    struct alloc_cache cache;
+    /* last, so that the fields above keep their offsets (and lines) */
     struct addrmap alloc_at;  /* block -> its index in allocs, kept once
                                  allocs outgrows TX_SCAN_MAX (tx.c) */
     struct addrmap free_at;   /* the same for frees */
-    struct alloc_cache cache;
 };
 
 /* Config shared by engines, read once from the environment. */
