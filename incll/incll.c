@@ -210,6 +210,7 @@ struct ipool {
     uint64_t t_start, n_early; /* TXN_INCLL_STATS: since the state exists;
                                   epochs a commit ended (log size, frees) */
     uint64_t t_last;           /* TXN_INCLL_STATS=2: the last epoch's end */
+    int early;            /* a commit asks the epoch thread for an end (lk) */
 };
 
 /* A write held back until its object's record is fenced. */
@@ -502,6 +503,43 @@ static void advance_past(struct ipool *st, uint64_t e)
     pthread_mutex_unlock(&st->lk);
 }
 
+/* What a commit that frees much or logged much does: advance_past(e), but
+ * only while no transaction of another slot runs. One may be waiting for
+ * a lock the committing thread still holds (an application commits before
+ * it unlocks: the kvstore's stripes), and it would never leave; then, or
+ * when an end is already under way, the epoch thread is woken to end the
+ * epoch and the commit returns. */
+static void advance_unless_pinned(struct ipool *st, uint64_t e)
+{
+    pthread_mutex_lock(&st->lk);
+    int later = st->epoch <= e && (st->advancing || pinned(st));
+    if (!later && st->epoch <= e) {
+        __atomic_store_n(&st->advancing, 1, __ATOMIC_SEQ_CST);
+        if ((later = pinned(st))) { /* began before it saw `advancing` (P) */
+            __atomic_store_n(&st->advancing, 0, __ATOMIC_RELEASE);
+            pthread_cond_broadcast(&st->cv);
+        }
+    }
+    if (later) {
+        st->early = 1;
+        pthread_cond_signal(&st->tcv);
+        pthread_mutex_unlock(&st->lk);
+        return;
+    }
+    int mine = st->epoch <= e; /* `advancing` is ours: nothing is pinned */
+    pthread_mutex_unlock(&st->lk);
+    if (!mine)
+        return;
+    end_epoch(st);
+    pthread_mutex_lock(&st->lk);
+    __atomic_store_n(&st->held, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->work, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->epoch, st->epoch + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->advancing, 0, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->lk);
+}
+
 /* Advance only when the epoch did something: an idle pool costs nothing. */
 static void end_if_work(struct ipool *st)
 {
@@ -524,10 +562,11 @@ static void *epoch_main(void *arg)
         ts.tv_sec += (time_t)(ns / 1000000000ull);
         ts.tv_nsec = (long)(ns % 1000000000ull);
         int rc = 0;
-        while (!st->stop && rc != ETIMEDOUT)
+        while (!st->stop && !st->early && rc != ETIMEDOUT)
             rc = pthread_cond_timedwait(&st->tcv, &st->lk, &ts);
         if (st->stop)
             break;
+        st->early = 0;
         pthread_mutex_unlock(&st->lk);
         end_if_work(st);
         pthread_mutex_lock(&st->lk);
@@ -1373,7 +1412,10 @@ static __attribute__((noinline)) int commit_changes(struct txn *tx)
         pthread_mutex_lock(&st->lk);
         st->n_early++;
         pthread_mutex_unlock(&st->lk);
-        advance_past(st, t->epoch);
+        if (!tx->p->hdr->root)
+            advance_past(st, t->epoch);
+        else
+            advance_unless_pinned(st, t->epoch);
     }
     return 0;
 }

@@ -55,7 +55,17 @@ struct redo_tx {
     struct vec writes;     /* struct write */
     struct vec objs;       /* uint64_t *: bitmaps we set */
     struct addrmap latest; /* object -> index of its latest write */
+    struct addrmap words;  /* 8-byte word -> index of the latest write over
+                              it, once a read walked more than WALK_MAX
+                              writes back (`indexed` of them entered) */
+    int windex;            /* `words` is in use */
+    size_t indexed;
 };
+
+/* Writes of one object a read walks back before the transaction indexes
+ * its writes by word: a transaction that wrote n words of one object and
+ * reads them back would otherwise walk O(n) writes a read. */
+#define WALK_MAX 64u
 
 static inline uint64_t *writers(txn_obj *o)
 {
@@ -75,7 +85,9 @@ size_t eng_obj_size(txn_pool *p, const txn_obj *o)
 int eng_tx_init(struct txn *tx)
 {
     struct redo_tx *r = calloc(1, sizeof *r);
-    if (!r || addrmap_init(&r->latest, 64)) {
+    if (!r || addrmap_init(&r->latest, 64) || addrmap_init(&r->words, 64)) {
+        if (r)
+            addrmap_free(&r->latest);
         free(r);
         return TXN_E_NOMEM;
     }
@@ -92,6 +104,7 @@ void eng_tx_fini(struct txn *tx)
     vec_free(&r->writes);
     vec_free(&r->objs);
     addrmap_free(&r->latest);
+    addrmap_free(&r->words);
     free(r);
     tx->eng = NULL;
 }
@@ -104,6 +117,11 @@ static void finish(struct redo_tx *r)
         pm_and64(*(uint64_t **)vec_at(&r->objs, i), ~r->bit);
     r->writes.n = r->objs.n = 0;
     addrmap_clear(&r->latest);
+    if (r->windex) {
+        addrmap_clear(&r->words);
+        r->windex = 0;
+        r->indexed = 0;
+    }
 }
 
 void *eng_open(struct txn *tx, txn_obj *o, int mode)
@@ -113,20 +131,24 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
     return payload(o);
 }
 
-/* Read [a, a+n) of o as this transaction wrote it: the in-place bytes,
- * then the overlapping records of o from the oldest to the newest. The
- * walk back stops at a record that covers the whole range. */
-static int lookup(struct redo_tx *r, txn_obj *o, char *a, void *dst, size_t n)
+static struct log_rec *rec_at(struct redo_tx *r, uint64_t i)
 {
-    pm_ctr.raw_lookups++;
-    uint64_t *head = addrmap_find(&r->latest, (uint64_t)(uintptr_t)o);
-    memcpy(dst, a, n);
-    if (!head)
-        return 0;
-    uint64_t hits[64], nh = 0, i = *head;
-    uint64_t lo = (uint64_t)(uintptr_t)a, hi = lo + n;
+    return ((struct write *)vec_at(&r->writes, i))->r;
+}
+
+/* Lay o's writes over [lo, hi) in dst (which holds the bytes in place),
+ * walking o's chain back from write `from`: the overlapping writes from
+ * the oldest to the newest. The walk stops at a write that covers the
+ * whole range; after `max` writes it gives up, 1, having changed nothing. */
+static int overlay_chain(struct redo_tx *r, txn_obj *o, uint64_t from, uint64_t lo, uint64_t hi,
+                         char *dst, size_t max)
+{
+    uint64_t hits[64], nh = 0, i = from;
+    size_t steps = 0;
     for (; i != NO_REC; i = ((struct write *)vec_at(&r->writes, i))->prev) {
-        struct log_rec *rec = ((struct write *)vec_at(&r->writes, i))->r;
+        struct log_rec *rec = rec_at(r, i);
+        if (++steps > max)
+            return 1;
         if (rec->addr >= hi || rec->addr + rec->len <= lo)
             continue;
         if (nh == 64) /* too many to stack: apply what we have, restart */
@@ -137,22 +159,68 @@ static int lookup(struct redo_tx *r, txn_obj *o, char *a, void *dst, size_t n)
     }
     if (i != NO_REC && nh == 64) {
         /* a long chain of partial overlaps: fall back to applying every
-         * record of the object in order */
-        for (size_t k = 0; k < r->writes.n; k++) {
-            struct log_rec *rec = ((struct write *)vec_at(&r->writes, k))->r;
+         * record of the object up to `from` in order */
+        for (size_t k = 0; k <= from; k++) {
+            struct log_rec *rec = rec_at(r, k);
             if (rec->aux == (uint64_t)(uintptr_t)o && rec->addr < hi && rec->addr + rec->len > lo) {
                 uint64_t s = rec->addr > lo ? rec->addr : lo;
                 uint64_t e = rec->addr + rec->len < hi ? rec->addr + rec->len : hi;
-                memcpy((char *)dst + (s - lo), (char *)log_payload(rec) + (s - rec->addr), e - s);
+                memcpy(dst + (s - lo), (char *)log_payload(rec) + (s - rec->addr), e - s);
             }
         }
         return 0;
     }
     while (nh--) {
-        struct log_rec *rec = ((struct write *)vec_at(&r->writes, hits[nh]))->r;
+        struct log_rec *rec = rec_at(r, hits[nh]);
         uint64_t s = rec->addr > lo ? rec->addr : lo;
         uint64_t e = rec->addr + rec->len < hi ? rec->addr + rec->len : hi;
-        memcpy((char *)dst + (s - lo), (char *)log_payload(rec) + (s - rec->addr), e - s);
+        memcpy(dst + (s - lo), (char *)log_payload(rec) + (s - rec->addr), e - s);
+    }
+    return 0;
+}
+
+/* `words` caught up with the writes; TXN_E_NOMEM leaves it in use but
+ * behind (the caller then walks chains). */
+static int index_words(struct redo_tx *r)
+{
+    r->windex = 1;
+    for (; r->indexed < r->writes.n; r->indexed++) {
+        struct log_rec *rec = rec_at(r, r->indexed);
+        for (uint64_t w = rec->addr & ~7ull; w < rec->addr + rec->len; w += 8)
+            if (addrmap_put(&r->words, w, r->indexed))
+                return TXN_E_NOMEM;
+    }
+    return 0;
+}
+
+/* Read [a, a+n) of o as this transaction wrote it: the in-place bytes,
+ * then the overlapping writes of o from the oldest to the newest, found
+ * by walking o's chain back from its latest write, or, once a walk was
+ * long, word by word through `words` (a word the latest write over it
+ * covers only in part: by a walk from that write). */
+static int lookup(struct redo_tx *r, txn_obj *o, char *a, void *dst, size_t n)
+{
+    pm_ctr.raw_lookups++;
+    uint64_t *head = addrmap_find(&r->latest, (uint64_t)(uintptr_t)o);
+    uint64_t lo = (uint64_t)(uintptr_t)a, hi = lo + n;
+    memcpy(dst, a, n);
+    if (!head)
+        return 0;
+    if ((!r->windex && !overlay_chain(r, o, *head, lo, hi, dst, WALK_MAX)) || index_words(r)) {
+        if (r->windex) /* out of memory for the index */
+            overlay_chain(r, o, *head, lo, hi, dst, SIZE_MAX);
+        return 0;
+    }
+    for (uint64_t w = lo & ~7ull; w < hi; w += 8) {
+        uint64_t *at = addrmap_find(&r->words, w);
+        if (!at)
+            continue; /* not written by this transaction */
+        struct log_rec *rec = rec_at(r, *at);
+        uint64_t s = w > lo ? w : lo, e = w + 8 < hi ? w + 8 : hi;
+        if (rec->addr <= s && rec->addr + rec->len >= e)
+            memcpy((char *)dst + (s - lo), (char *)log_payload(rec) + (s - rec->addr), e - s);
+        else
+            overlay_chain(r, o, *at, s, e, (char *)dst + (s - lo), SIZE_MAX);
     }
     return 0;
 }

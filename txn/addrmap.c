@@ -43,7 +43,7 @@ void addrmap_clear(struct addrmap *m)
     }
 }
 
-uint64_t *addrmap_find(struct addrmap *m, uint64_t key)
+uint64_t *addrmap_find(const struct addrmap *m, uint64_t key)
 {
     if (!m->n)
         return NULL;

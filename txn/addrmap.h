@@ -21,7 +21,7 @@ int addrmap_init(struct addrmap *m, size_t cap);
 void addrmap_free(struct addrmap *m);
 void addrmap_clear(struct addrmap *m);
 /* The value slot of `key`, or NULL. */
-uint64_t *addrmap_find(struct addrmap *m, uint64_t key);
+uint64_t *addrmap_find(const struct addrmap *m, uint64_t key);
 /* Insert or update; TXN_E_NOMEM when it cannot grow. */
 int addrmap_put(struct addrmap *m, uint64_t key, uint64_t val);
 

@@ -3,6 +3,7 @@
  * versions, block bookkeeping, ALLOC/FREE records and their recovery. */
 #include "tx.h"
 
+#include <assert.h>
 #include <stdlib.h>
 
 #include "engine.h"
@@ -29,6 +30,10 @@ int eng_pool_attach(struct txn *tx)
     log_attach(&tx->log, tx->p, tx->slot);
     vec_init(&tx->allocs, sizeof(struct tx_block));
     vec_init(&tx->frees, sizeof(struct tx_block));
+    if (addrmap_init(&tx->alloc_at, 16) || addrmap_init(&tx->free_at, 16)) {
+        addrmap_free(&tx->alloc_at);
+        return TXN_E_NOMEM;
+    }
     return 0;
 }
 
@@ -37,6 +42,8 @@ void eng_pool_detach(struct txn *tx)
     alloc_cache_drain(tx->p, &tx->cache);
     vec_free(&tx->allocs);
     vec_free(&tx->frees);
+    addrmap_free(&tx->alloc_at);
+    addrmap_free(&tx->free_at);
 }
 
 void eng_pool_begin(struct txn *tx)
@@ -58,25 +65,27 @@ void eng_pool_end(struct txn *tx, int committed)
     if (give->n)
         give_back(tx, give);
     tx->allocs.n = tx->frees.n = 0;
+    if (tx->alloc_at.n)
+        addrmap_clear(&tx->alloc_at);
+    if (tx->free_at.n)
+        addrmap_clear(&tx->free_at);
     if (tx->log.used) /* else where log_rewind would put it */
         log_rewind(&tx->log);
 }
 
-int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)
-{
-    struct tx_block *b = vec_push(&tx->allocs);
-    if (!b)
-        return TXN_E_NOMEM;
-    int rc = alloc_reserve(tx->p, &tx->cache, n, &b->blk, &b->size);
-    if (rc) {
-        tx->allocs.n--;
-        return rc;
-    }
-    *out = *b;
-    return 0;
-}
+/* Up to this many blocks a list is searched by a scan (a few cache lines,
+ * cheaper than hashing for the usual transaction of a few blocks); beyond
+ * it through its map, so that a transaction of n blocks costs O(n) rather
+ * than O(n^2). Figures in docs/engines.md. */
+#define TX_SCAN_MAX 16
 
-static struct tx_block *find_block(const struct vec *v, const void *blk)
+/* Invariant B1: a list's map is empty (the list holds at most TX_SCAN_MAX
+ * blocks, or remember() ran out of memory) and the list is scanned, or the
+ * map maps every block of the list to its index. Entries may be stale: an
+ * engine pops the newest block when a step after tx_reserve or
+ * tx_mark_free fails, so an index counts only while the list still holds
+ * that block there. */
+static struct tx_block *scan(const struct vec *v, const void *blk)
 {
     for (size_t i = 0; i < v->n; i++) {
         struct tx_block *b = vec_at(v, i);
@@ -86,16 +95,62 @@ static struct tx_block *find_block(const struct vec *v, const void *blk)
     return NULL;
 }
 
+#define B1_CHECK_MAX 64 /* blocks: a debug build scans shorter lists too */
+
+static struct tx_block *find_block(const struct vec *v, const struct addrmap *m, const void *blk)
+{
+    if (!m->n)
+        return scan(v, blk);
+    const uint64_t *at = addrmap_find(m, (uint64_t)(uintptr_t)blk);
+    struct tx_block *b = at && *at < v->n ? vec_at(v, *at) : NULL;
+    b = b && b->blk == blk ? b : NULL;
+    assert((b || v->n > B1_CHECK_MAX || !scan(v, blk)) && "B1: a block of the list is not in its map");
+    return b;
+}
+
+/* B1 after a push: the newest block indexed, or the whole list when it
+ * just outgrew the scan. Out of memory, the map is emptied (the list is
+ * scanned again) and the caller pops the block. */
+static int remember(struct vec *v, struct addrmap *m)
+{
+    if (!m->n && v->n <= TX_SCAN_MAX)
+        return 0;
+    for (size_t i = m->n ? v->n - 1 : 0; i < v->n; i++) {
+        struct tx_block *b = vec_at(v, i);
+        if (addrmap_put(m, (uint64_t)(uintptr_t)b->blk, i)) {
+            addrmap_clear(m);
+            return TXN_E_NOMEM;
+        }
+    }
+    return 0;
+}
+
+int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)
+{
+    struct tx_block *b = vec_push(&tx->allocs);
+    if (!b)
+        return TXN_E_NOMEM;
+    int rc = alloc_reserve(tx->p, &tx->cache, n, &b->blk, &b->size);
+    if (!rc && (rc = remember(&tx->allocs, &tx->alloc_at)))
+        alloc_release(tx->p, &tx->cache, b->blk);
+    if (rc) {
+        tx->allocs.n--;
+        return rc;
+    }
+    *out = *b;
+    return 0;
+}
+
 int tx_is_new(const struct txn *tx, const void *blk)
 {
-    return tx->allocs.n && find_block(&tx->allocs, blk);
+    return tx->allocs.n && find_block(&tx->allocs, &tx->alloc_at, blk);
 }
 
 int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
 {
-    if (find_block(&tx->frees, blk))
+    if (tx->frees.n && find_block(&tx->frees, &tx->free_at, blk))
         return TXN_E_INVAL;
-    struct tx_block *mine = tx->allocs.n ? find_block(&tx->allocs, blk) : NULL;
+    struct tx_block *mine = tx->allocs.n ? find_block(&tx->allocs, &tx->alloc_at, blk) : NULL;
     size_t size = mine ? mine->size : alloc_block_size(tx->p, blk, 1);
     if (!size)
         return TXN_E_INVAL;
@@ -104,6 +159,10 @@ int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
         return TXN_E_NOMEM;
     b->blk = blk;
     b->size = size;
+    if (remember(&tx->frees, &tx->free_at)) {
+        tx->frees.n--;
+        return TXN_E_NOMEM;
+    }
     if (out)
         *out = *b;
     return 0;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addrmap.h"
 #include "alloc.h"
 #include "common.h"
 #include "log.h"
@@ -51,6 +52,10 @@ struct txn {
     struct vec allocs;        /* struct tx_block */
     struct vec frees;         /* struct tx_block */
     struct alloc_cache cache;
+    /* last, so that the fields above keep their offsets (and lines) */
+    struct addrmap alloc_at;  /* block -> its index in allocs, kept once
+                                 allocs outgrows TX_SCAN_MAX (tx.c) */
+    struct addrmap free_at;   /* the same for frees */
 };
 
 /* Config shared by engines, read once from the environment. */
