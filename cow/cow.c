@@ -174,10 +174,12 @@ int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
 {
     struct tx_block w, pl;
     int rc = tx_reserve(tx, sizeof(struct wrap), &w);
-    if (!rc)
-        rc = tx_reserve(tx, n, &pl);
     if (rc)
-        return rc; /* a reserved wrapper is released with the transaction */
+        return rc;
+    if ((rc = tx_reserve(tx, n, &pl))) {
+        tx_unreserve(tx); /* the wrapper: a commit would leave it allocated */
+        return rc;
+    }
     pm_store64(&W(w.blk)->payload, (uint64_t)(uintptr_t)pl.blk);
     *out = w.blk;
     return 0;

@@ -1328,8 +1328,7 @@ int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
     rc = log_append(&t->isl->log, t->epoch, LOG_ALLOC, (uint64_t)(uintptr_t)b.blk,
                     b.size, NULL, 0, NULL);
     if (rc) {
-        tx->allocs.n--;
-        alloc_release(tx->p, &tx->cache, b.blk);
+        tx_unreserve(tx);
         return rc;
     }
     t->unfenced = t->touched = 1;

@@ -910,6 +910,43 @@ static int fill_in_one_txn(txn *tx, size_t n)
     return count;
 }
 
+/* Live objects of the closed pool `name`, as txn_pool_inspect counts them. */
+static uint64_t live_objects(const char *name)
+{
+    char path[4096];
+    txn_pool_info info;
+    ck_assert_int_eq(test_pool_path(name, path, sizeof path), 0);
+    int rc = txn_pool_inspect(path, &info);
+    ck_assert_msg(rc == 0, "inspect %s: %s", path, txn_strerror(rc));
+    return info.objects;
+}
+
+/* An allocation that fails leaves nothing behind it, also when the
+ * transaction goes on and commits (cow reserves a wrapper, then the
+ * payload: the wrapper of a payload that did not fit used to stay
+ * allocated and unreachable). */
+START_TEST(test_failed_alloc_commits_nothing)
+{
+    char name[NAME_MAX_LEN];
+    txn_pool *p = create_pool(name, 64);
+    txn_obj *o;
+    txn *tx;
+    commit_u64(p, txn_root(p), 0, 1);
+    txn_pool_close(p);
+    uint64_t before = live_objects(name);
+    CHECK_OK(txn_pool_open(name, LAYOUT, &p));
+    tx = begin(p);
+    CHECK_RC(txn_alloc(tx, (size_t)POOL_SIZE, &o), TXN_E_NOSPACE);
+    CHECK_OK(txn_write_u64(tx, txn_root(p), 0, 2));
+    CHECK_OK(txn_commit(tx));
+    txn_pool_close(p);
+    ck_assert_uint_eq(live_objects(name), before);
+    CHECK_OK(txn_pool_open(name, LAYOUT, &p));
+    ck_assert_uint_eq(committed_u64(p, txn_root(p), 0), 2);
+    destroy_pool(p, name);
+}
+END_TEST
+
 START_TEST(test_pool_full)
 {
     enum { CHUNK = 256 << 10, MAXOBJ = 200 };
@@ -1462,6 +1499,7 @@ static Suite *conformance_suite(void)
     tcase_add_test(heap, test_free_abort_keeps_object);
     tcase_add_test(heap, test_free_bad_objects);
     tcase_add_test(heap, test_pool_full);
+    tcase_add_test(heap, test_failed_alloc_commits_nothing);
     tcase_add_test(misc, test_engine_name);
     tcase_add_test(misc, test_strerror);
     tcase_add_test(misc, test_stats_count_commits_aborts);

@@ -141,6 +141,12 @@ int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)
     return 0;
 }
 
+void tx_unreserve(struct txn *tx)
+{
+    struct tx_block *b = vec_at(&tx->allocs, --tx->allocs.n);
+    alloc_release(tx->p, &tx->cache, b->blk);
+}
+
 int tx_is_new(const struct txn *tx, const void *blk)
 {
     return tx->allocs.n && find_block(&tx->allocs, &tx->alloc_at, blk);

@@ -80,6 +80,11 @@ static inline uint64_t tx_next_version(struct txn *tx)
 /* Reserve a block for the transaction and remember it (volatile). */
 int tx_reserve(struct txn *tx, size_t n, struct tx_block *out);
 
+/* Give back the newest block tx_reserve() returned, when a later step of
+ * the same allocation failed: else the transaction would commit it
+ * allocated and unreachable. */
+void tx_unreserve(struct txn *tx);
+
 /* Remember a block to free at commit; TXN_E_INVAL if it is not a block
  * that is allocated (persistently or by this transaction) or is freed
  * twice. */

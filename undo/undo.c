@@ -229,10 +229,8 @@ int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
 {
     struct tx_block b;
     int rc = tx_reserve(tx, n, &b);
-    if (!rc && (rc = tx_log_block(tx, LOG_ALLOC, &b))) {
-        tx->allocs.n--;
-        alloc_release(tx->p, &tx->cache, b.blk);
-    }
+    if (!rc && (rc = tx_log_block(tx, LOG_ALLOC, &b)))
+        tx_unreserve(tx);
     if (rc)
         return rc;
     tx->hot.gate = 1;
