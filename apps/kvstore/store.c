@@ -28,7 +28,8 @@
  * (its sdirs, segments, nodes), held from before the first access until
  * the transaction has committed (txn_defer ON_END): two-phase locking, as
  * undo's in-place writes need; readers lock too, so nobody reads a write
- * that may still roll back. Several stripes are locked in ascending order.
+ * that may still roll back. Several stripes are locked in ascending order,
+ * and before the transaction begins (op_begin_locked says why).
  *
  * Why objects are cut this small. Under cow an object has one writer at a
  * time and a write copies the whole object, so nothing that two stripes
@@ -253,31 +254,44 @@ static void count_commit(void *arg)
             atomic_fetch_add(&s->version[w * 64 + (unsigned)__builtin_ctzll(m)], 1);
 }
 
-/* Lock the stripes of `want` in ascending order (no deadlock between
- * calls that lock several) and release them when the transaction ends. */
-static int op_lock(struct op *o, const uint64_t want[WORDS], int write)
+/* Begin a transaction holding the stripes of `want`, taken in ascending
+ * order (no deadlock between calls that lock several) and released when
+ * it ends; `first` (if not NULL) runs on commit before the release. The
+ * locks come before the transaction: a thread waiting for one is inside
+ * no transaction, so a commit that waits for every running transaction
+ * to end (incll ends its epoch early once frees pile up) while it holds
+ * locks never waits for a thread that waits for them. On an error
+ * nothing is held and no transaction is open. */
+static int op_begin_locked(struct op *o, kv_store *s, const uint64_t want[WORDS], int write,
+                           void (*first)(void *), void *arg)
 {
-    int rc = write ? txn_defer(o->tx, TXN_ON_COMMIT, count_commit, o) : 0;
-    if (rc)
-        return rc;
+    memset(o, 0, sizeof *o);
+    o->s = s;
     for (unsigned w = 0; w < WORDS; w++)
         for (uint64_t m = want[w]; m; m &= m - 1)
-            pthread_mutex_lock(&o->s->lock[w * 64 + (unsigned)__builtin_ctzll(m)].m);
+            pthread_mutex_lock(&s->lock[w * 64 + (unsigned)__builtin_ctzll(m)].m);
     memcpy(o->locked, want, sizeof o->locked);
-    if ((rc = txn_defer(o->tx, TXN_ON_END, unlock_all, o)))
+    int rc = txn_begin(s->p, &o->tx);
+    if (rc) {
         unlock_all(o);
+        return rc;
+    }
+    if ((first && (rc = txn_defer(o->tx, TXN_ON_COMMIT, first, arg))) ||
+        (write && (rc = txn_defer(o->tx, TXN_ON_COMMIT, count_commit, o))) ||
+        (rc = txn_defer(o->tx, TXN_ON_END, unlock_all, o))) {
+        txn_abort(o->tx); /* the release was not registered */
+        unlock_all(o);
+    }
     return rc;
 }
 
-static int op_lock_keys(struct op *o, size_t n, const struct kv_slice *k, size_t stride,
-                        int write)
+static void want_keys(size_t n, const struct kv_slice *k, uint64_t want[WORDS])
 {
-    uint64_t want[WORDS] = {0};
-    for (size_t i = 0; i < n; i += stride) {
+    memset(want, 0, WORDS * sizeof *want);
+    for (size_t i = 0; i < n; i++) {
         unsigned s = stripe_of(kv_hash(k[i].p, k[i].n));
         want[s / 64] |= 1ULL << (s % 64);
     }
-    return op_lock(o, want, write);
 }
 
 static void maybe_resize(kv_store *s);
@@ -704,12 +718,7 @@ static int op_begin_all(struct op *o, kv_store *s, struct view_swap *w)
 {
     uint64_t all[WORDS];
     memset(all, 0xff, sizeof all);
-    int rc = op_begin(o, s);
-    if (rc)
-        return rc;
-    if ((rc = txn_defer(o->tx, TXN_ON_COMMIT, view_install, w)) || (rc = op_lock(o, all, 1)))
-        txn_abort(o->tx);
-    return rc;
+    return op_begin_locked(o, s, all, 1, view_install, w);
 }
 
 /* Double the table: O(STRIPES) allocations, whatever its size; the keys
@@ -960,9 +969,9 @@ int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, 
         return TXN_E_NOMEM;
     t->write = write;
     t->changed = 0;
-    int rc = op_begin(&t->o, s);
-    if (!rc && (rc = op_lock_keys(&t->o, n, keys, 1, write)))
-        txn_abort(t->o.tx);
+    uint64_t want[WORDS];
+    want_keys(n, keys, want);
+    int rc = op_begin_locked(&t->o, s, want, write, NULL, NULL);
     if (rc) {
         free(t);
         return rc;
@@ -1134,19 +1143,21 @@ static int flush_seg(struct op *o, txn_obj *sdir, uint64_t q)
 }
 
 /* One transaction per segment: bounded logs, so FLUSHALL works on a full
- * pool too (it frees; it must not need room to do so). */
+ * pool too (it frees; it must not need room to do so). Its log may still
+ * need a chunk of the heap, and under incll the blocks it freed come back
+ * only when their epoch ends: a segment that finds the pool full is tried
+ * again once after a txn_sync, which ends the epoch, so one call empties
+ * the store on every engine. */
 int kv_flush(kv_store *s)
 {
     for (unsigned st = 0; st < STRIPES; st++) {
         uint64_t want[WORDS] = {0};
         want[st / 64] = 1ULL << (st % 64);
-        for (uint64_t q = 0;; q++) {
+        for (uint64_t q = 0, again = 0;; q++) {
             struct op o;
-            int rc = op_begin(&o, s);
-            if (!rc)
-                rc = op_lock(&o, want, 1);
+            int rc = op_begin_locked(&o, s, want, 1, NULL, NULL);
             if (rc)
-                return op_end(&o, rc);
+                return rc;
             struct view *v = &s->v;
             if (q >= per_stripe(v->bits) / SEG_BUCKETS) {
                 op_end(&o, 0);
@@ -1159,8 +1170,15 @@ int kv_flush(kv_store *s)
                     m < per_stripe(v->bits - 1))
                     rc = flush_seg(&o, v->old_sdir[st], q);
             }
-            if ((rc = op_end(&o, rc)))
+            if ((rc = op_end(&o, rc)) && (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL) &&
+                !again && !(rc = txn_sync(s->p))) {
+                again = 1;
+                q--; /* this segment once more */
+                continue;
+            }
+            if (rc)
                 return rc;
+            again = 0;
         }
     }
     return 0;
@@ -1226,11 +1244,9 @@ static int scan_range(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn
         unsigned st = stripe_of(c);
         uint64_t want[WORDS] = {0};
         want[st / 64] = 1ULL << (st % 64);
-        int rc = op_begin(&o, s);
-        if (!rc)
-            rc = op_lock(&o, want, 0);
+        int rc = op_begin_locked(&o, s, want, 0, NULL, NULL);
         if (rc)
-            return op_end(&o, rc);
+            return rc;
         o.expired = expired;
         o.expired_arg = expired_arg;
         unsigned bits = s->v.bits;

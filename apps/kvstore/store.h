@@ -131,8 +131,8 @@ int kv_txn_expire(kv_txn *t, struct kv_slice key, uint64_t at);
  * above say); rc < 0: roll back and return rc. Frees t. */
 int kv_txn_end(kv_txn *t, int rc);
 
-/* Delete every key. Not atomic as a whole (a crash may leave a subset of
- * the keys), each bucket's deletion is. */
+/* Delete every key, on a full pool too. Not atomic as a whole (a crash
+ * may leave a subset of the keys), each bucket's deletion is. */
 int kv_flush(kv_store *s);
 
 /* Visit the keys whose hash lies in a range starting at `cursor`, covering
