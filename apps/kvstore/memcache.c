@@ -288,21 +288,25 @@ static void make_room(size_t need)
 {
     struct kv_info ki;
     uint64_t n;
-    if (!srv.max_memory)
+    uint64_t limit = atomic_load(&srv.max_memory);
+    if (!limit)
         return;
     kv_info(srv.kv, &ki);
-    if (ki.bytes + need > srv.max_memory)
-        kv_evict(srv.kv, srv.max_memory > need ? srv.max_memory - need : 0, &n);
+    if (ki.bytes + need > limit)
+        kv_evict(srv.kv, limit > need ? limit - need : 0, &n);
 }
 
 /* A full pool (with no limit set, or more than the limit in use by RESP's
- * keys or the logs): evict a tenth of the keys' bytes, then try again. */
+ * keys or the logs): delete expired keys, or else evict a tenth of the
+ * keys' bytes, then try again. */
 static int full(int rc)
 {
     struct kv_info ki;
     uint64_t n;
     if (rc != TXN_E_NOSPACE && rc != TXN_E_LOGFULL)
         return 0;
+    if (expire_reclaim())
+        return 1;
     kv_info(srv.kv, &ki);
     return !kv_evict(srv.kv, ki.bytes - ki.bytes / 10, &n) && n > 0;
 }

@@ -1298,16 +1298,20 @@ static void bag_add(void *arg, const char *k, size_t n, unsigned type)
     b->k[b->n++] = (struct kv_slice){copy, n};
 }
 
-static void skip_key(void *arg, const char *k, size_t n, unsigned type)
+static void count_key(void *arg, const char *k, size_t n, unsigned type)
 {
-    (void)arg, (void)k, (void)n, (void)type;
+    (void)k, (void)n, (void)type;
+    ++*(uint64_t *)arg;
 }
 
-int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted)
+int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted,
+                    uint64_t *seen)
 {
     struct key_bag bag = {0};
-    int rc = scan_range(s, *cursor, buckets, skip_key, NULL, bag_add, &bag, cursor);
+    uint64_t live = 0;
+    int rc = scan_range(s, *cursor, buckets, count_key, &live, bag_add, &bag, cursor);
     *deleted = 0;
+    *seen = live + bag.n;
     for (size_t i = 0; i < bag.n; i++) {
         kv_txn *t;
         /* deleted by the lookup itself if its time still has come (it may

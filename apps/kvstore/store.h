@@ -144,8 +144,10 @@ int kv_scan(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *ar
 
 /* Delete the expired keys of at least `buckets` buckets from *cursor on
  * (a transaction a stripe), moving *cursor (0 again after the end);
- * *deleted counts them. The background reclaim of keys nobody reads. */
-int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted);
+ * *deleted counts them, *seen the keys looked at, expired or not. The
+ * background reclaim of keys nobody reads. */
+int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted,
+                    uint64_t *seen);
 
 /* Delete keys until the keys' bytes (kv_info) are at most `limit`, the
  * least recently looked up first, roughly: CLOCK over 2^20 slices of the
