@@ -74,6 +74,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -1110,6 +1111,94 @@ int kv_txn_del(kv_txn *t, struct kv_slice key)
     if (rc <= 0)
         return rc;
     return (rc = del_hit(&t->o, &b, &hit)) ? rc : 1;
+}
+
+/* Room a string grown by kv_txn_splice gets, as Redis's sds: twice its
+ * length up to 1 MiB, then 1 MiB more, so that n appends copy O(n) bytes
+ * in all. */
+static uint64_t grown_capacity(uint64_t len)
+{
+    uint64_t mib = 1u << 20;
+    return len < mib ? 2 * len : len + mib;
+}
+
+/* Write n zero bytes at off of obj. */
+static int wr_zeros(struct op *o, txn_obj *obj, uint64_t off, uint64_t n)
+{
+    static const char zeros[4096];
+    int rc = 0;
+    for (uint64_t i = 0; i < n && !rc; i += sizeof zeros)
+        rc = wr(o, obj, (size_t)(off + i), zeros,
+                n - i < sizeof zeros ? (size_t)(n - i) : sizeof zeros);
+    return rc;
+}
+
+int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice src,
+                  uint64_t max, uint64_t *len)
+{
+    struct bref b;
+    struct hit hit;
+    int found = find_change(t, key, &b, &hit), rc, append = off == KV_SPLICE_END;
+    if (found < 0)
+        return found;
+    struct op *o = &t->o;
+    unsigned type = found ? type_of(&hit.h) : KV_STRING;
+    if (type != KV_STRING && type != KV_ITEM)
+        return KV_E_WRONGTYPE;
+    /* an item reads as its string: without its header */
+    uint64_t skip = type == KV_ITEM ? (hit.h.vlen < KV_ITEM_HDR ? hit.h.vlen : KV_ITEM_HDR) : 0;
+    uint64_t have = found ? hit.h.vlen - skip : 0;
+    *len = have;
+    if (src.n == 0 && (found || !append))
+        return found; /* nothing to write (an empty APPEND makes the key) */
+    if (append)
+        off = have;
+    if (off > max || src.n > max - off)
+        return KV_E_TOOBIG;
+    uint64_t want = off + src.n > have ? off + src.n : have;
+    *len = want;
+    /* in place: a value object with room, which keeps its node and
+     * expiry; only the new bytes and the length are written */
+    if (found && type == KV_STRING && hit.h.val && want <= txn_obj_size(o->s->p, hit.h.val)) {
+        if ((off > have && (rc = wr_zeros(o, hit.h.val, have, off - have))) ||
+            (rc = wr(o, hit.h.val, (size_t)off, src.p, src.n)))
+            return rc;
+        return want == hit.h.vlen ? 1 : (rc = wr(o, hit.node, N_VLEN, &want, sizeof want)) ? rc : 1;
+    }
+    /* else a copy: the old string, then src, zeros between */
+    char *v = calloc(1, want ? want : 1);
+    if (!v)
+        return TXN_E_NOMEM;
+    rc = !have      ? 0
+         : hit.h.val ? rd(o, hit.h.val, (size_t)skip, v, have)
+                     : rd(o, hit.node, val_off(&hit.h) + skip, v, have);
+    if (!rc)
+        memcpy(v + off, src.p, src.n);
+    if (!rc && (!found || want <= INLINE_MAX)) {
+        /* a new key is made as SET makes it; a short value stays inline */
+        rc = set_one(o, key, (struct kv_slice){v, want}, KV_KEEPTTL, KV_STRING);
+    } else if (!rc) {
+        /* a value object with room to grow, in the node's header (its key,
+         * expiry and place in the chain stay) */
+        txn_obj *nv;
+        uint64_t cap = grown_capacity(want);
+        if (cap > max)
+            cap = max; /* >= want */
+        if (!(rc = alloc(o, cap, &nv)) && !(rc = wr(o, nv, 0, v, want))) {
+            o->dbytes += (int64_t)txn_obj_size(o->s->p, nv);
+            if (hit.h.val) {
+                o->dbytes -= (int64_t)txn_obj_size(o->s->p, hit.h.val);
+                rc = txn_free(o->tx, hit.h.val);
+            }
+            /* klen (the type becomes a string's), vlen, val */
+            uint64_t w[3] = {(hit.h.klen & ~KF_TYPE) | (uint64_t)KV_STRING << KF_TYPE_SHIFT, want,
+                             (uint64_t)(uintptr_t)nv};
+            if (!rc)
+                rc = wr(o, hit.node, offsetof(struct node_hdr, klen), w, sizeof w);
+        }
+    }
+    free(v);
+    return rc ? rc : found;
 }
 
 int kv_txn_end(kv_txn *t, int rc)
