@@ -837,16 +837,12 @@ void server_cap_clients(void)
  * the whole system's, and another process's close wakes nobody here. */
 #define PAUSED_RETRY_MS 100
 
-/* ---- active expiry, adaptive as Redis 7's activeExpireCycle (the design;
- * docs/kvstore.md section 18 has the figures): every EXPIRE_PERIOD_MS a
- * cycle visits EXPIRE_BUCKETS buckets at a time, and goes on while more
- * than a quarter of the keys it saw in the last step had expired, until
- * EXPIRE_BUDGET_MS of work. A cycle that ran out of budget while still
- * finding that many starts the next after EXPIRE_BUSY_MS instead: at
- * most half of a CPU while the store is full of expired keys, a step of
- * 1,024 buckets every 100 ms when few expire, nothing when no key has an
- * expiry. Reads delete what they find expired (store.h), and a write that
- * finds the pool full reclaims first (expire_reclaim). */
+/* ---- active expiry, adaptive as Redis 7's activeExpireCycle is (the
+ * design; docs/kvstore.md section 18): a cycle goes on while many of the
+ * keys it sees have expired, within a time budget, so that it keeps up
+ * with keys that expire as fast as they are written and costs little
+ * when few do. Reads delete what they find expired (store.h), and a write
+ * that finds the pool full reclaims first (expire_reclaim). */
 #define EXPIRE_PERIOD_MS 100
 #define EXPIRE_BUSY_MS 25
 #define EXPIRE_BUDGET_MS 25
