@@ -26,9 +26,17 @@ struct command {
 
 /* ---- helpers */
 
+/* This thread's command answered that the pool is full: command_run
+ * reclaims expired keys and runs it again, up to RECLAIM_TRIES times (a
+ * reclaim frees a few hundred nodes, whose room may not be of the size
+ * that the write lacked). */
+static _Thread_local int found_full;
+#define RECLAIM_TRIES 4
+
 /* The reply to a store error; a full pool is the one a client can act on. */
 void reply_store_error(struct buf *b, int rc)
 {
+    found_full |= rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL;
     if (rc == KV_E_WRONGTYPE)
         reply_error(b, "WRONGTYPE Operation against a key holding the wrong kind of value");
     else if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL)
@@ -1106,18 +1114,11 @@ static int watch_broken(struct multi *m, kv_txn *t)
     return 0;
 }
 
-static void cmd_exec(struct conn *c, size_t argc, struct kv_slice *argv)
+/* Run the queued block in one transaction: 0 (replies in c->out), 1 a
+ * watched key changed (nothing written, nothing replied), or the store
+ * error that rolled it all back. */
+static int exec_block(struct conn *c, struct multi *m)
 {
-    (void)argc, (void)argv;
-    struct multi *m = c->multi;
-    if (!m || !m->open)
-        return reply_error(&c->out, "ERR EXEC without MULTI");
-    if (m->failed) {
-        queue_clear(m);
-        watch_clear(m);
-        return reply_error(&c->out,
-                           "EXECABORT Transaction discarded because of previous errors.");
-    }
     size_t nkeys = m->nw;
     for (size_t i = 0; i < m->nq; i++)
         nkeys += m->q[i].argc;
@@ -1135,10 +1136,8 @@ static void cmd_exec(struct conn *c, size_t argc, struct kv_slice *argv)
         rc = kv_txn_begin(srv.kv, n, keys, write, &t);
     free(keys);
     if (!rc && (rc = watch_broken(m, t)) > 0) {
-        rc = kv_txn_end(t, 0); /* nothing written */
-        queue_clear(m);
-        watch_clear(m);
-        return rc ? reply_store_error(&c->out, rc) : (void)buf_add(&c->out, "*-1\r\n", 5);
+        int end = kv_txn_end(t, 0); /* nothing written */
+        return end ? end : 1;
     }
     if (!rc) {
         reply_array(&c->out, m->nq);
@@ -1149,12 +1148,35 @@ static void cmd_exec(struct conn *c, size_t argc, struct kv_slice *argv)
         rc = c->exec ? kv_txn_end(t, 0) : exec_error;
         c->exec = NULL;
     }
+    if (rc)
+        c->out.len = mark;
+    return rc;
+}
+
+static void cmd_exec(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    (void)argc, (void)argv;
+    struct multi *m = c->multi;
+    if (!m || !m->open)
+        return reply_error(&c->out, "ERR EXEC without MULTI");
+    if (m->failed) {
+        queue_clear(m);
+        watch_clear(m);
+        return reply_error(&c->out,
+                           "EXECABORT Transaction discarded because of previous errors.");
+    }
+    int rc = exec_block(c, m);
+    /* a full pool rolled the block back: expired keys first, then again */
+    for (int tries = 0; (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL) && tries < RECLAIM_TRIES &&
+                        expire_reclaim();
+         tries++)
+        rc = exec_block(c, m);
     queue_clear(m);
     watch_clear(m);
-    if (rc) {
-        c->out.len = mark;
+    if (rc == 1)
+        buf_add(&c->out, "*-1\r\n", 5);
+    else if (rc)
         reply_store_error(&c->out, rc);
-    }
 }
 
 /* ---- the store transaction a command runs in */
@@ -1225,5 +1247,18 @@ void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
         }
         return reply_simple(&c->out, "QUEUED");
     }
+    size_t mark = c->out.len;
+    found_full = 0;
     cmd->proc(c, argc, argv);
+    /* A write that found the pool full rolled back (a command of several
+     * transactions, as FLUSHALL, may be run again): expired keys are
+     * deleted to make room, and it runs again, as Redis frees expired keys
+     * before it refuses a write. EXEC does this for its block. */
+    for (int tries = 0; found_full && tries < RECLAIM_TRIES && !c->exec && cmd->proc != cmd_exec &&
+                        strstr(cmd->flags, "write") && expire_reclaim();
+         tries++) {
+        c->out.len = mark;
+        found_full = 0;
+        cmd->proc(c, argc, argv);
+    }
 }

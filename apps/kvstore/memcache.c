@@ -288,21 +288,25 @@ static void make_room(size_t need)
 {
     struct kv_info ki;
     uint64_t n;
-    if (!srv.max_memory)
+    uint64_t limit = atomic_load(&srv.max_memory);
+    if (!limit)
         return;
     kv_info(srv.kv, &ki);
-    if (ki.bytes + need > srv.max_memory)
-        kv_evict(srv.kv, srv.max_memory > need ? srv.max_memory - need : 0, &n);
+    if (ki.bytes + need > limit)
+        kv_evict(srv.kv, limit > need ? limit - need : 0, &n);
 }
 
 /* A full pool (with no limit set, or more than the limit in use by RESP's
- * keys or the logs): evict a tenth of the keys' bytes, then try again. */
+ * keys or the logs): delete expired keys, or else evict a tenth of the
+ * keys' bytes, then try again. */
 static int full(int rc)
 {
     struct kv_info ki;
     uint64_t n;
     if (rc != TXN_E_NOSPACE && rc != TXN_E_LOGFULL)
         return 0;
+    if (expire_reclaim())
+        return 1;
     kv_info(srv.kv, &ki);
     return !kv_evict(srv.kv, ki.bytes - ki.bytes / 10, &n) && n > 0;
 }
@@ -578,6 +582,15 @@ static const char *const stat_names[MC_STATS] = {
     "delete_hits", "incr_misses", "incr_hits", "decr_misses", "decr_hits", "cas_misses",
     "cas_hits", "cas_badval", "touch_hits", "touch_misses"};
 
+/* memcached's -m, what its stats call limit_maxbytes and maxbytes: the
+ * bytes items may take before storing evicts, --max-memory here; without
+ * it, the pool's size is all that bounds them. */
+static uint64_t mc_maxbytes(const struct kv_info *ki)
+{
+    uint64_t limit = atomic_load(&srv.max_memory);
+    return limit ? limit : ki->pool_size;
+}
+
 static void mc_stats_general(struct conn *c)
 {
     struct kv_info ki;
@@ -599,7 +612,7 @@ static void mc_stats_general(struct conn *c)
     for (int i = 0; i < MC_STATS; i++)
         outf(c, "STAT %s %llu\r\n", stat_names[i], (unsigned long long)atomic_load(&srv.mc[i]));
     outf(c, "STAT threads %u\r\n", srv.threads);
-    outf(c, "STAT limit_maxbytes %zu\r\n", ki.pool_size);
+    outf(c, "STAT limit_maxbytes %llu\r\n", (unsigned long long)mc_maxbytes(&ki));
     outf(c, "STAT bytes %llu\r\n", (unsigned long long)ki.bytes);
     outf(c, "STAT curr_items %llu\r\n", (unsigned long long)ki.keys);
     outf(c, "STAT evictions %llu\r\nEND\r\n", (unsigned long long)ki.evictions);
@@ -607,12 +620,14 @@ static void mc_stats_general(struct conn *c)
 
 static void mc_stats_settings(struct conn *c)
 {
+    struct kv_info ki;
+    kv_info(srv.kv, &ki);
     outf(c, "STAT maxconns %u\r\n", srv.max_clients);
     outf(c, "STAT tcpport %d\r\n", srv.mc_port);
     outf(c, "STAT domain_socket %s\r\n", srv.mc_unix_path ? srv.mc_unix_path : "NULL");
     outf(c, "STAT item_size_max %zu\r\n", srv.lim.max_bulk);
     outf(c, "STAT num_threads %u\r\n", srv.threads);
-    outf(c, "STAT maxbytes %llu\r\n", (unsigned long long)srv.max_memory);
+    outf(c, "STAT maxbytes %llu\r\n", (unsigned long long)mc_maxbytes(&ki));
     outf(c, "STAT evictions %s\r\n", srv.max_memory ? "on" : "off");
     out(c, "STAT cas_enabled yes\r\nEND\r\n");
 }
@@ -638,6 +653,22 @@ static void stats(struct conn *c, struct line *l)
     out(c, "ERROR\r\n");
 }
 
+/* cache_memlimit MEGABYTES [noreply]: memcached's -m at run time, the
+ * --max-memory of the storage commands' eviction (memcached 1.6.18's
+ * bounds and replies). */
+static void memlimit(struct conn *c, const struct line *l)
+{
+    uint64_t mb;
+    if (l->n < 2 || l->n > 3 || parse_u64(&l->tok[1], &mb))
+        return out(c, "ERROR\r\n");
+    if (mb < 8)
+        return out(c, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n");
+    if (mb > 1000000000)
+        return out(c, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\n");
+    atomic_store(&srv.max_memory, mb << 20);
+    out(c, "OK\r\n");
+}
+
 /* Does memcached take this line's last word as noreply? It does for the
  * commands that have one, given a word count it runs them with; it then
  * sends no reply at all, not even an error: a client that sent noreply
@@ -649,7 +680,8 @@ static int silent(const struct line *l)
         size_t min, max; /* words, noreply included */
     } has[] = {{"set", 5, 6},     {"add", 5, 6},   {"replace", 5, 6}, {"append", 5, 6},
                {"prepend", 5, 6}, {"cas", 6, 7},   {"incr", 3, 4},    {"decr", 3, 4},
-               {"touch", 3, 4},   {"delete", 3, 4}, {"flush_all", 2, 3}, {"verbosity", 3, 3}};
+               {"touch", 3, 4},   {"delete", 3, 4}, {"flush_all", 2, 3}, {"verbosity", 3, 3},
+               {"cache_memlimit", 3, 3}};
     if (!l->n || !is(&l->tok[l->n - 1], "noreply"))
         return 0;
     for (size_t i = 0; i < sizeof has / sizeof *has; i++)
@@ -710,6 +742,8 @@ size_t mc_run(struct conn *c, const char *p, size_t n)
         c->closing = 1;
     else if (is(cmd, "stats"))
         stats(c, &l);
+    else if (is(cmd, "cache_memlimit"))
+        memlimit(c, &l);
     else
         out(c, "ERROR\r\n");
     if (silent(&l))

@@ -837,28 +837,98 @@ void server_cap_clients(void)
  * the whole system's, and another process's close wakes nobody here. */
 #define PAUSED_RETRY_MS 100
 
-/* ---- active expiry: a thread reclaims the expired keys nobody reads,
- * EXPIRE_BUCKETS buckets every EXPIRE_PERIOD_MS (bounded work per cycle,
- * a transaction per stripe visited; a full pass over a table of 2^20
- * buckets takes under 2 minutes). Reads delete what they find expired
- * (store.h), so this only bounds the memory of keys nobody asks for. */
+/* ---- active expiry, adaptive as Redis 7's activeExpireCycle is (the
+ * design; docs/kvstore.md section 19): a cycle goes on while many of the
+ * keys it sees have expired, within a time budget, so that it keeps up
+ * with keys that expire as fast as they are written and costs little
+ * when few do. Reads delete what they find expired (store.h), and a write
+ * that finds the pool full reclaims first (expire_reclaim). */
 #define EXPIRE_PERIOD_MS 100
+#define EXPIRE_BUSY_MS 25
+#define EXPIRE_BUDGET_MS 25
 #define EXPIRE_BUCKETS 1024
 
 static pthread_t expire_th;
 static int expire_fd = -1; /* eventfd: wakes the thread to stop */
 
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* One cycle from *cursor: 1 if it ran out of budget while more than a
+ * quarter of the keys of its last step that saw keys had expired (*stale,
+ * kept from cycle to cycle: a step over empty buckets says nothing, so
+ * the last few expired keys of a sparse table are still chased). */
+static int expire_cycle(uint64_t *cursor, int *stale)
+{
+    struct kv_info ki;
+    kv_info(srv.kv, &ki);
+    if (!ki.expires)
+        return 0;
+    uint64_t start = mono_ms(), deleted, seen;
+    for (;;) {
+        if (kv_expire_cycle(srv.kv, cursor, EXPIRE_BUCKETS, &deleted, &seen))
+            return 0;
+        atomic_fetch_add(&srv.expired, deleted);
+        if (seen)
+            *stale = deleted * 4 > seen;
+        if (!*stale || atomic_load(&srv.stopping))
+            return 0;
+        if (mono_ms() - start >= EXPIRE_BUDGET_MS)
+            return 1;
+    }
+}
+
 static void *expire_main(void *arg)
 {
     (void)arg;
-    uint64_t cursor = 0, deleted;
+    uint64_t cursor = 0;
+    int busy = 0, stale = 0;
     struct pollfd pf = {expire_fd, POLLIN, 0};
-    while (!atomic_load(&srv.stopping) && poll(&pf, 1, EXPIRE_PERIOD_MS) >= 0 && !pf.revents) {
-        if (!kv_expire_cycle(srv.kv, &cursor, EXPIRE_BUCKETS, &deleted) && deleted)
-            atomic_fetch_add(&srv.expired, deleted);
+    while (!atomic_load(&srv.stopping) &&
+           poll(&pf, 1, busy ? EXPIRE_BUSY_MS : EXPIRE_PERIOD_MS) >= 0 && !pf.revents) {
+        busy = expire_cycle(&cursor, &stale);
         stats_publish();
     }
     return NULL;
+}
+
+/* expire_reclaim's state: one reclaimer at a time */
+static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t reclaim_cursor;     /* guarded by reclaim_lock */
+static _Atomic uint64_t reclaim_gen; /* reclaims that deleted keys */
+
+/* Keys a reclaim deletes at least, unless a whole pass finds fewer: room
+ * for the write that asked and the next few. */
+#define RECLAIM_KEYS 256
+
+int expire_reclaim(void)
+{
+    struct kv_info ki;
+    kv_info(srv.kv, &ki);
+    if (!ki.expires)
+        return 0;
+    uint64_t gen = atomic_load(&reclaim_gen), deleted = 0, seen, d, visited = 0;
+    pthread_mutex_lock(&reclaim_lock);
+    if (atomic_load(&reclaim_gen) != gen) { /* another thread just made room */
+        pthread_mutex_unlock(&reclaim_lock);
+        return 1;
+    }
+    int rc = 0;
+    while (!rc && deleted < RECLAIM_KEYS && visited < ki.buckets) {
+        rc = kv_expire_cycle(srv.kv, &reclaim_cursor, EXPIRE_BUCKETS, &d, &seen);
+        deleted += d;
+        visited += EXPIRE_BUCKETS;
+    }
+    atomic_fetch_add(&srv.expired, deleted);
+    /* incll hands freed blocks back at the end of their epoch */
+    if (deleted && !txn_sync(kv_pool(srv.kv)))
+        atomic_fetch_add(&reclaim_gen, 1);
+    pthread_mutex_unlock(&reclaim_lock);
+    return deleted > 0;
 }
 
 static int expire_start(void)

@@ -59,7 +59,8 @@ struct server {
     int stop_fd;           /* eventfd: SHUTDOWN asks main to stop */
     _Atomic int stopping;
     _Atomic uint64_t clients, conns_total, commands, rejected;
-    _Atomic uint64_t expired; /* keys the expiry thread deleted */
+    _Atomic uint64_t expired; /* keys active expiry and expire_reclaim
+                                 deleted */
     /* the workers' txn_stats deltas (txn_stats are per thread) */
     _Atomic uint64_t commits, aborts, barriers, lines, log_bytes;
     /* the acknowledgement point (ACK_SYNC): txn_sync calls, and the
@@ -68,8 +69,9 @@ struct server {
     /* memcached's protocol (memcache.c): where it listens, its counters */
     const char *mc_unix_path; /* NULL: none */
     int mc_port;              /* 0: none */
-    uint64_t max_memory;      /* bytes the keys may use before memcached's
-                                 storage commands evict (0: no limit) */
+    _Atomic uint64_t max_memory; /* bytes the keys may use before
+                                    memcached's storage commands evict (0:
+                                    no limit); cache_memlimit sets it */
     _Atomic uint64_t mc[17];  /* struct mc_stats, published */
 };
 
@@ -201,6 +203,13 @@ KV_COMMAND(cmd_hincrby);
 KV_COMMAND(cmd_hgetall);
 KV_COMMAND(cmd_hrandfield);
 KV_COMMAND(cmd_hscan);
+
+/* A write found the pool full: delete expired keys (a pass over the
+ * table at most), so that it can try once more, as Redis frees an
+ * expired key when a write needs the room. No transaction of the caller
+ * may be open. 1 if keys were deleted (by this call or by another's that
+ * it waited for), else 0. */
+int expire_reclaim(void);
 
 /* Requests this thread ran; stats_publish adds them to srv.commands (one
  * shared atomic per request would bounce its line between the workers). */

@@ -28,7 +28,8 @@
  * (its sdirs, segments, nodes), held from before the first access until
  * the transaction has committed (txn_defer ON_END): two-phase locking, as
  * undo's in-place writes need; readers lock too, so nobody reads a write
- * that may still roll back. Several stripes are locked in ascending order.
+ * that may still roll back. Several stripes are locked in ascending order,
+ * and before the transaction begins (op_begin_locked says why).
  *
  * Why objects are cut this small. Under cow an object has one writer at a
  * time and a write copies the whole object, so nothing that two stripes
@@ -73,6 +74,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -253,31 +255,44 @@ static void count_commit(void *arg)
             atomic_fetch_add(&s->version[w * 64 + (unsigned)__builtin_ctzll(m)], 1);
 }
 
-/* Lock the stripes of `want` in ascending order (no deadlock between
- * calls that lock several) and release them when the transaction ends. */
-static int op_lock(struct op *o, const uint64_t want[WORDS], int write)
+/* Begin a transaction holding the stripes of `want`, taken in ascending
+ * order (no deadlock between calls that lock several) and released when
+ * it ends; `first` (if not NULL) runs on commit before the release. The
+ * locks come before the transaction: a thread waiting for one is inside
+ * no transaction, so a commit that waits for every running transaction
+ * to end (incll ends its epoch early once frees pile up) while it holds
+ * locks never waits for a thread that waits for them. On an error
+ * nothing is held and no transaction is open. */
+static int op_begin_locked(struct op *o, kv_store *s, const uint64_t want[WORDS], int write,
+                           void (*first)(void *), void *arg)
 {
-    int rc = write ? txn_defer(o->tx, TXN_ON_COMMIT, count_commit, o) : 0;
-    if (rc)
-        return rc;
+    memset(o, 0, sizeof *o);
+    o->s = s;
     for (unsigned w = 0; w < WORDS; w++)
         for (uint64_t m = want[w]; m; m &= m - 1)
-            pthread_mutex_lock(&o->s->lock[w * 64 + (unsigned)__builtin_ctzll(m)].m);
+            pthread_mutex_lock(&s->lock[w * 64 + (unsigned)__builtin_ctzll(m)].m);
     memcpy(o->locked, want, sizeof o->locked);
-    if ((rc = txn_defer(o->tx, TXN_ON_END, unlock_all, o)))
+    int rc = txn_begin(s->p, &o->tx);
+    if (rc) {
         unlock_all(o);
+        return rc;
+    }
+    if ((first && (rc = txn_defer(o->tx, TXN_ON_COMMIT, first, arg))) ||
+        (write && (rc = txn_defer(o->tx, TXN_ON_COMMIT, count_commit, o))) ||
+        (rc = txn_defer(o->tx, TXN_ON_END, unlock_all, o))) {
+        txn_abort(o->tx); /* the release was not registered */
+        unlock_all(o);
+    }
     return rc;
 }
 
-static int op_lock_keys(struct op *o, size_t n, const struct kv_slice *k, size_t stride,
-                        int write)
+static void want_keys(size_t n, const struct kv_slice *k, uint64_t want[WORDS])
 {
-    uint64_t want[WORDS] = {0};
-    for (size_t i = 0; i < n; i += stride) {
+    memset(want, 0, WORDS * sizeof *want);
+    for (size_t i = 0; i < n; i++) {
         unsigned s = stripe_of(kv_hash(k[i].p, k[i].n));
         want[s / 64] |= 1ULL << (s % 64);
     }
-    return op_lock(o, want, write);
 }
 
 static void maybe_resize(kv_store *s);
@@ -704,12 +719,7 @@ static int op_begin_all(struct op *o, kv_store *s, struct view_swap *w)
 {
     uint64_t all[WORDS];
     memset(all, 0xff, sizeof all);
-    int rc = op_begin(o, s);
-    if (rc)
-        return rc;
-    if ((rc = txn_defer(o->tx, TXN_ON_COMMIT, view_install, w)) || (rc = op_lock(o, all, 1)))
-        txn_abort(o->tx);
-    return rc;
+    return op_begin_locked(o, s, all, 1, view_install, w);
 }
 
 /* Double the table: O(STRIPES) allocations, whatever its size; the keys
@@ -960,9 +970,9 @@ int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, 
         return TXN_E_NOMEM;
     t->write = write;
     t->changed = 0;
-    int rc = op_begin(&t->o, s);
-    if (!rc && (rc = op_lock_keys(&t->o, n, keys, 1, write)))
-        txn_abort(t->o.tx);
+    uint64_t want[WORDS];
+    want_keys(n, keys, want);
+    int rc = op_begin_locked(&t->o, s, want, write, NULL, NULL);
     if (rc) {
         free(t);
         return rc;
@@ -1103,6 +1113,94 @@ int kv_txn_del(kv_txn *t, struct kv_slice key)
     return (rc = del_hit(&t->o, &b, &hit)) ? rc : 1;
 }
 
+/* Room a string grown by kv_txn_splice gets, as Redis's sds: twice its
+ * length up to 1 MiB, then 1 MiB more, so that n appends copy O(n) bytes
+ * in all. */
+static uint64_t grown_capacity(uint64_t len)
+{
+    uint64_t mib = 1u << 20;
+    return len < mib ? 2 * len : len + mib;
+}
+
+/* Write n zero bytes at off of obj. */
+static int wr_zeros(struct op *o, txn_obj *obj, uint64_t off, uint64_t n)
+{
+    static const char zeros[4096];
+    int rc = 0;
+    for (uint64_t i = 0; i < n && !rc; i += sizeof zeros)
+        rc = wr(o, obj, (size_t)(off + i), zeros,
+                n - i < sizeof zeros ? (size_t)(n - i) : sizeof zeros);
+    return rc;
+}
+
+int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice src,
+                  uint64_t max, uint64_t *len)
+{
+    struct bref b;
+    struct hit hit;
+    int found = find_change(t, key, &b, &hit), rc, append = off == KV_SPLICE_END;
+    if (found < 0)
+        return found;
+    struct op *o = &t->o;
+    unsigned type = found ? type_of(&hit.h) : KV_STRING;
+    if (type != KV_STRING && type != KV_ITEM)
+        return KV_E_WRONGTYPE;
+    /* an item reads as its string: without its header */
+    uint64_t skip = type == KV_ITEM ? (hit.h.vlen < KV_ITEM_HDR ? hit.h.vlen : KV_ITEM_HDR) : 0;
+    uint64_t have = found ? hit.h.vlen - skip : 0;
+    *len = have;
+    if (src.n == 0 && (found || !append))
+        return found; /* nothing to write (an empty APPEND makes the key) */
+    if (append)
+        off = have;
+    if (off > max || src.n > max - off)
+        return KV_E_TOOBIG;
+    uint64_t want = off + src.n > have ? off + src.n : have;
+    *len = want;
+    /* in place: a value object with room, which keeps its node and
+     * expiry; only the new bytes and the length are written */
+    if (found && type == KV_STRING && hit.h.val && want <= txn_obj_size(o->s->p, hit.h.val)) {
+        if ((off > have && (rc = wr_zeros(o, hit.h.val, have, off - have))) ||
+            (rc = wr(o, hit.h.val, (size_t)off, src.p, src.n)))
+            return rc;
+        return want == hit.h.vlen ? 1 : (rc = wr(o, hit.node, N_VLEN, &want, sizeof want)) ? rc : 1;
+    }
+    /* else a copy: the old string, then src, zeros between */
+    char *v = calloc(1, want ? want : 1);
+    if (!v)
+        return TXN_E_NOMEM;
+    rc = !have      ? 0
+         : hit.h.val ? rd(o, hit.h.val, (size_t)skip, v, have)
+                     : rd(o, hit.node, val_off(&hit.h) + skip, v, have);
+    if (!rc)
+        memcpy(v + off, src.p, src.n);
+    if (!rc && (!found || want <= INLINE_MAX)) {
+        /* a new key is made as SET makes it; a short value stays inline */
+        rc = set_one(o, key, (struct kv_slice){v, want}, KV_KEEPTTL, KV_STRING);
+    } else if (!rc) {
+        /* a value object with room to grow, in the node's header (its key,
+         * expiry and place in the chain stay) */
+        txn_obj *nv;
+        uint64_t cap = grown_capacity(want);
+        if (cap > max)
+            cap = max; /* >= want */
+        if (!(rc = alloc(o, cap, &nv)) && !(rc = wr(o, nv, 0, v, want))) {
+            o->dbytes += (int64_t)txn_obj_size(o->s->p, nv);
+            if (hit.h.val) {
+                o->dbytes -= (int64_t)txn_obj_size(o->s->p, hit.h.val);
+                rc = txn_free(o->tx, hit.h.val);
+            }
+            /* klen (the type becomes a string's), vlen, val */
+            uint64_t w[3] = {(hit.h.klen & ~KF_TYPE) | (uint64_t)KV_STRING << KF_TYPE_SHIFT, want,
+                             (uint64_t)(uintptr_t)nv};
+            if (!rc)
+                rc = wr(o, hit.node, offsetof(struct node_hdr, klen), w, sizeof w);
+        }
+    }
+    free(v);
+    return rc ? rc : found;
+}
+
 int kv_txn_end(kv_txn *t, int rc)
 {
     rc = op_end(&t->o, rc < 0 ? rc : 0);
@@ -1134,19 +1232,21 @@ static int flush_seg(struct op *o, txn_obj *sdir, uint64_t q)
 }
 
 /* One transaction per segment: bounded logs, so FLUSHALL works on a full
- * pool too (it frees; it must not need room to do so). */
+ * pool too (it frees; it must not need room to do so). Its log may still
+ * need a chunk of the heap, and under incll the blocks it freed come back
+ * only when their epoch ends: a segment that finds the pool full is tried
+ * again once after a txn_sync, which ends the epoch, so one call empties
+ * the store on every engine. */
 int kv_flush(kv_store *s)
 {
     for (unsigned st = 0; st < STRIPES; st++) {
         uint64_t want[WORDS] = {0};
         want[st / 64] = 1ULL << (st % 64);
-        for (uint64_t q = 0;; q++) {
+        for (uint64_t q = 0, again = 0;; q++) {
             struct op o;
-            int rc = op_begin(&o, s);
-            if (!rc)
-                rc = op_lock(&o, want, 1);
+            int rc = op_begin_locked(&o, s, want, 1, NULL, NULL);
             if (rc)
-                return op_end(&o, rc);
+                return rc;
             struct view *v = &s->v;
             if (q >= per_stripe(v->bits) / SEG_BUCKETS) {
                 op_end(&o, 0);
@@ -1159,8 +1259,15 @@ int kv_flush(kv_store *s)
                     m < per_stripe(v->bits - 1))
                     rc = flush_seg(&o, v->old_sdir[st], q);
             }
-            if ((rc = op_end(&o, rc)))
+            if ((rc = op_end(&o, rc)) && (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL) &&
+                !again && !(rc = txn_sync(s->p))) {
+                again = 1;
+                q--; /* this segment once more */
+                continue;
+            }
+            if (rc)
                 return rc;
+            again = 0;
         }
     }
     return 0;
@@ -1226,11 +1333,9 @@ static int scan_range(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn
         unsigned st = stripe_of(c);
         uint64_t want[WORDS] = {0};
         want[st / 64] = 1ULL << (st % 64);
-        int rc = op_begin(&o, s);
-        if (!rc)
-            rc = op_lock(&o, want, 0);
+        int rc = op_begin_locked(&o, s, want, 0, NULL, NULL);
         if (rc)
-            return op_end(&o, rc);
+            return rc;
         o.expired = expired;
         o.expired_arg = expired_arg;
         unsigned bits = s->v.bits;
@@ -1282,16 +1387,20 @@ static void bag_add(void *arg, const char *k, size_t n, unsigned type)
     b->k[b->n++] = (struct kv_slice){copy, n};
 }
 
-static void skip_key(void *arg, const char *k, size_t n, unsigned type)
+static void count_key(void *arg, const char *k, size_t n, unsigned type)
 {
-    (void)arg, (void)k, (void)n, (void)type;
+    (void)k, (void)n, (void)type;
+    ++*(uint64_t *)arg;
 }
 
-int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted)
+int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted,
+                    uint64_t *seen)
 {
     struct key_bag bag = {0};
-    int rc = scan_range(s, *cursor, buckets, skip_key, NULL, bag_add, &bag, cursor);
+    uint64_t live = 0;
+    int rc = scan_range(s, *cursor, buckets, count_key, &live, bag_add, &bag, cursor);
     *deleted = 0;
+    *seen = live + bag.n;
     for (size_t i = 0; i < bag.n; i++) {
         kv_txn *t;
         /* deleted by the lookup itself if its time still has come (it may

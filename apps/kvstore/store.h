@@ -124,6 +124,20 @@ int kv_txn_del(kv_txn *t, struct kv_slice key);
 int kv_txn_ttl(kv_txn *t, struct kv_slice key, uint64_t *at);
 /* Make key expire at `at` (0: never): 1 done, 0 missing, or an error. */
 int kv_txn_expire(kv_txn *t, struct kv_slice key, uint64_t at);
+/* Write src at byte `off` of key's string (KV_SPLICE_END: at its end),
+ * zeros between its old end and off, making the key if it is missing:
+ * APPEND and SETRANGE. The string's length goes to *len; an empty src
+ * changes nothing, save at KV_SPLICE_END (APPEND), where it makes a
+ * missing key. A value
+ * grown past INLINE_MAX bytes gets room to grow (store.c), so that a
+ * write that fits changes only its bytes and the length: n appends cost
+ * O(bytes appended) amortized. The expiry stays; an item becomes a
+ * string. 1 the key existed, 0 made, KV_E_TOOBIG if the string would
+ * pass `max` bytes (nothing changed), KV_E_WRONGTYPE, or an error. */
+#define KV_SPLICE_END UINT64_MAX
+#define KV_E_TOOBIG (-1001)
+int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice src,
+                  uint64_t max, uint64_t *len);
 /* Expiry is passive and exact: a key whose time has come reads as missing
  * and is deleted by the transaction that finds it (a read-only one too);
  * kv_expire_cycle reclaims the keys nobody asks for. */
@@ -131,8 +145,8 @@ int kv_txn_expire(kv_txn *t, struct kv_slice key, uint64_t at);
  * above say); rc < 0: roll back and return rc. Frees t. */
 int kv_txn_end(kv_txn *t, int rc);
 
-/* Delete every key. Not atomic as a whole (a crash may leave a subset of
- * the keys), each bucket's deletion is. */
+/* Delete every key, on a full pool too. Not atomic as a whole (a crash
+ * may leave a subset of the keys), each bucket's deletion is. */
 int kv_flush(kv_store *s);
 
 /* Visit the keys whose hash lies in a range starting at `cursor`, covering
@@ -144,8 +158,10 @@ int kv_scan(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *ar
 
 /* Delete the expired keys of at least `buckets` buckets from *cursor on
  * (a transaction a stripe), moving *cursor (0 again after the end);
- * *deleted counts them. The background reclaim of keys nobody reads. */
-int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted);
+ * *deleted counts them, *seen the keys looked at, expired or not. The
+ * background reclaim of keys nobody reads. */
+int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted,
+                    uint64_t *seen);
 
 /* Delete keys until the keys' bytes (kv_info) are at most `limit`, the
  * least recently looked up first, roughly: CLOCK over 2^20 slices of the

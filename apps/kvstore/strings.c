@@ -279,29 +279,28 @@ static char *spliced(const struct val *old, size_t at, const char *src, size_t n
     return v;
 }
 
-void cmd_append(struct conn *c, size_t argc, struct kv_slice *argv)
+/* APPEND and SETRANGE: only the new bytes are written (kv_txn_splice). */
+static void splice(struct conn *c, size_t argc, struct kv_slice *argv, uint64_t off,
+                   struct kv_slice src)
 {
     kv_txn *t;
-    struct val old;
-    size_t mark = c->out.len, len = 0;
+    uint64_t len = 0;
+    size_t mark = c->out.len;
     int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t);
     if (rc)
         return reply_store_error(&c->out, rc);
-    if ((rc = get_val(t, argv[1], &old)) >= 0) {
-        size_t have = rc ? old.n : 0;
-        char *v = NULL;
-        if (have + argv[2].n > MAX_STRING) {
-            reply_error(&c->out, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
-            rc = 0;
-        } else if (!(v = spliced(&old, have, argv[2].p, argv[2].n, &len))) {
-            rc = TXN_E_NOMEM;
-        } else if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len}, KV_KEEPTTL))) {
-            reply_int(&c->out, (long long)len);
-        }
-        free(v);
+    if ((rc = kv_txn_splice(t, argv[1], off, src, MAX_STRING, &len)) == KV_E_TOOBIG) {
+        reply_error(&c->out, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        rc = 0;
+    } else if (rc >= 0) {
+        reply_int(&c->out, (long long)len);
     }
-    free(old.p);
     tx_done(c, t, rc, mark);
+}
+
+void cmd_append(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    splice(c, argc, argv, KV_SPLICE_END, argv[2]);
 }
 
 void cmd_setrange(struct conn *c, size_t argc, struct kv_slice *argv)
@@ -311,29 +310,7 @@ void cmd_setrange(struct conn *c, size_t argc, struct kv_slice *argv)
         return reply_error(&c->out, "ERR value is not an integer or out of range");
     if (off < 0)
         return reply_error(&c->out, "ERR offset is out of range");
-    kv_txn *t;
-    struct val old;
-    size_t mark = c->out.len, len = 0;
-    int rc = tx_keys(c, argc, argv, 1, 1, 1, 1, &t), found;
-    if (rc)
-        return reply_store_error(&c->out, rc);
-    if ((found = rc = get_val(t, argv[1], &old)) >= 0) {
-        size_t have = found ? old.n : 0;
-        char *v = NULL;
-        rc = 0;
-        if (argv[3].n == 0) { /* nothing to write: the length, no key made */
-            reply_int(&c->out, (long long)have);
-        } else if ((unsigned long long)off + argv[3].n > MAX_STRING) {
-            reply_error(&c->out, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
-        } else if (!(v = spliced(&old, (size_t)off, argv[3].p, argv[3].n, &len))) {
-            rc = TXN_E_NOMEM;
-        } else if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len}, KV_KEEPTTL))) {
-            reply_int(&c->out, (long long)len);
-        }
-        free(v);
-    }
-    free(old.p);
-    tx_done(c, t, rc, mark);
+    splice(c, argc, argv, (uint64_t)off, argv[3]);
 }
 
 /* A bit offset as Redis takes it: 0 to 2^32 - 1 */

@@ -3,7 +3,9 @@
 # 1.6.18 and kvstore-<engine>'s memcached port (SERVER), one connection
 # each (kvclient mc-replay, both at once), and the replies compared
 # request by request (issue #32). Both servers take objects of at most
-# 1 MiB (memcached -I 1m, kvstore --max-value 1M).
+# 1 MiB (memcached -I 1m, kvstore --max-value 1M), and items of 32 MiB
+# in all (memcached -m 32, kvstore --max-memory 32M on a pool of 64 MiB:
+# stats' limit_maxbytes is the limit, not the pool).
 #
 # commands.mc: one request a line (its syntax is in its header); a
 # "#@stats FIELD..." line before a request compares only the reply's shape
@@ -36,13 +38,13 @@ fi
 . "$here/../serve.sh"
 workdir kvmccompat
 mc_port=$("$kvclient" freeport)
-memcached -p "$mc_port" -U 0 -u root -l 127.0.0.1 -I 1m >"$dir/memcached.log" 2>&1 &
+memcached -p "$mc_port" -U 0 -u root -l 127.0.0.1 -I 1m -m 32 >"$dir/memcached.log" 2>&1 &
 mc_pid=$!
 pids=$mc_pid
 mc_wait "$mc_port" "$mc_pid" || { echo "FAIL: memcached did not start"; exit 1; }
 kv_port=$("$kvclient" freeport)
 "$server" --pool "$pool" --port 0 --memcached-port "$kv_port" --max-value 1M \
-    --pool-size 64M >"$dir/kv.log" 2>&1 &
+    --pool-size 64M --max-memory 32M >"$dir/kv.log" 2>&1 &
 kv_pid=$!
 pids="$pids $kv_pid"
 mc_wait "$kv_port" "$kv_pid" ||
