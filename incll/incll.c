@@ -1351,7 +1351,7 @@ int eng_free(struct txn *tx, txn_obj *o)
     int rc = tx_mark_free(tx, o, &b);
     if (!rc && (rc = log_append(&isl->log, t->epoch, LOG_FREE, (uint64_t)(uintptr_t)b.blk,
                                 b.size, NULL, 0, NULL)))
-        tx->frees.n--;
+        tx_unmark_free(tx);
     if (!rc)
         t->unfenced = t->touched = 1;
     return rc;

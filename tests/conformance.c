@@ -947,6 +947,41 @@ START_TEST(test_failed_alloc_commits_nothing)
 }
 END_TEST
 
+/* A transaction that frees finds room for what it writes on a full pool
+ * (A5 in the allocator: cow copies an object at its first write). */
+START_TEST(test_free_on_full_pool)
+{
+    enum { OBJ = 256 << 10, MAXOBJ = 200 };
+    char name[NAME_MAX_LEN];
+    txn_pool *p = create_pool(name, 64);
+    txn_obj *objs[MAXOBJ], *o;
+    int n = 0, rc;
+    txn *tx;
+    for (;;) {
+        tx = begin(p);
+        if ((rc = txn_alloc(tx, OBJ, &o))) {
+            CHECK_RC(rc, TXN_E_NOSPACE);
+            txn_abort(tx);
+            break;
+        }
+        ck_assert_int_lt(n, MAXOBJ);
+        CHECK_OK(txn_write_u64(tx, o, 0, (uint64_t)n + 1));
+        CHECK_OK(txn_commit(tx));
+        objs[n++] = o;
+    }
+    ck_assert_int_ge(n, 2);
+    tx = begin(p);
+    CHECK_OK(txn_free(tx, objs[0]));
+    CHECK_OK(txn_write_u64(tx, objs[1], 0, 77));
+    CHECK_OK(txn_commit(tx));
+    p = reopen_pool(p, name);
+    tx = begin(p);
+    ck_assert_uint_eq(read_u64(tx, objs[1], 0), 77);
+    txn_abort(tx);
+    destroy_pool(p, name);
+}
+END_TEST
+
 START_TEST(test_pool_full)
 {
     enum { CHUNK = 256 << 10, MAXOBJ = 200 };
@@ -1500,6 +1535,7 @@ static Suite *conformance_suite(void)
     tcase_add_test(heap, test_free_bad_objects);
     tcase_add_test(heap, test_pool_full);
     tcase_add_test(heap, test_failed_alloc_commits_nothing);
+    tcase_add_test(heap, test_free_on_full_pool);
     tcase_add_test(misc, test_engine_name);
     tcase_add_test(misc, test_strerror);
     tcase_add_test(misc, test_stats_count_commits_aborts);

@@ -25,6 +25,10 @@
  *    the record's class; alloc_apply() changes a bit only in a run of the
  *    block's class. Large objects had this case already: their chunks
  *    become runs again once freed.
+ * A5 The last `spare` FREE chunks go only to log segments and to
+ *    transactions that have freed more bytes than they reserve: one that
+ *    deletes finds room on a full pool for what it writes (cow copies an
+ *    object at its first write, a store's delete may need a segment).
  */
 #include "alloc.h"
 
@@ -79,6 +83,8 @@ struct alloc_state {
     uint16_t *used;      /* lock: per RUN chunk with vbits: its 1 bits */
     uint8_t *listed;     /* lock: 1: on its class's runs */
     int reclaim;         /* lock: a run may be empty: reclaim() has work */
+    size_t nfree;        /* lock: chunks whose chunk_free is 1 */
+    size_t spare;        /* open: FREE chunks kept for freeing transactions (A5) */
     _Atomic unsigned drain; /* bumped when chunks run short: thread caches
                                give their blocks back at their next reserve */
     struct class_vol cls[ALLOC_CLASSES]; /* lock */
@@ -270,6 +276,7 @@ int alloc_open(txn_pool *p, const struct vec *segs)
     pthread_mutex_init(&al->lock, NULL);
     al->nchunks = p->hdr->nchunks;
     al->cache_max = setting_get(SET_ALLOC_CACHE, ALLOC_CACHE);
+    al->spare = al->nchunks / 32 > 8 ? 8 : al->nchunks / 32 ? al->nchunks / 32 : 1;
     al->chunk_free = calloc(al->nchunks, 1);
     al->vlarge = calloc(al->nchunks, sizeof *al->vlarge);
     al->vbits = calloc(al->nchunks, sizeof *al->vbits);
@@ -297,6 +304,7 @@ int alloc_open(txn_pool *p, const struct vec *segs)
             break;
         default: /* FREE, or a CONT left without its head */
             al->chunk_free[i] = 1;
+            al->nfree++;
         }
     }
     return 0;
@@ -307,9 +315,11 @@ nomem:
 
 /* ---- chunks (caller holds al->lock) */
 
-static long take_chunks(struct alloc_state *al, size_t n)
+static long take_chunks(struct alloc_state *al, size_t n, int spare_ok)
 {
     size_t N = al->nchunks;
+    if (al->nfree < n + (spare_ok ? 0 : al->spare))
+        return -1; /* A5 */
     for (size_t tries = 0, i = al->free_hint % (N ? N : 1); tries < N;) {
         if (i + n > N) {
             tries += N - i;
@@ -321,6 +331,7 @@ static long take_chunks(struct alloc_state *al, size_t n)
             j++;
         if (j == n) {
             memset(al->chunk_free + i, 0, n);
+            al->nfree -= n;
             al->free_hint = i + n;
             return (long)i;
         }
@@ -345,6 +356,7 @@ static void run_to_free(txn_pool *p, struct alloc_state *al, size_t ci)
     free(al->vbits[ci]);
     __atomic_store_n(&al->vbits[ci], NULL, __ATOMIC_RELEASE);
     al->chunk_free[ci] = 1;
+    al->nfree++;
     if (ci < al->free_hint)
         al->free_hint = ci;
 }
@@ -413,17 +425,18 @@ static void cache_to_shared(txn_pool *p, struct alloc_state *al, struct alloc_ca
 /* n contiguous FREE chunks; when there are none, the runs that are empty
  * become FREE, first with the caller's cache given back (c, if any), and
  * the other threads are asked to give theirs back. */
-static long grab_chunks(txn_pool *p, struct alloc_state *al, size_t n, struct alloc_cache *c)
+static long grab_chunks(txn_pool *p, struct alloc_state *al, size_t n, struct alloc_cache *c,
+                        int spare_ok)
 {
-    long ci = take_chunks(al, n);
+    long ci = take_chunks(al, n, spare_ok);
     if (ci < 0 && al->reclaim && reclaim(p, al))
-        ci = take_chunks(al, n);
+        ci = take_chunks(al, n, spare_ok);
     if (ci < 0) {
         atomic_fetch_add_explicit(&al->drain, 1, memory_order_relaxed);
         if (c)
             cache_to_shared(p, al, c);
         if (al->reclaim && reclaim(p, al))
-            ci = take_chunks(al, n);
+            ci = take_chunks(al, n, spare_ok);
     }
     return ci;
 }
@@ -432,7 +445,7 @@ int alloc_log_chunk(txn_pool *p, void **seg)
 {
     struct alloc_state *al = p->al;
     pthread_mutex_lock(&al->lock);
-    long ci = grab_chunks(p, al, 1, NULL);
+    long ci = grab_chunks(p, al, 1, NULL, 1);
     pthread_mutex_unlock(&al->lock);
     if (ci < 0)
         return TXN_E_NOSPACE;
@@ -448,9 +461,10 @@ int alloc_log_chunk(txn_pool *p, void **seg)
 }
 
 /* A FREE chunk becomes a run of class c: a clean durable bitmap first. */
-static int new_run(txn_pool *p, struct alloc_state *al, unsigned c, struct alloc_cache *cache)
+static int new_run(txn_pool *p, struct alloc_state *al, unsigned c, struct alloc_cache *cache,
+                   int spare_ok)
 {
-    long ci = grab_chunks(p, al, 1, cache);
+    long ci = grab_chunks(p, al, 1, cache, spare_ok);
     if (ci < 0)
         return TXN_E_NOSPACE;
     size_t words = (run_blocks(c) + 63) / 64;
@@ -458,6 +472,7 @@ static int new_run(txn_pool *p, struct alloc_state *al, unsigned c, struct alloc
     if (!vb || add_run(al, c, (uint32_t)ci)) {
         free(vb);
         al->chunk_free[ci] = 1;
+        al->nfree++;
         return TXN_E_NOMEM;
     }
     /* the whole header, not only the bitmap's words: spare bits that are
@@ -506,7 +521,7 @@ static void carve(txn_pool *p, struct alloc_state *al, unsigned c, struct alloc_
     }
 }
 
-static int refill(txn_pool *p, struct alloc_cache *cache, unsigned c)
+static int refill(txn_pool *p, struct alloc_cache *cache, unsigned c, int spare_ok)
 {
     struct alloc_state *al = p->al;
     unsigned want = al->cache_max < REFILL ? al->cache_max : REFILL;
@@ -515,7 +530,7 @@ static int refill(txn_pool *p, struct alloc_cache *cache, unsigned c)
     pthread_mutex_lock(&al->lock);
     carve(p, al, c, cache, want);
     if (cache->n[c] == 0) {
-        rc = new_run(p, al, c, cache);
+        rc = new_run(p, al, c, cache, spare_ok);
         if (!rc)
             carve(p, al, c, cache, want);
     }
@@ -539,7 +554,7 @@ static int all_zero(const char *b, size_t n)
     return 1;
 }
 
-int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, void **blk,
+int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, int spare_ok, void **blk,
                   size_t *usable)
 {
     struct alloc_state *al = p->al;
@@ -551,7 +566,7 @@ int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, void **blk,
     if (n > MAX_SMALL) {
         size_t nch = (n + CHUNK_SIZE - 1) / CHUNK_SIZE;
         pthread_mutex_lock(&al->lock);
-        long ci = grab_chunks(p, al, nch, c);
+        long ci = grab_chunks(p, al, nch, c, spare_ok);
         if (ci >= 0)
             for (size_t j = 0; j < nch; j++)
                 al->vlarge[ci + j] = (uint32_t)(j ? 0 : nch);
@@ -563,7 +578,7 @@ int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, void **blk,
     } else {
         unsigned k = class_of(n);
         if (c->n[k] == 0) {
-            int rc = refill(p, c, k);
+            int rc = refill(p, c, k, spare_ok);
             if (rc)
                 return rc;
         }
@@ -595,6 +610,7 @@ static void release_large(struct alloc_state *al, size_t ci)
         al->vlarge[ci + j] = 0;
         al->chunk_free[ci + j] = 1;
     }
+    al->nfree += n;
     if (ci < al->free_hint)
         al->free_hint = ci;
     pthread_mutex_unlock(&al->lock);

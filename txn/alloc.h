@@ -53,8 +53,9 @@ void alloc_close(txn_pool *p);
 /* Reserve a block of at least n bytes (volatile only), zero-filled but not
  * flushed. Returns 0, *blk and its usable size, or TXN_E_NOSPACE. With no
  * FREE chunk left, c's blocks go back to the pool, and every other cache's
- * at its own next reserve. */
-int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, void **blk,
+ * at its own next reserve. `spare_ok`: the caller's transaction frees more
+ * than it reserves and may take the pool's last FREE chunks (A5, alloc.c). */
+int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, int spare_ok, void **blk,
                   size_t *usable);
 
 /* Give a block back to the volatile free lists (after an aborted

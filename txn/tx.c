@@ -65,6 +65,7 @@ void eng_pool_end(struct txn *tx, int committed)
     if (give->n)
         give_back(tx, give);
     tx->allocs.n = tx->frees.n = 0;
+    tx->reserved_bytes = tx->freed_bytes = 0;
     if (tx->alloc_at.n)
         addrmap_clear(&tx->alloc_at);
     if (tx->free_at.n)
@@ -130,13 +131,15 @@ int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)
     struct tx_block *b = vec_push(&tx->allocs);
     if (!b)
         return TXN_E_NOMEM;
-    int rc = alloc_reserve(tx->p, &tx->cache, n, &b->blk, &b->size);
+    int spare_ok = tx->freed_bytes >= tx->reserved_bytes + n;
+    int rc = alloc_reserve(tx->p, &tx->cache, n, spare_ok, &b->blk, &b->size);
     if (!rc && (rc = remember(&tx->allocs, &tx->alloc_at)))
         alloc_release(tx->p, &tx->cache, b->blk);
     if (rc) {
         tx->allocs.n--;
         return rc;
     }
+    tx->reserved_bytes += b->size;
     *out = *b;
     return 0;
 }
@@ -144,7 +147,14 @@ int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)
 void tx_unreserve(struct txn *tx)
 {
     struct tx_block *b = vec_at(&tx->allocs, --tx->allocs.n);
+    tx->reserved_bytes -= b->size;
     alloc_release(tx->p, &tx->cache, b->blk);
+}
+
+void tx_unmark_free(struct txn *tx)
+{
+    struct tx_block *b = vec_at(&tx->frees, --tx->frees.n);
+    tx->freed_bytes -= b->size;
 }
 
 int tx_is_new(const struct txn *tx, const void *blk)
@@ -169,6 +179,7 @@ int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
         tx->frees.n--;
         return TXN_E_NOMEM;
     }
+    tx->freed_bytes += size;
     if (out)
         *out = *b;
     return 0;

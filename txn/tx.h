@@ -56,6 +56,8 @@ struct txn {
     struct addrmap alloc_at;  /* block -> its index in allocs, kept once
                                  allocs outgrows TX_SCAN_MAX (tx.c) */
     struct addrmap free_at;   /* the same for frees */
+    size_t reserved_bytes;    /* of the blocks in allocs */
+    size_t freed_bytes;       /* of the blocks in frees (A5 in alloc.c) */
 };
 
 /* Config shared by engines, read once from the environment. */
@@ -89,6 +91,10 @@ void tx_unreserve(struct txn *tx);
  * that is allocated (persistently or by this transaction) or is freed
  * twice. */
 int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out);
+
+/* Forget the newest block tx_mark_free() took, when a later step of the
+ * same free failed. */
+void tx_unmark_free(struct txn *tx);
 
 /* Is blk reserved by this transaction? */
 int tx_is_new(const struct txn *tx, const void *blk);

@@ -243,7 +243,7 @@ int eng_free(struct txn *tx, txn_obj *o)
     struct tx_block b;
     int rc = tx_mark_free(tx, o, &b);
     if (!rc && (rc = tx_log_block(tx, LOG_FREE, &b)))
-        tx->frees.n--;
+        tx_unmark_free(tx);
     if (!rc)
         tx->hot.gate = 1;
     return rc;
