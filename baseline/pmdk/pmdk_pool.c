@@ -279,19 +279,30 @@ static int read_meta(txn_pool *p)
     if (d->meta_obj) {
         PMEMoid o = oid_of(p, d->meta_obj);
         if (pmemobj_alloc_usable_size(o) < sizeof *m)
-            return TXN_E_CORRUPT;
+            return REFUSE(TXN_E_CORRUPT, "the engine's meta object is too small");
         m = pmemobj_direct(o);
+        if (m->magic == 0)
+            return REFUSE(TXN_E_CORRUPT, "its creation did not complete (the engine's meta "
+                          "object is not sealed)");
         if (m->magic != META_SEALED && m->magic != META_V1)
-            return TXN_E_CORRUPT; /* creation did not complete */
+            return REFUSE(TXN_E_CORRUPT, "the engine's meta object: unknown magic %#llx",
+                          (unsigned long long)m->magic);
         if (m->threads == 0 || m->threads > TXN_MAX_THREADS)
-            return TXN_E_CORRUPT;
+            return REFUSE(TXN_E_CORRUPT, "the engine's meta object: %u threads", m->threads);
         p->max_ctx = m->threads;
+    } else if (OID_IS_NULL(pmemobj_first(d->pop)) && !pmemobj_root_size(d->pop)) {
+        /* nothing at all: not a pool made elsewhere (which has a root or
+         * objects) but one whose creation stopped inside pmemobj_create or
+         * before the engine's first object */
+        return REFUSE(TXN_E_CORRUPT, "its creation did not complete (a libpmemobj pool "
+                      "with no object)");
     }
     if (m && m->magic == META_SEALED) {
         if (m->root_off % GRAIN || m->root_off >= p->size || st_get(p, m->root_off) != ST_LIVE ||
             m->meta_off % GRAIN || m->meta_off >= p->size || st_get(p, m->meta_off) != ST_LIVE ||
             m->root_size > pmemobj_alloc_usable_size(oid_of(p, m->root_off)))
-            return TXN_E_CORRUPT;
+            return REFUSE(TXN_E_CORRUPT, "the engine's meta object names no root or meta "
+                          "object of the pool");
         d->root_off = m->root_off;
         d->root_size = m->root_size;
         d->meta_off = m->meta_off;
@@ -352,29 +363,97 @@ static int meta_init(PMEMobjpool *pop, void *ptr, void *arg)
     return 0;
 }
 
+/* The smallest pool of this engine: libpmemobj's own minimum (8 MiB)
+ * serves none of the engine's objects once its reserve is made, and each
+ * size class in use takes a run of its own (docs/pool-tool.md has the
+ * measurements: 9 MiB for the first 256-byte object, 15 MiB for one object
+ * of each of 8 sizes from 16 bytes to 256 KiB). */
+#define MIN_POOL ((size_t)16 << 20)
+_Static_assert(MIN_POOL >= PMEMOBJ_MIN_POOL, "below libpmemobj's minimum");
+
+size_t eng_pool_min_size(const struct pool_params *o)
+{
+    (void)o; /* PMDK's lanes are fixed; its logs grow in the heap */
+    return MIN_POOL;
+}
+
 int eng_pool_create(txn_pool *p, const char *file, const char *layout,
                     const struct pool_params *o)
 {
-    size_t size = o->size < PMEMOBJ_MIN_POOL ? PMEMOBJ_MIN_POOL : o->size; /* PMDK's minimum */
+    size_t size = o->size, min = eng_pool_min_size(o);
+    if (size < min)
+        return REFUSE(TXN_E_INVAL, "pool size %zu: at least %zu bytes for the pmdk engine", size,
+                      min);
     if (o->root_size >= size || o->root_size > PMEMOBJ_MAX_ALLOC_SIZE)
         return TXN_E_NOSPACE;
     /* o->log_size has no meaning here: PMDK's logs grow by themselves */
-    PMEMobjpool *pop = pmemobj_create(file, layout, size, 0644);
-    if (!pop) /* EINVAL: PMDK refused the size or the layout */
-        return errno == EINVAL ? TXN_E_INVAL : pool_file_error(file, errno, size);
+    struct pool_birth *b = malloc(sizeof *b);
+    int rc = b ? pool_birth_begin(file, b) : TXN_E_NOMEM;
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    /* PMDK makes the pool in the temporary as it is (size 0), taking a
+     * lock of its own: ours goes just before. Another creation that takes
+     * the temporary over in between makes PMDK's lock fail (TXN_E_BUSY). */
+    struct stat st;
+    if ((rc = posix_fallocate(b->fd, 0, (off_t)size)))
+        rc = pool_file_error(file, rc, size);
+    else if (fstat(b->fd, &st))
+        rc = pool_file_error(file, errno, 0);
+    if (rc)
+        pool_birth_end(b, 1);
+    close(b->fd);
+    b->fd = -1;
+    PMEMobjpool *pop = rc ? NULL : pmemobj_create(b->tmp, layout, 0, 0644);
+    if (!rc && !pop) { /* not ours any more: left to the next creation */
+        rc = errno == EWOULDBLOCK ? REFUSE(TXN_E_BUSY, "%s: being created by another process", file)
+           : errno == EINVAL      ? REFUSE(TXN_E_INVAL, "libpmemobj: %s", pmemobj_errormsg())
+                                  : pool_file_error(file, errno, size);
+        pool_birth_end(b, 0);
+    }
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    /* an fd of the file PMDK made, for the sync before its rename */
+    struct stat now;
+    b->fd = open(b->tmp, O_RDONLY | O_CLOEXEC);
+    if (b->fd < 0 || fstat(b->fd, &now) || now.st_ino != st.st_ino || now.st_dev != st.st_dev)
+        rc = REFUSE(TXN_E_BUSY, "%s: being created by another process", file);
     PMEMoid m;
     unsigned threads = o->threads;
-    int rc = 0;
-    if (pmemobj_xalloc(pop, &m, sizeof(struct meta), TYPE_META, 0, meta_init, &threads) ||
-        pmemobj_alloc(pop, &m, RESERVE_SIZE, TYPE_RESERVE, NULL, NULL))
-        rc = TXN_E_NOSPACE;
+    if (!rc && (pmemobj_xalloc(pop, &m, sizeof(struct meta), TYPE_META, 0, meta_init, &threads) ||
+                pmemobj_alloc(pop, &m, RESERVE_SIZE, TYPE_RESERVE, NULL, NULL)))
+        rc = REFUSE(TXN_E_NOSPACE, "pool size %zu: libpmemobj has no room for the engine's "
+                    "own objects", size);
     if (!rc)
         rc = pool_start(p, pop, size, o->threads);
-    if (rc) {
+    if (rc) { /* removed while PMDK's lock keeps it ours */
+        pool_birth_end(b, rc != TXN_E_BUSY); /* BUSY: not the file PMDK made */
+        if (b->fd >= 0)
+            close(b->fd);
+        free(b);
         pmemobj_close(pop);
-        unlink(file);
+        return rc;
     }
-    return rc;
+    pmdk_of(p)->birth = b; /* named at seal */
+    return 0;
+}
+
+/* The new pool named (or, given up, its temporary removed): its birth
+ * record released. */
+static int birth_end(struct pmdk_pool *d, int publish)
+{
+    struct pool_birth *b = d->birth;
+    int rc = publish ? pool_birth_publish(b) : 0;
+    if (rc && publish)
+        return rc; /* the close to come removes it */
+    pool_birth_end(b, !publish);
+    close(b->fd);
+    free(b);
+    d->birth = NULL;
+    return 0;
 }
 
 int eng_pool_seal(txn_pool *p, txn_obj *root, size_t root_size, txn_obj *meta)
@@ -393,7 +472,7 @@ int eng_pool_seal(txn_pool *p, txn_obj *root, size_t root_size, txn_obj *meta)
     d->root_off = root_off;
     d->root_size = root_size;
     d->meta_off = meta_off;
-    return 0;
+    return d->birth ? birth_end(d, 1) : 0;
 }
 
 /* PMDK's copy-on-write open (the ctl copy_on_write.at_open, which PMDK's
@@ -435,8 +514,11 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
             restore_prefix(file, f);
         goto done;
     }
-    if ((rc = pool_start(p, pop, f->file_size, 0)))
-        pmemobj_close(pop);
+    if ((rc = pool_start(p, pop, f->file_size, 0))) {
+        pmemobj_close(pop); /* refused by struct meta: PMDK's writes undone (2.) */
+        if (!view)
+            restore_prefix(file, f);
+    }
 done:
     free(f);
     return rc;
@@ -445,6 +527,8 @@ done:
 void eng_pool_close(txn_pool *p)
 {
     PMEMobjpool *pop = pmdk_of(p)->pop;
+    if (pmdk_of(p)->birth) /* never sealed: removed while PMDK's lock holds */
+        birth_end(pmdk_of(p), 0);
     pool_free(p);
     pmemobj_close(pop);
 }
