@@ -25,6 +25,10 @@
 
 #include "common.h"
 
+/* The test case's time: a round (creation, kill, start) takes well under
+ * 0.2 s, but for pmdk in a sanitizer's build. */
+#define CREATE_KILL_SECONDS (30.0 + 0.5 * (double)env_u64("CREATE_KILLS", 20))
+
 /* What is created and started. make runs in the child (0: made); start
  * in the parent: 0, or nonzero with the reason in why[cap]. */
 struct ck_target {

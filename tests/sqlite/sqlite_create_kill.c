@@ -71,7 +71,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("sqlite_create_kill");
-    TCase *tc = test_tcase(s, "kills", 0);
+    TCase *tc = test_tcase(s, "kills", CREATE_KILL_SECONDS);
     tcase_add_test(tc, test_create_kill);
     return test_run(s, CK_FORK_GETENV, TAG);
 }
