@@ -247,6 +247,104 @@ static int open_error(const char *file, int e)
     }
 }
 
+/* ---- a bounded walk of PMDK's heap, before libpmemobj walks it
+ *
+ * libpmemobj steps through a zone by each chunk header's size in chunks,
+ * and through a run's used blocks by the size in each block's header; a
+ * size that damage set to 0 makes it step in place for ever (pmemobj_next
+ * never returned: the hang of kvstore-check-pmdk, docs/pool-tool.md). The
+ * same steps, each checked, refuse such a heap first. Offsets and rules of
+ * libpmemobj 1.12's heap (layout major 6, heap major 1). */
+#define HP_HDR 1024u /* heap header, then zone 0 */
+#define HP_MAX_CHUNK 65528u
+#define HP_CHUNK ((size_t)256 << 10)
+#define HP_ZONE_META ((size_t)64 + 8u * HP_MAX_CHUNK) /* zone header, chunk headers */
+#define HP_ZONE_MAX (HP_ZONE_META + HP_MAX_CHUNK * HP_CHUNK)
+#define HP_ZONE_MAGIC 0xC3F0A2D2u
+#define HP_RUN_HDR 16u /* block size, alignment */
+#define HP_SIZE_MASK ((1ull << 48) - 1) /* a compact header's size bits */
+enum { HP_TYPE_RUN = 4 };
+enum { HP_COMPACT = 1, HP_NO_HEADER = 2, HP_ALIGNED = 4, HP_FLEX = 8 };
+
+/* The used blocks of the run of `nchunks` chunks at `run`, stepped through
+ * as libpmemobj does: per 64-bit word of its bitmap, from each set bit by
+ * the block's size in units. Runs it lays out otherwise (fixed bitmaps of
+ * old pools, aligned runs) are left to it; blocks without a header have
+ * the unit's size, never 0. */
+static int check_run(const unsigned char *run, uint32_t nchunks, uint16_t flags, size_t zone,
+                     uint32_t chunk)
+{
+    if (!(flags & HP_FLEX) || (flags & (HP_ALIGNED | HP_NO_HEADER)))
+        return 0;
+    uint64_t unit = get64(run, 0);
+    size_t content = nchunks * HP_CHUNK - HP_RUN_HDR;
+    if (!unit || unit > content)
+        return REFUSE(TXN_E_CORRUPT, "PMDK's heap: zone %zu, chunk %u: a run of %llu-byte "
+                      "blocks", zone, chunk, (unsigned long long)unit);
+    /* the bitmap: its words rounded so that the blocks start on a line */
+    size_t nbits = content / unit, words = (nbits + 63) / 64;
+    words = (words + HP_RUN_HDR / 8 + 7) / 8 * 8 - HP_RUN_HDR / 8;
+    nbits = (content - words * 8) / unit;
+    const unsigned char *data = run + HP_RUN_HDR + words * 8;
+    for (size_t w = 0; w * 64 < nbits; w++) {
+        uint64_t bits = get64(run, HP_RUN_HDR + w * 8);
+        for (uint64_t b = 0; b < 64 && w * 64 + b < nbits;) {
+            if (!(bits >> b & 1)) {
+                b++;
+                continue;
+            }
+            const unsigned char *h = data + (w * 64 + b) * unit;
+            uint64_t size = flags & HP_COMPACT ? get64(h, 0) & HP_SIZE_MASK : get64(h, 8);
+            if (!size)
+                return REFUSE(TXN_E_CORRUPT, "PMDK's heap: zone %zu, chunk %u: block %llu of "
+                              "its run has size 0", zone, chunk,
+                              (unsigned long long)(w * 64 + b));
+            b += (size - 1) / unit + 1;
+        }
+    }
+    return 0;
+}
+
+/* The heap of the mapped pool `b` (size bytes): each zone's chunks by
+ * their sizes, each run's used blocks. */
+static int check_heap(const unsigned char *b, size_t size)
+{
+    uint64_t off = get64(b, PM_DSC + PM_DSC_HEAP_OFF), len = get64(b, PM_HEAP_SIZE);
+    if (!len && off < size)
+        len = size - off; /* pools of old versions do not record it */
+    if (off > size || len > size - off)
+        return REFUSE(TXN_E_CORRUPT, "object pool descriptor: heap at %llu of %llu bytes",
+                      (unsigned long long)off, (unsigned long long)len);
+    const unsigned char *heap = b + off;
+    for (size_t z = 0; HP_HDR + z * HP_ZONE_MAX + HP_ZONE_META + HP_CHUNK <= len; z++) {
+        const unsigned char *zone = heap + HP_HDR + z * HP_ZONE_MAX;
+        uint32_t magic = get32(zone, 0), n = get32(zone, 4);
+        size_t room = (len - HP_HDR - z * HP_ZONE_MAX - HP_ZONE_META) / HP_CHUNK;
+        if (!magic) /* a zone not in use yet: libpmemobj skips it too */
+            continue;
+        if (magic != HP_ZONE_MAGIC || n > HP_MAX_CHUNK || n > room)
+            return REFUSE(TXN_E_CORRUPT, "PMDK's heap: zone %zu header (magic %#x, %u chunks)",
+                          z, magic, n);
+        for (uint32_t c = 0; c < n;) {
+            const unsigned char *ch = zone + 64 + 8 * (size_t)c;
+            uint16_t type, flags;
+            memcpy(&type, ch, 2);
+            memcpy(&flags, ch + 2, 2);
+            uint32_t span = get32(ch, 4);
+            if (!span || span > n - c)
+                return REFUSE(TXN_E_CORRUPT, "PMDK's heap: zone %zu, chunk %u: %u chunks long",
+                              z, c, span);
+            int rc = type == HP_TYPE_RUN
+                       ? check_run(zone + HP_ZONE_META + c * HP_CHUNK, span, flags, z, c)
+                       : 0;
+            if (rc)
+                return rc;
+            c += span;
+        }
+    }
+    return 0;
+}
+
 /* ---- pools */
 
 /* Walks PMDK's heap: every object is live, except the internal ones. */
@@ -341,8 +439,11 @@ static int pool_start(txn_pool *p, PMEMobjpool *pop, size_t size, unsigned new_t
     p->base = (char *)pop;
     p->size = size;
     size_t words = (size / GRAIN + 31) / 32;
-    d->uuid_lo = pmemobj_first(pop).pool_uuid_lo; /* or by read_meta's root */
-    int rc = (d->state = calloc(words, sizeof *d->state)) ? 0 : TXN_E_NOMEM;
+    int rc = check_heap((const unsigned char *)pop, size);
+    if (!rc) /* read_meta's root sets it when there is no object */
+        d->uuid_lo = pmemobj_first(pop).pool_uuid_lo;
+    if (!rc && !(d->state = calloc(words, sizeof *d->state)))
+        rc = TXN_E_NOMEM;
     if (!rc) {
         scan_objects(p);
         p->max_ctx = new_threads;
