@@ -206,7 +206,7 @@ START_TEST(test_many_pools_one_thread)
     enum { NPOOLS = 12 };
     char names[NPOOLS][NAME_MAX_LEN];
     txn_pool *pools[NPOOLS];
-    txn_pool_opts o = {.size = (size_t)8 << 20, .threads = 2};
+    txn_pool_opts o = {.size = (size_t)16 << 20, .threads = 2}; /* pmdk's smallest */
 
     for (int i = 0; i < NPOOLS; i++) {
         pools[i] = create_pool_opts(names[i], &o);

@@ -23,7 +23,7 @@
 #include "txn.h"
 
 #define LAYOUT "pmtx-file-errors"
-#define POOL_SIZE ((size_t)8 << 20)
+#define POOL_SIZE ((size_t)16 << 20) /* pmdk's smallest */
 #define TEXT_LEN 1024
 #define NOBODY 65534 /* the uid and gid an unprivileged run takes */
 #define CALL_SECONDS 10 /* a refused call returns in far less */

@@ -18,7 +18,7 @@
 #include "txn.h"
 
 #define LAYOUT "pmtx-settings"
-#define POOL_SIZE ((size_t)8 << 20)
+#define POOL_SIZE ((size_t)16 << 20) /* pmdk's smallest */
 
 /* A value a setting refuses, and the words after "invalid argument: ". */
 static const struct bad {

@@ -107,6 +107,17 @@ static void find(struct found *f, const char *path, char **argv)
         hand_on(f, argv);
     if (f->verdict >= 0)
         read_layout(f);
+    /* a file that cannot be read: the cause first, for the problem text
+     * may be just the file's name (a missing file: "pool file does not
+     * exist: PATH") */
+    const char *cause = txn_strerror(f->verdict);
+    if (f->verdict < 0 && !strcmp(state_name(f), "cannot be read") &&
+        strncmp(f->info.problem, cause, strlen(cause))) {
+        char was[sizeof f->info.problem];
+        snprintf(was, sizeof was, "%s", f->info.problem);
+        snprintf(f->info.problem, sizeof f->info.problem, "%.100s%s%.150s", cause,
+                 *was ? ": " : "", was);
+    }
 }
 
 static void print_bytes(const char *label, uint64_t n)

@@ -356,8 +356,7 @@ static int pool_create(const char *path, const char *layout, const txn_pool_opts
         return rc;
     }
     if ((rc = pool_start(p)) || (rc = make_roots(p, o.root_size))) {
-        pool_end(p);
-        unlink(file);
+        pool_end(p); /* the format removes a pool it has not named yet */
         return rc;
     }
     *out = p;
@@ -388,6 +387,12 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     }
     *out = p;
     return 0;
+}
+
+size_t txn_pool_min_size(const txn_pool_opts *opts)
+{
+    struct pool_params o;
+    return params_of(opts, &o) ? 0 : eng_pool_min_size(&o);
 }
 
 /* Each pool call starts with no problem recorded and records the one it

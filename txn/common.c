@@ -1,6 +1,7 @@
 /* common.c - what every engine library shares, including those with a
  * pool format of their own: error strings, pool paths and their locked
  * open, deferred actions, parallel parts. */
+#define _GNU_SOURCE /* renameat2 */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -103,7 +104,7 @@ static void dir_of(const char *file, char *dir, size_t cap)
 
 int pool_file_error(const char *file, int e, size_t want)
 {
-    char dir[PATH_MAX], why[128];
+    char dir[PATH_MAX], why[128], buf[128];
     struct stat st;
     struct statvfs vfs;
     switch (e) {
@@ -126,9 +127,8 @@ int pool_file_error(const char *file, int e, size_t want)
         return REFUSE(TXN_E_NOSPACE,
                       "%s: no space left on device (%zu bytes requested, %llu free in %s)",
                       file, want, (unsigned long long)vfs.f_bavail * vfs.f_frsize, dir);
-    default:
-        if (strerror_r(e, why, sizeof why))
-            snprintf(why, sizeof why, "error %d", e);
+    default: /* GNU strerror_r: it may return a static string, not fill buf */
+        snprintf(why, sizeof why, "%s", strerror_r(e, buf, sizeof buf));
         why[0] = (char)tolower((unsigned char)why[0]); /* it follows a name */
         return REFUSE(TXN_E_IO, "%s: %s", file, why);
     }
@@ -169,6 +169,99 @@ int pool_lock_file(const char *file, int flags, int *fd)
     if (rc)
         close(*fd);
     return rc;
+}
+
+int pool_birth_begin(const char *file, struct pool_birth *b)
+{
+    struct stat st, at;
+    size_t n = strlen(file);
+    *b = (struct pool_birth){malloc(n + 1), malloc(n + sizeof POOL_BIRTH_SUFFIX), -1};
+    if (!b->file || !b->tmp) {
+        pool_birth_end(b, 0);
+        return TXN_E_NOMEM;
+    }
+    memcpy(b->file, file, n + 1);
+    snprintf(b->tmp, n + sizeof POOL_BIRTH_SUFFIX, "%s%s", file, POOL_BIRTH_SUFFIX);
+    int rc = 0;
+    /* early, for the usual message: the rename is what refuses for sure */
+    if (!lstat(file, &st))
+        rc = pool_file_error(file, EEXIST, 0);
+    /* The lock decides which of two creations proceeds; a temporary whose
+     * name was taken over or removed between the open and the lock is not
+     * the one under the name: open again. */
+    for (int tries = 0; !rc && b->fd < 0; tries++) {
+        int fd = open(b->tmp, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0644);
+        if (fd < 0) {
+            rc = errno == ELOOP ? REFUSE(TXN_E_IO, "%s: its temporary %s is a symbolic link",
+                                         file, b->tmp)
+                                : pool_file_error(file, errno, 0);
+        } else if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+            rc = REFUSE(TXN_E_IO, "%s: its temporary %s is not a regular file", file, b->tmp);
+        } else if (flock(fd, LOCK_EX | LOCK_NB)) {
+            rc = errno == EWOULDBLOCK
+                   ? REFUSE(TXN_E_BUSY, "%s: being created by another process", file)
+                   : pool_file_error(file, errno, 0);
+        } else if (st.st_nlink > 1) { /* a link whose removal was cut short */
+            rc = REFUSE(TXN_E_EXIST, "%s: its temporary %s is another name of a file", file,
+                        b->tmp);
+        } else if (lstat(b->tmp, &at) || at.st_ino != st.st_ino || at.st_dev != st.st_dev) {
+            if (tries == 8)
+                rc = REFUSE(TXN_E_BUSY, "%s: its temporary %s keeps changing", file, b->tmp);
+        } else if (ftruncate(fd, 0) || fcntl(fd, F_SETFL, 0)) {
+            rc = pool_file_error(file, errno, 0);
+        } else {
+            b->fd = fd;
+            break;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    if (rc)
+        pool_birth_end(b, 0);
+    return rc;
+}
+
+/* The directory entry made durable: nothing to do on a filesystem in
+ * memory (fsync returns at once there), one write on a real one. */
+static void sync_dir(const char *file)
+{
+    char dir[PATH_MAX];
+    dir_of(file, dir, sizeof dir);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd); /* some filesystems refuse it (EINVAL): nothing to sync */
+        close(fd);
+    }
+}
+
+int pool_birth_publish(struct pool_birth *b)
+{
+    if (fsync(b->fd))
+        return pool_file_error(b->file, errno, 0);
+    if (renameat2(AT_FDCWD, b->tmp, AT_FDCWD, b->file, RENAME_NOREPLACE)) {
+        int e = errno;
+        if (e == EINVAL || e == ENOSYS) { /* a filesystem without the flag: */
+            e = link(b->tmp, b->file) ? errno : 0; /* link() never replaces either */
+            if (!e) /* should this fail, the next creation refuses the second name */
+                unlink(b->tmp);
+        }
+        if (e == EEXIST)
+            return REFUSE(TXN_E_EXIST, "%s: made by another process during this creation",
+                          b->file);
+        if (e)
+            return pool_file_error(b->file, e, 0);
+    }
+    sync_dir(b->file);
+    return 0;
+}
+
+void pool_birth_end(struct pool_birth *b, int abandon)
+{
+    if (abandon && b->tmp)
+        unlink(b->tmp);
+    free(b->file);
+    free(b->tmp);
+    b->file = b->tmp = NULL;
 }
 
 int txn_pool_path(const char *path, char *out, size_t cap)

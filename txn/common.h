@@ -38,6 +38,34 @@ int pool_lock_file(const char *file, int flags, int *fd);
  * and the bytes free. */
 int pool_file_error(const char *file, int e, size_t want);
 
+/* A pool file being created: made under a temporary name beside its own,
+ * PATH.pmtx-new, and renamed to PATH once complete (sealed), so that a
+ * crash during creation never leaves a file under PATH that no open can
+ * use. A name with that suffix is this library's by convention: the next
+ * creation of PATH takes over (empties and reuses) what a killed one left
+ * there, so such files never pile up. */
+#define POOL_BIRTH_SUFFIX ".pmtx-new"
+struct pool_birth {
+    char *file; /* the pool's name (malloc'ed, as tmp) */
+    char *tmp;  /* where it is made */
+    int fd;     /* tmp opened read-write; the caller keeps it (pmtx's format: its
+                   pool fd) or closes it */
+};
+
+/* Claim the temporary of `file`: TXN_E_EXIST when `file` exists,
+ * TXN_E_BUSY while another creation of it holds the temporary, else the
+ * temporary created or taken over, empty, and locked (flock, as
+ * pool_lock_file) in b->fd. Each refusal names `file` and its cause. */
+int pool_birth_begin(const char *file, struct pool_birth *b);
+/* The complete pool named: the temporary's data synced, renamed to the
+ * pool's name without replacing anything there (TXN_E_EXIST, the
+ * temporary kept for pool_birth_end), the directory synced. */
+int pool_birth_publish(struct pool_birth *b);
+/* Release b's names; with `abandon` (a creation given up, while its
+ * temporary is still locked by this process) the temporary removed. The
+ * fd is the caller's. */
+void pool_birth_end(struct pool_birth *b, int abandon);
+
 /* The first 8 bytes of a pool of pmtx's own format (pool.h). */
 #define POOL_MAGIC 0x31585448544d5050ull /* "PPMTHTX1" */
 

@@ -99,14 +99,20 @@ struct pool_params {
  * `layout` and fill `p` (zeroed by the caller but for the front end's
  * fields): base, size, max_ctx, and the format's own state. The pool then
  * takes transactions; the front end makes its root and meta objects in
- * one and hands them to eng_pool_seal(). On failure nothing is left: the
- * file is removed, `p` holds nothing to release. */
+ * one and hands them to eng_pool_seal(). The file is made under a
+ * temporary name (common.h: struct pool_birth) that seal renames to
+ * `file`, so no crash leaves an incomplete pool under `file`. On failure
+ * nothing is left: `p` holds nothing to release. */
 int eng_pool_create(txn_pool *p, const char *file, const char *layout,
                     const struct pool_params *o);
 
+/* The smallest pool file eng_pool_create() takes with `o`
+ * (txn_pool_min_size()). */
+size_t eng_pool_min_size(const struct pool_params *o);
+
 /* Record a new pool's root (root_size payload bytes) and meta object
- * durably; the pool is valid from then on (a crash before leaves a file
- * that open refuses). */
+ * durably, then give the file its name: the pool exists from then on. A
+ * close of a pool never sealed removes its file. */
 int eng_pool_seal(txn_pool *p, txn_obj *root, size_t root_size, txn_obj *meta);
 
 /* Open `file`: check everything before writing anything (on any error the

@@ -1,6 +1,7 @@
 /* pool.c - pmtx's pool format (engine.h's eng_pool_* layer): pool files
  * created, validated, mapped, recovered and closed. */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -30,6 +31,10 @@
 #define MAP_ALIGN (1ull << 30)
 
 #define MIN_SIZE (2u << 20)
+/* The smallest heap of a new pool: each size class in use takes a chunk
+ * of its own, so fewer chunks leave a pool that takes the root and little
+ * else (4 chunks: the key-value store's first SET failed). */
+#define MIN_CHUNKS 16u
 #define MIN_LOG (64u << 10)
 #define MAX_LOG (16u << 20)
 
@@ -81,6 +86,11 @@ static int map_anywhere(int fd, size_t size, char **out)
 /* What create and open set up in `p`, undone (p->base NULL: nothing). */
 static void pool_unmap(txn_pool *p)
 {
+    if (p->birth) { /* a new pool never sealed: its temporary goes */
+        pool_birth_end(p->birth, 1);
+        free(p->birth);
+        p->birth = NULL;
+    }
     alloc_close(p);
     if (p->base)
         munmap(p->base, p->size);
@@ -88,13 +98,29 @@ static void pool_unmap(txn_pool *p)
     p->base = NULL;
 }
 
+static size_t slot_bytes(size_t log_size)
+{
+    return align_up(log_size + 2 * sizeof(struct slot_hdr), PM_LINE);
+}
+
+/* The header, the threads' log slots, and a heap of MIN_CHUNKS chunks with
+ * their chunk table entries. */
+size_t eng_pool_min_size(const struct pool_params *o)
+{
+    size_t ctab = POOL_HDR_SIZE + o->threads * slot_bytes(o->log_size);
+    size_t min = align_up(ctab + MIN_CHUNKS * 8, CHUNK_SIZE) + MIN_CHUNKS * (size_t)CHUNK_SIZE;
+    return min < MIN_SIZE ? MIN_SIZE : min;
+}
+
 /* Lay out a new pool's header (all but root and checksum). */
 static int plan(struct pool_hdr *h, const char *layout, const struct pool_params *o)
 {
-    if (o->size < MIN_SIZE)
-        return REFUSE(TXN_E_INVAL, "pool size %zu: at least %u bytes", o->size, MIN_SIZE);
     if (o->log_size < MIN_LOG || o->log_size > MAX_LOG)
         return REFUSE(TXN_E_INVAL, "log size %zu: %u to %u bytes", o->log_size, MIN_LOG, MAX_LOG);
+    size_t min = eng_pool_min_size(o);
+    if (o->size < min)
+        return REFUSE(TXN_E_INVAL, "pool size %zu: at least %zu bytes for %u threads' logs of "
+                      "%zu bytes", o->size, min, o->threads, o->log_size);
     memset(h, 0, sizeof *h);
     h->magic = POOL_MAGIC;
     h->format = POOL_FORMAT;
@@ -103,15 +129,13 @@ static int plan(struct pool_hdr *h, const char *layout, const struct pool_params
     snprintf(h->engine, sizeof h->engine, "%s", eng_name);
     h->size = o->size;
     h->nslots = o->threads;
-    h->slot_size = align_up(o->log_size + 2 * sizeof(struct slot_hdr), PM_LINE);
+    h->slot_size = slot_bytes(o->log_size);
     h->slots_off = POOL_HDR_SIZE;
     h->ctab_off = h->slots_off + h->nslots * h->slot_size;
     size_t n = h->ctab_off < h->size ? (h->size - h->ctab_off) / (CHUNK_SIZE + 8) : 0;
     while (n && align_up(h->ctab_off + n * 8, CHUNK_SIZE) + n * (size_t)CHUNK_SIZE > h->size)
         n--;
-    if (n < 4)
-        return REFUSE(TXN_E_INVAL, "pool size %zu: its %u log slots of %zu bytes leave no "
-                      "heap of 4 chunks", o->size, o->threads, (size_t)h->slot_size);
+    assert(n >= MIN_CHUNKS); /* eng_pool_min_size() counts for them */
     h->nchunks = n;
     h->heap_off = align_up(h->ctab_off + n * 8, CHUNK_SIZE);
     return 0;
@@ -121,9 +145,14 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
                     const struct pool_params *o)
 {
     struct pool_hdr h;
-    int rc = plan(&h, layout, o), fd;
-    if (rc || (rc = pool_lock_file(file, O_RDWR | O_CREAT | O_EXCL, &fd)))
+    struct pool_birth *b = malloc(sizeof *b);
+    int rc = b ? plan(&h, layout, o) : TXN_E_NOMEM, fd;
+    if (rc || (rc = pool_birth_begin(file, b))) {
+        free(b);
         return rc;
+    }
+    fd = b->fd;
+    p->birth = b; /* the file gets its name at seal */
     char *base = NULL;
     if ((rc = posix_fallocate(fd, 0, (off_t)h.size))) {
         rc = pool_file_error(file, rc, h.size); /* ENOSPC: with the sizes */
@@ -151,13 +180,14 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
     vec_init(&none, sizeof(uint64_t));
     if ((rc = alloc_open(p, &none))) {
         pool_unmap(p);
-        unlink(file);
         return rc;
     }
     return 0;
 fail:
+    pool_birth_end(b, 1);
+    free(b);
+    p->birth = NULL;
     close(fd);
-    unlink(file);
     return rc;
 }
 
@@ -168,7 +198,15 @@ int eng_pool_seal(txn_pool *p, txn_obj *root, size_t root_size, txn_obj *meta)
     pm_store64(&p->hdr->layout_rec, (uint64_t)(uintptr_t)meta);
     pm_store64(&p->hdr->checksum, hdr_csum(p->hdr));
     pm_persist(p->hdr, sizeof *p->hdr);
-    return 0;
+    if (!p->birth)
+        return 0;
+    int rc = pool_birth_publish(p->birth);
+    if (!rc) { /* named: no longer a temporary to remove at close */
+        pool_birth_end(p->birth, 0);
+        free(p->birth);
+        p->birth = NULL;
+    }
+    return rc;
 }
 
 /* The header's layout, each field against the others and the file. */

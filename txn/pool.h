@@ -119,6 +119,8 @@ struct txn_pool {
     void *eng;                /* the engine's lock (its own rules) */
     /* pmtx's format */
     int fd;                   /* open: kept open, holds the flock */
+    struct pool_birth *birth; /* open: a new pool's names until its seal
+                                 renames it into place, then NULL */
     struct pool_hdr *hdr;     /* open: = base */
     struct alloc_state *al;   /* open (its fields: alloc.c's lock) */
     struct vec *open_recs;    /* open only: while txn_pool_open recovers:

@@ -64,6 +64,9 @@ struct pmdk_pool {
     size_t reserve_size;
     uint64_t reserve_busy; /* a transaction holds it */
     uint64_t *state;       /* 2 bits per granule: ST_* */
+    struct pool_birth *birth; /* a new pool's names until seal renames it
+                                 into place (birth->fd: an fd of the file,
+                                 not locked: PMDK holds the lock), then NULL */
 };
 
 /* tx->eng: one thread's context. */

@@ -247,6 +247,104 @@ static int open_error(const char *file, int e)
     }
 }
 
+/* ---- a bounded walk of PMDK's heap, before libpmemobj walks it
+ *
+ * libpmemobj steps through a zone by each chunk header's size in chunks,
+ * and through a run's used blocks by the size in each block's header; a
+ * size that damage set to 0 makes it step in place for ever (pmemobj_next
+ * never returned: the hang of kvstore-check-pmdk, docs/pool-tool.md). The
+ * same steps, each checked, refuse such a heap first. Offsets and rules of
+ * libpmemobj 1.12's heap (layout major 6, heap major 1). */
+#define HP_HDR 1024u /* heap header, then zone 0 */
+#define HP_MAX_CHUNK 65528u
+#define HP_CHUNK ((size_t)256 << 10)
+#define HP_ZONE_META ((size_t)64 + 8u * HP_MAX_CHUNK) /* zone header, chunk headers */
+#define HP_ZONE_MAX (HP_ZONE_META + HP_MAX_CHUNK * HP_CHUNK)
+#define HP_ZONE_MAGIC 0xC3F0A2D2u
+#define HP_RUN_HDR 16u /* block size, alignment */
+#define HP_SIZE_MASK ((1ull << 48) - 1) /* a compact header's size bits */
+enum { HP_TYPE_RUN = 4 };
+enum { HP_COMPACT = 1, HP_NO_HEADER = 2, HP_ALIGNED = 4, HP_FLEX = 8 };
+
+/* The used blocks of the run of `nchunks` chunks at `run`, stepped through
+ * as libpmemobj does: per 64-bit word of its bitmap, from each set bit by
+ * the block's size in units. Runs it lays out otherwise (fixed bitmaps of
+ * old pools, aligned runs) are left to it; blocks without a header have
+ * the unit's size, never 0. */
+static int check_run(const unsigned char *run, uint32_t nchunks, uint16_t flags, size_t zone,
+                     uint32_t chunk)
+{
+    if (!(flags & HP_FLEX) || (flags & (HP_ALIGNED | HP_NO_HEADER)))
+        return 0;
+    uint64_t unit = get64(run, 0);
+    size_t content = nchunks * HP_CHUNK - HP_RUN_HDR;
+    if (!unit || unit > content)
+        return REFUSE(TXN_E_CORRUPT, "PMDK's heap: zone %zu, chunk %u: a run of %llu-byte "
+                      "blocks", zone, chunk, (unsigned long long)unit);
+    /* the bitmap: its words rounded so that the blocks start on a line */
+    size_t nbits = content / unit, words = (nbits + 63) / 64;
+    words = (words + HP_RUN_HDR / 8 + 7) / 8 * 8 - HP_RUN_HDR / 8;
+    nbits = (content - words * 8) / unit;
+    const unsigned char *data = run + HP_RUN_HDR + words * 8;
+    for (size_t w = 0; w * 64 < nbits; w++) {
+        uint64_t bits = get64(run, HP_RUN_HDR + w * 8);
+        for (uint64_t b = 0; b < 64 && w * 64 + b < nbits;) {
+            if (!(bits >> b & 1)) {
+                b++;
+                continue;
+            }
+            const unsigned char *h = data + (w * 64 + b) * unit;
+            uint64_t size = flags & HP_COMPACT ? get64(h, 0) & HP_SIZE_MASK : get64(h, 8);
+            if (!size)
+                return REFUSE(TXN_E_CORRUPT, "PMDK's heap: zone %zu, chunk %u: block %llu of "
+                              "its run has size 0", zone, chunk,
+                              (unsigned long long)(w * 64 + b));
+            b += (size - 1) / unit + 1;
+        }
+    }
+    return 0;
+}
+
+/* The heap of the mapped pool `b` (size bytes): each zone's chunks by
+ * their sizes, each run's used blocks. */
+static int check_heap(const unsigned char *b, size_t size)
+{
+    uint64_t off = get64(b, PM_DSC + PM_DSC_HEAP_OFF), len = get64(b, PM_HEAP_SIZE);
+    if (!len && off < size)
+        len = size - off; /* pools of old versions do not record it */
+    if (off > size || len > size - off)
+        return REFUSE(TXN_E_CORRUPT, "object pool descriptor: heap at %llu of %llu bytes",
+                      (unsigned long long)off, (unsigned long long)len);
+    const unsigned char *heap = b + off;
+    for (size_t z = 0; HP_HDR + z * HP_ZONE_MAX + HP_ZONE_META + HP_CHUNK <= len; z++) {
+        const unsigned char *zone = heap + HP_HDR + z * HP_ZONE_MAX;
+        uint32_t magic = get32(zone, 0), n = get32(zone, 4);
+        size_t room = (len - HP_HDR - z * HP_ZONE_MAX - HP_ZONE_META) / HP_CHUNK;
+        if (!magic) /* a zone not in use yet: libpmemobj skips it too */
+            continue;
+        if (magic != HP_ZONE_MAGIC || n > HP_MAX_CHUNK || n > room)
+            return REFUSE(TXN_E_CORRUPT, "PMDK's heap: zone %zu header (magic %#x, %u chunks)",
+                          z, magic, n);
+        for (uint32_t c = 0; c < n;) {
+            const unsigned char *ch = zone + 64 + 8 * (size_t)c;
+            uint16_t type, flags;
+            memcpy(&type, ch, 2);
+            memcpy(&flags, ch + 2, 2);
+            uint32_t span = get32(ch, 4);
+            if (!span || span > n - c)
+                return REFUSE(TXN_E_CORRUPT, "PMDK's heap: zone %zu, chunk %u: %u chunks long",
+                              z, c, span);
+            int rc = type == HP_TYPE_RUN
+                       ? check_run(zone + HP_ZONE_META + c * HP_CHUNK, span, flags, z, c)
+                       : 0;
+            if (rc)
+                return rc;
+            c += span;
+        }
+    }
+    return 0;
+}
+
 /* ---- pools */
 
 /* Walks PMDK's heap: every object is live, except the internal ones. */
@@ -279,19 +377,30 @@ static int read_meta(txn_pool *p)
     if (d->meta_obj) {
         PMEMoid o = oid_of(p, d->meta_obj);
         if (pmemobj_alloc_usable_size(o) < sizeof *m)
-            return TXN_E_CORRUPT;
+            return REFUSE(TXN_E_CORRUPT, "the engine's meta object is too small");
         m = pmemobj_direct(o);
+        if (m->magic == 0)
+            return REFUSE(TXN_E_CORRUPT, "its creation did not complete (the engine's meta "
+                          "object is not sealed)");
         if (m->magic != META_SEALED && m->magic != META_V1)
-            return TXN_E_CORRUPT; /* creation did not complete */
+            return REFUSE(TXN_E_CORRUPT, "the engine's meta object: unknown magic %#llx",
+                          (unsigned long long)m->magic);
         if (m->threads == 0 || m->threads > TXN_MAX_THREADS)
-            return TXN_E_CORRUPT;
+            return REFUSE(TXN_E_CORRUPT, "the engine's meta object: %u threads", m->threads);
         p->max_ctx = m->threads;
+    } else if (OID_IS_NULL(pmemobj_first(d->pop)) && !pmemobj_root_size(d->pop)) {
+        /* nothing at all: not a pool made elsewhere (which has a root or
+         * objects) but one whose creation stopped inside pmemobj_create or
+         * before the engine's first object */
+        return REFUSE(TXN_E_CORRUPT, "its creation did not complete (a libpmemobj pool "
+                      "with no object)");
     }
     if (m && m->magic == META_SEALED) {
         if (m->root_off % GRAIN || m->root_off >= p->size || st_get(p, m->root_off) != ST_LIVE ||
             m->meta_off % GRAIN || m->meta_off >= p->size || st_get(p, m->meta_off) != ST_LIVE ||
             m->root_size > pmemobj_alloc_usable_size(oid_of(p, m->root_off)))
-            return TXN_E_CORRUPT;
+            return REFUSE(TXN_E_CORRUPT, "the engine's meta object names no root or meta "
+                          "object of the pool");
         d->root_off = m->root_off;
         d->root_size = m->root_size;
         d->meta_off = m->meta_off;
@@ -330,8 +439,11 @@ static int pool_start(txn_pool *p, PMEMobjpool *pop, size_t size, unsigned new_t
     p->base = (char *)pop;
     p->size = size;
     size_t words = (size / GRAIN + 31) / 32;
-    d->uuid_lo = pmemobj_first(pop).pool_uuid_lo; /* or by read_meta's root */
-    int rc = (d->state = calloc(words, sizeof *d->state)) ? 0 : TXN_E_NOMEM;
+    int rc = check_heap((const unsigned char *)pop, size);
+    if (!rc) /* read_meta's root sets it when there is no object */
+        d->uuid_lo = pmemobj_first(pop).pool_uuid_lo;
+    if (!rc && !(d->state = calloc(words, sizeof *d->state)))
+        rc = TXN_E_NOMEM;
     if (!rc) {
         scan_objects(p);
         p->max_ctx = new_threads;
@@ -352,29 +464,92 @@ static int meta_init(PMEMobjpool *pop, void *ptr, void *arg)
     return 0;
 }
 
+/* The smallest pool of this engine: libpmemobj's own minimum (8 MiB)
+ * serves none of the engine's objects once its reserve is made, and each
+ * size class in use takes a run of its own (docs/pool-tool.md has the
+ * measurements: 9 MiB for the first 256-byte object, 15 MiB for one object
+ * of each of 8 sizes from 16 bytes to 256 KiB). */
+#define MIN_POOL ((size_t)16 << 20)
+_Static_assert(MIN_POOL >= PMEMOBJ_MIN_POOL, "below libpmemobj's minimum");
+
+size_t eng_pool_min_size(const struct pool_params *o)
+{
+    (void)o; /* PMDK's lanes are fixed; its logs grow in the heap */
+    return MIN_POOL;
+}
+
 int eng_pool_create(txn_pool *p, const char *file, const char *layout,
                     const struct pool_params *o)
 {
-    size_t size = o->size < PMEMOBJ_MIN_POOL ? PMEMOBJ_MIN_POOL : o->size; /* PMDK's minimum */
+    size_t size = o->size, min = eng_pool_min_size(o);
+    if (size < min)
+        return REFUSE(TXN_E_INVAL, "pool size %zu: at least %zu bytes for the pmdk engine", size,
+                      min);
     if (o->root_size >= size || o->root_size > PMEMOBJ_MAX_ALLOC_SIZE)
         return TXN_E_NOSPACE;
     /* o->log_size has no meaning here: PMDK's logs grow by themselves */
-    PMEMobjpool *pop = pmemobj_create(file, layout, size, 0644);
-    if (!pop) /* EINVAL: PMDK refused the size or the layout */
-        return errno == EINVAL ? TXN_E_INVAL : pool_file_error(file, errno, size);
+    struct pool_birth *b = malloc(sizeof *b);
+    int rc = b ? pool_birth_begin(file, b) : TXN_E_NOMEM;
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    /* PMDK creates the temporary itself (O_EXCL), under a lock of its own:
+     * one taken over is removed while ours holds. A file it makes it knows
+     * to be zero; in one it is given it clears the heap (32 MiB: 6-10 ms
+     * more a creation, measured). Another creation that makes the name in
+     * between makes PMDK's fail (TXN_E_BUSY). */
+    unlink(b->tmp);
+    close(b->fd);
+    b->fd = -1;
+    PMEMobjpool *pop = pmemobj_create(b->tmp, layout, size, 0644);
+    if (!pop) {
+        rc = errno == EEXIST || errno == EWOULDBLOCK
+               ? REFUSE(TXN_E_BUSY, "%s: being created by another process", file)
+           : errno == EINVAL ? REFUSE(TXN_E_INVAL, "libpmemobj: %s", pmemobj_errormsg())
+                             : pool_file_error(file, errno, size);
+        pool_birth_end(b, 0);
+        free(b);
+        return rc;
+    }
+    /* an fd of the file PMDK made, for the sync before its rename: one
+     * that PMDK holds locked, else the name is another's by now */
+    b->fd = open(b->tmp, O_RDONLY | O_CLOEXEC);
+    if (b->fd < 0 || !flock(b->fd, LOCK_EX | LOCK_NB) || errno != EWOULDBLOCK)
+        rc = REFUSE(TXN_E_BUSY, "%s: being created by another process", file);
     PMEMoid m;
     unsigned threads = o->threads;
-    int rc = 0;
-    if (pmemobj_xalloc(pop, &m, sizeof(struct meta), TYPE_META, 0, meta_init, &threads) ||
-        pmemobj_alloc(pop, &m, RESERVE_SIZE, TYPE_RESERVE, NULL, NULL))
-        rc = TXN_E_NOSPACE;
+    if (!rc && (pmemobj_xalloc(pop, &m, sizeof(struct meta), TYPE_META, 0, meta_init, &threads) ||
+                pmemobj_alloc(pop, &m, RESERVE_SIZE, TYPE_RESERVE, NULL, NULL)))
+        rc = REFUSE(TXN_E_NOSPACE, "pool size %zu: libpmemobj has no room for the engine's "
+                    "own objects", size);
     if (!rc)
         rc = pool_start(p, pop, size, o->threads);
-    if (rc) {
+    if (rc) { /* removed while PMDK's lock keeps it ours */
+        pool_birth_end(b, rc != TXN_E_BUSY); /* BUSY: not the file PMDK made */
+        if (b->fd >= 0)
+            close(b->fd);
+        free(b);
         pmemobj_close(pop);
-        unlink(file);
+        return rc;
     }
-    return rc;
+    pmdk_of(p)->birth = b; /* named at seal */
+    return 0;
+}
+
+/* The new pool named (or, given up, its temporary removed): its birth
+ * record released. */
+static int birth_end(struct pmdk_pool *d, int publish)
+{
+    struct pool_birth *b = d->birth;
+    int rc = publish ? pool_birth_publish(b) : 0;
+    if (rc && publish)
+        return rc; /* the close to come removes it */
+    pool_birth_end(b, !publish);
+    close(b->fd);
+    free(b);
+    d->birth = NULL;
+    return 0;
 }
 
 int eng_pool_seal(txn_pool *p, txn_obj *root, size_t root_size, txn_obj *meta)
@@ -393,7 +568,7 @@ int eng_pool_seal(txn_pool *p, txn_obj *root, size_t root_size, txn_obj *meta)
     d->root_off = root_off;
     d->root_size = root_size;
     d->meta_off = meta_off;
-    return 0;
+    return d->birth ? birth_end(d, 1) : 0;
 }
 
 /* PMDK's copy-on-write open (the ctl copy_on_write.at_open, which PMDK's
@@ -435,8 +610,11 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
             restore_prefix(file, f);
         goto done;
     }
-    if ((rc = pool_start(p, pop, f->file_size, 0)))
-        pmemobj_close(pop);
+    if ((rc = pool_start(p, pop, f->file_size, 0))) {
+        pmemobj_close(pop); /* refused by struct meta: PMDK's writes undone (2.) */
+        if (!view)
+            restore_prefix(file, f);
+    }
 done:
     free(f);
     return rc;
@@ -445,6 +623,8 @@ done:
 void eng_pool_close(txn_pool *p)
 {
     PMEMobjpool *pop = pmdk_of(p)->pop;
+    if (pmdk_of(p)->birth) /* never sealed: removed while PMDK's lock holds */
+        birth_end(pmdk_of(p), 0);
     pool_free(p);
     pmemobj_close(pop);
 }

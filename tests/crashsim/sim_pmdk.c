@@ -15,7 +15,8 @@
  * 310 images when it was sized by parts). */
 size_t sim_pool_size(size_t size, int parts, int threads)
 {
-    return ((size_t)4 << 20) + 3 * size * (size_t)(threads > parts ? threads : parts);
+    size_t n = ((size_t)4 << 20) + 3 * size * (size_t)(threads > parts ? threads : parts);
+    return n < txn_pool_min_size(NULL) ? txn_pool_min_size(NULL) : n; /* what create takes */
 }
 
 int sim_region(txn_pool *p, void **base, size_t *size)

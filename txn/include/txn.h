@@ -116,7 +116,8 @@ const char *txn_engine_name(void);
 
 /* Options for txn_pool_create(); zero means the default. */
 typedef struct txn_pool_opts {
-    size_t size;       /* file size in bytes (default 64 MiB, min 2 MiB) */
+    size_t size;       /* file size in bytes (default 64 MiB, at least
+                          txn_pool_min_size()) */
     size_t root_size;  /* payload bytes of the root object (default 64);
                           zero-filled at creation */
     unsigned threads;  /* log slots = max threads in transactions at once
@@ -130,10 +131,19 @@ typedef struct txn_pool_opts {
  * A relative path is taken under $TXN_POOL_DIR, default /dev/shm.
  * Returns 0 and *out, or TXN_E_EXIST, TXN_E_INVAL, TXN_E_IO, TXN_E_BUSY,
  * TXN_E_NOENT (its directory does not exist), TXN_E_NOSPACE (root does not
- * fit, or the filesystem has no room). The file is removed on failure.
- * Durable on return. */
+ * fit, or the filesystem has no room). The file appears under `path`
+ * only once complete (made under `path`.pmtx-new and renamed), so a
+ * crash during the call leaves no pool, never a broken one; nothing is
+ * left on failure. Durable on return. */
 int txn_pool_create(const char *path, const char *layout,
                     const txn_pool_opts *opts, txn_pool **out);
+
+/* The smallest file size txn_pool_create() takes with `opts` (NULL or
+ * zero fields: the defaults) on the linked engine, or 0 when opts are
+ * invalid. pmtx's format: room for the threads' log slots and a heap of 16
+ * chunks of 64 KiB (5,308,416 bytes at the defaults); pmdk: 16 MiB, what
+ * libpmemobj needs to serve objects of several sizes (docs/pool-tool.md). */
+size_t txn_pool_min_size(const txn_pool_opts *opts);
 
 /* The file a pool path names: `path` itself when it is absolute, else
  * `path` under $TXN_POOL_DIR (default /dev/shm), as every txn_pool_* call
