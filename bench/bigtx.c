@@ -12,7 +12,12 @@
  * the cost is linear in n, about n / n_smallest when it is quadratic.
  *
  *   bigtx-<engine> [--writes 10000,100000,1000000] [--allocs 10000,100000]
- *                  [--size 64] [--pool-mb 1536] [--reps 3]
+ *                  [--tails 65536,1048576] [--size 64] [--pool-mb 1536] [--reps 3]
+ *
+ * --tails S,...: transactions that each write 1 KiB at the end of one
+ * object of S bytes (an APPEND into a value with room): ns_per_op is a
+ * transaction's time, `ratio` its growth with S (an engine that copies
+ * the object at its first write: about S / S_smallest).
  *
  * Each point is the fastest of --reps transactions.
  *
@@ -33,11 +38,11 @@
 #define CHUNK 8192u /* objects per setup transaction */
 
 static struct {
-    uint64_t writes[MAX_NS], allocs[MAX_NS];
-    unsigned nwrites, nallocs;
+    uint64_t writes[MAX_NS], allocs[MAX_NS], tails[MAX_NS];
+    unsigned nwrites, nallocs, ntails;
     size_t size, pool_mb;
     unsigned reps;
-} cfg = {{10000, 100000, 1000000}, {10000, 100000}, 3, 2, 64, 1536, 3};
+} cfg = {{10000, 100000, 1000000}, {10000, 100000}, {0}, 3, 2, 0, 64, 1536, 3};
 
 static char pool_name[64];
 
@@ -221,6 +226,47 @@ static void run_allocs(txn_pool *p)
     }
 }
 
+/* Per object size S: transactions that write 1 KiB at its end. */
+static void run_tails(txn_pool *p)
+{
+    enum { TAIL = 1024, PER_POINT = 64 };
+    static char buf[TAIL];
+    double first = 0;
+    for (unsigned k = 0; k < cfg.ntails; k++) {
+        uint64_t size = cfg.tails[k] < TAIL ? TAIL : cfg.tails[k];
+        txn *tx;
+        txn_obj *o;
+        int rc = txn_begin(p, &tx);
+        if (!rc && (rc = txn_alloc(tx, size, &o)))
+            txn_abort(tx);
+        if (rc || (rc = txn_commit(tx)))
+            die("the tail's object", rc);
+        double best = 0;
+        for (unsigned rep = 0; rep < cfg.reps; rep++) {
+            double t0 = now_s();
+            for (unsigned i = 0; i < PER_POINT; i++) {
+                memset(buf, 'a' + (int)(i % 26), sizeof buf);
+                if ((rc = txn_begin(p, &tx)))
+                    die("tail writes", rc);
+                if ((rc = txn_write(tx, o, size - TAIL, buf, TAIL))) {
+                    txn_abort(tx);
+                    die("tail writes", rc);
+                }
+                if ((rc = txn_commit(tx)))
+                    die("tail writes", rc);
+            }
+            best = keep_best(best, (now_s() - t0) / PER_POINT);
+        }
+        if (first == 0)
+            first = best;
+        printf("%-6s %-12s %8llu %9.6f %9.1f %6.2f\n", txn_engine_name(), "tail-1k",
+               (unsigned long long)size, best, best * 1e9, best / first);
+        fflush(stdout);
+        if ((rc = txn_begin(p, &tx)) || (rc = txn_free(tx, o)) || (rc = txn_commit(tx)))
+            die("the tail's object", rc);
+    }
+}
+
 static int parse_list(const char *s, uint64_t *out, unsigned *n)
 {
     *n = 0;
@@ -238,6 +284,7 @@ static int parse_list(const char *s, uint64_t *out, unsigned *n)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"writes", 1, 0, 'w'}, {"allocs", 1, 0, 'a'},
+                                         {"tails", 1, 0, 't'},
                                          {"size", 1, 0, 's'},   {"pool-mb", 1, 0, 'm'},
                                          {"reps", 1, 0, 'r'},
                                          {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
@@ -247,11 +294,12 @@ int main(int argc, char **argv)
         switch (c) {
         case 'w':
         case 'a':
-            if (parse_list(optarg, c == 'w' ? cfg.writes : cfg.allocs,
-                           c == 'w' ? &cfg.nwrites : &cfg.nallocs)) {
+        case 't':
+            if (parse_list(optarg, c == 'w' ? cfg.writes : c == 'a' ? cfg.allocs : cfg.tails,
+                           c == 'w' ? &cfg.nwrites : c == 'a' ? &cfg.nallocs : &cfg.ntails)) {
                 fprintf(stderr, "bigtx: bad --%s %s (counts from 1, comma-separated, at most %d; "
-                        "an empty list skips the kind)\n", c == 'w' ? "writes" : "allocs", optarg,
-                        MAX_NS);
+                        "an empty list skips the kind)\n",
+                        c == 'w' ? "writes" : c == 'a' ? "allocs" : "tails", optarg, MAX_NS);
                 return 2;
             }
             break;
@@ -277,8 +325,8 @@ int main(int argc, char **argv)
             }
             break;
         case 'h':
-            printf("usage: bigtx-%s [--writes N,N,...] [--allocs N,N,...] [--size BYTES] "
-                   "[--pool-mb MB] [--reps R]\n", txn_engine_name());
+            printf("usage: bigtx-%s [--writes N,N,...] [--allocs N,N,...] [--tails S,S,...] "
+                   "[--size BYTES] [--pool-mb MB] [--reps R]\n", txn_engine_name());
             return 0;
         default:
             return 2;
@@ -301,6 +349,8 @@ int main(int argc, char **argv)
     }
     if (cfg.nallocs)
         run_allocs(p);
+    if (cfg.ntails)
+        run_tails(p);
     txn_pool_close(p);
     char path[4096];
     if (!txn_pool_path(pool_name, path, sizeof path))
