@@ -15,7 +15,10 @@
 # and .png), kvstore's memcached port beside memcached under memcaslap
 # (scripts/mcbench.sh: results/memcached.md and .json) and memcached's
 # clients after a SIGKILL, kvstore beside memcached's restartable cache
-# (scripts/warmrestart.sh: results/warmrestart.md and .json).
+# (scripts/warmrestart.sh: results/warmrestart.md and .json), and the
+# loads of a store kept full (results/load.md: MSET and DEL of up to 200K
+# keys and APPEND/SETRANGE beside redis-server, big transactions on every
+# engine, memcaslap's hit ratios beside memcached -m 64).
 # Arguments go to report.sh (--full: the paper's sizes and durations; the
 # sweeps take their --full too).
 set -euo pipefail
@@ -54,3 +57,14 @@ echo
 BUILD_DIR=build-release bash scripts/warmrestart.sh --no-build $([[ " $* " == *" --full "* ]] && echo --full)
 echo
 BUILD_DIR=build-release bash scripts/mcbench.sh --no-build $([[ " $* " == *" --full "* ]] && echo --full)
+echo
+echo "== loads of a store kept full (results/load.md)"
+{
+    BUILD_DIR=build-release bash scripts/msetbench.sh --no-build
+    echo
+    BUILD_DIR=build-release bash scripts/appendbench.sh
+    echo
+    BUILD_DIR=build-release bash scripts/bigtx.sh --no-build
+    echo
+    BUILD_DIR=build-release bash scripts/mchit.sh --no-build
+} | tee results/load.md
