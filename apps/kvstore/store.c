@@ -1240,26 +1240,33 @@ int kv_txn_end(kv_txn *t, int rc)
     return rc;
 }
 
-/* Free every chain of segment q of a stripe's sdir. */
+/* Free every chain of segment q of a stripe's sdir, and the segment: its
+ * handle becomes NULL (empty buckets, as before it was made). One 8-byte
+ * write, after the frees: under cow the one copy it costs is of the small
+ * sdir, not of the 512-byte segment, which a full pool may have no room
+ * for. */
 static int flush_seg(struct op *o, txn_obj *sdir, uint64_t q)
 {
-    txn_obj *seg;
+    txn_obj *seg, *none = NULL;
     int rc = rd_obj(o, sdir, D_SEG + 8 * q, &seg);
-    for (unsigned i = 0; seg && !rc && i < SEG_BUCKETS; i++) {
+    if (rc || !seg)
+        return rc;
+    for (unsigned i = 0; !rc && i < SEG_BUCKETS; i++) {
         struct bref b = {sdir, D_SEG + 8 * q, seg, BUCKET_BYTES * i};
         txn_obj *cur;
         uint64_t n;
-        if ((rc = bucket_get(o, &b, &cur, &n)) || !cur)
-            continue;
+        if ((rc = bucket_get(o, &b, &cur, &n)))
+            break;
         while (cur && !rc) {
             struct node_hdr h;
-            if (!(rc = node_hdr(o, cur, &h)) && !(rc = node_free(o, cur, &h)))
-                o->dkeys--;
+            if ((rc = node_hdr(o, cur, &h)) || (rc = node_free(o, cur, &h)))
+                break;
+            o->dkeys--;
             cur = h.next;
         }
-        if (!rc)
-            rc = bucket_put(o, &b, NULL, 0);
     }
+    if (!rc && !(rc = txn_free(o->tx, seg)))
+        rc = wr(o, sdir, D_SEG + 8 * q, &none, sizeof none);
     return rc;
 }
 
