@@ -237,11 +237,23 @@ START_TEST(test_full_mid_resize)
         int rc = kv_txn_put(t, k, (struct kv_slice){v, sizeof v}, 0);
         ck_assert_int_eq(kv_txn_end(t, rc), TXN_E_NOSPACE);
     }
-    /* the expired third goes (active expiry), the table still growing */
+    /* the expired third goes (active expiry), the table still growing. A
+     * call that finds the pool full may run once more after txn_sync, as
+     * the server's do: incll's log grows through an epoch and is reused
+     * only when it ends (no room made by that on the other engines) */
     uint64_t cursor = 0, gone = 0, deleted, seen;
     do {
-        CHECK_OK(kv_expire_cycle(s, &cursor, 512, &deleted, &seen));
+        uint64_t at = cursor;
+        int rc = kv_expire_cycle(s, &cursor, 512, &deleted, &seen);
         gone += deleted;
+        if (rc == TXN_E_NOSPACE) {
+            CHECK_OK(txn_sync(kv_pool(s)));
+            cursor = at;
+            CHECK_OK(kv_expire_cycle(s, &cursor, 512, &deleted, &seen));
+            gone += deleted;
+        } else {
+            CHECK_OK(rc);
+        }
     } while (cursor);
     ck_assert_uint_eq(gone, (n + 2) / 3);
     kv_info(s, &ki);
@@ -252,10 +264,17 @@ START_TEST(test_full_mid_resize)
         char kb[32];
         struct kv_slice k = key_of(i, kb);
         kv_txn *t;
-        CHECK_OK(kv_txn_begin(s, 1, &k, 1, &t));
-        int rc = kv_txn_del(t, k);
+        int rc = 0;
+        for (int again = 0; again < 2 && rc <= 0; again++) {
+            if (again && rc == TXN_E_NOSPACE)
+                CHECK_OK(txn_sync(kv_pool(s)));
+            CHECK_OK(kv_txn_begin(s, 1, &k, 1, &t));
+            rc = kv_txn_del(t, k);
+            int end = kv_txn_end(t, rc < 0 ? rc : 0);
+            if (rc >= 0)
+                rc = end ? end : rc;
+        }
         ck_assert_msg(rc == 1, "DEL key:%u of %u: %d (%s)", i, n, rc, txn_strerror(rc));
-        CHECK_OK(kv_txn_end(t, 0));
     }
     kv_info(s, &ki);
     ck_assert_uint_eq(ki.keys, n - (n + 2) / 3 - (n + 1) / 3);
