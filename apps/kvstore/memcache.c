@@ -298,7 +298,9 @@ static void make_room(size_t need)
 
 /* A full pool (with no limit set, or more than the limit in use by RESP's
  * keys or the logs): delete expired keys, or else evict a tenth of the
- * keys' bytes, then try again. */
+ * keys' bytes, then try again. After evicting, txn_sync: incll hands the
+ * freed blocks back only when their epoch ends, and a retry before that
+ * would evict again, down to nothing left. */
 static int full(int rc)
 {
     struct kv_info ki;
@@ -308,7 +310,8 @@ static int full(int rc)
     if (expire_reclaim())
         return 1;
     kv_info(srv.kv, &ki);
-    return !kv_evict(srv.kv, ki.bytes - ki.bytes / 10, &n) && n > 0;
+    return !kv_evict(srv.kv, ki.bytes - ki.bytes / 10, &n) && n > 0 &&
+           !txn_sync(kv_pool(srv.kv));
 }
 
 static int store_once(int op, struct kv_slice key, uint32_t flags, uint64_t at,

@@ -50,7 +50,9 @@
  * stripe whose cursor reaches its end frees its old segments and old sdir
  * in that same transaction. When all stripes are done, one transaction
  * under all locks frees the old table object and clears `old`. No request
- * ever moves more than 1 + resize_step buckets.
+ * ever moves more than 1 + resize_step buckets. A call that only frees (a
+ * delete, an expiry, an eviction) moves none that would need a new
+ * segment: a full pool mid-resize can always be emptied.
  *
  * Invariants (kv_check verifies each)
  *  K1 Every node of bucket j of a table with `bits` bits has hash >>
@@ -70,6 +72,7 @@
  */
 #include "store.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -536,11 +539,14 @@ static int relink(struct op *o, const struct bref *b, const struct hit *hit, txn
 
 /* ---- incremental resize */
 
-/* Move every node of old bucket i into the new table (buckets 2i, 2i+1). */
-static int move_bucket(struct op *o, unsigned s, uint64_t i)
+/* Move every node of old bucket i into the new table (buckets 2i, 2i+1).
+ * Both lie in one new segment, made before the first write; `lean` (a
+ * call that only frees: migrate) makes none and leaves a bucket that
+ * would need one untouched, returning 1. 0 moved, <0 an error. */
+static int move_bucket(struct op *o, unsigned s, uint64_t i, int lean)
 {
     struct view *v = &o->s->v;
-    struct bref ob;
+    struct bref ob, nb;
     uint64_t n;
     txn_obj *cur;
     int rc = bucket_ref(o, v->old_sdir[s], v->bits - 1, i, &ob);
@@ -548,14 +554,23 @@ static int move_bucket(struct op *o, unsigned s, uint64_t i)
         rc = bucket_get(o, &ob, &cur, &n);
     if (rc || !cur)
         return rc;
+    if ((rc = bucket_ref(o, v->sdir[s], v->bits, 2 * i, &nb)))
+        return rc;
+    if (!nb.seg && lean)
+        return 1;
+    if ((rc = bucket_make(o, &nb)))
+        return rc;
+    txn_obj *seg = nb.seg;
+    (void)seg; /* for the assert only */
     while (cur && !rc) {
         struct node_hdr h;
-        struct bref nb;
         txn_obj *head;
         uint64_t hn;
         if ((rc = node_hdr(o, cur, &h)) ||
-            (rc = bucket_ref(o, v->sdir[s], v->bits, h.hash >> (64 - v->bits), &nb)) ||
-            (rc = bucket_make(o, &nb)) || (rc = bucket_get(o, &nb, &head, &hn)) ||
+            (rc = bucket_ref(o, v->sdir[s], v->bits, h.hash >> (64 - v->bits), &nb)))
+            break;
+        assert(nb.seg == seg); /* 2i and 2i+1 share a segment: no allocation here */
+        if ((rc = bucket_get(o, &nb, &head, &hn)) ||
             (rc = wr(o, cur, N_NEXT, &head, sizeof head)))
             break;
         rc = bucket_put(o, &nb, cur, hn + 1);
@@ -579,8 +594,14 @@ static int free_old_stripe(struct op *o, unsigned s)
 }
 
 /* Before a write to a key of hash h: if a resize runs and h's stripe is
- * not drained, move the key's old bucket and the next few at the cursor. */
-static int migrate(struct op *o, uint64_t h)
+ * not drained, move the key's old bucket and the next few at the cursor.
+ * `lean`: the call only frees (a delete, an expiry, an eviction), and a
+ * delete must never need room, as on a full pool: no bucket that would
+ * need a new segment moves (the key's own then stays in the old table,
+ * where find_w finds it; the cursor stops before such a bucket, and
+ * inserts, which need room anyway, move it later). No state is new: old
+ * buckets at or past the cursor may hold keys during any resize (K3). */
+static int migrate(struct op *o, uint64_t h, int lean)
 {
     struct view *v = &o->s->v;
     if (!v->old)
@@ -591,12 +612,14 @@ static int migrate(struct op *o, uint64_t h)
     if (rc || m == per)
         return rc;
     uint64_t base = (uint64_t)s * per, own = (h >> (64 - (v->bits - 1))) - base;
-    if (own >= m && (rc = move_bucket(o, s, base + own)))
+    if (own >= m && (rc = move_bucket(o, s, base + own, lean)) < 0)
         return rc;
-    for (m0 = m; m < per && m - m0 < o->s->resize_step && !rc; m++)
-        rc = move_bucket(o, s, base + m);
-    if (rc || m == m0)
-        return rc;
+    rc = 0;
+    for (m0 = m; m < per && m - m0 < o->s->resize_step; m++)
+        if ((rc = move_bucket(o, s, base + m, lean)))
+            break; /* m stays at the bucket not moved */
+    if (rc < 0 || m == m0)
+        return rc < 0 ? rc : 0;
     if ((rc = wr(o, v->sdir[s], D_MIGRATED, &m, sizeof m)))
         return rc;
     if (m == per) {
@@ -624,12 +647,11 @@ static inline void ref_mark(kv_store *s, uint64_t h)
         __atomic_store_n(r, 1, __ATOMIC_RELAXED);
 }
 
-static int lookup(struct op *o, struct kv_slice k, struct hit *hit)
+/* Find (h, k): in its old bucket while that is not drained, else in the
+ * new table. *b is the bucket it was found in, else its new-table one. */
+static int locate(struct op *o, uint64_t h, struct kv_slice k, struct bref *b, struct hit *hit)
 {
     struct view *v = &o->s->v;
-    uint64_t h = kv_hash(k.p, k.n);
-    ref_mark(o->s, h);
-    struct bref b;
     int rc;
     if (v->old) {
         unsigned s = stripe_of(h);
@@ -637,14 +659,22 @@ static int lookup(struct op *o, struct kv_slice k, struct hit *hit)
         if ((rc = rd(o, v->sdir[s], D_MIGRATED, &m, sizeof m)))
             return rc;
         if (m < per && i - (uint64_t)s * per >= m) {
-            if ((rc = bucket_ref(o, v->old_sdir[s], v->bits - 1, i, &b)) ||
-                (rc = chain_find(o, &b, h, k, hit)))
+            if ((rc = bucket_ref(o, v->old_sdir[s], v->bits - 1, i, b)) ||
+                (rc = chain_find(o, b, h, k, hit)))
                 return rc;
         }
     }
-    if ((rc = bucket_of(o, h, &b)))
+    if ((rc = bucket_of(o, h, b)))
         return rc;
-    return chain_find(o, &b, h, k, hit);
+    return chain_find(o, b, h, k, hit);
+}
+
+static int lookup(struct op *o, struct kv_slice k, struct hit *hit)
+{
+    uint64_t h = kv_hash(k.p, k.n);
+    ref_mark(o->s, h);
+    struct bref b;
+    return locate(o, h, k, &b, hit);
 }
 
 /* Make the table of 2^bits buckets with empty sdirs. */
@@ -871,18 +901,19 @@ static int del_hit(struct op *o, const struct bref *b, const struct hit *hit)
     return rc;
 }
 
-/* Find k on a writing path (its old bucket moved first). A key whose time
+/* Find k on a writing path (its old bucket moved first, unless `lean`
+ * (migrate) left it: then *b may be its old bucket; a lean caller only
+ * changes or unlinks a node found, never inserts). A key whose time
  * has come is deleted here, in the transaction that found it, and reads
  * as missing (passive expiry). 1 found, 0 missing, <0 an error. */
-static int find_w(struct op *o, struct kv_slice k, uint64_t *h, struct bref *b, struct hit *hit)
+static int find_w(struct op *o, struct kv_slice k, uint64_t *h, struct bref *b, struct hit *hit,
+                  int lean)
 {
     *h = kv_hash(k.p, k.n);
     ref_mark(o->s, *h);
-    int rc = migrate(o, *h);
+    int rc = migrate(o, *h, lean);
     if (!rc)
-        rc = bucket_of(o, *h, b);
-    if (!rc)
-        rc = chain_find(o, b, *h, k, hit);
+        rc = locate(o, *h, k, b, hit);
     if (rc > 0 && has_ttl(&hit->h)) {
         uint64_t at;
         if ((rc = node_expiry(o, hit, &at)))
@@ -902,7 +933,7 @@ static int set_one(struct op *o, struct kv_slice k, struct kv_slice v, uint64_t 
     uint64_t h;
     struct bref b;
     struct hit hit;
-    int found = find_w(o, k, &h, &b, &hit), rc;
+    int found = find_w(o, k, &h, &b, &hit, 0), rc;
     if (found < 0)
         return found;
     if (at == KV_KEEPTTL) {
@@ -1006,7 +1037,7 @@ static int find(kv_txn *t, struct kv_slice key, struct hit *hit)
         t->changed = 1;
     }
     struct bref b;
-    rc = find_w(&t->o, key, &h, &b, hit); /* deletes it */
+    rc = find_w(&t->o, key, &h, &b, hit, 1); /* deletes it */
     return rc < 0 ? rc : 0;
 }
 
@@ -1081,19 +1112,20 @@ int kv_txn_put(kv_txn *t, struct kv_slice key, struct kv_slice value, uint64_t a
 }
 
 /* The node of key for a change by a writing transaction: 1, 0, <0. */
-static int find_change(kv_txn *t, struct kv_slice key, struct bref *b, struct hit *hit)
+static int find_change(kv_txn *t, struct kv_slice key, struct bref *b, struct hit *hit,
+                       int lean)
 {
     uint64_t h;
     if (!t->write || !txn_holds(t, key))
         return TXN_E_STATE;
-    return find_w(&t->o, key, &h, b, hit);
+    return find_w(&t->o, key, &h, b, hit, lean);
 }
 
 int kv_txn_expire(kv_txn *t, struct kv_slice key, uint64_t at)
 {
     struct bref b;
     struct hit hit;
-    int rc = find_change(t, key, &b, &hit);
+    int rc = find_change(t, key, &b, &hit, 1);
     if (rc <= 0)
         return rc;
     if (has_ttl(&hit.h) && at)
@@ -1107,7 +1139,7 @@ int kv_txn_del(kv_txn *t, struct kv_slice key)
 {
     struct bref b;
     struct hit hit;
-    int rc = find_change(t, key, &b, &hit);
+    int rc = find_change(t, key, &b, &hit, 1);
     if (rc <= 0)
         return rc;
     return (rc = del_hit(&t->o, &b, &hit)) ? rc : 1;
@@ -1138,7 +1170,7 @@ int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice 
 {
     struct bref b;
     struct hit hit;
-    int found = find_change(t, key, &b, &hit), rc, append = off == KV_SPLICE_END;
+    int found = find_change(t, key, &b, &hit, 0), rc, append = off == KV_SPLICE_END;
     if (found < 0)
         return found;
     struct op *o = &t->o;
@@ -1208,26 +1240,33 @@ int kv_txn_end(kv_txn *t, int rc)
     return rc;
 }
 
-/* Free every chain of segment q of a stripe's sdir. */
+/* Free every chain of segment q of a stripe's sdir, and the segment: its
+ * handle becomes NULL (empty buckets, as before it was made). One 8-byte
+ * write, after the frees: under cow the one copy it costs is of the small
+ * sdir, not of the 512-byte segment, which a full pool may have no room
+ * for. */
 static int flush_seg(struct op *o, txn_obj *sdir, uint64_t q)
 {
-    txn_obj *seg;
+    txn_obj *seg, *none = NULL;
     int rc = rd_obj(o, sdir, D_SEG + 8 * q, &seg);
-    for (unsigned i = 0; seg && !rc && i < SEG_BUCKETS; i++) {
+    if (rc || !seg)
+        return rc;
+    for (unsigned i = 0; !rc && i < SEG_BUCKETS; i++) {
         struct bref b = {sdir, D_SEG + 8 * q, seg, BUCKET_BYTES * i};
         txn_obj *cur;
         uint64_t n;
-        if ((rc = bucket_get(o, &b, &cur, &n)) || !cur)
-            continue;
+        if ((rc = bucket_get(o, &b, &cur, &n)))
+            break;
         while (cur && !rc) {
             struct node_hdr h;
-            if (!(rc = node_hdr(o, cur, &h)) && !(rc = node_free(o, cur, &h)))
-                o->dkeys--;
+            if ((rc = node_hdr(o, cur, &h)) || (rc = node_free(o, cur, &h)))
+                break;
+            o->dkeys--;
             cur = h.next;
         }
-        if (!rc)
-            rc = bucket_put(o, &b, NULL, 0);
     }
+    if (!rc && !(rc = txn_free(o->tx, seg)))
+        rc = wr(o, sdir, D_SEG + 8 * q, &none, sizeof none);
     return rc;
 }
 
