@@ -70,6 +70,7 @@
  * lines); the pool's last context: 1 more (the floor).
  */
 #include <assert.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -693,6 +694,8 @@ static int reuse_segment(struct rslot *sl, uint64_t v)
 
 static uint64_t settle(struct txn *tx, struct rtx *t, uint64_t inflight);
 
+#define SETTLE_WAITS 1000 /* yields a commit waits for its ring to wrap */
+
 static int next_segment(struct txn *tx, struct rtx *t, uint64_t v)
 {
     struct rslot *sl = t->sl;
@@ -706,10 +709,15 @@ static int next_segment(struct txn *tx, struct rtx *t, uint64_t v)
     int rc = alloc_log_chunk(tx->p, &chunk);
     if (rc) {
         sl->segs.n--;
-        if (rc == TXN_E_NOSPACE) { /* the pool is full: settle, reuse */
+        /* the pool is full: settle, reuse. Another thread's transaction in
+         * flight holds the watermark below this ring's segments (settle's
+         * Q6) until it commits, which takes microseconds: waited for, a
+         * while, rather than a full pool refused for a log that can wrap */
+        for (unsigned k = 0; rc == TXN_E_NOSPACE && k < SETTLE_WAITS; k++) {
             settle(tx, t, v);
             if (reuse_segment(sl, v))
                 return 0;
+            sched_yield();
         }
         return rc;
     }
@@ -741,6 +749,14 @@ static int place_parts(struct txn *tx, struct rtx *t, const char *ent, size_t le
             sl->off += (sizeof(struct r1_part) + (len - from) + 63) & ~(size_t)63;
             s->top = v;
             return 0;
+        }
+        if (from == 0 && sl->segs.n == 1 && sl->off && sizeof(struct r1_part) + len <= s->cap) {
+            /* a ring of one segment cannot hold a split log: the whole of
+             * it at the segment's start once settled, or in a new one */
+            int rc = next_segment(tx, t, v);
+            if (rc)
+                return rc;
+            continue;
         }
         if (room < sizeof(struct r1_part) + (len - from < MIN_PART ? len - from : MIN_PART) ||
             room < sizeof(struct r1_part) + 16) {

@@ -625,6 +625,16 @@ void alloc_release(txn_pool *p, struct alloc_cache *c, void *blk)
         release_large(al, ci);
         return;
     }
+    unsigned drain = atomic_load_explicit(&al->drain, memory_order_relaxed);
+    if (c->drain != drain) { /* chunks ran short: a thread that only frees
+                                (an expiry thread) gives its cache back too */
+        c->drain = drain;
+        pthread_mutex_lock(&al->lock);
+        cache_to_shared(p, al, c);
+        shared_free(p, al, blk);
+        pthread_mutex_unlock(&al->lock);
+        return;
+    }
     unsigned k = ck_class(ctab(p)[ci]);
     if (c->n[k] >= al->cache_max) { /* half the cache to the shared level */
         pthread_mutex_lock(&al->lock);

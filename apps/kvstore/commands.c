@@ -1168,7 +1168,7 @@ static void cmd_exec(struct conn *c, size_t argc, struct kv_slice *argv)
     int rc = exec_block(c, m);
     /* a full pool rolled the block back: expired keys first, then again */
     for (int tries = 0; (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL) && tries < RECLAIM_TRIES &&
-                        expire_reclaim();
+                        expire_reclaim((unsigned)tries);
          tries++)
         rc = exec_block(c, m);
     queue_clear(m);
@@ -1255,7 +1255,7 @@ void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
      * deleted to make room, and it runs again, as Redis frees expired keys
      * before it refuses a write. EXEC does this for its block. */
     for (int tries = 0; found_full && tries < RECLAIM_TRIES && !c->exec && cmd->proc != cmd_exec &&
-                        strstr(cmd->flags, "write") && expire_reclaim();
+                        strstr(cmd->flags, "write") && expire_reclaim((unsigned)tries);
          tries++) {
         c->out.len = mark;
         found_full = 0;

@@ -307,7 +307,7 @@ static int full(int rc)
     uint64_t n;
     if (rc != TXN_E_NOSPACE && rc != TXN_E_LOGFULL)
         return 0;
-    if (expire_reclaim())
+    if (expire_reclaim(0))
         return 1;
     kv_info(srv.kv, &ki);
     return !kv_evict(srv.kv, ki.bytes - ki.bytes / 10, &n) && n > 0 &&

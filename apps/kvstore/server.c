@@ -901,11 +901,11 @@ static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t reclaim_cursor;     /* guarded by reclaim_lock */
 static _Atomic uint64_t reclaim_gen; /* reclaims that deleted keys */
 
-/* Keys a reclaim deletes at least, unless a whole pass finds fewer: room
+/* Keys a first reclaim deletes at least, unless a whole pass finds fewer: room
  * for the write that asked and the next few. */
 #define RECLAIM_KEYS 256
 
-int expire_reclaim(void)
+int expire_reclaim(unsigned round)
 {
     struct kv_info ki;
     kv_info(srv.kv, &ki);
@@ -918,7 +918,8 @@ int expire_reclaim(void)
         return 1;
     }
     int rc = 0;
-    while (!rc && deleted < RECLAIM_KEYS && visited < ki.buckets) {
+    uint64_t want = (uint64_t)RECLAIM_KEYS << (4 * (round < 8 ? round : 8));
+    while (!rc && deleted < want && visited < ki.buckets) {
         rc = kv_expire_cycle(srv.kv, &reclaim_cursor, EXPIRE_BUCKETS, &d, &seen);
         deleted += d;
         visited += EXPIRE_BUCKETS;

@@ -208,8 +208,10 @@ KV_COMMAND(cmd_hscan);
  * table at most), so that it can try once more, as Redis frees an
  * expired key when a write needs the room. No transaction of the caller
  * may be open. 1 if keys were deleted (by this call or by another's that
- * it waited for), else 0. */
-int expire_reclaim(void);
+ * it waited for), else 0. `round`: the caller's tries so far; each deletes
+ * 16 times more than the one before (a write needs a whole run emptied
+ * when its size class has no free block). */
+int expire_reclaim(unsigned round);
 
 /* Requests this thread ran; stats_publish adds them to srv.commands (one
  * shared atomic per request would bounce its line between the workers). */
