@@ -404,8 +404,8 @@ static void clear_marks(struct ipool *st)
             isl->grans.n = 0;
     }
     for (size_t i = 0; all && i < st->gmap.cap; i++) {
-        struct gran *gr = (struct gran *)(uintptr_t)st->gmap.vals[i];
-        if (st->gmap.gens[i] == st->gmap.gen && gr)
+        struct gran *gr = (struct gran *)(uintptr_t)st->gmap.slots[i].val;
+        if (st->gmap.slots[i].gen == st->gmap.gen && gr)
             memset(gr->mark, 0, mark_words(gr->blk, gr->size) * sizeof gr->mark[0]);
     }
     __atomic_store_n(&st->gran_lost, 0, __ATOMIC_RELAXED);
@@ -660,8 +660,8 @@ static void state_destroy(struct ipool *st)
         if (st->slots[s])
             islot_free(st->slots[s]);
     for (size_t i = 0; i < st->gmap.cap; i++)
-        if (st->gmap.gens[i] == st->gmap.gen)
-            free((struct gran *)(uintptr_t)st->gmap.vals[i]);
+        if (st->gmap.slots[i].gen == st->gmap.gen)
+            free((struct gran *)(uintptr_t)st->gmap.slots[i].val);
     addrmap_free(&st->gmap);
     free(st->slots);
     free(st->pins);
