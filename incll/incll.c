@@ -228,7 +228,14 @@ struct pend {
     uint32_t first, last; /* its buffered writes (gran: per granule) */
     int opened;           /* txn_open handed out its address */
     int gran;             /* its writes wait per granule, in gpend */
+    uint32_t nbw;         /* writes in first..last (not gran) */
 };
+
+/* Writes one object may hold back before the batch is drained: a read of
+ * the object walks its chain, so a transaction that writes one object
+ * many times (a segment of many buckets) would read in O(writes); a drain
+ * costs one barrier per PEND_CHAIN_MAX writes at most. */
+#define PEND_CHAIN_MAX 16u
 
 /* A granule of a large object logged by this transaction, its record not
  * fenced yet, and the writes held back behind it. */
@@ -1026,7 +1033,7 @@ static int new_pend(struct itx *t, txn_obj *o, size_t size, int opened, int gran
     struct pend *pe = at ? vec_push(&t->pend) : NULL;
     if (!pe)
         return TXN_E_NOMEM;
-    *pe = (struct pend){o, size, NONE, NONE, opened, gran};
+    *pe = (struct pend){o, size, NONE, NONE, opened, gran, 0};
     *at = t->pend.n;
     *out = pe;
     return 0;
@@ -1293,9 +1300,12 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
     int rc;
     if (pe && pe->gran)
         return write_granules(tx, t, o, pe, pe->size, off, src, n);
-    if (pe && !pe->opened)
-        return buffer_write(t, pend_index(t, pe), &pe->first, &pe->last, off, src, n);
-    if (pe && (rc = drain(tx, t, 1)))
+    if (pe && !pe->opened && pe->nbw < PEND_CHAIN_MAX) {
+        rc = buffer_write(t, pend_index(t, pe), &pe->first, &pe->last, off, src, n);
+        pe->nbw += !rc;
+        return rc;
+    }
+    if (pe && (rc = drain(tx, t, 1))) /* opened, or its chain is long */
         return rc;
     if (!pe && __atomic_load_n(tag_of(o), __ATOMIC_RELAXED) != t->epoch) {
         size = block_size(tx, t, o);
@@ -1304,6 +1314,7 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
         if ((rc = log_small(t, o, size)) || (rc = new_pend(t, o, size, 0, 0, &pe)) ||
             (rc = buffer_write(t, pend_index(t, pe), &pe->first, &pe->last, off, src, n)))
             return rc;
+        pe->nbw = 1;
         return txn_cfg.log_batch ? 0 : drain(tx, t, 1); /* the paper's order */
     }
     if ((rc = reserve_old(t, 1, n)))
