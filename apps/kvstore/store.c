@@ -488,17 +488,31 @@ static int node_make(struct op *o, uint64_t hash, struct kv_slice k, struct kv_s
     struct node_hdr h = {next, hash,
                          k.n | (at ? KF_TTL : 0) | (uint64_t)type << KF_TYPE_SHIFT, v.n, NULL};
     txn_obj *node;
-    int rc = alloc(o, key_off(&h) + k.n + (sep ? 0 : v.n), &node);
+    size_t size = key_off(&h) + k.n + (sep ? 0 : v.n);
+    int rc = alloc(o, size, &node);
     if (!rc && sep && !(rc = alloc(o, v.n, &h.val)))
         rc = wr(o, h.val, 0, v.p, v.n);
-    if (!rc)
+    /* a small node is put together here and written once: one pass
+     * through the engine per key instead of one per field */
+    char img[HDR + 8 + 2 * INLINE_MAX];
+    if (!rc && size <= sizeof img) {
+        memcpy(img, &h, sizeof h);
+        if (at)
+            memcpy(img + HDR, &at, sizeof at);
+        if (k.n)
+            memcpy(img + key_off(&h), k.p, k.n);
+        if (!sep && v.n)
+            memcpy(img + val_off(&h), v.p, v.n);
+        rc = wr(o, node, 0, img, size);
+    } else if (!rc) {
         rc = wr(o, node, 0, &h, sizeof h);
-    if (!rc && at)
-        rc = wr(o, node, HDR, &at, sizeof at);
-    if (!rc)
-        rc = wr(o, node, key_off(&h), k.p, k.n);
-    if (!rc && !sep)
-        rc = wr(o, node, val_off(&h), v.p, v.n);
+        if (!rc && at)
+            rc = wr(o, node, HDR, &at, sizeof at);
+        if (!rc)
+            rc = wr(o, node, key_off(&h), k.p, k.n);
+        if (!rc && !sep)
+            rc = wr(o, node, val_off(&h), v.p, v.n);
+    }
     if (!rc) {
         *out = node;
         o->dbytes += (int64_t)obj_bytes(o->s, node, h.val);
