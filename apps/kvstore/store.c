@@ -170,6 +170,7 @@ struct kv_store {
     unsigned resize_step;   /* old buckets a write moves past its own */
     _Atomic uint64_t keys, bytes, commits, expires;
     int view;
+    int no_refs; /* kv_opts.no_refs */
     _Atomic uint64_t version[STRIPES]; /* writing commits per stripe (DRAM) */
     _Atomic unsigned bits, resizing, stripes_done; /* mirrors, for lock-free checks */
     /* eviction's CLOCK (kv_evict): a reference byte per slice of the
@@ -633,6 +634,8 @@ static int bucket_of(struct op *o, uint64_t h, struct bref *b)
  * byte is read first so that a hot slice's line is not written again. */
 static inline void ref_mark(kv_store *s, uint64_t h)
 {
+    if (s->no_refs)
+        return;
     unsigned char *r = &s->ref[h >> (64 - REF_BITS)];
     if (!__atomic_load_n(r, __ATOMIC_RELAXED))
         __atomic_store_n(r, 1, __ATOMIC_RELAXED);
@@ -1641,6 +1644,7 @@ int kv_adopt(txn_pool *p, txn_obj *root, const struct kv_opts *opt, kv_store **o
     pthread_mutex_init(&s->resize, NULL);
     s->resize_step = opt->resize_step ? opt->resize_step : MIGRATE_SCAN;
     s->view = opt->view;
+    s->no_refs = opt->no_refs;
     int rc = load(s);
     if (rc) {
         kv_close(s);
