@@ -228,7 +228,14 @@ struct pend {
     uint32_t first, last; /* its buffered writes (gran: per granule) */
     int opened;           /* txn_open handed out its address */
     int gran;             /* its writes wait per granule, in gpend */
+    uint32_t nbw;         /* writes in first..last (not gran) */
 };
+
+/* Writes one object may hold back before the batch is drained: a read of
+ * the object walks its chain, so a transaction that writes one object
+ * many times (a segment of many buckets) would read in O(writes); a drain
+ * costs one barrier per PEND_CHAIN_MAX writes at most. */
+#define PEND_CHAIN_MAX 16u
 
 /* A granule of a large object logged by this transaction, its record not
  * fenced yet, and the writes held back behind it. */
@@ -404,8 +411,8 @@ static void clear_marks(struct ipool *st)
             isl->grans.n = 0;
     }
     for (size_t i = 0; all && i < st->gmap.cap; i++) {
-        struct gran *gr = (struct gran *)(uintptr_t)st->gmap.vals[i];
-        if (st->gmap.gens[i] == st->gmap.gen && gr)
+        struct gran *gr = (struct gran *)(uintptr_t)st->gmap.slots[i].val;
+        if (st->gmap.slots[i].gen == st->gmap.gen && gr)
             memset(gr->mark, 0, mark_words(gr->blk, gr->size) * sizeof gr->mark[0]);
     }
     __atomic_store_n(&st->gran_lost, 0, __ATOMIC_RELAXED);
@@ -660,8 +667,8 @@ static void state_destroy(struct ipool *st)
         if (st->slots[s])
             islot_free(st->slots[s]);
     for (size_t i = 0; i < st->gmap.cap; i++)
-        if (st->gmap.gens[i] == st->gmap.gen)
-            free((struct gran *)(uintptr_t)st->gmap.vals[i]);
+        if (st->gmap.slots[i].gen == st->gmap.gen)
+            free((struct gran *)(uintptr_t)st->gmap.slots[i].val);
     addrmap_free(&st->gmap);
     free(st->slots);
     free(st->pins);
@@ -1026,7 +1033,7 @@ static int new_pend(struct itx *t, txn_obj *o, size_t size, int opened, int gran
     struct pend *pe = at ? vec_push(&t->pend) : NULL;
     if (!pe)
         return TXN_E_NOMEM;
-    *pe = (struct pend){o, size, NONE, NONE, opened, gran};
+    *pe = (struct pend){o, size, NONE, NONE, opened, gran, 0};
     *at = t->pend.n;
     *out = pe;
     return 0;
@@ -1293,9 +1300,12 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
     int rc;
     if (pe && pe->gran)
         return write_granules(tx, t, o, pe, pe->size, off, src, n);
-    if (pe && !pe->opened)
-        return buffer_write(t, pend_index(t, pe), &pe->first, &pe->last, off, src, n);
-    if (pe && (rc = drain(tx, t, 1)))
+    if (pe && !pe->opened && pe->nbw < PEND_CHAIN_MAX) {
+        rc = buffer_write(t, pend_index(t, pe), &pe->first, &pe->last, off, src, n);
+        pe->nbw += !rc;
+        return rc;
+    }
+    if (pe && (rc = drain(tx, t, 1))) /* opened, or its chain is long */
         return rc;
     if (!pe && __atomic_load_n(tag_of(o), __ATOMIC_RELAXED) != t->epoch) {
         size = block_size(tx, t, o);
@@ -1304,6 +1314,7 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
         if ((rc = log_small(t, o, size)) || (rc = new_pend(t, o, size, 0, 0, &pe)) ||
             (rc = buffer_write(t, pend_index(t, pe), &pe->first, &pe->last, off, src, n)))
             return rc;
+        pe->nbw = 1;
         return txn_cfg.log_batch ? 0 : drain(tx, t, 1); /* the paper's order */
     }
     if ((rc = reserve_old(t, 1, n)))

@@ -65,7 +65,7 @@ struct redo_tx {
 /* Writes of one object a read walks back before the transaction indexes
  * its writes by word: a transaction that wrote n words of one object and
  * reads them back would otherwise walk O(n) writes a read. */
-#define WALK_MAX 64u
+#define WALK_MAX 16u
 
 static inline uint64_t *writers(txn_obj *o)
 {

@@ -326,6 +326,57 @@ START_TEST(test_one_object)
 }
 END_TEST
 
+/* A small object written many times in one transaction, a slot at a time,
+ * each slot read back after every write, as the store writes the buckets
+ * of one segment in a large MSET: incll drains its batch once an object
+ * holds back 16 writes and writes in place from then on, redo indexes its
+ * writes by word once a read walked 16 of them. */
+START_TEST(test_small_object_rewritten)
+{
+    enum { SLOTS = 32, ROUNDS = 100 };
+    txn_pool *p = new_pool();
+    uint64_t want[2 * SLOTS], now[2 * SLOTS], got[2 * SLOTS];
+    txn_obj *a;
+    txn *tx;
+    for (unsigned i = 0; i < 2 * SLOTS; i++)
+        want[i] = value_of(i, 9);
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_OK(txn_alloc(tx, sizeof want, &a));
+    CHECK_OK(txn_write(tx, a, 0, want, sizeof want));
+    CHECK_OK(txn_commit(tx));
+    for (int commit = 0; commit < 2; commit++) {
+        /* incll: a new epoch, in which the object is not logged yet (its
+         * writes are held back behind its record) */
+        CHECK_OK(txn_sync(p));
+        memcpy(now, want, sizeof now);
+        CHECK_OK(txn_begin(p, &tx));
+        for (unsigned r = 0; r < ROUNDS; r++) {
+            unsigned s = (r * 7 + (unsigned)commit) % SLOTS;
+            uint64_t pair[2] = {value_of(s, r), r}, back[2];
+            LOOP_OK(txn_write(tx, a, 16 * s, pair, sizeof pair));
+            memcpy(&now[2 * s], pair, sizeof pair);
+            for (unsigned t = 0; t < SLOTS; t++) {
+                LOOP_OK(txn_read(tx, a, 16 * t, back, sizeof back));
+                if (memcmp(back, &now[2 * t], sizeof back))
+                    ck_abort_msg("round %u: slot %u reads back wrong", r, t);
+            }
+        }
+        if (commit) {
+            CHECK_OK(txn_commit(tx));
+            memcpy(want, now, sizeof want);
+        } else {
+            txn_abort(tx);
+        }
+        CHECK_OK(txn_begin(p, &tx));
+        CHECK_OK(txn_read(tx, a, 0, got, sizeof got));
+        txn_abort(tx);
+        ck_assert_msg(!memcmp(got, want, sizeof want), "the object after %s is wrong",
+                      commit ? "the commit" : "the abort");
+    }
+    drop_pool(p);
+}
+END_TEST
+
 /* ---- a commit never waits for another thread's running transaction */
 
 struct waiter {
@@ -390,6 +441,7 @@ int main(void)
     tcase_add_test(tc, test_writes);
     tcase_add_test(tc, test_mixed);
     tcase_add_test(tc, test_one_object);
+    tcase_add_test(tc, test_small_object_rewritten);
     TCase *locks = test_tcase(s, "locks", 20);
     tcase_add_test(locks, test_commit_while_other_waits);
     return test_run(s, CK_FORK_GETENV, "large_tx");

@@ -15,22 +15,16 @@ int addrmap_init(struct addrmap *m, size_t cap)
 {
     memset(m, 0, sizeof *m);
     m->cap = cap < 16 ? 16 : cap;
-    m->keys = malloc(m->cap * sizeof *m->keys);
-    m->vals = malloc(m->cap * sizeof *m->vals);
-    m->gens = calloc(m->cap, sizeof *m->gens);
+    m->slots = calloc(m->cap, sizeof *m->slots);
     m->gen = 1;
-    if (!m->keys || !m->vals || !m->gens) {
-        addrmap_free(m);
+    if (!m->slots)
         return TXN_E_NOMEM;
-    }
     return 0;
 }
 
 void addrmap_free(struct addrmap *m)
 {
-    free(m->keys);
-    free(m->vals);
-    free(m->gens);
+    free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
@@ -38,7 +32,8 @@ void addrmap_clear(struct addrmap *m)
 {
     m->n = 0;
     if (++m->gen == 0) {
-        memset(m->gens, 0, m->cap * sizeof *m->gens);
+        for (size_t i = 0; i < m->cap; i++)
+            m->slots[i].gen = 0;
         m->gen = 1;
     }
 }
@@ -48,10 +43,11 @@ uint64_t *addrmap_find(const struct addrmap *m, uint64_t key)
     if (!m->n)
         return NULL;
     for (size_t i = slot_of(m, key);; i = (i + 1) & (m->cap - 1)) {
-        if (m->gens[i] != m->gen)
+        struct addrmap_slot *e = &m->slots[i];
+        if (e->gen != m->gen)
             return NULL;
-        if (m->keys[i] == key)
-            return &m->vals[i];
+        if (e->key == key)
+            return &e->val;
     }
 }
 
@@ -61,8 +57,8 @@ static int grow(struct addrmap *m)
     if (addrmap_init(&big, m->cap * 2))
         return TXN_E_NOMEM;
     for (size_t i = 0; i < m->cap; i++)
-        if (m->gens[i] == m->gen)
-            addrmap_put(&big, m->keys[i], m->vals[i]);
+        if (m->slots[i].gen == m->gen)
+            addrmap_put(&big, m->slots[i].key, m->slots[i].val);
     addrmap_free(m);
     *m = big;
     return 0;
@@ -73,15 +69,16 @@ uint64_t *addrmap_slot(struct addrmap *m, uint64_t key)
     if ((m->n + 1) * 2 > m->cap && grow(m))
         return NULL;
     size_t i = slot_of(m, key);
-    while (m->gens[i] == m->gen && m->keys[i] != key)
+    struct addrmap_slot *e;
+    while ((e = &m->slots[i])->gen == m->gen && e->key != key)
         i = (i + 1) & (m->cap - 1);
-    if (m->gens[i] != m->gen) {
-        m->gens[i] = m->gen;
-        m->keys[i] = key;
-        m->vals[i] = 0;
+    if (e->gen != m->gen) {
+        e->gen = m->gen;
+        e->key = key;
+        e->val = 0;
         m->n++;
     }
-    return &m->vals[i];
+    return &e->val;
 }
 
 int addrmap_put(struct addrmap *m, uint64_t key, uint64_t val)

@@ -8,12 +8,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A key, its value and its generation side by side: a probe of a map far
+ * larger than the caches costs one miss, not one per array. */
+struct addrmap_slot {
+    uint64_t key;
+    uint64_t val;
+    uint32_t gen; /* the entry is live when gen == the map's gen */
+};
+
 struct addrmap {
-    uint64_t *keys;
-    uint64_t *vals;
-    uint32_t *gens; /* an entry is live when gens[i] == gen */
-    size_t cap;     /* power of two */
-    size_t n;       /* live entries */
+    struct addrmap_slot *slots;
+    size_t cap; /* power of two */
+    size_t n;   /* live entries */
     uint32_t gen;
 };
 

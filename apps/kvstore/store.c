@@ -173,6 +173,7 @@ struct kv_store {
     unsigned resize_step;   /* old buckets a write moves past its own */
     _Atomic uint64_t keys, bytes, commits, expires;
     int view;
+    int no_refs; /* kv_opts.no_refs */
     _Atomic uint64_t version[STRIPES]; /* writing commits per stripe (DRAM) */
     _Atomic unsigned bits, resizing, stripes_done; /* mirrors, for lock-free checks */
     /* eviction's CLOCK (kv_evict): a reference byte per slice of the
@@ -491,17 +492,31 @@ static int node_make(struct op *o, uint64_t hash, struct kv_slice k, struct kv_s
     struct node_hdr h = {next, hash,
                          k.n | (at ? KF_TTL : 0) | (uint64_t)type << KF_TYPE_SHIFT, v.n, NULL};
     txn_obj *node;
-    int rc = alloc(o, key_off(&h) + k.n + (sep ? 0 : v.n), &node);
+    size_t size = key_off(&h) + k.n + (sep ? 0 : v.n);
+    int rc = alloc(o, size, &node);
     if (!rc && sep && !(rc = alloc(o, v.n, &h.val)))
         rc = wr(o, h.val, 0, v.p, v.n);
-    if (!rc)
+    /* a small node is put together here and written once: one pass
+     * through the engine per key instead of one per field */
+    char img[HDR + 8 + 2 * INLINE_MAX];
+    if (!rc && size <= sizeof img) {
+        memcpy(img, &h, sizeof h);
+        if (at)
+            memcpy(img + HDR, &at, sizeof at);
+        if (k.n)
+            memcpy(img + key_off(&h), k.p, k.n);
+        if (!sep && v.n)
+            memcpy(img + val_off(&h), v.p, v.n);
+        rc = wr(o, node, 0, img, size);
+    } else if (!rc) {
         rc = wr(o, node, 0, &h, sizeof h);
-    if (!rc && at)
-        rc = wr(o, node, HDR, &at, sizeof at);
-    if (!rc)
-        rc = wr(o, node, key_off(&h), k.p, k.n);
-    if (!rc && !sep)
-        rc = wr(o, node, val_off(&h), v.p, v.n);
+        if (!rc && at)
+            rc = wr(o, node, HDR, &at, sizeof at);
+        if (!rc)
+            rc = wr(o, node, key_off(&h), k.p, k.n);
+        if (!rc && !sep)
+            rc = wr(o, node, val_off(&h), v.p, v.n);
+    }
     if (!rc) {
         *out = node;
         o->dbytes += (int64_t)obj_bytes(o->s, node, h.val);
@@ -642,6 +657,8 @@ static int bucket_of(struct op *o, uint64_t h, struct bref *b)
  * byte is read first so that a hot slice's line is not written again. */
 static inline void ref_mark(kv_store *s, uint64_t h)
 {
+    if (s->no_refs)
+        return;
     unsigned char *r = &s->ref[h >> (64 - REF_BITS)];
     if (!__atomic_load_n(r, __ATOMIC_RELAXED))
         __atomic_store_n(r, 1, __ATOMIC_RELAXED);
@@ -1666,6 +1683,7 @@ int kv_adopt(txn_pool *p, txn_obj *root, const struct kv_opts *opt, kv_store **o
     pthread_mutex_init(&s->resize, NULL);
     s->resize_step = opt->resize_step ? opt->resize_step : MIGRATE_SCAN;
     s->view = opt->view;
+    s->no_refs = opt->no_refs;
     int rc = load(s);
     if (rc) {
         kv_close(s);

@@ -33,6 +33,10 @@ struct kv_opts {
     int no_create;        /* a missing pool file is TXN_E_NOENT */
     int view;             /* open a private view (txn_pool_view): nothing
                              this process does reaches the file */
+    int no_refs;          /* lookups leave kv_evict's reference bytes
+                             alone: for a store that never evicts, which
+                             saves a cache miss a key (kv_evict still
+                             works, without recency) */
     /* when not NULL, ends each transaction the store commits instead of
      * txn_commit, and must end it as txn_commit does (reads' too): how the
      * crash simulator (tests/crashsim/wl_kv.c) announces what a commit
@@ -52,9 +56,10 @@ int kv_open(const char *path, const struct kv_opts *o, kv_store **out);
 
 /* Open the store whose root is `root`, an object of the open pool p of
  * at least KV_ROOT_SIZE bytes: all zero, it gets a new, empty store (in
- * one transaction). Of `o`, only resize_step, view and commit are read.
- * kv_close leaves p open; kv_info's pool_size is 0. Errors as kv_open's
- * after the pool opened: TXN_E_CORRUPT, TXN_E_LAYOUTVER (kv_strerror). */
+ * one transaction). Of `o`, only resize_step, view, no_refs and commit
+ * are read. kv_close leaves p open; kv_info's pool_size is 0. Errors as
+ * kv_open's after the pool opened: TXN_E_CORRUPT, TXN_E_LAYOUTVER
+ * (kv_strerror). */
 int kv_adopt(txn_pool *p, txn_obj *root, const struct kv_opts *o, kv_store **out);
 
 /* What to print for an error of kv_open or kv_adopt: the pool's refusal
