@@ -485,6 +485,16 @@ static void wait_unpinned(struct ipool *st)
     pthread_cond_timedwait(&st->cv, &st->lk, &ts);
 }
 
+/* The end of an epoch is done (st->lk held): the next one runs. */
+static void epoch_done(struct ipool *st)
+{
+    __atomic_store_n(&st->held, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->work, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->epoch, st->epoch + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->advancing, 0, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&st->cv);
+}
+
 /* Return once epoch `e` has ended (durably). */
 static void advance_past(struct ipool *st, uint64_t e)
 {
@@ -501,11 +511,7 @@ static void advance_past(struct ipool *st, uint64_t e)
         pthread_mutex_unlock(&st->lk);
         end_epoch(st);
         pthread_mutex_lock(&st->lk);
-        __atomic_store_n(&st->held, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&st->work, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&st->epoch, st->epoch + 1, __ATOMIC_RELAXED);
-        __atomic_store_n(&st->advancing, 0, __ATOMIC_RELEASE);
-        pthread_cond_broadcast(&st->cv);
+        epoch_done(st);
     }
     pthread_mutex_unlock(&st->lk);
 }
@@ -539,11 +545,7 @@ static void advance_unless_pinned(struct ipool *st, uint64_t e)
         return;
     end_epoch(st);
     pthread_mutex_lock(&st->lk);
-    __atomic_store_n(&st->held, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&st->work, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&st->epoch, st->epoch + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&st->advancing, 0, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&st->cv);
+    epoch_done(st);
     pthread_mutex_unlock(&st->lk);
 }
 

@@ -60,6 +60,24 @@ built_engines() {
     done
 }
 
+# cache_engines DIR: the engines built in DIR that keep a memcached port's
+# items in pmtx's own pool format (none and pmdk aside).
+cache_engines() {
+    local e
+    for e in $(built_engines "$1"); do
+        case $e in none | pmdk) ;; *) printf '%s ' "$e" ;; esac
+    done
+}
+
+# server_scratch NAME: $tmp (a folder) and $pool (a pool file) for one
+# server at a time, whose process is $pid; all removed at exit.
+server_scratch() {
+    tmp=$(mktemp -d "/tmp/$1-XXXXXX")
+    pool=/dev/shm/$1-$$.pool
+    pid=
+    trap 'if [ -n "$pid" ]; then kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; fi; rm -rf "$tmp" "$pool"' EXIT
+}
+
 # wait_tcp PORT: until something listens on 127.0.0.1:PORT (30 s at most,
 # then exit 1)
 wait_tcp() {

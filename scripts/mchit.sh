@@ -31,19 +31,8 @@ while [ $# -gt 0 ]; do
 done
 sweep_build "$nobuild"
 export PMEM_IS_PMEM_FORCE=1 TXN_PDOM=${TXN_PDOM:-1}
-if [ ${#engines[@]} -eq 0 ]; then
-    for e in $(built_engines "$BUILD_DIR"); do
-        case $e in none | pmdk) ;; *) engines+=("$e") ;; esac
-    done
-fi
-tmp=$(mktemp -d /tmp/mchit-XXXXXX)
-pool=/dev/shm/mchit-$$.pool
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$tmp" "$pool"
-}
-trap cleanup EXIT
+[ ${#engines[@]} -gt 0 ] || read -ra engines <<<"$(cache_engines "$BUILD_DIR")"
+server_scratch mchit
 port=$((20500 + $$ % 20000))
 cat >"$tmp/mix" <<'EOF'
 key
