@@ -947,6 +947,26 @@ START_TEST(test_failed_alloc_commits_nothing)
 }
 END_TEST
 
+/* Objects of `size` bytes, one committed transaction each (word 0: its
+ * number from 1), until the pool is full; returns how many, at most max. */
+static int fill_committed(txn_pool *p, size_t size, txn_obj **objs, int max)
+{
+    txn_obj *o;
+    int n = 0, rc;
+    for (;;) {
+        txn *tx = begin(p);
+        if ((rc = txn_alloc(tx, size, &o))) {
+            CHECK_RC(rc, TXN_E_NOSPACE);
+            txn_abort(tx);
+            return n;
+        }
+        ck_assert_int_lt(n, max);
+        CHECK_OK(txn_write_u64(tx, o, 0, (uint64_t)n + 1));
+        CHECK_OK(txn_commit(tx));
+        objs[n++] = o;
+    }
+}
+
 /* A transaction that frees finds room for what it writes on a full pool
  * (A5 in the allocator: cow copies an object at its first write). */
 START_TEST(test_free_on_full_pool)
@@ -954,21 +974,9 @@ START_TEST(test_free_on_full_pool)
     enum { OBJ = 256 << 10, MAXOBJ = 200 };
     char name[NAME_MAX_LEN];
     txn_pool *p = create_pool(name, 64);
-    txn_obj *objs[MAXOBJ], *o;
-    int n = 0, rc;
+    txn_obj *objs[MAXOBJ];
     txn *tx;
-    for (;;) {
-        tx = begin(p);
-        if ((rc = txn_alloc(tx, OBJ, &o))) {
-            CHECK_RC(rc, TXN_E_NOSPACE);
-            txn_abort(tx);
-            break;
-        }
-        ck_assert_int_lt(n, MAXOBJ);
-        CHECK_OK(txn_write_u64(tx, o, 0, (uint64_t)n + 1));
-        CHECK_OK(txn_commit(tx));
-        objs[n++] = o;
-    }
+    int n = fill_committed(p, OBJ, objs, MAXOBJ);
     ck_assert_int_ge(n, 2);
     tx = begin(p);
     CHECK_OK(txn_free(tx, objs[0]));
@@ -988,7 +996,7 @@ START_TEST(test_pool_full)
     char name[NAME_MAX_LEN];
     txn_pool *p = create_pool(name, 64);
     txn_obj *root = txn_root(p), *objs[MAXOBJ], *o;
-    int first, second, n = 0, rc;
+    int first, second, n;
     txn *tx;
 
     commit_u64(p, root, 0, 0xfeed);
@@ -1009,19 +1017,7 @@ START_TEST(test_pool_full)
                   second);
 
     /* filled by committed transactions, then all freed in one */
-    for (;;) {
-        tx = begin(p);
-        rc = txn_alloc(tx, CHUNK, &o);
-        if (rc != 0) {
-            CHECK_RC(rc, TXN_E_NOSPACE);
-            txn_abort(tx);
-            break;
-        }
-        ck_assert_int_lt(n, MAXOBJ);
-        CHECK_OK(txn_write_u64(tx, o, 0, (uint64_t)n + 1));
-        CHECK_OK(txn_commit(tx));
-        objs[n++] = o;
-    }
+    n = fill_committed(p, CHUNK, objs, MAXOBJ);
     ck_assert_int_ge(n, second - 1);
     ck_assert_uint_eq(committed_u64(p, root, 0), 0xbeef);
     tx = begin(p);
