@@ -44,15 +44,18 @@
  * Incremental resize. When keys exceed the bucket count, one transaction
  * under all locks allocates the doubled table with empty sdirs (STRIPES +
  * 1 small objects, whatever the size) and moves the current table to
- * `old`. From then on, every write transaction on a stripe first moves its
+ * `old`. From then on, every write that may insert a key first moves its
  * key's old bucket, then up to resize_step (default MIGRATE_SCAN) old
  * buckets from the stripe's cursor (sdir.migrated) into the new table; a
  * stripe whose cursor reaches its end frees its old segments and old sdir
  * in that same transaction. When all stripes are done, one transaction
  * under all locks frees the old table object and clears `old`. No request
  * ever moves more than 1 + resize_step buckets. A call that only frees (a
- * delete, an expiry, an eviction) moves none that would need a new
- * segment: a full pool mid-resize can always be emptied.
+ * delete, an expiry, an eviction) moves none: it needs no room, so a full
+ * pool mid-resize can always be emptied. A command about to add many keys
+ * (MSET) first grows the table to their number (kv_reserve), draining
+ * each doubling in transactions of one stripe, as Redis grows its dict
+ * inside such a command instead of walking chains many keys long.
  *
  * Invariants (kv_check verifies each)
  *  K1 Every node of bucket j of a table with `bits` bits has hash >>
@@ -191,6 +194,8 @@ struct op {
     unsigned done;          /* stripes whose migration this call finished */
     kv_key_fn expired;      /* scans: where expired keys go (NULL: nowhere) */
     void *expired_arg;
+    struct kv_slice hk;     /* the key of this kv_txn call, hashed by txn_holds */
+    uint64_t hv;            /* kv_hash(hk) */
 };
 
 /* ---- hashing: part of the persistent layout (KV_VERSION) */
@@ -216,6 +221,12 @@ static uint64_t kv_hash(const char *p, size_t n)
     uint64_t w = 0;
     memcpy(&w, p, n);
     return mix64(h ^ w ^ ((uint64_t)n << 56));
+}
+
+/* kv_hash(k), once per kv_txn call: txn_holds hashed the call's key. */
+static inline uint64_t op_hash(const struct op *o, struct kv_slice k)
+{
+    return k.p && k.p == o->hk.p && k.n == o->hk.n ? o->hv : kv_hash(k.p, k.n);
 }
 
 static inline unsigned stripe_of(uint64_t h)
@@ -555,10 +566,8 @@ static int relink(struct op *o, const struct bref *b, const struct hit *hit, txn
 /* ---- incremental resize */
 
 /* Move every node of old bucket i into the new table (buckets 2i, 2i+1).
- * Both lie in one new segment, made before the first write; `lean` (a
- * call that only frees: migrate) makes none and leaves a bucket that
- * would need one untouched, returning 1. 0 moved, <0 an error. */
-static int move_bucket(struct op *o, unsigned s, uint64_t i, int lean)
+ * Both lie in one new segment, made before the first write. 0 or <0. */
+static int move_bucket(struct op *o, unsigned s, uint64_t i)
 {
     struct view *v = &o->s->v;
     struct bref ob, nb;
@@ -571,8 +580,6 @@ static int move_bucket(struct op *o, unsigned s, uint64_t i, int lean)
         return rc;
     if ((rc = bucket_ref(o, v->sdir[s], v->bits, 2 * i, &nb)))
         return rc;
-    if (!nb.seg && lean)
-        return 1;
     if ((rc = bucket_make(o, &nb)))
         return rc;
     txn_obj *seg = nb.seg;
@@ -608,33 +615,18 @@ static int free_old_stripe(struct op *o, unsigned s)
     return rc ? rc : txn_free(o->tx, sdir);
 }
 
-/* Before a write to a key of hash h: if a resize runs and h's stripe is
- * not drained, move the key's old bucket and the next few at the cursor.
- * `lean`: the call only frees (a delete, an expiry, an eviction), and a
- * delete must never need room, as on a full pool: no bucket that would
- * need a new segment moves (the key's own then stays in the old table,
- * where find_w finds it; the cursor stops before such a bucket, and
- * inserts, which need room anyway, move it later). No state is new: old
- * buckets at or past the cursor may hold keys during any resize (K3). */
-static int migrate(struct op *o, uint64_t h, int lean)
+/* Move old buckets of stripe s from its cursor m on, at most `steps` of
+ * them, and record the new cursor; the stripe's old objects go when the
+ * cursor reaches the end. */
+static int advance(struct op *o, unsigned s, uint64_t m, uint64_t steps)
 {
     struct view *v = &o->s->v;
-    if (!v->old)
-        return 0;
-    unsigned s = stripe_of(h);
-    uint64_t per = per_stripe(v->bits - 1), m, m0;
-    int rc = rd(o, v->sdir[s], D_MIGRATED, &m, sizeof m);
-    if (rc || m == per)
+    uint64_t per = per_stripe(v->bits - 1), base = (uint64_t)s * per, m0 = m;
+    int rc = 0;
+    for (; m < per && m - m0 < steps && !rc; m++)
+        rc = move_bucket(o, s, base + m);
+    if (rc || m == m0)
         return rc;
-    uint64_t base = (uint64_t)s * per, own = (h >> (64 - (v->bits - 1))) - base;
-    if (own >= m && (rc = move_bucket(o, s, base + own, lean)) < 0)
-        return rc;
-    rc = 0;
-    for (m0 = m; m < per && m - m0 < o->s->resize_step; m++)
-        if ((rc = move_bucket(o, s, base + m, lean)))
-            break; /* m stays at the bucket not moved */
-    if (rc < 0 || m == m0)
-        return rc < 0 ? rc : 0;
     if ((rc = wr(o, v->sdir[s], D_MIGRATED, &m, sizeof m)))
         return rc;
     if (m == per) {
@@ -642,6 +634,30 @@ static int migrate(struct op *o, uint64_t h, int lean)
         rc = free_old_stripe(o, s);
     }
     return rc;
+}
+
+/* Before a write that may insert a key of hash h: if a resize runs and
+ * h's stripe is not drained, move the key's old bucket and the next few
+ * at the cursor. A call that only frees (a delete, an expiry, an
+ * eviction) moves nothing: it unlinks its node from whichever table holds
+ * it (locate), needs no room, as on a full pool, and a DEL of many keys
+ * during a resize does not first move every node of the old table (each
+ * move a logged write). Inserts finish the resize; until then lookups
+ * look in both tables, as during any resize (K3). */
+static int migrate(struct op *o, uint64_t h)
+{
+    struct view *v = &o->s->v;
+    if (!v->old)
+        return 0;
+    unsigned s = stripe_of(h);
+    uint64_t per = per_stripe(v->bits - 1), m;
+    int rc = rd(o, v->sdir[s], D_MIGRATED, &m, sizeof m);
+    if (rc || m == per)
+        return rc;
+    uint64_t base = (uint64_t)s * per, own = (h >> (64 - (v->bits - 1))) - base;
+    if (own >= m && (rc = move_bucket(o, s, base + own)))
+        return rc;
+    return advance(o, s, m, o->s->resize_step);
 }
 
 /* The new-table bucket of h, after migrate(). */
@@ -688,7 +704,7 @@ static int locate(struct op *o, uint64_t h, struct kv_slice k, struct bref *b, s
 
 static int lookup(struct op *o, struct kv_slice k, struct hit *hit)
 {
-    uint64_t h = kv_hash(k.p, k.n);
+    uint64_t h = op_hash(o, k);
     ref_mark(o->s, h);
     struct bref b;
     return locate(o, h, k, &b, hit);
@@ -769,9 +785,10 @@ static int op_begin_all(struct op *o, kv_store *s, struct view_swap *w)
     return op_begin_locked(o, s, all, 1, view_install, w);
 }
 
-/* Double the table: O(STRIPES) allocations, whatever its size; the keys
- * move later, a few buckets per write (migrate). */
-static int resize_start(kv_store *s)
+/* Double the table if it holds fewer buckets than keys + `extra`:
+ * O(STRIPES) allocations, whatever its size; the keys move later, a few
+ * buckets per write (migrate). */
+static int resize_start(kv_store *s, uint64_t extra)
 {
     struct op o;
     struct view_swap w = {.s = s};
@@ -779,7 +796,7 @@ static int resize_start(kv_store *s)
     if (rc)
         return rc;
     struct view *v = &s->v;
-    if (!v->old && v->bits < MAX_BITS && atomic_load(&s->keys) > ((uint64_t)1 << v->bits)) {
+    if (!v->old && v->bits < MAX_BITS && atomic_load(&s->keys) + extra > ((uint64_t)1 << v->bits)) {
         txn_obj *tabs[2] = {NULL, v->table}; /* R_TABLE, R_OLD */
         if (!(rc = table_make(&o, v->bits + 1, &tabs[0])) &&
             !(rc = wr(&o, s->root, R_TABLE, tabs, sizeof tabs)) &&
@@ -830,7 +847,51 @@ static void maybe_resize(kv_store *s)
     if (atomic_load(&s->resizing))
         resize_finish(s);
     else
-        resize_start(s);
+        resize_start(s, 0);
+    pthread_mutex_unlock(&s->resize);
+}
+
+/* Drain the running resize: every stripe's old buckets moved, a batch of
+ * DRAIN_STEP buckets per transaction holding that stripe alone, so that
+ * other clients are served between them; then the old table goes. */
+#define DRAIN_STEP 256
+static int drain(kv_store *s)
+{
+    int rc = 0;
+    for (unsigned st = 0; st < STRIPES && !rc && atomic_load(&s->resizing); st++) {
+        uint64_t want[WORDS] = {0}, m = 0, per = 0;
+        want[st / 64] = 1ULL << (st % 64);
+        do {
+            struct op o;
+            if ((rc = op_begin_locked(&o, s, want, 1, NULL, NULL)))
+                break;
+            per = per_stripe(s->v.bits - 1);
+            if (!(rc = rd(&o, s->v.sdir[st], D_MIGRATED, &m, sizeof m)) && m < per)
+                rc = advance(&o, st, m, DRAIN_STEP);
+            rc = op_end(&o, rc);
+            m += DRAIN_STEP; /* advance moved that many, or reached the end */
+        } while (!rc && m < per);
+    }
+    return rc || !atomic_load(&s->resizing) ? rc : resize_finish(s);
+}
+
+/* Best effort: a failure (a full pool) leaves the table as it was, correct,
+ * and the command runs on longer chains. */
+void kv_reserve(kv_store *s, uint64_t n)
+{
+    pthread_mutex_lock(&s->resize);
+    uint64_t keys = atomic_load(&s->keys);
+    unsigned bits = atomic_load(&s->bits);
+    if (keys + n > (uint64_t)2 << bits) { /* else the usual doubling keeps up */
+        int rc = drain(s); /* a resize under way */
+        while (!rc && bits < MAX_BITS && keys + n > (uint64_t)1 << bits) {
+            if ((rc = resize_start(s, n)) || !atomic_load(&s->resizing) || (rc = drain(s)) ||
+                atomic_load(&s->resizing) || atomic_load(&s->bits) == bits)
+                break; /* no room, or no progress */
+            bits = atomic_load(&s->bits);
+            keys = atomic_load(&s->keys);
+        }
+    }
     pthread_mutex_unlock(&s->resize);
 }
 
@@ -918,17 +979,18 @@ static int del_hit(struct op *o, const struct bref *b, const struct hit *hit)
     return rc;
 }
 
-/* Find k on a writing path (its old bucket moved first, unless `lean`
- * (migrate) left it: then *b may be its old bucket; a lean caller only
- * changes or unlinks a node found, never inserts). A key whose time
- * has come is deleted here, in the transaction that found it, and reads
- * as missing (passive expiry). 1 found, 0 missing, <0 an error. */
+/* Find k on a writing path: a call that may insert (!lean) moves the
+ * key's old bucket first (migrate), so that *b is its new-table bucket;
+ * a lean caller only changes or unlinks a node found, never inserts, and
+ * *b may be its old bucket. A key whose time has come is deleted here, in
+ * the transaction that found it, and reads as missing (passive expiry).
+ * 1 found, 0 missing, <0 an error. */
 static int find_w(struct op *o, struct kv_slice k, uint64_t *h, struct bref *b, struct hit *hit,
                   int lean)
 {
-    *h = kv_hash(k.p, k.n);
+    *h = op_hash(o, k);
     ref_mark(o->s, *h);
-    int rc = migrate(o, *h, lean);
+    int rc = lean ? 0 : migrate(o, *h);
     if (!rc)
         rc = locate(o, *h, k, b, hit);
     if (rc > 0 && has_ttl(&hit->h)) {
@@ -1029,10 +1091,13 @@ int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, 
     return 0;
 }
 
-/* A key the transaction did not lock would race with other calls. */
-static int txn_holds(const kv_txn *t, struct kv_slice k)
+/* A key the transaction did not lock would race with other calls. Every
+ * kv_txn call begins here: its key's hash is kept for the rest of it. */
+static int txn_holds(kv_txn *t, struct kv_slice k)
 {
-    unsigned s = stripe_of(kv_hash(k.p, k.n));
+    t->o.hk = k;
+    t->o.hv = kv_hash(k.p, k.n);
+    unsigned s = stripe_of(t->o.hv);
     return t->o.locked[s / 64] >> (s % 64) & 1;
 }
 

@@ -248,6 +248,8 @@ void cmd_mset(struct conn *c, size_t argc, struct kv_slice *argv)
                            nx ? "msetnx" : "mset");
     kv_txn *t;
     size_t mark = c->out.len;
+    if (!c->exec)
+        kv_reserve(srv.kv, argc / 2);
     int rc = tx_keys(c, argc, argv, 1, -2, 2, 1, &t), any = 0;
     if (rc)
         return reply_store_error(&c->out, rc);
