@@ -159,17 +159,39 @@ START_TEST(test_evict_model)
 }
 END_TEST
 
-/* Key i of the full-pool test: 20 bytes, already expired (at 1 ms) when
- * i % 3 == 0. */
-static void put_small(kv_store *s, unsigned i)
+/* Key i with a value of `len` bytes expiring at `at` (0: never). */
+static void put_n(kv_store *s, unsigned i, unsigned len, uint64_t at)
 {
-    char kb[32], v[20];
+    char kb[32], v[32];
     struct kv_slice k = key_of(i, kb);
     kv_txn *t;
-    value_of(i, sizeof v, v);
+    ck_assert_uint_le(len, sizeof v);
+    value_of(i, len, v);
     CHECK_OK(kv_txn_begin(s, 1, &k, 1, &t));
-    CHECK_OK(kv_txn_put(t, k, (struct kv_slice){v, sizeof v}, i % 3 ? 0 : 1));
+    CHECK_OK(kv_txn_put(t, k, (struct kv_slice){v, len}, at));
     CHECK_OK(kv_txn_end(t, 0));
+}
+
+/* A store of `size` bytes whose table moves one old bucket per write, set
+ * keys 0, 1, ... of `len` bytes (a third already expired when `expired`)
+ * until the table has been growing for `writes` of them; *n: how many. */
+static kv_store *mid_resize(const char *path, size_t size, unsigned len, int expired,
+                            unsigned writes, unsigned *n)
+{
+    struct kv_opts o = {.pool_size = size, .threads = 2, .resize_step = 1};
+    kv_store *s;
+    CHECK_OK(kv_open(path, &o, &s));
+    struct kv_info ki;
+    unsigned extra = 0;
+    *n = 0;
+    do {
+        put_n(s, *n, len, expired && *n % 3 == 0 ? 1 : 0);
+        ++*n;
+        kv_info(s, &ki);
+        extra += ki.resizing;
+    } while (extra < writes && *n < 100000);
+    ck_assert_int_eq(ki.resizing, 1);
+    return s;
 }
 
 /* Allocate objects of n bytes that nothing holds until the pool has no
@@ -204,16 +226,9 @@ START_TEST(test_full_mid_resize)
     struct test_pool tp;
     CHECK_OK(test_pool_new(&tp, "fullresize"));
     struct kv_opts o = {.pool_size = 16u << 20, .threads = 2, .resize_step = 1};
-    kv_store *s;
-    CHECK_OK(kv_open(tp.name, &o, &s));
     struct kv_info ki;
-    unsigned n = 0, extra = 0;
-    do { /* until the table has been growing for 100 writes */
-        put_small(s, n++);
-        kv_info(s, &ki);
-        extra += ki.resizing;
-    } while (extra < 100 && n < 100000);
-    ck_assert_int_eq(ki.resizing, 1);
+    unsigned n;
+    kv_store *s = mid_resize(tp.name, o.pool_size, 20, 1, 100, &n);
     txn_obj *keep[COW_ROOM];
     exhaust(kv_pool(s), 512, keep, COW_ROOM); /* a segment's size, then every smaller */
     for (size_t sz = 256; sz >= 16; sz /= 2)
@@ -294,12 +309,61 @@ START_TEST(test_full_mid_resize)
 }
 END_TEST
 
+/* Key i of the reserve test, 8 bytes, is there. */
+static void holds(kv_store *s, unsigned i)
+{
+    char kb[32];
+    struct kv_slice k = key_of(i, kb);
+    struct got g = {0, 0, i};
+    kv_txn *t;
+    CHECK_OK(kv_txn_begin(s, 1, &k, 0, &t));
+    int rc = kv_txn_get(t, k, got_cb, &g);
+    CHECK_OK(kv_txn_end(t, 0));
+    ck_assert_msg(rc == 1 && g.same && g.len == 8, "key:%u: %d, %u bytes", i, rc, g.len);
+}
+
+/* kv_reserve (MSET's): a table grown at once, every key moved and
+ * readable, a resize under way drained first; nothing when the table
+ * keeps up. */
+START_TEST(test_reserve)
+{
+    struct test_pool tp;
+    CHECK_OK(test_pool_new(&tp, "reserve"));
+    struct kv_opts o = {.pool_size = 32u << 20, .threads = 2, .resize_step = 1};
+    struct kv_info ki;
+    unsigned n;
+    kv_store *s = mid_resize(tp.name, o.pool_size, 8, 0, 1, &n);
+    kv_info(s, &ki);
+    uint64_t before = ki.buckets;
+    kv_reserve(s, 10); /* the table keeps up: nothing */
+    kv_info(s, &ki);
+    ck_assert_uint_eq(ki.buckets, before);
+    ck_assert_int_eq(ki.resizing, 1);
+    kv_reserve(s, 100000);
+    kv_info(s, &ki);
+    ck_assert_int_eq(ki.resizing, 0);
+    ck_assert_uint_eq(ki.keys, n);
+    ck_assert_uint_ge(ki.buckets, n + 100000);
+    ck_assert_uint_lt(ki.buckets, 2 * (n + 100000));
+    for (int reopen = 0; reopen < 2; reopen++) {
+        ck_assert_int_eq(kv_check(s, stderr), 0);
+        for (unsigned i = 0; i < n; i++)
+            holds(s, i);
+        kv_close(s);
+        CHECK_OK(kv_open(tp.name, &o, &s));
+    }
+    kv_close(s);
+    test_pool_remove(tp.name);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kv_evict");
     TCase *tc = test_tcase(s, "evict", 120);
     tcase_add_test(tc, test_evict_model);
     tcase_add_test(tc, test_full_mid_resize);
+    tcase_add_test(tc, test_reserve);
     printf("engine %s\n", txn_engine_name());
     return test_run(s, CK_FORK_GETENV, "evict");
 }

@@ -50,7 +50,7 @@ static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix,
                                                    &wl_sparse, &wl_migrate, &wl_extend,
                                                    &wl_masstree, &wl_sqlite, &wl_kv,
                                                    &wl_shared, &wl_masstree_shared,
-                                                   &wl_kv_shared, &wl_churn};
+                                                   &wl_kv_shared, &wl_churn, &wl_kv_reserve};
 
 /* ---- the oracle. Each thread calls txn_sync() after every
  * `sync_every` commits (a no-op for engines durable at commit, which run

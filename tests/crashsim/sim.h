@@ -70,6 +70,7 @@ extern const struct workload wl_sqlite __attribute__((weak));
 /* Built with the key-value store's source (weak): wl_kv.c. */
 extern const struct workload wl_kv __attribute__((weak));
 extern const struct workload wl_kv_shared __attribute__((weak));
+extern const struct workload wl_kv_reserve __attribute__((weak));
 /* Optional, from a workload file (weak): the first access to thread t's
  * part after recovery, for a workload whose structure recovers lazily; the
  * driver runs it, and crashes it, as part of recovery. */

@@ -32,7 +32,11 @@
  * migrations the later writes carry on (kv_opts.resize_step buckets
  * each), so crashes fall into them and recovery meets a store with two
  * tables. (The run is too short to drain every stripe: the resize's last
- * transaction is not reached.)
+ * transaction is not reached.) Workload kv-reserve: the same, in a
+ * larger pool, and the step after it calls kv_reserve as an MSET of
+ * RESERVE keys would: the running resize drained and two more doublings,
+ * each drained, in transactions of one stripe, so that crashes fall into
+ * those.
  *
  * With several threads, each has its own store in its own part.
  * Run when named (--workload kv). */
@@ -44,7 +48,8 @@
 #include "store.h"
 
 enum { KEYS = 200, PRELOAD = 100, BATCH = 64, MAX_OPS = 10, KEY_MAX = 40, SMALL = 200,
-       BIG_MIN = 300, BIG_MAX = 3000, TABLE = 8192, RESIZE_KEYS = TABLE + KEYS };
+       BIG_MIN = 300, BIG_MAX = 3000, TABLE = 8192, RESIZE_KEYS = TABLE + KEYS,
+       RESERVE = 4 * TABLE };
 #define FAR_MS 4102444800000ull /* 2100-01-01 00:00 UTC, in ms since the epoch */
 #define SPREAD_MS 31536000000ull /* expiry times: up to a year later */
 #define ROLLBACK (-1)           /* kv_txn_end: any rc < 0 rolls back */
@@ -63,13 +68,18 @@ static char vbuf[SIM_THREADS][BIG_MAX]; /* a value's bytes */
 static unsigned nkeys = KEYS;           /* keys of the run */
 static int grow[SIM_THREADS];           /* the next step adds the key that
                                            starts the resize */
+static int reserve[SIM_THREADS];        /* the step after it: kv_reserve */
 
-/* CRASHSIM_KV_RESIZE=1: read by setup and by each recovery's process. */
+static int reserve_run; /* the workload is kv-reserve */
+
+/* 0, 1 (CRASHSIM_KV_RESIZE=1) or 2 (kv-reserve): read by setup and by
+ * each recovery's process. */
 static int resize_mode(void)
 {
     const char *r = getenv("CRASHSIM_KV_RESIZE");
-    nkeys = r && *r == '1' ? RESIZE_KEYS : KEYS;
-    return nkeys == RESIZE_KEYS;
+    int mode = reserve_run ? 2 : r && *r == '1';
+    nkeys = mode ? RESIZE_KEYS : KEYS;
+    return mode;
 }
 
 /* ---- keys, values, digests */
@@ -265,6 +275,12 @@ static int kv_step(txn_pool *p, int t, uint64_t *rng)
         ks[0] = TABLE;
         return run_txn(t, ks, 1, rng, 0, preload_put);
     }
+    if (reserve[t]) { /* its transactions change no key */
+        reserve[t] = 0;
+        next_digest[t] = digest_of(cur[t]);
+        kv_reserve(store[t], RESERVE);
+        return 0;
+    }
     size_t n = 1 + (size_t)(sim_rand(rng) % MAX_OPS);
     for (size_t i = 0; i < n; i++)
         ks[i] = (unsigned)(sim_rand(rng) % nkeys);
@@ -285,7 +301,9 @@ static int kv_setup(txn_pool *p, int t)
         kv_close(store[t]);
         store[t] = NULL;
     }
-    grow[t] = resize_mode();
+    int mode = resize_mode();
+    grow[t] = mode != 0;
+    reserve[t] = mode == 2;
     memset(cur[t], 0, sizeof cur[t]);
     next_digest[t] = digest_of(cur[t]);
     txn *tx;
@@ -454,3 +472,22 @@ static int kvs_finish(int t)
 const struct workload wl_kv_shared = {"kv-shared", 4u << 20, KV_ROOT_SIZE, kvs_setup,
                                       kvs_step, kv_mirror, kv_read,
                                       WL_BY_NAME | WL_SHARED, kvs_finish};
+
+/* ---- kv-reserve: kv with the resize under way and an MSET's kv_reserve
+ * (resize_mode 2), in a pool with room for the table of 2^16 buckets and
+ * the one it drains beside the keys */
+
+static int kvr_setup(txn_pool *p, int t)
+{
+    reserve_run = 1;
+    return kv_setup(p, t);
+}
+
+static int kvr_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
+{
+    reserve_run = 1;
+    return kv_read(p, t, digest, r);
+}
+
+const struct workload wl_kv_reserve = {"kv-reserve", 12u << 20, KV_ROOT_SIZE, kvr_setup,
+                                       kv_step, kv_mirror, kvr_read, WL_BY_NAME, kv_finish};
