@@ -136,7 +136,8 @@ int kv_txn_expire(kv_txn *t, struct kv_slice key, uint64_t at);
  * missing key. A value
  * grown past INLINE_MAX bytes gets room to grow (store.c), so that a
  * write that fits changes only its bytes and the length: n appends cost
- * O(bytes appended) amortized. The expiry stays; an item becomes a
+ * O(bytes appended) amortized; a long one is cut into pieces, of which a
+ * write copies (cow) only those it touches. The expiry stays; an item becomes a
  * string. 1 the key existed, 0 made, KV_E_TOOBIG if the string would
  * pass `max` bytes (nothing changed), KV_E_WRONGTYPE, or an error. */
 #define KV_SPLICE_END UINT64_MAX
