@@ -345,8 +345,13 @@ void cmd_setbit(struct conn *c, size_t argc, struct kv_slice *argv)
             int was = ((unsigned char)v[byte] & m) != 0;
             v[byte] = (char)(argv[3].p[0] == '1' ? (unsigned char)v[byte] | m
                                                  : (unsigned char)v[byte] & (unsigned char)~m);
-            if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len}, KV_KEEPTTL)))
+            /* only the byte is written (a pieced string: one piece) */
+            uint64_t now;
+            if ((rc = kv_txn_splice(t, argv[1], byte, (struct kv_slice){v + byte, 1}, MAX_STRING,
+                                    &now)) >= 0) {
+                rc = 0;
                 reply_int(&c->out, was);
+            }
         }
         free(v);
     }
