@@ -108,7 +108,8 @@
 #define MIN_BITS (STRIPE_BITS + SEG_BITS) /* one segment per stripe */
 #define MAX_BITS 40
 #define INLINE_MAX 256
-#define PIECE 65536 /* bytes of a full piece of a pieced string (version 4) */
+#define PIECE 65536 /* bytes of a full piece of a pieced string (version 4):
+                       one allocator chunk (docs/kvstore.md, section 19a) */
 #define MIGRATE_SCAN 8 /* default of kv_opts.resize_step */
 #define WORDS (STRIPES / 64)
 #define REF_BITS 20 /* kv_evict's CLOCK: 2^20 slices of the hash space */
