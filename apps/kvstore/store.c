@@ -46,8 +46,8 @@
  * DRAM). A value over INLINE_MAX gets its own object so that relinking a
  * chain never copies a large value, and a string that grows past PIECE is
  * cut into pieces so that an APPEND or SETRANGE copies at most the pieces
- * it writes. The root and a table object change
- * only under all stripe locks (resize start and finish).
+ * it writes. The root and a table object change only under all stripe
+ * locks (resize start and finish).
  *
  * Incremental resize. When keys exceed the bucket count, one transaction
  * under all locks allocates the doubled table with empty sdirs (STRIPES +
