@@ -6,7 +6,8 @@
  * SETs, deletes and expiry changes, some rolled back; their strings grow
  * past the size where the store cuts them into pieces and past the piece
  * table's first capacity. After each step every key reads back as the
- * model says (GET; GETRANGE and STRLEN are slices and the length of it);
+ * model says (GET; and kv_txn_getrange, which STRLEN, GETRANGE and GETBIT
+ * use, over a random range and one across a piece boundary);
  * kv_check passes every few steps; the store's byte count after a reopen
  * (counted from the pool) is what the calls accounted. */
 #include <stdio.h>
@@ -49,9 +50,38 @@ static void got_cb(void *arg, const char *v, size_t n)
     g->same = v && n == g->want->len && !memcmp(v, g->want->v, n);
 }
 
+struct range {
+    const char *want;
+    size_t n;
+    int same;
+};
+
+static void range_cb(void *arg, const char *v, size_t n)
+{
+    struct range *r = arg;
+    r->same = v && n == r->n && !memcmp(v, r->want, n);
+}
+
+/* kv_txn_getrange of [off, off + n) of key i against the model. */
+static void check_range(kv_txn *t, struct kv_slice k, unsigned i, uint64_t off, uint64_t n,
+                        unsigned step)
+{
+    size_t len = m[i].present ? m[i].len : 0;
+    size_t a = off < len ? (size_t)off : len, b = n < len - a ? a + (size_t)n : len;
+    struct range r = {m[i].v + a, b - a, 0};
+    uint64_t got;
+    int rc = kv_txn_getrange(t, k, off, n, range_cb, &r, &got);
+    ck_assert_int_eq(rc, m[i].present);
+    ck_assert_uint_eq(got, len);
+    if (rc)
+        ck_assert_msg(r.same, "step %u: key %u, bytes [%llu, +%llu) differ", step, i,
+                      (unsigned long long)off, (unsigned long long)n);
+}
+
 /* Every key holds what the model says. */
 static void reconcile(kv_store *s, unsigned step)
 {
+    static uint64_t seed = 5;
     for (unsigned i = 0; i < KEYS; i++) {
         char kb[32];
         struct kv_slice k = key_of(i, kb);
@@ -59,6 +89,9 @@ static void reconcile(kv_store *s, unsigned step)
         kv_txn *t;
         CHECK_OK(kv_txn_begin(s, 1, &k, 0, &t));
         int rc = kv_txn_get(t, k, got_cb, &g);
+        size_t len = m[i].len + 1;
+        check_range(t, k, i, test_rand(&seed) % len, test_rand(&seed) % 140000, step);
+        check_range(t, k, i, 65536 - test_rand(&seed) % 100, test_rand(&seed) % 300, step);
         CHECK_OK(kv_txn_end(t, 0));
         ck_assert_int_eq(rc, m[i].present);
         if (rc)

@@ -540,11 +540,12 @@ static inline uint64_t piece_room(uint64_t need)
     return need >= PIECE / 2 ? PIECE : 2 * need;
 }
 
-/* The handles of a pieced value's pieces (malloc'd, *n of them), each
- * known to be an object of the bytes it holds. TXN_E_CORRUPT (with
- * kv_strerror's text) if the table or a piece is not. */
-static int piece_list(struct op *o, txn_obj *node, const struct node_hdr *h, txn_obj ***out,
-                      uint64_t *n)
+/* The handles of pieces [first, first + count) of a pieced value (fewer
+ * past its last; malloc'd, *n of them), each known to be an object of the
+ * bytes it holds. TXN_E_CORRUPT (with kv_strerror's text) if the table or
+ * a piece is not. */
+static int piece_range(struct op *o, txn_obj *node, const struct node_hdr *h, uint64_t first,
+                       uint64_t count, txn_obj ***out, uint64_t *n)
 {
     size_t tsize = h->val ? txn_obj_size(o->s->p, h->val) : 0;
     uint64_t want = pieces_of(h->vlen);
@@ -560,34 +561,50 @@ static int piece_list(struct op *o, txn_obj *node, const struct node_hdr *h, txn
     if (have != want)
         return refuse(TXN_E_CORRUPT, "node %p: %llu pieces for %llu bytes", (void *)node,
                       (unsigned long long)have, (unsigned long long)h->vlen);
-    txn_obj **list = malloc(want * sizeof *list);
+    if (first > want)
+        first = want;
+    if (count > want - first)
+        count = want - first;
+    txn_obj **list = malloc((count ? count : 1) * sizeof *list);
     if (!list)
         return TXN_E_NOMEM;
-    if ((rc = rd(o, h->val, P_PIECE, list, want * sizeof *list))) {
+    if (count && (rc = rd(o, h->val, P_PIECE + 8 * first, list, count * sizeof *list))) {
         free(list);
         return rc;
     }
-    for (uint64_t i = 0; i < want; i++)
-        if (!list[i] || txn_obj_size(o->s->p, list[i]) < piece_len(h->vlen, i)) {
+    for (uint64_t i = 0; i < count; i++)
+        if (!list[i] || txn_obj_size(o->s->p, list[i]) < piece_len(h->vlen, first + i)) {
             txn_obj *bad = list[i];
             free(list);
             return refuse(TXN_E_CORRUPT, "node %p: piece %llu (%p) is no object of %llu bytes",
-                          (void *)node, (unsigned long long)i, (void *)bad,
-                          (unsigned long long)piece_len(h->vlen, i));
+                          (void *)node, (unsigned long long)(first + i), (void *)bad,
+                          (unsigned long long)piece_len(h->vlen, first + i));
         }
     *out = list;
-    *n = want;
+    *n = count;
     return 0;
 }
 
-/* A pieced value's bytes into dst (vlen of them). */
-static int pieces_read(struct op *o, txn_obj *node, const struct node_hdr *h, char *dst)
+/* All the pieces of a pieced value: piece_range. */
+static int piece_list(struct op *o, txn_obj *node, const struct node_hdr *h, txn_obj ***out,
+                      uint64_t *n)
+{
+    return piece_range(o, node, h, 0, UINT64_MAX, out, n);
+}
+
+/* Bytes [off, off + len) of a pieced value (within its vlen) into dst:
+ * only the pieces that hold them are read. */
+static int pieces_read(struct op *o, txn_obj *node, const struct node_hdr *h, uint64_t off,
+                       uint64_t len, char *dst)
 {
     txn_obj **list;
-    uint64_t n;
-    int rc = piece_list(o, node, h, &list, &n);
-    for (uint64_t i = 0; i < n && !rc; i++)
-        rc = rd(o, list[i], 0, dst + i * PIECE, piece_len(h->vlen, i));
+    uint64_t n, first = off / PIECE, end = off + len;
+    int rc = piece_range(o, node, h, first, len ? (end - 1) / PIECE - first + 1 : 0, &list, &n);
+    for (uint64_t i = 0; i < n && !rc; i++) {
+        uint64_t base = (first + i) * PIECE, a = off > base ? off : base;
+        uint64_t b = end < base + PIECE ? end : base + PIECE;
+        rc = rd(o, list[i], (size_t)(a - base), dst + (a - off), (size_t)(b - a));
+    }
     free(list);
     return rc;
 }
@@ -1312,7 +1329,7 @@ int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsig
         char *v = malloc(hit.h.vlen);
         if (!v)
             return TXN_E_NOMEM;
-        if (!(rc = pieces_read(&t->o, hit.node, &hit.h, v)))
+        if (!(rc = pieces_read(&t->o, hit.node, &hit.h, 0, hit.h.vlen, v)))
             fn(arg, v, hit.h.vlen);
         free(v);
         return rc ? rc : 1;
@@ -1332,6 +1349,52 @@ int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsig
                    : rd(&t->o, hit.node, val_off(&hit.h), v, hit.h.vlen);
     if (!rc)
         fn(arg, v + skip, hit.h.vlen - skip);
+    if (v != small)
+        free(v);
+    return rc ? rc : 1;
+}
+
+int kv_txn_getrange(kv_txn *t, struct kv_slice key, uint64_t off, uint64_t n, kv_value_fn fn,
+                    void *arg, uint64_t *len)
+{
+    *len = 0;
+    if (!txn_holds(t, key))
+        return TXN_E_STATE;
+    struct hit hit;
+    int rc = find(t, key, &hit);
+    if (rc <= 0) {
+        if (!rc && fn)
+            fn(arg, NULL, 0);
+        return rc;
+    }
+    unsigned type = type_of(&hit.h);
+    if (type != KV_STRING && type != KV_ITEM)
+        return KV_E_WRONGTYPE;
+    /* an item reads as its string: without its header */
+    uint64_t skip = type == KV_ITEM ? (hit.h.vlen < KV_ITEM_HDR ? hit.h.vlen : KV_ITEM_HDR) : 0;
+    uint64_t have = hit.h.vlen - skip;
+    *len = have;
+    off = off < have ? off : have;
+    n = n < have - off ? n : have - off;
+    if (!fn)
+        return 1;
+    if (!pieced(&hit.h) && !t->write && !t->changed) { /* nothing written: in place */
+        const char *v = value_ptr(&t->o, &hit);
+        if (!v)
+            return txn_last_error(t->o.tx);
+        fn(arg, v + skip + off, n);
+        return 1;
+    }
+    char small[INLINE_MAX], *v = n <= sizeof small ? small : malloc(n);
+    if (!v)
+        return TXN_E_NOMEM;
+    if (pieced(&hit.h)) /* a string: skip 0 */
+        rc = pieces_read(&t->o, hit.node, &hit.h, off, n, v);
+    else if (n)
+        rc = hit.h.val ? rd(&t->o, hit.h.val, (size_t)(skip + off), v, n)
+                       : rd(&t->o, hit.node, val_off(&hit.h) + skip + off, v, n);
+    if (!rc)
+        fn(arg, v, n);
     if (v != small)
         free(v);
     return rc ? rc : 1;

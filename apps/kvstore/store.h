@@ -116,6 +116,13 @@ int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg);
 /* kv_txn_get for a value of any type, which goes to *type when found (an
  * item with its header) */
 int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsigned *type);
+/* Bytes [off, off + n) of key's string (fewer past its end) to fn(arg,
+ * bytes) (NULL, 0 for a missing key; fn may be NULL), its length to *len
+ * (0 if missing): 1 found, 0 missing, KV_E_WRONGTYPE, or an error. An
+ * item reads as its string. A string in pieces (store.c) is read only in
+ * the pieces the range touches: STRLEN, GETRANGE, GETBIT. */
+int kv_txn_getrange(kv_txn *t, struct kv_slice key, uint64_t off, uint64_t n, kv_value_fn fn,
+                    void *arg, uint64_t *len);
 /* Set key to value, expiring at `at` (ms since the Unix epoch; 0: never;
  * KV_KEEPTTL: when it expired before, if it existed). */
 #define KV_KEEPTTL UINT64_MAX
