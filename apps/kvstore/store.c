@@ -18,7 +18,13 @@
  *            Bits 61-62 of klen (KF_TYPE) are the value's type (enum
  *            kv_type: 0 a string, 1 a hash, 2 an item; version 3, whose stores of
  *            earlier versions hold only strings and are marked 3 in the
- *            same way)
+ *            same way). Bit 60 (KF_PIECES): val is a piece table (version
+ *            4, stores of earlier versions marked 4 in the same way)
+ *   pieces   a string kv_txn_splice made longer than PIECE bytes: val =
+ *            piece table {n, piece[capacity]} (capacity from the object's
+ *            size, made a power of two), n = ceil(vlen / PIECE); piece i
+ *            holds bytes [i * PIECE, (i + 1) * PIECE), so all but the last
+ *            are full and only the last has room ("strings in pieces")
  *
  * Hashing and locks. A key's bucket is the top `bits` bits of its 64-bit
  * hash and its stripe the top STRIPE_BITS bits, so every stripe owns a
@@ -38,8 +44,10 @@
  * the heads instead of a key count in the root that every insert would
  * write (the root's "counts" are the buckets' n fields; the total lives in
  * DRAM). A value over INLINE_MAX gets its own object so that relinking a
- * chain never copies a large value. The root and a table object change
- * only under all stripe locks (resize start and finish).
+ * chain never copies a large value, and a string that grows past PIECE is
+ * cut into pieces so that an APPEND or SETRANGE copies at most the pieces
+ * it writes. The root and a table object change only under all stripe
+ * locks (resize start and finish).
  *
  * Incremental resize. When keys exceed the bucket count, one transaction
  * under all locks allocates the doubled table with empty sdirs (STRIPES +
@@ -87,10 +95,12 @@
 
 #define LAYOUT "pmtx-kvstore"
 #define KV_MAGIC 0x31766b78746d70ULL /* "pmtxkv1" */
-#define KV_VERSION 3                 /* of this layout and kv_hash */
+#define KV_VERSION 4                 /* of this layout and kv_hash */
 #define KF_TTL (1ULL << 63)          /* node.klen: an expiry time follows */
 #define KF_TYPE_SHIFT 61             /* node.klen: the value's kv_type */
 #define KF_TYPE (3ULL << KF_TYPE_SHIFT)
+#define KF_PIECES (1ULL << 60)       /* node.klen: val is a piece table */
+#define KF_ALL (KF_TTL | KF_TYPE | KF_PIECES)
 
 #define STRIPE_BITS 8
 #define STRIPES (1u << STRIPE_BITS)
@@ -101,6 +111,8 @@
 #define MIN_BITS (STRIPE_BITS + SEG_BITS) /* one segment per stripe */
 #define MAX_BITS 40
 #define INLINE_MAX 256
+#define PIECE 65536 /* bytes of a full piece of a pieced string (version 4):
+                       one allocator chunk (docs/kvstore.md, section 19a) */
 #define MIGRATE_SCAN 8 /* default of kv_opts.resize_step */
 #define WORDS (STRIPES / 64)
 #define REF_BITS 20 /* kv_evict's CLOCK: 2^20 slices of the hash space */
@@ -113,6 +125,8 @@ _Static_assert(ROOT_SIZE == KV_ROOT_SIZE, "store.h's KV_ROOT_SIZE");
 enum { T_BITS = 0, T_SDIR = 8, TABLE_SIZE = T_SDIR + 8 * STRIPES };
 /* sdir */
 enum { D_MIGRATED = 0, D_SEG = 8 };
+/* piece table: {n, piece[capacity]}, capacity from the object's size */
+enum { P_N = 0, P_PIECE = 8 };
 
 /* A node's fixed header, as stored. */
 struct node_hdr {
@@ -127,12 +141,17 @@ enum { N_NEXT = 0, N_VLEN = 24, HDR = 40 };
 
 static inline uint64_t klen_of(const struct node_hdr *h)
 {
-    return h->klen & ~(KF_TTL | KF_TYPE);
+    return h->klen & ~KF_ALL;
 }
 
 static inline unsigned type_of(const struct node_hdr *h)
 {
     return (unsigned)((h->klen & KF_TYPE) >> KF_TYPE_SHIFT);
+}
+
+static inline int pieced(const struct node_hdr *h)
+{
+    return (h->klen & KF_PIECES) != 0;
 }
 
 static inline int has_ttl(const struct node_hdr *h)
@@ -494,6 +513,232 @@ static uint64_t obj_bytes(kv_store *s, txn_obj *node, txn_obj *val)
     return txn_obj_size(s->p, node) + (val ? txn_obj_size(s->p, val) : 0);
 }
 
+/* Write n zero bytes at off of obj. */
+static int wr_zeros(struct op *o, txn_obj *obj, uint64_t off, uint64_t n)
+{
+    static const char zeros[4096];
+    int rc = 0;
+    for (uint64_t i = 0; i < n && !rc; i += sizeof zeros)
+        rc = wr(o, obj, (size_t)(off + i), zeros,
+                n - i < sizeof zeros ? (size_t)(n - i) : sizeof zeros);
+    return rc;
+}
+
+/* ---- strings in pieces (version 4)
+ *
+ * A string that kv_txn_splice grows past PIECE bytes is kept as a piece
+ * table {n, piece[capacity]} (node.val, KF_PIECES in klen) and n =
+ * ceil(vlen / PIECE) pieces: piece i holds bytes [i * PIECE, (i + 1) *
+ * PIECE) of the string, so every piece but the last is full and only the
+ * last has room to grow. A write copies at most the pieces it touches
+ * under cow, and the table only when a piece is added. */
+
+static inline uint64_t pieces_of(uint64_t len)
+{
+    return (len + PIECE - 1) / PIECE;
+}
+
+/* Bytes of piece i of a string of len bytes. */
+static inline uint64_t piece_len(uint64_t len, uint64_t i)
+{
+    return len - i * PIECE < PIECE ? len - i * PIECE : PIECE;
+}
+
+/* An object for a string end of `need` bytes (at most PIECE): room for
+ * as many again, so that appends copy it O(1) times a byte appended. */
+static inline uint64_t piece_room(uint64_t need)
+{
+    return need >= PIECE / 2 ? PIECE : 2 * need;
+}
+
+/* The handles of pieces [first, first + count) of a pieced value (fewer
+ * past its last; malloc'd, *n of them), each known to be an object of the
+ * bytes it holds. TXN_E_CORRUPT (with kv_strerror's text) if the table or
+ * a piece is not. */
+static int piece_range(struct op *o, txn_obj *node, const struct node_hdr *h, uint64_t first,
+                       uint64_t count, txn_obj ***out, uint64_t *n)
+{
+    size_t tsize = h->val ? txn_obj_size(o->s->p, h->val) : 0;
+    uint64_t want = pieces_of(h->vlen);
+    *out = NULL;
+    *n = 0;
+    if (tsize < P_PIECE || (tsize - P_PIECE) / 8 < want)
+        return refuse(TXN_E_CORRUPT, "node %p: piece table %p is no object of %llu pieces",
+                      (void *)node, (void *)h->val, (unsigned long long)want);
+    uint64_t have;
+    int rc = rd(o, h->val, P_N, &have, sizeof have);
+    if (rc)
+        return rc;
+    if (have != want)
+        return refuse(TXN_E_CORRUPT, "node %p: %llu pieces for %llu bytes", (void *)node,
+                      (unsigned long long)have, (unsigned long long)h->vlen);
+    if (first > want)
+        first = want;
+    if (count > want - first)
+        count = want - first;
+    txn_obj **list = malloc((count ? count : 1) * sizeof *list);
+    if (!list)
+        return TXN_E_NOMEM;
+    if (count && (rc = rd(o, h->val, P_PIECE + 8 * first, list, count * sizeof *list))) {
+        free(list);
+        return rc;
+    }
+    for (uint64_t i = 0; i < count; i++)
+        if (!list[i] || txn_obj_size(o->s->p, list[i]) < piece_len(h->vlen, first + i)) {
+            txn_obj *bad = list[i];
+            free(list);
+            return refuse(TXN_E_CORRUPT, "node %p: piece %llu (%p) is no object of %llu bytes",
+                          (void *)node, (unsigned long long)(first + i), (void *)bad,
+                          (unsigned long long)piece_len(h->vlen, first + i));
+        }
+    *out = list;
+    *n = count;
+    return 0;
+}
+
+/* All the pieces of a pieced value: piece_range. */
+static int piece_list(struct op *o, txn_obj *node, const struct node_hdr *h, txn_obj ***out,
+                      uint64_t *n)
+{
+    return piece_range(o, node, h, 0, UINT64_MAX, out, n);
+}
+
+/* Bytes [off, off + len) of a pieced value (within its vlen) into dst:
+ * only the pieces that hold them are read. */
+static int pieces_read(struct op *o, txn_obj *node, const struct node_hdr *h, uint64_t off,
+                       uint64_t len, char *dst)
+{
+    txn_obj **list;
+    uint64_t n, first = off / PIECE, end = off + len;
+    int rc = piece_range(o, node, h, first, len ? (end - 1) / PIECE - first + 1 : 0, &list, &n);
+    for (uint64_t i = 0; i < n && !rc; i++) {
+        uint64_t base = (first + i) * PIECE, a = off > base ? off : base;
+        uint64_t b = end < base + PIECE ? end : base + PIECE;
+        rc = rd(o, list[i], (size_t)(a - base), dst + (a - off), (size_t)(b - a));
+    }
+    free(list);
+    return rc;
+}
+
+/* Free a pieced value's pieces (not its table). */
+static int pieces_free(struct op *o, txn_obj *node, const struct node_hdr *h)
+{
+    txn_obj **list;
+    uint64_t n;
+    int rc = piece_list(o, node, h, &list, &n);
+    for (uint64_t i = 0; i < n && !rc; i++) {
+        o->dbytes -= (int64_t)txn_obj_size(o->s->p, list[i]);
+        rc = txn_free(o->tx, list[i]);
+    }
+    free(list);
+    return rc;
+}
+
+/* A new object of `room` bytes for piece i in the table, holding the
+ * first `keep` bytes of `old` (then freed), if there was one. */
+static int piece_new(struct op *o, txn_obj *table, uint64_t i, txn_obj *old, uint64_t keep,
+                     uint64_t room, txn_obj **out)
+{
+    txn_obj *pc;
+    int rc = alloc(o, room, &pc);
+    if (rc)
+        return rc;
+    o->dbytes += (int64_t)txn_obj_size(o->s->p, pc);
+    if (old && keep) {
+        char *buf = malloc(keep);
+        if (!buf)
+            return TXN_E_NOMEM;
+        if (!(rc = rd(o, old, 0, buf, keep)))
+            rc = wr(o, pc, 0, buf, keep);
+        free(buf);
+    }
+    if (!rc && old) {
+        o->dbytes -= (int64_t)txn_obj_size(o->s->p, old);
+        rc = txn_free(o->tx, old);
+    }
+    if (!rc)
+        rc = wr(o, table, P_PIECE + 8 * i, &pc, sizeof pc);
+    *out = pc;
+    return rc;
+}
+
+/* A piece table for n pieces: room for a power of two of them, so that a
+ * string growing by appends replaces its table O(log n) times. */
+static int table_new(struct op *o, uint64_t n, txn_obj **out)
+{
+    uint64_t cap = 4;
+    while (cap < n)
+        cap *= 2;
+    int rc = alloc(o, P_PIECE + 8 * cap, out);
+    if (!rc)
+        o->dbytes += (int64_t)txn_obj_size(o->s->p, *out);
+    return rc;
+}
+
+/* Write src at off of the pieced string of `hit` (now `want` bytes long),
+ * zeros between its end and off: only the pieces in [min(off, vlen),
+ * off + src.n) are written, each at most once copied into a larger object
+ * (the last) or made; the table is written when pieces are added. */
+static int pieces_splice(struct op *o, const struct hit *hit, uint64_t off, struct kv_slice src,
+                         uint64_t want)
+{
+    const struct node_hdr *h = &hit->h;
+    uint64_t have = h->vlen, n, n2 = pieces_of(want);
+    txn_obj **list, *table = h->val;
+    int rc = piece_list(o, hit->node, h, &list, &n);
+    if (rc)
+        return rc;
+    if (n2 > (txn_obj_size(o->s->p, table) - P_PIECE) / 8) { /* a table twice as large */
+        if (!(rc = table_new(o, n2 > 2 * n ? n2 : 2 * n, &table)) &&
+            !(rc = wr(o, table, P_PIECE, list, n * sizeof *list))) {
+            o->dbytes -= (int64_t)txn_obj_size(o->s->p, h->val);
+            if (!(rc = txn_free(o->tx, h->val)))
+                rc = wr(o, hit->node, offsetof(struct node_hdr, val), &table, sizeof table);
+        }
+    }
+    uint64_t lo = off < have ? off : have, hi = off + src.n;
+    for (uint64_t i = lo / PIECE; i * PIECE < hi && !rc; i++) {
+        uint64_t base = i * PIECE, end = piece_len(want, i);
+        txn_obj *pc = i < n ? list[i] : NULL;
+        int fresh = 0; /* made here: its bytes are zeros (txn_alloc) */
+        if (!pc || txn_obj_size(o->s->p, pc) < end) {
+            uint64_t keep = i < n ? piece_len(have, i) : 0;
+            if ((rc = piece_new(o, table, i, pc, keep, end == PIECE ? PIECE : piece_room(end),
+                                &pc)))
+                break;
+            fresh = keep == 0;
+        }
+        /* piece i's part of [lo, hi): zeros before off, then src */
+        uint64_t a = lo > base ? lo : base, b = hi < base + PIECE ? hi : base + PIECE;
+        uint64_t z = off < b ? off : b, s0 = off > a ? off : a;
+        if (a < z && !fresh)
+            rc = wr_zeros(o, pc, a - base, z - a);
+        if (!rc && s0 < b)
+            rc = wr(o, pc, (size_t)(s0 - base), src.p + (s0 - off), (size_t)(b - s0));
+    }
+    free(list);
+    if (!rc && n2 != n)
+        rc = wr(o, table, P_N, &n2, sizeof n2);
+    return rc || want == have ? rc : wr(o, hit->node, N_VLEN, &want, sizeof want);
+}
+
+/* The string v of len (> PIECE) bytes as a new piece table and pieces. */
+static int pieces_make(struct op *o, const char *v, uint64_t len, txn_obj **out)
+{
+    uint64_t n = pieces_of(len);
+    txn_obj *table, *pc;
+    int rc = table_new(o, n, &table);
+    for (uint64_t i = 0; i < n && !rc; i++) {
+        uint64_t plen = piece_len(len, i);
+        if (!(rc = piece_new(o, table, i, NULL, 0, i + 1 < n ? PIECE : piece_room(plen), &pc)))
+            rc = wr(o, pc, 0, v + i * PIECE, plen);
+    }
+    if (!rc)
+        rc = wr(o, table, P_N, &n, sizeof n);
+    *out = table;
+    return rc;
+}
+
 /* A new node for (hash, k, v) of `type` whose next is `next`, expiring at
  * `at` ms (0: never). */
 static int node_make(struct op *o, uint64_t hash, struct kv_slice k, struct kv_slice v,
@@ -541,7 +786,9 @@ static int node_free(struct op *o, txn_obj *node, const struct node_hdr *h)
     txn_obj *val = h->val;
     o->dexp -= has_ttl(h);
     o->dbytes -= (int64_t)obj_bytes(o->s, node, val);
-    int rc = val ? txn_free(o->tx, val) : 0;
+    int rc = pieced(h) ? pieces_free(o, node, h) : 0;
+    if (!rc && val)
+        rc = txn_free(o->tx, val);
     return rc ? rc : txn_free(o->tx, node);
 }
 
@@ -940,8 +1187,8 @@ static int insert(struct op *o, struct bref *b, uint64_t h, struct kv_slice k,
 /* A new value of `type` (and expiry `at`, 0: none) for the node of `hit`,
  * by the cheapest way that logs least: in place if it is inline and as
  * long as the old one and the node keeps its kind (type, with or without
- * an expiry); a new value object if both are large; else a new node in the
- * old one's place. */
+ * an expiry); a new value object if both are large (and the old one is not
+ * in pieces); else a new node in the old one's place. */
 static int replace(struct op *o, const struct bref *b, const struct hit *hit,
                    struct kv_slice k, struct kv_slice v, uint64_t at, unsigned type)
 {
@@ -952,7 +1199,7 @@ static int replace(struct op *o, const struct bref *b, const struct hit *hit,
         rc = wr(o, hit->node, val_off(h), v.p, v.n);
         return rc || !at ? rc : set_expiry_word(o, hit, at);
     }
-    if (same && h->val && sep) {
+    if (same && h->val && sep && !pieced(h)) {
         txn_obj *nv;
         if ((rc = alloc(o, v.n, &nv)) || (rc = wr(o, nv, 0, v.p, v.n)))
             return rc;
@@ -1143,6 +1390,15 @@ int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsig
         return KV_E_WRONGTYPE;
     if (!fn)
         return 1;
+    if (pieced(&hit.h)) { /* a string (skip 0), gathered */
+        char *v = malloc(hit.h.vlen);
+        if (!v)
+            return TXN_E_NOMEM;
+        if (!(rc = pieces_read(&t->o, hit.node, &hit.h, 0, hit.h.vlen, v)))
+            fn(arg, v, hit.h.vlen);
+        free(v);
+        return rc ? rc : 1;
+    }
     if (!t->write && !t->changed) { /* nothing written: read in place */
         const char *v = value_ptr(&t->o, &hit);
         if (!v)
@@ -1158,6 +1414,52 @@ int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsig
                    : rd(&t->o, hit.node, val_off(&hit.h), v, hit.h.vlen);
     if (!rc)
         fn(arg, v + skip, hit.h.vlen - skip);
+    if (v != small)
+        free(v);
+    return rc ? rc : 1;
+}
+
+int kv_txn_getrange(kv_txn *t, struct kv_slice key, uint64_t off, uint64_t n, kv_value_fn fn,
+                    void *arg, uint64_t *len)
+{
+    *len = 0;
+    if (!txn_holds(t, key))
+        return TXN_E_STATE;
+    struct hit hit;
+    int rc = find(t, key, &hit);
+    if (rc <= 0) {
+        if (!rc && fn)
+            fn(arg, NULL, 0);
+        return rc;
+    }
+    unsigned type = type_of(&hit.h);
+    if (type != KV_STRING && type != KV_ITEM)
+        return KV_E_WRONGTYPE;
+    /* an item reads as its string: without its header */
+    uint64_t skip = type == KV_ITEM ? (hit.h.vlen < KV_ITEM_HDR ? hit.h.vlen : KV_ITEM_HDR) : 0;
+    uint64_t have = hit.h.vlen - skip;
+    *len = have;
+    off = off < have ? off : have;
+    n = n < have - off ? n : have - off;
+    if (!fn)
+        return 1;
+    if (!pieced(&hit.h) && !t->write && !t->changed) { /* nothing written: in place */
+        const char *v = value_ptr(&t->o, &hit);
+        if (!v)
+            return txn_last_error(t->o.tx);
+        fn(arg, v + skip + off, n);
+        return 1;
+    }
+    char small[INLINE_MAX], *v = n <= sizeof small ? small : malloc(n);
+    if (!v)
+        return TXN_E_NOMEM;
+    if (pieced(&hit.h)) /* a string: skip 0 */
+        rc = pieces_read(&t->o, hit.node, &hit.h, off, n, v);
+    else if (n)
+        rc = hit.h.val ? rd(&t->o, hit.h.val, (size_t)(skip + off), v, n)
+                       : rd(&t->o, hit.node, val_off(&hit.h) + skip + off, v, n);
+    if (!rc)
+        fn(arg, v, n);
     if (v != small)
         free(v);
     return rc ? rc : 1;
@@ -1227,26 +1529,6 @@ int kv_txn_del(kv_txn *t, struct kv_slice key)
     return (rc = del_hit(&t->o, &b, &hit)) ? rc : 1;
 }
 
-/* Room a string grown by kv_txn_splice gets, as Redis's sds: twice its
- * length up to 1 MiB, then 1 MiB more, so that n appends copy O(n) bytes
- * in all. */
-static uint64_t grown_capacity(uint64_t len)
-{
-    uint64_t mib = 1u << 20;
-    return len < mib ? 2 * len : len + mib;
-}
-
-/* Write n zero bytes at off of obj. */
-static int wr_zeros(struct op *o, txn_obj *obj, uint64_t off, uint64_t n)
-{
-    static const char zeros[4096];
-    int rc = 0;
-    for (uint64_t i = 0; i < n && !rc; i += sizeof zeros)
-        rc = wr(o, obj, (size_t)(off + i), zeros,
-                n - i < sizeof zeros ? (size_t)(n - i) : sizeof zeros);
-    return rc;
-}
-
 int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice src,
                   uint64_t max, uint64_t *len)
 {
@@ -1271,9 +1553,12 @@ int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice 
         return KV_E_TOOBIG;
     uint64_t want = off + src.n > have ? off + src.n : have;
     *len = want;
+    if (found && pieced(&hit.h)) /* a string (skip 0) */
+        return (rc = pieces_splice(o, &hit, off, src, want)) ? rc : 1;
     /* in place: a value object with room, which keeps its node and
      * expiry; only the new bytes and the length are written */
-    if (found && type == KV_STRING && hit.h.val && want <= txn_obj_size(o->s->p, hit.h.val)) {
+    if (found && type == KV_STRING && hit.h.val && want <= txn_obj_size(o->s->p, hit.h.val) &&
+        want <= PIECE) {
         if ((off > have && (rc = wr_zeros(o, hit.h.val, have, off - have))) ||
             (rc = wr(o, hit.h.val, (size_t)off, src.p, src.n)))
             return rc;
@@ -1292,24 +1577,28 @@ int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice 
         /* a new key is made as SET makes it; a short value stays inline */
         rc = set_one(o, key, (struct kv_slice){v, want}, KV_KEEPTTL, KV_STRING);
     } else if (!rc) {
-        /* a value object with room to grow, in the node's header (its key,
-         * expiry and place in the chain stay) */
+        /* a value object with room to grow (up to PIECE bytes), or pieces
+         * past that, in the node's header (its key, expiry and place in
+         * the chain stay) */
         txn_obj *nv;
-        uint64_t cap = grown_capacity(want);
+        uint64_t cap = piece_room(want), flags = (uint64_t)KV_STRING << KF_TYPE_SHIFT;
         if (cap > max)
             cap = max; /* >= want */
-        if (!(rc = alloc(o, cap, &nv)) && !(rc = wr(o, nv, 0, v, want))) {
+        if (want > PIECE) {
+            rc = pieces_make(o, v, want, &nv);
+            flags |= KF_PIECES;
+        } else if (!(rc = alloc(o, cap, &nv)) && !(rc = wr(o, nv, 0, v, want))) {
             o->dbytes += (int64_t)txn_obj_size(o->s->p, nv);
-            if (hit.h.val) {
-                o->dbytes -= (int64_t)txn_obj_size(o->s->p, hit.h.val);
-                rc = txn_free(o->tx, hit.h.val);
-            }
-            /* klen (the type becomes a string's), vlen, val */
-            uint64_t w[3] = {(hit.h.klen & ~KF_TYPE) | (uint64_t)KV_STRING << KF_TYPE_SHIFT, want,
-                             (uint64_t)(uintptr_t)nv};
-            if (!rc)
-                rc = wr(o, hit.node, offsetof(struct node_hdr, klen), w, sizeof w);
         }
+        if (!rc && hit.h.val) {
+            o->dbytes -= (int64_t)txn_obj_size(o->s->p, hit.h.val);
+            rc = txn_free(o->tx, hit.h.val);
+        }
+        /* klen (the type becomes a string's), vlen, val */
+        uint64_t w[3] = {(hit.h.klen & ~(KF_TYPE | KF_PIECES)) | flags, want,
+                         (uint64_t)(uintptr_t)nv};
+        if (!rc)
+            rc = wr(o, hit.node, offsetof(struct node_hdr, klen), w, sizeof w);
     }
     free(v);
     return rc ? rc : found;
@@ -1665,7 +1954,15 @@ static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, uint64_t *expire
                                       "than its count %llu", bits, (unsigned long long)j,
                                       (unsigned long long)n);
                     vsize = h.val ? txn_obj_size(o->s->p, h.val) : 0;
-                    if (h.val && vsize < h.vlen)
+                    if (pieced(&h)) {
+                        txn_obj **list;
+                        uint64_t np;
+                        if ((rc = piece_list(o, cur, &h, &list, &np)))
+                            return rc;
+                        for (uint64_t i = 0; i < np; i++)
+                            vsize += txn_obj_size(o->s->p, list[i]);
+                        free(list);
+                    } else if (h.val && vsize < h.vlen)
                         return refuse(TXN_E_CORRUPT, "node %p: value %p is no object of %llu "
                                       "bytes", (void *)cur, (void *)h.val,
                                       (unsigned long long)h.vlen);
@@ -1856,8 +2153,32 @@ static int node_ok(struct checker *c, txn_obj *node, const struct node_hdr *h)
     if (size < key_off(h) || klen_of(h) > size - key_off(h) || type_of(h) > KV_ITEM)
         return 0;
     if (!h->val)
-        return h->vlen <= INLINE_MAX && h->vlen <= size - val_off(h);
+        return !pieced(h) && h->vlen <= INLINE_MAX && h->vlen <= size - val_off(h);
+    if (pieced(h)) /* its table and pieces: check_pieces */
+        return h->vlen > PIECE && type_of(h) == KV_STRING;
     return h->vlen > INLINE_MAX && obj_ok(c, h->val, h->vlen);
+}
+
+/* A pieced value's table and pieces: objects of their bytes (piece_list),
+ * each reached once in the whole store. */
+static int check_pieces(struct checker *c, txn_obj *node, const struct node_hdr *h)
+{
+    txn_obj **list;
+    uint64_t n;
+    int rc = piece_list(&c->o, node, h, &list, &n);
+    if (rc == TXN_E_CORRUPT) {
+        problem(c, "%s", why);
+        return 0;
+    }
+    int added = rc ? 1 : pset_add(&c->seen, (uintptr_t)h->val);
+    for (uint64_t i = 0; i < n && added == 1; i++)
+        added = pset_add(&c->seen, (uintptr_t)list[i]);
+    free(list);
+    if (added < 0)
+        return TXN_E_NOMEM;
+    if (!added)
+        problem(c, "node %p: a piece or its table is reached twice", (void *)node);
+    return rc;
 }
 
 /* Check bucket j of a table of `bits` bits (K1; K2 within the chain and,
@@ -1895,6 +2216,8 @@ static int check_chain(struct checker *c, txn_obj *sdir, unsigned bits, uint64_t
             cur = h.next;
             continue;
         }
+        if (pieced(&h) && (rc = check_pieces(c, cur, &h)))
+            return rc;
         const char *key = txn_open(o->tx, cur, TXN_RO);
         if (!key)
             return txn_last_error(o->tx);
@@ -2005,6 +2328,20 @@ static int visit(struct objwalk *w, txn_obj *obj, size_t n, const char *what)
     return w->fn(obj, w->arg);
 }
 
+/* A pieced value's table and pieces. */
+static int visit_pieces(struct objwalk *w, txn_obj *node, const struct node_hdr *h)
+{
+    txn_obj **list;
+    uint64_t n;
+    int rc = piece_list(&w->o, node, h, &list, &n);
+    if (!rc)
+        rc = visit(w, h->val, P_PIECE + 8 * n, "piece table");
+    for (uint64_t i = 0; i < n && !rc; i++)
+        rc = visit(w, list[i], piece_len(h->vlen, i), "piece");
+    free(list);
+    return rc;
+}
+
 /* The nodes and values of the chains of one segment (K1: as many as the
  * bucket's count, which also stops a cycle). */
 static int visit_chains(struct objwalk *w, txn_obj *seg)
@@ -2020,7 +2357,8 @@ static int visit_chains(struct objwalk *w, txn_obj *seg)
                 return refuse(TXN_E_CORRUPT, "segment %p, bucket %u: more nodes than its count "
                               "%llu", (void *)seg, i, (unsigned long long)b[1]);
             if ((rc = visit(w, cur, HDR, "node")) || (rc = node_hdr(&w->o, cur, &h)) ||
-                (h.val && (rc = visit(w, h.val, h.vlen, "value"))))
+                (h.val && !pieced(&h) && (rc = visit(w, h.val, h.vlen, "value"))) ||
+                (pieced(&h) && (rc = visit_pieces(w, cur, &h))))
                 return rc;
             cur = h.next;
         }

@@ -122,6 +122,13 @@ int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg);
 /* kv_txn_get for a value of any type, which goes to *type when found (an
  * item with its header) */
 int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsigned *type);
+/* Bytes [off, off + n) of key's string (fewer past its end) to fn(arg,
+ * bytes) (NULL, 0 for a missing key; fn may be NULL), its length to *len
+ * (0 if missing): 1 found, 0 missing, KV_E_WRONGTYPE, or an error. An
+ * item reads as its string. A string in pieces (store.c) is read only in
+ * the pieces the range touches: STRLEN, GETRANGE, GETBIT. */
+int kv_txn_getrange(kv_txn *t, struct kv_slice key, uint64_t off, uint64_t n, kv_value_fn fn,
+                    void *arg, uint64_t *len);
 /* Set key to value, expiring at `at` (ms since the Unix epoch; 0: never;
  * KV_KEEPTTL: when it expired before, if it existed). */
 #define KV_KEEPTTL UINT64_MAX
@@ -142,7 +149,8 @@ int kv_txn_expire(kv_txn *t, struct kv_slice key, uint64_t at);
  * missing key. A value
  * grown past INLINE_MAX bytes gets room to grow (store.c), so that a
  * write that fits changes only its bytes and the length: n appends cost
- * O(bytes appended) amortized. The expiry stays; an item becomes a
+ * O(bytes appended) amortized; a long one is cut into pieces, of which a
+ * write copies (cow) only those it touches. The expiry stays; an item becomes a
  * string. 1 the key existed, 0 made, KV_E_TOOBIG if the string would
  * pass `max` bytes (nothing changed), KV_E_WRONGTYPE, or an error. */
 #define KV_SPLICE_END UINT64_MAX

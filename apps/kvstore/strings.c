@@ -347,8 +347,13 @@ void cmd_setbit(struct conn *c, size_t argc, struct kv_slice *argv)
             int was = ((unsigned char)v[byte] & m) != 0;
             v[byte] = (char)(argv[3].p[0] == '1' ? (unsigned char)v[byte] | m
                                                  : (unsigned char)v[byte] & (unsigned char)~m);
-            if (!(rc = kv_txn_put(t, argv[1], (struct kv_slice){v, len}, KV_KEEPTTL)))
+            /* only the byte is written (a pieced string: one piece) */
+            uint64_t now;
+            if ((rc = kv_txn_splice(t, argv[1], byte, (struct kv_slice){v + byte, 1}, MAX_STRING,
+                                    &now)) >= 0) {
+                rc = 0;
                 reply_int(&c->out, was);
+            }
         }
         free(v);
     }
@@ -358,17 +363,18 @@ void cmd_setbit(struct conn *c, size_t argc, struct kv_slice *argv)
 
 /* ---- reading a part: STRLEN, GETRANGE, GETBIT, BITCOUNT */
 
+/* These read only the bytes they need (kv_txn_getrange): a string in
+ * pieces is not gathered. */
 void cmd_strlen(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     kv_txn *t;
-    struct val x;
+    uint64_t len;
     size_t mark = c->out.len;
     int rc = tx_keys(c, argc, argv, 1, 1, 1, 0, &t);
     if (rc)
         return reply_store_error(&c->out, rc);
-    if ((rc = get_val(t, argv[1], &x)) >= 0)
-        reply_int(&c->out, rc ? (long long)x.n : 0);
-    free(x.p);
+    if ((rc = kv_txn_getrange(t, argv[1], 0, 0, NULL, NULL, &len)) >= 0)
+        reply_int(&c->out, (long long)len);
     tx_done(c, t, rc, mark);
 }
 
@@ -402,18 +408,17 @@ void cmd_getrange(struct conn *c, size_t argc, struct kv_slice *argv)
     if (parse_ll(&argv[2], &start) || parse_ll(&argv[3], &end))
         return reply_error(&c->out, "ERR value is not an integer or out of range");
     kv_txn *t;
-    struct val x;
+    uint64_t len;
     size_t mark = c->out.len, lo, hi;
     int rc = tx_keys(c, argc, argv, 1, 1, 1, 0, &t);
     if (rc)
         return reply_store_error(&c->out, rc);
-    if ((rc = get_val(t, argv[1], &x)) >= 0) {
-        if (rc && clamp_range(start, end, x.n, &lo, &hi))
-            reply_bulk(&c->out, x.p + lo, hi - lo + 1);
-        else
-            reply_bulk(&c->out, "", 0);
-    }
-    free(x.p);
+    /* the length first: the range counts from the end */
+    if ((rc = kv_txn_getrange(t, argv[1], 0, 0, NULL, NULL, &len)) > 0 &&
+        clamp_range(start, end, (size_t)len, &lo, &hi))
+        rc = kv_txn_getrange(t, argv[1], lo, hi - lo + 1, bulk_cb, &c->out, &len);
+    else if (rc >= 0)
+        reply_bulk(&c->out, "", 0);
     tx_done(c, t, rc, mark);
 }
 
@@ -424,12 +429,16 @@ void cmd_getbit(struct conn *c, size_t argc, struct kv_slice *argv)
         return reply_error(&c->out, "ERR bit offset is not an integer or out of range");
     kv_txn *t;
     struct val x;
+    uint64_t len;
     size_t mark = c->out.len, byte = (size_t)(bit >> 3);
     int rc = tx_keys(c, argc, argv, 1, 1, 1, 0, &t);
     if (rc)
         return reply_store_error(&c->out, rc);
-    if ((rc = get_val(t, argv[1], &x)) >= 0)
-        reply_int(&c->out, rc && byte < x.n && ((unsigned char)x.p[byte] & (0x80u >> (bit & 7))));
+    memset(&x, 0, sizeof x);
+    if ((rc = kv_txn_getrange(t, argv[1], byte, 1, val_cb, &x, &len)) > 0 && x.oom)
+        rc = TXN_E_NOMEM;
+    if (rc >= 0)
+        reply_int(&c->out, rc && x.n == 1 && ((unsigned char)x.p[0] & (0x80u >> (bit & 7))));
     free(x.p);
     tx_done(c, t, rc, mark);
 }

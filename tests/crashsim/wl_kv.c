@@ -15,7 +15,14 @@
  * never expiring, expiring far in the future or keeping their expiry
  * (KV_KEEPTTL); deletes; expiry set far ahead or removed (kv_txn_expire);
  * reads of a value or an expiry, checked against the transaction's own
- * writes. Then it rolls back one time in eight (kv_txn_end with rc < 0),
+ * writes.
+ *
+ * CRASHSIM_KV_LONG=1: the first LONG keys are strings that only APPEND
+ * and SETRANGE (kv_txn_splice) write, of up to SPLICE_MAX bytes each;
+ * setup makes them about as long as a piece of the store (LONG_START),
+ * and every other step's first key is one of them, so that runs cross the
+ * length where the store cuts a string into pieces, and piece boundaries;
+ * their bytes are mirrored in full (lval) to know each splice's result. Then it rolls back one time in eight (kv_txn_end with rc < 0),
  * else commits. Expiry times lie in the year 2100 or later: no key expires
  * during a run or a check, so the oracle does not depend on the clock.
  *
@@ -50,6 +57,8 @@
 enum { KEYS = 200, PRELOAD = 100, BATCH = 64, MAX_OPS = 10, KEY_MAX = 40, SMALL = 200,
        BIG_MIN = 300, BIG_MAX = 3000, TABLE = 8192, RESIZE_KEYS = TABLE + KEYS,
        RESERVE = 4 * TABLE };
+enum { LONG = 2, LONG_MAX = 192 << 10, SPLICE_MAX = 16000, LONG_START = 56000,
+       SBUF = LONG_START + 6000 };
 #define FAR_MS 4102444800000ull /* 2100-01-01 00:00 UTC, in ms since the epoch */
 #define SPREAD_MS 31536000000ull /* expiry times: up to a year later */
 #define ROLLBACK (-1)           /* kv_txn_end: any rc < 0 rolls back */
@@ -65,17 +74,24 @@ static struct entry next[SIM_THREADS][RESIZE_KEYS]; /* the transaction's */
 static uint64_t next_digest[SIM_THREADS];           /* announced at a commit */
 static kv_store *store[SIM_THREADS];
 static char vbuf[SIM_THREADS][BIG_MAX]; /* a value's bytes */
+static char lval[SIM_THREADS][2][LONG][LONG_MAX]; /* long keys' strings: [0]
+                                                     committed, [1] the
+                                                     transaction's */
+static char sbuf[SIM_THREADS][SBUF];     /* a splice's bytes */
 static unsigned nkeys = KEYS;           /* keys of the run */
+static unsigned nlong;                  /* long keys of the run: 0 or LONG */
 static int grow[SIM_THREADS];           /* the next step adds the key that
                                            starts the resize */
 static int reserve[SIM_THREADS];        /* the step after it: kv_reserve */
 
 static int reserve_run; /* the workload is kv-reserve */
 
-/* 0, 1 (CRASHSIM_KV_RESIZE=1) or 2 (kv-reserve): read by setup and by
- * each recovery's process. */
+/* CRASHSIM_KV_RESIZE=1 (mode 1), kv-reserve (mode 2) and CRASHSIM_KV_LONG=1:
+ * read by setup and by each recovery's process. */
 static int resize_mode(void)
 {
+    const char *l = getenv("CRASHSIM_KV_LONG");
+    nlong = l && *l == '1' ? LONG : 0;
     const char *r = getenv("CRASHSIM_KV_RESIZE");
     int mode = reserve_run ? 2 : r && *r == '1';
     nkeys = mode ? RESIZE_KEYS : KEYS;
@@ -151,9 +167,44 @@ static int drift(int t, unsigned k, const char *what)
     return TXN_E_CORRUPT;
 }
 
-/* Set key k to a new value of the transaction's mirror. */
+/* An APPEND or SETRANGE of long key k (n0 bytes appended: setup's first
+ * value; 0: a random splice). Nothing if the string would pass LONG_MAX. */
+static int splice_long(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng,
+                       size_t n0)
+{
+    struct entry *e = &next[t][k];
+    char *v = lval[t][1][k];
+    uint64_t have = e->present ? e->len : 0, len;
+    size_t n = n0 ? n0 : 1 + (size_t)(sim_rand(rng) % SPLICE_MAX);
+    int append = n0 || sim_rand(rng) % 10 < 7;
+    uint64_t off = append ? have : sim_rand(rng) % (have + 4000);
+    if (off + n > LONG_MAX)
+        return 0;
+    sim_bytes(rng, sbuf[t], n);
+    int rc = kv_txn_splice(x, key, append ? KV_SPLICE_END : off, (struct kv_slice){sbuf[t], n},
+                           LONG_MAX, &len);
+    if (rc < 0)
+        return rc;
+    if (rc != e->present)
+        return drift(t, k, "a splice's answer");
+    if (off > have)
+        memset(v + have, 0, off - have);
+    memcpy(v + off, sbuf[t], n);
+    if (!e->present)
+        e->at = 0; /* made as SET makes it */
+    e->present = 1;
+    e->type = KV_STRING;
+    e->len = (uint32_t)(off + n > have ? off + n : have);
+    e->vh = value_hash(v, e->len);
+    return len == e->len ? 0 : drift(t, k, "a splice's length");
+}
+
+/* Set key k to a new value of the transaction's mirror (a long key: a
+ * splice). */
 static int put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng, int big)
 {
+    if (k < nlong)
+        return splice_long(t, x, k, key, rng, 0);
     struct entry *e = &next[t][k];
     uint64_t at = pick_at(rng, 1);
     e->len = big ? BIG_MIN + (uint32_t)(sim_rand(rng) % (BIG_MAX - BIG_MIN + 1))
@@ -243,6 +294,9 @@ static int run_txn(int t, const unsigned *ks, size_t n, uint64_t *rng, int may_r
         keys[i] = key_of(ks[i], names[i]);
     memcpy(next[t], cur[t], nkeys * sizeof *cur[t]);
     next_digest[t] = digest_of(cur[t]); /* nothing changes before the end */
+    for (size_t i = 0; i < n; i++)
+        if (ks[i] < nlong && cur[t][ks[i]].present)
+            memcpy(lval[t][1][ks[i]], lval[t][0][ks[i]], cur[t][ks[i]].len);
     int rc = kv_txn_begin(store[t], n, keys, 1, &x);
     if (rc)
         return rc;
@@ -258,11 +312,17 @@ static int run_txn(int t, const unsigned *ks, size_t n, uint64_t *rng, int may_r
     if ((rc = kv_txn_end(x, 0)))
         return rc;
     memcpy(cur[t], next[t], nkeys * sizeof *cur[t]);
+    for (size_t i = 0; i < n; i++)
+        if (ks[i] < nlong && cur[t][ks[i]].present)
+            memcpy(lval[t][0][ks[i]], lval[t][1][ks[i]], cur[t][ks[i]].len);
     return 0;
 }
 
 static int preload_put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
 {
+    if (k < nlong && !next[t][k].present)
+        return splice_long(t, x, k, key, rng,
+                           LONG_START + (size_t)(sim_rand(rng) % (SBUF - LONG_START)));
     return put(t, x, k, key, rng, nkeys == KEYS && sim_rand(rng) % 8 == 0);
 }
 
@@ -284,6 +344,8 @@ static int kv_step(txn_pool *p, int t, uint64_t *rng)
     size_t n = 1 + (size_t)(sim_rand(rng) % MAX_OPS);
     for (size_t i = 0; i < n; i++)
         ks[i] = (unsigned)(sim_rand(rng) % nkeys);
+    if (nlong && sim_rand(rng) % 2)
+        ks[0] = (unsigned)(sim_rand(rng) % nlong);
     return run_txn(t, ks, n, rng, 1, command);
 }
 
