@@ -6,18 +6,18 @@
  *                 Checks arguments and bounds, owns the pool handle, the
  *                 per-thread contexts (ctxreg.h), the root and meta objects
  *                 of a new pool, deferred actions and statistics.
- *   eng_pool_*    the pool format: a pool file on media. txn/pool.c (with
+ *   eng_pool_*    the pool format: a pool file on media. txn/format/ (pool.c,
  *                 alloc.c, log.c, tx.c) is pmtx's own format, linked into
  *                 every engine that does not bring one; an engine with a
  *                 format of its own (pmdk: a libpmemobj pool) defines every
  *                 eng_pool_* call itself and links none of those files.
  *   eng_*         the logging technique: transactions on objects.
  *
- * What an engine may include from txn/: this file (and through it tx.h,
- * pool.h, log.h, alloc.h, util.h, common.h), persist.h for every store,
- * flush and fence, atomics.h, and addrmap.h. Nothing else: the front end's
- * ctxreg.h and the crash simulator's trace hooks are not an engine's
- * business.
+ * What an engine may include from txn/: this file (and through it
+ * format/format.h, pool.h, log.h, alloc.h, util.h, common.h), persist.h
+ * for every store, flush and fence, atomics.h, and addrmap.h. Nothing
+ * else: the front end's ctxreg.h and the crash simulator's trace hooks are
+ * not an engine's business.
  *
  * How the engines map onto txn.h (one API, no engine-specific calls):
  *
@@ -73,7 +73,7 @@
 
 #include <stddef.h>
 
-#include "tx.h"
+#include "format.h"
 
 /* The engine's name (txn_engine_name()), as its CMakeLists.txt declares
  * it (PMTX_ENGINE_NAME). */
@@ -83,7 +83,7 @@ extern const char eng_name[];
  * transaction versions are skipped otherwise. */
 extern const int eng_persistent;
 
-/* ---- the pool format (txn/pool.c, or the engine's own) */
+/* ---- the pool format (txn/format/, or the engine's own) */
 
 /* txn_pool_opts with the defaults applied and the front end's checks
  * passed (threads in 1..TXN_MAX_THREADS). What else a value may be is the
@@ -205,7 +205,7 @@ void eng_abort(struct txn *tx);
 /* txn_sync(): wait until every committed transaction is durable. */
 int eng_sync(txn_pool *p);
 
-/* ---- recovery, called by txn/pool.c only (pmtx's format) */
+/* ---- recovery, called by txn/format/pool.c only (pmtx's format) */
 
 /* Recovery of one slot's last transaction, given its valid records in log
  * order. Must be idempotent (a crash during recovery recovers again), and

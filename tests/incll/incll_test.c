@@ -21,7 +21,7 @@
 #include "log.h"
 #include "persist.h"
 #include "pool.h"
-#include "tx.h"
+#include "format.h"
 #include "txn.h"
 
 #define LAYOUT "incll-prim"

@@ -1,7 +1,8 @@
-/* tx.h - the per-thread transaction context that every engine extends,
- * and the helpers engines share for allocation and deferred work. */
-#ifndef PMTX_TX_H
-#define PMTX_TX_H
+/* format.h - pmtx's pool format (this folder): the per-thread
+ * transaction context that every engine extends, and the helpers engines
+ * share for allocation and deferred work. */
+#ifndef PMTX_FORMAT_H
+#define PMTX_FORMAT_H
 
 #include <pthread.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* tx.c - pmtx's format for contexts and transactions (engine.h's
  * eng_pool_attach/detach/begin/end), and the helpers its engines share:
  * versions, block bookkeeping, ALLOC/FREE records and their recovery. */
-#include "tx.h"
+#include "format.h"
 
 #include <assert.h>
 #include <stdlib.h>
