@@ -51,7 +51,12 @@ function(pmtx_engine)
            $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/layout/include>
            $<BUILD_INTERFACE:${dir}>
            $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
-    PRIVATE ${PROJECT_SOURCE_DIR}/txn ${PROJECT_SOURCE_DIR}/txn/format)
+    PRIVATE ${PROJECT_SOURCE_DIR}/txn)
+  if(NOT A_OWN_POOL)
+    # pmtx's format's headers, for the engines that still log with it
+    # directly (docs/format.md); an engine with its own format never sees them
+    target_include_directories(txn-${name} PRIVATE ${PROJECT_SOURCE_DIR}/txn/format)
+  endif()
   target_link_libraries(txn-${name}
     PUBLIC Threads::Threads
     PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS ${A_LIBS} ${CMAKE_DL_LIBS})
@@ -130,7 +135,10 @@ function(pmtx_engine_exe name engine)
   target_compile_definitions(${name} PRIVATE PMTX_ENGINE_NAME="${engine}")
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/txn/include
     ${PROJECT_SOURCE_DIR}/layout/include ${PROJECT_SOURCE_DIR}/layout
-    ${PROJECT_SOURCE_DIR}/txn ${PROJECT_SOURCE_DIR}/txn/format ${ENGINE_DIR_${engine}})
+    ${PROJECT_SOURCE_DIR}/txn ${ENGINE_DIR_${engine}})
+  if(NOT ENGINE_OWN_POOL_${engine})
+    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/txn/format)
+  endif()
   target_link_libraries(${name} PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS
     ${ENGINE_LIBS_${engine}} Threads::Threads ${CMAKE_DL_LIBS})
 endfunction()

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "format.h" /* until engine.h offers what it uses (docs/format.md) */
 #include "atomics.h"
 #include "persist.h"
 
@@ -86,7 +87,7 @@ int eng_tx_init(struct txn *tx)
     struct cow_tx *c = calloc(1, sizeof *c);
     if (!c)
         return TXN_E_NOMEM;
-    c->me = tx->p->hdr->boot << 16 | (tx->slot_idx + 1);
+    c->me = tx->p->fmt->hdr->boot << 16 | (tx->slot_idx + 1);
     vec_init(&c->wset, sizeof(struct wrap *));
     tx->eng = c;
     return 0;
@@ -103,7 +104,7 @@ void eng_tx_fini(struct txn *tx)
 /* A writer id of this boot that is not ours: somebody else writes. */
 static int foreign(txn_pool *p, uint64_t writer, uint64_t me)
 {
-    return writer && writer != me && writer >> 16 == p->hdr->boot;
+    return writer && writer != me && writer >> 16 == p->fmt->hdr->boot;
 }
 
 static void *open_rw(struct txn *tx, struct wrap *w)
@@ -125,7 +126,7 @@ static void *open_rw(struct txn *tx, struct wrap *w)
     if (!rc)
         rc = tx_mark_free(tx, P(w->payload), NULL);
     if (!rc)
-        rc = log_append(&tx->log, tx->version, LOG_OBJ, (uint64_t)(uintptr_t)w,
+        rc = log_append(&tx->fmt->log, tx->fmt->version, LOG_OBJ, (uint64_t)(uintptr_t)w,
                         (uint64_t)(uintptr_t)copy.blk, NULL, 0, NULL);
     if (rc) {
         if (slot)
@@ -192,7 +193,7 @@ static int claim_free(struct txn *tx, struct cow_tx *c, struct wrap *w)
     if (foreign(tx->p, cur, c->me) || !pm_cas64(&w->writer, cur, c->me))
         return TXN_E_CONFLICT;
     struct wrap **slot = vec_push(&c->wset);
-    int rc = slot ? log_append(&tx->log, tx->version, LOG_OBJ, (uint64_t)(uintptr_t)w,
+    int rc = slot ? log_append(&tx->fmt->log, tx->fmt->version, LOG_OBJ, (uint64_t)(uintptr_t)w,
                                w->payload, NULL, 0, NULL)
                   : TXN_E_NOMEM;
     if (rc) {
@@ -239,17 +240,17 @@ static void release(struct cow_tx *c, int flush)
 int eng_commit(struct txn *tx)
 {
     struct cow_tx *c = tx->eng;
-    if (!c->wset.n && !tx->allocs.n && !tx->frees.n)
+    if (!c->wset.n && !tx->fmt->allocs.n && !tx->fmt->frees.n)
         return 0;
     int rc = tx_log_allocs(tx);
     if (rc) {
         eng_abort(tx);
         return rc;
     }
-    log_flush(&tx->log);
+    log_flush(&tx->fmt->log);
     tx_flush_new_blocks(tx);
     pm_barrier();                                     /* (1) C1 */
-    tx_set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
+    tx_set_state(tx->fmt->slot, tx->fmt->version, SLOT_COMMITTED); /* (2) */
     tx_apply_allocs(tx, 1); /* C2, C3; its atomics before the flushes */
     for (size_t i = 0; i < c->wset.n; i++) {
         struct wrap *w = *(struct wrap **)vec_at(&c->wset, i);
@@ -258,7 +259,7 @@ int eng_commit(struct txn *tx)
         pm_flush(w, sizeof *w);
     }
     pm_barrier();                                     /* (3) */
-    tx_set_state(tx->slot, tx->version, SLOT_IDLE);      /* (4) */
+    tx_set_state(tx->fmt->slot, tx->fmt->version, SLOT_IDLE);      /* (4) */
     release(c, 0);
     return 0;
 }
@@ -270,7 +271,7 @@ void eng_abort(struct txn *tx)
         return;
     release(c, 1);
     pm_barrier();                                /* (3) */
-    tx_set_state(tx->slot, tx->version, SLOT_IDLE); /* (4) */
+    tx_set_state(tx->fmt->slot, tx->fmt->version, SLOT_IDLE); /* (4) */
 }
 
 int eng_rec_valid(txn_pool *p, const struct log_rec *r)

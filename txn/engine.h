@@ -14,10 +14,12 @@
  *   eng_*         the logging technique: transactions on objects.
  *
  * What an engine may include from txn/: this file (and through it
- * format/format.h, pool.h, log.h, alloc.h, util.h, common.h), persist.h
- * for every store, flush and fence, atomics.h, and addrmap.h. Nothing
- * else: the front end's ctxreg.h and the crash simulator's trace hooks are
- * not an engine's business.
+ * handle.h, common.h, util.h), persist.h for every store, flush and fence,
+ * atomics.h, and addrmap.h. Nothing else: the front end's ctxreg.h, the
+ * crash simulator's trace hooks and the pool format's headers
+ * (txn/format/) are not an engine's business; the engines that log in
+ * pmtx's format still include its format.h until engine.h offers what
+ * they use (docs/format.md).
  *
  * How the engines map onto txn.h (one API, no engine-specific calls):
  *
@@ -73,7 +75,12 @@
 
 #include <stddef.h>
 
-#include "format.h"
+#include "common.h"
+#include "handle.h"
+
+/* pmtx's format's log records, named by its recovery calls below. */
+struct slot_hdr;
+struct log_rec;
 
 /* The engine's name (txn_engine_name()), as its CMakeLists.txt declares
  * it (PMTX_ENGINE_NAME). */
@@ -94,6 +101,12 @@ struct pool_params {
     unsigned threads; /* contexts in transactions at once */
     size_t log_size;  /* bytes of a context's first log chunk */
 };
+
+/* Bytes of the format's part of a pool handle and of a context (struct
+ * fmt_pool, struct fmt_tx: handle.h's `fmt`), which the front end
+ * allocates, zeroed, right after each; 0 for none. */
+extern const size_t eng_pool_fmt_size;
+extern const size_t eng_tx_fmt_size;
 
 /* Create the pool file `file` (a full path; it must not exist) for
  * `layout` and fill `p` (zeroed by the caller but for the front end's
@@ -225,7 +238,7 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r);
 /* Recovery of logs that are not log.c's (redo1 writes its own into the
  * slots' segment chains): after the slots' records were recovered, before
  * the allocator is opened. Must leave what it recovered durable, add the
- * slots it settled to p->recovered_slots, and check everything it relies
+ * slots it settled to p->fmt->recovered_slots, and check everything it relies
  * on before writing anything (TXN_E_CORRUPT, with pool_problem()). The
  * default has nothing to do. */
 int eng_recover_logs(txn_pool *p);

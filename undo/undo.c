@@ -61,6 +61,7 @@
 
 #include "addrmap.h"
 #include "engine.h"
+#include "format.h" /* until engine.h offers what it uses (docs/format.md) */
 #include "persist.h"
 
 const char eng_name[] = PMTX_ENGINE_NAME;
@@ -133,10 +134,10 @@ static void reset(struct txn *tx, struct undo_tx *u)
 /* U1, U2: the records appended so far durable, then the tail hint. */
 static void fence_records(struct txn *tx)
 {
-    log_flush(&tx->log);
+    log_flush(&tx->fmt->log);
     pm_barrier();
     tx->hot.gate = 0;
-    log_set_tail(&tx->log, tx->version);
+    log_set_tail(&tx->fmt->log, tx->fmt->version);
 }
 
 /* Records of [a, a+n), one per LOG_MAX_PAYLOAD piece, not fenced. */
@@ -145,7 +146,7 @@ static int append_old(struct txn *tx, struct undo_tx *u, char *a, size_t n)
     for (size_t done = 0; done < n;) {
         uint32_t len = (uint32_t)(n - done < LOG_MAX_PAYLOAD ? n - done : LOG_MAX_PAYLOAD);
         struct log_rec *r;
-        int rc = log_append(&tx->log, tx->version, LOG_DATA,
+        int rc = log_append(&tx->fmt->log, tx->fmt->version, LOG_DATA,
                             (uint64_t)(uintptr_t)(a + done), 0, a + done, len, &r);
         struct log_rec **slot = rc ? NULL : vec_push(&u->recs);
         if (rc || !slot)
@@ -258,19 +259,19 @@ static void rollback(struct txn *tx, struct undo_tx *u, int bits)
         pm_flush((void *)(uintptr_t)r->addr, r->len);
     }
     if (bits) {
-        for (size_t i = 0; i < tx->allocs.n; i++) {
-            struct tx_block *b = vec_at(&tx->allocs, i);
+        for (size_t i = 0; i < tx->fmt->allocs.n; i++) {
+            struct tx_block *b = vec_at(&tx->fmt->allocs, i);
             alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, 1);
         }
-        for (size_t i = 0; i < tx->frees.n; i++) {
-            struct tx_block *b = vec_at(&tx->frees, i);
+        for (size_t i = 0; i < tx->fmt->frees.n; i++) {
+            struct tx_block *b = vec_at(&tx->fmt->frees, i);
             alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 1);
         }
     }
     if (u->recs.n)
         pm_barrier(); /* restored data durable before the log goes */
-    if (tx->log.used) /* U6: settled, whatever its records look like */
-        tx_set_state(tx->slot, tx->version, SLOT_IDLE);
+    if (tx->fmt->log.used) /* U6: settled, whatever its records look like */
+        tx_set_state(tx->fmt->slot, tx->fmt->version, SLOT_IDLE);
     reset(tx, u);
 }
 
@@ -288,7 +289,7 @@ static void assert_rollback(struct txn *tx, struct undo_tx *u)
     const char *b = u->before.a;
     for (size_t i = 0; i < u->recs.n; i++) {
         struct log_rec *r = *(struct log_rec **)vec_at(&u->recs, i);
-        assert(r->sentinel == LOG_SENTINEL && r->version == tx->version &&
+        assert(r->sentinel == LOG_SENTINEL && r->version == tx->fmt->version &&
                r->type == LOG_DATA && "U1: a record was written over before the commit");
         assert(!memcmp(log_payload(r), b, r->len) &&
                "U1: rolling back does not give the bytes from before the transaction");
@@ -300,14 +301,14 @@ static void assert_rollback(struct txn *tx, struct undo_tx *u)
 int eng_commit(struct txn *tx)
 {
     struct undo_tx *u = tx->eng;
-    int allocs = tx->allocs.n || tx->frees.n;
+    int allocs = tx->fmt->allocs.n || tx->fmt->frees.n;
     if (!u->recs.n && !allocs)
         return 0; /* read-only: nothing to make durable */
     int eager = txn_cfg.alloc_eager && allocs;
 #ifndef NDEBUG
     assert_rollback(tx, u);
 #endif
-    log_flush(&tx->log); /* ALLOC/FREE records */
+    log_flush(&tx->fmt->log); /* ALLOC/FREE records */
     if (!eager && allocs) {
         if (tx->hot.gate)
             pm_barrier(); /* (0) U4 */
@@ -320,11 +321,11 @@ int eng_commit(struct txn *tx)
     tx_flush_new_blocks(tx);
     pm_barrier(); /* (1) U3, U4 */
     /* (2) the commit record: eager mode still owes the allocator bits */
-    tx_set_state(tx->slot, tx->version, eager ? SLOT_COMMITTED : SLOT_IDLE);
+    tx_set_state(tx->fmt->slot, tx->fmt->version, eager ? SLOT_COMMITTED : SLOT_IDLE);
     if (eager) {
         tx_apply_allocs(tx, 1);
         pm_barrier();                                /* (3) */
-        tx_set_state(tx->slot, tx->version, SLOT_IDLE); /* (4) */
+        tx_set_state(tx->fmt->slot, tx->fmt->version, SLOT_IDLE); /* (4) */
     }
     reset(tx, u);
     return 0;

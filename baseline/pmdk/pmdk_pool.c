@@ -51,6 +51,10 @@
 #define DEF_THREADS 64u /* of a pool made elsewhere, without struct meta */
 #define DEF_ROOT 64u
 
+/* Its state is the engine's (p->eng, tx->eng): no part for a format. */
+const size_t eng_pool_fmt_size = 0;
+const size_t eng_tx_fmt_size = 0;
+
 int st_move(txn_pool *p, uint64_t off, unsigned from, unsigned to)
 {
     unsigned sh;
@@ -687,10 +691,11 @@ int eng_pool_inspect(const char *file, txn_pool_info *info)
     if (!f)
         return TXN_E_NOMEM;
     int rc = read_prefix(file, NULL, f);
-    const struct pool_hdr *pmtx = (const struct pool_hdr *)f->b; /* a pmtx pool's */
+    /* a pmtx pool's header names its engine (common.h) */
+    int pmtx = f->n >= POOL_HDR_SIZE && get64(f->b, 0) == POOL_MAGIC;
     snprintf(info->format, sizeof info->format, "libpmemobj");
-    snprintf(info->engine, sizeof info->engine, "%.15s",
-             f->n >= sizeof *pmtx && pmtx->magic == POOL_MAGIC ? pmtx->engine : eng_name);
+    snprintf(info->engine, sizeof info->engine, "%.*s", (int)POOL_ENGINE_MAX - 1,
+             pmtx ? (const char *)f->b + POOL_ENGINE_OFF : eng_name);
     info->size = f->file_size;
     const unsigned char *d = f->b + PM_DSC;
     uint64_t heap_off = 0;

@@ -21,31 +21,9 @@ struct tx_block {
     size_t size; /* usable bytes */
 };
 
-/* One per (thread, pool); `struct txn` of txn.h: the part txn.h's inline
- * paths read, the front end's fields (api.c), then those of pmtx's pool
- * format (pool.c, tx.c), which an engine with a format of its own leaves
- * zero. */
-struct txn {
-    struct txn__hot hot;      /* first: txn.h casts a txn * to it */
-    txn_pool *p;
-    pthread_t owner;          /* the thread it belongs to */
-    struct txn *next_ctx;     /* pool's list */
-    unsigned slot_idx;        /* context index, < p->max_ctx: its log slot */
-    int active;
-    int err;                  /* first error of the running transaction */
-    signed char way_keep[TXN__WAYS]; /* per way: eng_inline's answer */
-    int ways_kept;            /* a way may be kept past the transaction */
-    uint64_t freed_seen;      /* p->freed when ways_check last looked (R1) */
-    uint8_t way_next[1 << TXN__SET_BITS]; /* per set: the way to fill next */
-    int ways_move;            /* ways whose mode changes at the end, in moved[]
-                                 (more than TXN__MOVED: all are looked at) */
-#define TXN__MOVED 48
-    uint8_t moved[TXN__MOVED];
-    const txn_obj *last_obj;  /* the object last checked, and its size */
-    size_t last_size;
-    struct vec defers;        /* struct tx_defer */
-    void *eng;                /* the engine's per-thread state */
-    /* pmtx's format */
+/* pmtx's format's part of a context (struct txn's `fmt`, allocated with
+ * it by the front end: eng_tx_fmt_size): used by its thread only. */
+struct fmt_tx {
     struct slot_hdr *slot;
     struct log log;           /* write position in the slot's log */
     uint64_t version;         /* of the running (or last) transaction */
@@ -75,9 +53,9 @@ extern struct txn_config txn_cfg;
 void tx_claim_versions(struct txn *tx); /* the fresh range, durably */
 static inline uint64_t tx_next_version(struct txn *tx)
 {
-    if (tx->version + 1 >= tx->version_end)
+    if (tx->fmt->version + 1 >= tx->fmt->version_end)
         tx_claim_versions(tx);
-    return ++tx->version;
+    return ++tx->fmt->version;
 }
 
 /* Reserve a block for the transaction and remember it (volatile). */

@@ -1,4 +1,5 @@
-/* pool.h - on-media layout of a pool file and the volatile pool handle.
+/* pool.h - on-media layout of a pool file and the format's part of the
+ * volatile pool handle.
  *
  * A pool file, mapped at the address recorded in its header:
  *
@@ -24,15 +25,15 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "handle.h"
 #include "txn.h"
 #include "util.h"
 
 #define POOL_FORMAT 3u /* 2: the layout record; 3: slot tags, run headers zeroed */
 #define POOL_FORMAT_UNTAGGED 2u /* still read: its slots have no tags */
-#define POOL_HDR_SIZE 4096u
 #define CHUNK_SIZE (64u * 1024u)
 #define LAYOUT_MAX 64u
-#define ENGINE_MAX 16u
+#define ENGINE_MAX POOL_ENGINE_MAX
 
 struct pool_hdr {
     uint64_t magic;            /* POOL_MAGIC */
@@ -63,6 +64,7 @@ struct pool_hdr {
     uint8_t pad[POOL_HDR_SIZE - 272];
 };
 _Static_assert(sizeof(struct pool_hdr) == POOL_HDR_SIZE, "pool_hdr size");
+_Static_assert(offsetof(struct pool_hdr, engine) == POOL_ENGINE_OFF, "pool_hdr engine");
 
 /* The slot's transaction state word: version and state in one 8-byte
  * store, so no crash can pair a state with another transaction. */
@@ -100,24 +102,12 @@ struct seg_hdr {
 _Static_assert(sizeof(struct seg_hdr) == 64, "seg_hdr is one line");
 
 struct alloc_state;
-struct txn;
 
-/* The volatile handle of an open pool: the front end's fields (api.c),
- * then those of pmtx's pool format (pool.c), which an engine with a
- * format of its own leaves zero. */
-/* Shared by every thread that runs transactions on the pool. "open" means
- * set by the open or create, before any context exists, and only read
- * until the close, which runs when no other call is in progress. */
-struct txn_pool {
-    char *base;               /* open: where the file is mapped */
-    size_t size;              /* open: bytes of the file and the mapping */
-    unsigned max_ctx;         /* open: contexts at once: the format's log slots */
-    uint8_t *ctx_used;        /* ctx_lock: per context index: claimed */
-    pthread_mutex_t ctx_lock; /* guards ctxs and ctx_used */
-    struct txn *ctxs;         /* ctx_lock: per-thread contexts of this pool */
-    uint64_t gen;             /* open: unique per open, keys thread caches */
-    void *eng;                /* the engine's lock (its own rules) */
-    /* pmtx's format */
+/* pmtx's format's part of an open pool (struct txn_pool's `fmt`,
+ * allocated with it by the front end: eng_pool_fmt_size). "open" means set
+ * by the open or create, before any context exists, and only read until
+ * the close, which runs when no other call is in progress. */
+struct fmt_pool {
     int fd;                   /* open: kept open, holds the flock */
     struct pool_birth *birth; /* open: a new pool's names until its seal
                                  renames it into place, then NULL */
@@ -129,22 +119,18 @@ struct txn_pool {
                                  engine that recovers all slots at once */
     unsigned recovered_slots; /* open only: slots whose transaction open
                                  recovered */
-    /* atomic, on a line of its own (bumped where blocks are freed, read
-     * at every txn_begin): blocks given back to the allocator so far,
-     * counted before any of them can be reserved again (R1, api.c) */
-    _Alignas(64) _Atomic uint64_t freed;
 };
 
 static inline struct slot_hdr *pool_slot(txn_pool *p, size_t i)
 {
-    return (struct slot_hdr *)(p->base + p->hdr->slots_off +
-                               i * p->hdr->slot_size);
+    return (struct slot_hdr *)(p->base + p->fmt->hdr->slots_off +
+                               i * p->fmt->hdr->slot_size);
 }
 
 static inline int pool_contains(const txn_pool *p, const void *a, size_t n)
 {
     uintptr_t x = (uintptr_t)a, b = (uintptr_t)p->base;
-    return x >= b + p->hdr->heap_off && x <= b + p->size && n <= b + p->size - x;
+    return x >= b + p->fmt->hdr->heap_off && x <= b + p->size && n <= b + p->size - x;
 }
 
 #endif

@@ -11,27 +11,32 @@
 
 struct txn_config txn_cfg;
 
+/* The front end puts a context's struct fmt_tx right after its struct txn
+ * (api.c), which is aligned enough only if its size is a multiple. */
+_Static_assert(sizeof(struct txn) % _Alignof(struct fmt_tx) == 0, "fmt_tx after txn");
+const size_t eng_tx_fmt_size = sizeof(struct fmt_tx);
+
 #define VERSION_RANGE (1ull << 32)
 
 void tx_claim_versions(struct txn *tx)
 {
     /* versions are never reused, so a stale record can never pass for one
      * of a later transaction */
-    uint64_t v = tx->slot->next_version ? tx->slot->next_version : 1;
-    pm_store64(&tx->slot->next_version, v + VERSION_RANGE);
-    pm_persist(&tx->slot->next_version, 8);
-    tx->version = v - 1;
-    tx->version_end = v + VERSION_RANGE;
+    uint64_t v = tx->fmt->slot->next_version ? tx->fmt->slot->next_version : 1;
+    pm_store64(&tx->fmt->slot->next_version, v + VERSION_RANGE);
+    pm_persist(&tx->fmt->slot->next_version, 8);
+    tx->fmt->version = v - 1;
+    tx->fmt->version_end = v + VERSION_RANGE;
 }
 
 int eng_pool_attach(struct txn *tx)
 {
-    tx->slot = pool_slot(tx->p, tx->slot_idx);
-    log_attach(&tx->log, tx->p, tx->slot);
-    vec_init(&tx->allocs, sizeof(struct tx_block));
-    vec_init(&tx->frees, sizeof(struct tx_block));
-    if (addrmap_init(&tx->alloc_at, 16) || addrmap_init(&tx->free_at, 16)) {
-        addrmap_free(&tx->alloc_at);
+    tx->fmt->slot = pool_slot(tx->p, tx->slot_idx);
+    log_attach(&tx->fmt->log, tx->p, tx->fmt->slot);
+    vec_init(&tx->fmt->allocs, sizeof(struct tx_block));
+    vec_init(&tx->fmt->frees, sizeof(struct tx_block));
+    if (addrmap_init(&tx->fmt->alloc_at, 16) || addrmap_init(&tx->fmt->free_at, 16)) {
+        addrmap_free(&tx->fmt->alloc_at);
         return TXN_E_NOMEM;
     }
     return 0;
@@ -39,11 +44,11 @@ int eng_pool_attach(struct txn *tx)
 
 void eng_pool_detach(struct txn *tx)
 {
-    alloc_cache_drain(tx->p, &tx->cache);
-    vec_free(&tx->allocs);
-    vec_free(&tx->frees);
-    addrmap_free(&tx->alloc_at);
-    addrmap_free(&tx->free_at);
+    alloc_cache_drain(tx->p, &tx->fmt->cache);
+    vec_free(&tx->fmt->allocs);
+    vec_free(&tx->fmt->frees);
+    addrmap_free(&tx->fmt->alloc_at);
+    addrmap_free(&tx->fmt->free_at);
 }
 
 void eng_pool_begin(struct txn *tx)
@@ -56,22 +61,22 @@ void eng_pool_begin(struct txn *tx)
 static __attribute__((noinline)) void give_back(struct txn *tx, struct vec *give)
 {
     for (size_t i = 0; i < give->n; i++)
-        alloc_release(tx->p, &tx->cache, ((struct tx_block *)vec_at(give, i))->blk);
+        alloc_release(tx->p, &tx->fmt->cache, ((struct tx_block *)vec_at(give, i))->blk);
 }
 
 void eng_pool_end(struct txn *tx, int committed)
 {
-    struct vec *give = committed ? &tx->frees : &tx->allocs;
+    struct vec *give = committed ? &tx->fmt->frees : &tx->fmt->allocs;
     if (give->n)
         give_back(tx, give);
-    tx->allocs.n = tx->frees.n = 0;
-    tx->reserved_bytes = tx->freed_bytes = 0;
-    if (tx->alloc_at.n)
-        addrmap_clear(&tx->alloc_at);
-    if (tx->free_at.n)
-        addrmap_clear(&tx->free_at);
-    if (tx->log.used) /* else where log_rewind would put it */
-        log_rewind(&tx->log);
+    tx->fmt->allocs.n = tx->fmt->frees.n = 0;
+    tx->fmt->reserved_bytes = tx->fmt->freed_bytes = 0;
+    if (tx->fmt->alloc_at.n)
+        addrmap_clear(&tx->fmt->alloc_at);
+    if (tx->fmt->free_at.n)
+        addrmap_clear(&tx->fmt->free_at);
+    if (tx->fmt->log.used) /* else where log_rewind would put it */
+        log_rewind(&tx->fmt->log);
 }
 
 /* Up to this many blocks a list is searched by a scan (a few cache lines,
@@ -128,58 +133,58 @@ static int remember(struct vec *v, struct addrmap *m)
 
 int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)
 {
-    struct tx_block *b = vec_push(&tx->allocs);
+    struct tx_block *b = vec_push(&tx->fmt->allocs);
     if (!b)
         return TXN_E_NOMEM;
-    int spare_ok = tx->freed_bytes >= tx->reserved_bytes + n;
-    int rc = alloc_reserve(tx->p, &tx->cache, n, spare_ok, &b->blk, &b->size);
-    if (!rc && (rc = remember(&tx->allocs, &tx->alloc_at)))
-        alloc_release(tx->p, &tx->cache, b->blk);
+    int spare_ok = tx->fmt->freed_bytes >= tx->fmt->reserved_bytes + n;
+    int rc = alloc_reserve(tx->p, &tx->fmt->cache, n, spare_ok, &b->blk, &b->size);
+    if (!rc && (rc = remember(&tx->fmt->allocs, &tx->fmt->alloc_at)))
+        alloc_release(tx->p, &tx->fmt->cache, b->blk);
     if (rc) {
-        tx->allocs.n--;
+        tx->fmt->allocs.n--;
         return rc;
     }
-    tx->reserved_bytes += b->size;
+    tx->fmt->reserved_bytes += b->size;
     *out = *b;
     return 0;
 }
 
 void tx_unreserve(struct txn *tx)
 {
-    struct tx_block *b = vec_at(&tx->allocs, --tx->allocs.n);
-    tx->reserved_bytes -= b->size;
-    alloc_release(tx->p, &tx->cache, b->blk);
+    struct tx_block *b = vec_at(&tx->fmt->allocs, --tx->fmt->allocs.n);
+    tx->fmt->reserved_bytes -= b->size;
+    alloc_release(tx->p, &tx->fmt->cache, b->blk);
 }
 
 void tx_unmark_free(struct txn *tx)
 {
-    struct tx_block *b = vec_at(&tx->frees, --tx->frees.n);
-    tx->freed_bytes -= b->size;
+    struct tx_block *b = vec_at(&tx->fmt->frees, --tx->fmt->frees.n);
+    tx->fmt->freed_bytes -= b->size;
 }
 
 int tx_is_new(const struct txn *tx, const void *blk)
 {
-    return tx->allocs.n && find_block(&tx->allocs, &tx->alloc_at, blk);
+    return tx->fmt->allocs.n && find_block(&tx->fmt->allocs, &tx->fmt->alloc_at, blk);
 }
 
 int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
 {
-    if (tx->frees.n && find_block(&tx->frees, &tx->free_at, blk))
+    if (tx->fmt->frees.n && find_block(&tx->fmt->frees, &tx->fmt->free_at, blk))
         return TXN_E_INVAL;
-    struct tx_block *mine = tx->allocs.n ? find_block(&tx->allocs, &tx->alloc_at, blk) : NULL;
+    struct tx_block *mine = tx->fmt->allocs.n ? find_block(&tx->fmt->allocs, &tx->fmt->alloc_at, blk) : NULL;
     size_t size = mine ? mine->size : alloc_block_size(tx->p, blk, 1);
     if (!size)
         return TXN_E_INVAL;
-    struct tx_block *b = vec_push(&tx->frees);
+    struct tx_block *b = vec_push(&tx->fmt->frees);
     if (!b)
         return TXN_E_NOMEM;
     b->blk = blk;
     b->size = size;
-    if (remember(&tx->frees, &tx->free_at)) {
-        tx->frees.n--;
+    if (remember(&tx->fmt->frees, &tx->fmt->free_at)) {
+        tx->fmt->frees.n--;
         return TXN_E_NOMEM;
     }
-    tx->freed_bytes += size;
+    tx->fmt->freed_bytes += size;
     if (out)
         *out = *b;
     return 0;
@@ -189,19 +194,19 @@ int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
  * for every write-back in flight, so interleaving them serialises both. */
 void tx_apply_allocs(struct txn *tx, int flush)
 {
-    if (!tx->allocs.n && !tx->frees.n)
+    if (!tx->fmt->allocs.n && !tx->fmt->frees.n)
         return;
-    for (size_t i = 0; i < tx->allocs.n; i++) {
-        struct tx_block *b = vec_at(&tx->allocs, i);
+    for (size_t i = 0; i < tx->fmt->allocs.n; i++) {
+        struct tx_block *b = vec_at(&tx->fmt->allocs, i);
         alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 0);
     }
-    for (size_t i = 0; i < tx->frees.n; i++) {
-        struct tx_block *b = vec_at(&tx->frees, i);
+    for (size_t i = 0; i < tx->fmt->frees.n; i++) {
+        struct tx_block *b = vec_at(&tx->fmt->frees, i);
         alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, 0);
     }
-    for (size_t i = 0; flush && i < tx->allocs.n + tx->frees.n; i++) {
-        struct tx_block *b = i < tx->allocs.n ? vec_at(&tx->allocs, i)
-                                              : vec_at(&tx->frees, i - tx->allocs.n);
+    for (size_t i = 0; flush && i < tx->fmt->allocs.n + tx->fmt->frees.n; i++) {
+        struct tx_block *b = i < tx->fmt->allocs.n ? vec_at(&tx->fmt->allocs, i)
+                                              : vec_at(&tx->fmt->frees, i - tx->fmt->allocs.n);
         alloc_flush_meta(tx->p, (uint64_t)(uintptr_t)b->blk, b->size);
     }
 }
@@ -214,15 +219,15 @@ void tx_set_state(struct slot_hdr *slot, uint64_t version, unsigned state)
 
 void tx_flush_new_blocks(struct txn *tx)
 {
-    for (size_t i = 0; i < tx->allocs.n; i++) {
-        struct tx_block *b = vec_at(&tx->allocs, i);
+    for (size_t i = 0; i < tx->fmt->allocs.n; i++) {
+        struct tx_block *b = vec_at(&tx->fmt->allocs, i);
         pm_flush(b->blk, b->size);
     }
 }
 
 int tx_log_block(struct txn *tx, uint32_t type, const struct tx_block *b)
 {
-    return log_append(&tx->log, tx->version, type, (uint64_t)(uintptr_t)b->blk,
+    return log_append(&tx->fmt->log, tx->fmt->version, type, (uint64_t)(uintptr_t)b->blk,
                       b->size, NULL, 0, NULL);
 }
 
@@ -238,8 +243,8 @@ static int log_blocks(struct txn *tx, const struct vec *v, uint32_t type)
 
 int tx_log_allocs(struct txn *tx)
 {
-    int rc = log_blocks(tx, &tx->allocs, LOG_ALLOC);
-    return rc ? rc : log_blocks(tx, &tx->frees, LOG_FREE);
+    int rc = log_blocks(tx, &tx->fmt->allocs, LOG_ALLOC);
+    return rc ? rc : log_blocks(tx, &tx->fmt->frees, LOG_FREE);
 }
 
 void tx_redo_alloc_rec(txn_pool *p, const struct log_rec *r)
