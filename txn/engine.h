@@ -243,4 +243,63 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r);
  * default has nothing to do. */
 int eng_recover_logs(txn_pool *p);
 
+/* ---- what pmtx's format (txn/format/) offers the engines that log in it;
+ * an engine with a format of its own calls none of it */
+
+/* Config shared by engines, read once from the environment. */
+struct txn_config {
+    int alloc_eager; /* TXN_ALLOC_EAGER=1: the paper's cleanup barriers */
+    int log_batch;   /* TXN_LOG_BATCH=0: log and fence at each write (the
+                        papers); default 1: txn_open(TXN_RW) logs the whole
+                        object and the records of a batch share one fence */
+};
+extern struct txn_config txn_cfg;
+
+/* A block allocated or freed by the running transaction. */
+struct tx_block {
+    void *blk;
+    size_t size; /* usable bytes */
+};
+
+/* Reserve a block for the transaction and remember it (volatile). */
+int tx_reserve(struct txn *tx, size_t n, struct tx_block *out);
+
+/* Give back the newest block tx_reserve() returned, when a later step of
+ * the same allocation failed: else the transaction would commit it
+ * allocated and unreachable. */
+void tx_unreserve(struct txn *tx);
+
+/* Remember a block to free at commit; TXN_E_INVAL if it is not a block
+ * that is allocated (persistently or by this transaction) or is freed
+ * twice. */
+int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out);
+
+/* Forget the newest block tx_mark_free() took, when a later step of the
+ * same free failed. */
+void tx_unmark_free(struct txn *tx);
+
+/* Is blk reserved by this transaction? */
+int tx_is_new(const struct txn *tx, const void *blk);
+
+/* Set the allocator's persistent bit of every block the transaction
+ * reserved and clear that of every block it freed, then flush them if
+ * `flush`; never fenced. Nothing when it has neither. */
+void tx_apply_allocs(struct txn *tx, int flush);
+
+/* Flush every block the transaction allocated (their contents, written in
+ * place, become durable at the engine's next barrier). */
+void tx_flush_new_blocks(struct txn *tx);
+
+/* Usable size of the block starting at `blk`, or 0 if `blk` is not the
+ * start of a block of the heap. `live` also requires its persistent bit. */
+size_t alloc_block_size(txn_pool *p, const void *blk, int live);
+
+/* Payload bytes of an object that is a heap block with `hdr` bytes of
+ * engine header in front of its payload; 0 if it is no block. */
+static inline size_t tx_block_payload(txn_pool *p, const void *o, size_t hdr)
+{
+    size_t s = alloc_block_size(p, o, 0);
+    return s > hdr ? s - hdr : 0;
+}
+
 #endif

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 
 #include "engine.h"
-#include "format.h" /* until engine.h offers what it uses (docs/format.md) */
 #include "persist.h"
 #include "wlog.h"
 
@@ -89,8 +88,7 @@ int eng_free(struct txn *tx, txn_obj *o)
 int eng_commit(struct txn *tx)
 {
     struct none_tx *t = tx->eng;
-    if (tx->fmt->allocs.n || tx->fmt->frees.n)
-        tx_apply_allocs(tx, 0);
+    tx_apply_allocs(tx, 0);
     wlog_rewind(tx, &t->wl);
     return 0;
 }

@@ -15,12 +15,6 @@
 #include "pool.h"
 #include "util.h"
 
-/* A block allocated or freed by the running transaction. */
-struct tx_block {
-    void *blk;
-    size_t size; /* usable bytes */
-};
-
 /* pmtx's format's part of a context (struct txn's `fmt`, allocated with
  * it by the front end: eng_tx_fmt_size): used by its thread only. */
 struct fmt_tx {
@@ -39,15 +33,6 @@ struct fmt_tx {
     size_t freed_bytes;       /* of the blocks in frees (A5 in alloc.c) */
 };
 
-/* Config shared by engines, read once from the environment. */
-struct txn_config {
-    int alloc_eager; /* TXN_ALLOC_EAGER=1: the paper's cleanup barriers */
-    int log_batch;   /* TXN_LOG_BATCH=0: log and fence at each write (the
-                        papers); default 1: txn_open(TXN_RW) logs the whole
-                        object and the records of a batch share one fence */
-};
-extern struct txn_config txn_cfg;
-
 /* Next transaction version of this context; claims a fresh range (one
  * barrier) when the current one is used up. */
 void tx_claim_versions(struct txn *tx); /* the fresh range, durably */
@@ -58,48 +43,12 @@ static inline uint64_t tx_next_version(struct txn *tx)
     return ++tx->fmt->version;
 }
 
-/* Reserve a block for the transaction and remember it (volatile). */
-int tx_reserve(struct txn *tx, size_t n, struct tx_block *out);
-
-/* Give back the newest block tx_reserve() returned, when a later step of
- * the same allocation failed: else the transaction would commit it
- * allocated and unreachable. */
-void tx_unreserve(struct txn *tx);
-
-/* Remember a block to free at commit; TXN_E_INVAL if it is not a block
- * that is allocated (persistently or by this transaction) or is freed
- * twice. */
-int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out);
-
-/* Forget the newest block tx_mark_free() took, when a later step of the
- * same free failed. */
-void tx_unmark_free(struct txn *tx);
-
-/* Is blk reserved by this transaction? */
-int tx_is_new(const struct txn *tx, const void *blk);
-
-/* alloc_apply() every ALLOC (ALLOC_SET) and FREE (ALLOC_CLEAR) of the
- * transaction, then flush the metadata if `flush`; never fenced. */
-void tx_apply_allocs(struct txn *tx, int flush);
-
-/* Flush every block the transaction allocated (their contents, written in
- * place, become durable at the engine's next barrier). */
-void tx_flush_new_blocks(struct txn *tx);
-
 /* Append one ALLOC or FREE record for b (flushed, not fenced). */
 int tx_log_block(struct txn *tx, uint32_t type, const struct tx_block *b);
 
 /* Append an ALLOC record per reserved block and a FREE record per freed
  * one (flushed, not fenced). */
 int tx_log_allocs(struct txn *tx);
-
-/* Payload bytes of an object that is a heap block with `hdr` bytes of
- * engine header in front of its payload; 0 if it is no block. */
-static inline size_t tx_block_payload(txn_pool *p, const void *o, size_t hdr)
-{
-    size_t s = alloc_block_size(p, o, 0);
-    return s > hdr ? s - hdr : 0;
-}
 
 /* Store the slot's state word (version, SLOT_*) and persist it: one
  * barrier. The single 8-byte store is what makes a commit durable. */
