@@ -310,9 +310,13 @@ static int layout_ok(const char *layout)
 
 static int params_of(const txn_pool_opts *o, struct pool_params *out)
 {
-    *out = (struct pool_params){DEF_SIZE, DEF_ROOT, DEF_THREADS, DEF_LOG};
+    *out = (struct pool_params){DEF_SIZE, 0, DEF_ROOT, DEF_THREADS, DEF_LOG};
     if (o && o->size)
         out->size = o->size;
+    out->max_size = o && o->max_size ? o->max_size : out->size;
+    if (out->max_size < out->size || out->max_size > TXN_POOL_MAX)
+        return REFUSE(TXN_E_INVAL, "max_size %zu: from size (%zu) to %zu bytes", out->max_size,
+                      out->size, TXN_POOL_MAX);
     if (o && o->root_size)
         out->root_size = o->root_size;
     if (o && o->threads)
@@ -674,7 +678,7 @@ int txn_alloc(txn *tx, size_t n, txn_obj **out)
         return rc;
     if (!out || n == 0)
         return TXN_E_INVAL;
-    if (n > tx->p->size)
+    if (n > tx->p->max_size)
         return TXN_E_NOSPACE;
     rc = eng_alloc(tx, n, out);
     if (!rc && tx->hot.ways) { /* R1: the block's new life */

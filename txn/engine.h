@@ -96,7 +96,8 @@ extern const int eng_persistent;
  * passed (threads in 1..TXN_MAX_THREADS). What else a value may be is the
  * format's to check (TXN_E_INVAL). */
 struct pool_params {
-    size_t size;      /* bytes of the file */
+    size_t size;      /* bytes the pool starts with */
+    size_t max_size;  /* bytes it may grow to (>= size) */
     size_t root_size; /* payload bytes of the root object */
     unsigned threads; /* contexts in transactions at once */
     size_t log_size;  /* bytes of a context's first log chunk */

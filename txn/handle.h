@@ -51,7 +51,10 @@ struct txn {
  * call is in progress. */
 struct txn_pool {
     char *base;               /* open: where the file is mapped */
-    size_t size;              /* open: bytes of the file and the mapping */
+    size_t size;              /* bytes of the file and its mapping: set at
+                                 open, raised by a growth (atomic: the
+                                 format's pool_size_now) */
+    size_t max_size;          /* open: bytes it may grow to */
     unsigned max_ctx;         /* open: contexts at once: the format's log slots */
     uint8_t *ctx_used;        /* ctx_lock: per context index: claimed */
     pthread_mutex_t ctx_lock; /* guards ctxs and ctx_used */

@@ -442,6 +442,7 @@ static int pool_start(txn_pool *p, PMEMobjpool *pop, size_t size, unsigned new_t
     d->pop = pop;
     p->base = (char *)pop;
     p->size = size;
+    p->max_size = size; /* libpmemobj's pools do not grow */
     size_t words = (size / GRAIN + 31) / 32;
     int rc = check_heap((const unsigned char *)pop, size);
     if (!rc) /* read_meta's root sets it when there is no object */
@@ -697,6 +698,7 @@ int eng_pool_inspect(const char *file, txn_pool_info *info)
     snprintf(info->engine, sizeof info->engine, "%.*s", (int)POOL_ENGINE_MAX - 1,
              pmtx ? (const char *)f->b + POOL_ENGINE_OFF : eng_name);
     info->size = f->file_size;
+    info->max_size = f->file_size; /* libpmemobj's pools do not grow */
     const unsigned char *d = f->b + PM_DSC;
     uint64_t heap_off = 0;
     if (!rc) {

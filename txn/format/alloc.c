@@ -36,6 +36,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "atomics.h"
 #include "persist.h"
@@ -73,7 +74,8 @@ struct alloc_state {
     pthread_mutex_t lock;
     uint64_t *ctab;      /* open: persistent chunk table */
     char *heap;          /* open */
-    size_t nchunks;      /* open */
+    size_t nchunks;      /* lock: chunks the heap has (pool_heap_chunks) */
+    size_t max_chunks;   /* open: chunks it may grow to: the arrays' length */
     unsigned cache_max;  /* open: TXN_ALLOC_CACHE, blocks a thread cache keeps */
     uint8_t *chunk_free; /* lock: 1: FREE and not reserved */
     size_t free_hint;    /* lock */
@@ -135,18 +137,19 @@ static inline size_t chunk_of(txn_pool *p, const void *a)
 void alloc_format(txn_pool *p)
 {
     uint64_t *t = ctab(p);
-    pm_memset(t, 0, p->fmt->hdr->nchunks * sizeof *t);
-    pm_flush(t, p->fmt->hdr->nchunks * sizeof *t);
+    pm_memset(t, 0, pool_heap_chunks(p) * sizeof *t); /* the rest is a hole */
+    pm_flush(t, pool_heap_chunks(p) * sizeof *t);
 }
 
 int alloc_check(txn_pool *p)
 {
     uint64_t *t = ctab(p);
-    for (size_t i = 0; i < p->fmt->hdr->nchunks; i++) {
+    size_t n = pool_heap_chunks(p);
+    for (size_t i = 0; i < n; i++) {
         uint64_t e = t[i];
         unsigned k = ck_kind(e);
         if (k > CK_LOG || (k == CK_RUN && ck_class(e) >= ALLOC_CLASSES) ||
-            (k == CK_LARGE && (ck_n(e) == 0 || ck_n(e) > p->fmt->hdr->nchunks - i))) {
+            (k == CK_LARGE && (ck_n(e) == 0 || ck_n(e) > n - i))) {
             pool_problem("chunk table entry %zu: %#llx is no chunk", i, (unsigned long long)e);
             return TXN_E_CORRUPT;
         }
@@ -219,7 +222,7 @@ static void run_bits_before_change(txn_pool *p, size_t ci)
 static int fix_log_chunks(txn_pool *p, const struct vec *segs)
 {
     uint64_t *t = ctab(p);
-    size_t n = p->fmt->hdr->nchunks;
+    size_t n = pool_heap_chunks(p);
     uint8_t *is_seg = calloc(n, 1);
     if (!is_seg)
         return TXN_E_NOMEM;
@@ -244,6 +247,29 @@ static int fix_log_chunks(txn_pool *p, const struct vec *segs)
     return 0;
 }
 
+/* A zeroed array for every chunk the heap may grow to: address space
+ * only, its pages made as the chunks they describe come (and never
+ * moved, so that growing needs no lock its readers would take). */
+static void *lazy_calloc(size_t n, size_t size)
+{
+    size_t bytes = n * size;
+    void *a = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return a == MAP_FAILED ? NULL : a;
+}
+
+static void lazy_free(void *a, size_t bytes)
+{
+    if (a)
+        munmap(a, bytes ? bytes : 1);
+}
+
+/* A5's spare chunks of a heap of n. */
+static size_t spare_of(size_t n)
+{
+    return n / 32 > 8 ? 8 : n / 32 ? n / 32 : 1;
+}
+
 void alloc_close(txn_pool *p)
 {
     struct alloc_state *al = p->fmt->al;
@@ -254,11 +280,11 @@ void alloc_close(txn_pool *p)
             free(al->vbits[i]);
     for (unsigned c = 0; c < ALLOC_CLASSES; c++)
         vec_free(&al->cls[c].runs);
-    free(al->vbits);
-    free(al->used);
-    free(al->listed);
-    free(al->vlarge);
-    free(al->chunk_free);
+    lazy_free(al->vbits, al->max_chunks * sizeof *al->vbits);
+    lazy_free(al->used, al->max_chunks * sizeof *al->used);
+    lazy_free(al->listed, al->max_chunks);
+    lazy_free(al->vlarge, al->max_chunks * sizeof *al->vlarge);
+    lazy_free(al->chunk_free, al->max_chunks);
     pthread_mutex_destroy(&al->lock);
     free(al);
     p->fmt->al = NULL;
@@ -274,14 +300,15 @@ int alloc_open(txn_pool *p, const struct vec *segs)
         return TXN_E_NOMEM;
     p->fmt->al = al;
     pthread_mutex_init(&al->lock, NULL);
-    al->nchunks = p->fmt->hdr->nchunks;
+    al->nchunks = pool_heap_chunks(p);
+    al->max_chunks = p->fmt->hdr->nchunks;
     al->cache_max = setting_get(SET_ALLOC_CACHE, ALLOC_CACHE);
-    al->spare = al->nchunks / 32 > 8 ? 8 : al->nchunks / 32 ? al->nchunks / 32 : 1;
-    al->chunk_free = calloc(al->nchunks, 1);
-    al->vlarge = calloc(al->nchunks, sizeof *al->vlarge);
-    al->vbits = calloc(al->nchunks, sizeof *al->vbits);
-    al->used = calloc(al->nchunks, sizeof *al->used);
-    al->listed = calloc(al->nchunks, 1);
+    al->spare = spare_of(al->nchunks);
+    al->chunk_free = lazy_calloc(al->max_chunks, 1);
+    al->vlarge = lazy_calloc(al->max_chunks, sizeof *al->vlarge);
+    al->vbits = lazy_calloc(al->max_chunks, sizeof *al->vbits);
+    al->used = lazy_calloc(al->max_chunks, sizeof *al->used);
+    al->listed = lazy_calloc(al->max_chunks, 1);
     if (!al->chunk_free || !al->vlarge || !al->vbits || !al->used || !al->listed)
         goto nomem;
     for (unsigned c = 0; c < ALLOC_CLASSES; c++)
@@ -422,6 +449,24 @@ static void cache_to_shared(txn_pool *p, struct alloc_state *al, struct alloc_ca
             shared_free(p, al, c->blk[k][--c->n[k]]);
 }
 
+/* The heap grown by n chunks or more, FREE, the spare ones (A5) kept:
+ * after every freed block has been looked for, and only then, so that a
+ * pool grows only for what its free space cannot serve. */
+static int grow(txn_pool *p, struct alloc_state *al, size_t n)
+{
+    size_t add = pool_grow(p, n + al->spare);
+    if (!add)
+        return 0;
+    assert(pool_heap_chunks(p) == al->nchunks + add && al->nchunks + add <= al->max_chunks);
+    memset(al->chunk_free + al->nchunks, 1, add);
+    if (al->free_hint > al->nchunks)
+        al->free_hint = al->nchunks;
+    al->nfree += add;
+    al->nchunks += add;
+    al->spare = spare_of(al->nchunks);
+    return 1;
+}
+
 /* n contiguous FREE chunks; when there are none, the runs that are empty
  * become FREE, first with the caller's cache given back (c, if any), and
  * the other threads are asked to give theirs back. */
@@ -438,6 +483,8 @@ static long grab_chunks(txn_pool *p, struct alloc_state *al, size_t n, struct al
         if (al->reclaim && reclaim(p, al))
             ci = take_chunks(al, n, spare_ok);
     }
+    if (ci < 0 && grow(p, al, n))
+        ci = take_chunks(al, n, spare_ok);
     return ci;
 }
 
@@ -756,7 +803,8 @@ void alloc_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *ar
                         void *arg)
 {
     uint64_t *t = ctab(p);
-    for (size_t i = 0; i < p->fmt->hdr->nchunks; i++) {
+    size_t heap = pool_heap_chunks(p);
+    for (size_t i = 0; i < heap; i++) {
         uint64_t e = t[i];
         if (ck_kind(e) == CK_LARGE) {
             fn(chunk_addr(p, i), ck_n(e) * CHUNK_SIZE, arg);
@@ -809,9 +857,10 @@ static int spare_bits_clear(txn_pool *p, const uint64_t *bm, unsigned nb, unsign
 int alloc_describe(txn_pool *p, txn_pool_info *info)
 {
     uint64_t *t = ctab(p);
-    info->heap_size = p->fmt->hdr->nchunks * (uint64_t)CHUNK_SIZE;
+    size_t heap = pool_heap_chunks(p);
+    info->heap_size = heap * (uint64_t)CHUNK_SIZE;
     uint64_t small[ALLOC_CLASSES] = {0}, sfree[ALLOC_CLASSES] = {0}, stretch = 0;
-    for (size_t i = 0; i < p->fmt->hdr->nchunks; i++) {
+    for (size_t i = 0; i < heap; i++) {
         uint64_t e = t[i];
         unsigned k = ck_kind(e);
         stretch = k == CK_FREE ? stretch + CHUNK_SIZE : 0;
@@ -838,7 +887,7 @@ int alloc_describe(txn_pool *p, txn_pool_info *info)
     for (unsigned c = 0; c < ALLOC_CLASSES; c++)
         if (small[c] || sfree[c])
             add_class(info, class_size[c], small[c], sfree[c]);
-    for (size_t i = 0; i < p->fmt->hdr->nchunks; i++) /* then the large objects */
+    for (size_t i = 0; i < heap; i++) /* then the large objects */
         if (ck_kind(t[i]) == CK_LARGE)
             add_class(info, ck_n(t[i]) * CHUNK_SIZE, 1, 0);
     return 0;

@@ -54,39 +54,89 @@ static size_t align_up(size_t x, size_t a)
     return (x + a - 1) / a * a;
 }
 
-/* Map the file at `base` (MAP_SHARED, or a private copy-on-write view:
+/* Reserve the addresses [base, base + max) and map the file's first
+ * `size` bytes at base (MAP_SHARED, or a private copy-on-write view:
  * MAP_PRIVATE | MAP_NORESERVE); TXN_E_BUSY when something is there
- * already. */
-static int map_at(int fd, uint64_t base, size_t size, int share, char **out)
+ * already. The rest stays reserved, inaccessible, for the pool's growth. */
+static int map_at(int fd, uint64_t base, size_t size, size_t max, int share, char **out)
 {
-    void *a = mmap((void *)(uintptr_t)base, size, PROT_READ | PROT_WRITE,
-                   share | MAP_FIXED_NOREPLACE, fd, 0);
-    if (a == MAP_FAILED)
+    void *r = mmap((void *)(uintptr_t)base, max, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (r == MAP_FAILED)
         return errno == EEXIST ? TXN_E_BUSY : TXN_E_IO;
-    if ((uint64_t)(uintptr_t)a != base) { /* kernel without NOREPLACE */
-        munmap(a, size);
+    if ((uint64_t)(uintptr_t)r != base) { /* kernel without NOREPLACE */
+        munmap(r, max);
         return TXN_E_BUSY;
+    }
+    void *a = mmap(r, size, PROT_READ | PROT_WRITE, share | MAP_FIXED, fd, 0);
+    if (a == MAP_FAILED) {
+        munmap(r, max);
+        return TXN_E_IO;
     }
     *out = a;
     return 0;
 }
 
-static int map_anywhere(int fd, size_t size, char **out)
+static int map_anywhere(int fd, size_t size, size_t max, char **out)
 {
     uint64_t span = MAP_HI - MAP_LO;
-    if (size > span / 2)
+    if (max > span / 2)
         return TXN_E_INVAL;
     for (int tries = 0; tries < 64; tries++) {
         uint64_t r;
         if (getrandom(&r, sizeof r, 0) != sizeof r)
             r = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull + (uint64_t)tries;
-        uint64_t slots = (span - align_up(size, MAP_ALIGN)) / MAP_ALIGN;
+        uint64_t slots = (span - align_up(max, MAP_ALIGN)) / MAP_ALIGN;
         uint64_t base = MAP_LO + (r % slots) * MAP_ALIGN;
-        int rc = map_at(fd, base, size, MAP_SHARED, out);
+        int rc = map_at(fd, base, size, max, MAP_SHARED, out);
         if (rc != TXN_E_BUSY)
             return rc;
     }
     return TXN_E_BUSY;
+}
+
+/* Bytes of the file a pool of `chunks` heap chunks has. */
+static size_t file_end(const struct pool_hdr *h, size_t chunks)
+{
+    return h->heap_off + chunks * (size_t)CHUNK_SIZE;
+}
+
+/* Space for chunk table entries [from, to) and heap chunks [from, to):
+ * what a new pool or a growth writes; the table past them stays a hole. */
+static int fallocate_chunks(int fd, const struct pool_hdr *h, size_t from, size_t to)
+{
+    int rc = posix_fallocate(fd, (off_t)(h->ctab_off + from * 8), (off_t)((to - from) * 8));
+    return rc ? rc : posix_fallocate(fd, (off_t)file_end(h, from),
+                                     (off_t)((to - from) * (size_t)CHUNK_SIZE));
+}
+
+size_t pool_grow(txn_pool *p, size_t want)
+{
+    struct fmt_pool *f = p->fmt;
+    struct pool_hdr *h = f->hdr;
+    size_t have = pool_heap_chunks(p), max = h->nchunks;
+    if (h->format <= POOL_FORMAT_FIXED || f->view || want > max - have || want == 0)
+        return 0;
+    size_t add = have > want ? have : want; /* doubling: n allocations, O(n) growth */
+    if (add > max - have)
+        add = max - have;
+    if (fallocate_chunks(f->fd, h, have, have + add))
+        return 0; /* the filesystem is full: the pool stays as it was */
+    char *at = p->base + file_end(h, have);
+    if (mmap(at, add * (size_t)CHUNK_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+             f->fd, (off_t)file_end(h, have)) == MAP_FAILED)
+        return 0;
+    /* the new entries read FREE: zero in a new file range; an earlier
+     * growth that crashed before its commit never wrote them */
+#ifndef NDEBUG
+    const uint64_t *t = (const uint64_t *)(p->base + h->ctab_off);
+    for (size_t i = have; i < have + add; i++)
+        assert(t[i] == 0 && "a chunk the heap does not have has a zero entry");
+#endif
+    pm_store64(&h->heap_chunks, have + add); /* the commit point */
+    pm_persist(&h->heap_chunks, sizeof h->heap_chunks);
+    __atomic_store_n(&p->size, file_end(h, have + add), __ATOMIC_RELEASE);
+    return add;
 }
 
 /* What create and open set up in `p`, undone (p->base NULL: nothing). */
@@ -99,7 +149,7 @@ static void pool_unmap(txn_pool *p)
     }
     alloc_close(p);
     if (p->base)
-        munmap(p->base, p->size);
+        munmap(p->base, p->fmt->reserved);
     close(p->fmt->fd);
     p->base = NULL;
 }
@@ -133,7 +183,7 @@ static int plan(struct pool_hdr *h, const char *layout, const struct pool_params
     h->hdr_size = sizeof *h;
     snprintf(h->layout, sizeof h->layout, "%s", layout);
     snprintf(h->engine, sizeof h->engine, "%s", eng_name);
-    h->size = o->size;
+    h->size = o->max_size;
     h->nslots = o->threads;
     h->slot_size = slot_bytes(o->log_size);
     h->slots_off = POOL_HDR_SIZE;
@@ -144,6 +194,12 @@ static int plan(struct pool_hdr *h, const char *layout, const struct pool_params
     assert(n >= MIN_CHUNKS); /* eng_pool_min_size() counts for them */
     h->nchunks = n;
     h->heap_off = align_up(h->ctab_off + n * 8, CHUNK_SIZE);
+    /* the heap it starts with: what o->size holds with a table of its own */
+    size_t n0 = (o->size - h->ctab_off) / (CHUNK_SIZE + 8);
+    while (align_up(h->ctab_off + n0 * 8, CHUNK_SIZE) + n0 * (size_t)CHUNK_SIZE > o->size)
+        n0--;
+    assert(n0 >= MIN_CHUNKS);
+    h->heap_chunks = n0 < n ? n0 : n;
     return 0;
 }
 
@@ -160,17 +216,21 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
     fd = b->fd;
     p->fmt->birth = b; /* the file gets its name at seal */
     char *base = NULL;
-    if ((rc = posix_fallocate(fd, 0, (off_t)h.size))) {
-        rc = pool_file_error(file, rc, h.size); /* ENOSPC: with the sizes */
+    size_t end = file_end(&h, h.heap_chunks);
+    if ((rc = posix_fallocate(fd, 0, (off_t)h.ctab_off)) ||
+        (rc = fallocate_chunks(fd, &h, 0, h.heap_chunks))) {
+        rc = pool_file_error(file, rc, o->size); /* ENOSPC: with the sizes */
         goto fail;
     }
-    if ((rc = map_anywhere(fd, h.size, &base)))
+    if ((rc = map_anywhere(fd, end, h.size, &base)))
         goto fail;
     h.base = (uint64_t)(uintptr_t)base;
     getrandom(&h.uuid, sizeof h.uuid, 0);
     p->fmt->fd = fd;
+    p->fmt->reserved = h.size;
     p->base = base;
-    p->size = h.size;
+    p->size = end;
+    p->max_size = h.size;
     p->fmt->hdr = (struct pool_hdr *)base;
     p->max_ctx = (unsigned)h.nslots;
     /* the file is fresh: slots and chunk table are zero already, but for
@@ -230,8 +290,13 @@ static int check_geometry(const struct pool_hdr *h)
         h->heap_off + h->nchunks * CHUNK_SIZE > h->size)
         return REFUSE(TXN_E_CORRUPT, "header: a heap of %llu chunks at %llu does not fit",
                       (unsigned long long)h->nchunks, (unsigned long long)h->heap_off);
-    if (h->root < h->base + h->heap_off || h->root >= h->base + h->size ||
-        h->layout_rec < h->base + h->heap_off || h->layout_rec >= h->base + h->size)
+    uint64_t have = h->format > POOL_FORMAT_FIXED ? h->heap_chunks : h->nchunks;
+    if (have < MIN_CHUNKS || have > h->nchunks)
+        return REFUSE(TXN_E_CORRUPT, "header: a heap of %llu chunks, of at most %llu",
+                      (unsigned long long)have, (unsigned long long)h->nchunks);
+    uint64_t end = h->base + file_end(h, have);
+    if (h->root < h->base + h->heap_off || h->root >= end ||
+        h->layout_rec < h->base + h->heap_off || h->layout_rec >= end)
         return REFUSE(TXN_E_CORRUPT, "header: root or meta object outside the heap");
     if (!memchr(h->layout, 0, sizeof h->layout) || !memchr(h->engine, 0, sizeof h->engine))
         return REFUSE(TXN_E_CORRUPT, "header: layout or engine name not terminated");
@@ -248,7 +313,8 @@ static int check_hdr(const struct pool_hdr *h, size_t file_size, const char *lay
         return REFUSE(TXN_E_NOTPOOL, "no pmtx pool header (magic)");
     if (file_size < sizeof *h)
         return REFUSE(TXN_E_TRUNC, "%zu bytes: shorter than a pool header", file_size);
-    if ((h->format != POOL_FORMAT && h->format != POOL_FORMAT_UNTAGGED) ||
+    if ((h->format != POOL_FORMAT && h->format != POOL_FORMAT_FIXED &&
+         h->format != POOL_FORMAT_UNTAGGED) ||
         h->hdr_size != sizeof *h)
         return REFUSE(TXN_E_VERSION, "pool format %u, this library reads %u", h->format,
                       POOL_FORMAT);
@@ -257,9 +323,9 @@ static int check_hdr(const struct pool_hdr *h, size_t file_size, const char *lay
     int rc = check_geometry(h);
     if (rc)
         return rc;
-    if (file_size < h->size)
-        return REFUSE(TXN_E_TRUNC, "%zu bytes of a pool of %llu", file_size,
-                      (unsigned long long)h->size);
+    size_t need = h->format > POOL_FORMAT_FIXED ? file_end(h, h->heap_chunks) : h->size;
+    if (file_size < need)
+        return REFUSE(TXN_E_TRUNC, "%zu bytes of a pool of %zu", file_size, need);
     if (layout && strcmp(h->layout, layout))
         return REFUSE(TXN_E_LAYOUT, "layout '%s', not '%s'", h->layout, layout);
     if (strncmp(h->engine, eng_name, sizeof h->engine))
@@ -389,14 +455,18 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
         return rc;
     }
     char *base;
-    if ((rc = map_at(fd, h.base, h.size, view ? MAP_PRIVATE | MAP_NORESERVE : MAP_SHARED,
+    size_t end = h.format > POOL_FORMAT_FIXED ? file_end(&h, h.heap_chunks) : h.size;
+    if ((rc = map_at(fd, h.base, end, h.size, view ? MAP_PRIVATE | MAP_NORESERVE : MAP_SHARED,
                      &base))) {
         close(fd);
         return rc;
     }
     p->fmt->fd = fd;
+    p->fmt->view = view;
+    p->fmt->reserved = h.size;
     p->base = base;
-    p->size = h.size;
+    p->size = end;
+    p->max_size = h.size;
     p->fmt->hdr = (struct pool_hdr *)base;
     p->max_ctx = (unsigned)h.nslots;
     struct vec segs, *recs = calloc(h.nslots, sizeof *recs);
@@ -451,7 +521,8 @@ static void describe_hdr(const struct pool_hdr *h, txn_pool_info *info)
     info->format_version = h->format;
     snprintf(info->engine, sizeof info->engine, "%.*s", (int)sizeof h->engine - 1, h->engine);
     snprintf(info->layout, sizeof info->layout, "%.*s", (int)sizeof h->layout - 1, h->layout);
-    info->size = h->size;
+    info->size = h->format > POOL_FORMAT_FIXED ? file_end(h, h->heap_chunks) : h->size;
+    info->max_size = h->size;
     info->slots = (unsigned)h->nslots;
     info->opens = h->boot;
 }
