@@ -400,6 +400,14 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     return 0;
 }
 
+void txn_pool_size(txn_pool *p, size_t *size, size_t *max_size)
+{
+    if (size)
+        *size = p ? __atomic_load_n(&p->size, __ATOMIC_ACQUIRE) : 0;
+    if (max_size)
+        *max_size = p ? p->max_size : 0;
+}
+
 size_t txn_pool_min_size(const txn_pool_opts *opts)
 {
     struct pool_params o;

@@ -130,7 +130,8 @@ typedef struct txn_pool_opts {
                           grows the file and its mapping in place (objects
                           never move); a crash during a growth leaves the
                           pool at its old size or its new one. pmdk:
-                          libpmemobj's pools do not grow; ignored. */
+                          libpmemobj's pools do not grow: made at
+                          max_size at once. */
 } txn_pool_opts;
 
 /* The most a pool may grow to: its addresses are reserved whole at open,
@@ -155,6 +156,11 @@ int txn_pool_create(const char *path, const char *layout,
  * chunks of 64 KiB (5,308,416 bytes at the defaults); pmdk: 16 MiB, what
  * libpmemobj needs to serve objects of several sizes (docs/pool-tool.md). */
 size_t txn_pool_min_size(const txn_pool_opts *opts);
+
+/* The bytes an open pool has now (its file, which a growth lengthens) and
+ * the most it may grow to (txn_pool_opts.max_size; = *size when it does
+ * not grow). Either pointer may be NULL. */
+void txn_pool_size(txn_pool *p, size_t *size, size_t *max_size);
 
 /* The file a pool path names: `path` itself when it is absolute, else
  * `path` under $TXN_POOL_DIR (default /dev/shm), as every txn_pool_* call
