@@ -1693,7 +1693,8 @@ int kv_open(const char *path, const struct kv_opts *opt, kv_store **out)
         /* small, growing as keys come, up to pool_size */
         txn_pool_opts po = {.size = opt->pool_start, .root_size = ROOT_SIZE,
                             .threads = opt->threads, .max_size = opt->pool_size};
-        size_t least = txn_pool_min_size(&po);
+        txn_pool_opts lo = {.root_size = ROOT_SIZE, .threads = opt->threads};
+        size_t least = txn_pool_min_size(&lo);
         if (!po.size)
             po.size = least > POOL_START ? least : POOL_START;
         if (po.size > po.max_size)
