@@ -349,7 +349,7 @@ int eng_commit(struct txn *tx)
     log_flush(&tx->fmt->log);
     tx_flush_new_blocks(tx);
     pm_barrier();                                  /* (1) R1 */
-    tx_set_state(tx->fmt->slot, tx->fmt->version, SLOT_COMMITTED); /* (2) */
+    tx_set_state(tx, SLOT_COMMITTED); /* (2) */
     tx_apply_allocs(tx, 1); /* its atomics before any flush of (3) */
     for (size_t i = 0; i < r->writes.n; i++)
         apply(tx->p, ((struct write *)vec_at(&r->writes, i))->r);
@@ -357,7 +357,7 @@ int eng_commit(struct txn *tx)
     assert_replay(tx, r);
 #endif
     pm_barrier();                                  /* (3) */
-    tx_set_state(tx->fmt->slot, tx->fmt->version, SLOT_IDLE);   /* (4) */
+    tx_set_state(tx, SLOT_IDLE);   /* (4) */
     finish(r);
     return 0;
 }

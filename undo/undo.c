@@ -271,7 +271,7 @@ static void rollback(struct txn *tx, struct undo_tx *u, int bits)
     if (u->recs.n)
         pm_barrier(); /* restored data durable before the log goes */
     if (tx->fmt->log.used) /* U6: settled, whatever its records look like */
-        tx_set_state(tx->fmt->slot, tx->fmt->version, SLOT_IDLE);
+        tx_set_state(tx, SLOT_IDLE);
     reset(tx, u);
 }
 
@@ -321,11 +321,11 @@ int eng_commit(struct txn *tx)
     tx_flush_new_blocks(tx);
     pm_barrier(); /* (1) U3, U4 */
     /* (2) the commit record: eager mode still owes the allocator bits */
-    tx_set_state(tx->fmt->slot, tx->fmt->version, eager ? SLOT_COMMITTED : SLOT_IDLE);
+    tx_set_state(tx, eager ? SLOT_COMMITTED : SLOT_IDLE);
     if (eager) {
         tx_apply_allocs(tx, 1);
         pm_barrier();                                /* (3) */
-        tx_set_state(tx->fmt->slot, tx->fmt->version, SLOT_IDLE); /* (4) */
+        tx_set_state(tx, SLOT_IDLE); /* (4) */
     }
     reset(tx, u);
     return 0;

@@ -43,24 +43,4 @@ static inline uint64_t tx_next_version(struct txn *tx)
     return ++tx->fmt->version;
 }
 
-/* Append one ALLOC or FREE record for b (flushed, not fenced). */
-int tx_log_block(struct txn *tx, uint32_t type, const struct tx_block *b);
-
-/* Append an ALLOC record per reserved block and a FREE record per freed
- * one (flushed, not fenced). */
-int tx_log_allocs(struct txn *tx);
-
-/* Store the slot's state word (version, SLOT_*) and persist it: one
- * barrier. The single 8-byte store is what makes a commit durable. */
-void tx_set_state(struct slot_hdr *slot, uint64_t version, unsigned state);
-
-/* Recovery helpers for ALLOC/FREE records: redo or roll back one. */
-void tx_redo_alloc_rec(txn_pool *p, const struct log_rec *r);
-void tx_undo_alloc_rec(txn_pool *p, const struct log_rec *r);
-int tx_alloc_rec_valid(txn_pool *p, const struct log_rec *r);
-/* The common record check of a log of in-place ranges and allocator
- * records: a DATA record's range lies in the pool, an ALLOC/FREE record
- * names a real allocator block; anything else is corrupt. */
-int tx_rec_valid(txn_pool *p, const struct log_rec *r);
-
 #endif

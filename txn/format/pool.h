@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "engine.h" /* SLOT_* */
 #include "handle.h"
 #include "txn.h"
 #include "util.h"
@@ -68,8 +69,6 @@ _Static_assert(offsetof(struct pool_hdr, engine) == POOL_ENGINE_OFF, "pool_hdr e
 
 /* The slot's transaction state word: version and state in one 8-byte
  * store, so no crash can pair a state with another transaction. */
-#define SLOT_IDLE 0u
-#define SLOT_COMMITTED 1u
 static inline uint64_t slot_state(uint64_t version, unsigned state)
 {
     return version << 2 | state;

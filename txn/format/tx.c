@@ -211,10 +211,49 @@ void tx_apply_allocs(struct txn *tx, int flush)
     }
 }
 
-void tx_set_state(struct slot_hdr *slot, uint64_t version, unsigned state)
+void tx_set_state(struct txn *tx, unsigned state)
 {
-    pm_store64(&slot->state, slot_state(version, state));
+    struct slot_hdr *slot = tx->fmt->slot;
+    pm_store64(&slot->state, slot_state(tx->fmt->version, state));
     pm_persist(&slot->state, sizeof slot->state);
+}
+
+int tx_slot_state(const struct slot_hdr *slot, uint64_t version)
+{
+    if (slot->state == slot_state(version, SLOT_IDLE))
+        return SLOT_IDLE;
+    return slot->state == slot_state(version, SLOT_COMMITTED) ? (int)SLOT_COMMITTED : -1;
+}
+
+int tx_log(struct txn *tx, uint32_t type, uint64_t addr, uint64_t aux, const void *src,
+           uint32_t len)
+{
+    return log_append(&tx->fmt->log, tx->fmt->version, type, addr, aux, src, len, NULL);
+}
+
+void tx_log_flush(struct txn *tx)
+{
+    log_flush(&tx->fmt->log);
+}
+
+void tx_rec_get(const struct log_rec *r, struct tx_rec *out)
+{
+    *out = (struct tx_rec){r->version, r->type, r->len, r->addr, r->aux, r + 1};
+}
+
+int tx_pool_contains(txn_pool *p, const void *a, size_t n)
+{
+    return pool_contains(p, a, n);
+}
+
+uint64_t tx_pool_boot(txn_pool *p)
+{
+    return p->fmt->hdr->boot;
+}
+
+size_t tx_block_count(const struct txn *tx)
+{
+    return tx->fmt->allocs.n + tx->fmt->frees.n;
 }
 
 void tx_flush_new_blocks(struct txn *tx)
