@@ -103,8 +103,8 @@ struct pool_params {
 };
 
 /* Bytes of the format's part of a pool handle and of a context (struct
- * fmt_pool, struct fmt_tx: handle.h's `fmt`), which the front end
- * allocates, zeroed, right after each; 0 for none. */
+ * fmt_pool, struct fmt_tx: handle.h's POOL_FMT, TX_FMT), which the front
+ * end allocates, zeroed, right after each; 0 for none. */
 extern const size_t eng_pool_fmt_size;
 extern const size_t eng_tx_fmt_size;
 
@@ -238,9 +238,9 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r);
 /* Recovery of logs that are not log.c's (redo1 writes its own into the
  * slots' segment chains): after the slots' records were recovered, before
  * the allocator is opened. Must leave what it recovered durable, add the
- * slots it settled to p->fmt->recovered_slots, and check everything it relies
- * on before writing anything (TXN_E_CORRUPT, with pool_problem()). The
- * default has nothing to do. */
+ * slots it settled to the format's count (recovered_slots), and check
+ * everything it relies on before writing anything (TXN_E_CORRUPT, with
+ * pool_problem()). The default has nothing to do. */
 int eng_recover_logs(txn_pool *p);
 
 /* ---- what pmtx's format (txn/format/) offers the engines that log in it;

@@ -134,10 +134,10 @@ static void reset(struct txn *tx, struct undo_tx *u)
 /* U1, U2: the records appended so far durable, then the tail hint. */
 static void fence_records(struct txn *tx)
 {
-    log_flush(&tx->fmt->log);
+    log_flush(&TX_FMT(tx)->log);
     pm_barrier();
     tx->hot.gate = 0;
-    log_set_tail(&tx->fmt->log, tx->fmt->version);
+    log_set_tail(&TX_FMT(tx)->log, TX_FMT(tx)->version);
 }
 
 /* Records of [a, a+n), one per LOG_MAX_PAYLOAD piece, not fenced. */
@@ -146,7 +146,7 @@ static int append_old(struct txn *tx, struct undo_tx *u, char *a, size_t n)
     for (size_t done = 0; done < n;) {
         uint32_t len = (uint32_t)(n - done < LOG_MAX_PAYLOAD ? n - done : LOG_MAX_PAYLOAD);
         struct log_rec *r;
-        int rc = log_append(&tx->fmt->log, tx->fmt->version, LOG_DATA,
+        int rc = log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, LOG_DATA,
                             (uint64_t)(uintptr_t)(a + done), 0, a + done, len, &r);
         struct log_rec **slot = rc ? NULL : vec_push(&u->recs);
         if (rc || !slot)
@@ -259,18 +259,18 @@ static void rollback(struct txn *tx, struct undo_tx *u, int bits)
         pm_flush((void *)(uintptr_t)r->addr, r->len);
     }
     if (bits) {
-        for (size_t i = 0; i < tx->fmt->allocs.n; i++) {
-            struct tx_block *b = vec_at(&tx->fmt->allocs, i);
+        for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
+            struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
             alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, 1);
         }
-        for (size_t i = 0; i < tx->fmt->frees.n; i++) {
-            struct tx_block *b = vec_at(&tx->fmt->frees, i);
+        for (size_t i = 0; i < TX_FMT(tx)->frees.n; i++) {
+            struct tx_block *b = vec_at(&TX_FMT(tx)->frees, i);
             alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 1);
         }
     }
     if (u->recs.n)
         pm_barrier(); /* restored data durable before the log goes */
-    if (tx->fmt->log.used) /* U6: settled, whatever its records look like */
+    if (TX_FMT(tx)->log.used) /* U6: settled, whatever its records look like */
         tx_set_state(tx, SLOT_IDLE);
     reset(tx, u);
 }
@@ -289,7 +289,7 @@ static void assert_rollback(struct txn *tx, struct undo_tx *u)
     const char *b = u->before.a;
     for (size_t i = 0; i < u->recs.n; i++) {
         struct log_rec *r = *(struct log_rec **)vec_at(&u->recs, i);
-        assert(r->sentinel == LOG_SENTINEL && r->version == tx->fmt->version &&
+        assert(r->sentinel == LOG_SENTINEL && r->version == TX_FMT(tx)->version &&
                r->type == LOG_DATA && "U1: a record was written over before the commit");
         assert(!memcmp(log_payload(r), b, r->len) &&
                "U1: rolling back does not give the bytes from before the transaction");
@@ -301,14 +301,14 @@ static void assert_rollback(struct txn *tx, struct undo_tx *u)
 int eng_commit(struct txn *tx)
 {
     struct undo_tx *u = tx->eng;
-    int allocs = tx->fmt->allocs.n || tx->fmt->frees.n;
+    int allocs = TX_FMT(tx)->allocs.n || TX_FMT(tx)->frees.n;
     if (!u->recs.n && !allocs)
         return 0; /* read-only: nothing to make durable */
     int eager = txn_cfg.alloc_eager && allocs;
 #ifndef NDEBUG
     assert_rollback(tx, u);
 #endif
-    log_flush(&tx->fmt->log); /* ALLOC/FREE records */
+    log_flush(&TX_FMT(tx)->log); /* ALLOC/FREE records */
     if (!eager && allocs) {
         if (tx->hot.gate)
             pm_barrier(); /* (0) U4 */

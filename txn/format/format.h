@@ -15,8 +15,8 @@
 #include "pool.h"
 #include "util.h"
 
-/* pmtx's format's part of a context (struct txn's `fmt`, allocated with
- * it by the front end: eng_tx_fmt_size): used by its thread only. */
+/* pmtx's format's part of a context (TX_FMT(tx): allocated with it by
+ * the front end, eng_tx_fmt_size): used by its thread only. */
 struct fmt_tx {
     struct slot_hdr *slot;
     struct log log;           /* write position in the slot's log */
@@ -38,9 +38,9 @@ struct fmt_tx {
 void tx_claim_versions(struct txn *tx); /* the fresh range, durably */
 static inline uint64_t tx_next_version(struct txn *tx)
 {
-    if (tx->fmt->version + 1 >= tx->fmt->version_end)
+    if (TX_FMT(tx)->version + 1 >= TX_FMT(tx)->version_end)
         tx_claim_versions(tx);
-    return ++tx->fmt->version;
+    return ++TX_FMT(tx)->version;
 }
 
 #endif

@@ -102,8 +102,8 @@ _Static_assert(sizeof(struct seg_hdr) == 64, "seg_hdr is one line");
 
 struct alloc_state;
 
-/* pmtx's format's part of an open pool (struct txn_pool's `fmt`,
- * allocated with it by the front end: eng_pool_fmt_size). "open" means set
+/* pmtx's format's part of an open pool (POOL_FMT(p): allocated with it
+ * by the front end, eng_pool_fmt_size). "open" means set
  * by the open or create, before any context exists, and only read until
  * the close, which runs when no other call is in progress. */
 struct fmt_pool {
@@ -122,14 +122,14 @@ struct fmt_pool {
 
 static inline struct slot_hdr *pool_slot(txn_pool *p, size_t i)
 {
-    return (struct slot_hdr *)(p->base + p->fmt->hdr->slots_off +
-                               i * p->fmt->hdr->slot_size);
+    return (struct slot_hdr *)(p->base + POOL_FMT(p)->hdr->slots_off +
+                               i * POOL_FMT(p)->hdr->slot_size);
 }
 
 static inline int pool_contains(const txn_pool *p, const void *a, size_t n)
 {
     uintptr_t x = (uintptr_t)a, b = (uintptr_t)p->base;
-    return x >= b + p->fmt->hdr->heap_off && x <= b + p->size && n <= b + p->size - x;
+    return x >= b + POOL_FMT(p)->hdr->heap_off && x <= b + p->size && n <= b + p->size - x;
 }
 
 #endif
