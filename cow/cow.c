@@ -126,7 +126,7 @@ static void *open_rw(struct txn *tx, struct wrap *w)
         rc = tx_mark_free(tx, P(w->payload), NULL);
     if (!rc)
         rc = tx_log(tx, LOG_OBJ, (uint64_t)(uintptr_t)w, (uint64_t)(uintptr_t)copy.blk,
-                    NULL, 0);
+                    NULL, 0, NULL);
     if (rc) {
         if (slot)
             c->wset.n--;
@@ -192,7 +192,7 @@ static int claim_free(struct txn *tx, struct cow_tx *c, struct wrap *w)
     if (foreign(tx->p, cur, c->me) || !pm_cas64(&w->writer, cur, c->me))
         return TXN_E_CONFLICT;
     struct wrap **slot = vec_push(&c->wset);
-    int rc = slot ? tx_log(tx, LOG_OBJ, (uint64_t)(uintptr_t)w, w->payload, NULL, 0)
+    int rc = slot ? tx_log(tx, LOG_OBJ, (uint64_t)(uintptr_t)w, w->payload, NULL, 0, NULL)
                   : TXN_E_NOMEM;
     if (rc) {
         if (slot)

@@ -286,6 +286,10 @@ int tx_is_new(const struct txn *tx, const void *blk);
  * `flush`; never fenced. Nothing when it has neither. */
 void tx_apply_allocs(struct txn *tx, int flush);
 
+/* The inverse of tx_apply_allocs(tx, 1), block by block, each flushed:
+ * a rollback of allocator bits already applied. */
+void tx_unapply_allocs(struct txn *tx);
+
 /* Flush every block the transaction allocated (their contents, written in
  * place, become durable at the engine's next barrier). */
 void tx_flush_new_blocks(struct txn *tx);
@@ -303,15 +307,26 @@ enum log_type {
     LOG_OBJ = 5,    /* object at addr opened for writing; aux: its copy */
 };
 
+/* Largest payload of one record; engines split larger ranges. */
+#define LOG_MAX_PAYLOAD (16u * 1024u)
+
 /* Append a record of the running transaction (its version) to the
  * context's log, not flushed (tx_log_flush); the payload is copied from
  * `src` (NULL when len is 0). Growing the log into a new chunk costs one
- * barrier. Returns 0 or TXN_E_NOSPACE. */
+ * barrier. Returns 0 and, when `out`, the record (tx_rec_get reads it),
+ * or TXN_E_NOSPACE. */
 int tx_log(struct txn *tx, uint32_t type, uint64_t addr, uint64_t aux, const void *src,
-           uint32_t len);
+           uint32_t len, struct log_rec **out);
 
 /* Flush what was appended since the last flush (no fence). */
 void tx_log_flush(struct txn *tx);
+
+/* Record the log's tail hint after a barrier (stored and flushed, not
+ * fenced). */
+void tx_log_set_tail(struct txn *tx);
+
+/* Bytes appended to the context's log by the running transaction. */
+size_t tx_log_used(const struct txn *tx);
 
 /* Append one ALLOC or FREE record for b (flushed, not fenced). */
 int tx_log_block(struct txn *tx, uint32_t type, const struct tx_block *b);
@@ -334,6 +349,8 @@ void tx_set_state(struct txn *tx, unsigned state);
 /* Recovery: the slot's state if its word is that of transaction
  * `version` (SLOT_*), else -1. */
 int tx_slot_state(const struct slot_hdr *slot, uint64_t version);
+/* The same, but the word's state bits whatever they are. */
+int tx_slot_bits(const struct slot_hdr *slot, uint64_t version);
 
 /* A record as recovery reads it (the format's record, not its layout). */
 struct tx_rec {
@@ -345,6 +362,9 @@ struct tx_rec {
     const void *payload;
 };
 void tx_rec_get(const struct log_rec *r, struct tx_rec *out);
+/* Whether r still holds the record the running transaction appended (its
+ * sentinel and version): debug checks that nothing wrote over the log. */
+int tx_rec_current(const struct txn *tx, const struct log_rec *r);
 
 /* Recovery helpers for ALLOC/FREE records: redo or roll back one. */
 void tx_redo_alloc_rec(txn_pool *p, const struct log_rec *r);

@@ -41,8 +41,6 @@ struct log_rec {
 };
 _Static_assert(sizeof(struct log_rec) == 40, "log_rec header size");
 
-/* Largest payload of one record; engines split larger ranges. */
-#define LOG_MAX_PAYLOAD (16u * 1024u)
 
 static inline void *log_payload(struct log_rec *r) { return r + 1; }
 

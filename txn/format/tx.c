@@ -226,14 +226,46 @@ int tx_slot_state(const struct slot_hdr *slot, uint64_t version)
 }
 
 int tx_log(struct txn *tx, uint32_t type, uint64_t addr, uint64_t aux, const void *src,
-           uint32_t len)
+           uint32_t len, struct log_rec **out)
 {
-    return log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, type, addr, aux, src, len, NULL);
+    return log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, type, addr, aux, src, len, out);
 }
 
 void tx_log_flush(struct txn *tx)
 {
     log_flush(&TX_FMT(tx)->log);
+}
+
+void tx_log_set_tail(struct txn *tx)
+{
+    log_set_tail(&TX_FMT(tx)->log, TX_FMT(tx)->version);
+}
+
+size_t tx_log_used(const struct txn *tx)
+{
+    return TX_FMT(tx)->log.used;
+}
+
+int tx_slot_bits(const struct slot_hdr *slot, uint64_t version)
+{
+    return slot->state >> 2 == version ? (int)(slot->state & 3) : -1;
+}
+
+int tx_rec_current(const struct txn *tx, const struct log_rec *r)
+{
+    return r->sentinel == LOG_SENTINEL && r->version == TX_FMT(tx)->version;
+}
+
+void tx_unapply_allocs(struct txn *tx)
+{
+    for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
+        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, 1);
+    }
+    for (size_t i = 0; i < TX_FMT(tx)->frees.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->frees, i);
+        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 1);
+    }
 }
 
 void tx_rec_get(const struct log_rec *r, struct tx_rec *out)
