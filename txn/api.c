@@ -192,14 +192,12 @@ static int claim_idx(txn_pool *p)
 static void *new_ctx(void *pool, int *err)
 {
     txn_pool *p = pool;
-    struct txn *tx = calloc(1, sizeof *tx + eng_tx_fmt_size);
+    struct txn *tx = calloc(1, sizeof *tx + eng_tx_fmt_size); /* TX_FMT */
     if (!tx) {
         *err = TXN_E_NOMEM;
         return NULL;
     }
     ways_clear(tx);
-    if (eng_tx_fmt_size)
-        tx->fmt = (struct fmt_tx *)(tx + 1);
     tx->p = p;
     tx->owner = pthread_self();
     vec_init(&tx->defers, sizeof(struct tx_defer));
@@ -263,13 +261,11 @@ static void release_all(void *pool)
 static txn_pool *pool_new(void)
 {
     /* `freed` has a line (sizeof *p is a multiple of it); the format's
-     * part follows, the whole rounded up as aligned_alloc wants */
+     * part follows (POOL_FMT), the whole rounded up as aligned_alloc wants */
     size_t n = (sizeof(txn_pool) + eng_pool_fmt_size + 63) & ~(size_t)63;
     txn_pool *p = aligned_alloc(64, n);
     if (p) {
         memset(p, 0, n);
-        if (eng_pool_fmt_size)
-            p->fmt = (struct fmt_pool *)(p + 1);
         pthread_mutex_init(&p->ctx_lock, NULL);
     }
     return p;

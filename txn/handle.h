@@ -1,9 +1,9 @@
 /* handle.h - the front end's volatile handles: an open pool (struct
  * txn_pool) and a thread's context in it (struct txn). Each holds a
- * pointer to the engine's state and one to the pool format's, which the
- * front end allocates right after the handle (eng_pool_fmt_size,
- * eng_tx_fmt_size, engine.h) and never looks into: only the format knows
- * struct fmt_pool and struct fmt_tx. */
+ * pointer to the engine's state; the pool format's state lies right after
+ * the handle, in the same allocation (eng_pool_fmt_size, eng_tx_fmt_size:
+ * engine.h), and only the format knows its type (struct fmt_pool, struct
+ * fmt_tx). */
 #ifndef PMTX_HANDLE_H
 #define PMTX_HANDLE_H
 
@@ -17,6 +17,12 @@
 
 struct fmt_pool;
 struct fmt_tx;
+
+/* The format's part of a pool handle and of a context. At a fixed offset,
+ * not behind a pointer: the load of such a pointer before every heap
+ * lookup cost redo1 a fifth of its transactions (docs/format.md). */
+#define POOL_FMT(p) ((struct fmt_pool *)((p) + 1))
+#define TX_FMT(tx) ((struct fmt_tx *)((tx) + 1))
 
 /* One per (thread, pool); `struct txn` of txn.h: the part txn.h's inline
  * paths read, the front end's fields (api.c), the engine's and the
@@ -42,7 +48,7 @@ struct txn {
     size_t last_size;
     struct vec defers;        /* struct tx_defer */
     void *eng;                /* the engine's per-thread state */
-    struct fmt_tx *fmt;       /* the format's (NULL when it keeps none) */
+    /* then the format's part (TX_FMT) */
 };
 
 /* The volatile handle of an open pool, shared by every thread that runs
@@ -61,12 +67,11 @@ struct txn_pool {
     struct txn *ctxs;         /* ctx_lock: per-thread contexts of this pool */
     uint64_t gen;             /* open: unique per open, keys thread caches */
     void *eng;                /* the engine's lock (its own rules) */
-    struct fmt_pool *fmt;     /* the format's (its own rules; NULL when it
-                                 keeps none) */
     /* atomic, on a line of its own (bumped where blocks are freed, read
      * at every txn_begin): blocks given back to the allocator so far,
      * counted before any of them can be reserved again (R1, api.c) */
     _Alignas(64) _Atomic uint64_t freed;
+    /* then the format's part (POOL_FMT; its own rules) */
 };
 
 #endif

@@ -121,17 +121,17 @@ static inline unsigned run_blocks(unsigned c)
 
 static inline uint64_t *ctab(txn_pool *p)
 {
-    return (uint64_t *)(p->base + p->fmt->hdr->ctab_off);
+    return (uint64_t *)(p->base + POOL_FMT(p)->hdr->ctab_off);
 }
 
 static inline char *chunk_addr(txn_pool *p, size_t ci)
 {
-    return p->base + p->fmt->hdr->heap_off + ci * (size_t)CHUNK_SIZE;
+    return p->base + POOL_FMT(p)->hdr->heap_off + ci * (size_t)CHUNK_SIZE;
 }
 
 static inline size_t chunk_of(txn_pool *p, const void *a)
 {
-    return (size_t)((const char *)a - (p->base + p->fmt->hdr->heap_off)) / CHUNK_SIZE;
+    return (size_t)((const char *)a - (p->base + POOL_FMT(p)->hdr->heap_off)) / CHUNK_SIZE;
 }
 
 void alloc_format(txn_pool *p)
@@ -210,7 +210,7 @@ static uint64_t *run_bits(txn_pool *p, struct alloc_state *al, size_t ci)
 /* Before a durable bit of run ci changes: its copy as the pool opened. */
 static void run_bits_before_change(txn_pool *p, size_t ci)
 {
-    struct alloc_state *al = p->fmt->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     if (!al || __atomic_load_n(&al->vbits[ci], __ATOMIC_ACQUIRE))
         return; /* recovery before alloc_open, or made already */
     pthread_mutex_lock(&al->lock);
@@ -272,7 +272,7 @@ static size_t spare_of(size_t n)
 
 void alloc_close(txn_pool *p)
 {
-    struct alloc_state *al = p->fmt->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     if (!al)
         return;
     for (size_t i = 0; i < al->nchunks; i++)
@@ -287,7 +287,7 @@ void alloc_close(txn_pool *p)
     lazy_free(al->chunk_free, al->max_chunks);
     pthread_mutex_destroy(&al->lock);
     free(al);
-    p->fmt->al = NULL;
+    POOL_FMT(p)->al = NULL;
 }
 
 int alloc_open(txn_pool *p, const struct vec *segs)
@@ -298,10 +298,10 @@ int alloc_open(txn_pool *p, const struct vec *segs)
     struct alloc_state *al = calloc(1, sizeof *al);
     if (!al)
         return TXN_E_NOMEM;
-    p->fmt->al = al;
+    POOL_FMT(p)->al = al;
     pthread_mutex_init(&al->lock, NULL);
     al->nchunks = pool_heap_chunks(p);
-    al->max_chunks = p->fmt->hdr->nchunks;
+    al->max_chunks = POOL_FMT(p)->hdr->nchunks;
     al->cache_max = setting_get(SET_ALLOC_CACHE, ALLOC_CACHE);
     al->spare = spare_of(al->nchunks);
     al->chunk_free = lazy_calloc(al->max_chunks, 1);
@@ -490,7 +490,7 @@ static long grab_chunks(txn_pool *p, struct alloc_state *al, size_t n, struct al
 
 int alloc_log_chunk(txn_pool *p, void **seg)
 {
-    struct alloc_state *al = p->fmt->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     pthread_mutex_lock(&al->lock);
     long ci = grab_chunks(p, al, 1, NULL, 1);
     pthread_mutex_unlock(&al->lock);
@@ -570,7 +570,7 @@ static void carve(txn_pool *p, struct alloc_state *al, unsigned c, struct alloc_
 
 static int refill(txn_pool *p, struct alloc_cache *cache, unsigned c, int spare_ok)
 {
-    struct alloc_state *al = p->fmt->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     unsigned want = al->cache_max < REFILL ? al->cache_max : REFILL;
     want = want ? want : 1;
     int rc = 0;
@@ -604,7 +604,7 @@ static int all_zero(const char *b, size_t n)
 int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, int spare_ok, void **blk,
                   size_t *usable)
 {
-    struct alloc_state *al = p->fmt->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     unsigned drain = atomic_load_explicit(&al->drain, memory_order_relaxed);
     if (c->drain != drain) { /* chunks ran short: the cache's blocks back */
         c->drain = drain;
@@ -665,7 +665,7 @@ static void release_large(struct alloc_state *al, size_t ci)
 
 void alloc_release(txn_pool *p, struct alloc_cache *c, void *blk)
 {
-    struct alloc_state *al = p->fmt->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     size_t ci = chunk_of(p, blk);
     count_freed(p);
     if (al->vlarge[ci]) {
@@ -698,7 +698,7 @@ void alloc_release(txn_pool *p, struct alloc_cache *c, void *blk)
 
 void alloc_cache_drain(txn_pool *p, struct alloc_cache *c)
 {
-    struct alloc_state *al = p->fmt->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     pthread_mutex_lock(&al->lock);
     cache_to_shared(p, al, c);
     pthread_mutex_unlock(&al->lock);
@@ -761,7 +761,7 @@ size_t alloc_block_size(txn_pool *p, const void *blk, int live)
     if (!pool_contains(p, blk, 1))
         return 0;
     size_t ci = chunk_of(p, blk);
-    if (ci >= p->fmt->hdr->nchunks)
+    if (ci >= POOL_FMT(p)->hdr->nchunks)
         return 0;
     uint64_t e = ctab(p)[ci];
     const char *ca = chunk_addr(p, ci);
@@ -779,7 +779,7 @@ size_t alloc_block_size(txn_pool *p, const void *blk, int live)
         return 0;
     if (live)
         return ck_kind(e) == CK_LARGE ? ck_n(e) * CHUNK_SIZE : 0;
-    return p->fmt->al && p->fmt->al->vlarge[ci] ? (size_t)p->fmt->al->vlarge[ci] * CHUNK_SIZE : 0;
+    return POOL_FMT(p)->al && POOL_FMT(p)->al->vlarge[ci] ? (size_t)POOL_FMT(p)->al->vlarge[ci] * CHUNK_SIZE : 0;
 }
 
 int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size)
@@ -845,7 +845,7 @@ static void add_class(txn_pool_info *info, uint64_t size, uint64_t n, uint64_t f
  * only the bits of its last word are known. */
 static int spare_bits_clear(txn_pool *p, const uint64_t *bm, unsigned nb, unsigned *bad)
 {
-    unsigned end = p->fmt->hdr->format > POOL_FORMAT_UNTAGGED ? RUN_HDR * 8 : (nb + 63) / 64 * 64;
+    unsigned end = POOL_FMT(p)->hdr->format > POOL_FORMAT_UNTAGGED ? RUN_HDR * 8 : (nb + 63) / 64 * 64;
     for (unsigned b = nb; b < end; b++)
         if (bm[b / 64] >> (b % 64) & 1) {
             *bad = b;

@@ -75,12 +75,6 @@ void alloc_apply(txn_pool *p, uint64_t blk, uint64_t size, enum alloc_op op,
 /* Flush the persistent metadata alloc_apply() changes for that block. */
 void alloc_flush_meta(txn_pool *p, uint64_t blk, uint64_t size);
 
-/* Validate an ALLOC/FREE record's block before recovery applies it: a
- * block boundary of a run of its class, whatever the chunk is now (a run
- * whose format was not durable yet, or one that became FREE and was taken
- * for something else since: alloc_apply() leaves such a block alone). */
-int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size);
-
 /* A new LOG segment chunk with a zeroed, durable seg_hdr (one barrier). */
 int alloc_log_chunk(txn_pool *p, void **seg);
 

@@ -15,8 +15,8 @@
 #include "pool.h"
 #include "util.h"
 
-/* pmtx's format's part of a context (struct txn's `fmt`, allocated with
- * it by the front end: eng_tx_fmt_size): used by its thread only. */
+/* pmtx's format's part of a context (TX_FMT(tx): allocated with it by
+ * the front end, eng_tx_fmt_size): used by its thread only. */
 struct fmt_tx {
     struct slot_hdr *slot;
     struct log log;           /* write position in the slot's log */
@@ -38,29 +38,9 @@ struct fmt_tx {
 void tx_claim_versions(struct txn *tx); /* the fresh range, durably */
 static inline uint64_t tx_next_version(struct txn *tx)
 {
-    if (tx->fmt->version + 1 >= tx->fmt->version_end)
+    if (TX_FMT(tx)->version + 1 >= TX_FMT(tx)->version_end)
         tx_claim_versions(tx);
-    return ++tx->fmt->version;
+    return ++TX_FMT(tx)->version;
 }
-
-/* Append one ALLOC or FREE record for b (flushed, not fenced). */
-int tx_log_block(struct txn *tx, uint32_t type, const struct tx_block *b);
-
-/* Append an ALLOC record per reserved block and a FREE record per freed
- * one (flushed, not fenced). */
-int tx_log_allocs(struct txn *tx);
-
-/* Store the slot's state word (version, SLOT_*) and persist it: one
- * barrier. The single 8-byte store is what makes a commit durable. */
-void tx_set_state(struct slot_hdr *slot, uint64_t version, unsigned state);
-
-/* Recovery helpers for ALLOC/FREE records: redo or roll back one. */
-void tx_redo_alloc_rec(txn_pool *p, const struct log_rec *r);
-void tx_undo_alloc_rec(txn_pool *p, const struct log_rec *r);
-int tx_alloc_rec_valid(txn_pool *p, const struct log_rec *r);
-/* The common record check of a log of in-place ranges and allocator
- * records: a DATA record's range lies in the pool, an ALLOC/FREE record
- * names a real allocator block; anything else is corrupt. */
-int tx_rec_valid(txn_pool *p, const struct log_rec *r);
 
 #endif

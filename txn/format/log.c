@@ -23,7 +23,7 @@ static inline char *first_seg(txn_pool *p, struct slot_hdr *slot)
 
 static inline size_t seg_end(txn_pool *p, struct slot_hdr *slot, char *seg)
 {
-    return seg == first_seg(p, slot) ? p->fmt->hdr->slot_size - SLOT_SEG_OFF
+    return seg == first_seg(p, slot) ? POOL_FMT(p)->hdr->slot_size - SLOT_SEG_OFF
                                      : CHUNK_SIZE;
 }
 
@@ -130,7 +130,7 @@ void log_invalidate(struct log *l)
 
 static int valid_segment(txn_pool *p, uint64_t a)
 {
-    uint64_t heap = (uint64_t)(uintptr_t)p->base + p->fmt->hdr->heap_off;
+    uint64_t heap = (uint64_t)(uintptr_t)p->base + POOL_FMT(p)->hdr->heap_off;
     return a >= heap && (a - heap) % CHUNK_SIZE == 0 &&
            (a - heap) / CHUNK_SIZE < pool_heap_chunks(p);
 }

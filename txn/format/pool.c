@@ -20,8 +20,8 @@
 #include "persist.h"
 
 /* The front end puts a pool's struct fmt_pool right after its struct
- * txn_pool (api.c), which is aligned enough only if its size is a
- * multiple. */
+ * txn_pool (api.c, POOL_FMT), which is aligned enough only if its size is
+ * a multiple. */
 _Static_assert(sizeof(struct txn_pool) % _Alignof(struct fmt_pool) == 0, "fmt_pool after txn_pool");
 const size_t eng_pool_fmt_size = sizeof(struct fmt_pool);
 
@@ -112,7 +112,7 @@ static int fallocate_chunks(int fd, const struct pool_hdr *h, size_t from, size_
 
 size_t pool_grow(txn_pool *p, size_t want)
 {
-    struct fmt_pool *f = p->fmt;
+    struct fmt_pool *f = POOL_FMT(p);
     struct pool_hdr *h = f->hdr;
     size_t have = pool_heap_chunks(p), max = h->nchunks;
     if (h->format <= POOL_FORMAT_FIXED || f->view || want > max - have || want == 0)
@@ -142,15 +142,15 @@ size_t pool_grow(txn_pool *p, size_t want)
 /* What create and open set up in `p`, undone (p->base NULL: nothing). */
 static void pool_unmap(txn_pool *p)
 {
-    if (p->fmt->birth) { /* a new pool never sealed: its temporary goes */
-        pool_birth_end(p->fmt->birth, 1);
-        free(p->fmt->birth);
-        p->fmt->birth = NULL;
+    if (POOL_FMT(p)->birth) { /* a new pool never sealed: its temporary goes */
+        pool_birth_end(POOL_FMT(p)->birth, 1);
+        free(POOL_FMT(p)->birth);
+        POOL_FMT(p)->birth = NULL;
     }
     alloc_close(p);
     if (p->base)
-        munmap(p->base, p->fmt->reserved);
-    close(p->fmt->fd);
+        munmap(p->base, POOL_FMT(p)->reserved);
+    close(POOL_FMT(p)->fd);
     p->base = NULL;
 }
 
@@ -214,7 +214,7 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
         return rc;
     }
     fd = b->fd;
-    p->fmt->birth = b; /* the file gets its name at seal */
+    POOL_FMT(p)->birth = b; /* the file gets its name at seal */
     char *base = NULL;
     size_t end = file_end(&h, h.heap_chunks);
     if ((rc = posix_fallocate(fd, 0, (off_t)h.ctab_off)) ||
@@ -226,12 +226,12 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
         goto fail;
     h.base = (uint64_t)(uintptr_t)base;
     getrandom(&h.uuid, sizeof h.uuid, 0);
-    p->fmt->fd = fd;
-    p->fmt->reserved = h.size;
+    POOL_FMT(p)->fd = fd;
+    POOL_FMT(p)->reserved = h.size;
     p->base = base;
     p->size = end;
     p->max_size = h.size;
-    p->fmt->hdr = (struct pool_hdr *)base;
+    POOL_FMT(p)->hdr = (struct pool_hdr *)base;
     p->max_ctx = (unsigned)h.nslots;
     /* the file is fresh: slots and chunk table are zero already, but for
      * the slots' tags */
@@ -252,25 +252,25 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
 fail:
     pool_birth_end(b, 1);
     free(b);
-    p->fmt->birth = NULL;
+    POOL_FMT(p)->birth = NULL;
     close(fd);
     return rc;
 }
 
 int eng_pool_seal(txn_pool *p, txn_obj *root, size_t root_size, txn_obj *meta)
 {
-    pm_store64(&p->fmt->hdr->root, (uint64_t)(uintptr_t)root);
-    pm_store64(&p->fmt->hdr->root_size, root_size);
-    pm_store64(&p->fmt->hdr->layout_rec, (uint64_t)(uintptr_t)meta);
-    pm_store64(&p->fmt->hdr->checksum, hdr_csum(p->fmt->hdr));
-    pm_persist(p->fmt->hdr, sizeof *p->fmt->hdr);
-    if (!p->fmt->birth)
+    pm_store64(&POOL_FMT(p)->hdr->root, (uint64_t)(uintptr_t)root);
+    pm_store64(&POOL_FMT(p)->hdr->root_size, root_size);
+    pm_store64(&POOL_FMT(p)->hdr->layout_rec, (uint64_t)(uintptr_t)meta);
+    pm_store64(&POOL_FMT(p)->hdr->checksum, hdr_csum(POOL_FMT(p)->hdr));
+    pm_persist(POOL_FMT(p)->hdr, sizeof *POOL_FMT(p)->hdr);
+    if (!POOL_FMT(p)->birth)
         return 0;
-    int rc = pool_birth_publish(p->fmt->birth);
+    int rc = pool_birth_publish(POOL_FMT(p)->birth);
     if (!rc) { /* named: no longer a temporary to remove at close */
-        pool_birth_end(p->fmt->birth, 0);
-        free(p->fmt->birth);
-        p->fmt->birth = NULL;
+        pool_birth_end(POOL_FMT(p)->birth, 0);
+        free(POOL_FMT(p)->birth);
+        POOL_FMT(p)->birth = NULL;
     }
     return rc;
 }
@@ -349,7 +349,7 @@ static void scan_slot(void *arg)
     struct slot_hdr *slot = pool_slot(j->p, j->slot);
     int rc = 0;
     pool_problem("%s", "");
-    if (j->p->fmt->hdr->format != POOL_FORMAT_UNTAGGED && slot->tag != slot_tag(j->p->fmt->hdr, j->slot))
+    if (POOL_FMT(j->p)->hdr->format != POOL_FORMAT_UNTAGGED && slot->tag != slot_tag(POOL_FMT(j->p)->hdr, j->slot))
         rc = REFUSE(TXN_E_CORRUPT, "header damaged (tag %#llx)", (unsigned long long)slot->tag);
     if (!rc)
         rc = log_chain(j->p, slot, &j->segs);
@@ -376,7 +376,7 @@ static void scan_slot(void *arg)
  * most of what recovery reads). */
 static int scan_logs(txn_pool *p, struct vec *recs, struct vec *segs)
 {
-    size_t ns = p->fmt->hdr->nslots;
+    size_t ns = POOL_FMT(p)->hdr->nslots;
     struct scan_part *j = calloc(ns, sizeof *j);
     if (!j)
         return TXN_E_NOMEM;
@@ -399,15 +399,15 @@ static int scan_logs(txn_pool *p, struct vec *recs, struct vec *segs)
 
 static int recover(txn_pool *p, struct vec *recs)
 {
-    for (size_t s = 0; s < p->fmt->hdr->nslots; s++) {
+    for (size_t s = 0; s < POOL_FMT(p)->hdr->nslots; s++) {
         if (!recs[s].n)
             continue;
         int rc = eng_recover(p, pool_slot(p, s), (struct log_rec **)recs[s].a, recs[s].n);
         if (rc)
             return rc;
-        p->fmt->recovered_slots++;
+        POOL_FMT(p)->recovered_slots++;
     }
-    if (!p->fmt->recovered_slots)
+    if (!POOL_FMT(p)->recovered_slots)
         return 0;
     pm_barrier(); /* recovered data durable before the logs go */
     /* The state word says the transaction is settled: a torn first record
@@ -416,7 +416,7 @@ static int recover(txn_pool *p, struct vec *recs)
      * newer data. Settled before the log is invalidated: a log gone under
      * a state word that still names its transaction unsettled is what
      * damage looks like (log_scan). */
-    for (size_t s = 0; s < p->fmt->hdr->nslots; s++)
+    for (size_t s = 0; s < POOL_FMT(p)->hdr->nslots; s++)
         if (recs[s].n) {
             struct slot_hdr *slot = pool_slot(p, s);
             uint64_t v = (*(struct log_rec **)vec_at(&recs[s], 0))->version;
@@ -425,7 +425,7 @@ static int recover(txn_pool *p, struct vec *recs)
         }
     pm_barrier();
     struct log l;
-    for (size_t s = 0; s < p->fmt->hdr->nslots; s++)
+    for (size_t s = 0; s < POOL_FMT(p)->hdr->nslots; s++)
         if (recs[s].n) {
             log_attach(&l, p, pool_slot(p, s));
             log_invalidate(&l);
@@ -461,13 +461,13 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
         close(fd);
         return rc;
     }
-    p->fmt->fd = fd;
-    p->fmt->view = view;
-    p->fmt->reserved = h.size;
+    POOL_FMT(p)->fd = fd;
+    POOL_FMT(p)->view = view;
+    POOL_FMT(p)->reserved = h.size;
     p->base = base;
     p->size = end;
     p->max_size = h.size;
-    p->fmt->hdr = (struct pool_hdr *)base;
+    POOL_FMT(p)->hdr = (struct pool_hdr *)base;
     p->max_ctx = (unsigned)h.nslots;
     struct vec segs, *recs = calloc(h.nslots, sizeof *recs);
     vec_init(&segs, sizeof(uint64_t));
@@ -479,15 +479,15 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
         vec_init(&recs[s], sizeof(struct log_rec *));
     if ((rc = alloc_check(p)) || (rc = scan_logs(p, recs, &segs)))
         goto done;
-    p->fmt->open_recs = recs;
+    POOL_FMT(p)->open_recs = recs;
     rc = recover(p, recs);
-    p->fmt->open_recs = NULL;
+    POOL_FMT(p)->open_recs = NULL;
     if (!rc)
         rc = eng_recover_logs(p);
     if (rc || (rc = alloc_open(p, &segs)))
         goto done;
-    pm_store64(&p->fmt->hdr->boot, p->fmt->hdr->boot + 1);
-    pm_persist(&p->fmt->hdr->boot, sizeof p->fmt->hdr->boot);
+    pm_store64(&POOL_FMT(p)->hdr->boot, POOL_FMT(p)->hdr->boot + 1);
+    pm_persist(&POOL_FMT(p)->hdr->boot, sizeof POOL_FMT(p)->hdr->boot);
 done:
     for (size_t s = 0; recs && s < h.nslots; s++)
         vec_free(&recs[s]);
@@ -505,12 +505,12 @@ void eng_pool_close(txn_pool *p)
 
 txn_obj *eng_pool_root(txn_pool *p)
 {
-    return (txn_obj *)(uintptr_t)p->fmt->hdr->root;
+    return (txn_obj *)(uintptr_t)POOL_FMT(p)->hdr->root;
 }
 
 txn_obj *eng_pool_meta(txn_pool *p)
 {
-    return (txn_obj *)(uintptr_t)p->fmt->hdr->layout_rec;
+    return (txn_obj *)(uintptr_t)POOL_FMT(p)->hdr->layout_rec;
 }
 
 /* ---- inspection (txn_pool_inspect) */
@@ -547,25 +547,26 @@ int eng_pool_inspect(const char *file, txn_pool_info *info)
     if (!rc)
         rc = check_hdr(&h, (size_t)st.st_size, NULL);
     close(fd);
-    /* a handle with its format's part, as the front end makes one */
+    /* a handle with its format's part after it, as the front end makes
+     * one (sizeof(txn_pool) is a multiple of fmt_pool's alignment) */
     struct {
         txn_pool p;
         struct fmt_pool f;
     } v = {.f = {.fd = -1}};
     txn_pool *p = &v.p;
-    p->fmt = &v.f;
+    assert((void *)POOL_FMT(p) == (void *)&v.f);
     if (rc || (rc = eng_pool_open(p, file, h.layout, 1)))
         return rc;
-    info->slots_pending = p->fmt->recovered_slots;
+    info->slots_pending = POOL_FMT(p)->recovered_slots;
     for (size_t s = 0; s < h.nslots; s++)
         info->slots_used += pool_slot(p, s)->next_version != 0;
     /* what the view's recovery changed past the slots */
     if (!(rc = alloc_describe(p, info)))
-        rc = pool_bytes_differ(p->fmt->fd, p->base, p->fmt->hdr->ctab_off, p->size);
+        rc = pool_bytes_differ(POOL_FMT(p)->fd, p->base, POOL_FMT(p)->hdr->ctab_off, p->size);
     if (rc == 1)
         rc = REFUSE(TXN_INSPECT_RECOVER,
                     "the next open's recovery changes the pool (%u log slot%s to settle)",
-                    p->fmt->recovered_slots, p->fmt->recovered_slots == 1 ? "" : "s");
+                    POOL_FMT(p)->recovered_slots, POOL_FMT(p)->recovered_slots == 1 ? "" : "s");
     eng_pool_close(p);
     return rc;
 }

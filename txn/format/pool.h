@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "engine.h" /* SLOT_* */
 #include "handle.h"
 #include "txn.h"
 #include "util.h"
@@ -83,8 +84,6 @@ _Static_assert(offsetof(struct pool_hdr, engine) == POOL_ENGINE_OFF, "pool_hdr e
 
 /* The slot's transaction state word: version and state in one 8-byte
  * store, so no crash can pair a state with another transaction. */
-#define SLOT_IDLE 0u
-#define SLOT_COMMITTED 1u
 static inline uint64_t slot_state(uint64_t version, unsigned state)
 {
     return version << 2 | state;
@@ -118,8 +117,8 @@ _Static_assert(sizeof(struct seg_hdr) == 64, "seg_hdr is one line");
 
 struct alloc_state;
 
-/* pmtx's format's part of an open pool (struct txn_pool's `fmt`,
- * allocated with it by the front end: eng_pool_fmt_size). "open" means set
+/* pmtx's format's part of an open pool (POOL_FMT(p): allocated with it
+ * by the front end, eng_pool_fmt_size). "open" means set
  * by the open or create, before any context exists, and only read until
  * the close, which runs when no other call is in progress. */
 struct fmt_pool {
@@ -140,8 +139,8 @@ struct fmt_pool {
 
 static inline struct slot_hdr *pool_slot(txn_pool *p, size_t i)
 {
-    return (struct slot_hdr *)(p->base + p->fmt->hdr->slots_off +
-                               i * p->fmt->hdr->slot_size);
+    return (struct slot_hdr *)(p->base + POOL_FMT(p)->hdr->slots_off +
+                               i * POOL_FMT(p)->hdr->slot_size);
 }
 
 /* Bytes of the pool mapped now: p->size, which a growth raises while
@@ -154,13 +153,13 @@ static inline size_t pool_size_now(const txn_pool *p)
 static inline int pool_contains(const txn_pool *p, const void *a, size_t n)
 {
     uintptr_t x = (uintptr_t)a, b = (uintptr_t)p->base, size = pool_size_now(p);
-    return x >= b + p->fmt->hdr->heap_off && x <= b + size && n <= b + size - x;
+    return x >= b + POOL_FMT(p)->hdr->heap_off && x <= b + size && n <= b + size - x;
 }
 
 /* The chunks the heap has (format 3: all of nchunks). */
 static inline size_t pool_heap_chunks(const txn_pool *p)
 {
-    const struct pool_hdr *h = p->fmt->hdr;
+    const struct pool_hdr *h = POOL_FMT(p)->hdr;
     return h->format > POOL_FORMAT_FIXED ? __atomic_load_n(&h->heap_chunks, __ATOMIC_ACQUIRE)
                                          : h->nchunks;
 }

@@ -12,7 +12,7 @@
 struct txn_config txn_cfg;
 
 /* The front end puts a context's struct fmt_tx right after its struct txn
- * (api.c), which is aligned enough only if its size is a multiple. */
+ * (api.c, TX_FMT), which is aligned enough only if its size is a multiple. */
 _Static_assert(sizeof(struct txn) % _Alignof(struct fmt_tx) == 0, "fmt_tx after txn");
 const size_t eng_tx_fmt_size = sizeof(struct fmt_tx);
 
@@ -22,21 +22,21 @@ void tx_claim_versions(struct txn *tx)
 {
     /* versions are never reused, so a stale record can never pass for one
      * of a later transaction */
-    uint64_t v = tx->fmt->slot->next_version ? tx->fmt->slot->next_version : 1;
-    pm_store64(&tx->fmt->slot->next_version, v + VERSION_RANGE);
-    pm_persist(&tx->fmt->slot->next_version, 8);
-    tx->fmt->version = v - 1;
-    tx->fmt->version_end = v + VERSION_RANGE;
+    uint64_t v = TX_FMT(tx)->slot->next_version ? TX_FMT(tx)->slot->next_version : 1;
+    pm_store64(&TX_FMT(tx)->slot->next_version, v + VERSION_RANGE);
+    pm_persist(&TX_FMT(tx)->slot->next_version, 8);
+    TX_FMT(tx)->version = v - 1;
+    TX_FMT(tx)->version_end = v + VERSION_RANGE;
 }
 
 int eng_pool_attach(struct txn *tx)
 {
-    tx->fmt->slot = pool_slot(tx->p, tx->slot_idx);
-    log_attach(&tx->fmt->log, tx->p, tx->fmt->slot);
-    vec_init(&tx->fmt->allocs, sizeof(struct tx_block));
-    vec_init(&tx->fmt->frees, sizeof(struct tx_block));
-    if (addrmap_init(&tx->fmt->alloc_at, 16) || addrmap_init(&tx->fmt->free_at, 16)) {
-        addrmap_free(&tx->fmt->alloc_at);
+    TX_FMT(tx)->slot = pool_slot(tx->p, tx->slot_idx);
+    log_attach(&TX_FMT(tx)->log, tx->p, TX_FMT(tx)->slot);
+    vec_init(&TX_FMT(tx)->allocs, sizeof(struct tx_block));
+    vec_init(&TX_FMT(tx)->frees, sizeof(struct tx_block));
+    if (addrmap_init(&TX_FMT(tx)->alloc_at, 16) || addrmap_init(&TX_FMT(tx)->free_at, 16)) {
+        addrmap_free(&TX_FMT(tx)->alloc_at);
         return TXN_E_NOMEM;
     }
     return 0;
@@ -44,11 +44,11 @@ int eng_pool_attach(struct txn *tx)
 
 void eng_pool_detach(struct txn *tx)
 {
-    alloc_cache_drain(tx->p, &tx->fmt->cache);
-    vec_free(&tx->fmt->allocs);
-    vec_free(&tx->fmt->frees);
-    addrmap_free(&tx->fmt->alloc_at);
-    addrmap_free(&tx->fmt->free_at);
+    alloc_cache_drain(tx->p, &TX_FMT(tx)->cache);
+    vec_free(&TX_FMT(tx)->allocs);
+    vec_free(&TX_FMT(tx)->frees);
+    addrmap_free(&TX_FMT(tx)->alloc_at);
+    addrmap_free(&TX_FMT(tx)->free_at);
 }
 
 void eng_pool_begin(struct txn *tx)
@@ -61,22 +61,22 @@ void eng_pool_begin(struct txn *tx)
 static __attribute__((noinline)) void give_back(struct txn *tx, struct vec *give)
 {
     for (size_t i = 0; i < give->n; i++)
-        alloc_release(tx->p, &tx->fmt->cache, ((struct tx_block *)vec_at(give, i))->blk);
+        alloc_release(tx->p, &TX_FMT(tx)->cache, ((struct tx_block *)vec_at(give, i))->blk);
 }
 
 void eng_pool_end(struct txn *tx, int committed)
 {
-    struct vec *give = committed ? &tx->fmt->frees : &tx->fmt->allocs;
+    struct vec *give = committed ? &TX_FMT(tx)->frees : &TX_FMT(tx)->allocs;
     if (give->n)
         give_back(tx, give);
-    tx->fmt->allocs.n = tx->fmt->frees.n = 0;
-    tx->fmt->reserved_bytes = tx->fmt->freed_bytes = 0;
-    if (tx->fmt->alloc_at.n)
-        addrmap_clear(&tx->fmt->alloc_at);
-    if (tx->fmt->free_at.n)
-        addrmap_clear(&tx->fmt->free_at);
-    if (tx->fmt->log.used) /* else where log_rewind would put it */
-        log_rewind(&tx->fmt->log);
+    TX_FMT(tx)->allocs.n = TX_FMT(tx)->frees.n = 0;
+    TX_FMT(tx)->reserved_bytes = TX_FMT(tx)->freed_bytes = 0;
+    if (TX_FMT(tx)->alloc_at.n)
+        addrmap_clear(&TX_FMT(tx)->alloc_at);
+    if (TX_FMT(tx)->free_at.n)
+        addrmap_clear(&TX_FMT(tx)->free_at);
+    if (TX_FMT(tx)->log.used) /* else where log_rewind would put it */
+        log_rewind(&TX_FMT(tx)->log);
 }
 
 /* Up to this many blocks a list is searched by a scan (a few cache lines,
@@ -133,58 +133,58 @@ static int remember(struct vec *v, struct addrmap *m)
 
 int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)
 {
-    struct tx_block *b = vec_push(&tx->fmt->allocs);
+    struct tx_block *b = vec_push(&TX_FMT(tx)->allocs);
     if (!b)
         return TXN_E_NOMEM;
-    int spare_ok = tx->fmt->freed_bytes >= tx->fmt->reserved_bytes + n;
-    int rc = alloc_reserve(tx->p, &tx->fmt->cache, n, spare_ok, &b->blk, &b->size);
-    if (!rc && (rc = remember(&tx->fmt->allocs, &tx->fmt->alloc_at)))
-        alloc_release(tx->p, &tx->fmt->cache, b->blk);
+    int spare_ok = TX_FMT(tx)->freed_bytes >= TX_FMT(tx)->reserved_bytes + n;
+    int rc = alloc_reserve(tx->p, &TX_FMT(tx)->cache, n, spare_ok, &b->blk, &b->size);
+    if (!rc && (rc = remember(&TX_FMT(tx)->allocs, &TX_FMT(tx)->alloc_at)))
+        alloc_release(tx->p, &TX_FMT(tx)->cache, b->blk);
     if (rc) {
-        tx->fmt->allocs.n--;
+        TX_FMT(tx)->allocs.n--;
         return rc;
     }
-    tx->fmt->reserved_bytes += b->size;
+    TX_FMT(tx)->reserved_bytes += b->size;
     *out = *b;
     return 0;
 }
 
 void tx_unreserve(struct txn *tx)
 {
-    struct tx_block *b = vec_at(&tx->fmt->allocs, --tx->fmt->allocs.n);
-    tx->fmt->reserved_bytes -= b->size;
-    alloc_release(tx->p, &tx->fmt->cache, b->blk);
+    struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, --TX_FMT(tx)->allocs.n);
+    TX_FMT(tx)->reserved_bytes -= b->size;
+    alloc_release(tx->p, &TX_FMT(tx)->cache, b->blk);
 }
 
 void tx_unmark_free(struct txn *tx)
 {
-    struct tx_block *b = vec_at(&tx->fmt->frees, --tx->fmt->frees.n);
-    tx->fmt->freed_bytes -= b->size;
+    struct tx_block *b = vec_at(&TX_FMT(tx)->frees, --TX_FMT(tx)->frees.n);
+    TX_FMT(tx)->freed_bytes -= b->size;
 }
 
 int tx_is_new(const struct txn *tx, const void *blk)
 {
-    return tx->fmt->allocs.n && find_block(&tx->fmt->allocs, &tx->fmt->alloc_at, blk);
+    return TX_FMT(tx)->allocs.n && find_block(&TX_FMT(tx)->allocs, &TX_FMT(tx)->alloc_at, blk);
 }
 
 int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
 {
-    if (tx->fmt->frees.n && find_block(&tx->fmt->frees, &tx->fmt->free_at, blk))
+    if (TX_FMT(tx)->frees.n && find_block(&TX_FMT(tx)->frees, &TX_FMT(tx)->free_at, blk))
         return TXN_E_INVAL;
-    struct tx_block *mine = tx->fmt->allocs.n ? find_block(&tx->fmt->allocs, &tx->fmt->alloc_at, blk) : NULL;
+    struct tx_block *mine = TX_FMT(tx)->allocs.n ? find_block(&TX_FMT(tx)->allocs, &TX_FMT(tx)->alloc_at, blk) : NULL;
     size_t size = mine ? mine->size : alloc_block_size(tx->p, blk, 1);
     if (!size)
         return TXN_E_INVAL;
-    struct tx_block *b = vec_push(&tx->fmt->frees);
+    struct tx_block *b = vec_push(&TX_FMT(tx)->frees);
     if (!b)
         return TXN_E_NOMEM;
     b->blk = blk;
     b->size = size;
-    if (remember(&tx->fmt->frees, &tx->fmt->free_at)) {
-        tx->fmt->frees.n--;
+    if (remember(&TX_FMT(tx)->frees, &TX_FMT(tx)->free_at)) {
+        TX_FMT(tx)->frees.n--;
         return TXN_E_NOMEM;
     }
-    tx->fmt->freed_bytes += size;
+    TX_FMT(tx)->freed_bytes += size;
     if (out)
         *out = *b;
     return 0;
@@ -194,40 +194,111 @@ int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
  * for every write-back in flight, so interleaving them serialises both. */
 void tx_apply_allocs(struct txn *tx, int flush)
 {
-    if (!tx->fmt->allocs.n && !tx->fmt->frees.n)
+    if (!TX_FMT(tx)->allocs.n && !TX_FMT(tx)->frees.n)
         return;
-    for (size_t i = 0; i < tx->fmt->allocs.n; i++) {
-        struct tx_block *b = vec_at(&tx->fmt->allocs, i);
+    for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
         alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 0);
     }
-    for (size_t i = 0; i < tx->fmt->frees.n; i++) {
-        struct tx_block *b = vec_at(&tx->fmt->frees, i);
+    for (size_t i = 0; i < TX_FMT(tx)->frees.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->frees, i);
         alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, 0);
     }
-    for (size_t i = 0; flush && i < tx->fmt->allocs.n + tx->fmt->frees.n; i++) {
-        struct tx_block *b = i < tx->fmt->allocs.n ? vec_at(&tx->fmt->allocs, i)
-                                              : vec_at(&tx->fmt->frees, i - tx->fmt->allocs.n);
+    for (size_t i = 0; flush && i < TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n; i++) {
+        struct tx_block *b = i < TX_FMT(tx)->allocs.n ? vec_at(&TX_FMT(tx)->allocs, i)
+                                              : vec_at(&TX_FMT(tx)->frees, i - TX_FMT(tx)->allocs.n);
         alloc_flush_meta(tx->p, (uint64_t)(uintptr_t)b->blk, b->size);
     }
 }
 
-void tx_set_state(struct slot_hdr *slot, uint64_t version, unsigned state)
+void tx_set_state(struct txn *tx, unsigned state)
 {
-    pm_store64(&slot->state, slot_state(version, state));
+    struct slot_hdr *slot = TX_FMT(tx)->slot;
+    pm_store64(&slot->state, slot_state(TX_FMT(tx)->version, state));
     pm_persist(&slot->state, sizeof slot->state);
+}
+
+int tx_slot_state(const struct slot_hdr *slot, uint64_t version)
+{
+    if (slot->state == slot_state(version, SLOT_IDLE))
+        return SLOT_IDLE;
+    return slot->state == slot_state(version, SLOT_COMMITTED) ? (int)SLOT_COMMITTED : -1;
+}
+
+int tx_log(struct txn *tx, uint32_t type, uint64_t addr, uint64_t aux, const void *src,
+           uint32_t len, struct log_rec **out)
+{
+    return log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, type, addr, aux, src, len, out);
+}
+
+void tx_log_flush(struct txn *tx)
+{
+    log_flush(&TX_FMT(tx)->log);
+}
+
+void tx_log_set_tail(struct txn *tx)
+{
+    log_set_tail(&TX_FMT(tx)->log, TX_FMT(tx)->version);
+}
+
+size_t tx_log_used(const struct txn *tx)
+{
+    return TX_FMT(tx)->log.used;
+}
+
+int tx_slot_bits(const struct slot_hdr *slot, uint64_t version)
+{
+    return slot->state >> 2 == version ? (int)(slot->state & 3) : -1;
+}
+
+int tx_rec_current(const struct txn *tx, const struct log_rec *r)
+{
+    return r->sentinel == LOG_SENTINEL && r->version == TX_FMT(tx)->version;
+}
+
+void tx_unapply_allocs(struct txn *tx)
+{
+    for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
+        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, 1);
+    }
+    for (size_t i = 0; i < TX_FMT(tx)->frees.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->frees, i);
+        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 1);
+    }
+}
+
+void tx_rec_get(const struct log_rec *r, struct tx_rec *out)
+{
+    *out = (struct tx_rec){r->version, r->type, r->len, r->addr, r->aux, r + 1};
+}
+
+int tx_pool_contains(txn_pool *p, const void *a, size_t n)
+{
+    return pool_contains(p, a, n);
+}
+
+uint64_t tx_pool_boot(txn_pool *p)
+{
+    return POOL_FMT(p)->hdr->boot;
+}
+
+size_t tx_block_count(const struct txn *tx)
+{
+    return TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n;
 }
 
 void tx_flush_new_blocks(struct txn *tx)
 {
-    for (size_t i = 0; i < tx->fmt->allocs.n; i++) {
-        struct tx_block *b = vec_at(&tx->fmt->allocs, i);
+    for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
         pm_flush(b->blk, b->size);
     }
 }
 
 int tx_log_block(struct txn *tx, uint32_t type, const struct tx_block *b)
 {
-    return log_append(&tx->fmt->log, tx->fmt->version, type, (uint64_t)(uintptr_t)b->blk,
+    return log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, type, (uint64_t)(uintptr_t)b->blk,
                       b->size, NULL, 0, NULL);
 }
 
@@ -243,8 +314,8 @@ static int log_blocks(struct txn *tx, const struct vec *v, uint32_t type)
 
 int tx_log_allocs(struct txn *tx)
 {
-    int rc = log_blocks(tx, &tx->fmt->allocs, LOG_ALLOC);
-    return rc ? rc : log_blocks(tx, &tx->fmt->frees, LOG_FREE);
+    int rc = log_blocks(tx, &TX_FMT(tx)->allocs, LOG_ALLOC);
+    return rc ? rc : log_blocks(tx, &TX_FMT(tx)->frees, LOG_FREE);
 }
 
 void tx_redo_alloc_rec(txn_pool *p, const struct log_rec *r)
