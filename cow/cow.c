@@ -86,7 +86,7 @@ int eng_tx_init(struct txn *tx)
     struct cow_tx *c = calloc(1, sizeof *c);
     if (!c)
         return TXN_E_NOMEM;
-    c->me = tx->p->hdr->boot << 16 | (tx->slot_idx + 1);
+    c->me = tx_pool_boot(tx->p) << 16 | (tx->slot_idx + 1);
     vec_init(&c->wset, sizeof(struct wrap *));
     tx->eng = c;
     return 0;
@@ -103,7 +103,7 @@ void eng_tx_fini(struct txn *tx)
 /* A writer id of this boot that is not ours: somebody else writes. */
 static int foreign(txn_pool *p, uint64_t writer, uint64_t me)
 {
-    return writer && writer != me && writer >> 16 == p->hdr->boot;
+    return writer && writer != me && writer >> 16 == tx_pool_boot(p);
 }
 
 static void *open_rw(struct txn *tx, struct wrap *w)
@@ -125,8 +125,8 @@ static void *open_rw(struct txn *tx, struct wrap *w)
     if (!rc)
         rc = tx_mark_free(tx, P(w->payload), NULL);
     if (!rc)
-        rc = log_append(&tx->log, tx->version, LOG_OBJ, (uint64_t)(uintptr_t)w,
-                        (uint64_t)(uintptr_t)copy.blk, NULL, 0, NULL);
+        rc = tx_log(tx, LOG_OBJ, (uint64_t)(uintptr_t)w, (uint64_t)(uintptr_t)copy.blk,
+                    NULL, 0, NULL);
     if (rc) {
         if (slot)
             c->wset.n--;
@@ -192,8 +192,7 @@ static int claim_free(struct txn *tx, struct cow_tx *c, struct wrap *w)
     if (foreign(tx->p, cur, c->me) || !pm_cas64(&w->writer, cur, c->me))
         return TXN_E_CONFLICT;
     struct wrap **slot = vec_push(&c->wset);
-    int rc = slot ? log_append(&tx->log, tx->version, LOG_OBJ, (uint64_t)(uintptr_t)w,
-                               w->payload, NULL, 0, NULL)
+    int rc = slot ? tx_log(tx, LOG_OBJ, (uint64_t)(uintptr_t)w, w->payload, NULL, 0, NULL)
                   : TXN_E_NOMEM;
     if (rc) {
         if (slot)
@@ -239,17 +238,17 @@ static void release(struct cow_tx *c, int flush)
 int eng_commit(struct txn *tx)
 {
     struct cow_tx *c = tx->eng;
-    if (!c->wset.n && !tx->allocs.n && !tx->frees.n)
+    if (!c->wset.n && !tx_block_count(tx))
         return 0;
     int rc = tx_log_allocs(tx);
     if (rc) {
         eng_abort(tx);
         return rc;
     }
-    log_flush(&tx->log);
+    tx_log_flush(tx);
     tx_flush_new_blocks(tx);
-    pm_barrier();                                     /* (1) C1 */
-    tx_set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
+    pm_barrier();                     /* (1) C1 */
+    tx_set_state(tx, SLOT_COMMITTED); /* (2) */
     tx_apply_allocs(tx, 1); /* C2, C3; its atomics before the flushes */
     for (size_t i = 0; i < c->wset.n; i++) {
         struct wrap *w = *(struct wrap **)vec_at(&c->wset, i);
@@ -257,8 +256,8 @@ int eng_commit(struct txn *tx)
         pm_store64(&w->copy, 0);
         pm_flush(w, sizeof *w);
     }
-    pm_barrier();                                     /* (3) */
-    tx_set_state(tx->slot, tx->version, SLOT_IDLE);      /* (4) */
+    pm_barrier();                /* (3) */
+    tx_set_state(tx, SLOT_IDLE); /* (4) */
     release(c, 0);
     return 0;
 }
@@ -270,18 +269,20 @@ void eng_abort(struct txn *tx)
         return;
     release(c, 1);
     pm_barrier();                                /* (3) */
-    tx_set_state(tx->slot, tx->version, SLOT_IDLE); /* (4) */
+    tx_set_state(tx, SLOT_IDLE); /* (4) */
 }
 
-int eng_rec_valid(txn_pool *p, const struct log_rec *r)
+int eng_rec_valid(txn_pool *p, const struct log_rec *rec)
 {
-    switch (r->type) {
+    struct tx_rec r;
+    tx_rec_get(rec, &r);
+    switch (r.type) {
     case LOG_OBJ:
-        return r->len == 0 && alloc_record_valid(p, r->addr, sizeof(struct wrap)) &&
-                       pool_contains(p, P(r->aux), 1) ? 0 : TXN_E_CORRUPT;
+        return r.len == 0 && alloc_record_valid(p, r.addr, sizeof(struct wrap)) &&
+                       tx_pool_contains(p, P(r.aux), 1) ? 0 : TXN_E_CORRUPT;
     case LOG_ALLOC:
     case LOG_FREE:
-        return tx_alloc_rec_valid(p, r) ? 0 : TXN_E_CORRUPT;
+        return tx_alloc_rec_valid(p, rec) ? 0 : TXN_E_CORRUPT;
     default:
         return TXN_E_CORRUPT;
     }
@@ -292,21 +293,24 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
     /* R2: settled (an abort of a writer says IDLE too): its wrappers may
      * be free, or other objects' blocks by now. An unsettled one still
      * claims its wrappers, so nobody else can have freed them. */
-    if (slot->state == slot_state(recs[0]->version, SLOT_IDLE))
+    struct tx_rec r;
+    tx_rec_get(recs[0], &r);
+    int state = tx_slot_state(slot, r.version);
+    if (state == SLOT_IDLE)
         return 0;
-    int committed = slot->state == slot_state(recs[0]->version, SLOT_COMMITTED);
+    int committed = state == SLOT_COMMITTED;
     for (size_t i = 0; i < n; i++) {
-        struct log_rec *r = recs[i];
-        if (r->type == LOG_OBJ) {
-            struct wrap *w = P(r->addr);
+        tx_rec_get(recs[i], &r);
+        if (r.type == LOG_OBJ) {
+            struct wrap *w = P(r.addr);
             if (committed)
-                pm_store64(&w->payload, r->aux);
+                pm_store64(&w->payload, r.aux);
             pm_store64(&w->copy, 0);
             pm_store64(&w->old_backup, 0);
             pm_store64_shared(&w->writer, 0);
             pm_flush(w, sizeof *w);
         } else if (committed) {
-            tx_redo_alloc_rec(p, r);
+            tx_redo_alloc_rec(p, recs[i]);
         }
     }
     return 0;

@@ -110,6 +110,7 @@
 
 #include "addrmap.h"
 #include "engine.h"
+#include "format.h" /* until engine.h offers what it uses (docs/format.md) */
 #include "incll.h"
 #include "incll_int.h"
 #include "persist.h"
@@ -329,7 +330,7 @@ static void flush_epoch_data(struct ipool *st)
     int whole = st->whole || st->overflow;
     if (whole)
         alloc_foreach_live(p, flush_live, p);
-    for (size_t s = 0; s < p->hdr->nslots; s++) {
+    for (size_t s = 0; s < POOL_FMT(p)->hdr->nslots; s++) {
         struct islot *isl = st->slots[s];
         if (!isl)
             continue;
@@ -401,7 +402,7 @@ static void gran_drop(struct ipool *st, void *blk, size_t size)
 static void clear_marks(struct ipool *st)
 {
     int all = __atomic_load_n(&st->gran_lost, __ATOMIC_RELAXED);
-    for (size_t s = 0; s < st->p->hdr->nslots; s++) {
+    for (size_t s = 0; s < POOL_FMT(st->p)->hdr->nslots; s++) {
         struct islot *isl = st->slots[s];
         for (size_t i = 0; isl && !all && i < isl->grans.n; i++) {
             struct gran *gr = *(struct gran **)vec_at(&isl->grans, i);
@@ -425,8 +426,8 @@ static void end_epoch(struct ipool *st)
     uint64_t t0 = now_ns(), l0 = pm_ctr.lines_flushed;
     flush_epoch_data(st);
     pm_barrier(); /* (1) */
-    pm_store64(&p->hdr->eng_words[W_EPOCH], st->epoch + 1);
-    pm_persist(&p->hdr->eng_words[W_EPOCH], 8); /* (2): the log is truncated */
+    pm_store64(&POOL_FMT(p)->hdr->eng_words[W_EPOCH], st->epoch + 1);
+    pm_persist(&POOL_FMT(p)->hdr->eng_words[W_EPOCH], 8); /* (2): the log is truncated */
     uint64_t dt = now_ns() - t0;
     st->n_epochs++;
     st->flush_ns += dt;
@@ -442,7 +443,7 @@ static void end_epoch(struct ipool *st)
     pthread_rwlock_rdlock(&g_grace_lock);
     incll_grace g = g_grace;
     uint64_t token = g.now ? g.now(g.arg) : 0;
-    for (size_t s = 0; s < p->hdr->nslots; s++) {
+    for (size_t s = 0; s < POOL_FMT(p)->hdr->nslots; s++) {
         struct islot *isl = st->slots[s];
         if (!isl)
             continue;
@@ -465,7 +466,7 @@ static void end_epoch(struct ipool *st)
 /* Whether a transaction runs (P); lk held, advancing set. */
 static int pinned(struct ipool *st)
 {
-    for (size_t s = 0; s < st->p->hdr->nslots; s++)
+    for (size_t s = 0; s < POOL_FMT(st->p)->hdr->nslots; s++)
         if (__atomic_load_n(&st->pins[s].in, __ATOMIC_SEQ_CST))
             return 1;
     return 0;
@@ -590,14 +591,14 @@ static void *epoch_main(void *arg)
 static struct ipool *state_new(txn_pool *p)
 {
     struct ipool *st = calloc(1, sizeof *st);
-    if (!st || !(st->slots = calloc(p->hdr->nslots, sizeof *st->slots)) ||
-        !(st->pins = aligned_alloc(sizeof(struct pin), p->hdr->nslots * sizeof(struct pin)))) {
+    if (!st || !(st->slots = calloc(POOL_FMT(p)->hdr->nslots, sizeof *st->slots)) ||
+        !(st->pins = aligned_alloc(sizeof(struct pin), POOL_FMT(p)->hdr->nslots * sizeof(struct pin)))) {
         if (st)
             free(st->slots);
         free(st);
         return NULL;
     }
-    memset(st->pins, 0, p->hdr->nslots * sizeof(struct pin));
+    memset(st->pins, 0, POOL_FMT(p)->hdr->nslots * sizeof(struct pin));
     if (addrmap_init(&st->gmap, 16)) {
         free(st->pins);
         free(st->slots);
@@ -614,7 +615,7 @@ static struct ipool *state_new(txn_pool *p)
     st->stats = (int)setting_get(SET_INCLL_STATS, 0);
     st->t_start = st->t_last = now_ns();
     vec_init(&st->limbo, sizeof(struct limbo));
-    uint64_t *w = p->hdr->eng_words;
+    uint64_t *w = POOL_FMT(p)->hdr->eng_words;
     if (w[W_EPOCH] == 0) { /* a new pool: epoch 0 never tags a record */
         pm_store64(&w[W_EPOCH], 1);
         pm_persist(&w[W_EPOCH], 8);
@@ -665,7 +666,7 @@ static void state_destroy(struct ipool *st)
                 st->flush_ns_max / 1e3, (double)st->flush_lines / n,
                 100.0 * (double)st->flush_ns / run, st->whole ? "whole" : "tracked");
     }
-    for (size_t s = 0; s < p->hdr->nslots; s++)
+    for (size_t s = 0; s < POOL_FMT(p)->hdr->nslots; s++)
         if (st->slots[s])
             islot_free(st->slots[s]);
     for (size_t i = 0; i < st->gmap.cap; i++)
@@ -762,7 +763,7 @@ static __attribute__((noinline)) struct islot *islot_get(struct txn *tx, struct 
     vec_init(&isl->metas, sizeof(struct tx_block));
     vec_init(&isl->frees, sizeof(struct tx_block));
     vec_init(&isl->grans, sizeof(struct gran *));
-    log_attach(&isl->log, tx->p, tx->slot);
+    log_attach(&isl->log, tx->p, TX_FMT(tx)->slot);
     st->slots[tx->slot_idx] = isl;
     return isl;
 }
@@ -1333,7 +1334,7 @@ int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
     struct tx_block b;
     if (n > SIZE_MAX - OBJ_HDR)
         return TXN_E_NOSPACE;
-    if (vec_reserve(&t->isl->metas, tx->allocs.n + tx->frees.n + 1))
+    if (vec_reserve(&t->isl->metas, TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n + 1))
         return TXN_E_NOMEM;
     int rc = tx_reserve(tx, n + OBJ_HDR, &b);
     if (rc)
@@ -1358,8 +1359,8 @@ int eng_free(struct txn *tx, txn_obj *o)
     struct itx *t = tx->eng;
     struct islot *isl = t->isl;
     struct tx_block b;
-    size_t k = tx->allocs.n + tx->frees.n + 1;
-    if (vec_reserve(&isl->metas, k) || vec_reserve(&isl->frees, tx->frees.n + 1))
+    size_t k = TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n + 1;
+    if (vec_reserve(&isl->metas, k) || vec_reserve(&isl->frees, TX_FMT(tx)->frees.n + 1))
         return TXN_E_NOMEM;
     int rc = tx_mark_free(tx, o, &b);
     if (!rc && (rc = log_append(&isl->log, t->epoch, LOG_FREE, (uint64_t)(uintptr_t)b.blk,
@@ -1384,17 +1385,17 @@ static size_t commit_allocs(struct txn *tx, struct itx *t)
     struct islot *isl = t->isl;
     size_t freed = 0;
     tx_apply_allocs(tx, 1);
-    for (size_t i = 0; i < tx->allocs.n + tx->frees.n; i++) {
-        struct tx_block *b = i < tx->allocs.n ? vec_at(&tx->allocs, i)
-                                              : vec_at(&tx->frees, i - tx->allocs.n);
+    for (size_t i = 0; i < TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n; i++) {
+        struct tx_block *b = i < TX_FMT(tx)->allocs.n ? vec_at(&TX_FMT(tx)->allocs, i)
+                                              : vec_at(&TX_FMT(tx)->frees, i - TX_FMT(tx)->allocs.n);
         *(struct tx_block *)vec_push(&isl->metas) = *b; /* reserved */
     }
-    for (size_t i = 0; i < tx->frees.n; i++) {
-        struct tx_block *b = vec_at(&tx->frees, i);
+    for (size_t i = 0; i < TX_FMT(tx)->frees.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->frees, i);
         *(struct tx_block *)vec_push(&isl->frees) = *b; /* reserved */
         freed += b->size;
     }
-    tx->frees.n = 0; /* released at the epoch's end, not by end_tx */
+    TX_FMT(tx)->frees.n = 0; /* released at the epoch's end, not by end_tx */
     return freed;
 }
 
@@ -1403,14 +1404,14 @@ static __attribute__((noinline)) int commit_changes(struct txn *tx)
 {
     struct itx *t = tx->eng;
     struct ipool *st = t->st;
-    int allocs = tx->allocs.n || tx->frees.n;
+    int allocs = TX_FMT(tx)->allocs.n || TX_FMT(tx)->frees.n;
     size_t freed = 0;
     if (t->pend.n || (allocs && t->unfenced))
         drain(tx, t, 0); /* cannot fail without `save` */
     if (allocs)
         freed = commit_allocs(tx, t);
     int touched = t->touched;
-    uint64_t sixteenth = tx->p->hdr->nchunks * (uint64_t)CHUNK_SIZE / 16;
+    uint64_t sixteenth = POOL_FMT(tx->p)->hdr->nchunks * (uint64_t)CHUNK_SIZE / 16;
     int log_big = t->isl->log.used > sixteenth;
     reset(t);
     leave(st, &st->pins[tx->slot_idx], touched, freed);
@@ -1418,13 +1419,13 @@ static __attribute__((noinline)) int commit_changes(struct txn *tx)
      * frees or a log beyond 1/16 of the heap end the epoch, so that the
      * space they hold comes back now rather than 64 ms later (a log that
      * grew without bound would fill the pool) */
-    int now = !tx->p->hdr->root || __atomic_load_n(&st->held, __ATOMIC_RELAXED) > sixteenth ||
+    int now = !POOL_FMT(tx->p)->hdr->root || __atomic_load_n(&st->held, __ATOMIC_RELAXED) > sixteenth ||
               log_big;
     if (now) {
         pthread_mutex_lock(&st->lk);
         st->n_early++;
         pthread_mutex_unlock(&st->lk);
-        if (!tx->p->hdr->root)
+        if (!POOL_FMT(tx->p)->hdr->root)
             advance_past(st, t->epoch);
         else
             advance_unless_pinned(st, t->epoch);
@@ -1435,7 +1436,7 @@ static __attribute__((noinline)) int commit_changes(struct txn *tx)
 int eng_commit(struct txn *tx)
 {
     struct itx *t = tx->eng;
-    if (tx->allocs.n || tx->frees.n || t->touched)
+    if (TX_FMT(tx)->allocs.n || TX_FMT(tx)->frees.n || t->touched)
         return commit_changes(tx);
     leave(t->st, &t->st->pins[tx->slot_idx], 0, 0); /* InCLL changes only, or none */
     return 0;
@@ -1467,7 +1468,7 @@ static int is_failed(const uint64_t *w, uint64_t v)
 
 static int relevant(txn_pool *p, uint64_t v)
 {
-    const uint64_t *w = p->hdr->eng_words;
+    const uint64_t *w = POOL_FMT(p)->hdr->eng_words;
     return v == w[W_EPOCH] || is_failed(w, v);
 }
 
@@ -1481,7 +1482,7 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r)
 /* I7: mark the crashed epoch failed, then move past it. */
 static void fail_epoch(txn_pool *p, uint64_t e)
 {
-    uint64_t *w = p->hdr->eng_words;
+    uint64_t *w = POOL_FMT(p)->hdr->eng_words;
     pm_store64(&w[W_FAILED + w[W_NFAILED] % FAILED_RING], e);
     pm_store64(&w[W_NFAILED], w[W_NFAILED] + 1);
     pm_flush(w, 8 * 8);
@@ -1537,7 +1538,7 @@ static void restore_range(void *arg)
 
 static int failed_data(txn_pool *p, const struct log_rec *r)
 {
-    return r->type == LOG_DATA && is_failed(p->hdr->eng_words, r->version);
+    return r->type == LOG_DATA && is_failed(POOL_FMT(p)->hdr->eng_words, r->version);
 }
 
 /* A failed epoch's record, as the one pass over the log's headers found it. */
@@ -1563,7 +1564,7 @@ static void list_failed(txn_pool *p, struct log_rec **r, struct failed_list *l)
     l->lo = UINT64_MAX;
     l->hi = 0;
     for (size_t i = 0; i < l->n; i++) {
-        if (!is_failed(p->hdr->eng_words, r[i]->version))
+        if (!is_failed(POOL_FMT(p)->hdr->eng_words, r[i]->version))
             continue;
         if (r[i]->type == LOG_DATA) {
             l->f[l->nd++] = (struct failed_rec){r[i]->addr, r[i]};
@@ -1617,7 +1618,7 @@ static void undo_allocs(txn_pool *p, struct log_rec **r, const struct failed_lis
         for (size_t k = 0; k < n; k++) {
             struct log_rec *a = l->f ? l->f[l->n - 1 - k].r : r[k];
             if (a->type == (pass ? LOG_ALLOC : LOG_FREE) &&
-                is_failed(p->hdr->eng_words, a->version))
+                is_failed(POOL_FMT(p)->hdr->eng_words, a->version))
                 tx_undo_alloc_rec(p, a);
         }
 }
@@ -1669,15 +1670,15 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
     vec_init(&all, sizeof(struct log_rec *));
     int rc = 0;
     uint64_t t0 = now_ns(), t1 = 0, failed = 0, bytes = 0;
-    for (size_t s = 0; !rc && s < p->hdr->nslots; s++) {
-        const struct vec *v = p->open_recs ? &p->open_recs[s] : NULL;
+    for (size_t s = 0; !rc && s < POOL_FMT(p)->hdr->nslots; s++) {
+        const struct vec *v = POOL_FMT(p)->open_recs ? &POOL_FMT(p)->open_recs[s] : NULL;
         if (!v)
             rc = log_scan(p, pool_slot(p, s), &all);
         else if (vec_append(&all, v->a, v->n))
             rc = TXN_E_NOMEM;
     }
     if (!rc) {
-        uint64_t e = p->hdr->eng_words[W_EPOCH];
+        uint64_t e = POOL_FMT(p)->hdr->eng_words[W_EPOCH];
         for (size_t i = 0; i < all.n; i++)
             if ((*(struct log_rec **)vec_at(&all, i))->version == e) {
                 fail_epoch(p, e);
@@ -1722,7 +1723,7 @@ uint64_t incll__first_epoch(txn *tx)
  * oldest entry is in it; before that, only the ones still in it. */
 int incll__epoch_failed(txn *tx, uint64_t e)
 {
-    const uint64_t *w = tx->p->hdr->eng_words;
+    const uint64_t *w = POOL_FMT(tx->p)->hdr->eng_words;
     if (is_failed(w, e))
         return 1;
     if (w[W_NFAILED] <= FAILED_RING)
@@ -1741,7 +1742,7 @@ int incll__mark(txn *tx)
     if (t->marked == t->epoch)
         return 0;
     int rc = log_append(&t->isl->log, t->epoch, LOG_DATA,
-                        (uint64_t)(uintptr_t)(tx->p->base + tx->p->hdr->heap_off), 0, NULL, 0,
+                        (uint64_t)(uintptr_t)(tx->p->base + POOL_FMT(tx->p)->hdr->heap_off), 0, NULL, 0,
                         NULL);
     if (rc)
         return rc;

@@ -4,10 +4,10 @@
 #include <pthread.h>
 
 #include "atomics.h"
+#include "engine.h"
 #include "incll.h"
 #include "incll_int.h"
 #include "persist.h"
-#include "tx.h"
 
 /* Keeps two stores to one line in program order (N2, N5): on x86-TSO a
  * release fence is a compiler barrier; the lines are never flushed here. */

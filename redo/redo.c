@@ -34,6 +34,7 @@
 
 #include "addrmap.h"
 #include "engine.h"
+#include "format.h" /* until engine.h offers what it uses (docs/format.md) */
 #include "atomics.h"
 #include "persist.h"
 
@@ -245,7 +246,7 @@ static int log_write(struct txn *tx, struct redo_tx *r, txn_obj *o, char *a,
         struct write *w = vec_push(&r->writes);
         if (!w)
             return TXN_E_NOMEM;
-        int rc = log_append(&tx->log, tx->version, LOG_DATA,
+        int rc = log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, LOG_DATA,
                             (uint64_t)(uintptr_t)(a + done), key, src + done, len, &w->r);
         uint64_t *head = rc ? NULL : addrmap_find(&r->latest, key);
         if (!rc) {
@@ -336,7 +337,7 @@ static void assert_replay(struct txn *tx, struct redo_tx *r)
 int eng_commit(struct txn *tx)
 {
     struct redo_tx *r = tx->eng;
-    if (!r->writes.n && !tx->allocs.n && !tx->frees.n) {
+    if (!r->writes.n && !TX_FMT(tx)->allocs.n && !TX_FMT(tx)->frees.n) {
         finish(r);
         return 0;
     }
@@ -345,10 +346,10 @@ int eng_commit(struct txn *tx)
         finish(r);
         return rc;
     }
-    log_flush(&tx->log);
+    log_flush(&TX_FMT(tx)->log);
     tx_flush_new_blocks(tx);
     pm_barrier();                                  /* (1) R1 */
-    tx_set_state(tx->slot, tx->version, SLOT_COMMITTED); /* (2) */
+    tx_set_state(tx, SLOT_COMMITTED); /* (2) */
     tx_apply_allocs(tx, 1); /* its atomics before any flush of (3) */
     for (size_t i = 0; i < r->writes.n; i++)
         apply(tx->p, ((struct write *)vec_at(&r->writes, i))->r);
@@ -356,7 +357,7 @@ int eng_commit(struct txn *tx)
     assert_replay(tx, r);
 #endif
     pm_barrier();                                  /* (3) */
-    tx_set_state(tx->slot, tx->version, SLOT_IDLE);   /* (4) */
+    tx_set_state(tx, SLOT_IDLE);   /* (4) */
     finish(r);
     return 0;
 }

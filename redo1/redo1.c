@@ -78,6 +78,7 @@
 #include "addrmap.h"
 #include "atomics.h"
 #include "engine.h"
+#include "format.h" /* until engine.h offers what it uses (docs/format.md) */
 #include "persist.h"
 #include "redo1_log.h"
 #include "wlog.h"
@@ -186,7 +187,7 @@ struct wimg {
 
 static uint64_t *floor_word(txn_pool *p)
 {
-    return &p->hdr->eng_words[W_FLOOR];
+    return &POOL_FMT(p)->hdr->eng_words[W_FLOOR];
 }
 
 static void slot_free(struct rslot *sl)
@@ -217,7 +218,7 @@ static int slot_segments(txn_pool *p, struct rslot *sl, size_t idx)
     if (sl->segs.n)
         return 0;
     struct seg_hdr *sh = (struct seg_hdr *)((char *)pool_slot(p, idx) + sizeof(struct slot_hdr));
-    size_t cap = p->hdr->slot_size - sizeof(struct slot_hdr) - SEG_DATA;
+    size_t cap = POOL_FMT(p)->hdr->slot_size - sizeof(struct slot_hdr) - SEG_DATA;
     for (;;) {
         struct seg *s = vec_push(&sl->segs);
         if (!s)
@@ -812,8 +813,8 @@ static void write_parts(const char *ent, const struct vec *cuts, uint64_t v, uin
 static size_t new_bytes(const struct txn *tx)
 {
     size_t n = 0;
-    for (size_t i = 0; i < tx->allocs.n; i++)
-        n += ((const struct tx_block *)vec_at(&tx->allocs, i))->size;
+    for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++)
+        n += ((const struct tx_block *)vec_at(&TX_FMT(tx)->allocs, i))->size;
     return n;
 }
 
@@ -826,12 +827,12 @@ static size_t new_bytes(const struct txn *tx)
 static void assert_q3(struct txn *tx, struct rtx *t)
 {
     struct wl_ent e;
-    if ((uint64_t)wlog_used(tx, t->wl) * tx->allocs.n > Q3_CHECK_MAX)
+    if ((uint64_t)wlog_used(tx, t->wl) * TX_FMT(tx)->allocs.n > Q3_CHECK_MAX)
         return; /* a big transaction: unchecked, as assert_replay does */
     for (const uint64_t *p = t->wl->a; p < tx->hot.wl;) {
         p = wlog_next(p, &e);
-        for (size_t i = 0; i < tx->allocs.n; i++) {
-            const struct tx_block *b = vec_at(&tx->allocs, i);
+        for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
+            const struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
             assert((e.addr + e.len <= (char *)b->blk || e.addr >= (char *)b->blk + b->size) &&
                    "Q3: a write to a block of the transaction was logged");
         }
@@ -846,7 +847,7 @@ static void assert_q3(struct txn *tx, struct rtx *t)
  * order. */
 static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, size_t *len)
 {
-    size_t blocks = tx->allocs.n + tx->frees.n, logged = wlog_used(tx, t->wl), words = 0;
+    size_t blocks = TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n, logged = wlog_used(tx, t->wl), words = 0;
     if (!blocks) {
         *ent = (const char *)t->wl->a;
         *len = logged * 8;
@@ -855,13 +856,13 @@ static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, s
 #ifndef NDEBUG
     assert_q3(tx, t);
 #endif
-    size_t need = logged + 2 * blocks + (whole ? 2 * tx->allocs.n + new_bytes(tx) / 8 : 0);
+    size_t need = logged + 2 * blocks + (whole ? 2 * TX_FMT(tx)->allocs.n + new_bytes(tx) / 8 : 0);
     t->image.n = 0;
     if (vec_reserve(&t->image, need * 8))
         return TXN_E_NOMEM;
     uint64_t *w = (uint64_t *)t->image.a;
-    for (size_t i = 0; i < tx->allocs.n; i++) {
-        struct tx_block *b = vec_at(&tx->allocs, i);
+    for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
         w[words++] = WL_ALLOC | b->size;
         w[words++] = (uint64_t)(uintptr_t)b->blk;
         if (whole) { /* sizes are multiples of 16 */
@@ -873,8 +874,8 @@ static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, s
     }
     memcpy(&w[words], t->wl->a, logged * 8);
     words += logged;
-    for (size_t i = 0; i < tx->frees.n; i++) {
-        struct tx_block *b = vec_at(&tx->frees, i);
+    for (size_t i = 0; i < TX_FMT(tx)->frees.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->frees, i);
         w[words++] = WL_FREE | b->size;
         w[words++] = (uint64_t)(uintptr_t)b->blk;
     }
@@ -903,21 +904,21 @@ static void apply(struct txn *tx, struct rtx *t)
     }
     sl->plo = t->wl->a;
     sl->phi = tx->hot.wl;
-    size_t blocks = tx->allocs.n + tx->frees.n;
+    size_t blocks = TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n;
     if (!blocks)
         return;
-    int keep = !vec_reserve(&sl->pend, 2 * tx->allocs.n + tx->frees.n);
+    int keep = !vec_reserve(&sl->pend, 2 * TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n);
     tx_apply_allocs(tx, !keep);
     for (size_t i = 0; i < blocks; i++) {
-        struct tx_block *b = i < tx->allocs.n ? vec_at(&tx->allocs, i)
-                                              : vec_at(&tx->frees, i - tx->allocs.n);
+        struct tx_block *b = i < TX_FMT(tx)->allocs.n ? vec_at(&TX_FMT(tx)->allocs, i)
+                                              : vec_at(&TX_FMT(tx)->frees, i - TX_FMT(tx)->allocs.n);
         if (!keep) {
-            if (i < tx->allocs.n)
+            if (i < TX_FMT(tx)->allocs.n)
                 pm_flush(b->blk, b->size);
             continue;
         }
         *(struct range *)vec_push(&sl->pend) = (struct range){b->blk, b->size, 1};
-        if (i < tx->allocs.n) /* its contents, when they were logged (Q3) */
+        if (i < TX_FMT(tx)->allocs.n) /* its contents, when they were logged (Q3) */
             *(struct range *)vec_push(&sl->pend) = (struct range){b->blk, b->size, 0};
     }
 }
@@ -964,19 +965,19 @@ static void switch_log(struct txn *tx, struct rtx *t)
  * (out of memory, one is lost until the next open). */
 static void hold_frees(struct txn *tx, struct rslot *sl, uint64_t v)
 {
-    for (size_t i = 0; i < tx->frees.n; i++) {
+    for (size_t i = 0; i < TX_FMT(tx)->frees.n; i++) {
         struct held *h = vec_push(&sl->held);
         if (h)
-            *h = (struct held){((struct tx_block *)vec_at(&tx->frees, i))->blk, v};
+            *h = (struct held){((struct tx_block *)vec_at(&TX_FMT(tx)->frees, i))->blk, v};
     }
-    tx->frees.n = 0;
+    TX_FMT(tx)->frees.n = 0;
 }
 
 int eng_commit(struct txn *tx)
 {
     struct rtx *t = tx->eng;
     struct rslot *sl = t->sl;
-    if (tx->hot.wl == t->wl->a && !tx->allocs.n && !tx->frees.n)
+    if (tx->hot.wl == t->wl->a && !TX_FMT(tx)->allocs.n && !TX_FMT(tx)->frees.n)
         return 0; /* read-only */
     const char *ent;
     size_t len;
@@ -1032,7 +1033,7 @@ int eng_commit(struct txn *tx)
     assert_replay(ent, len);
 #endif
     hold_frees(tx, sl, v);
-    release_held(tx->p, sl, &tx->cache, water);
+    release_held(tx->p, sl, &TX_FMT(tx)->cache, water);
     unlock_slot(sl);
     switch_log(tx, t);
     return 0;
@@ -1090,7 +1091,7 @@ static uint64_t settle(struct txn *tx, struct rtx *t, uint64_t inflight)
         own->water = water;
     for (size_t i = 0; i < t->helped.n; i++) {
         struct rslot *s = *(struct rslot **)vec_at(&t->helped, i);
-        release_held(tx->p, s, &tx->cache, water);
+        release_held(tx->p, s, &TX_FMT(tx)->cache, water);
         if (s != own)
             unlock_slot(s);
     }
@@ -1204,7 +1205,7 @@ int eng_recover_logs(txn_pool *p)
     struct vec found;
     vec_init(&found, sizeof(struct found));
     int rc = 0;
-    for (size_t s = 0; !rc && s < p->hdr->nslots; s++)
+    for (size_t s = 0; !rc && s < POOL_FMT(p)->hdr->nslots; s++)
         rc = scan_slot(p, s, &found);
     uint64_t water = *floor_word(p), top = water;
     for (size_t i = 0; !rc && i < found.n; i++) {
@@ -1237,12 +1238,12 @@ int eng_recover_logs(txn_pool *p)
         i += k;
     }
     if (!rc && logs) {
-        uint8_t *slots = calloc(p->hdr->nslots, 1);
+        uint8_t *slots = calloc(POOL_FMT(p)->hdr->nslots, 1);
         for (size_t i = 0; i < logs; i++) {
             const struct found *f = vec_at(&found, i);
             replay(p, f->h);
             if (slots && !slots[f->slot]++)
-                p->recovered_slots++;
+                POOL_FMT(p)->recovered_slots++;
         }
         free(slots);
         pm_barrier(); /* Q8: replayed data durable before the floor */

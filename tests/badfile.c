@@ -197,7 +197,7 @@ static void make_images(void)
     }
     /* engines durable at their epoch's end (incll) need it; a no-op else */
     ck_assert_int_eq(txn_sync(p), 0);
-    meta_end = p->hdr->heap_off;
+    meta_end = POOL_FMT(p)->hdr->heap_off;
     ck_assert_int_eq(txn_begin(p, &tx), 0);
     ck_assert_int_eq(txn_read(tx, txn_root(p), 8 * (SLOTS + 1), &committed_node,
                               sizeof committed_node), 0);

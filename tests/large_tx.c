@@ -1,7 +1,7 @@
 /* large_tx.c - big transactions are correct on every engine: one transaction
  * of BIGTX_N (default 100000) allocations, frees or writes, committed or
  * aborted, leaves exactly what it should. Past a few blocks a transaction
- * looks its blocks up in a map rather than a list (txn/tx.c, B1); these
+ * looks its blocks up in a map rather than a list (txn/format/tx.c, B1); these
  * tests run both sides of that switch, with blocks popped on failure and
  * freed twice. Correctness only: bench/bigtx.c measures the time per
  * operation. */

@@ -16,7 +16,7 @@
  * below write the header each way txn.h allows and read it back before
  * the commit too. Issue #40's reproducer, on every persistent engine.
  *
- * R2 (txn/pool.c): recovery never acts on the records a settled slot left
+ * R2 (txn/format/pool.c): recovery never acts on the records a settled slot left
  * in its log. Thread A writes an object W and commits (or aborts), then
  * stays idle: its log still holds the records. Thread B frees W, gets
  * W's block back for new data (a small object's payload; a large one's

@@ -147,6 +147,8 @@ static void print_text(const struct found *f)
     }
     if (i->size)
         print_bytes("size", i->size);
+    if (i->max_size > i->size)
+        print_bytes("  max", i->max_size);
     if (f->verdict >= 0) {
         print_bytes("heap", i->heap_size);
         print_bytes("  used", i->heap_used);
@@ -204,10 +206,11 @@ static void print_json(const struct found *f)
     if (f->verdict >= 0 && !f->layout_rc)
         printf("\"layout_version\":%u,\"layout_types\":%" PRIu64 ",\"migration_target\":%u,",
                f->layout.version, f->layout.types, f->layout.target);
-    printf("\"size\":%" PRIu64 ",\"heap_size\":%" PRIu64 ",\"heap_used\":%" PRIu64
+    printf("\"size\":%" PRIu64 ",\"max_size\":%" PRIu64 ",\"heap_size\":%" PRIu64
+           ",\"heap_used\":%" PRIu64
            ",\"heap_free\":%" PRIu64 ",\"heap_logs\":%" PRIu64 ",\"free_chunks\":%" PRIu64
            ",\"free_extent\":%" PRIu64 ",\"objects\":%" PRIu64 ",",
-           i->size, i->heap_size, i->heap_used, i->heap_free, i->heap_logs, i->free_chunks,
+           i->size, i->max_size, i->heap_size, i->heap_used, i->heap_free, i->heap_logs, i->free_chunks,
            i->free_extent, i->objects);
     printf("\"classes\":[");
     for (unsigned c = 0; c < i->nclasses; c++)

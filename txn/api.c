@@ -192,7 +192,7 @@ static int claim_idx(txn_pool *p)
 static void *new_ctx(void *pool, int *err)
 {
     txn_pool *p = pool;
-    struct txn *tx = calloc(1, sizeof *tx);
+    struct txn *tx = calloc(1, sizeof *tx + eng_tx_fmt_size); /* TX_FMT */
     if (!tx) {
         *err = TXN_E_NOMEM;
         return NULL;
@@ -260,9 +260,12 @@ static void release_all(void *pool)
 
 static txn_pool *pool_new(void)
 {
-    txn_pool *p = aligned_alloc(64, sizeof *p); /* `freed` has a line */
+    /* `freed` has a line (sizeof *p is a multiple of it); the format's
+     * part follows (POOL_FMT), the whole rounded up as aligned_alloc wants */
+    size_t n = (sizeof(txn_pool) + eng_pool_fmt_size + 63) & ~(size_t)63;
+    txn_pool *p = aligned_alloc(64, n);
     if (p) {
-        memset(p, 0, sizeof *p);
+        memset(p, 0, n);
         pthread_mutex_init(&p->ctx_lock, NULL);
     }
     return p;
@@ -303,9 +306,13 @@ static int layout_ok(const char *layout)
 
 static int params_of(const txn_pool_opts *o, struct pool_params *out)
 {
-    *out = (struct pool_params){DEF_SIZE, DEF_ROOT, DEF_THREADS, DEF_LOG};
+    *out = (struct pool_params){DEF_SIZE, 0, DEF_ROOT, DEF_THREADS, DEF_LOG};
     if (o && o->size)
         out->size = o->size;
+    out->max_size = o && o->max_size ? o->max_size : out->size;
+    if (out->max_size < out->size || out->max_size > TXN_POOL_MAX)
+        return REFUSE(TXN_E_INVAL, "max_size %zu: from size (%zu) to %zu bytes", out->max_size,
+                      out->size, TXN_POOL_MAX);
     if (o && o->root_size)
         out->root_size = o->root_size;
     if (o && o->threads)
@@ -387,6 +394,14 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     }
     *out = p;
     return 0;
+}
+
+void txn_pool_size(txn_pool *p, size_t *size, size_t *max_size)
+{
+    if (size)
+        *size = p ? __atomic_load_n(&p->size, __ATOMIC_ACQUIRE) : 0;
+    if (max_size)
+        *max_size = p ? p->max_size : 0;
 }
 
 size_t txn_pool_min_size(const txn_pool_opts *opts)
@@ -667,7 +682,7 @@ int txn_alloc(txn *tx, size_t n, txn_obj **out)
         return rc;
     if (!out || n == 0)
         return TXN_E_INVAL;
-    if (n > tx->p->size)
+    if (n > tx->p->max_size)
         return TXN_E_NOSPACE;
     rc = eng_alloc(tx, n, out);
     if (!rc && tx->hot.ways) { /* R1: the block's new life */

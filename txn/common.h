@@ -66,8 +66,15 @@ int pool_birth_publish(struct pool_birth *b);
  * fd is the caller's. */
 void pool_birth_end(struct pool_birth *b, int abandon);
 
-/* The first 8 bytes of a pool of pmtx's own format (pool.h). */
+/* The first 8 bytes of a pool of pmtx's own format (format/pool.h), the
+ * bytes of its header, and where in it the header names the engine
+ * (POOL_ENGINE_MAX bytes, NUL-terminated unless full): what another
+ * format's inspection (pmdk's) may read of such a file. pool.h checks
+ * them against struct pool_hdr. */
 #define POOL_MAGIC 0x31585448544d5050ull /* "PPMTHTX1" */
+#define POOL_HDR_SIZE 4096u
+#define POOL_ENGINE_OFF 80u
+#define POOL_ENGINE_MAX 16u
 
 /* A deferred action (txn_defer). */
 struct tx_defer {

@@ -6,18 +6,20 @@
  *                 Checks arguments and bounds, owns the pool handle, the
  *                 per-thread contexts (ctxreg.h), the root and meta objects
  *                 of a new pool, deferred actions and statistics.
- *   eng_pool_*    the pool format: a pool file on media. txn/pool.c (with
+ *   eng_pool_*    the pool format: a pool file on media. txn/format/ (pool.c,
  *                 alloc.c, log.c, tx.c) is pmtx's own format, linked into
  *                 every engine that does not bring one; an engine with a
  *                 format of its own (pmdk: a libpmemobj pool) defines every
  *                 eng_pool_* call itself and links none of those files.
  *   eng_*         the logging technique: transactions on objects.
  *
- * What an engine may include from txn/: this file (and through it tx.h,
- * pool.h, log.h, alloc.h, util.h, common.h), persist.h for every store,
- * flush and fence, atomics.h, and addrmap.h. Nothing else: the front end's
- * ctxreg.h and the crash simulator's trace hooks are not an engine's
- * business.
+ * What an engine may include from txn/: this file (and through it
+ * handle.h, common.h, util.h), persist.h for every store, flush and fence,
+ * atomics.h, and addrmap.h. Nothing else: the front end's ctxreg.h, the
+ * crash simulator's trace hooks and the pool format's headers
+ * (txn/format/) are not an engine's business; the engines that log in
+ * pmtx's format still include its format.h until engine.h offers what
+ * they use (docs/format.md).
  *
  * How the engines map onto txn.h (one API, no engine-specific calls):
  *
@@ -73,7 +75,12 @@
 
 #include <stddef.h>
 
-#include "tx.h"
+#include "common.h"
+#include "handle.h"
+
+/* pmtx's format's log records, named by its recovery calls below. */
+struct slot_hdr;
+struct log_rec;
 
 /* The engine's name (txn_engine_name()), as its CMakeLists.txt declares
  * it (PMTX_ENGINE_NAME). */
@@ -83,17 +90,24 @@ extern const char eng_name[];
  * transaction versions are skipped otherwise. */
 extern const int eng_persistent;
 
-/* ---- the pool format (txn/pool.c, or the engine's own) */
+/* ---- the pool format (txn/format/, or the engine's own) */
 
 /* txn_pool_opts with the defaults applied and the front end's checks
  * passed (threads in 1..TXN_MAX_THREADS). What else a value may be is the
  * format's to check (TXN_E_INVAL). */
 struct pool_params {
-    size_t size;      /* bytes of the file */
+    size_t size;      /* bytes the pool starts with */
+    size_t max_size;  /* bytes it may grow to (>= size) */
     size_t root_size; /* payload bytes of the root object */
     unsigned threads; /* contexts in transactions at once */
     size_t log_size;  /* bytes of a context's first log chunk */
 };
+
+/* Bytes of the format's part of a pool handle and of a context (struct
+ * fmt_pool, struct fmt_tx: handle.h's POOL_FMT, TX_FMT), which the front
+ * end allocates, zeroed, right after each; 0 for none. */
+extern const size_t eng_pool_fmt_size;
+extern const size_t eng_tx_fmt_size;
 
 /* Create the pool file `file` (a full path; it must not exist) for
  * `layout` and fill `p` (zeroed by the caller but for the front end's
@@ -205,7 +219,7 @@ void eng_abort(struct txn *tx);
 /* txn_sync(): wait until every committed transaction is durable. */
 int eng_sync(txn_pool *p);
 
-/* ---- recovery, called by txn/pool.c only (pmtx's format) */
+/* ---- recovery, called by txn/format/pool.c only (pmtx's format) */
 
 /* Recovery of one slot's last transaction, given its valid records in log
  * order. Must be idempotent (a crash during recovery recovers again), and
@@ -225,9 +239,165 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r);
 /* Recovery of logs that are not log.c's (redo1 writes its own into the
  * slots' segment chains): after the slots' records were recovered, before
  * the allocator is opened. Must leave what it recovered durable, add the
- * slots it settled to p->recovered_slots, and check everything it relies
- * on before writing anything (TXN_E_CORRUPT, with pool_problem()). The
- * default has nothing to do. */
+ * slots it settled to the format's count (recovered_slots), and check
+ * everything it relies on before writing anything (TXN_E_CORRUPT, with
+ * pool_problem()). The default has nothing to do. */
 int eng_recover_logs(txn_pool *p);
+
+/* ---- what pmtx's format (txn/format/) offers the engines that log in it;
+ * an engine with a format of its own calls none of it */
+
+/* Config shared by engines, read once from the environment. */
+struct txn_config {
+    int alloc_eager; /* TXN_ALLOC_EAGER=1: the paper's cleanup barriers */
+    int log_batch;   /* TXN_LOG_BATCH=0: log and fence at each write (the
+                        papers); default 1: txn_open(TXN_RW) logs the whole
+                        object and the records of a batch share one fence */
+};
+extern struct txn_config txn_cfg;
+
+/* A block allocated or freed by the running transaction. */
+struct tx_block {
+    void *blk;
+    size_t size; /* usable bytes */
+};
+
+/* Reserve a block for the transaction and remember it (volatile). */
+int tx_reserve(struct txn *tx, size_t n, struct tx_block *out);
+
+/* Give back the newest block tx_reserve() returned, when a later step of
+ * the same allocation failed: else the transaction would commit it
+ * allocated and unreachable. */
+void tx_unreserve(struct txn *tx);
+
+/* Remember a block to free at commit; TXN_E_INVAL if it is not a block
+ * that is allocated (persistently or by this transaction) or is freed
+ * twice. */
+int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out);
+
+/* Forget the newest block tx_mark_free() took, when a later step of the
+ * same free failed. */
+void tx_unmark_free(struct txn *tx);
+
+/* Is blk reserved by this transaction? */
+int tx_is_new(const struct txn *tx, const void *blk);
+
+/* Set the allocator's persistent bit of every block the transaction
+ * reserved and clear that of every block it freed, then flush them if
+ * `flush`; never fenced. Nothing when it has neither. */
+void tx_apply_allocs(struct txn *tx, int flush);
+
+/* The inverse of tx_apply_allocs(tx, 1), block by block, each flushed:
+ * a rollback of allocator bits already applied. */
+void tx_unapply_allocs(struct txn *tx);
+
+/* Flush every block the transaction allocated (their contents, written in
+ * place, become durable at the engine's next barrier). */
+void tx_flush_new_blocks(struct txn *tx);
+
+/* Usable size of the block starting at `blk`, or 0 if `blk` is not the
+ * start of a block of the heap. `live` also requires its persistent bit. */
+size_t alloc_block_size(txn_pool *p, const void *blk, int live);
+
+/* The kinds of records an engine appends to its slot's log (the values
+ * are on media, in the format's records). */
+enum log_type {
+    LOG_DATA = 1,   /* bytes at addr: old (undo) or new (redo) */
+    LOG_ALLOC = 2,  /* block at addr of aux bytes was allocated */
+    LOG_FREE = 3,   /* block at addr of aux bytes was freed */
+    LOG_OBJ = 5,    /* object at addr opened for writing; aux: its copy */
+};
+
+/* Largest payload of one record; engines split larger ranges. */
+#define LOG_MAX_PAYLOAD (16u * 1024u)
+
+/* Append a record of the running transaction (its version) to the
+ * context's log, not flushed (tx_log_flush); the payload is copied from
+ * `src` (NULL when len is 0). Growing the log into a new chunk costs one
+ * barrier. Returns 0 and, when `out`, the record (tx_rec_get reads it),
+ * or TXN_E_NOSPACE. */
+int tx_log(struct txn *tx, uint32_t type, uint64_t addr, uint64_t aux, const void *src,
+           uint32_t len, struct log_rec **out);
+
+/* Flush what was appended since the last flush (no fence). */
+void tx_log_flush(struct txn *tx);
+
+/* Record the log's tail hint after a barrier (stored and flushed, not
+ * fenced). */
+void tx_log_set_tail(struct txn *tx);
+
+/* Bytes appended to the context's log by the running transaction. */
+size_t tx_log_used(const struct txn *tx);
+
+/* Append one ALLOC or FREE record for b (flushed, not fenced). */
+int tx_log_block(struct txn *tx, uint32_t type, const struct tx_block *b);
+
+/* Append an ALLOC record per reserved block and a FREE record per freed
+ * one (flushed, not fenced). */
+int tx_log_allocs(struct txn *tx);
+
+/* A slot's transaction state: with the version, one 8-byte word on media
+ * (the format's), so that no crash can pair a state with another
+ * transaction. */
+#define SLOT_IDLE 0u
+#define SLOT_COMMITTED 1u
+
+/* Store the context's slot state word (the running transaction's version,
+ * SLOT_*) and persist it: one barrier. The single 8-byte store is what
+ * makes a commit durable. */
+void tx_set_state(struct txn *tx, unsigned state);
+
+/* Recovery: the slot's state if its word is that of transaction
+ * `version` (SLOT_*), else -1. */
+int tx_slot_state(const struct slot_hdr *slot, uint64_t version);
+/* The same, but the word's state bits whatever they are. */
+int tx_slot_bits(const struct slot_hdr *slot, uint64_t version);
+
+/* A record as recovery reads it (the format's record, not its layout). */
+struct tx_rec {
+    uint64_t version; /* of its transaction */
+    uint32_t type;    /* enum log_type */
+    uint32_t len;     /* payload bytes */
+    uint64_t addr;
+    uint64_t aux;
+    const void *payload;
+};
+void tx_rec_get(const struct log_rec *r, struct tx_rec *out);
+/* Whether r still holds the record the running transaction appended (its
+ * sentinel and version): debug checks that nothing wrote over the log. */
+int tx_rec_current(const struct txn *tx, const struct log_rec *r);
+
+/* Recovery helpers for ALLOC/FREE records: redo or roll back one. */
+void tx_redo_alloc_rec(txn_pool *p, const struct log_rec *r);
+void tx_undo_alloc_rec(txn_pool *p, const struct log_rec *r);
+int tx_alloc_rec_valid(txn_pool *p, const struct log_rec *r);
+/* The common record check of a log of in-place ranges and allocator
+ * records: a DATA record's range lies in the pool, an ALLOC/FREE record
+ * names a real allocator block; anything else is corrupt. */
+int tx_rec_valid(txn_pool *p, const struct log_rec *r);
+
+/* Validate an ALLOC/FREE record's block before recovery applies it: a
+ * block boundary of a run of its class, whatever the chunk is now (a run
+ * whose format was not durable yet, or one that became FREE and was taken
+ * for something else since: alloc_apply() leaves such a block alone). */
+int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size);
+
+/* Whether [a, a + n) lies in the pool's heap. */
+int tx_pool_contains(txn_pool *p, const void *a, size_t n);
+
+/* The pool's count of opens so far: it tags volatile-only fields an
+ * engine keeps in objects (cow: the writer of a wrapper). */
+uint64_t tx_pool_boot(txn_pool *p);
+
+/* Blocks the running transaction reserved and freed so far. */
+size_t tx_block_count(const struct txn *tx);
+
+/* Payload bytes of an object that is a heap block with `hdr` bytes of
+ * engine header in front of its payload; 0 if it is no block. */
+static inline size_t tx_block_payload(txn_pool *p, const void *o, size_t hdr)
+{
+    size_t s = alloc_block_size(p, o, 0);
+    return s > hdr ? s - hdr : 0;
+}
 
 #endif

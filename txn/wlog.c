@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tx.h"
+#include "handle.h"
 
 /* The inline paths append a word entry (2 words) while wl < wl_end. */
 static void publish(struct txn *tx, struct wlog *l, size_t used)

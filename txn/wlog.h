@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tx.h"
+#include "handle.h"
 #include "txn.h"
 
 #define WL_RANGE TXN__WL_RANGE

@@ -67,9 +67,16 @@ const char eng_name[] = PMTX_ENGINE_NAME;
 const int eng_inlines = 1;
 const int eng_persistent = 1;
 
+/* A DATA record of the running transaction and the range it saved. */
+struct urec {
+    struct log_rec *r;
+    char *a;
+    size_t len;
+};
+
 struct undo_tx {
-    struct vec recs;       /* struct log_rec *: DATA records: the ranges
-                              to flush at commit, to restore at abort */
+    struct vec recs;       /* struct urec: DATA records: the ranges to
+                              flush at commit, to restore at abort */
     struct addrmap logged; /* range start -> longest length logged */
     struct addrmap whole;  /* objects logged whole by txn_open(TXN_RW) */
     const void *opened;    /* the last of them: txn_open's way fill asks
@@ -95,7 +102,7 @@ int eng_tx_init(struct txn *tx)
         free(u);
         return TXN_E_NOMEM;
     }
-    vec_init(&u->recs, sizeof(struct log_rec *));
+    vec_init(&u->recs, sizeof(struct urec));
 #ifndef NDEBUG
     vec_init(&u->before, 1);
 #endif
@@ -133,10 +140,10 @@ static void reset(struct txn *tx, struct undo_tx *u)
 /* U1, U2: the records appended so far durable, then the tail hint. */
 static void fence_records(struct txn *tx)
 {
-    log_flush(&tx->log);
+    tx_log_flush(tx);
     pm_barrier();
     tx->hot.gate = 0;
-    log_set_tail(&tx->log, tx->version);
+    tx_log_set_tail(tx);
 }
 
 /* Records of [a, a+n), one per LOG_MAX_PAYLOAD piece, not fenced. */
@@ -145,12 +152,11 @@ static int append_old(struct txn *tx, struct undo_tx *u, char *a, size_t n)
     for (size_t done = 0; done < n;) {
         uint32_t len = (uint32_t)(n - done < LOG_MAX_PAYLOAD ? n - done : LOG_MAX_PAYLOAD);
         struct log_rec *r;
-        int rc = log_append(&tx->log, tx->version, LOG_DATA,
-                            (uint64_t)(uintptr_t)(a + done), 0, a + done, len, &r);
-        struct log_rec **slot = rc ? NULL : vec_push(&u->recs);
+        int rc = tx_log(tx, LOG_DATA, (uint64_t)(uintptr_t)(a + done), 0, a + done, len, &r);
+        struct urec *slot = rc ? NULL : vec_push(&u->recs);
         if (rc || !slot)
             return rc ? rc : TXN_E_NOMEM;
-        *slot = r;
+        *slot = (struct urec){r, a + done, len};
 #ifndef NDEBUG
         if (!vec_reserve(&u->before, u->before.n + len)) { /* else: not checked */
             memcpy((char *)u->before.a + u->before.n, a + done, len);
@@ -253,24 +259,18 @@ int eng_free(struct txn *tx, txn_obj *o)
 static void rollback(struct txn *tx, struct undo_tx *u, int bits)
 {
     for (size_t i = u->recs.n; i-- > 0;) {
-        struct log_rec *r = *(struct log_rec **)vec_at(&u->recs, i);
-        pm_memcpy((void *)(uintptr_t)r->addr, log_payload(r), r->len);
-        pm_flush((void *)(uintptr_t)r->addr, r->len);
+        const struct urec *e = vec_at(&u->recs, i);
+        struct tx_rec r;
+        tx_rec_get(e->r, &r);
+        pm_memcpy(e->a, r.payload, e->len);
+        pm_flush(e->a, e->len);
     }
-    if (bits) {
-        for (size_t i = 0; i < tx->allocs.n; i++) {
-            struct tx_block *b = vec_at(&tx->allocs, i);
-            alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, 1);
-        }
-        for (size_t i = 0; i < tx->frees.n; i++) {
-            struct tx_block *b = vec_at(&tx->frees, i);
-            alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 1);
-        }
-    }
+    if (bits)
+        tx_unapply_allocs(tx);
     if (u->recs.n)
         pm_barrier(); /* restored data durable before the log goes */
-    if (tx->log.used) /* U6: settled, whatever its records look like */
-        tx_set_state(tx->slot, tx->version, SLOT_IDLE);
+    if (tx_log_used(tx)) /* U6: settled, whatever its records look like */
+        tx_set_state(tx, SLOT_IDLE);
     reset(tx, u);
 }
 
@@ -287,12 +287,14 @@ static void assert_rollback(struct txn *tx, struct undo_tx *u)
         return; /* out of memory for the copies */
     const char *b = u->before.a;
     for (size_t i = 0; i < u->recs.n; i++) {
-        struct log_rec *r = *(struct log_rec **)vec_at(&u->recs, i);
-        assert(r->sentinel == LOG_SENTINEL && r->version == tx->version &&
-               r->type == LOG_DATA && "U1: a record was written over before the commit");
-        assert(!memcmp(log_payload(r), b, r->len) &&
+        const struct urec *e = vec_at(&u->recs, i);
+        struct tx_rec r;
+        tx_rec_get(e->r, &r);
+        assert(tx_rec_current(tx, e->r) && r.type == LOG_DATA &&
+               "U1: a record was written over before the commit");
+        assert(!memcmp(r.payload, b, r.len) &&
                "U1: rolling back does not give the bytes from before the transaction");
-        b += r->len;
+        b += r.len;
     }
 }
 #endif
@@ -300,31 +302,31 @@ static void assert_rollback(struct txn *tx, struct undo_tx *u)
 int eng_commit(struct txn *tx)
 {
     struct undo_tx *u = tx->eng;
-    int allocs = tx->allocs.n || tx->frees.n;
+    int allocs = tx_block_count(tx) != 0;
     if (!u->recs.n && !allocs)
         return 0; /* read-only: nothing to make durable */
     int eager = txn_cfg.alloc_eager && allocs;
 #ifndef NDEBUG
     assert_rollback(tx, u);
 #endif
-    log_flush(&tx->log); /* ALLOC/FREE records */
+    tx_log_flush(tx); /* ALLOC/FREE records */
     if (!eager && allocs) {
         if (tx->hot.gate)
             pm_barrier(); /* (0) U4 */
         tx_apply_allocs(tx, 1);
     }
     for (size_t i = 0; i < u->recs.n; i++) {
-        struct log_rec *r = *(struct log_rec **)vec_at(&u->recs, i);
-        pm_flush((void *)(uintptr_t)r->addr, r->len);
+        const struct urec *e = vec_at(&u->recs, i);
+        pm_flush(e->a, e->len);
     }
     tx_flush_new_blocks(tx);
     pm_barrier(); /* (1) U3, U4 */
     /* (2) the commit record: eager mode still owes the allocator bits */
-    tx_set_state(tx->slot, tx->version, eager ? SLOT_COMMITTED : SLOT_IDLE);
+    tx_set_state(tx, eager ? SLOT_COMMITTED : SLOT_IDLE);
     if (eager) {
         tx_apply_allocs(tx, 1);
         pm_barrier();                                /* (3) */
-        tx_set_state(tx->slot, tx->version, SLOT_IDLE); /* (4) */
+        tx_set_state(tx, SLOT_IDLE); /* (4) */
     }
     reset(tx, u);
     return 0;
@@ -342,21 +344,26 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r)
 
 int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
 {
-    if (slot->state >> 2 == recs[0]->version) {
+    struct tx_rec r;
+    tx_rec_get(recs[0], &r);
+    int bits = tx_slot_bits(slot, r.version);
+    if (bits >= 0) {
         /* committed (U7): only an eager commit may still owe its bits */
-        if ((slot->state & 3) == SLOT_COMMITTED)
-            for (size_t i = 0; i < n; i++)
-                if (recs[i]->type == LOG_ALLOC || recs[i]->type == LOG_FREE)
+        if (bits == SLOT_COMMITTED)
+            for (size_t i = 0; i < n; i++) {
+                tx_rec_get(recs[i], &r);
+                if (r.type == LOG_ALLOC || r.type == LOG_FREE)
                     tx_redo_alloc_rec(p, recs[i]);
+            }
         return 0;
     }
     for (size_t i = n; i-- > 0;) {
-        struct log_rec *r = recs[i];
-        if (r->type == LOG_DATA) {
-            pm_memcpy((void *)(uintptr_t)r->addr, log_payload(r), r->len);
-            pm_flush((void *)(uintptr_t)r->addr, r->len);
-        } else if (r->type == LOG_ALLOC || r->type == LOG_FREE) {
-            tx_undo_alloc_rec(p, r);
+        tx_rec_get(recs[i], &r);
+        if (r.type == LOG_DATA) {
+            pm_memcpy((void *)(uintptr_t)r.addr, r.payload, r.len);
+            pm_flush((void *)(uintptr_t)r.addr, r.len);
+        } else if (r.type == LOG_ALLOC || r.type == LOG_FREE) {
+            tx_undo_alloc_rec(p, recs[i]);
         }
     }
     return 0;

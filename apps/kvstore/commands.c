@@ -574,10 +574,11 @@ static void info_memory(struct info_text *t, const struct kv_info *ki)
              "# Memory\r\n"
              "used_memory:%llu\r\n"
              "pool_size:%zu\r\n"
+             "pool_max_size:%zu\r\n"
              "hash_buckets:%llu\r\n"
              "hash_resizing:%d\r\n",
-             (unsigned long long)ki->bytes, ki->pool_size, (unsigned long long)ki->buckets,
-             ki->resizing);
+             (unsigned long long)ki->bytes, ki->pool_size, ki->pool_max_size,
+             (unsigned long long)ki->buckets, ki->resizing);
 }
 
 /* The engine and how replies wait for durability, then Redis's own fields

@@ -41,7 +41,9 @@ static void usage(FILE *f)
             "  --max-query BYTES  largest request (default max(64M, 2 * max-value))\n"
             "  --max-clients N    connections served at once (default 10000; lowered,\n"
             "                     with a warning, to fit the open file limit)\n"
-            "  --pool-size BYTES  size of a new pool (default 256M)\n"
+            "  --pool-size BYTES  the most a new pool grows to (default 256M)\n"
+            "  --pool-start BYTES what a new pool starts with (default 4M, or what its\n"
+            "                     threads' logs need); it grows as keys come\n"
             "  --resize-step N    old buckets each write moves while the table grows\n"
             "                     (default 8; fewer spread a resize over more writes)\n"
             "  --check            verify the store, print a summary, exit 0 or 1\n",
@@ -77,7 +79,7 @@ static void raise_fd_limit(void)
 /* What the command line sets besides the server's own settings (srv). */
 struct options {
     const char *pool;
-    unsigned long long max_value, max_query, pool_size;
+    unsigned long long max_value, max_query, pool_size, pool_start;
     unsigned resize_step;
     int check;
 };
@@ -87,13 +89,15 @@ struct options {
 static int parse_args(int argc, char **argv, struct options *o)
 {
     enum { O_POOL = 1, O_UNIX, O_PORT, O_THREADS, O_IO, O_ACK, O_MAXVAL, O_MAXQ,
-           O_MAXCLI, O_PSIZE, O_STEP, O_CHECK, O_SPIN, O_HELP, O_MCPORT, O_MCUNIX, O_MAXMEM };
+           O_MAXCLI, O_PSIZE, O_STEP, O_CHECK, O_SPIN, O_HELP, O_MCPORT, O_MCUNIX, O_MAXMEM,
+           O_PSTART };
     static const struct option opts[] = {
         {"pool", 1, 0, O_POOL},          {"unix", 1, 0, O_UNIX},
         {"port", 1, 0, O_PORT},          {"threads", 1, 0, O_THREADS},
         {"io", 1, 0, O_IO},              {"ack", 1, 0, O_ACK},
         {"max-value", 1, 0, O_MAXVAL},   {"max-query", 1, 0, O_MAXQ},
         {"max-clients", 1, 0, O_MAXCLI}, {"pool-size", 1, 0, O_PSIZE},
+        {"pool-start", 1, 0, O_PSTART},
         {"resize-step", 1, 0, O_STEP},   {"check", 0, 0, O_CHECK},
         {"spin-us", 1, 0, O_SPIN},       {"help", 0, 0, O_HELP},
         {"memcached-port", 1, 0, O_MCPORT}, {"memcached-unix", 1, 0, O_MCUNIX},
@@ -129,6 +133,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             srv.max_clients = (unsigned)n;
             break;
         case O_PSIZE: bad = parse_size(optarg, &o->pool_size); break;
+        case O_PSTART: bad = parse_size(optarg, &o->pool_start); break;
         case O_STEP:
             bad = parse_size(optarg, &n) || n < 1 || n > 1u << 20;
             o->resize_step = (unsigned)n;
@@ -179,7 +184,7 @@ static int open_store(const struct options *o)
     /* log slots: one per worker, or per client thread, plus the main
      * thread and resizes started from any of them */
     unsigned slots = srv.io == IO_THREADS ? srv.max_clients + 4 : srv.threads + 4;
-    struct kv_opts ko = {.pool_size = o->pool_size,
+    struct kv_opts ko = {.pool_size = o->pool_size, .pool_start = o->pool_start,
                          .threads = slots < 64 ? 64 : slots > 1024 ? 1024 : slots,
                          .resize_step = o->resize_step, .no_create = o->check,
                          .view = o->check,

@@ -591,7 +591,7 @@ static const char *const stat_names[MC_STATS] = {
 static uint64_t mc_maxbytes(const struct kv_info *ki)
 {
     uint64_t limit = atomic_load(&srv.max_memory);
-    return limit ? limit : ki->pool_size;
+    return limit ? limit : ki->pool_max_size;
 }
 
 static void mc_stats_general(struct conn *c)

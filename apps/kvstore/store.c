@@ -113,6 +113,7 @@
 #define INLINE_MAX 256
 #define PIECE 65536 /* bytes of a full piece of a pieced string (version 4):
                        one allocator chunk (docs/kvstore.md, section 19a) */
+#define POOL_START ((size_t)4 << 20) /* a new pool's first size: kv_opts.pool_start */
 #define MIGRATE_SCAN 8 /* default of kv_opts.resize_step */
 #define WORDS (STRIPES / 64)
 #define REF_BITS 20 /* kv_evict's CLOCK: 2^20 slices of the hash space */
@@ -188,7 +189,6 @@ struct kv_store {
     int own;       /* kv_open opened p: kv_close closes it */
     int (*commit)(txn *tx, void *arg); /* kv_opts.commit, or NULL */
     void *commit_arg;
-    size_t pool_size;
     struct stripe_lock lock[STRIPES];
     struct view v;
     pthread_mutex_t resize; /* one resize start or finish at a time */
@@ -1883,7 +1883,7 @@ void kv_info(kv_store *s, struct kv_info *out)
     out->bytes = atomic_load(&s->bytes);
     out->buckets = (uint64_t)1 << atomic_load(&s->bits);
     out->resizing = (int)atomic_load(&s->resizing);
-    out->pool_size = s->pool_size;
+    txn_pool_size(s->p, &out->pool_size, &out->pool_max_size);
 }
 
 uint64_t kv_key_version(kv_store *s, struct kv_slice key)
@@ -2020,15 +2020,6 @@ static int load(kv_store *s)
     return 0;
 }
 
-static size_t file_size(const char *path)
-{
-    char full[PATH_MAX];
-    struct stat st;
-    if (txn_pool_path(path, full, sizeof full) || stat(full, &st))
-        return 0;
-    return (size_t)st.st_size;
-}
-
 int kv_adopt(txn_pool *p, txn_obj *root, const struct kv_opts *opt, kv_store **out)
 {
     kv_store *s = aligned_alloc(64, (sizeof *s + 63) & ~(size_t)63);
@@ -2061,8 +2052,15 @@ int kv_open(const char *path, const struct kv_opts *opt, kv_store **out)
     why_rc = 0;
     int rc = opt->view ? txn_pool_view(path, LAYOUT, &p) : txn_pool_open(path, LAYOUT, &p);
     if (rc == TXN_E_NOENT && !opt->no_create && !opt->view) {
-        txn_pool_opts po = {.size = opt->pool_size, .root_size = ROOT_SIZE,
-                            .threads = opt->threads};
+        /* small, growing as keys come, up to pool_size */
+        txn_pool_opts po = {.size = opt->pool_start, .root_size = ROOT_SIZE,
+                            .threads = opt->threads, .max_size = opt->pool_size};
+        txn_pool_opts lo = {.root_size = ROOT_SIZE, .threads = opt->threads};
+        size_t least = txn_pool_min_size(&lo);
+        if (!po.size)
+            po.size = least > POOL_START ? least : POOL_START;
+        if (po.size > po.max_size)
+            po.size = po.max_size;
         rc = txn_pool_create(path, LAYOUT, &po, &p);
     }
     if (rc)
@@ -2072,7 +2070,6 @@ int kv_open(const char *path, const struct kv_opts *opt, kv_store **out)
         return rc;
     }
     (*out)->own = 1;
-    (*out)->pool_size = file_size(path);
     return 0;
 }
 

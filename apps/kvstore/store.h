@@ -26,7 +26,10 @@ struct kv_slice {
 };
 
 struct kv_opts {
-    size_t pool_size;     /* for a new pool */
+    size_t pool_size;     /* the most a new pool grows to */
+    size_t pool_start;    /* what a new pool starts with (0: 4 MiB, or the
+                             least its threads' logs need; at most
+                             pool_size) */
     unsigned threads;     /* log slots for a new pool */
     unsigned resize_step; /* old buckets each write moves during a resize,
                              besides its own key's (0: 8) */
@@ -57,7 +60,7 @@ int kv_open(const char *path, const struct kv_opts *o, kv_store **out);
 /* Open the store whose root is `root`, an object of the open pool p of
  * at least KV_ROOT_SIZE bytes: all zero, it gets a new, empty store (in
  * one transaction). Of `o`, only resize_step, view, no_refs and commit
- * are read. kv_close leaves p open; kv_info's pool_size is 0. Errors as
+ * are read. kv_close leaves p open; kv_info's pool sizes are p's. Errors as
  * kv_open's after the pool opened: TXN_E_CORRUPT, TXN_E_LAYOUTVER
  * (kv_strerror). */
 int kv_adopt(txn_pool *p, txn_obj *root, const struct kv_opts *o, kv_store **out);
@@ -198,7 +201,8 @@ struct kv_info {
     uint64_t bytes;
     uint64_t buckets;
     int resizing;
-    size_t pool_size;
+    size_t pool_size;     /* bytes the pool has now */
+    size_t pool_max_size; /* the most it may grow to */
     uint64_t evictions; /* keys kv_evict deleted since the store opened */
 };
 void kv_info(kv_store *s, struct kv_info *out);

@@ -88,8 +88,7 @@ int eng_free(struct txn *tx, txn_obj *o)
 int eng_commit(struct txn *tx)
 {
     struct none_tx *t = tx->eng;
-    if (tx->allocs.n || tx->frees.n)
-        tx_apply_allocs(tx, 0);
+    tx_apply_allocs(tx, 0);
     wlog_rewind(tx, &t->wl);
     return 0;
 }

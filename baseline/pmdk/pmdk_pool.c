@@ -51,6 +51,10 @@
 #define DEF_THREADS 64u /* of a pool made elsewhere, without struct meta */
 #define DEF_ROOT 64u
 
+/* Its state is the engine's (p->eng, tx->eng): no part for a format. */
+const size_t eng_pool_fmt_size = 0;
+const size_t eng_tx_fmt_size = 0;
+
 int st_move(txn_pool *p, uint64_t off, unsigned from, unsigned to)
 {
     unsigned sh;
@@ -438,6 +442,7 @@ static int pool_start(txn_pool *p, PMEMobjpool *pop, size_t size, unsigned new_t
     d->pop = pop;
     p->base = (char *)pop;
     p->size = size;
+    p->max_size = size; /* libpmemobj's pools do not grow */
     size_t words = (size / GRAIN + 31) / 32;
     int rc = check_heap((const unsigned char *)pop, size);
     if (!rc) /* read_meta's root sets it when there is no object */
@@ -481,7 +486,9 @@ size_t eng_pool_min_size(const struct pool_params *o)
 int eng_pool_create(txn_pool *p, const char *file, const char *layout,
                     const struct pool_params *o)
 {
-    size_t size = o->size, min = eng_pool_min_size(o);
+    /* libpmemobj's pools do not grow: one that may grow is made at its
+     * maximum at once */
+    size_t size = o->max_size > o->size ? o->max_size : o->size, min = eng_pool_min_size(o);
     if (size < min)
         return REFUSE(TXN_E_INVAL, "pool size %zu: at least %zu bytes for the pmdk engine", size,
                       min);
@@ -687,11 +694,13 @@ int eng_pool_inspect(const char *file, txn_pool_info *info)
     if (!f)
         return TXN_E_NOMEM;
     int rc = read_prefix(file, NULL, f);
-    const struct pool_hdr *pmtx = (const struct pool_hdr *)f->b; /* a pmtx pool's */
+    /* a pmtx pool's header names its engine (common.h) */
+    int pmtx = f->n >= POOL_HDR_SIZE && get64(f->b, 0) == POOL_MAGIC;
     snprintf(info->format, sizeof info->format, "libpmemobj");
-    snprintf(info->engine, sizeof info->engine, "%.15s",
-             f->n >= sizeof *pmtx && pmtx->magic == POOL_MAGIC ? pmtx->engine : eng_name);
+    snprintf(info->engine, sizeof info->engine, "%.*s", (int)POOL_ENGINE_MAX - 1,
+             pmtx ? (const char *)f->b + POOL_ENGINE_OFF : eng_name);
     info->size = f->file_size;
+    info->max_size = f->file_size; /* libpmemobj's pools do not grow */
     const unsigned char *d = f->b + PM_DSC;
     uint64_t heap_off = 0;
     if (!rc) {

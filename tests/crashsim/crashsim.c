@@ -50,7 +50,8 @@ static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix,
                                                    &wl_sparse, &wl_migrate, &wl_extend,
                                                    &wl_masstree, &wl_sqlite, &wl_kv,
                                                    &wl_shared, &wl_masstree_shared,
-                                                   &wl_kv_shared, &wl_churn, &wl_kv_reserve};
+                                                   &wl_kv_shared, &wl_churn, &wl_kv_reserve,
+                                                   &wl_churn_grow};
 
 /* ---- the oracle. Each thread calls txn_sync() after every
  * `sync_every` commits (a no-op for engines durable at commit, which run
@@ -648,7 +649,10 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     fixed_random.seed = seed ^ 0x3c6ef372fe94f82bull;
     txn_pool_opts o = {.size = sim_pool_size(w->pool_size, parts, threads),
                        .root_size = 8 * SIM_THREADS,
-                       .threads = (unsigned)threads + 1};
+                       .threads = (unsigned)threads + 1,
+                       .max_size = w->flags & WL_GROWS
+                                       ? WL_GROWTH * sim_pool_size(w->pool_size, parts, threads)
+                                       : 0};
     txn_pool *p;
     int rc = txn_pool_create(name, "crashsim", &o, &p);
     if (rc) {

@@ -57,11 +57,14 @@ struct workload {
  * read_back are called for t = 0 only, and sim_commit takes every
  * thread's commit into that order. */
 #define WL_SHARED 4u
+/* Its pool starts at pool_size and may grow to WL_GROWTH times that. */
+#define WL_GROWS 8u
+#define WL_GROWTH 3u
 
 extern const struct workload wl_slots, wl_list, wl_mix, wl_migrate, wl_extend;
 extern const struct workload wl_masstree, wl_masstree_shared; /* masstree.c */
 extern const struct workload wl_shared;   /* wl_shared.c */
-extern const struct workload wl_churn;    /* wl_churn.c */
+extern const struct workload wl_churn, wl_churn_grow; /* wl_churn.c */
 /* Built for incll only (weak: NULL elsewhere): wl_leaf.c, wl_sparse.c. */
 extern const struct workload wl_leaf __attribute__((weak));
 extern const struct workload wl_sparse __attribute__((weak));

@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "pool.h"
 #include "sim.h"
+#include "trace.h"
 
 size_t sim_pool_size(size_t size, int parts, int threads)
 {
@@ -15,10 +16,13 @@ size_t sim_pool_size(size_t size, int parts, int threads)
     return size * (size_t)parts;
 }
 
+/* The pool's whole range, up to what it may grow to; what is mapped of
+ * it follows p->size. */
 int sim_region(txn_pool *p, void **base, size_t *size)
 {
     *base = p->base;
-    *size = p->size;
+    *size = p->max_size;
+    trace_set_live(&p->size);
     return 0;
 }
 

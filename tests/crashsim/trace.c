@@ -44,6 +44,20 @@ static void detach_locked(void)
     trace_events_reset();
 }
 
+static const size_t *live_size; /* trace_set_live */
+
+void trace_set_live(const size_t *live)
+{
+    live_size = live;
+}
+
+/* The bytes of the region that memory holds now. */
+static size_t live_bytes(void)
+{
+    size_t n = live_size ? __atomic_load_n(live_size, __ATOMIC_ACQUIRE) : tr.size;
+    return n < tr.size ? n : tr.size;
+}
+
 /* Under the lock stores are traced under: an engine's own thread (incll's
  * epoch thread) may store at any time, and must find the model whole or
  * absent, never half built or half freed. */
@@ -63,7 +77,10 @@ int trace_attach(void *base, size_t size, const void *durable)
         detach_locked();
         rc = -1;
     } else {
-        memcpy(tr.durable, durable ? durable : base, size);
+        if (durable) /* trace_buf_alloc's pages read zero */
+            memcpy(tr.durable, durable, size);
+        else
+            memcpy(tr.durable, base, live_bytes());
         memcpy(tr.view, tr.durable, size);
     }
     trace_unlock();
@@ -209,9 +226,9 @@ size_t trace_audit(const char *where)
 {
     if (!tr.base)
         return 0;
-    size_t bad = 0;
-    for (size_t pos = 0; pos < tr.size; pos += LINE) {
-        size_t len = tr.size - pos < LINE ? tr.size - pos : LINE;
+    size_t bad = 0, live = live_bytes();
+    for (size_t pos = 0; pos < live; pos += LINE) {
+        size_t len = live - pos < LINE ? live - pos : LINE;
         if (!memcmp(tr.view + pos, tr.base + pos, len))
             continue;
         for (size_t w = pos; w < pos + len; w += 8) {

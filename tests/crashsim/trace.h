@@ -29,8 +29,15 @@ void trace_fence(void);
 typedef void (*trace_event_fn)(uint64_t event, void *arg);
 
 /* Start tracing [base, base+size), whose persisted contents are `durable`
- * (copied; NULL: the region's current contents). */
+ * (copied; NULL: the region's current contents, its bytes past the part
+ * mapped now reading zero: trace_set_live). */
 int trace_attach(void *base, size_t size, const void *durable);
+
+/* Of the region, the bytes mapped now, at *live (read at each attach and
+ * audit; NULL: all of it): a pool that grows maps more of its range as it
+ * goes, the rest reads zero until then. The diff model's regions never
+ * grow: it ignores this. */
+void trace_set_live(const size_t *live);
 void trace_detach(void);
 
 void trace_on_event(trace_event_fn fn, void *arg);

@@ -85,6 +85,11 @@ static void detach_locked(void)
     trace_events_reset();
 }
 
+void trace_set_live(const size_t *live)
+{
+    (void)live; /* libpmemobj's pools do not grow */
+}
+
 /* Under the lock stores are traced under, as in trace.c: a thread of the
  * engine's own must find the model whole or absent. */
 int trace_attach(void *base, size_t size, const void *durable)

@@ -175,3 +175,9 @@ static int churn_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
 
 const struct workload wl_churn = {"churn", 3u << 20, C_ROOT, churn_setup, churn_step,
                                   churn_mirror, churn_read, WL_BY_NAME, NULL};
+
+/* churn-grow: the same in a pool that starts at the least a pool may be
+ * and grows to three times that as the first fill goes (issue #42):
+ * crashes fall in growths, and the later fills run in the grown pool. */
+const struct workload wl_churn_grow = {"churn-grow", 2u << 20, C_ROOT, churn_setup, churn_step,
+                                       churn_mirror, churn_read, WL_BY_NAME | WL_GROWS, NULL};

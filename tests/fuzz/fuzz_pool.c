@@ -75,7 +75,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         if (step(p, v))
             abort();
     tsize = p->size;
-    meta_end = p->hdr->heap_off;
+    meta_end = POOL_FMT(p)->hdr->heap_off;
     tmpl[0] = snapshot();
     if (txn_begin(p, &tx) || txn_write_u64(tx, txn_root(p), 0, 99) ||
         txn_write_u64(tx, txn_root(p), 8, 99))

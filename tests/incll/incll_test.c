@@ -21,7 +21,7 @@
 #include "log.h"
 #include "persist.h"
 #include "pool.h"
-#include "tx.h"
+#include "format.h"
 #include "txn.h"
 
 #define LAYOUT "incll-prim"
@@ -484,7 +484,7 @@ static void set_epoch_words(uint64_t epoch, uint64_t nfailed, const uint64_t *ri
 {
     txn_pool_close(g_p);
     ck_assert_int_eq(txn_pool_open(g_name, LAYOUT, &g_p), 0);
-    uint64_t *w = g_p->hdr->eng_words; /* no context yet: no engine state */
+    uint64_t *w = POOL_FMT(g_p)->hdr->eng_words; /* no context yet: no engine state */
     w[W_EPOCH] = epoch;
     w[W_NFAILED] = nfailed;
     for (int i = 0; ring && i < 6; i++)
@@ -933,7 +933,7 @@ static void child_two_records(txn *tx)
     memcpy(later, blk, size);
     later[1] = 0xbad;
     struct log l; /* the slot's log, from its start: the engine appended nothing */
-    log_attach(&l, tx->p, tx->slot);
+    log_attach(&l, tx->p, TX_FMT(tx)->slot);
     uint64_t e = incll__epoch(tx);
     ck_assert_int_eq(log_append(&l, e, LOG_DATA, (uint64_t)(uintptr_t)blk, 0, blk,
                                 (uint32_t)size, NULL), 0);

@@ -97,7 +97,7 @@ for src in clean crash; do
     copy "$src-page2.pool" "$src.pool"
     dd if=/dev/zero of="$dir/$src-page2.pool" bs=4096 seek=1 count=1 conv=notrunc status=none
     copy "$src-cut.pool" "$src.pool"
-    truncate -s $((20 << 20)) "$dir/$src-cut.pool"
+    truncate -s $(($(stat -c %s "$dir/$src.pool") / 2)) "$dir/$src-cut.pool" # a pool grows: half of it
     images+=("$src-hdr.pool" "$src-page2.pool" "$src-cut.pool")
 done
 # what a creation killed before this library made pools under a temporary

@@ -675,7 +675,7 @@ static const struct info_section {
      {"redis_version", "server", "process_id", "io_mode", "io_threads", "tcp_port",
       "uptime_in_seconds"}},
     {"clients", "# Clients", {"connected_clients", "maxclients"}},
-    {"memory", "# Memory", {"used_memory", "pool_size", "hash_buckets", "hash_resizing"}},
+    {"memory", "# Memory", {"used_memory", "pool_size", "pool_max_size", "hash_buckets", "hash_resizing"}},
     {"persistence", "# Persistence",
      {"engine", "pdom", "pdom_barrier_ns", "flush_instruction", "ack", "aof_enabled",
       "rdb_bgsave_in_progress", "loading"}},

@@ -116,15 +116,27 @@ const char *txn_engine_name(void);
 
 /* Options for txn_pool_create(); zero means the default. */
 typedef struct txn_pool_opts {
-    size_t size;       /* file size in bytes (default 64 MiB, at least
-                          txn_pool_min_size()) */
+    size_t size;       /* bytes the pool starts with (default 64 MiB, at
+                          least txn_pool_min_size()) */
     size_t root_size;  /* payload bytes of the root object (default 64);
                           zero-filled at creation */
     unsigned threads;  /* log slots = max threads in transactions at once
                           (default 64, max 1024) */
     size_t log_size;   /* bytes of each slot's first log chunk (default
                           64 KiB); logs grow by heap chunks beyond it */
+    size_t max_size;   /* bytes the pool may grow to, from `size` (the
+                          default: a pool that does not grow) to
+                          TXN_POOL_MAX. An allocation that finds no room
+                          grows the file and its mapping in place (objects
+                          never move); a crash during a growth leaves the
+                          pool at its old size or its new one. pmdk:
+                          libpmemobj's pools do not grow: made at
+                          max_size at once. */
 } txn_pool_opts;
+
+/* The most a pool may grow to: its addresses are reserved whole at open,
+ * in a range of 448 GiB that several pools share. */
+#define TXN_POOL_MAX ((size_t)128 << 30)
 
 /* Create the pool file `path` (it must not exist) for `layout` (a name of
  * at most 63 bytes that every later open must repeat), then open it.
@@ -144,6 +156,11 @@ int txn_pool_create(const char *path, const char *layout,
  * chunks of 64 KiB (5,308,416 bytes at the defaults); pmdk: 16 MiB, what
  * libpmemobj needs to serve objects of several sizes (docs/pool-tool.md). */
 size_t txn_pool_min_size(const txn_pool_opts *opts);
+
+/* The bytes an open pool has now (its file, which a growth lengthens) and
+ * the most it may grow to (txn_pool_opts.max_size; = *size when it does
+ * not grow). Either pointer may be NULL. */
+void txn_pool_size(txn_pool *p, size_t *size, size_t *max_size);
 
 /* The file a pool path names: `path` itself when it is absolute, else
  * `path` under $TXN_POOL_DIR (default /dev/shm), as every txn_pool_* call
@@ -200,7 +217,8 @@ typedef struct txn_pool_info {
     unsigned format_version; /* of that format */
     char engine[16];         /* the engine that writes the pool */
     char layout[TXN_LAYOUT_MAX + 1];
-    uint64_t size;           /* bytes of the pool */
+    uint64_t size;           /* bytes of the pool now */
+    uint64_t max_size;       /* bytes it may grow to (= size: it does not) */
     uint64_t heap_size;      /* bytes of its heap */
     uint64_t heap_used;      /* of it, in live objects */
     uint64_t heap_free;      /* of it, free for new objects */

@@ -21,17 +21,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine.h" /* enum log_type */
 #include "pool.h"
 
 #define LOG_SENTINEL 0x5ec0ffee0dd5a1e5ull
 
-enum log_type {
-    LOG_DATA = 1,   /* bytes at addr: old (undo) or new (redo) */
-    LOG_ALLOC = 2,  /* block at addr of aux bytes was allocated */
-    LOG_FREE = 3,   /* block at addr of aux bytes was freed */
-    LOG_JUMP = 4,   /* continue at the next segment */
-    LOG_OBJ = 5,    /* object at addr opened for writing; aux: its copy */
-};
+/* The log's own record kind, beside the engines' (engine.h: enum
+ * log_type): continue at the next segment. */
+#define LOG_JUMP 4u
 
 struct log_rec {
     uint64_t sentinel; /* LOG_SENTINEL */
@@ -44,8 +41,6 @@ struct log_rec {
 };
 _Static_assert(sizeof(struct log_rec) == 40, "log_rec header size");
 
-/* Largest payload of one record; engines split larger ranges. */
-#define LOG_MAX_PAYLOAD (16u * 1024u)
 
 static inline void *log_payload(struct log_rec *r) { return r + 1; }
 

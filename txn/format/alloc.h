@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine.h" /* alloc_block_size */
 #include "pool.h"
 
 #define ALLOC_CLASSES 36
@@ -73,16 +74,6 @@ void alloc_apply(txn_pool *p, uint64_t blk, uint64_t size, enum alloc_op op,
 
 /* Flush the persistent metadata alloc_apply() changes for that block. */
 void alloc_flush_meta(txn_pool *p, uint64_t blk, uint64_t size);
-
-/* Usable size of the block starting at `blk`, or 0 if `blk` is not the
- * start of a block of the heap. `live` also requires its persistent bit. */
-size_t alloc_block_size(txn_pool *p, const void *blk, int live);
-
-/* Validate an ALLOC/FREE record's block before recovery applies it: a
- * block boundary of a run of its class, whatever the chunk is now (a run
- * whose format was not durable yet, or one that became FREE and was taken
- * for something else since: alloc_apply() leaves such a block alone). */
-int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size);
 
 /* A new LOG segment chunk with a zeroed, durable seg_hdr (one barrier). */
 int alloc_log_chunk(txn_pool *p, void **seg);

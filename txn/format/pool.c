@@ -16,8 +16,14 @@
 
 #include "common.h"
 #include "engine.h"
+#include "format.h"
 #include "persist.h"
-#include "pool.h"
+
+/* The front end puts a pool's struct fmt_pool right after its struct
+ * txn_pool (api.c, POOL_FMT), which is aligned enough only if its size is
+ * a multiple. */
+_Static_assert(sizeof(struct txn_pool) % _Alignof(struct fmt_pool) == 0, "fmt_pool after txn_pool");
+const size_t eng_pool_fmt_size = sizeof(struct fmt_pool);
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -48,53 +54,103 @@ static size_t align_up(size_t x, size_t a)
     return (x + a - 1) / a * a;
 }
 
-/* Map the file at `base` (MAP_SHARED, or a private copy-on-write view:
+/* Reserve the addresses [base, base + max) and map the file's first
+ * `size` bytes at base (MAP_SHARED, or a private copy-on-write view:
  * MAP_PRIVATE | MAP_NORESERVE); TXN_E_BUSY when something is there
- * already. */
-static int map_at(int fd, uint64_t base, size_t size, int share, char **out)
+ * already. The rest stays reserved, inaccessible, for the pool's growth. */
+static int map_at(int fd, uint64_t base, size_t size, size_t max, int share, char **out)
 {
-    void *a = mmap((void *)(uintptr_t)base, size, PROT_READ | PROT_WRITE,
-                   share | MAP_FIXED_NOREPLACE, fd, 0);
-    if (a == MAP_FAILED)
+    void *r = mmap((void *)(uintptr_t)base, max, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (r == MAP_FAILED)
         return errno == EEXIST ? TXN_E_BUSY : TXN_E_IO;
-    if ((uint64_t)(uintptr_t)a != base) { /* kernel without NOREPLACE */
-        munmap(a, size);
+    if ((uint64_t)(uintptr_t)r != base) { /* kernel without NOREPLACE */
+        munmap(r, max);
         return TXN_E_BUSY;
+    }
+    void *a = mmap(r, size, PROT_READ | PROT_WRITE, share | MAP_FIXED, fd, 0);
+    if (a == MAP_FAILED) {
+        munmap(r, max);
+        return TXN_E_IO;
     }
     *out = a;
     return 0;
 }
 
-static int map_anywhere(int fd, size_t size, char **out)
+static int map_anywhere(int fd, size_t size, size_t max, char **out)
 {
     uint64_t span = MAP_HI - MAP_LO;
-    if (size > span / 2)
+    if (max > span / 2)
         return TXN_E_INVAL;
     for (int tries = 0; tries < 64; tries++) {
         uint64_t r;
         if (getrandom(&r, sizeof r, 0) != sizeof r)
             r = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull + (uint64_t)tries;
-        uint64_t slots = (span - align_up(size, MAP_ALIGN)) / MAP_ALIGN;
+        uint64_t slots = (span - align_up(max, MAP_ALIGN)) / MAP_ALIGN;
         uint64_t base = MAP_LO + (r % slots) * MAP_ALIGN;
-        int rc = map_at(fd, base, size, MAP_SHARED, out);
+        int rc = map_at(fd, base, size, max, MAP_SHARED, out);
         if (rc != TXN_E_BUSY)
             return rc;
     }
     return TXN_E_BUSY;
 }
 
+/* Bytes of the file a pool of `chunks` heap chunks has. */
+static size_t file_end(const struct pool_hdr *h, size_t chunks)
+{
+    return h->heap_off + chunks * (size_t)CHUNK_SIZE;
+}
+
+/* Space for chunk table entries [from, to) and heap chunks [from, to):
+ * what a new pool or a growth writes; the table past them stays a hole. */
+static int fallocate_chunks(int fd, const struct pool_hdr *h, size_t from, size_t to)
+{
+    int rc = posix_fallocate(fd, (off_t)(h->ctab_off + from * 8), (off_t)((to - from) * 8));
+    return rc ? rc : posix_fallocate(fd, (off_t)file_end(h, from),
+                                     (off_t)((to - from) * (size_t)CHUNK_SIZE));
+}
+
+size_t pool_grow(txn_pool *p, size_t want)
+{
+    struct fmt_pool *f = POOL_FMT(p);
+    struct pool_hdr *h = f->hdr;
+    size_t have = pool_heap_chunks(p), max = h->nchunks;
+    if (h->format <= POOL_FORMAT_FIXED || f->view || want > max - have || want == 0)
+        return 0;
+    size_t add = have > want ? have : want; /* doubling: n allocations, O(n) growth */
+    if (add > max - have)
+        add = max - have;
+    if (fallocate_chunks(f->fd, h, have, have + add))
+        return 0; /* the filesystem is full: the pool stays as it was */
+    char *at = p->base + file_end(h, have);
+    if (mmap(at, add * (size_t)CHUNK_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+             f->fd, (off_t)file_end(h, have)) == MAP_FAILED)
+        return 0;
+    /* the new entries read FREE: zero in a new file range; an earlier
+     * growth that crashed before its commit never wrote them */
+#ifndef NDEBUG
+    const uint64_t *t = (const uint64_t *)(p->base + h->ctab_off);
+    for (size_t i = have; i < have + add; i++)
+        assert(t[i] == 0 && "a chunk the heap does not have has a zero entry");
+#endif
+    pm_store64(&h->heap_chunks, have + add); /* the commit point */
+    pm_persist(&h->heap_chunks, sizeof h->heap_chunks);
+    __atomic_store_n(&p->size, file_end(h, have + add), __ATOMIC_RELEASE);
+    return add;
+}
+
 /* What create and open set up in `p`, undone (p->base NULL: nothing). */
 static void pool_unmap(txn_pool *p)
 {
-    if (p->birth) { /* a new pool never sealed: its temporary goes */
-        pool_birth_end(p->birth, 1);
-        free(p->birth);
-        p->birth = NULL;
+    if (POOL_FMT(p)->birth) { /* a new pool never sealed: its temporary goes */
+        pool_birth_end(POOL_FMT(p)->birth, 1);
+        free(POOL_FMT(p)->birth);
+        POOL_FMT(p)->birth = NULL;
     }
     alloc_close(p);
     if (p->base)
-        munmap(p->base, p->size);
-    close(p->fd);
+        munmap(p->base, POOL_FMT(p)->reserved);
+    close(POOL_FMT(p)->fd);
     p->base = NULL;
 }
 
@@ -127,7 +183,7 @@ static int plan(struct pool_hdr *h, const char *layout, const struct pool_params
     h->hdr_size = sizeof *h;
     snprintf(h->layout, sizeof h->layout, "%s", layout);
     snprintf(h->engine, sizeof h->engine, "%s", eng_name);
-    h->size = o->size;
+    h->size = o->max_size;
     h->nslots = o->threads;
     h->slot_size = slot_bytes(o->log_size);
     h->slots_off = POOL_HDR_SIZE;
@@ -138,6 +194,12 @@ static int plan(struct pool_hdr *h, const char *layout, const struct pool_params
     assert(n >= MIN_CHUNKS); /* eng_pool_min_size() counts for them */
     h->nchunks = n;
     h->heap_off = align_up(h->ctab_off + n * 8, CHUNK_SIZE);
+    /* the heap it starts with: what o->size holds with a table of its own */
+    size_t n0 = (o->size - h->ctab_off) / (CHUNK_SIZE + 8);
+    while (align_up(h->ctab_off + n0 * 8, CHUNK_SIZE) + n0 * (size_t)CHUNK_SIZE > o->size)
+        n0--;
+    assert(n0 >= MIN_CHUNKS);
+    h->heap_chunks = n0 < n ? n0 : n;
     return 0;
 }
 
@@ -152,20 +214,24 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
         return rc;
     }
     fd = b->fd;
-    p->birth = b; /* the file gets its name at seal */
+    POOL_FMT(p)->birth = b; /* the file gets its name at seal */
     char *base = NULL;
-    if ((rc = posix_fallocate(fd, 0, (off_t)h.size))) {
-        rc = pool_file_error(file, rc, h.size); /* ENOSPC: with the sizes */
+    size_t end = file_end(&h, h.heap_chunks);
+    if ((rc = posix_fallocate(fd, 0, (off_t)h.ctab_off)) ||
+        (rc = fallocate_chunks(fd, &h, 0, h.heap_chunks))) {
+        rc = pool_file_error(file, rc, o->size); /* ENOSPC: with the sizes */
         goto fail;
     }
-    if ((rc = map_anywhere(fd, h.size, &base)))
+    if ((rc = map_anywhere(fd, end, h.size, &base)))
         goto fail;
     h.base = (uint64_t)(uintptr_t)base;
     getrandom(&h.uuid, sizeof h.uuid, 0);
-    p->fd = fd;
+    POOL_FMT(p)->fd = fd;
+    POOL_FMT(p)->reserved = h.size;
     p->base = base;
-    p->size = h.size;
-    p->hdr = (struct pool_hdr *)base;
+    p->size = end;
+    p->max_size = h.size;
+    POOL_FMT(p)->hdr = (struct pool_hdr *)base;
     p->max_ctx = (unsigned)h.nslots;
     /* the file is fresh: slots and chunk table are zero already, but for
      * the slots' tags */
@@ -186,25 +252,25 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
 fail:
     pool_birth_end(b, 1);
     free(b);
-    p->birth = NULL;
+    POOL_FMT(p)->birth = NULL;
     close(fd);
     return rc;
 }
 
 int eng_pool_seal(txn_pool *p, txn_obj *root, size_t root_size, txn_obj *meta)
 {
-    pm_store64(&p->hdr->root, (uint64_t)(uintptr_t)root);
-    pm_store64(&p->hdr->root_size, root_size);
-    pm_store64(&p->hdr->layout_rec, (uint64_t)(uintptr_t)meta);
-    pm_store64(&p->hdr->checksum, hdr_csum(p->hdr));
-    pm_persist(p->hdr, sizeof *p->hdr);
-    if (!p->birth)
+    pm_store64(&POOL_FMT(p)->hdr->root, (uint64_t)(uintptr_t)root);
+    pm_store64(&POOL_FMT(p)->hdr->root_size, root_size);
+    pm_store64(&POOL_FMT(p)->hdr->layout_rec, (uint64_t)(uintptr_t)meta);
+    pm_store64(&POOL_FMT(p)->hdr->checksum, hdr_csum(POOL_FMT(p)->hdr));
+    pm_persist(POOL_FMT(p)->hdr, sizeof *POOL_FMT(p)->hdr);
+    if (!POOL_FMT(p)->birth)
         return 0;
-    int rc = pool_birth_publish(p->birth);
+    int rc = pool_birth_publish(POOL_FMT(p)->birth);
     if (!rc) { /* named: no longer a temporary to remove at close */
-        pool_birth_end(p->birth, 0);
-        free(p->birth);
-        p->birth = NULL;
+        pool_birth_end(POOL_FMT(p)->birth, 0);
+        free(POOL_FMT(p)->birth);
+        POOL_FMT(p)->birth = NULL;
     }
     return rc;
 }
@@ -224,8 +290,13 @@ static int check_geometry(const struct pool_hdr *h)
         h->heap_off + h->nchunks * CHUNK_SIZE > h->size)
         return REFUSE(TXN_E_CORRUPT, "header: a heap of %llu chunks at %llu does not fit",
                       (unsigned long long)h->nchunks, (unsigned long long)h->heap_off);
-    if (h->root < h->base + h->heap_off || h->root >= h->base + h->size ||
-        h->layout_rec < h->base + h->heap_off || h->layout_rec >= h->base + h->size)
+    uint64_t have = h->format > POOL_FORMAT_FIXED ? h->heap_chunks : h->nchunks;
+    if (have < MIN_CHUNKS || have > h->nchunks)
+        return REFUSE(TXN_E_CORRUPT, "header: a heap of %llu chunks, of at most %llu",
+                      (unsigned long long)have, (unsigned long long)h->nchunks);
+    uint64_t end = h->base + file_end(h, have);
+    if (h->root < h->base + h->heap_off || h->root >= end ||
+        h->layout_rec < h->base + h->heap_off || h->layout_rec >= end)
         return REFUSE(TXN_E_CORRUPT, "header: root or meta object outside the heap");
     if (!memchr(h->layout, 0, sizeof h->layout) || !memchr(h->engine, 0, sizeof h->engine))
         return REFUSE(TXN_E_CORRUPT, "header: layout or engine name not terminated");
@@ -242,7 +313,8 @@ static int check_hdr(const struct pool_hdr *h, size_t file_size, const char *lay
         return REFUSE(TXN_E_NOTPOOL, "no pmtx pool header (magic)");
     if (file_size < sizeof *h)
         return REFUSE(TXN_E_TRUNC, "%zu bytes: shorter than a pool header", file_size);
-    if ((h->format != POOL_FORMAT && h->format != POOL_FORMAT_UNTAGGED) ||
+    if ((h->format != POOL_FORMAT && h->format != POOL_FORMAT_FIXED &&
+         h->format != POOL_FORMAT_UNTAGGED) ||
         h->hdr_size != sizeof *h)
         return REFUSE(TXN_E_VERSION, "pool format %u, this library reads %u", h->format,
                       POOL_FORMAT);
@@ -251,9 +323,9 @@ static int check_hdr(const struct pool_hdr *h, size_t file_size, const char *lay
     int rc = check_geometry(h);
     if (rc)
         return rc;
-    if (file_size < h->size)
-        return REFUSE(TXN_E_TRUNC, "%zu bytes of a pool of %llu", file_size,
-                      (unsigned long long)h->size);
+    size_t need = h->format > POOL_FORMAT_FIXED ? file_end(h, h->heap_chunks) : h->size;
+    if (file_size < need)
+        return REFUSE(TXN_E_TRUNC, "%zu bytes of a pool of %zu", file_size, need);
     if (layout && strcmp(h->layout, layout))
         return REFUSE(TXN_E_LAYOUT, "layout '%s', not '%s'", h->layout, layout);
     if (strncmp(h->engine, eng_name, sizeof h->engine))
@@ -277,7 +349,7 @@ static void scan_slot(void *arg)
     struct slot_hdr *slot = pool_slot(j->p, j->slot);
     int rc = 0;
     pool_problem("%s", "");
-    if (j->p->hdr->format != POOL_FORMAT_UNTAGGED && slot->tag != slot_tag(j->p->hdr, j->slot))
+    if (POOL_FMT(j->p)->hdr->format != POOL_FORMAT_UNTAGGED && slot->tag != slot_tag(POOL_FMT(j->p)->hdr, j->slot))
         rc = REFUSE(TXN_E_CORRUPT, "header damaged (tag %#llx)", (unsigned long long)slot->tag);
     if (!rc)
         rc = log_chain(j->p, slot, &j->segs);
@@ -304,7 +376,7 @@ static void scan_slot(void *arg)
  * most of what recovery reads). */
 static int scan_logs(txn_pool *p, struct vec *recs, struct vec *segs)
 {
-    size_t ns = p->hdr->nslots;
+    size_t ns = POOL_FMT(p)->hdr->nslots;
     struct scan_part *j = calloc(ns, sizeof *j);
     if (!j)
         return TXN_E_NOMEM;
@@ -327,15 +399,15 @@ static int scan_logs(txn_pool *p, struct vec *recs, struct vec *segs)
 
 static int recover(txn_pool *p, struct vec *recs)
 {
-    for (size_t s = 0; s < p->hdr->nslots; s++) {
+    for (size_t s = 0; s < POOL_FMT(p)->hdr->nslots; s++) {
         if (!recs[s].n)
             continue;
         int rc = eng_recover(p, pool_slot(p, s), (struct log_rec **)recs[s].a, recs[s].n);
         if (rc)
             return rc;
-        p->recovered_slots++;
+        POOL_FMT(p)->recovered_slots++;
     }
-    if (!p->recovered_slots)
+    if (!POOL_FMT(p)->recovered_slots)
         return 0;
     pm_barrier(); /* recovered data durable before the logs go */
     /* The state word says the transaction is settled: a torn first record
@@ -344,7 +416,7 @@ static int recover(txn_pool *p, struct vec *recs)
      * newer data. Settled before the log is invalidated: a log gone under
      * a state word that still names its transaction unsettled is what
      * damage looks like (log_scan). */
-    for (size_t s = 0; s < p->hdr->nslots; s++)
+    for (size_t s = 0; s < POOL_FMT(p)->hdr->nslots; s++)
         if (recs[s].n) {
             struct slot_hdr *slot = pool_slot(p, s);
             uint64_t v = (*(struct log_rec **)vec_at(&recs[s], 0))->version;
@@ -353,7 +425,7 @@ static int recover(txn_pool *p, struct vec *recs)
         }
     pm_barrier();
     struct log l;
-    for (size_t s = 0; s < p->hdr->nslots; s++)
+    for (size_t s = 0; s < POOL_FMT(p)->hdr->nslots; s++)
         if (recs[s].n) {
             log_attach(&l, p, pool_slot(p, s));
             log_invalidate(&l);
@@ -383,15 +455,19 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
         return rc;
     }
     char *base;
-    if ((rc = map_at(fd, h.base, h.size, view ? MAP_PRIVATE | MAP_NORESERVE : MAP_SHARED,
+    size_t end = h.format > POOL_FORMAT_FIXED ? file_end(&h, h.heap_chunks) : h.size;
+    if ((rc = map_at(fd, h.base, end, h.size, view ? MAP_PRIVATE | MAP_NORESERVE : MAP_SHARED,
                      &base))) {
         close(fd);
         return rc;
     }
-    p->fd = fd;
+    POOL_FMT(p)->fd = fd;
+    POOL_FMT(p)->view = view;
+    POOL_FMT(p)->reserved = h.size;
     p->base = base;
-    p->size = h.size;
-    p->hdr = (struct pool_hdr *)base;
+    p->size = end;
+    p->max_size = h.size;
+    POOL_FMT(p)->hdr = (struct pool_hdr *)base;
     p->max_ctx = (unsigned)h.nslots;
     struct vec segs, *recs = calloc(h.nslots, sizeof *recs);
     vec_init(&segs, sizeof(uint64_t));
@@ -403,15 +479,15 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
         vec_init(&recs[s], sizeof(struct log_rec *));
     if ((rc = alloc_check(p)) || (rc = scan_logs(p, recs, &segs)))
         goto done;
-    p->open_recs = recs;
+    POOL_FMT(p)->open_recs = recs;
     rc = recover(p, recs);
-    p->open_recs = NULL;
+    POOL_FMT(p)->open_recs = NULL;
     if (!rc)
         rc = eng_recover_logs(p);
     if (rc || (rc = alloc_open(p, &segs)))
         goto done;
-    pm_store64(&p->hdr->boot, p->hdr->boot + 1);
-    pm_persist(&p->hdr->boot, sizeof p->hdr->boot);
+    pm_store64(&POOL_FMT(p)->hdr->boot, POOL_FMT(p)->hdr->boot + 1);
+    pm_persist(&POOL_FMT(p)->hdr->boot, sizeof POOL_FMT(p)->hdr->boot);
 done:
     for (size_t s = 0; recs && s < h.nslots; s++)
         vec_free(&recs[s]);
@@ -429,12 +505,12 @@ void eng_pool_close(txn_pool *p)
 
 txn_obj *eng_pool_root(txn_pool *p)
 {
-    return (txn_obj *)(uintptr_t)p->hdr->root;
+    return (txn_obj *)(uintptr_t)POOL_FMT(p)->hdr->root;
 }
 
 txn_obj *eng_pool_meta(txn_pool *p)
 {
-    return (txn_obj *)(uintptr_t)p->hdr->layout_rec;
+    return (txn_obj *)(uintptr_t)POOL_FMT(p)->hdr->layout_rec;
 }
 
 /* ---- inspection (txn_pool_inspect) */
@@ -445,7 +521,8 @@ static void describe_hdr(const struct pool_hdr *h, txn_pool_info *info)
     info->format_version = h->format;
     snprintf(info->engine, sizeof info->engine, "%.*s", (int)sizeof h->engine - 1, h->engine);
     snprintf(info->layout, sizeof info->layout, "%.*s", (int)sizeof h->layout - 1, h->layout);
-    info->size = h->size;
+    info->size = h->format > POOL_FORMAT_FIXED ? file_end(h, h->heap_chunks) : h->size;
+    info->max_size = h->size;
     info->slots = (unsigned)h->nslots;
     info->opens = h->boot;
 }
@@ -470,19 +547,26 @@ int eng_pool_inspect(const char *file, txn_pool_info *info)
     if (!rc)
         rc = check_hdr(&h, (size_t)st.st_size, NULL);
     close(fd);
-    txn_pool p = {.fd = -1};
-    if (rc || (rc = eng_pool_open(&p, file, h.layout, 1)))
+    /* a handle with its format's part after it, as the front end makes
+     * one (sizeof(txn_pool) is a multiple of fmt_pool's alignment) */
+    struct {
+        txn_pool p;
+        struct fmt_pool f;
+    } v = {.f = {.fd = -1}};
+    txn_pool *p = &v.p;
+    assert((void *)POOL_FMT(p) == (void *)&v.f);
+    if (rc || (rc = eng_pool_open(p, file, h.layout, 1)))
         return rc;
-    info->slots_pending = p.recovered_slots;
+    info->slots_pending = POOL_FMT(p)->recovered_slots;
     for (size_t s = 0; s < h.nslots; s++)
-        info->slots_used += pool_slot(&p, s)->next_version != 0;
+        info->slots_used += pool_slot(p, s)->next_version != 0;
     /* what the view's recovery changed past the slots */
-    if (!(rc = alloc_describe(&p, info)))
-        rc = pool_bytes_differ(p.fd, p.base, p.hdr->ctab_off, p.size);
+    if (!(rc = alloc_describe(p, info)))
+        rc = pool_bytes_differ(POOL_FMT(p)->fd, p->base, POOL_FMT(p)->hdr->ctab_off, p->size);
     if (rc == 1)
         rc = REFUSE(TXN_INSPECT_RECOVER,
                     "the next open's recovery changes the pool (%u log slot%s to settle)",
-                    p.recovered_slots, p.recovered_slots == 1 ? "" : "s");
-    eng_pool_close(&p);
+                    POOL_FMT(p)->recovered_slots, POOL_FMT(p)->recovered_slots == 1 ? "" : "s");
+    eng_pool_close(p);
     return rc;
 }

@@ -23,7 +23,7 @@ static inline char *first_seg(txn_pool *p, struct slot_hdr *slot)
 
 static inline size_t seg_end(txn_pool *p, struct slot_hdr *slot, char *seg)
 {
-    return seg == first_seg(p, slot) ? p->hdr->slot_size - SLOT_SEG_OFF
+    return seg == first_seg(p, slot) ? POOL_FMT(p)->hdr->slot_size - SLOT_SEG_OFF
                                      : CHUNK_SIZE;
 }
 
@@ -130,16 +130,16 @@ void log_invalidate(struct log *l)
 
 static int valid_segment(txn_pool *p, uint64_t a)
 {
-    uint64_t heap = (uint64_t)(uintptr_t)p->base + p->hdr->heap_off;
+    uint64_t heap = (uint64_t)(uintptr_t)p->base + POOL_FMT(p)->hdr->heap_off;
     return a >= heap && (a - heap) % CHUNK_SIZE == 0 &&
-           (a - heap) / CHUNK_SIZE < p->hdr->nchunks;
+           (a - heap) / CHUNK_SIZE < pool_heap_chunks(p);
 }
 
 int log_chain(txn_pool *p, struct slot_hdr *slot, struct vec *segs)
 {
     struct seg_hdr *sh = (struct seg_hdr *)first_seg(p, slot);
     for (uint64_t n = 0; sh->next; n++) {
-        if (!valid_segment(p, sh->next) || n >= p->hdr->nchunks)
+        if (!valid_segment(p, sh->next) || n >= pool_heap_chunks(p))
             return REFUSE(TXN_E_CORRUPT, "log segment %llu: %#llx is no heap chunk",
                           (unsigned long long)n + 1, (unsigned long long)sh->next);
         uint64_t *item = vec_push(segs);

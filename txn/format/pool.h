@@ -1,11 +1,24 @@
-/* pool.h - on-media layout of a pool file and the volatile pool handle.
+/* pool.h - on-media layout of a pool file and the format's part of the
+ * volatile pool handle.
  *
  * A pool file, mapped at the address recorded in its header:
  *
  *   [0, 4096)            pool_hdr: immutable after creation, checksummed
  *   [slots_off, +n*sz)   one log slot per thread: slot_hdr, seg_hdr, records
  *   [ctab_off, ...)      chunk table: one 8-byte entry per heap chunk
- *   [heap_off, size)     heap: CHUNK_SIZE chunks (runs, large objects, logs)
+ *   [heap_off, ...)      heap: CHUNK_SIZE chunks (runs, large objects, logs)
+ *
+ * A pool grows (format 4): `size` and `nchunks` are what it may grow to,
+ * `heap_chunks` the chunks it has. The chunk table has room for every
+ * chunk it may have; the file ends with its last chunk, and the table's
+ * part past the chunks it has is a hole of the file (nothing written, no
+ * space taken). Its whole range of addresses is reserved at open, the
+ * file mapped over the part it has: growing maps more of the file after
+ * it, so objects never move. A growth's one commit point is heap_chunks's
+ * store: a crash before it leaves the pool at its old size (a longer file
+ * whose tail is ignored), after it at the new one, whose chunks are FREE
+ * (their entries read zero). A format 3 pool has heap_chunks == nchunks
+ * and never grows.
  *
  * Why a fixed address, not offsets: persistent structures (hash chains,
  * Masstree nodes) then hold plain pointers, and reading one costs a load,
@@ -24,15 +37,18 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "engine.h" /* SLOT_* */
+#include "handle.h"
 #include "txn.h"
 #include "util.h"
 
-#define POOL_FORMAT 3u /* 2: the layout record; 3: slot tags, run headers zeroed */
+#define POOL_FORMAT 4u /* 2: the layout record; 3: slot tags, run headers zeroed;
+                          4: pools that grow (heap_chunks) */
+#define POOL_FORMAT_FIXED 3u /* still read: a pool that does not grow */
 #define POOL_FORMAT_UNTAGGED 2u /* still read: its slots have no tags */
-#define POOL_HDR_SIZE 4096u
 #define CHUNK_SIZE (64u * 1024u)
 #define LAYOUT_MAX 64u
-#define ENGINE_MAX 16u
+#define ENGINE_MAX POOL_ENGINE_MAX
 
 struct pool_hdr {
     uint64_t magic;            /* POOL_MAGIC */
@@ -60,14 +76,14 @@ struct pool_hdr {
                                   that engines keep in objects */
     uint64_t eng_words[8];     /* mutable words owned by the engine (incll:
                                   durable epoch, failed epochs) */
-    uint8_t pad[POOL_HDR_SIZE - 272];
+    uint64_t heap_chunks;      /* format 4: chunks the heap has, <= nchunks */
+    uint8_t pad[POOL_HDR_SIZE - 280];
 };
 _Static_assert(sizeof(struct pool_hdr) == POOL_HDR_SIZE, "pool_hdr size");
+_Static_assert(offsetof(struct pool_hdr, engine) == POOL_ENGINE_OFF, "pool_hdr engine");
 
 /* The slot's transaction state word: version and state in one 8-byte
  * store, so no crash can pair a state with another transaction. */
-#define SLOT_IDLE 0u
-#define SLOT_COMMITTED 1u
 static inline uint64_t slot_state(uint64_t version, unsigned state)
 {
     return version << 2 | state;
@@ -100,24 +116,12 @@ struct seg_hdr {
 _Static_assert(sizeof(struct seg_hdr) == 64, "seg_hdr is one line");
 
 struct alloc_state;
-struct txn;
 
-/* The volatile handle of an open pool: the front end's fields (api.c),
- * then those of pmtx's pool format (pool.c), which an engine with a
- * format of its own leaves zero. */
-/* Shared by every thread that runs transactions on the pool. "open" means
- * set by the open or create, before any context exists, and only read
- * until the close, which runs when no other call is in progress. */
-struct txn_pool {
-    char *base;               /* open: where the file is mapped */
-    size_t size;              /* open: bytes of the file and the mapping */
-    unsigned max_ctx;         /* open: contexts at once: the format's log slots */
-    uint8_t *ctx_used;        /* ctx_lock: per context index: claimed */
-    pthread_mutex_t ctx_lock; /* guards ctxs and ctx_used */
-    struct txn *ctxs;         /* ctx_lock: per-thread contexts of this pool */
-    uint64_t gen;             /* open: unique per open, keys thread caches */
-    void *eng;                /* the engine's lock (its own rules) */
-    /* pmtx's format */
+/* pmtx's format's part of an open pool (POOL_FMT(p): allocated with it
+ * by the front end, eng_pool_fmt_size). "open" means set
+ * by the open or create, before any context exists, and only read until
+ * the close, which runs when no other call is in progress. */
+struct fmt_pool {
     int fd;                   /* open: kept open, holds the flock */
     struct pool_birth *birth; /* open: a new pool's names until its seal
                                  renames it into place, then NULL */
@@ -129,22 +133,40 @@ struct txn_pool {
                                  engine that recovers all slots at once */
     unsigned recovered_slots; /* open only: slots whose transaction open
                                  recovered */
-    /* atomic, on a line of its own (bumped where blocks are freed, read
-     * at every txn_begin): blocks given back to the allocator so far,
-     * counted before any of them can be reserved again (R1, api.c) */
-    _Alignas(64) _Atomic uint64_t freed;
+    size_t reserved;          /* open: bytes of addresses reserved at base */
+    int view;                 /* open: a private view (txn_pool_view) */
 };
 
 static inline struct slot_hdr *pool_slot(txn_pool *p, size_t i)
 {
-    return (struct slot_hdr *)(p->base + p->hdr->slots_off +
-                               i * p->hdr->slot_size);
+    return (struct slot_hdr *)(p->base + POOL_FMT(p)->hdr->slots_off +
+                               i * POOL_FMT(p)->hdr->slot_size);
+}
+
+/* Bytes of the pool mapped now: p->size, which a growth raises while
+ * other threads run (pool_grow). */
+static inline size_t pool_size_now(const txn_pool *p)
+{
+    return __atomic_load_n(&p->size, __ATOMIC_ACQUIRE);
 }
 
 static inline int pool_contains(const txn_pool *p, const void *a, size_t n)
 {
-    uintptr_t x = (uintptr_t)a, b = (uintptr_t)p->base;
-    return x >= b + p->hdr->heap_off && x <= b + p->size && n <= b + p->size - x;
+    uintptr_t x = (uintptr_t)a, b = (uintptr_t)p->base, size = pool_size_now(p);
+    return x >= b + POOL_FMT(p)->hdr->heap_off && x <= b + size && n <= b + size - x;
 }
+
+/* The chunks the heap has (format 3: all of nchunks). */
+static inline size_t pool_heap_chunks(const txn_pool *p)
+{
+    const struct pool_hdr *h = POOL_FMT(p)->hdr;
+    return h->format > POOL_FORMAT_FIXED ? __atomic_load_n(&h->heap_chunks, __ATOMIC_ACQUIRE)
+                                         : h->nchunks;
+}
+
+/* Grow the heap by at least `want` chunks (doubling it when it may), up
+ * to nchunks; the caller holds the allocator's lock. Returns the chunks
+ * added, or 0: the pool is at its maximum, or the filesystem is full. */
+size_t pool_grow(txn_pool *p, size_t want);
 
 #endif

@@ -36,6 +36,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "atomics.h"
 #include "persist.h"
@@ -73,7 +74,8 @@ struct alloc_state {
     pthread_mutex_t lock;
     uint64_t *ctab;      /* open: persistent chunk table */
     char *heap;          /* open */
-    size_t nchunks;      /* open */
+    size_t nchunks;      /* lock: chunks the heap has (pool_heap_chunks) */
+    size_t max_chunks;   /* open: chunks it may grow to: the arrays' length */
     unsigned cache_max;  /* open: TXN_ALLOC_CACHE, blocks a thread cache keeps */
     uint8_t *chunk_free; /* lock: 1: FREE and not reserved */
     size_t free_hint;    /* lock */
@@ -119,34 +121,35 @@ static inline unsigned run_blocks(unsigned c)
 
 static inline uint64_t *ctab(txn_pool *p)
 {
-    return (uint64_t *)(p->base + p->hdr->ctab_off);
+    return (uint64_t *)(p->base + POOL_FMT(p)->hdr->ctab_off);
 }
 
 static inline char *chunk_addr(txn_pool *p, size_t ci)
 {
-    return p->base + p->hdr->heap_off + ci * (size_t)CHUNK_SIZE;
+    return p->base + POOL_FMT(p)->hdr->heap_off + ci * (size_t)CHUNK_SIZE;
 }
 
 static inline size_t chunk_of(txn_pool *p, const void *a)
 {
-    return (size_t)((const char *)a - (p->base + p->hdr->heap_off)) / CHUNK_SIZE;
+    return (size_t)((const char *)a - (p->base + POOL_FMT(p)->hdr->heap_off)) / CHUNK_SIZE;
 }
 
 void alloc_format(txn_pool *p)
 {
     uint64_t *t = ctab(p);
-    pm_memset(t, 0, p->hdr->nchunks * sizeof *t);
-    pm_flush(t, p->hdr->nchunks * sizeof *t);
+    pm_memset(t, 0, pool_heap_chunks(p) * sizeof *t); /* the rest is a hole */
+    pm_flush(t, pool_heap_chunks(p) * sizeof *t);
 }
 
 int alloc_check(txn_pool *p)
 {
     uint64_t *t = ctab(p);
-    for (size_t i = 0; i < p->hdr->nchunks; i++) {
+    size_t n = pool_heap_chunks(p);
+    for (size_t i = 0; i < n; i++) {
         uint64_t e = t[i];
         unsigned k = ck_kind(e);
         if (k > CK_LOG || (k == CK_RUN && ck_class(e) >= ALLOC_CLASSES) ||
-            (k == CK_LARGE && (ck_n(e) == 0 || ck_n(e) > p->hdr->nchunks - i))) {
+            (k == CK_LARGE && (ck_n(e) == 0 || ck_n(e) > n - i))) {
             pool_problem("chunk table entry %zu: %#llx is no chunk", i, (unsigned long long)e);
             return TXN_E_CORRUPT;
         }
@@ -207,7 +210,7 @@ static uint64_t *run_bits(txn_pool *p, struct alloc_state *al, size_t ci)
 /* Before a durable bit of run ci changes: its copy as the pool opened. */
 static void run_bits_before_change(txn_pool *p, size_t ci)
 {
-    struct alloc_state *al = p->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     if (!al || __atomic_load_n(&al->vbits[ci], __ATOMIC_ACQUIRE))
         return; /* recovery before alloc_open, or made already */
     pthread_mutex_lock(&al->lock);
@@ -219,7 +222,7 @@ static void run_bits_before_change(txn_pool *p, size_t ci)
 static int fix_log_chunks(txn_pool *p, const struct vec *segs)
 {
     uint64_t *t = ctab(p);
-    size_t n = p->hdr->nchunks;
+    size_t n = pool_heap_chunks(p);
     uint8_t *is_seg = calloc(n, 1);
     if (!is_seg)
         return TXN_E_NOMEM;
@@ -244,9 +247,32 @@ static int fix_log_chunks(txn_pool *p, const struct vec *segs)
     return 0;
 }
 
+/* A zeroed array for every chunk the heap may grow to: address space
+ * only, its pages made as the chunks they describe come (and never
+ * moved, so that growing needs no lock its readers would take). */
+static void *lazy_calloc(size_t n, size_t size)
+{
+    size_t bytes = n * size;
+    void *a = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return a == MAP_FAILED ? NULL : a;
+}
+
+static void lazy_free(void *a, size_t bytes)
+{
+    if (a)
+        munmap(a, bytes ? bytes : 1);
+}
+
+/* A5's spare chunks of a heap of n. */
+static size_t spare_of(size_t n)
+{
+    return n / 32 > 8 ? 8 : n / 32 ? n / 32 : 1;
+}
+
 void alloc_close(txn_pool *p)
 {
-    struct alloc_state *al = p->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     if (!al)
         return;
     for (size_t i = 0; i < al->nchunks; i++)
@@ -254,14 +280,14 @@ void alloc_close(txn_pool *p)
             free(al->vbits[i]);
     for (unsigned c = 0; c < ALLOC_CLASSES; c++)
         vec_free(&al->cls[c].runs);
-    free(al->vbits);
-    free(al->used);
-    free(al->listed);
-    free(al->vlarge);
-    free(al->chunk_free);
+    lazy_free(al->vbits, al->max_chunks * sizeof *al->vbits);
+    lazy_free(al->used, al->max_chunks * sizeof *al->used);
+    lazy_free(al->listed, al->max_chunks);
+    lazy_free(al->vlarge, al->max_chunks * sizeof *al->vlarge);
+    lazy_free(al->chunk_free, al->max_chunks);
     pthread_mutex_destroy(&al->lock);
     free(al);
-    p->al = NULL;
+    POOL_FMT(p)->al = NULL;
 }
 
 int alloc_open(txn_pool *p, const struct vec *segs)
@@ -272,16 +298,17 @@ int alloc_open(txn_pool *p, const struct vec *segs)
     struct alloc_state *al = calloc(1, sizeof *al);
     if (!al)
         return TXN_E_NOMEM;
-    p->al = al;
+    POOL_FMT(p)->al = al;
     pthread_mutex_init(&al->lock, NULL);
-    al->nchunks = p->hdr->nchunks;
+    al->nchunks = pool_heap_chunks(p);
+    al->max_chunks = POOL_FMT(p)->hdr->nchunks;
     al->cache_max = setting_get(SET_ALLOC_CACHE, ALLOC_CACHE);
-    al->spare = al->nchunks / 32 > 8 ? 8 : al->nchunks / 32 ? al->nchunks / 32 : 1;
-    al->chunk_free = calloc(al->nchunks, 1);
-    al->vlarge = calloc(al->nchunks, sizeof *al->vlarge);
-    al->vbits = calloc(al->nchunks, sizeof *al->vbits);
-    al->used = calloc(al->nchunks, sizeof *al->used);
-    al->listed = calloc(al->nchunks, 1);
+    al->spare = spare_of(al->nchunks);
+    al->chunk_free = lazy_calloc(al->max_chunks, 1);
+    al->vlarge = lazy_calloc(al->max_chunks, sizeof *al->vlarge);
+    al->vbits = lazy_calloc(al->max_chunks, sizeof *al->vbits);
+    al->used = lazy_calloc(al->max_chunks, sizeof *al->used);
+    al->listed = lazy_calloc(al->max_chunks, 1);
     if (!al->chunk_free || !al->vlarge || !al->vbits || !al->used || !al->listed)
         goto nomem;
     for (unsigned c = 0; c < ALLOC_CLASSES; c++)
@@ -422,6 +449,24 @@ static void cache_to_shared(txn_pool *p, struct alloc_state *al, struct alloc_ca
             shared_free(p, al, c->blk[k][--c->n[k]]);
 }
 
+/* The heap grown by n chunks or more, FREE, the spare ones (A5) kept:
+ * after every freed block has been looked for, and only then, so that a
+ * pool grows only for what its free space cannot serve. */
+static int grow(txn_pool *p, struct alloc_state *al, size_t n)
+{
+    size_t add = pool_grow(p, n + al->spare);
+    if (!add)
+        return 0;
+    assert(pool_heap_chunks(p) == al->nchunks + add && al->nchunks + add <= al->max_chunks);
+    memset(al->chunk_free + al->nchunks, 1, add);
+    if (al->free_hint > al->nchunks)
+        al->free_hint = al->nchunks;
+    al->nfree += add;
+    al->nchunks += add;
+    al->spare = spare_of(al->nchunks);
+    return 1;
+}
+
 /* n contiguous FREE chunks; when there are none, the runs that are empty
  * become FREE, first with the caller's cache given back (c, if any), and
  * the other threads are asked to give theirs back. */
@@ -438,12 +483,14 @@ static long grab_chunks(txn_pool *p, struct alloc_state *al, size_t n, struct al
         if (al->reclaim && reclaim(p, al))
             ci = take_chunks(al, n, spare_ok);
     }
+    if (ci < 0 && grow(p, al, n))
+        ci = take_chunks(al, n, spare_ok);
     return ci;
 }
 
 int alloc_log_chunk(txn_pool *p, void **seg)
 {
-    struct alloc_state *al = p->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     pthread_mutex_lock(&al->lock);
     long ci = grab_chunks(p, al, 1, NULL, 1);
     pthread_mutex_unlock(&al->lock);
@@ -523,7 +570,7 @@ static void carve(txn_pool *p, struct alloc_state *al, unsigned c, struct alloc_
 
 static int refill(txn_pool *p, struct alloc_cache *cache, unsigned c, int spare_ok)
 {
-    struct alloc_state *al = p->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     unsigned want = al->cache_max < REFILL ? al->cache_max : REFILL;
     want = want ? want : 1;
     int rc = 0;
@@ -557,7 +604,7 @@ static int all_zero(const char *b, size_t n)
 int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, int spare_ok, void **blk,
                   size_t *usable)
 {
-    struct alloc_state *al = p->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     unsigned drain = atomic_load_explicit(&al->drain, memory_order_relaxed);
     if (c->drain != drain) { /* chunks ran short: the cache's blocks back */
         c->drain = drain;
@@ -618,7 +665,7 @@ static void release_large(struct alloc_state *al, size_t ci)
 
 void alloc_release(txn_pool *p, struct alloc_cache *c, void *blk)
 {
-    struct alloc_state *al = p->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     size_t ci = chunk_of(p, blk);
     count_freed(p);
     if (al->vlarge[ci]) {
@@ -651,7 +698,7 @@ void alloc_release(txn_pool *p, struct alloc_cache *c, void *blk)
 
 void alloc_cache_drain(txn_pool *p, struct alloc_cache *c)
 {
-    struct alloc_state *al = p->al;
+    struct alloc_state *al = POOL_FMT(p)->al;
     pthread_mutex_lock(&al->lock);
     cache_to_shared(p, al, c);
     pthread_mutex_unlock(&al->lock);
@@ -714,7 +761,7 @@ size_t alloc_block_size(txn_pool *p, const void *blk, int live)
     if (!pool_contains(p, blk, 1))
         return 0;
     size_t ci = chunk_of(p, blk);
-    if (ci >= p->hdr->nchunks)
+    if (ci >= POOL_FMT(p)->hdr->nchunks)
         return 0;
     uint64_t e = ctab(p)[ci];
     const char *ca = chunk_addr(p, ci);
@@ -732,7 +779,7 @@ size_t alloc_block_size(txn_pool *p, const void *blk, int live)
         return 0;
     if (live)
         return ck_kind(e) == CK_LARGE ? ck_n(e) * CHUNK_SIZE : 0;
-    return p->al && p->al->vlarge[ci] ? (size_t)p->al->vlarge[ci] * CHUNK_SIZE : 0;
+    return POOL_FMT(p)->al && POOL_FMT(p)->al->vlarge[ci] ? (size_t)POOL_FMT(p)->al->vlarge[ci] * CHUNK_SIZE : 0;
 }
 
 int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size)
@@ -756,7 +803,8 @@ void alloc_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *ar
                         void *arg)
 {
     uint64_t *t = ctab(p);
-    for (size_t i = 0; i < p->hdr->nchunks; i++) {
+    size_t heap = pool_heap_chunks(p);
+    for (size_t i = 0; i < heap; i++) {
         uint64_t e = t[i];
         if (ck_kind(e) == CK_LARGE) {
             fn(chunk_addr(p, i), ck_n(e) * CHUNK_SIZE, arg);
@@ -797,7 +845,7 @@ static void add_class(txn_pool_info *info, uint64_t size, uint64_t n, uint64_t f
  * only the bits of its last word are known. */
 static int spare_bits_clear(txn_pool *p, const uint64_t *bm, unsigned nb, unsigned *bad)
 {
-    unsigned end = p->hdr->format > POOL_FORMAT_UNTAGGED ? RUN_HDR * 8 : (nb + 63) / 64 * 64;
+    unsigned end = POOL_FMT(p)->hdr->format > POOL_FORMAT_UNTAGGED ? RUN_HDR * 8 : (nb + 63) / 64 * 64;
     for (unsigned b = nb; b < end; b++)
         if (bm[b / 64] >> (b % 64) & 1) {
             *bad = b;
@@ -809,9 +857,10 @@ static int spare_bits_clear(txn_pool *p, const uint64_t *bm, unsigned nb, unsign
 int alloc_describe(txn_pool *p, txn_pool_info *info)
 {
     uint64_t *t = ctab(p);
-    info->heap_size = p->hdr->nchunks * (uint64_t)CHUNK_SIZE;
+    size_t heap = pool_heap_chunks(p);
+    info->heap_size = heap * (uint64_t)CHUNK_SIZE;
     uint64_t small[ALLOC_CLASSES] = {0}, sfree[ALLOC_CLASSES] = {0}, stretch = 0;
-    for (size_t i = 0; i < p->hdr->nchunks; i++) {
+    for (size_t i = 0; i < heap; i++) {
         uint64_t e = t[i];
         unsigned k = ck_kind(e);
         stretch = k == CK_FREE ? stretch + CHUNK_SIZE : 0;
@@ -838,7 +887,7 @@ int alloc_describe(txn_pool *p, txn_pool_info *info)
     for (unsigned c = 0; c < ALLOC_CLASSES; c++)
         if (small[c] || sfree[c])
             add_class(info, class_size[c], small[c], sfree[c]);
-    for (size_t i = 0; i < p->hdr->nchunks; i++) /* then the large objects */
+    for (size_t i = 0; i < heap; i++) /* then the large objects */
         if (ck_kind(t[i]) == CK_LARGE)
             add_class(info, ck_n(t[i]) * CHUNK_SIZE, 1, 0);
     return 0;

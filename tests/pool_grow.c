@@ -1,0 +1,298 @@
+/* pool_grow.c - pools that grow (issue #42, item 1): a pool created small
+ * with a larger max_size takes objects until it reaches the maximum, its
+ * file and mapping growing in place; every object stays where it was and
+ * keeps its bytes, also after a reopen; one object larger than the whole
+ * first pool fits; without max_size a pool stays its size; two threads
+ * allocate while a third reads their objects as the pool grows under
+ * them. libpmemobj's pools (pmdk) do not grow: there a pool is made at
+ * its max_size at once, and every case checks that instead. */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common.h"
+#include "txn.h"
+
+#define MAX (64u << 20)
+
+/* The size a pool starts with: 6 MiB, or the engine's least (pmdk's). */
+static size_t start_size(void)
+{
+    size_t min = txn_pool_min_size(NULL);
+    return min > (6u << 20) ? min : 6u << 20;
+}
+#define START start_size()
+#define BATCH 16
+
+static const size_t sizes[] = {100, 3000, 200u << 10, 40, 9000};
+
+struct obj {
+    txn_obj *o;
+    size_t size;
+    uint64_t tag;
+};
+
+struct objs {
+    struct obj *v;
+    size_t n, cap;
+    pthread_mutex_t m; /* the threads' case: guards v, n, cap */
+};
+
+/* An object's first, middle and last words: its tag, mixed by place. */
+static uint64_t word(uint64_t tag, size_t off)
+{
+    return (tag + off) * 0x9e3779b97f4a7c15ull;
+}
+
+static size_t offs(size_t size, size_t out[3])
+{
+    out[0] = 0;
+    out[1] = size / 16 * 8;
+    out[2] = size / 8 * 8 - 8;
+    return 3;
+}
+
+static int make(txn *tx, size_t size, uint64_t tag, struct obj *out)
+{
+    int rc = txn_alloc(tx, size, &out->o);
+    size_t at[3];
+    for (size_t i = 0, n = offs(size, at); i < n && !rc; i++)
+        rc = txn_write_u64(tx, out->o, at[i], word(tag, at[i]));
+    out->size = size;
+    out->tag = tag;
+    return rc;
+}
+
+static void verify(txn_pool *p, const struct obj *x)
+{
+    txn *tx;
+    size_t at[3];
+    CHECK_OK(txn_begin(p, &tx));
+    for (size_t i = 0, n = offs(x->size, at); i < n; i++) {
+        uint64_t v;
+        CHECK_OK(txn_read(tx, x->o, at[i], &v, sizeof v));
+        ck_assert_msg(v == word(x->tag, at[i]), "object %p (%zu bytes) word at %zu: %#llx",
+                      (void *)x->o, x->size, at[i], (unsigned long long)v);
+    }
+    CHECK_OK(txn_commit(tx));
+}
+
+static void push(struct objs *s, const struct obj *x)
+{
+    pthread_mutex_lock(&s->m);
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 1024;
+        s->v = realloc(s->v, s->cap * sizeof *s->v);
+        ck_assert_ptr_nonnull(s->v);
+    }
+    s->v[s->n++] = *x;
+    pthread_mutex_unlock(&s->m);
+}
+
+/* Objects of the sizes above until the pool is full; returns the bytes. */
+static uint64_t fill(txn_pool *p, struct objs *s, uint64_t tag0)
+{
+    uint64_t bytes = 0, tag = tag0;
+    for (int full = 0; !full;) {
+        txn *tx;
+        struct obj made[BATCH];
+        int n = 0, rc = 0;
+        CHECK_OK(txn_begin(p, &tx));
+        for (; n < BATCH && !rc; n++, tag++)
+            rc = make(tx, sizes[tag % (sizeof sizes / sizeof *sizes)], tag, &made[n]);
+        if (rc) {
+            ck_assert_msg(rc == TXN_E_NOSPACE, "txn_alloc: %s", txn_strerror(rc));
+            txn_abort(tx);
+            break;
+        }
+        if ((rc = txn_commit(tx)) == TXN_E_NOSPACE)
+            break;
+        CHECK_OK(rc);
+        for (int i = 0; i < n; i++) {
+            push(s, &made[i]);
+            bytes += made[i].size;
+        }
+    }
+    return bytes;
+}
+
+static txn_pool *create(const char *name, size_t max)
+{
+    txn_pool_opts o = {.size = START, .max_size = max};
+    txn_pool *p;
+    CHECK_OK(txn_pool_create(name, "grow", &o, &p));
+    return p;
+}
+
+/* libpmemobj's pools (the pmdk engine's) do not grow */
+static int grows(void)
+{
+    return strcmp(txn_engine_name(), "pmdk") != 0;
+}
+
+static void info_of(const char *name, txn_pool_info *i)
+{
+    int rc = txn_pool_inspect(name, i);
+    ck_assert_msg(rc == 0, "inspect: %s (%s)", txn_strerror(rc), i->problem);
+}
+
+START_TEST(test_fill_to_max)
+{
+    char name[TEST_NAME_LEN], path[TEST_PATH_LEN];
+    CHECK_OK(test_pool_name("grow", name, sizeof name));
+    CHECK_OK(test_pool_path(name, path, sizeof path));
+    txn_pool *p = create(name, MAX);
+    struct objs s = {.m = PTHREAD_MUTEX_INITIALIZER};
+    uint64_t bytes = fill(p, &s, 1);
+    int g = grows();
+    for (size_t i = 0; i < s.n; i++)
+        verify(p, &s.v[i]);
+    txn_pool_close(p);
+    txn_pool_info in;
+    info_of(name, &in);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    if (g) {
+        ck_assert_uint_eq(in.max_size, MAX);
+        ck_assert_uint_le(in.size, MAX);
+        ck_assert_uint_eq((uint64_t)st.st_size, in.size); /* the file ends with its heap */
+        ck_assert_msg(bytes > MAX / 2, "%llu bytes stored in a pool of at most %u",
+                      (unsigned long long)bytes, MAX);
+    } else { /* made at its maximum at once */
+        ck_assert_uint_eq(in.max_size, in.size);
+        ck_assert_uint_eq(in.size, MAX);
+    }
+    CHECK_OK(txn_pool_open(name, "grow", &p));
+    for (size_t i = 0; i < s.n; i++)
+        verify(p, &s.v[i]);
+    uint64_t more = fill(p, &s, 1u << 30); /* full: nothing, or what the open's recovery gave back */
+    ck_assert_uint_lt(more, 1u << 20);
+    txn_pool_close(p);
+    txn_pool_info again;
+    info_of(name, &again);
+    ck_assert_uint_eq(again.size, in.size);
+    free(s.v);
+    test_pool_remove(name);
+}
+END_TEST
+
+START_TEST(test_one_large_object)
+{
+    char name[TEST_NAME_LEN];
+    CHECK_OK(test_pool_name("growbig", name, sizeof name));
+    txn_pool *p = create(name, MAX);
+    txn *tx;
+    struct obj x;
+    CHECK_OK(txn_begin(p, &tx));
+    int rc = make(tx, 5 * (size_t)START, 7, &x);
+    if (!grows()) {
+        ck_assert_int_eq(rc, TXN_E_NOSPACE);
+        txn_abort(tx);
+        txn_pool_close(p);
+        test_pool_remove(name);
+        return;
+    }
+    CHECK_OK(rc);
+    CHECK_OK(txn_commit(tx));
+    txn_pool_close(p);
+    CHECK_OK(txn_pool_open(name, "grow", &p));
+    verify(p, &x);
+    txn_pool_close(p);
+    test_pool_remove(name);
+}
+END_TEST
+
+/* Without max_size a pool does not grow. */
+START_TEST(test_fixed_by_default)
+{
+    char name[TEST_NAME_LEN];
+    CHECK_OK(test_pool_name("fixed", name, sizeof name));
+    txn_pool *p = create(name, 0);
+    struct objs s = {.m = PTHREAD_MUTEX_INITIALIZER};
+    uint64_t bytes = fill(p, &s, 1);
+    txn_pool_close(p);
+    txn_pool_info in;
+    info_of(name, &in);
+    ck_assert_uint_lt(bytes, START);
+    ck_assert_uint_eq(in.max_size, in.size);
+    ck_assert_uint_le(in.size, START);
+    free(s.v);
+    test_pool_remove(name);
+}
+END_TEST
+
+/* Two threads fill one growing pool; a third reads what they made, as
+ * they make it, while the pool grows under it. */
+struct shared {
+    txn_pool *p;
+    struct objs s;
+    _Atomic int writers;
+    uint64_t tag0[2];
+};
+
+static void *writer(void *arg)
+{
+    struct shared *sh = arg;
+    static _Atomic int next;
+    int me = atomic_fetch_add(&next, 1) % 2;
+    fill(sh->p, &sh->s, sh->tag0[me]);
+    atomic_fetch_sub(&sh->writers, 1);
+    return NULL;
+}
+
+static void *reader(void *arg)
+{
+    struct shared *sh = arg;
+    size_t seen = 0, i = 0;
+    while (atomic_load(&sh->writers) > 0 || i < seen) {
+        pthread_mutex_lock(&sh->s.m);
+        seen = sh->s.n;
+        struct obj x = i < seen ? sh->s.v[i] : (struct obj){0};
+        pthread_mutex_unlock(&sh->s.m);
+        if (i < seen) {
+            verify(sh->p, &x);
+            i++;
+        }
+    }
+    return NULL;
+}
+
+START_TEST(test_threads)
+{
+    char name[TEST_NAME_LEN];
+    CHECK_OK(test_pool_name("growth", name, sizeof name));
+    struct shared sh = {.p = create(name, MAX), .s = {.m = PTHREAD_MUTEX_INITIALIZER},
+                        .writers = 2, .tag0 = {1, 1ull << 40}};
+    pthread_t t[3];
+    ck_assert_int_eq(pthread_create(&t[0], NULL, reader, &sh), 0);
+    ck_assert_int_eq(pthread_create(&t[1], NULL, writer, &sh), 0);
+    ck_assert_int_eq(pthread_create(&t[2], NULL, writer, &sh), 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+    txn_pool_close(sh.p);
+    txn_pool_info in;
+    info_of(name, &in);
+    if (grows())
+        ck_assert_uint_gt(in.size, 4 * (uint64_t)START);
+    CHECK_OK(txn_pool_open(name, "grow", &sh.p));
+    for (size_t i = 0; i < sh.s.n; i++)
+        verify(sh.p, &sh.s.v[i]);
+    txn_pool_close(sh.p);
+    free(sh.s.v);
+    test_pool_remove(name);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("pool_grow");
+    TCase *tc = test_tcase(s, "grow", 120.0);
+    tcase_add_test(tc, test_fill_to_max);
+    tcase_add_test(tc, test_one_large_object);
+    tcase_add_test(tc, test_fixed_by_default);
+    tcase_add_test(tc, test_threads);
+    return test_run(s, CK_FORK_GETENV, "grow");
+}

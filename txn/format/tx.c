@@ -1,0 +1,353 @@
+/* tx.c - pmtx's format for contexts and transactions (engine.h's
+ * eng_pool_attach/detach/begin/end), and the helpers its engines share:
+ * versions, block bookkeeping, ALLOC/FREE records and their recovery. */
+#include "format.h"
+
+#include <assert.h>
+#include <stdlib.h>
+
+#include "engine.h"
+#include "persist.h"
+
+struct txn_config txn_cfg;
+
+/* The front end puts a context's struct fmt_tx right after its struct txn
+ * (api.c, TX_FMT), which is aligned enough only if its size is a multiple. */
+_Static_assert(sizeof(struct txn) % _Alignof(struct fmt_tx) == 0, "fmt_tx after txn");
+const size_t eng_tx_fmt_size = sizeof(struct fmt_tx);
+
+#define VERSION_RANGE (1ull << 32)
+
+void tx_claim_versions(struct txn *tx)
+{
+    /* versions are never reused, so a stale record can never pass for one
+     * of a later transaction */
+    uint64_t v = TX_FMT(tx)->slot->next_version ? TX_FMT(tx)->slot->next_version : 1;
+    pm_store64(&TX_FMT(tx)->slot->next_version, v + VERSION_RANGE);
+    pm_persist(&TX_FMT(tx)->slot->next_version, 8);
+    TX_FMT(tx)->version = v - 1;
+    TX_FMT(tx)->version_end = v + VERSION_RANGE;
+}
+
+int eng_pool_attach(struct txn *tx)
+{
+    TX_FMT(tx)->slot = pool_slot(tx->p, tx->slot_idx);
+    log_attach(&TX_FMT(tx)->log, tx->p, TX_FMT(tx)->slot);
+    vec_init(&TX_FMT(tx)->allocs, sizeof(struct tx_block));
+    vec_init(&TX_FMT(tx)->frees, sizeof(struct tx_block));
+    if (addrmap_init(&TX_FMT(tx)->alloc_at, 16) || addrmap_init(&TX_FMT(tx)->free_at, 16)) {
+        addrmap_free(&TX_FMT(tx)->alloc_at);
+        return TXN_E_NOMEM;
+    }
+    return 0;
+}
+
+void eng_pool_detach(struct txn *tx)
+{
+    alloc_cache_drain(tx->p, &TX_FMT(tx)->cache);
+    vec_free(&TX_FMT(tx)->allocs);
+    vec_free(&TX_FMT(tx)->frees);
+    addrmap_free(&TX_FMT(tx)->alloc_at);
+    addrmap_free(&TX_FMT(tx)->free_at);
+}
+
+void eng_pool_begin(struct txn *tx)
+{
+    if (eng_persistent)
+        tx_next_version(tx);
+}
+
+/* Blocks a transaction gives back: its frees, or its allocations. */
+static __attribute__((noinline)) void give_back(struct txn *tx, struct vec *give)
+{
+    for (size_t i = 0; i < give->n; i++)
+        alloc_release(tx->p, &TX_FMT(tx)->cache, ((struct tx_block *)vec_at(give, i))->blk);
+}
+
+void eng_pool_end(struct txn *tx, int committed)
+{
+    struct vec *give = committed ? &TX_FMT(tx)->frees : &TX_FMT(tx)->allocs;
+    if (give->n)
+        give_back(tx, give);
+    TX_FMT(tx)->allocs.n = TX_FMT(tx)->frees.n = 0;
+    TX_FMT(tx)->reserved_bytes = TX_FMT(tx)->freed_bytes = 0;
+    if (TX_FMT(tx)->alloc_at.n)
+        addrmap_clear(&TX_FMT(tx)->alloc_at);
+    if (TX_FMT(tx)->free_at.n)
+        addrmap_clear(&TX_FMT(tx)->free_at);
+    if (TX_FMT(tx)->log.used) /* else where log_rewind would put it */
+        log_rewind(&TX_FMT(tx)->log);
+}
+
+/* Up to this many blocks a list is searched by a scan (a few cache lines,
+ * cheaper than hashing for the usual transaction of a few blocks); beyond
+ * it through its map, so that a transaction of n blocks costs O(n) rather
+ * than O(n^2). Figures in docs/engines.md. */
+#define TX_SCAN_MAX 16
+
+/* Invariant B1: a list's map is empty (the list holds at most TX_SCAN_MAX
+ * blocks, or remember() ran out of memory) and the list is scanned, or the
+ * map maps every block of the list to its index. Entries may be stale: an
+ * engine pops the newest block when a step after tx_reserve or
+ * tx_mark_free fails, so an index counts only while the list still holds
+ * that block there. */
+static struct tx_block *scan(const struct vec *v, const void *blk)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        struct tx_block *b = vec_at(v, i);
+        if (b->blk == blk)
+            return b;
+    }
+    return NULL;
+}
+
+#define B1_CHECK_MAX 64 /* blocks: a debug build scans shorter lists too */
+
+static struct tx_block *find_block(const struct vec *v, const struct addrmap *m, const void *blk)
+{
+    if (!m->n)
+        return scan(v, blk);
+    const uint64_t *at = addrmap_find(m, (uint64_t)(uintptr_t)blk);
+    struct tx_block *b = at && *at < v->n ? vec_at(v, *at) : NULL;
+    b = b && b->blk == blk ? b : NULL;
+    assert((b || v->n > B1_CHECK_MAX || !scan(v, blk)) && "B1: a block of the list is not in its map");
+    return b;
+}
+
+/* B1 after a push: the newest block indexed, or the whole list when it
+ * just outgrew the scan. Out of memory, the map is emptied (the list is
+ * scanned again) and the caller pops the block. */
+static int remember(struct vec *v, struct addrmap *m)
+{
+    if (!m->n && v->n <= TX_SCAN_MAX)
+        return 0;
+    for (size_t i = m->n ? v->n - 1 : 0; i < v->n; i++) {
+        struct tx_block *b = vec_at(v, i);
+        if (addrmap_put(m, (uint64_t)(uintptr_t)b->blk, i)) {
+            addrmap_clear(m);
+            return TXN_E_NOMEM;
+        }
+    }
+    return 0;
+}
+
+int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)
+{
+    struct tx_block *b = vec_push(&TX_FMT(tx)->allocs);
+    if (!b)
+        return TXN_E_NOMEM;
+    int spare_ok = TX_FMT(tx)->freed_bytes >= TX_FMT(tx)->reserved_bytes + n;
+    int rc = alloc_reserve(tx->p, &TX_FMT(tx)->cache, n, spare_ok, &b->blk, &b->size);
+    if (!rc && (rc = remember(&TX_FMT(tx)->allocs, &TX_FMT(tx)->alloc_at)))
+        alloc_release(tx->p, &TX_FMT(tx)->cache, b->blk);
+    if (rc) {
+        TX_FMT(tx)->allocs.n--;
+        return rc;
+    }
+    TX_FMT(tx)->reserved_bytes += b->size;
+    *out = *b;
+    return 0;
+}
+
+void tx_unreserve(struct txn *tx)
+{
+    struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, --TX_FMT(tx)->allocs.n);
+    TX_FMT(tx)->reserved_bytes -= b->size;
+    alloc_release(tx->p, &TX_FMT(tx)->cache, b->blk);
+}
+
+void tx_unmark_free(struct txn *tx)
+{
+    struct tx_block *b = vec_at(&TX_FMT(tx)->frees, --TX_FMT(tx)->frees.n);
+    TX_FMT(tx)->freed_bytes -= b->size;
+}
+
+int tx_is_new(const struct txn *tx, const void *blk)
+{
+    return TX_FMT(tx)->allocs.n && find_block(&TX_FMT(tx)->allocs, &TX_FMT(tx)->alloc_at, blk);
+}
+
+int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
+{
+    if (TX_FMT(tx)->frees.n && find_block(&TX_FMT(tx)->frees, &TX_FMT(tx)->free_at, blk))
+        return TXN_E_INVAL;
+    struct tx_block *mine = TX_FMT(tx)->allocs.n ? find_block(&TX_FMT(tx)->allocs, &TX_FMT(tx)->alloc_at, blk) : NULL;
+    size_t size = mine ? mine->size : alloc_block_size(tx->p, blk, 1);
+    if (!size)
+        return TXN_E_INVAL;
+    struct tx_block *b = vec_push(&TX_FMT(tx)->frees);
+    if (!b)
+        return TXN_E_NOMEM;
+    b->blk = blk;
+    b->size = size;
+    if (remember(&TX_FMT(tx)->frees, &TX_FMT(tx)->free_at)) {
+        TX_FMT(tx)->frees.n--;
+        return TXN_E_NOMEM;
+    }
+    TX_FMT(tx)->freed_bytes += size;
+    if (out)
+        *out = *b;
+    return 0;
+}
+
+/* The atomic updates first, then the flushes: a locked instruction waits
+ * for every write-back in flight, so interleaving them serialises both. */
+void tx_apply_allocs(struct txn *tx, int flush)
+{
+    if (!TX_FMT(tx)->allocs.n && !TX_FMT(tx)->frees.n)
+        return;
+    for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
+        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 0);
+    }
+    for (size_t i = 0; i < TX_FMT(tx)->frees.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->frees, i);
+        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, 0);
+    }
+    for (size_t i = 0; flush && i < TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n; i++) {
+        struct tx_block *b = i < TX_FMT(tx)->allocs.n ? vec_at(&TX_FMT(tx)->allocs, i)
+                                              : vec_at(&TX_FMT(tx)->frees, i - TX_FMT(tx)->allocs.n);
+        alloc_flush_meta(tx->p, (uint64_t)(uintptr_t)b->blk, b->size);
+    }
+}
+
+void tx_set_state(struct txn *tx, unsigned state)
+{
+    struct slot_hdr *slot = TX_FMT(tx)->slot;
+    pm_store64(&slot->state, slot_state(TX_FMT(tx)->version, state));
+    pm_persist(&slot->state, sizeof slot->state);
+}
+
+int tx_slot_state(const struct slot_hdr *slot, uint64_t version)
+{
+    if (slot->state == slot_state(version, SLOT_IDLE))
+        return SLOT_IDLE;
+    return slot->state == slot_state(version, SLOT_COMMITTED) ? (int)SLOT_COMMITTED : -1;
+}
+
+int tx_log(struct txn *tx, uint32_t type, uint64_t addr, uint64_t aux, const void *src,
+           uint32_t len, struct log_rec **out)
+{
+    return log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, type, addr, aux, src, len, out);
+}
+
+void tx_log_flush(struct txn *tx)
+{
+    log_flush(&TX_FMT(tx)->log);
+}
+
+void tx_log_set_tail(struct txn *tx)
+{
+    log_set_tail(&TX_FMT(tx)->log, TX_FMT(tx)->version);
+}
+
+size_t tx_log_used(const struct txn *tx)
+{
+    return TX_FMT(tx)->log.used;
+}
+
+int tx_slot_bits(const struct slot_hdr *slot, uint64_t version)
+{
+    return slot->state >> 2 == version ? (int)(slot->state & 3) : -1;
+}
+
+int tx_rec_current(const struct txn *tx, const struct log_rec *r)
+{
+    return r->sentinel == LOG_SENTINEL && r->version == TX_FMT(tx)->version;
+}
+
+void tx_unapply_allocs(struct txn *tx)
+{
+    for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
+        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_CLEAR, 1);
+    }
+    for (size_t i = 0; i < TX_FMT(tx)->frees.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->frees, i);
+        alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 1);
+    }
+}
+
+void tx_rec_get(const struct log_rec *r, struct tx_rec *out)
+{
+    *out = (struct tx_rec){r->version, r->type, r->len, r->addr, r->aux, r + 1};
+}
+
+int tx_pool_contains(txn_pool *p, const void *a, size_t n)
+{
+    return pool_contains(p, a, n);
+}
+
+uint64_t tx_pool_boot(txn_pool *p)
+{
+    return POOL_FMT(p)->hdr->boot;
+}
+
+size_t tx_block_count(const struct txn *tx)
+{
+    return TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n;
+}
+
+void tx_flush_new_blocks(struct txn *tx)
+{
+    for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
+        struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
+        pm_flush(b->blk, b->size);
+    }
+}
+
+int tx_log_block(struct txn *tx, uint32_t type, const struct tx_block *b)
+{
+    return log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, type, (uint64_t)(uintptr_t)b->blk,
+                      b->size, NULL, 0, NULL);
+}
+
+static int log_blocks(struct txn *tx, const struct vec *v, uint32_t type)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        int rc = tx_log_block(tx, type, vec_at(v, i));
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int tx_log_allocs(struct txn *tx)
+{
+    int rc = log_blocks(tx, &TX_FMT(tx)->allocs, LOG_ALLOC);
+    return rc ? rc : log_blocks(tx, &TX_FMT(tx)->frees, LOG_FREE);
+}
+
+void tx_redo_alloc_rec(txn_pool *p, const struct log_rec *r)
+{
+    alloc_apply(p, r->addr, r->aux, r->type == LOG_ALLOC ? ALLOC_SET : ALLOC_CLEAR, 1);
+}
+
+void tx_undo_alloc_rec(txn_pool *p, const struct log_rec *r)
+{
+    alloc_apply(p, r->addr, r->aux, r->type == LOG_ALLOC ? ALLOC_CLEAR : ALLOC_SET, 1);
+}
+
+int tx_alloc_rec_valid(txn_pool *p, const struct log_rec *r)
+{
+    return r->len == 0 && alloc_record_valid(p, r->addr, r->aux);
+}
+
+int tx_rec_valid(txn_pool *p, const struct log_rec *r)
+{
+    switch (r->type) {
+    case LOG_DATA:
+        return pool_contains(p, (void *)(uintptr_t)r->addr, r->len) ? 0 : TXN_E_CORRUPT;
+    case LOG_ALLOC:
+    case LOG_FREE:
+        return tx_alloc_rec_valid(p, r) ? 0 : TXN_E_CORRUPT;
+    default:
+        return TXN_E_CORRUPT;
+    }
+}
+
+__attribute__((constructor)) static void tx_config(void)
+{
+    txn_cfg.alloc_eager = (int)setting_get(SET_ALLOC_EAGER, 0);
+    txn_cfg.log_batch = (int)setting_get(SET_LOG_BATCH, 1);
+}

@@ -1,0 +1,77 @@
+/* handle.h - the front end's volatile handles: an open pool (struct
+ * txn_pool) and a thread's context in it (struct txn). Each holds a
+ * pointer to the engine's state; the pool format's state lies right after
+ * the handle, in the same allocation (eng_pool_fmt_size, eng_tx_fmt_size:
+ * engine.h), and only the format knows its type (struct fmt_pool, struct
+ * fmt_tx). */
+#ifndef PMTX_HANDLE_H
+#define PMTX_HANDLE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txn.h"
+#include "util.h"
+
+struct fmt_pool;
+struct fmt_tx;
+
+/* The format's part of a pool handle and of a context. At a fixed offset,
+ * not behind a pointer: the load of such a pointer before every heap
+ * lookup cost redo1 a fifth of its transactions (docs/format.md). */
+#define POOL_FMT(p) ((struct fmt_pool *)((p) + 1))
+#define TX_FMT(tx) ((struct fmt_tx *)((tx) + 1))
+
+/* One per (thread, pool); `struct txn` of txn.h: the part txn.h's inline
+ * paths read, the front end's fields (api.c), the engine's and the
+ * format's state. Used by its thread only, but for next_ctx (the pool's
+ * ctx_lock) and a release at the pool's close (no other call runs). */
+struct txn {
+    struct txn__hot hot;      /* first: txn.h casts a txn * to it */
+    txn_pool *p;
+    pthread_t owner;          /* the thread it belongs to */
+    struct txn *next_ctx;     /* p->ctx_lock: pool's list */
+    unsigned slot_idx;        /* context index, < p->max_ctx: its log slot */
+    int active;
+    int err;                  /* first error of the running transaction */
+    signed char way_keep[TXN__WAYS]; /* per way: eng_inline's answer */
+    int ways_kept;            /* a way may be kept past the transaction */
+    uint64_t freed_seen;      /* p->freed when ways_check last looked (R1) */
+    uint8_t way_next[1 << TXN__SET_BITS]; /* per set: the way to fill next */
+    int ways_move;            /* ways whose mode changes at the end, in moved[]
+                                 (more than TXN__MOVED: all are looked at) */
+#define TXN__MOVED 48
+    uint8_t moved[TXN__MOVED];
+    const txn_obj *last_obj;  /* the object last checked, and its size */
+    size_t last_size;
+    struct vec defers;        /* struct tx_defer */
+    void *eng;                /* the engine's per-thread state */
+    /* then the format's part (TX_FMT) */
+};
+
+/* The volatile handle of an open pool, shared by every thread that runs
+ * transactions on it. "open" means set by the open or create, before any
+ * context exists, and only read until the close, which runs when no other
+ * call is in progress. */
+struct txn_pool {
+    char *base;               /* open: where the file is mapped */
+    size_t size;              /* bytes of the file and its mapping: set at
+                                 open, raised by a growth (atomic: the
+                                 format's pool_size_now) */
+    size_t max_size;          /* open: bytes it may grow to */
+    unsigned max_ctx;         /* open: contexts at once: the format's log slots */
+    uint8_t *ctx_used;        /* ctx_lock: per context index: claimed */
+    pthread_mutex_t ctx_lock; /* guards ctxs and ctx_used */
+    struct txn *ctxs;         /* ctx_lock: per-thread contexts of this pool */
+    uint64_t gen;             /* open: unique per open, keys thread caches */
+    void *eng;                /* the engine's lock (its own rules) */
+    /* atomic, on a line of its own (bumped where blocks are freed, read
+     * at every txn_begin): blocks given back to the allocator so far,
+     * counted before any of them can be reserved again (R1, api.c) */
+    _Alignas(64) _Atomic uint64_t freed;
+    /* then the format's part (POOL_FMT; its own rules) */
+};
+
+#endif
