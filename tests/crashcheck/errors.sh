@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# errors.sh CRASHCHECK BANK: txn-crashcheck's clear errors (exit 2 and a
+# message naming the problem, nothing left in /dev/shm) for bad options, a
+# program not built against a -check library, a program that crashes by
+# itself, a CMD that cannot be run and one that hangs; BANK is the correct
+# example built against a -check library.
+set -uo pipefail
+cc=$1 bank=$2
+fail=0
+leftovers() { ls /dev/shm 2>/dev/null | grep -c '^txn-crashcheck-' || true; }
+before=$(leftovers)
+
+expect() { # WANTED-TEXT ARGS...: exit 2 and WANTED-TEXT on stderr
+    local want=$1; shift
+    local err rc
+    err=$("$cc" "$@" 2>&1 >/dev/null); rc=$?
+    if [ $rc -ne 2 ] || ! grep -q -- "$want" <<<"$err"; then
+        echo "FAIL: txn-crashcheck $* exited $rc, said: $err (wanted: $want)"
+        fail=1
+    else
+        echo "ok: $want"
+    fi
+}
+expect "usage:" --images 3
+expect "usage:" --images 3 -- "$bank" {pool}
+expect "is not a number" --images x --check "$bank --verify {pool}" -- "$bank" {pool}
+expect "is not a number from 0 to 2" --pdom 3 --check "$bank --verify {pool}" -- "$bank" {pool}
+expect "must name the pool as {pool}" --check "$bank --verify" -- "$bank" {pool}
+expect "PROGRAM's arguments must name" --check "$bank --verify {pool}" -- "$bank" x.pool
+expect "--replay takes SEED:IMAGE" --replay 5 --check "$bank --verify {pool}" -- "$bank" {pool}
+expect "not linked with a -check library" --images 3 --check "true {pool}" -- \
+    sh -c 'touch "$0"' {pool}
+expect "crashed by itself (signal 11" --images 3 --check "true {pool}" -- \
+    sh -c 'kill -SEGV $$' {pool}
+expect "CMD could not be run" --images 3 --check "no-such-command-here {pool}" -- \
+    "$bank" --transfers 5 {pool}
+expect "did not end within --check-timeout (1 s)" --images 3 --check-timeout 1 \
+    --check "sleep 30; true {pool}" -- "$bank" --transfers 5 {pool}
+
+after=$(leftovers)
+if [ "$after" != "$before" ]; then
+    echo "FAIL: files left in /dev/shm: $(ls /dev/shm | grep '^txn-crashcheck-')"
+    fail=1
+fi
+exit $fail
