@@ -404,6 +404,21 @@ static const char *crash_recovery(uint64_t rng)
     return NULL;
 }
 
+/* The image being checked, as written (before recovery). */
+static const char *cur_image;
+static size_t cur_size;
+
+/* A checksum of an image, to tell one from another in reports. */
+static uint64_t image_sum(const char *b, size_t n)
+{
+    uint64_t h = 1469598103934665603ull, w;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 1099511628211ull;
+    }
+    return h;
+}
+
 /* ---- one image at C.pool: recovered, checked by pmtx and by CMD */
 struct verdict {
     uint64_t images, bad;
@@ -416,11 +431,12 @@ static void report(uint64_t image, uint64_t point, uint64_t points, const struct
         return;
     const struct chk_rec *r = s->last;
     fprintf(stderr,
-            "inconsistent image %llu (--replay %llu:%llu): crash after event %llu of %llu, "
+            "inconsistent image %llu (--replay %llu:%llu, checksum %016llx): crash after event "
+            "%llu of %llu, "
             "a %s at pool offset %#llx, in or after transaction %llu; commits returned %llu, "
             "in flight %llu, acknowledged %llu\n  %s\n",
             (unsigned long long)image, (unsigned long long)C.seed, (unsigned long long)image,
-            (unsigned long long)point, (unsigned long long)points,
+            (unsigned long long)image_sum(cur_image, cur_size), (unsigned long long)point, (unsigned long long)points,
             r && type_name[r->type] ? type_name[r->type] : "?",
             (unsigned long long)(r ? r->off : 0), (unsigned long long)s->txn,
             (unsigned long long)s->committed, (unsigned long long)s->inflight,
@@ -486,10 +502,17 @@ static void check_image(uint64_t image, uint64_t point, uint64_t points, const s
     }
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* A crash point: image `image` is taken after event `event`. */
+struct point {
+    uint64_t event, image;
+};
+
+static int by_event(const void *a, const void *b)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    const struct point *x = a, *y = b;
+    if (x->event != y->event)
+        return (x->event > y->event) - (x->event < y->event);
+    return (x->image > y->image) - (x->image < y->image);
 }
 
 static uint64_t number(const char *s, const char *what, uint64_t max)
@@ -618,13 +641,15 @@ int main(int argc, char **argv)
     if (!points)
         die("PROGRAM stored nothing to its pool: there is nothing to crash");
 
-    /* 2. the crash points, from the seed */
-    uint64_t *pt = malloc(C.images * sizeof *pt), rng = C.seed ^ 0xc2b2ae3d27d4eb4full;
+    /* 2. the crash points, from the seed: image i's point is the seed's
+     * i-th draw, whatever the image count (--replay S:N needs only N) */
+    struct point *pt = malloc(C.images * sizeof *pt);
+    uint64_t rng = C.seed ^ 0xc2b2ae3d27d4eb4full;
     if (!pt)
         die("out of memory");
     for (uint64_t i = 0; i < C.images; i++)
-        pt[i] = mix(&rng) % points;
-    qsort(pt, C.images, sizeof *pt, cmp_u64);
+        pt[i] = (struct point){mix(&rng) % points, i};
+    qsort(pt, C.images, sizeof *pt, by_event);
 
     /* 3. the replay, an image at each point */
     struct state s = {0};
@@ -634,23 +659,23 @@ int main(int argc, char **argv)
     for (pos = 0; (rec = next_rec(&t, &pos, &pl)) && next < C.images;) {
         if (!feed(&s, rec, pl, 0))
             continue;
-        for (; next < C.images && pt[next] == e; next++) {
-            if (C.replay >= 0 && (long)next != C.replay)
+        for (; next < C.images && pt[next].event == e; next++) {
+            uint64_t image = pt[next].image;
+            if (C.replay >= 0 && (long)image != C.replay)
                 continue;
             if (!buf && !(buf = trace_buf_alloc(s.size)))
                 die("out of memory");
-            image_of(&s, buf, next);
+            image_of(&s, buf, image);
             if (write_file(C.pool, buf, s.size))
                 die("cannot write the image %s: %s", C.pool, strerror(errno));
+            cur_image = buf;
+            cur_size = s.size;
             if (C.replay >= 0) {
-                uint64_t h = 1469598103934665603ull;
-                for (size_t i = 0; i < s.size; i++)
-                    h = (h ^ (uint8_t)buf[i]) * 1099511628211ull;
-                printf("image %ld: kept at %s, fnv1a %016llx\n", C.replay, C.pool,
-                       (unsigned long long)h);
+                printf("image %ld: checksum %016llx\n", C.replay,
+                       (unsigned long long)image_sum(buf, s.size));
                 fflush(stdout);
             }
-            check_image(next, e, points, &s, &v);
+            check_image(image, e, points, &s, &v);
             if (C.replay >= 0 && write_file(C.pool, buf, s.size) == 0)
                 printf("image %ld: the image (before recovery) is at %s\n", C.replay, C.pool);
         }
