@@ -16,7 +16,9 @@
 #undef txn_abort
 #undef txn_sync
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -65,8 +67,11 @@ static struct {
     int seeded;     /* constructor: getrandom from `seed` */
     uint64_t seed;  /* lock */
     uint64_t txns;  /* lock: user transactions begun */
+    uint64_t nrec;  /* lock: records written */
+    uint64_t where; /* constructor: the record whose stack is wanted, or
+                       UINT64_MAX */
     unsigned threads; /* lock: threads numbered */
-} R = {.fd = -1};
+} R = {.fd = -1, .where = UINT64_MAX};
 
 static __thread unsigned my_thread; /* 1 + this thread's number, 0: none yet */
 static __thread uint64_t my_txn;    /* the serial of this thread's transaction */
@@ -110,6 +115,32 @@ static void out(const void *p, size_t n)
     R.used += n;
 }
 
+static void rec(uint32_t type, uint64_t off, uint64_t arg, const void *payload, uint32_t len);
+
+/* The stack of the record just written, for txn-crashcheck's report of
+ * where a crash came: the frames outside this library and libc, as object
+ * and offset (the checker turns them into source lines). Under lock. */
+static void where(uint64_t n)
+{
+    void *f[32];
+    char text[2048];
+    size_t used = 0;
+    Dl_info self, d;
+    int k = backtrace(f, 32);
+    if (!dladdr((void *)where, &self))
+        return;
+    for (int i = 0; i < k && used < sizeof text - 300; i++) {
+        if (!dladdr(f[i], &d) || !d.dli_fname || d.dli_fbase == self.dli_fbase ||
+            strstr(d.dli_fname, "/libc.so"))
+            continue;
+        /* a return address: the call is the byte before it */
+        uintptr_t off = (uintptr_t)f[i] - (uintptr_t)d.dli_fbase - 1;
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s\t%#lx\n", d.dli_fname,
+                                 (unsigned long)off);
+    }
+    rec(CHK_WHERE, n, 0, text, (uint32_t)used);
+}
+
 /* Under lock. */
 static void rec(uint32_t type, uint64_t off, uint64_t arg, const void *payload, uint32_t len)
 {
@@ -122,6 +153,8 @@ static void rec(uint32_t type, uint64_t off, uint64_t arg, const void *payload, 
         out(payload, len);
         out(&zero, chk_pad(len) - len);
     }
+    if (R.nrec++ == R.where)
+        where(R.where);
 }
 
 static int in_pool(const void *a, size_t n)
@@ -420,6 +453,9 @@ __attribute__((constructor)) static void record_init(void)
 {
     const char *trace = getenv(CHK_ENV_TRACE), *pool = getenv(CHK_ENV_POOL);
     const char *seed = getenv(CHK_ENV_SEED), *recover = getenv(CHK_ENV_RECOVER);
+    const char *at = getenv(CHK_ENV_WHERE);
+    if (at)
+        R.where = strtoull(at, NULL, 10);
     if (pool && strlen(pool) < sizeof R.pool) {
         snprintf(R.pool, sizeof R.pool, "%s", pool);
         snprintf(R.tmp, sizeof R.tmp, "%s.pmtx-new", pool);

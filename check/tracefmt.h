@@ -20,6 +20,8 @@
 #define CHK_ENV_POOL "TXN_CHECK_POOL"       /* the one pool file to follow */
 #define CHK_ENV_SEED "TXN_CHECK_SEED"       /* getrandom's stream, decimal */
 #define CHK_ENV_RECOVER "TXN_CHECK_RECOVER" /* 1: open the pool, close, exit */
+#define CHK_ENV_WHERE "TXN_CHECK_WHERE"     /* a record's number (HELLO is 0):
+                                               a CHK_WHERE record follows it */
 
 enum chk_type {
     CHK_HELLO = 1, /* off: CHK_MAGIC, arg: CHK_VERSION; payload: engine name */
@@ -41,6 +43,9 @@ enum chk_type {
     CHK_SYNCED,    /* txn_sync returned 0: arg thread */
     CHK_UNMAP,     /* the pool's mapping ends */
     CHK_ACK,       /* txn_check_ack (txn_check.h): arg n */
+    CHK_WHERE,     /* the stack of the record TXN_CHECK_WHERE named: off its
+                      number; payload: a line "object-path<TAB>offset" a
+                      frame, the program's frames only, innermost first */
     CHK_TYPES
 };
 

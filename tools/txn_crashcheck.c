@@ -254,6 +254,12 @@ struct state {
     uint64_t sync_from; /* committed when the sync in progress started */
     uint64_t txn;       /* the last transaction begun */
     const struct chk_rec *last; /* the last point's record */
+    uint64_t last_no, no;       /* its number in the trace; the record's */
+    uint64_t ack_no;            /* the number of the last CHK_ACK, or 0 */
+    struct {
+        uint64_t no, off, txn;
+    } unt[SHOW_FAILURES]; /* the first untraced stores of different transactions */
+    unsigned nunt;
 };
 
 /* One record into the model; 1 when it was a crash point. */
@@ -291,6 +297,8 @@ static int feed(struct state *s, const struct chk_rec *r, const char *pl, int qu
             die("trace: an untraced store outside the pool");
         memcpy(s->mem + r->off, pl, r->len);
         s->untraced++;
+        if (!quiet && s->nunt < SHOW_FAILURES && (!s->nunt || s->unt[s->nunt - 1].txn != r->arg))
+            s->unt[s->nunt++] = (typeof(s->unt[0])){s->no, r->off, r->arg};
         if (!quiet && s->untraced <= SHOW_FAILURES)
             fprintf(stderr,
                     "untraced store at pool offset %#llx (%u bytes), found at the end of "
@@ -321,6 +329,7 @@ static int feed(struct state *s, const struct chk_rec *r, const char *pl, int qu
         return 0;
     case CHK_ACK:
         s->acked = r->arg;
+        s->ack_no = s->no;
         return 0;
     case CHK_UNMAP:
         return 0;
@@ -328,6 +337,7 @@ static int feed(struct state *s, const struct chk_rec *r, const char *pl, int qu
         return 0;
     }
     s->last = r;
+    s->last_no = s->no;
     return 1;
 }
 
@@ -418,6 +428,114 @@ static const char *crash_recovery(uint64_t rng)
     return NULL;
 }
 
+/* The failures reported in full: their images and the numbers of the
+ * records their crashes followed (where_report). */
+static struct {
+    uint64_t image, no, ack_no;
+} shown[SHOW_FAILURES];
+static unsigned nshown;
+
+/* ---- source lines: PROGRAM run again from the seed with the recorder
+ * asked for the stack of record `no` (TXN_CHECK_WHERE); the run is the
+ * same when the program is deterministic and single-threaded, which the
+ * record's own type and offset confirm. The frames, through addr2line. */
+static int where_of(const struct trace *orig, uint64_t no, char *out, size_t cap)
+{
+    char seed[32], pdom[8], at[32], path[160];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)C.seed);
+    snprintf(pdom, sizeof pdom, "%d", C.pdom);
+    snprintf(at, sizeof at, "%llu", (unsigned long long)no);
+    snprintf(path, sizeof path, "%s.where", C.trace);
+    const char *env[] = {CHK_ENV_TRACE, path, CHK_ENV_POOL, C.pool, CHK_ENV_SEED, seed,
+                         "TXN_PDOM", pdom, "TXN_PDOM0_NS", "0", "TXN_PDOM1_NS", "0",
+                         CHK_ENV_RECOVER, NULL, CHK_ENV_WHERE, at, NULL};
+    unlink(C.pool);
+    unsigned keep = C.timeout;
+    C.timeout = 3600;
+    struct run r = spawn(C.prog, NULL, env, 1);
+    C.timeout = keep;
+    unlink(C.pool);
+    struct trace t;
+    int found = 0;
+    if (!r.timedout && !trace_load(path, &t)) {
+        const struct chk_rec *a = NULL, *b = NULL, *x;
+        const char *pl, *wpl = NULL;
+        size_t pa = 0, pb = 0;
+        uint64_t i = 0;
+        for (; (x = next_rec(orig, &pa, &pl)) && i <= no; i++)
+            a = x;
+        for (i = 0; (x = next_rec(&t, &pb, &pl)); i++) {
+            if (i == no)
+                b = x;
+            if (x->type == CHK_WHERE && x->off == no) {
+                wpl = pl;
+                found = x->len;
+                break;
+            }
+        }
+        if (!a || !b || a->type != b->type || a->off != b->off || a->len != b->len) {
+            found = 0;
+        } else if (found) {
+            char *text = strndup(wpl, (size_t)found), *save = NULL;
+            size_t used = 0;
+            int frames = 0;
+            for (char *ln = strtok_r(text, "\n", &save); ln && frames < 3;
+                 ln = strtok_r(NULL, "\n", &save)) {
+                char *tab = strchr(ln, '\t'), cmd[4200], line[512];
+                if (!tab)
+                    continue;
+                *tab = 0;
+                /* -i: a function inlined into its caller gives a line
+                 * each; txn.h's own inline calls are not the program's */
+                snprintf(cmd, sizeof cmd, "addr2line -f -C -s -p -i -e '%s' %s 2>/dev/null", ln,
+                         tab + 1);
+                FILE *f = popen(cmd, "r");
+                while (f && frames < 3 && used < cap && fgets(line, sizeof line, f)) {
+                    line[strcspn(line, "\n")] = 0;
+                    const char *l = line;
+                    if (!strncmp(l, " (inlined by) ", 14))
+                        l += 14;
+                    if (!strstr(l, "??") && !strstr(l, " at txn.h:") &&
+                        !strstr(l, " at txn_check.h:"))
+                        used += (size_t)snprintf(out + used, cap - used, "%s%s",
+                                                 frames++ ? " <- " : "", l);
+                }
+                if (f)
+                    pclose(f);
+                if (used >= cap)
+                    break;
+            }
+            free(text);
+            found = frames > 0;
+        }
+        trace_unload(&t);
+    }
+    unlink(path);
+    return found ? 0 : -1;
+}
+
+static void where_report(const struct trace *t, const struct state *s)
+{
+    char at[1024];
+    for (unsigned i = 0; i < nshown; i++) {
+        if (!where_of(t, shown[i].no, at, sizeof at))
+            fprintf(stderr, "image %llu: the crash followed the event made at %s\n",
+                    (unsigned long long)shown[i].image, at);
+        else
+            fprintf(stderr, "image %llu: no source line (the program did not run the same "
+                    "way again, or has no debugging information)\n",
+                    (unsigned long long)shown[i].image);
+        if (shown[i].ack_no && !where_of(t, shown[i].ack_no, at, sizeof at))
+            fprintf(stderr, "image %llu: the last acknowledgement before the crash was made "
+                    "at %s\n", (unsigned long long)shown[i].image, at);
+    }
+    for (unsigned i = 0; i < s->nunt; i++)
+        if (!where_of(t, s->unt[i].no, at, sizeof at))
+            fprintf(stderr, "untraced store at pool offset %#llx: found at the end of "
+                    "transaction %llu, whose end is at %s\n",
+                    (unsigned long long)s->unt[i].off, (unsigned long long)s->unt[i].txn, at);
+}
+
 /* The image being checked, as written (before recovery). */
 static const char *cur_image;
 static size_t cur_size;
@@ -438,11 +556,14 @@ struct verdict {
     uint64_t images, bad;
 };
 
+
 static void report(uint64_t image, uint64_t point, uint64_t points, const struct state *s,
                    const char *what, int show)
 {
     if (!show)
         return;
+    if (nshown < SHOW_FAILURES)
+        shown[nshown++] = (typeof(shown[0])){image, s->last_no, s->ack_no};
     const struct chk_rec *r = s->last;
     fprintf(stderr,
             "inconsistent image %llu (--replay %llu:%llu, checksum %016llx): crash after event "
@@ -450,7 +571,8 @@ static void report(uint64_t image, uint64_t point, uint64_t points, const struct
             "a %s at pool offset %#llx, in or after transaction %llu; commits returned %llu, "
             "in flight %llu, acknowledged %llu\n  %s\n",
             (unsigned long long)image, (unsigned long long)C.seed, (unsigned long long)image,
-            (unsigned long long)image_sum(cur_image, cur_size), (unsigned long long)point, (unsigned long long)points,
+            (unsigned long long)image_sum(cur_image, cur_size), (unsigned long long)point,
+            (unsigned long long)points,
             r && type_name[r->type] ? type_name[r->type] : "?",
             (unsigned long long)(r ? r->off : 0), (unsigned long long)s->txn,
             (unsigned long long)s->committed, (unsigned long long)s->inflight,
@@ -670,7 +792,7 @@ int main(int argc, char **argv)
     struct verdict v = {0};
     char *buf = NULL;
     uint64_t e = 0, next = 0;
-    for (pos = 0; (rec = next_rec(&t, &pos, &pl)) && next < C.images;) {
+    for (pos = 0; (rec = next_rec(&t, &pos, &pl)) && next < C.images; s.no++) {
         if (!feed(&s, rec, pl, 0))
             continue;
         for (; next < C.images && pt[next].event == e; next++) {
@@ -690,14 +812,17 @@ int main(int argc, char **argv)
                 fflush(stdout);
             }
             check_image(image, e, points, &s, &v);
-            if (C.replay >= 0 && write_file(C.pool, buf, s.size) == 0)
-                printf("image %ld: the image (before recovery) is at %s\n", C.replay, C.pool);
         }
         e++;
     }
     /* the untraced stores after the last point */
-    while ((rec = next_rec(&t, &pos, &pl)))
+    while ((rec = next_rec(&t, &pos, &pl))) {
+        s.no++;
         feed(&s, rec, pl, 0);
+    }
+    where_report(&t, &s);
+    if (C.replay >= 0 && buf && write_file(C.pool, buf, s.size) == 0)
+        printf("image %ld: the image (before recovery) is at %s\n", C.replay, C.pool);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     trace_unload(&t);
