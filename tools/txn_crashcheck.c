@@ -44,7 +44,7 @@ static struct {
     unsigned timeout;
     const char *check;
     char **prog; /* PROGRAM ARGS..., {pool} replaced */
-    char pool[128], trace[128], rtrace[128], out[128];
+    char pool[128], trace[128], rtrace[128], out[128], wtrace[128];
     char engine[32];
 } C = {.images = 200, .seed = 1, .pdom = 1, .replay = -1, .timeout = 10};
 
@@ -52,9 +52,23 @@ static void cleanup(void)
 {
     unlink(C.trace);
     unlink(C.rtrace);
+    unlink(C.wtrace);
     unlink(C.out);
     if (C.replay < 0)
         unlink(C.pool);
+}
+
+/* The child running now (its process group), for a signal's cleanup. */
+static volatile pid_t running;
+
+/* Interrupted: the child's group ended and nothing left in /dev/shm
+ * (unlink and kill are async-signal-safe). */
+static void on_signal(int sig)
+{
+    if (running > 0)
+        kill(-running, SIGKILL);
+    cleanup();
+    _exit(128 + sig);
 }
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -145,6 +159,7 @@ static struct run spawn(char **argv, const char *cmd, const char *const *env, in
         _exit(127);
     }
     setpgid(pid, pid);
+    running = pid;
     /* woken by the child's exit itself (a pidfd), not by polling: a
      * check is a few ms, and a poll's sleep would be a good part of it */
     int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -172,6 +187,7 @@ static struct run spawn(char **argv, const char *cmd, const char *const *env, in
                 us *= 2;
         }
     }
+    running = 0;
     if (pfd >= 0)
         close(pfd);
     return r;
@@ -441,11 +457,11 @@ static unsigned nshown;
  * record's own type and offset confirm. The frames, through addr2line. */
 static int where_of(const struct trace *orig, uint64_t no, char *out, size_t cap)
 {
-    char seed[32], pdom[8], at[32], path[160];
+    char seed[32], pdom[8], at[32];
+    const char *path = C.wtrace;
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)C.seed);
     snprintf(pdom, sizeof pdom, "%d", C.pdom);
     snprintf(at, sizeof at, "%llu", (unsigned long long)no);
-    snprintf(path, sizeof path, "%s.where", C.trace);
     const char *env[] = {CHK_ENV_TRACE, path, CHK_ENV_POOL, C.pool, CHK_ENV_SEED, seed,
                          "TXN_PDOM", pdom, "TXN_PDOM0_NS", "0", "TXN_PDOM1_NS", "0",
                          CHK_ENV_RECOVER, NULL, CHK_ENV_WHERE, at, NULL};
@@ -718,6 +734,7 @@ int main(int argc, char **argv)
     snprintf(C.trace, sizeof C.trace, "/dev/shm/txn-crashcheck-%d.trace", pid);
     snprintf(C.rtrace, sizeof C.rtrace, "/dev/shm/txn-crashcheck-%d.rtrace", pid);
     snprintf(C.out, sizeof C.out, "/dev/shm/txn-crashcheck-%d.out", pid);
+    snprintf(C.wtrace, sizeof C.wtrace, "/dev/shm/txn-crashcheck-%d.wtrace", pid);
     if (C.replay >= 0)
         snprintf(C.pool, sizeof C.pool, "/dev/shm/txn-crashcheck-%llu-%ld.pool",
                  (unsigned long long)C.seed, C.replay);
@@ -728,6 +745,9 @@ int main(int argc, char **argv)
     for (int i = optind; i < argc; i++)
         C.prog[i - optind] = subst(argv[i]);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
 
     /* 1. the program, once, with the recorder on */
     char seed[32], pdom[8];

@@ -2,7 +2,8 @@
 # errors.sh CRASHCHECK BANK: txn-crashcheck's clear errors (exit 2 and a
 # message naming the problem, nothing left in /dev/shm) for bad options, a
 # program not built against a -check library, a program that crashes by
-# itself, a CMD that cannot be run and one that hangs; BANK is the correct
+# itself, a CMD that cannot be run and one that hangs, an interrupted
+# check; BANK is the correct
 # example built against a -check library.
 set -uo pipefail
 cc=$1 bank=$2
@@ -36,6 +37,14 @@ expect "CMD could not be run" --images 3 --check "no-such-command-here {pool}" -
     "$bank" --transfers 5 {pool}
 expect "did not end within --check-timeout (1 s)" --images 3 --check-timeout 1 \
     --check "sleep 30; true {pool}" -- "$bank" --transfers 5 {pool}
+
+# interrupted: its children ended, its files removed
+"$cc" --images 100000 --check "$bank --verify {pool}" -- "$bank" --transfers 200 {pool} \
+    >/dev/null 2>&1 &
+sleep 2
+kill -TERM $!
+wait $!
+[ $? -eq 143 ] && echo "ok: interrupted" || { echo "FAIL: not ended by SIGTERM"; fail=1; }
 
 after=$(leftovers)
 if [ "$after" != "$before" ]; then
