@@ -65,8 +65,10 @@ static volatile pid_t running;
  * (unlink and kill are async-signal-safe). */
 static void on_signal(int sig)
 {
-    if (running > 0)
+    if (running > 0) { /* gone before the files go: it may be making one */
         kill(-running, SIGKILL);
+        waitpid(running, NULL, 0);
+    }
     cleanup();
     _exit(128 + sig);
 }
@@ -135,11 +137,23 @@ static void set_env(const char *k, const char *v)
 static struct run spawn(char **argv, const char *cmd, const char *const *env, int capture)
 {
     struct run r = {0, 0};
+    /* no interruption between the fork and `running` (the child would
+     * be left making files after the cleanup) */
+    sigset_t stop, was;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    sigprocmask(SIG_BLOCK, &stop, &was);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0)
         die("fork: %s", strerror(errno));
     if (pid == 0) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &was, NULL);
         setpgid(0, 0);
         for (const char *const *e = env; e && *e; e += 2)
             set_env(e[0], e[1]);
@@ -160,6 +174,7 @@ static struct run spawn(char **argv, const char *cmd, const char *const *env, in
     }
     setpgid(pid, pid);
     running = pid;
+    sigprocmask(SIG_SETMASK, &was, NULL);
     /* woken by the child's exit itself (a pidfd), not by polling: a
      * check is a few ms, and a poll's sleep would be a good part of it */
     int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
