@@ -131,8 +131,8 @@ static void where(uint64_t n)
         return;
     for (int i = 0; i < k && used < sizeof text - 300; i++) {
         if (!dladdr(f[i], &d) || !d.dli_fname || d.dli_fbase == self.dli_fbase ||
-            strstr(d.dli_fname, "/libc.so"))
-            continue;
+            strstr(d.dli_fname, "/libc.so") || strstr(d.dli_fname, "san.so"))
+            continue; /* not the program's: this library, libc, a sanitizer's runtime */
         /* a return address: the call is the byte before it */
         uintptr_t off = (uintptr_t)f[i] - (uintptr_t)d.dli_fbase - 1;
         used += (size_t)snprintf(text + used, sizeof text - used, "%s\t%#lx\n", d.dli_fname,

@@ -526,8 +526,10 @@ static int where_of(const struct trace *orig, uint64_t no, char *out, size_t cap
                     const char *l = line;
                     if (!strncmp(l, " (inlined by) ", 14))
                         l += 14;
-                    if (!strstr(l, "??") && !strstr(l, " at txn.h:") &&
-                        !strstr(l, " at txn_check.h:"))
+                    /* txn.h's functions are named txn_* (inlined or not,
+                     * as the build's optimisation says) */
+                    if (!strstr(l, "??") && strncmp(l, "txn_", 4) &&
+                        !strstr(l, " at txn.h:") && !strstr(l, " at txn_check.h:"))
                         used += (size_t)snprintf(out + used, cap - used, "%s%s",
                                                  frames++ ? " <- " : "", l);
                 }
@@ -855,12 +857,16 @@ int main(int argc, char **argv)
         s.no++;
         feed(&s, rec, pl, 0);
     }
+    free(pt);
     where_report(&t, &s);
     if (C.replay >= 0 && buf && write_file(C.pool, buf, s.size) == 0)
         printf("image %ld: the image (before recovery) is at %s\n", C.replay, C.pool);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     trace_unload(&t);
+    trace_detach();
+    if (s.mem)
+        trace_buf_free(s.mem, s.size);
     printf("%s: %llu events, %.1f s, %.0f images/s\n", C.engine, (unsigned long long)points,
            sec, (double)v.images / sec);
     printf("crash images: %llu, inconsistent: %llu, untraced stores: %llu\n",
