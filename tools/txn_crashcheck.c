@@ -12,7 +12,8 @@
  * four crashed again during that recovery and recovered once more), and
  * CMD is run on it. Last line: "crash images: N, inconsistent: K,
  * untraced stores: U"; exit status 0 only when K = U = 0, 1 when a check
- * failed, 2 when the check could not be made.
+ * failed, 2 when the check could not be made. Its files (the pool, the
+ * traces, CMD's output) are in /dev/shm, or in $TXN_CHECK_DIR.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -747,13 +748,19 @@ int main(int argc, char **argv)
         C.images = (uint64_t)C.replay + 1;
 
     int pid = (int)getpid();
-    snprintf(C.pool, sizeof C.pool, "/dev/shm/txn-crashcheck-%d.pool", pid);
-    snprintf(C.trace, sizeof C.trace, "/dev/shm/txn-crashcheck-%d.trace", pid);
-    snprintf(C.rtrace, sizeof C.rtrace, "/dev/shm/txn-crashcheck-%d.rtrace", pid);
-    snprintf(C.out, sizeof C.out, "/dev/shm/txn-crashcheck-%d.out", pid);
-    snprintf(C.wtrace, sizeof C.wtrace, "/dev/shm/txn-crashcheck-%d.wtrace", pid);
+    /* its files: in memory, as the pools it tests (TXN_CHECK_DIR: elsewhere) */
+    const char *dir = getenv("TXN_CHECK_DIR");
+    if (!dir || !*dir)
+        dir = "/dev/shm";
+    if (strlen(dir) > 60)
+        die("TXN_CHECK_DIR: a directory name of at most 60 bytes");
+    snprintf(C.pool, sizeof C.pool, "%s/txn-crashcheck-%d.pool", dir, pid);
+    snprintf(C.trace, sizeof C.trace, "%s/txn-crashcheck-%d.trace", dir, pid);
+    snprintf(C.rtrace, sizeof C.rtrace, "%s/txn-crashcheck-%d.rtrace", dir, pid);
+    snprintf(C.out, sizeof C.out, "%s/txn-crashcheck-%d.out", dir, pid);
+    snprintf(C.wtrace, sizeof C.wtrace, "%s/txn-crashcheck-%d.wtrace", dir, pid);
     if (C.replay >= 0)
-        snprintf(C.pool, sizeof C.pool, "/dev/shm/txn-crashcheck-%llu-%ld.pool",
+        snprintf(C.pool, sizeof C.pool, "%s/txn-crashcheck-%llu-%ld.pool", dir,
                  (unsigned long long)C.seed, C.replay);
     unlink(C.pool);
     C.prog = calloc((size_t)(argc - optind + 1), sizeof *C.prog);
