@@ -407,6 +407,28 @@ void txn_check_ack(uint64_t n)
     pthread_mutex_unlock(&lock);
 }
 
+/* A child the program forks records nothing: the trace is the parent's
+ * (the child's copy of the buffer is dropped, the file left alone). The
+ * fork is made holding the lock, so that the child's copy of it is free. */
+static void before_fork(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+static void after_fork(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+static void in_child(void)
+{
+    R.on = 0;
+    R.fd = -1;
+    R.used = 0;
+    R.base = NULL;
+    pthread_mutex_unlock(&lock);
+}
+
 static void at_exit(void)
 {
     pthread_mutex_lock(&lock);
@@ -475,6 +497,7 @@ __attribute__((constructor)) static void record_init(void)
             out_flush();
             pthread_mutex_unlock(&lock);
             atexit(at_exit);
+            pthread_atfork(before_fork, after_fork, in_child);
         } else { /* the checker then finds no trace and says so */
             fprintf(stderr, "txn-crashcheck: cannot write the trace %s: %s\n", trace,
                     strerror(errno));
