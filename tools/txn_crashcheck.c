@@ -132,20 +132,18 @@ static void set_env(const char *k, const char *v)
         unsetenv(k);
 }
 
-/* Runs argv (or `sh -c cmd`) with the environment of `env` (NULL-ended
- * pairs; a NULL value unsets), stdout and stderr to C.out when `capture`,
- * else stdout to /dev/null; waits at most C.timeout s. */
-static struct run spawn(char **argv, const char *cmd, const char *const *env, int capture)
+/* A child in a process group of its own, recorded as `running` before a
+ * signal can come: no interruption between the fork and the record (the
+ * child would be left making files after the cleanup). fork_child returns
+ * in both; the parent then calls forked(). */
+static pid_t fork_child(sigset_t *was)
 {
-    struct run r = {0, 0};
-    /* no interruption between the fork and `running` (the child would
-     * be left making files after the cleanup) */
-    sigset_t stop, was;
+    sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGHUP);
-    sigprocmask(SIG_BLOCK, &stop, &was);
+    sigprocmask(SIG_BLOCK, &stop, was);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0)
@@ -154,8 +152,28 @@ static struct run spawn(char **argv, const char *cmd, const char *const *env, in
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
-        sigprocmask(SIG_SETMASK, &was, NULL);
+        sigprocmask(SIG_SETMASK, was, NULL);
         setpgid(0, 0);
+    }
+    return pid;
+}
+
+static void forked(pid_t pid, const sigset_t *was)
+{
+    setpgid(pid, pid);
+    running = pid;
+    sigprocmask(SIG_SETMASK, was, NULL);
+}
+
+/* Runs argv (or `sh -c cmd`) with the environment of `env` (NULL-ended
+ * pairs; a NULL value unsets), stdout and stderr to C.out when `capture`,
+ * else stdout to /dev/null; waits at most C.timeout s. */
+static struct run spawn(char **argv, const char *cmd, const char *const *env, int capture)
+{
+    struct run r = {0, 0};
+    sigset_t was;
+    pid_t pid = fork_child(&was);
+    if (pid == 0) {
         for (const char *const *e = env; e && *e; e += 2)
             set_env(e[0], e[1]);
         int fd = open(capture ? C.out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -173,9 +191,7 @@ static struct run spawn(char **argv, const char *cmd, const char *const *env, in
                 strerror(errno));
         _exit(127);
     }
-    setpgid(pid, pid);
-    running = pid;
-    sigprocmask(SIG_SETMASK, &was, NULL);
+    forked(pid, &was);
     /* woken by the child's exit itself (a pidfd), not by polling: a
      * check is a few ms, and a poll's sleep would be a good part of it */
     int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -421,8 +437,8 @@ static const char *crash_recovery(uint64_t rng)
         free(saved);
         return r.timedout ? "recovery did not end" : "recovery failed";
     }
-    fflush(NULL);
-    pid_t pid = fork();
+    sigset_t was;
+    pid_t pid = fork_child(&was);
     if (pid == 0) {
         struct trace t;
         struct state s = {0};
@@ -453,9 +469,11 @@ static const char *crash_recovery(uint64_t rng)
         image_of(&s, saved, at + 1000003);
         _exit(write_file(C.pool, saved, n) ? 6 : 0);
     }
-    int st;
+    forked(pid, &was);
+    int st, got = (int)waitpid(pid, &st, 0);
+    running = 0;
     free(saved);
-    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+    if (got != pid || !WIFEXITED(st) || WEXITSTATUS(st))
         return "the crash of recovery could not be made";
     return NULL;
 }
