@@ -109,7 +109,11 @@ function(pmtx_check_library name sources libs exports)
            $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/check>
            $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
     PRIVATE ${PROJECT_SOURCE_DIR}/txn ${PROJECT_SOURCE_DIR}/layout
-            ${PROJECT_SOURCE_DIR}/check ${PROJECT_SOURCE_DIR}/tests/crashsim)
+            ${PROJECT_SOURCE_DIR}/check ${PROJECT_SOURCE_DIR}/tests/crashsim
+            # the runtime's and the format's sources see what they see in
+            # their own object libraries
+            $<TARGET_PROPERTY:pmtx-runtime,INCLUDE_DIRECTORIES>
+            $<TARGET_PROPERTY:pmtx-format,INCLUDE_DIRECTORIES>)
   target_link_libraries(${lib}
     PUBLIC Threads::Threads
     PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS ${libs} ${CMAKE_DL_LIBS})
