@@ -41,6 +41,7 @@
 static struct {
     uint64_t images, seed;
     int pdom;
+    char pdom_s[8]; /* pdom, for the children's TXN_PDOM */
     long replay; /* --replay: the one image to make and keep, or -1 */
     unsigned timeout;
     const char *check;
@@ -421,6 +422,7 @@ static uint64_t mix(uint64_t *s)
 static const char *crash_recovery(uint64_t rng)
 {
     const char *env[] = {CHK_ENV_RECOVER, "1", CHK_ENV_TRACE, C.rtrace, CHK_ENV_POOL, C.pool,
+                         "TXN_PDOM", C.pdom_s, "TXN_PDOM0_NS", "0", "TXN_PDOM1_NS", "0",
                          NULL};
     /* the image kept aside: recovery writes the pool in place */
     struct trace img;
@@ -648,7 +650,9 @@ static void check_image(uint64_t image, uint64_t point, uint64_t points, const s
             return;
         }
     }
+    /* the recovery runs at the PDOM the program ran at */
     const char *env[] = {CHK_ENV_RECOVER, "1", CHK_ENV_POOL, C.pool, CHK_ENV_TRACE, NULL,
+                         "TXN_PDOM", C.pdom_s, "TXN_PDOM0_NS", "0", "TXN_PDOM1_NS", "0",
                          NULL};
     struct run r = spawn(C.prog, NULL, env, 1);
     if (r.timedout || !WIFEXITED(r.status) || WEXITSTATUS(r.status)) {
@@ -753,6 +757,7 @@ int main(int argc, char **argv)
     }
     if (optind >= argc || !C.check)
         usage();
+    snprintf(C.pdom_s, sizeof C.pdom_s, "%d", C.pdom);
     if (!strstr(C.check, "{pool}"))
         die("--check's CMD must name the pool as {pool}");
     if (C.timeout == 0)
