@@ -77,19 +77,74 @@ function(pmtx_engine)
   file(RELATIVE_PATH PC_UP ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
   string(REGEX REPLACE "/$" "" PC_UP "${PC_UP}")
   set(PC_ENGINE ${name})
+  set(PC_CFLAGS "")
   configure_file(${PROJECT_SOURCE_DIR}/cmake/txn.pc.in
                  ${PROJECT_BINARY_DIR}/pkgconfig/txn-${name}.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/txn-${name}.pc
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  if(A_PERSISTENT AND NOT A_OWN_POOL)
+    pmtx_check_library(${name} "${A_SOURCES}" "${A_LIBS}" ${A_EXPORTS})
+  endif()
+endfunction()
+
+# pmtx_check_library(NAME SOURCES LIBS EXPORTS): libtxn-NAME-check, the
+# engine as txn-crashcheck checks it (docs/crashcheck.md): the runtime,
+# pmtx's pool format, the retention layer and the engine compiled again
+# with the persist layer's hooks on (PMTX_TRACE) and the recorder
+# (check/record.c) behind them; txn_begin, txn_commit, txn_abort and
+# txn_sync renamed so that the recorder's wrappers are the exported calls;
+# mmap, munmap, renameat2, link and getrandom wrapped by the linker, so
+# that the recorder finds the pool. pmtx::NAME-check, txn-NAME-check.pc.
+# (pmdk, OWN_POOL, has none: libpmemobj's stores do not go through the
+# persist layer; docs/crashcheck.md.)
+function(pmtx_check_library name sources libs exports)
+  set(lib txn-${name}-check)
+  set_property(GLOBAL APPEND PROPERTY PMTX_CHECK_ENGINES ${name})
+  # record.c last: its constructor runs after the library's others
+  add_library(${lib} SHARED ${PMTX_RUNTIME_SOURCES} ${PMTX_FORMAT_SOURCES}
+              ${PMTX_LAYOUT_SOURCES} ${sources} ${PROJECT_SOURCE_DIR}/check/record.c)
+  target_compile_definitions(${lib} PRIVATE PMTX_ENGINE_NAME="${name}"
+    txn_begin=chk_real_txn_begin txn_commit=chk_real_txn_commit
+    txn_abort=chk_real_txn_abort txn_sync=chk_real_txn_sync
+    PUBLIC PMTX_TRACE)
+  target_include_directories(${lib}
+    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/txn/include>
+           $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/layout/include>
+           $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}>
+           $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/check>
+           $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+    PRIVATE ${PROJECT_SOURCE_DIR}/txn ${PROJECT_SOURCE_DIR}/layout
+            ${PROJECT_SOURCE_DIR}/check ${PROJECT_SOURCE_DIR}/tests/crashsim
+            # the runtime's and the format's sources see what they see in
+            # their own object libraries
+            $<TARGET_PROPERTY:pmtx-runtime,INCLUDE_DIRECTORIES>
+            $<TARGET_PROPERTY:pmtx-format,INCLUDE_DIRECTORIES>)
+  target_link_libraries(${lib}
+    PUBLIC Threads::Threads
+    PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS ${libs} ${CMAKE_DL_LIBS})
+  set_target_properties(${lib} PROPERTIES
+    VERSION ${PROJECT_VERSION} SOVERSION 1 EXPORT_NAME ${name}-check LINK_DEPENDS ${exports})
+  target_link_options(${lib} PRIVATE -Wl,--version-script=${exports}
+    -Wl,--wrap=mmap,--wrap=munmap,--wrap=renameat2,--wrap=link,--wrap=getrandom)
+  install(TARGETS ${lib} EXPORT pmtxTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(FILES ${PROJECT_SOURCE_DIR}/check/txn_check.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  set(PC_ENGINE ${name}-check)
+  set(PC_CFLAGS " -DPMTX_TRACE")
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/txn.pc.in
+                 ${PROJECT_BINARY_DIR}/pkgconfig/${lib}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/${lib}.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endfunction()
 
 # pmtx_engine_vars(): the engines' records as variables of the calling
-# scope: PMTX_ENGINES, PMTX_PERSISTENT_ENGINES and, per engine E,
+# scope: PMTX_ENGINES, PMTX_PERSISTENT_ENGINES, PMTX_CHECK_ENGINES (those
+# with a -check library) and, per engine E,
 # ENGINE_DIR_E, ENGINE_SOURCES_E, ENGINE_OWN_POOL_E, ENGINE_LIBS_E,
 # ENGINE_CRASHSIM_ARGS_E, ENGINE_CRASHSIM_SHARED_ARGS_E.
 macro(pmtx_engine_vars)
   get_property(PMTX_ENGINES GLOBAL PROPERTY PMTX_ENGINES)
   get_property(PMTX_PERSISTENT_ENGINES GLOBAL PROPERTY PMTX_PERSISTENT_ENGINES)
+  get_property(PMTX_CHECK_ENGINES GLOBAL PROPERTY PMTX_CHECK_ENGINES)
   foreach(_e IN LISTS PMTX_ENGINES)
     foreach(_k DIR SOURCES OWN_POOL LIBS CRASHSIM_ARGS CRASHSIM_SHARED_ARGS)
       get_property(ENGINE_${_k}_${_e} GLOBAL PROPERTY PMTX_ENGINE_${_k}_${_e})

@@ -234,7 +234,7 @@ size_t trace_audit(const char *where)
         for (size_t w = pos; w < pos + len; w += 8) {
             size_t wl = pos + len - w < 8 ? pos + len - w : 8;
             if (memcmp(tr.view + w, tr.base + w, wl)) {
-                if (bad < 5)
+                if (bad < 5 && where)
                     fprintf(stderr, "untraced store at pool offset %#zx (%s)\n", w, where);
                 bad++;
             }

@@ -58,8 +58,8 @@ void trace_image_nth(void *out, uint64_t idx);
 
 /* Untraced stores: bytes of the region that differ from what the traced
  * stores explain. Returns how many 8-byte words differ (0 = all traced),
- * reports the first few on stderr with `where`, and takes the region as
- * it is from then on so a store is reported once. */
+ * reports the first few on stderr with `where` (NULL: none reported), and
+ * takes the region as it is from then on so a store is reported once. */
 size_t trace_audit(const char *where);
 
 /* ---- shared by the models (trace_event.c) */

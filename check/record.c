@@ -1,0 +1,511 @@
+/* record.c - the recorder of libtxn-<engine>-check: the persist layer's
+ * trace hooks (trace.h) and the txn_* calls written into the trace file
+ * txn-crashcheck names (tracefmt.h; design in docs/crashcheck.md).
+ *
+ * Without TXN_CHECK_TRACE in the environment it records nothing: the hooks
+ * take and drop the lock and the program runs as with txn-<engine>.
+ *
+ * The library's sources are compiled with txn_begin, txn_commit,
+ * txn_abort and txn_sync renamed (chk_real_*, CMake's -D): the exported
+ * calls are the wrappers below, which record the call around the real one.
+ * The pool is found through the library's own mmap, munmap, renameat2 and
+ * link, wrapped by the linker (--wrap): nothing in txn/ knows the
+ * recorder. */
+#undef txn_begin
+#undef txn_commit
+#undef txn_abort
+#undef txn_sync
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "trace.h"
+#include "tracefmt.h"
+#include "txn.h"
+#include "txn_check.h"
+
+int chk_real_txn_begin(txn_pool *p, txn **out);
+int chk_real_txn_commit(txn *tx);
+void chk_real_txn_abort(txn *tx);
+int chk_real_txn_sync(txn_pool *p);
+
+void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int __real_munmap(void *addr, size_t len);
+int __real_renameat2(int odir, const char *old, int ndir, const char *new, unsigned flags);
+int __real_link(const char *old, const char *new);
+ssize_t __real_getrandom(void *buf, size_t n, unsigned flags);
+
+#define BUF_SIZE (1u << 20)
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The recorder's state: set by the constructor before any other thread
+ * exists (on, pool, tmp, seeded), the rest under `lock`. */
+static struct {
+    int on;        /* constructor: TXN_CHECK_TRACE is set */
+    int fd;        /* lock: the trace file */
+    char *buf;     /* lock: records not yet written */
+    size_t used;   /* lock */
+    int failed;    /* lock: a write failed; the checker finds the file short */
+    char pool[4096], tmp[4200]; /* constructor: the pool's path and its
+                                   creation's temporary */
+    char *base;    /* lock: the followed mapping, or NULL */
+    size_t size;   /* lock */
+    uint8_t *view; /* lock: what the traced stores explain */
+    char *pending; /* lock: the temporary's mapping, followed once renamed */
+    size_t pending_size;
+    int seeded;     /* constructor: getrandom from `seed` */
+    uint64_t seed;  /* lock */
+    uint64_t txns;  /* lock: user transactions begun */
+    uint64_t nrec;  /* lock: records written */
+    uint64_t where; /* constructor: the record whose stack is wanted, or
+                       UINT64_MAX */
+    unsigned threads; /* lock: threads numbered */
+} R = {.fd = -1, .where = UINT64_MAX};
+
+static __thread unsigned my_thread; /* 1 + this thread's number, 0: none yet */
+static __thread uint64_t my_txn;    /* the serial of this thread's transaction */
+
+static unsigned thread_no(void)
+{
+    if (!my_thread)
+        my_thread = ++R.threads; /* under lock: callers hold it */
+    return my_thread - 1;
+}
+
+static void out_flush(void)
+{
+    for (size_t done = 0; done < R.used;) {
+        ssize_t w = write(R.fd, R.buf + done, R.used - done);
+        if (w <= 0) {
+            R.failed = 1;
+            break;
+        }
+        done += (size_t)w;
+    }
+    R.used = 0;
+}
+
+static void out(const void *p, size_t n)
+{
+    if (n > BUF_SIZE - R.used)
+        out_flush();
+    if (n > BUF_SIZE) { /* a whole pool's contents: written through */
+        for (size_t done = 0; done < n;) {
+            ssize_t w = write(R.fd, (const char *)p + done, n - done);
+            if (w <= 0) {
+                R.failed = 1;
+                return;
+            }
+            done += (size_t)w;
+        }
+        return;
+    }
+    memcpy(R.buf + R.used, p, n);
+    R.used += n;
+}
+
+static void rec(uint32_t type, uint64_t off, uint64_t arg, const void *payload, uint32_t len);
+
+/* The stack of the record just written, for txn-crashcheck's report of
+ * where a crash came: the frames outside this library and libc, as object
+ * and offset (the checker turns them into source lines). Under lock. */
+static void where(uint64_t n)
+{
+    void *f[32];
+    char text[2048];
+    size_t used = 0;
+    Dl_info self, d;
+    int k = backtrace(f, 32);
+    if (!dladdr((void *)where, &self))
+        return;
+    for (int i = 0; i < k && used < sizeof text - 300; i++) {
+        if (!dladdr(f[i], &d) || !d.dli_fname || d.dli_fbase == self.dli_fbase ||
+            strstr(d.dli_fname, "/libc.so") || strstr(d.dli_fname, "san.so"))
+            continue; /* not the program's: this library, libc, a sanitizer's runtime */
+        /* a return address: the call is the byte before it */
+        uintptr_t off = (uintptr_t)f[i] - (uintptr_t)d.dli_fbase - 1;
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s\t%#lx\n", d.dli_fname,
+                                 (unsigned long)off);
+    }
+    rec(CHK_WHERE, n, 0, text, (uint32_t)used);
+}
+
+/* Under lock. */
+static void rec(uint32_t type, uint64_t off, uint64_t arg, const void *payload, uint32_t len)
+{
+    if (!R.on || R.fd < 0)
+        return;
+    struct chk_rec r = {type, len, off, arg};
+    static const uint64_t zero;
+    out(&r, sizeof r);
+    if (len) {
+        out(payload, len);
+        out(&zero, chk_pad(len) - len);
+    }
+    if (R.nrec++ == R.where)
+        where(R.where);
+}
+
+static int in_pool(const void *a, size_t n)
+{
+    uintptr_t x = (uintptr_t)a, b = (uintptr_t)R.base;
+    return R.base && x >= b && x < b + R.size && n <= b + R.size - x;
+}
+
+/* ---- the persist layer's hooks (persist.h, PMTX_TRACE) */
+void trace_lock(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+void trace_unlock(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+void trace_store_unlock(const void *dst, size_t n)
+{
+    if (n && in_pool(dst, n)) {
+        size_t off = (size_t)((const char *)dst - R.base);
+        memcpy(R.view + off, dst, n);
+        rec(CHK_STORE, off, thread_no(), dst, (uint32_t)n);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void trace_flush(const void *addr, size_t n)
+{
+    pthread_mutex_lock(&lock);
+    if (n && in_pool(addr, n))
+        rec(CHK_FLUSH, (uint64_t)((const char *)addr - R.base), n, NULL, 0);
+    pthread_mutex_unlock(&lock);
+}
+
+void trace_fence(void)
+{
+    pthread_mutex_lock(&lock);
+    if (R.base)
+        rec(CHK_FENCE, 0, thread_no(), NULL, 0);
+    pthread_mutex_unlock(&lock);
+}
+
+/* ---- untraced stores: the pool against what the traced stores explain,
+ * word by word where a line differs; the pool's bytes are taken from then
+ * on (the checker's model does the same with the record). Under lock. */
+static void audit(uint64_t serial)
+{
+    if (!R.base)
+        return;
+    for (size_t pos = 0; pos < R.size; pos += 64) {
+        size_t len = R.size - pos < 64 ? R.size - pos : 64;
+        if (!memcmp(R.view + pos, R.base + pos, len))
+            continue;
+        for (size_t w = pos; w < pos + len; w += 8) {
+            size_t wl = pos + len - w < 8 ? pos + len - w : 8;
+            if (memcmp(R.view + w, R.base + w, wl))
+                rec(CHK_UNTRACED, w, serial, R.base + w, (uint32_t)wl);
+        }
+        memcpy(R.view + pos, R.base + pos, len);
+    }
+}
+
+/* Follow [base, base+size) from here: its contents are durable now. */
+static void attach(char *base, size_t size)
+{
+    uint8_t *v = malloc(size);
+    if (!v) {
+        R.failed = 1;
+        return;
+    }
+    memcpy(v, base, size);
+    R.base = base;
+    R.size = size;
+    R.view = v;
+    rec(CHK_MAP, 0, size, NULL, 0);
+    out(base, size); /* the payload, written through (rec's len is 32 bits) */
+}
+
+static void detach(void)
+{
+    audit(R.txns);
+    rec(CHK_UNMAP, 0, 0, NULL, 0);
+    out_flush();
+    free(R.view);
+    R.view = NULL;
+    R.base = NULL;
+}
+
+static int same_file(int fd, const char *path)
+{
+    struct stat a, b;
+    return path[0] && !fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    void *a = __real_mmap(addr, len, prot, flags, fd, off);
+    if (!R.on || a == MAP_FAILED || fd < 0 || !(flags & MAP_SHARED) || off)
+        return a;
+    pthread_mutex_lock(&lock);
+    if (!R.base && same_file(fd, R.pool)) {
+        attach(a, len);
+    } else if (!R.base && same_file(fd, R.tmp)) {
+        R.pending = a;
+        R.pending_size = len;
+    }
+    pthread_mutex_unlock(&lock);
+    return a;
+}
+
+int __wrap_munmap(void *addr, size_t len)
+{
+    if (R.on) {
+        pthread_mutex_lock(&lock);
+        if (R.base && (char *)addr == R.base)
+            detach();
+        if (R.pending && (char *)addr == R.pending)
+            R.pending = NULL;
+        pthread_mutex_unlock(&lock);
+    }
+    return __real_munmap(addr, len);
+}
+
+/* A creation's temporary under the pool's name: the pool is born. */
+static void published(const char *new)
+{
+    if (!R.on)
+        return;
+    pthread_mutex_lock(&lock);
+    if (R.pending && !R.base && !strcmp(new, R.pool))
+        attach(R.pending, R.pending_size);
+    R.pending = NULL;
+    pthread_mutex_unlock(&lock);
+}
+
+int __wrap_renameat2(int odir, const char *old, int ndir, const char *new, unsigned flags)
+{
+    int rc = __real_renameat2(odir, old, ndir, new, flags);
+    if (!rc)
+        published(new);
+    return rc;
+}
+
+int __wrap_link(const char *old, const char *new)
+{
+    int rc = __real_link(old, new);
+    if (!rc)
+        published(new);
+    return rc;
+}
+
+/* Under the checker a run from the same seed maps its pool at the same
+ * address with the same uuid: the same bytes stored, the same images. */
+ssize_t __wrap_getrandom(void *buf, size_t n, unsigned flags)
+{
+    if (!R.seeded)
+        return __real_getrandom(buf, n, flags);
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w = trace_mix(&R.seed);
+        memcpy((char *)buf + i, &w, n - i < 8 ? n - i : 8);
+    }
+    pthread_mutex_unlock(&lock);
+    return (ssize_t)n;
+}
+
+uint64_t trace_mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ---- the calls of txn.h that the checker's oracle needs */
+int txn_begin(txn_pool *p, txn **out)
+{
+    if (!R.on)
+        return chk_real_txn_begin(p, out);
+    pthread_mutex_lock(&lock);
+    audit(R.txns); /* what was stored since the last transaction ended */
+    uint64_t serial = ++R.txns;
+    pthread_mutex_unlock(&lock);
+    int rc = chk_real_txn_begin(p, out);
+    pthread_mutex_lock(&lock);
+    if (!rc) {
+        my_txn = serial;
+        rec(CHK_BEGIN, serial, thread_no(), NULL, 0);
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+int txn_commit(txn *tx)
+{
+    if (!R.on)
+        return chk_real_txn_commit(tx);
+    uint64_t serial = my_txn;
+    pthread_mutex_lock(&lock);
+    audit(serial);
+    rec(CHK_COMMIT, serial, thread_no(), NULL, 0);
+    pthread_mutex_unlock(&lock);
+    int rc = chk_real_txn_commit(tx);
+    pthread_mutex_lock(&lock);
+    rec(CHK_COMMITTED, serial, thread_no(), NULL, rc != 0);
+    audit(serial);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+void txn_abort(txn *tx)
+{
+    if (!R.on) {
+        chk_real_txn_abort(tx);
+        return;
+    }
+    uint64_t serial = my_txn;
+    pthread_mutex_lock(&lock);
+    audit(serial);
+    pthread_mutex_unlock(&lock);
+    chk_real_txn_abort(tx);
+    pthread_mutex_lock(&lock);
+    rec(CHK_ABORT, serial, thread_no(), NULL, 0);
+    pthread_mutex_unlock(&lock);
+}
+
+int txn_sync(txn_pool *p)
+{
+    if (!R.on)
+        return chk_real_txn_sync(p);
+    pthread_mutex_lock(&lock);
+    rec(CHK_SYNC, 0, thread_no(), NULL, 0);
+    pthread_mutex_unlock(&lock);
+    int rc = chk_real_txn_sync(p);
+    pthread_mutex_lock(&lock);
+    if (!rc)
+        rec(CHK_SYNCED, 0, thread_no(), NULL, 0);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+void txn_check_ack(uint64_t n)
+{
+    pthread_mutex_lock(&lock);
+    rec(CHK_ACK, 0, n, NULL, 0);
+    pthread_mutex_unlock(&lock);
+}
+
+/* A child the program forks records nothing: the trace is the parent's
+ * (the child's copy of the buffer is dropped, the file left alone). The
+ * fork is made holding the lock, so that the child's copy of it is free. */
+static void before_fork(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+static void after_fork(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+static void in_child(void)
+{
+    R.on = 0;
+    R.fd = -1;
+    R.used = 0;
+    R.base = NULL;
+    pthread_mutex_unlock(&lock);
+}
+
+static void at_exit(void)
+{
+    pthread_mutex_lock(&lock);
+    if (R.fd >= 0)
+        out_flush();
+    pthread_mutex_unlock(&lock);
+}
+
+/* Recovery of the pool under TXN_CHECK_RECOVER: open (recover), close,
+ * exit before the program's main. Exit status: 0, or 10 + the open's
+ * error (as -TXN_E_* - 30800) with its message on stderr. */
+static void recover_and_exit(void)
+{
+    txn_pool_info info;
+    txn_pool *p;
+    int v = txn_pool_inspect(R.pool, &info);
+    if (v < 0) {
+        fprintf(stderr, "txn-crashcheck: recovery: %s\n", txn_pool_strerror(v));
+        _exit(10);
+    }
+    int rc = txn_pool_open(R.pool, info.layout, &p);
+    if (rc) {
+        fprintf(stderr, "txn-crashcheck: recovery: open: %s\n", txn_pool_strerror(rc));
+        at_exit();
+        _exit(11);
+    }
+    txn_pool_close(p);
+    at_exit();
+    /* the recovered pool as the format's own checks see it */
+    v = txn_pool_inspect(R.pool, &info);
+    if (v != 0) {
+        fprintf(stderr, "txn-crashcheck: recovered pool: %s%s%s\n",
+                v == TXN_INSPECT_RECOVER ? "recovery still pending" : txn_strerror(v),
+                info.problem[0] ? ": " : "", info.problem);
+        _exit(12);
+    }
+    _exit(0);
+}
+
+/* Last of the library's constructors (this file is linked last, and
+ * .init_array runs in link order): the settings and size classes are
+ * read before a recovery may open a pool here. */
+__attribute__((constructor)) static void record_init(void)
+{
+    const char *trace = getenv(CHK_ENV_TRACE), *pool = getenv(CHK_ENV_POOL);
+    const char *seed = getenv(CHK_ENV_SEED), *recover = getenv(CHK_ENV_RECOVER);
+    const char *at = getenv(CHK_ENV_WHERE);
+    if (at)
+        R.where = strtoull(at, NULL, 10);
+    if (pool && strlen(pool) < sizeof R.pool) {
+        snprintf(R.pool, sizeof R.pool, "%s", pool);
+        snprintf(R.tmp, sizeof R.tmp, "%s.pmtx-new", pool);
+    }
+    if (seed) {
+        R.seed = strtoull(seed, NULL, 10);
+        R.seeded = 1;
+    }
+    if (trace) {
+        R.fd = open(trace, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        R.buf = malloc(BUF_SIZE);
+        if (R.fd >= 0 && R.buf) {
+            R.on = 1;
+            const char *e = txn_engine_name();
+            pthread_mutex_lock(&lock);
+            rec(CHK_HELLO, CHK_MAGIC, CHK_VERSION, e, (uint32_t)strlen(e) + 1);
+            out_flush();
+            pthread_mutex_unlock(&lock);
+            atexit(at_exit);
+            pthread_atfork(before_fork, after_fork, in_child);
+        } else { /* the checker then finds no trace and says so */
+            fprintf(stderr, "txn-crashcheck: cannot write the trace %s: %s\n", trace,
+                    strerror(errno));
+            if (R.fd >= 0)
+                close(R.fd);
+            R.fd = -1;
+        }
+    }
+    if (recover && !strcmp(recover, "1"))
+        recover_and_exit();
+}

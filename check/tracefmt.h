@@ -1,0 +1,65 @@
+/* tracefmt.h - the trace file a program linked with libtxn-<engine>-check
+ * writes under txn-crashcheck (docs/crashcheck.md): what the recorder
+ * (record.c) writes and the checker (tools/txn_crashcheck.c) reads. One
+ * definition for both sides.
+ *
+ * The file is a sequence of records, each a struct chk_rec and `len`
+ * payload bytes padded to a multiple of 8, in the order the events reached
+ * memory (they are written under the lock traced stores are made under).
+ */
+#ifndef PMTX_TRACEFMT_H
+#define PMTX_TRACEFMT_H
+
+#include <stdint.h>
+
+#define CHK_MAGIC 0x314b434e5854504dull /* "MPTXNCK1" */
+#define CHK_VERSION 1u
+
+/* The environment between the checker and the recorder. */
+#define CHK_ENV_TRACE "TXN_CHECK_TRACE"     /* the trace file to write */
+#define CHK_ENV_POOL "TXN_CHECK_POOL"       /* the one pool file to follow */
+#define CHK_ENV_SEED "TXN_CHECK_SEED"       /* getrandom's stream, decimal */
+#define CHK_ENV_RECOVER "TXN_CHECK_RECOVER" /* 1: open the pool, close, exit */
+#define CHK_ENV_WHERE "TXN_CHECK_WHERE"     /* a record's number (HELLO is 0):
+                                               a CHK_WHERE record follows it */
+
+enum chk_type {
+    CHK_HELLO = 1, /* off: CHK_MAGIC, arg: CHK_VERSION; payload: engine name */
+    CHK_MAP,       /* the pool is followed from here: arg its size; then
+                      arg bytes (len is 0: 32 bits would not hold them), its
+                      whole contents, durable */
+    CHK_STORE,     /* off, len, payload: the bytes; arg: thread */
+    CHK_FLUSH,     /* off, arg: length */
+    CHK_FENCE,     /* arg: thread */
+    CHK_UNTRACED,  /* off, len, payload: bytes no traced store explains;
+                      arg: the transaction (serial) during or after which
+                      the audit found them */
+    CHK_BEGIN,     /* arg: thread, off: the transaction's serial */
+    CHK_COMMIT,    /* txn_commit called: arg thread, off serial */
+    CHK_COMMITTED, /* txn_commit returned: arg thread, off serial; len: 0
+                      when it returned 0, else 1 */
+    CHK_ABORT,     /* txn_abort: arg thread, off serial */
+    CHK_SYNC,      /* txn_sync called: arg thread */
+    CHK_SYNCED,    /* txn_sync returned 0: arg thread */
+    CHK_UNMAP,     /* the pool's mapping ends */
+    CHK_ACK,       /* txn_check_ack (txn_check.h): arg n */
+    CHK_WHERE,     /* the stack of the record TXN_CHECK_WHERE named: off its
+                      number; payload: a line "object-path<TAB>offset" a
+                      frame, the program's frames only, innermost first */
+    CHK_TYPES
+};
+
+struct chk_rec {
+    uint32_t type; /* enum chk_type */
+    uint32_t len;  /* payload bytes */
+    uint64_t off;  /* pool offset, or as the type says */
+    uint64_t arg;
+};
+
+/* A record's payload rounded up: records stay 8-byte aligned. */
+static inline uint64_t chk_pad(uint64_t len)
+{
+    return (len + 7) & ~(uint64_t)7;
+}
+
+#endif

@@ -1,0 +1,194 @@
+/* bank.c - transfers between accounts, each in one transaction; the
+ * example txn-crashcheck checks (docs/crashcheck.md).
+ *
+ *   bank [--transfers N] POOL     create POOL, make N transfers
+ *   bank --verify POOL            check a (recovered) POOL: exit 0 when
+ *                                 consistent
+ *
+ * Transfer k moves an amount drawn from k between two accounts drawn from
+ * k, and counts itself in the root, in the same transaction; it is
+ * acknowledged (txn_check_acked) once durable: after its commit and
+ * txn_sync (which incll needs, and the other engines return from at once).
+ * --verify replays the transfers the pool counts from the initial balances
+ * and finds the same balances, the same total, and at least every
+ * transfer acknowledged before the crash (TXN_CHECK_ACKED, set by
+ * txn-crashcheck).
+ *
+ * Broken on purpose when built with one of (the checker must find them):
+ *   BANK_SPLIT   a transfer in two transactions: the debit, then the credit
+ *   BANK_RO      the credit stored through txn_open(TXN_RO)'s pointer
+ *   BANK_NOSYNC  acknowledged after the commit, without txn_sync (incll)
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "txn.h"
+#include "txn_check.h"
+
+#define ACCOUNTS 16
+#define START 1000u
+#define LAYOUT "bank"
+
+/* The root: the transfers made, and the accounts' object. */
+struct root {
+    uint64_t count;
+    txn_obj *accounts; /* ACCOUNTS balances, u64 each */
+};
+
+static uint64_t draw(uint64_t k)
+{
+    uint64_t z = k * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Transfer k: from, to (different) and amount; none if `from` is short. */
+static void transfer_of(uint64_t k, const uint64_t *bal, unsigned *from, unsigned *to,
+                        uint64_t *amount)
+{
+    uint64_t r = draw(k);
+    *from = (unsigned)(r % ACCOUNTS);
+    *to = (unsigned)((*from + 1 + (r >> 8) % (ACCOUNTS - 1)) % ACCOUNTS);
+    *amount = 1 + (r >> 16) % 200;
+    if (bal[*from] < *amount)
+        *amount = 0;
+}
+
+#define TRY(x)                                                                           \
+    do {                                                                                 \
+        int rc_ = (x);                                                                   \
+        if (rc_) {                                                                       \
+            fprintf(stderr, "bank: %s: %s\n", #x, txn_strerror(rc_));                    \
+            return 1;                                                                    \
+        }                                                                                \
+    } while (0)
+
+static int setup(txn_pool *p)
+{
+    txn *tx;
+    struct root r = {0, NULL};
+    uint64_t bal[ACCOUNTS];
+    for (int i = 0; i < ACCOUNTS; i++)
+        bal[i] = START;
+    TRY(txn_begin(p, &tx));
+    TRY(txn_alloc(tx, sizeof bal, &r.accounts));
+    TRY(txn_write(tx, r.accounts, 0, bal, sizeof bal));
+    TRY(txn_write(tx, txn_root(p), 0, &r, sizeof r));
+    TRY(txn_commit(tx));
+    return 0;
+}
+
+static int transfer(txn_pool *p, uint64_t k)
+{
+    txn *tx;
+    struct root r;
+    uint64_t bal[ACCOUNTS], amount;
+    unsigned from, to;
+    TRY(txn_begin(p, &tx));
+    TRY(txn_read(tx, txn_root(p), 0, &r, sizeof r));
+    TRY(txn_read(tx, r.accounts, 0, bal, sizeof bal));
+    transfer_of(k, bal, &from, &to, &amount);
+    TRY(txn_write_u64(tx, r.accounts, 8 * from, bal[from] - amount));
+#ifdef BANK_SPLIT
+    TRY(txn_commit(tx)); /* broken: the debit is durable on its own */
+    TRY(txn_begin(p, &tx));
+#endif
+#ifdef BANK_RO
+    uint64_t *a = txn_open(tx, r.accounts, TXN_RO);
+    if (!a)
+        TRY(txn_last_error(tx));
+    a[to] += amount; /* broken: a store the transaction does not know of */
+#else
+    TRY(txn_write_u64(tx, r.accounts, 8 * to, bal[to] + amount));
+#endif
+    TRY(txn_write_u64(tx, txn_root(p), 0, k + 1));
+    TRY(txn_commit(tx));
+#ifndef BANK_NOSYNC
+    TRY(txn_sync(p));
+#endif
+    txn_check_acked(k + 1); /* the transfer's "done" to the outside world */
+    return 0;
+}
+
+static int verify(const char *path)
+{
+    txn_pool *p;
+    txn *tx;
+    struct root r;
+    uint64_t bal[ACCOUNTS], want[ACCOUNTS], total = 0, acked = 0;
+    const char *a = getenv("TXN_CHECK_ACKED");
+    if (a)
+        acked = strtoull(a, NULL, 10);
+    TRY(txn_pool_open(path, LAYOUT, &p));
+    TRY(txn_begin(p, &tx));
+    TRY(txn_read(tx, txn_root(p), 0, &r, sizeof r));
+    int bad = 0;
+    if (!r.accounts) { /* the crash came before the accounts were made */
+        txn_abort(tx);
+        txn_pool_close(p);
+        if (r.count || acked) {
+            fprintf(stderr, "bank: no accounts, yet %llu transfers counted, %llu acknowledged\n",
+                    (unsigned long long)r.count, (unsigned long long)acked);
+            return 1;
+        }
+        return 0;
+    }
+    TRY(txn_read(tx, r.accounts, 0, bal, sizeof bal));
+    txn_abort(tx);
+    txn_pool_close(p);
+    for (int i = 0; i < ACCOUNTS; i++) {
+        want[i] = START;
+        total += bal[i];
+    }
+    for (uint64_t k = 0; k < r.count; k++) {
+        unsigned from, to;
+        uint64_t amount;
+        transfer_of(k, want, &from, &to, &amount);
+        want[from] -= amount;
+        want[to] += amount;
+    }
+    if (total != (uint64_t)ACCOUNTS * START) {
+        fprintf(stderr, "bank: total %llu, not %llu\n", (unsigned long long)total,
+                (unsigned long long)ACCOUNTS * START);
+        bad = 1;
+    }
+    if (memcmp(bal, want, sizeof bal)) {
+        fprintf(stderr, "bank: the balances are not those of the %llu transfers counted\n",
+                (unsigned long long)r.count);
+        bad = 1;
+    }
+    if (r.count < acked) {
+        fprintf(stderr, "bank: %llu transfers in the pool, %llu were acknowledged\n",
+                (unsigned long long)r.count, (unsigned long long)acked);
+        bad = 1;
+    }
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t n = 100;
+    int i = 1;
+    if (argc == 3 && !strcmp(argv[1], "--verify"))
+        return verify(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "--transfers")) {
+        n = strtoull(argv[2], NULL, 10);
+        i = 3;
+    }
+    if (i != argc - 1) {
+        fprintf(stderr, "usage: bank [--transfers N] POOL | bank --verify POOL\n");
+        return 2;
+    }
+    txn_pool *p;
+    txn_pool_opts o = {.size = 0, .root_size = sizeof(struct root), .threads = 4};
+    o.size = txn_pool_min_size(&o);
+    TRY(txn_pool_create(argv[i], LAYOUT, &o, &p));
+    int rc = setup(p);
+    for (uint64_t k = 0; !rc && k < n; k++)
+        rc = transfer(p, k);
+    txn_pool_close(p);
+    return rc;
+}
