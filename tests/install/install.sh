@@ -76,4 +76,12 @@ CM
             { echo "FAIL: txn-crashcheck on $b: $out"; exit 1; }
         echo "ok: txn-crashcheck on the bank built against txn-undo-check ($b)"
     done
+    # the README's own example: its first program, checked as it says
+    # shellcheck disable=SC2046
+    cc -std=c11 -Wall -Werror "${flags[@]}" -o "$tmp/counter-check" "$tmp/first.c" \
+        $(pkg-config --cflags --libs txn-undo-check)
+    out=$("$prefix/bin/txn-crashcheck" --images 10 --check "$tmp/counter-check {pool}" -- \
+          "$tmp/counter-check" {pool}) && grep -q "inconsistent: 0, untraced stores: 0" <<<"$out" ||
+        { echo "FAIL: txn-crashcheck on the README's counter: $out"; exit 1; }
+    echo "ok: txn-crashcheck on the README's counter"
 fi

@@ -139,6 +139,21 @@ size_t pool_grow(txn_pool *p, size_t want)
     return add;
 }
 
+/* A pool of header h mapped at base, its first `end` bytes: what create
+ * and open set up in `p`. */
+static void mapped(txn_pool *p, int fd, int view, const struct pool_hdr *h, char *base,
+                   size_t end)
+{
+    POOL_FMT(p)->fd = fd;
+    POOL_FMT(p)->view = view;
+    POOL_FMT(p)->reserved = h->size;
+    POOL_FMT(p)->hdr = (struct pool_hdr *)base;
+    p->base = base;
+    p->size = end;
+    p->max_size = h->size;
+    p->max_ctx = (unsigned)h->nslots;
+}
+
 /* What create and open set up in `p`, undone (p->base NULL: nothing). */
 static void pool_unmap(txn_pool *p)
 {
@@ -226,13 +241,7 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
         goto fail;
     h.base = (uint64_t)(uintptr_t)base;
     getrandom(&h.uuid, sizeof h.uuid, 0);
-    POOL_FMT(p)->fd = fd;
-    POOL_FMT(p)->reserved = h.size;
-    p->base = base;
-    p->size = end;
-    p->max_size = h.size;
-    POOL_FMT(p)->hdr = (struct pool_hdr *)base;
-    p->max_ctx = (unsigned)h.nslots;
+    mapped(p, fd, 0, &h, base, end);
     /* the file is fresh: slots and chunk table are zero already, but for
      * the slots' tags */
     pm_memcpy(base, &h, sizeof h);
@@ -461,14 +470,7 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
         close(fd);
         return rc;
     }
-    POOL_FMT(p)->fd = fd;
-    POOL_FMT(p)->view = view;
-    POOL_FMT(p)->reserved = h.size;
-    p->base = base;
-    p->size = end;
-    p->max_size = h.size;
-    POOL_FMT(p)->hdr = (struct pool_hdr *)base;
-    p->max_ctx = (unsigned)h.nslots;
+    mapped(p, fd, view, &h, base, end);
     struct vec segs, *recs = calloc(h.nslots, sizeof *recs);
     vec_init(&segs, sizeof(uint64_t));
     if (!recs) {
