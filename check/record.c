@@ -255,6 +255,21 @@ static int same_file(int fd, const char *path)
 
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
+    if (R.on && fd >= 0 && (flags & MAP_SHARED) && off) {
+        pthread_mutex_lock(&lock);
+        int grows = R.base && same_file(fd, R.pool);
+        pthread_mutex_unlock(&lock);
+        if (grows) { /* more of the pool mapped: a growth, which the checker
+                      * does not follow yet; refused, the pool keeps its size */
+            static int told;
+            if (!told++)
+                fputs("txn-crashcheck: the pool would grow past its first size "
+                      "(txn_pool_opts.max_size): not followed yet, so here it keeps its size\n",
+                      stderr);
+            errno = ENOMEM;
+            return MAP_FAILED;
+        }
+    }
     void *a = __real_mmap(addr, len, prot, flags, fd, off);
     if (!R.on || a == MAP_FAILED || fd < 0 || !(flags & MAP_SHARED) || off)
         return a;

@@ -62,9 +62,10 @@ function(pmtx_engine)
     PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS ${A_LIBS} ${CMAKE_DL_LIBS})
   # only txn_* is exported: engines' internals never leak into programs.
   # SOVERSION: txn.h's inline paths read struct txn__hot, so its layout is
-  # ABI (1: since the inline paths)
+  # ABI (1: since the inline paths; 2: txn_pool_opts and txn_pool_info gained
+  # max_size, pools that grow)
   set_target_properties(txn-${name} PROPERTIES
-    VERSION ${PROJECT_VERSION} SOVERSION 1 EXPORT_NAME ${name}
+    VERSION ${PROJECT_VERSION} SOVERSION 2 EXPORT_NAME ${name}
     LINK_DEPENDS ${A_EXPORTS})
   target_link_options(txn-${name} PRIVATE -Wl,--version-script=${A_EXPORTS})
   install(TARGETS txn-${name} EXPORT pmtxTargets
@@ -123,7 +124,7 @@ function(pmtx_check_library name sources libs exports)
     PUBLIC Threads::Threads
     PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS ${libs} ${CMAKE_DL_LIBS})
   set_target_properties(${lib} PROPERTIES
-    VERSION ${PROJECT_VERSION} SOVERSION 1 EXPORT_NAME ${name}-check LINK_DEPENDS ${exports})
+    VERSION ${PROJECT_VERSION} SOVERSION 2 EXPORT_NAME ${name}-check LINK_DEPENDS ${exports})
   target_link_options(${lib} PRIVATE -Wl,--version-script=${exports}
     -Wl,--wrap=mmap,--wrap=munmap,--wrap=renameat2,--wrap=link,--wrap=getrandom)
   install(TARGETS ${lib} EXPORT pmtxTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -1411,7 +1411,7 @@ static __attribute__((noinline)) int commit_changes(struct txn *tx)
     if (allocs)
         freed = commit_allocs(tx, t);
     int touched = t->touched;
-    uint64_t sixteenth = POOL_FMT(tx->p)->hdr->nchunks * (uint64_t)CHUNK_SIZE / 16;
+    uint64_t sixteenth = pool_heap_chunks(tx->p) * (uint64_t)CHUNK_SIZE / 16; /* of the heap it has */
     int log_big = t->isl->log.used > sixteenth;
     reset(t);
     leave(st, &st->pins[tx->slot_idx], touched, freed);

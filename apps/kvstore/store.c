@@ -191,7 +191,8 @@ struct kv_store {
     void *commit_arg;
     struct stripe_lock lock[STRIPES];
     struct view v;
-    pthread_mutex_t resize; /* one resize start or finish at a time */
+    pthread_mutex_t resize; /* one resize start or finish at a time; kv_reserve
+                               holds it across its whole drain */
     unsigned resize_step;   /* old buckets a write moves past its own */
     _Atomic uint64_t keys, bytes, commits, expires;
     int view;

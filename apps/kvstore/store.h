@@ -104,18 +104,19 @@ typedef void (*kv_value_fn)(void *arg, const char *v, size_t n);
 /* A key and the type of its value. */
 typedef void (*kv_key_fn)(void *arg, const char *k, size_t n, unsigned type);
 
-/* ---- a transaction over chosen keys: what a command that reads and
- * writes (GETSET, APPEND, ...) and a MULTI/EXEC block need. kv_txn_begin
- * locks the stripes of the n keys (write: for changes) and begins one
- * txn.h transaction; each call inside names one of those keys
- * (TXN_E_STATE otherwise), sees the transaction's own writes, and changes
- * nothing durable until kv_txn_end commits it. */
 /* Before a command that may add up to n keys (MSET): grow the table to
  * about that many buckets when they would more than double its load,
  * moving the keys it holds in transactions of one stripe each. Best
  * effort (a full pool leaves the table as it was); never call it inside a
  * kv_txn, whose locks it would wait for. */
 void kv_reserve(kv_store *s, uint64_t n);
+
+/* ---- a transaction over chosen keys: what a command that reads and
+ * writes (GETSET, APPEND, ...) and a MULTI/EXEC block need. kv_txn_begin
+ * locks the stripes of the n keys (write: for changes) and begins one
+ * txn.h transaction; each call inside names one of those keys
+ * (TXN_E_STATE otherwise), sees the transaction's own writes, and changes
+ * nothing durable until kv_txn_end commits it. */
 typedef struct kv_txn kv_txn;
 int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, kv_txn **out);
 /* fn(arg, value) (NULL, 0 for a missing key; fn may be NULL): 1 found, 0

@@ -90,6 +90,7 @@ int trace_attach(void *base, size_t size, const void *durable)
 void trace_detach(void)
 {
     trace_lock();
+    live_size = NULL; /* its pool's handle may go with it */
     detach_locked();
     trace_unlock();
 }

@@ -115,24 +115,23 @@ size_t pool_grow(txn_pool *p, size_t want)
     struct fmt_pool *f = POOL_FMT(p);
     struct pool_hdr *h = f->hdr;
     size_t have = pool_heap_chunks(p), max = h->nchunks;
-    if (h->format <= POOL_FORMAT_FIXED || f->view || want > max - have || want == 0)
+    if (h->format <= POOL_FORMAT_FIXED || f->view || have == max || want == 0)
         return 0;
     size_t add = have > want ? have : want; /* doubling: n allocations, O(n) growth */
     if (add > max - have)
-        add = max - have;
-    if (fallocate_chunks(f->fd, h, have, have + add))
+        add = max - have; /* the last of it, even if less than wanted */
+    const uint64_t *t = (const uint64_t *)(p->base + h->ctab_off);
+    for (size_t i = have; i < have + add; i++)
+        if (t[i]) /* G1 broken: a damaged table; grow no further */
+            return 0;
+    /* the file's new length durable before the header says it (a crash
+     * of the machine, not only of the process, must find it) */
+    if (fallocate_chunks(f->fd, h, have, have + add) || fdatasync(f->fd))
         return 0; /* the filesystem is full: the pool stays as it was */
     char *at = p->base + file_end(h, have);
     if (mmap(at, add * (size_t)CHUNK_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
              f->fd, (off_t)file_end(h, have)) == MAP_FAILED)
         return 0;
-    /* the new entries read FREE: zero in a new file range; an earlier
-     * growth that crashed before its commit never wrote them */
-#ifndef NDEBUG
-    const uint64_t *t = (const uint64_t *)(p->base + h->ctab_off);
-    for (size_t i = have; i < have + add; i++)
-        assert(t[i] == 0 && "a chunk the heap does not have has a zero entry");
-#endif
     pm_store64(&h->heap_chunks, have + add); /* the commit point */
     pm_persist(&h->heap_chunks, sizeof h->heap_chunks);
     __atomic_store_n(&p->size, file_end(h, have + add), __ATOMIC_RELEASE);

@@ -17,8 +17,13 @@
  * it, so objects never move. A growth's one commit point is heap_chunks's
  * store: a crash before it leaves the pool at its old size (a longer file
  * whose tail is ignored), after it at the new one, whose chunks are FREE
- * (their entries read zero). A format 3 pool has heap_chunks == nchunks
- * and never grows.
+ * (their entries read zero, G1). A format 3 pool has heap_chunks ==
+ * nchunks and never grows.
+ *
+ * G1 Chunk table entries past heap_chunks are zero: nothing writes them
+ *    (a chunk is handed out only after the growth that adds it commits).
+ *    pool_grow checks the entries it adds and refuses to grow over a
+ *    nonzero one.
  *
  * Why a fixed address, not offsets: persistent structures (hash chains,
  * Masstree nodes) then hold plain pointers, and reading one costs a load,
@@ -164,9 +169,10 @@ static inline size_t pool_heap_chunks(const txn_pool *p)
                                          : h->nchunks;
 }
 
-/* Grow the heap by at least `want` chunks (doubling it when it may), up
- * to nchunks; the caller holds the allocator's lock. Returns the chunks
- * added, or 0: the pool is at its maximum, or the filesystem is full. */
+/* Grow the heap by `want` chunks or more (doubling it when it may), up to
+ * nchunks (fewer than `want` when that is all that is left); the caller
+ * holds the allocator's lock. Returns the chunks added, or 0: the pool is
+ * at its maximum, the filesystem is full, or G1 does not hold. */
 size_t pool_grow(txn_pool *p, size_t want);
 
 #endif
