@@ -4,8 +4,9 @@
  * keeps its bytes, also after a reopen; one object larger than the whole
  * first pool fits; without max_size a pool stays its size; two threads
  * allocate while a third reads their objects as the pool grows under
- * them. libpmemobj's pools (pmdk) do not grow: there a pool is made at
- * its max_size at once, and every case checks that instead. */
+ * them; trimmed after most objects are freed (their chunks a hole of the
+ * file), and filled again. libpmemobj's pools (pmdk) do not grow: there a pool is
+ * made at its max_size at once, and every case checks that instead. */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -286,6 +287,121 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* Bytes of the pool's file the filesystem holds (its holes excepted). */
+static size_t file_bytes(const char *name)
+{
+    char path[TEST_PATH_LEN];
+    struct stat st;
+    CHECK_OK(test_pool_path(name, path, sizeof path));
+    ck_assert_int_eq(stat(path, &st), 0);
+    return (size_t)st.st_blocks * 512;
+}
+
+static void free_objs(txn_pool *p, struct objs *s, size_t from, size_t to)
+{
+    for (size_t i = from; i < to;) {
+        txn *tx;
+        CHECK_OK(txn_begin(p, &tx));
+        for (size_t j = 0; j < 64 && i < to; j++, i++)
+            CHECK_OK(txn_free(tx, s->v[i].o));
+        CHECK_OK(txn_commit(tx));
+    }
+}
+
+/* A pool grown to its maximum, 90% of its objects freed: txn_pool_trim
+ * gives the free chunks' bytes back to the filesystem; the objects left
+ * keep theirs, also after a reopen, and the pool takes as much as before
+ * again. */
+START_TEST(test_trim)
+{
+    char name[TEST_NAME_LEN];
+    CHECK_OK(test_pool_name("trim", name, sizeof name));
+    txn_pool *p = create(name, MAX);
+    struct objs s = {.m = PTHREAD_MUTEX_INITIALIZER};
+    uint64_t bytes = fill(p, &s, 1);
+    size_t back, size, held = file_bytes(name);
+    if (!grows()) {
+        ck_assert_int_eq(txn_pool_trim(p, &back), TXN_E_NOTSUP);
+        txn_pool_close(p);
+        free(s.v);
+        test_pool_remove(name);
+        return;
+    }
+    txn *tx;
+    CHECK_OK(txn_begin(p, &tx));
+    ck_assert_int_eq(txn_pool_trim(p, &back), TXN_E_STATE); /* not in a transaction */
+    txn_abort(tx);
+    txn_pool_size(p, &size, NULL);
+    free_objs(p, &s, s.n / 10, s.n); /* the first tenth stays */
+    CHECK_OK(txn_pool_trim(p, &back));
+    ck_assert_msg(back > size / 2 && file_bytes(name) <= held - back,
+                  "%zu bytes given back of a %zu-byte pool, %zu held before, %zu after", back,
+                  size, held, file_bytes(name));
+    txn_pool_size(p, &back, NULL);
+    ck_assert_uint_eq(back, size); /* same size, same addresses */
+    s.n /= 10;
+    for (size_t i = 0; i < s.n; i++)
+        verify(p, &s.v[i]);
+    txn_pool_close(p);
+    CHECK_OK(txn_pool_open(name, "grow", &p));
+    for (size_t i = 0; i < s.n; i++)
+        verify(p, &s.v[i]);
+    uint64_t again = fill(p, &s, 1u << 20) + bytes / 10;
+    ck_assert_msg(again > bytes / 10 * 9, "refilled to %llu bytes, %llu at first",
+                  (unsigned long long)again, (unsigned long long)bytes);
+    for (size_t i = 0; i < s.n; i++)
+        verify(p, &s.v[i]);
+    txn_pool_close(p);
+    free(s.v);
+    test_pool_remove(name);
+}
+END_TEST
+
+/* One thread trims over and over while another fills the pool, frees
+ * what it made and fills again, and a third reads what the second made. */
+struct churner {
+    struct shared *sh;
+    _Atomic int stop;
+};
+
+static void *trimmer(void *arg)
+{
+    struct churner *c = arg;
+    while (!atomic_load(&c->stop)) {
+        size_t back;
+        CHECK_OK(txn_pool_trim(c->sh->p, &back));
+    }
+    return NULL;
+}
+
+START_TEST(test_trim_threads)
+{
+    if (!grows())
+        return;
+    char name[TEST_NAME_LEN];
+    CHECK_OK(test_pool_name("trimth", name, sizeof name));
+    struct shared sh = {.p = create(name, MAX), .s = {.m = PTHREAD_MUTEX_INITIALIZER},
+                        .writers = 1};
+    struct churner c = {.sh = &sh};
+    pthread_t tt, rt;
+    ck_assert_int_eq(pthread_create(&tt, NULL, trimmer, &c), 0);
+    for (int round = 0; round < 3; round++) {
+        atomic_store(&sh.writers, 1);
+        ck_assert_int_eq(pthread_create(&rt, NULL, reader, &sh), 0);
+        fill(sh.p, &sh.s, 1 + ((uint64_t)round << 32));
+        atomic_store(&sh.writers, 0);
+        ck_assert_int_eq(pthread_join(rt, NULL), 0);
+        free_objs(sh.p, &sh.s, 0, sh.s.n);
+        sh.s.n = 0;
+    }
+    atomic_store(&c.stop, 1);
+    ck_assert_int_eq(pthread_join(tt, NULL), 0);
+    txn_pool_close(sh.p);
+    free(sh.s.v);
+    test_pool_remove(name);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pool_grow");
@@ -294,5 +410,7 @@ int main(void)
     tcase_add_test(tc, test_one_large_object);
     tcase_add_test(tc, test_fixed_by_default);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_trim);
+    tcase_add_test(tc, test_trim_threads);
     return test_run(s, CK_FORK_GETENV, "grow");
 }

@@ -10,6 +10,10 @@
  *   txn-pool check FILE            exit 0 consistent, 1 needs recovery,
  *                                  2 damaged, not a pool, or unreadable
  *                                  (a line says what)
+ *   txn-pool shrink FILE           the pool's free space given back to the
+ *                                  filesystem (the pool opened and
+ *                                  recovered, then txn_pool_trim): exit 0,
+ *                                  or 2 (a line says why)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -226,12 +230,39 @@ static int exit_code(const struct found *f)
                                                                          : EXIT_DAMAGED;
 }
 
+/* Open (recover), trim, close: what came back. */
+static int shrink(const char *path, char **argv)
+{
+    struct found f;
+    memset(&f, 0, sizeof f);
+    f.path = path;
+    int rc = txn_pool_inspect(path, &f.info);
+    if (rc == TXN_E_ENGINE)
+        hand_on(&f, argv);
+    txn_pool *p = NULL;
+    size_t back = 0;
+    if ((rc >= 0 && (rc = txn_pool_open(path, f.info.layout, &p)) == 0)) {
+        rc = txn_pool_trim(p, &back);
+        txn_pool_close(p);
+    }
+    if (rc) {
+        fprintf(stderr, "txn-pool: %s: %s\n", path,
+                rc == TXN_E_NOTSUP ? "nothing can be given back (a pmdk pool, or a filesystem "
+                                     "that punches no holes)"
+                                   : txn_pool_strerror(rc));
+        return EXIT_DAMAGED;
+    }
+    printf("%s: %zu bytes given back to the filesystem\n", path, back);
+    return EXIT_OK;
+}
+
 static int usage(void)
 {
     fputs("usage: txn-pool info [--json] FILE   what a pool file holds\n"
           "       txn-pool check FILE           0 consistent, 1 needs recovery, 2 damaged\n"
-          "A relative FILE is taken under $TXN_POOL_DIR (default /dev/shm). Nothing is\n"
-          "written to the file.\n",
+          "       txn-pool shrink FILE          give its free space back to the filesystem\n"
+          "A relative FILE is taken under $TXN_POOL_DIR (default /dev/shm). Only shrink\n"
+          "writes to the file (it opens the pool, which recovers it, then trims it).\n",
           stderr);
     return EXIT_USAGE;
 }
@@ -255,6 +286,8 @@ int main(int argc, char **argv)
             print_text(&f);
         return f.verdict < 0 ? EXIT_DAMAGED : EXIT_OK;
     }
+    if (!strcmp(argv[1], "shrink") && !json)
+        return shrink(path, argv);
     if (!strcmp(argv[1], "check") && !json) {
         find(&f, path, argv);
         printf("%s: %s%s%s\n", path, state_name(&f), f.info.problem[0] ? ": " : "",

@@ -221,6 +221,7 @@ static void *new_ctx(void *pool, int *err)
     return tx;
 }
 
+
 static void end_tx(struct txn *tx, int committed);
 
 /* Called with the registry locked. A transaction still running (its
@@ -477,6 +478,20 @@ int txn_pool_inspect(const char *path, txn_pool_info *info)
 static struct txn *get_ctx(txn_pool *p, int *err)
 {
     return ctxreg_get(p, p->gen, err);
+}
+
+int txn_pool_trim(txn_pool *p, size_t *returned)
+{
+    size_t back = 0;
+    int rc = p ? 0 : TXN_E_INVAL;
+    struct txn *tx = rc ? NULL : get_ctx(p, &rc);
+    if (tx && tx->active)
+        rc = TXN_E_STATE; /* its transaction may hold free blocks */
+    if (!rc)
+        rc = eng_pool_trim(tx, &back);
+    if (returned)
+        *returned = back;
+    return rc;
 }
 
 static void end_tx(struct txn *tx, int committed)

@@ -140,6 +140,12 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view);
  * pool and released every context before. */
 void eng_pool_close(txn_pool *p);
 
+/* Give the pool's free space back to the filesystem (txn_pool_trim), from
+ * the calling thread's context tx, in no transaction (its cached blocks go
+ * back first); *returned: the bytes the file gave back. TXN_E_NOTSUP for
+ * a format that cannot. */
+int eng_pool_trim(struct txn *tx, size_t *returned);
+
 /* The root object and the meta object (txn_meta_root()). */
 txn_obj *eng_pool_root(txn_pool *p);
 txn_obj *eng_pool_meta(txn_pool *p);

@@ -32,13 +32,25 @@
 #define PM_TRACE_UNLOCK() trace_unlock()
 #define PM_TRACE_FLUSH(a, n) trace_flush(a, n)
 #define PM_TRACE_FENCE() trace_fence()
+#define PM_TRACE_DISCARD(a, n) trace_discard(a, n)
 #else
 #define PM_TRACE_LOCK() ((void)0)
 #define PM_TRACE_STORE(d, n) ((void)0)
 #define PM_TRACE_UNLOCK() ((void)0)
 #define PM_TRACE_FLUSH(a, n) ((void)0)
 #define PM_TRACE_FENCE() ((void)0)
+#define PM_TRACE_DISCARD(a, n) ((void)0)
 #endif
+
+/* Bytes of the pool the format gave back to the filesystem (a hole
+ * punched in its file: they read zero from then on, at once durable):
+ * the tracer's model learns it; nothing else to do. */
+static inline void pm_discard(void *addr, size_t n)
+{
+    (void)addr;
+    (void)n;
+    PM_TRACE_DISCARD(addr, n);
+}
 
 #define PM_LINE 64u
 

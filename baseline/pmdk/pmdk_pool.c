@@ -627,6 +627,13 @@ done:
     return rc;
 }
 
+int eng_pool_trim(struct txn *tx, size_t *returned)
+{
+    (void)tx;
+    *returned = 0;
+    return TXN_E_NOTSUP; /* libpmemobj's pools keep their size */
+}
+
 void eng_pool_close(txn_pool *p)
 {
     PMEMobjpool *pop = pmdk_of(p)->pop;

@@ -156,6 +156,19 @@ void trace_flush(const void *addr, size_t n)
     trace_unlock();
 }
 
+void trace_discard(const void *addr, size_t n)
+{
+    trace_lock();
+    if (n && in_region(addr, n)) {
+        size_t pos = (size_t)((const char *)addr - tr.base);
+        for (size_t li = pos / LINE; li <= (pos + n - 1) / LINE; li++)
+            tr.lines[li].n = tr.lines[li].flushed = 0; /* a fence unlists it */
+        memset(tr.durable + pos, 0, n);
+        memset(tr.view + pos, 0, n);
+    }
+    trace_unlock();
+}
+
 static void apply(uint8_t *img, size_t li, const struct unit *u, uint32_t k)
 {
     for (uint32_t i = 0; i < k; i++)

@@ -85,6 +85,12 @@ static void detach_locked(void)
     trace_events_reset();
 }
 
+void trace_discard(const void *addr, size_t n)
+{
+    (void)addr; /* libpmemobj's pools give nothing back */
+    (void)n;
+}
+
 void trace_set_live(const size_t *live)
 {
     (void)live; /* libpmemobj's pools do not grow */

@@ -5,7 +5,10 @@
  * that runs of the last one held: the allocator turns emptied runs back
  * into FREE chunks and hands them to another class or a large object,
  * and the logs keep records naming blocks of chunks that have changed
- * since (issue #41, item 1). Runs only when named (--workload churn). */
+ * since (issue #41, item 1). Between two sizes, with nothing of its own
+ * left, a thread gives the pool's free space back to the filesystem
+ * (txn_pool_trim: holes punched in the file, issue #42). Runs only when
+ * named (--workload churn). */
 #include <string.h>
 
 #include "sim.h"
@@ -98,9 +101,17 @@ static int churn_step(txn_pool *p, int t, uint64_t *rng)
             size[i] = val[i] = 0;
             n++;
         }
-        if (n == 0) { /* all gone: the next size */
+        if (n == 0) { /* all gone: the next size, after the free space
+                       * goes back to the filesystem (txn_pool_trim, out
+                       * of any transaction; another thread may be in one) */
             ch_draining[t] = 0;
             ch_phase[t]++;
+            txn_abort(tx);
+            int rc = txn_pool_trim(p, NULL);
+            if (rc && rc != TXN_E_NOTSUP)
+                return rc;
+            CTRY(txn_begin(p, &tx));
+            root = sim_part(tx, p, t);
         }
     }
     if (!ch_draining[t]) {

@@ -36,6 +36,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/mman.h>
 
 #include "atomics.h"
@@ -486,6 +487,36 @@ static long grab_chunks(txn_pool *p, struct alloc_state *al, size_t n, struct al
     if (ci < 0 && grow(p, al, n))
         ci = take_chunks(al, n, spare_ok);
     return ci;
+}
+
+#define TRIM_STEP 1024u /* chunks a step of alloc_trim holds the lock for: 64 MiB */
+
+int alloc_trim(txn_pool *p)
+{
+    struct alloc_state *al = POOL_FMT(p)->al;
+    int rc = 0;
+    pthread_mutex_lock(&al->lock);
+    if (al->reclaim)
+        reclaim(p, al);
+    atomic_fetch_add_explicit(&al->drain, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&al->lock);
+    for (size_t at = 0; !rc; at += TRIM_STEP) {
+        pthread_mutex_lock(&al->lock);
+        size_t end = at + TRIM_STEP < al->nchunks ? at + TRIM_STEP : al->nchunks;
+        for (size_t i = at, j; i < end && !rc; i = j) {
+            for (j = i; j < end && al->chunk_free[j]; j++)
+                ;
+            if (j > i)
+                rc = pool_discard(p, i, j - i);
+            else
+                j++;
+        }
+        int done = end == al->nchunks;
+        pthread_mutex_unlock(&al->lock);
+        if (done)
+            break;
+    }
+    return rc;
 }
 
 int alloc_log_chunk(txn_pool *p, void **seg)

@@ -89,4 +89,10 @@ void alloc_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *ar
  * (and the words) for a run whose bitmap marks blocks it does not have. */
 int alloc_describe(txn_pool *p, txn_pool_info *info);
 
+/* Every FREE chunk's bytes given back to the filesystem (pool_discard),
+ * the empty runs turned FREE first, TRIM_STEP chunks at a time under the
+ * lock; the other threads are asked for their cached blocks, which their
+ * next trim finds. 0 or <0. */
+int alloc_trim(txn_pool *p);
+
 #endif

@@ -37,10 +37,6 @@ const size_t eng_pool_fmt_size = sizeof(struct fmt_pool);
 #define MAP_ALIGN (1ull << 30)
 
 #define MIN_SIZE (2u << 20)
-/* The smallest heap of a new pool: each size class in use takes a chunk
- * of its own, so fewer chunks leave a pool that takes the root and little
- * else (4 chunks: the key-value store's first SET failed). */
-#define MIN_CHUNKS 16u
 #define MIN_LOG (64u << 10)
 #define MAX_LOG (16u << 20)
 
@@ -151,6 +147,18 @@ static void mapped(txn_pool *p, int fd, int view, const struct pool_hdr *h, char
     p->size = end;
     p->max_size = h->size;
     p->max_ctx = (unsigned)h->nslots;
+}
+
+int pool_discard(txn_pool *p, size_t ci, size_t n)
+{
+    struct fmt_pool *f = POOL_FMT(p);
+    if (f->view)
+        return TXN_E_NOTSUP;
+    off_t at = (off_t)file_end(f->hdr, ci), len = (off_t)(n * (size_t)CHUNK_SIZE);
+    if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, len))
+        return errno == EOPNOTSUPP ? TXN_E_NOTSUP : TXN_E_IO;
+    pm_discard(p->base + at, (size_t)len);
+    return 0;
 }
 
 /* What create and open set up in `p`, undone (p->base NULL: nothing). */
@@ -496,6 +504,23 @@ done:
     vec_free(&segs);
     if (rc)
         pool_unmap(p);
+    return rc;
+}
+
+int eng_pool_trim(struct txn *tx, size_t *returned)
+{
+    txn_pool *p = tx->p;
+    struct fmt_pool *f = POOL_FMT(p);
+    struct stat a, b;
+    *returned = 0;
+    if (f->view)
+        return TXN_E_NOTSUP;
+    alloc_cache_drain(p, &TX_FMT(tx)->cache); /* blocks it holds keep runs in use */
+    if (fstat(f->fd, &a))
+        return TXN_E_IO;
+    int rc = alloc_trim(p);
+    if (!rc && !fstat(f->fd, &b) && b.st_blocks < a.st_blocks)
+        *returned = (size_t)(a.st_blocks - b.st_blocks) * 512;
     return rc;
 }
 

@@ -52,6 +52,10 @@
 #define POOL_FORMAT_FIXED 3u /* still read: a pool that does not grow */
 #define POOL_FORMAT_UNTAGGED 2u /* still read: its slots have no tags */
 #define CHUNK_SIZE (64u * 1024u)
+/* The smallest heap of a new pool: each size class in use takes a chunk
+ * of its own, so fewer chunks leave a pool that takes the root and little
+ * else (4 chunks: the key-value store's first SET failed). */
+#define MIN_CHUNKS 16u
 #define LAYOUT_MAX 64u
 #define ENGINE_MAX POOL_ENGINE_MAX
 
@@ -174,5 +178,11 @@ static inline size_t pool_heap_chunks(const txn_pool *p)
  * holds the allocator's lock. Returns the chunks added, or 0: the pool is
  * at its maximum, the filesystem is full, or G1 does not hold. */
 size_t pool_grow(txn_pool *p, size_t want);
+
+/* Give the bytes of heap chunks [ci, ci + n), FREE, back to the
+ * filesystem (a hole in the file; they read zero); the caller holds the
+ * allocator's lock, so that no one takes them meanwhile. 0, or
+ * TXN_E_NOTSUP (a view; a filesystem that punches no holes), TXN_E_IO. */
+int pool_discard(txn_pool *p, size_t ci, size_t n);
 
 #endif

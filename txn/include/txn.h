@@ -162,6 +162,19 @@ size_t txn_pool_min_size(const txn_pool_opts *opts);
  * not grow). Either pointer may be NULL. */
 void txn_pool_size(txn_pool *p, size_t *size, size_t *max_size);
 
+/* Give the pool's free space back to the filesystem: the bytes of every
+ * free 64 KiB chunk of its heap, wherever it lies, become a hole of the
+ * file (the pool keeps its size and addresses, and takes the chunks again
+ * when it needs them: the filesystem gives the space back then). Empty
+ * runs of blocks count as free; free blocks among blocks in use do not:
+ * objects never move. Runs while other threads run transactions, in steps
+ * of 64 MiB each holding the allocator for the time of its holes; safe at
+ * any crash (a free chunk's bytes mean nothing). Not in a transaction
+ * (TXN_E_STATE). *returned (may be NULL): the bytes the file gave back.
+ * pmdk, or a filesystem without holes: TXN_E_NOTSUP. `txn-pool shrink
+ * FILE` does it to a closed pool. */
+int txn_pool_trim(txn_pool *p, size_t *returned);
+
 /* The file a pool path names: `path` itself when it is absolute, else
  * `path` under $TXN_POOL_DIR (default /dev/shm), as every txn_pool_* call
  * resolves it. Writes the NUL-terminated name to out (cap bytes).
