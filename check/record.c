@@ -192,15 +192,13 @@ void trace_flush(const void *addr, size_t n)
     pthread_mutex_unlock(&lock);
 }
 
-/* A hole punched in the pool (txn_pool_trim): what the stores explain
- * reads zero there too. The chunks are free: their bytes matter to no
+/* A hole punched in the pool (txn_pool_trim), under the lock: what the
+ * stores explain reads zero there too. The chunks are free: their bytes matter to no
  * recovery, so no event is recorded (an image keeps their old bytes). */
-void trace_discard(const void *addr, size_t n)
+void trace_discard_locked(const void *addr, size_t n)
 {
-    pthread_mutex_lock(&lock);
     if (n && in_pool(addr, n))
         memset(R.view + ((const char *)addr - R.base), 0, n);
-    pthread_mutex_unlock(&lock);
 }
 
 void trace_fence(void)

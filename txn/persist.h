@@ -32,7 +32,7 @@
 #define PM_TRACE_UNLOCK() trace_unlock()
 #define PM_TRACE_FLUSH(a, n) trace_flush(a, n)
 #define PM_TRACE_FENCE() trace_fence()
-#define PM_TRACE_DISCARD(a, n) trace_discard(a, n)
+#define PM_TRACE_DISCARD(a, n) trace_discard_locked(a, n)
 #else
 #define PM_TRACE_LOCK() ((void)0)
 #define PM_TRACE_STORE(d, n) ((void)0)
@@ -42,14 +42,20 @@
 #define PM_TRACE_DISCARD(a, n) ((void)0)
 #endif
 
-/* Bytes of the pool the format gave back to the filesystem (a hole
- * punched in its file: they read zero from then on, at once durable):
- * the tracer's model learns it; nothing else to do. */
-static inline void pm_discard(void *addr, size_t n)
+/* Give [addr, addr + n) back to the filesystem: punch(arg) makes it a
+ * hole of the file (it reads zero from then on, at once durable), and the
+ * tracer's model learns it in the same step, under its lock, so that no
+ * audit sees the one without the other. Returns punch's result. */
+static inline int pm_discard(void *addr, size_t n, int (*punch)(void *), void *arg)
 {
     (void)addr;
     (void)n;
-    PM_TRACE_DISCARD(addr, n);
+    PM_TRACE_LOCK();
+    int rc = punch(arg);
+    if (!rc)
+        PM_TRACE_DISCARD(addr, n);
+    PM_TRACE_UNLOCK();
+    return rc;
 }
 
 #define PM_LINE 64u

@@ -156,9 +156,8 @@ void trace_flush(const void *addr, size_t n)
     trace_unlock();
 }
 
-void trace_discard(const void *addr, size_t n)
+void trace_discard_locked(const void *addr, size_t n)
 {
-    trace_lock();
     if (n && in_region(addr, n)) {
         size_t pos = (size_t)((const char *)addr - tr.base);
         for (size_t li = pos / LINE; li <= (pos + n - 1) / LINE; li++)
@@ -166,7 +165,6 @@ void trace_discard(const void *addr, size_t n)
         memset(tr.durable + pos, 0, n);
         memset(tr.view + pos, 0, n);
     }
-    trace_unlock();
 }
 
 static void apply(uint8_t *img, size_t li, const struct unit *u, uint32_t k)

@@ -24,8 +24,9 @@ void trace_store_unlock(const void *dst, size_t n);
 void trace_flush(const void *addr, size_t n);
 void trace_fence(void);
 /* [addr, addr + n), whole lines, now reads zero and is durable so (a hole
- * punched in the pool's file): its pending stores are dropped. */
-void trace_discard(const void *addr, size_t n);
+ * punched in the pool's file): its pending stores are dropped. Called
+ * with the tracer's lock held (trace_lock), which it keeps. */
+void trace_discard_locked(const void *addr, size_t n);
 
 /* Called at every event (store, flush, fence) with its index, after the
  * tracer has recorded it; the crash simulator takes images from here. */

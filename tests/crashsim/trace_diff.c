@@ -85,7 +85,7 @@ static void detach_locked(void)
     trace_events_reset();
 }
 
-void trace_discard(const void *addr, size_t n)
+void trace_discard_locked(const void *addr, size_t n)
 {
     (void)addr; /* libpmemobj's pools give nothing back */
     (void)n;

@@ -149,16 +149,26 @@ static void mapped(txn_pool *p, int fd, int view, const struct pool_hdr *h, char
     p->max_ctx = (unsigned)h->nslots;
 }
 
+struct punch {
+    int fd;
+    off_t at, len;
+};
+
+static int punch(void *arg)
+{
+    struct punch *h = arg;
+    if (!fallocate(h->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, h->at, h->len))
+        return 0;
+    return errno == EOPNOTSUPP ? TXN_E_NOTSUP : TXN_E_IO;
+}
+
 int pool_discard(txn_pool *p, size_t ci, size_t n)
 {
     struct fmt_pool *f = POOL_FMT(p);
     if (f->view)
         return TXN_E_NOTSUP;
-    off_t at = (off_t)file_end(f->hdr, ci), len = (off_t)(n * (size_t)CHUNK_SIZE);
-    if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, len))
-        return errno == EOPNOTSUPP ? TXN_E_NOTSUP : TXN_E_IO;
-    pm_discard(p->base + at, (size_t)len);
-    return 0;
+    struct punch h = {f->fd, (off_t)file_end(f->hdr, ci), (off_t)(n * (size_t)CHUNK_SIZE)};
+    return pm_discard(p->base + h.at, (size_t)h.len, punch, &h);
 }
 
 /* What create and open set up in `p`, undone (p->base NULL: nothing). */
