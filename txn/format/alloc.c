@@ -85,6 +85,8 @@ struct alloc_state {
     uint64_t **vbits;    /* lock: per RUN chunk: 1 = allocated, reserved or cached (A1) */
     uint16_t *used;      /* lock: per RUN chunk with vbits: its 1 bits */
     uint8_t *listed;     /* lock: 1: on its class's runs */
+    uint8_t *holed;      /* lock: 1: a FREE chunk whose bytes may be a hole of
+                            the file (alloc_trim; unknown after an open) */
     int reclaim;         /* lock: a run may be empty: reclaim() has work */
     size_t nfree;        /* lock: chunks whose chunk_free is 1 */
     size_t spare;        /* open: FREE chunks kept for freeing transactions (A5) */
@@ -284,6 +286,7 @@ void alloc_close(txn_pool *p)
     lazy_free(al->vbits, al->max_chunks * sizeof *al->vbits);
     lazy_free(al->used, al->max_chunks * sizeof *al->used);
     lazy_free(al->listed, al->max_chunks);
+    lazy_free(al->holed, al->max_chunks);
     lazy_free(al->vlarge, al->max_chunks * sizeof *al->vlarge);
     lazy_free(al->chunk_free, al->max_chunks);
     pthread_mutex_destroy(&al->lock);
@@ -310,7 +313,8 @@ int alloc_open(txn_pool *p, const struct vec *segs)
     al->vbits = lazy_calloc(al->max_chunks, sizeof *al->vbits);
     al->used = lazy_calloc(al->max_chunks, sizeof *al->used);
     al->listed = lazy_calloc(al->max_chunks, 1);
-    if (!al->chunk_free || !al->vlarge || !al->vbits || !al->used || !al->listed)
+    al->holed = lazy_calloc(al->max_chunks, 1);
+    if (!al->chunk_free || !al->vlarge || !al->vbits || !al->used || !al->listed || !al->holed)
         goto nomem;
     for (unsigned c = 0; c < ALLOC_CLASSES; c++)
         vec_init(&al->cls[c].runs, sizeof(uint32_t));
@@ -332,6 +336,7 @@ int alloc_open(txn_pool *p, const struct vec *segs)
             break;
         default: /* FREE, or a CONT left without its head */
             al->chunk_free[i] = 1;
+            al->holed[i] = 1; /* a trim before may have punched it */
             al->nfree++;
         }
     }
@@ -471,8 +476,28 @@ static int grow(txn_pool *p, struct alloc_state *al, size_t n)
 /* n contiguous FREE chunks; when there are none, the runs that are empty
  * become FREE, first with the caller's cache given back (c, if any), and
  * the other threads are asked to give theirs back. */
-static long grab_chunks(txn_pool *p, struct alloc_state *al, size_t n, struct alloc_cache *c,
-                        int spare_ok)
+/* Chunks [ci, ci + n), just taken, that may be holes of the file get
+ * their space from the filesystem before anyone writes them: a store to a
+ * hole the filesystem cannot fill would fault the writer (SIGBUS). On
+ * failure they are FREE again, and the caller's allocation fails. */
+static int fill_holes(txn_pool *p, struct alloc_state *al, size_t ci, size_t n)
+{
+    for (size_t i = ci, j; i < ci + n; i = j) {
+        for (j = i; j < ci + n && al->holed[j]; j++)
+            ;
+        if (j > i && pool_fill(p, i, j - i)) {
+            memset(al->chunk_free + ci, 1, n);
+            al->nfree += n;
+            return TXN_E_NOSPACE;
+        }
+        memset(al->holed + i, 0, j - i);
+        j += j == i;
+    }
+    return 0;
+}
+
+static long grab_any(txn_pool *p, struct alloc_state *al, size_t n, struct alloc_cache *c,
+                     int spare_ok)
 {
     long ci = take_chunks(al, n, spare_ok);
     if (ci < 0 && al->reclaim && reclaim(p, al))
@@ -487,6 +512,13 @@ static long grab_chunks(txn_pool *p, struct alloc_state *al, size_t n, struct al
     if (ci < 0 && grow(p, al, n))
         ci = take_chunks(al, n, spare_ok);
     return ci;
+}
+
+static long grab_chunks(txn_pool *p, struct alloc_state *al, size_t n, struct alloc_cache *c,
+                        int spare_ok)
+{
+    long ci = grab_any(p, al, n, c, spare_ok);
+    return ci >= 0 && fill_holes(p, al, (size_t)ci, n) ? -1 : ci;
 }
 
 #define TRIM_STEP 1024u /* chunks a step of alloc_trim holds the lock for: 64 MiB */
@@ -506,10 +538,9 @@ int alloc_trim(txn_pool *p)
         for (size_t i = at, j; i < end && !rc; i = j) {
             for (j = i; j < end && al->chunk_free[j]; j++)
                 ;
-            if (j > i)
-                rc = pool_discard(p, i, j - i);
-            else
-                j++;
+            if (j > i && !(rc = pool_discard(p, i, j - i)))
+                memset(al->holed + i, 1, j - i);
+            j += j == i;
         }
         int done = end == al->nchunks;
         pthread_mutex_unlock(&al->lock);

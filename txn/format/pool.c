@@ -162,6 +162,16 @@ static int punch(void *arg)
     return errno == EOPNOTSUPP ? TXN_E_NOTSUP : TXN_E_IO;
 }
 
+int pool_fill(txn_pool *p, size_t ci, size_t n)
+{
+    struct fmt_pool *f = POOL_FMT(p);
+    if (f->view) /* a private copy: its holes fill from memory */
+        return 0;
+    return posix_fallocate(f->fd, (off_t)file_end(f->hdr, ci), (off_t)(n * (size_t)CHUNK_SIZE))
+               ? TXN_E_NOSPACE
+               : 0;
+}
+
 int pool_discard(txn_pool *p, size_t ci, size_t n)
 {
     struct fmt_pool *f = POOL_FMT(p);

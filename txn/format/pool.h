@@ -185,4 +185,9 @@ size_t pool_grow(txn_pool *p, size_t want);
  * TXN_E_NOTSUP (a view; a filesystem that punches no holes), TXN_E_IO. */
 int pool_discard(txn_pool *p, size_t ci, size_t n);
 
+/* The bytes of heap chunks [ci, ci + n) taken from the filesystem again
+ * (they may be holes: pool_discard, or a trim before the open). 0, or
+ * <0 when the filesystem has no room. */
+int pool_fill(txn_pool *p, size_t ci, size_t n);
+
 #endif
