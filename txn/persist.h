@@ -201,7 +201,10 @@ static inline void pm_persist(const void *addr, size_t len)
 static inline void pm_store64(void *dst, uint64_t v)
 {
     PM_TRACE_LOCK();
-    *(volatile uint64_t *)dst = v;
+    /* one untorn store (the same mov as a volatile one), which a reader
+     * in another thread may load atomically: a chunk table entry, the
+     * heap's size */
+    __atomic_store_n((uint64_t *)dst, v, __ATOMIC_RELAXED);
     pm_ctr.bytes_stored += 8;
     PM_TRACE_STORE(dst, 8);
 }

@@ -409,7 +409,7 @@ static size_t reclaim(txn_pool *p, struct alloc_state *al)
     }
     uint64_t *t = ctab(p);
     for (size_t ci = 0; ci < al->nchunks; ci++) {
-        uint64_t e = t[ci];
+        uint64_t e = __atomic_load_n(&t[ci], __ATOMIC_RELAXED); /* its owner may set it */
         if (ck_kind(e) == CK_LARGE)
             ci += ck_n(e) - 1;
         if (ck_kind(e) != CK_RUN)
