@@ -29,6 +29,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "chk_sched.h"
 #include "trace.h"
 #include "tracefmt.h"
 #include "txn.h"
@@ -75,6 +76,8 @@ static struct {
 
 static __thread unsigned my_thread; /* 1 + this thread's number, 0: none yet */
 static __thread uint64_t my_txn;    /* the serial of this thread's transaction */
+static __thread int in_txn;         /* this thread runs a transaction: a
+                                       switch point here is inside one */
 
 static unsigned thread_no(void)
 {
@@ -362,6 +365,7 @@ int txn_begin(txn_pool *p, txn **out)
 {
     if (!R.on)
         return chk_real_txn_begin(p, out);
+    chk_sched_point(in_txn);
     pthread_mutex_lock(&lock);
     audit(R.txns); /* what was stored since the last transaction ended */
     uint64_t serial = ++R.txns;
@@ -370,6 +374,7 @@ int txn_begin(txn_pool *p, txn **out)
     pthread_mutex_lock(&lock);
     if (!rc) {
         my_txn = serial;
+        in_txn = 1;
         rec(CHK_BEGIN, serial, thread_no(), NULL, 0);
     }
     pthread_mutex_unlock(&lock);
@@ -381,6 +386,7 @@ int txn_commit(txn *tx)
     if (!R.on)
         return chk_real_txn_commit(tx);
     uint64_t serial = my_txn;
+    chk_sched_point(in_txn);
     pthread_mutex_lock(&lock);
     audit(serial);
     rec(CHK_COMMIT, serial, thread_no(), NULL, 0);
@@ -390,6 +396,8 @@ int txn_commit(txn *tx)
     rec(CHK_COMMITTED, serial, thread_no(), NULL, rc != 0);
     audit(serial);
     pthread_mutex_unlock(&lock);
+    in_txn = 0; /* a failed commit ends the transaction too */
+    chk_sched_point(0);
     return rc;
 }
 
@@ -404,6 +412,7 @@ void txn_abort(txn *tx)
     audit(serial);
     pthread_mutex_unlock(&lock);
     chk_real_txn_abort(tx);
+    in_txn = 0;
     pthread_mutex_lock(&lock);
     rec(CHK_ABORT, serial, thread_no(), NULL, 0);
     pthread_mutex_unlock(&lock);
@@ -422,6 +431,22 @@ int txn_sync(txn_pool *p)
         rec(CHK_SYNCED, 0, thread_no(), NULL, 0);
     pthread_mutex_unlock(&lock);
     return rc;
+}
+
+void chk_record_switch(int from, int to)
+{
+    pthread_mutex_lock(&lock);
+    rec(CHK_SWITCH, (uint64_t)from, (uint64_t)to, NULL, 0);
+    pthread_mutex_unlock(&lock);
+}
+
+void chk_record_unlock(void)
+{
+    if (!in_txn)
+        return;
+    pthread_mutex_lock(&lock);
+    rec(CHK_UNLOCK, my_txn, thread_no(), NULL, 0);
+    pthread_mutex_unlock(&lock);
 }
 
 void txn_check_ack(uint64_t n)
@@ -499,7 +524,7 @@ __attribute__((constructor)) static void record_init(void)
 {
     const char *trace = getenv(CHK_ENV_TRACE), *pool = getenv(CHK_ENV_POOL);
     const char *seed = getenv(CHK_ENV_SEED), *recover = getenv(CHK_ENV_RECOVER);
-    const char *at = getenv(CHK_ENV_WHERE);
+    const char *at = getenv(CHK_ENV_WHERE), *sched = getenv(CHK_ENV_SCHED);
     if (at)
         R.where = strtoull(at, NULL, 10);
     if (pool && strlen(pool) < sizeof R.pool) {
@@ -522,6 +547,13 @@ __attribute__((constructor)) static void record_init(void)
             pthread_mutex_unlock(&lock);
             atexit(at_exit);
             pthread_atfork(before_fork, after_fork, in_child);
+            if (sched && !strcmp(sched, "1")) {
+#ifdef CHK_NO_SWITCH_IN_TX
+                chk_sched_init(R.seed, 0);
+#else
+                chk_sched_init(R.seed, 1);
+#endif
+            }
         } else { /* the checker then finds no trace and says so */
             fprintf(stderr, "txn-crashcheck: cannot write the trace %s: %s\n", trace,
                     strerror(errno));

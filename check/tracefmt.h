@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define CHK_MAGIC 0x314b434e5854504dull /* "MPTXNCK1" */
-#define CHK_VERSION 1u
+#define CHK_VERSION 2u /* 2: CHK_SWITCH, CHK_UNLOCK */
 
 /* The environment between the checker and the recorder. */
 #define CHK_ENV_TRACE "TXN_CHECK_TRACE"     /* the trace file to write */
@@ -22,6 +22,8 @@
 #define CHK_ENV_RECOVER "TXN_CHECK_RECOVER" /* 1: open the pool, close, exit */
 #define CHK_ENV_WHERE "TXN_CHECK_WHERE"     /* a record's number (HELLO is 0):
                                                a CHK_WHERE record follows it */
+#define CHK_ENV_SCHED "TXN_CHECK_SCHED"     /* 1: the program's threads under
+                                               the seeded scheduler */
 
 enum chk_type {
     CHK_HELLO = 1, /* off: CHK_MAGIC, arg: CHK_VERSION; payload: engine name */
@@ -46,6 +48,11 @@ enum chk_type {
     CHK_WHERE,     /* the stack of the record TXN_CHECK_WHERE named: off its
                       number; payload: a line "object-path<TAB>offset" a
                       frame, the program's frames only, innermost first */
+    CHK_SWITCH,    /* --threads-sched: the baton passed; off: the thread that
+                      let it go, arg: the one that has it (the scheduler's
+                      numbers, 0 the main thread) */
+    CHK_UNLOCK,    /* --threads-sched: the program let go of a mutex inside a
+                      transaction; off: its serial, arg: thread */
     CHK_TYPES
 };
 

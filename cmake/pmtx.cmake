@@ -103,11 +103,25 @@ function(pmtx_check_library name sources libs exports)
   set_property(GLOBAL APPEND PROPERTY PMTX_CHECK_ENGINES ${name})
   # record.c last: its constructor runs after the library's others
   add_library(${lib} SHARED ${PMTX_RUNTIME_SOURCES} ${PMTX_FORMAT_SOURCES}
-              ${PMTX_LAYOUT_SOURCES} ${sources} ${PROJECT_SOURCE_DIR}/check/record.c)
+              ${PMTX_LAYOUT_SOURCES} ${sources} ${PROJECT_SOURCE_DIR}/check/sched.c
+              ${PROJECT_SOURCE_DIR}/check/record.c)
   target_compile_definitions(${lib} PRIVATE PMTX_ENGINE_NAME="${name}"
     txn_begin=chk_real_txn_begin txn_commit=chk_real_txn_commit
     txn_abort=chk_real_txn_abort txn_sync=chk_real_txn_sync
     PUBLIC PMTX_TRACE)
+  # the engine whose crash-simulator campaigns take no switch point inside a
+  # transaction takes none under --threads-sched either (check/chk_sched.h)
+  get_property(shared_args GLOBAL PROPERTY PMTX_ENGINE_CRASHSIM_SHARED_ARGS_${name})
+  if("--no-switch-in-tx" IN_LIST shared_args)
+    target_compile_definitions(${lib} PRIVATE CHK_NO_SWITCH_IN_TX)
+  endif()
+  # the engine's exports and the scheduler's pthread calls (check/sched.c)
+  file(READ ${exports} map)
+  string(REPLACE "global:" "global: pthread_create; pthread_join; pthread_mutex_lock; pthread_mutex_trylock; pthread_mutex_unlock;"
+         map "${map}")
+  set(check_map ${PROJECT_BINARY_DIR}/check/${lib}.map)
+  file(WRITE ${check_map} "${map}")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${exports})
   target_include_directories(${lib}
     PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/txn/include>
            $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/layout/include>
@@ -124,8 +138,8 @@ function(pmtx_check_library name sources libs exports)
     PUBLIC Threads::Threads
     PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS ${libs} ${CMAKE_DL_LIBS})
   set_target_properties(${lib} PROPERTIES
-    VERSION ${PROJECT_VERSION} SOVERSION 2 EXPORT_NAME ${name}-check LINK_DEPENDS ${exports})
-  target_link_options(${lib} PRIVATE -Wl,--version-script=${exports}
+    VERSION ${PROJECT_VERSION} SOVERSION 2 EXPORT_NAME ${name}-check LINK_DEPENDS ${check_map})
+  target_link_options(${lib} PRIVATE -Wl,--version-script=${check_map}
     -Wl,--wrap=mmap,--wrap=munmap,--wrap=renameat2,--wrap=link,--wrap=getrandom)
   install(TARGETS ${lib} EXPORT pmtxTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
   install(FILES ${PROJECT_SOURCE_DIR}/check/txn_check.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -2,8 +2,9 @@
  * with libtxn-<engine>-check, checked against power failure with its own
  * consistency check (docs/crashcheck.md):
  *
- *   txn-crashcheck [--images N] [--seed S] [--pdom 0|1|2] [--replay S:N]
- *                  [--check-timeout SEC] --check 'CMD {pool}' -- PROGRAM ARGS... {pool}
+ *   txn-crashcheck [--images N] [--seed S] [--pdom 0|1|2] [--threads-sched]
+ *                  [--replay S:N] [--check-timeout SEC]
+ *                  --check 'CMD {pool}' -- PROGRAM ARGS... {pool}
  *
  * PROGRAM runs once on a fresh pool with the recorder on; its trace is
  * replayed into the crash simulator's model (tests/crashsim/trace.c); at
@@ -42,6 +43,9 @@ static struct {
     uint64_t images, seed;
     int pdom;
     char pdom_s[8]; /* pdom, for the children's TXN_PDOM */
+    const char *sched; /* "1": --threads-sched (the recorder's TXN_CHECK_SCHED), or NULL */
+    const char *epoch; /* TXN_EPOCH_MS under --threads-sched: "0" (incll's epoch
+                          thread is not one the scheduler runs), else as set */
     long replay; /* --replay: the one image to make and keep, or -1 */
     unsigned timeout;
     const char *check;
@@ -90,8 +94,8 @@ static void die(const char *fmt, ...)
 
 static void usage(void)
 {
-    fputs("usage: txn-crashcheck [--images N] [--seed S] [--pdom 0|1|2] [--replay S:N]\n"
-          "                      [--check-timeout SEC] --check 'CMD {pool}'"
+    fputs("usage: txn-crashcheck [--images N] [--seed S] [--pdom 0|1|2] [--threads-sched]\n"
+          "                      [--replay S:N] [--check-timeout SEC] --check 'CMD {pool}'"
           " -- PROGRAM ARGS... {pool}\n",
           stderr);
     exit(2);
@@ -305,11 +309,28 @@ struct state {
     const struct chk_rec *last; /* the last point's record */
     uint64_t last_no, no;       /* its number in the trace; the record's */
     uint64_t ack_no;            /* the number of the last CHK_ACK, or 0 */
+    uint64_t switch_no;         /* the last CHK_SWITCH's, or 0 */
+    uint64_t switch_from, switch_to; /* its threads */
+    struct {
+        uint64_t txn, no;
+    } unl[16]; /* transactions not ended that let go of a lock (CHK_UNLOCK) */
+    unsigned nunl;
     struct {
         uint64_t no, off, txn;
     } unt[SHOW_FAILURES]; /* the first untraced stores of different transactions */
     unsigned nunt;
 };
+
+/* Transaction `txn` ended: its lock let go (CHK_UNLOCK) is no longer one
+ * of a transaction in flight. */
+static void unlocked_end(struct state *s, uint64_t txn)
+{
+    for (unsigned i = 0; i < s->nunl; i++)
+        if (s->unl[i].txn == txn) {
+            s->unl[i] = s->unl[--s->nunl];
+            return;
+        }
+}
 
 /* One record into the model; 1 when it was a crash point. */
 static int feed(struct state *s, const struct chk_rec *r, const char *pl, int quiet)
@@ -366,6 +387,7 @@ static int feed(struct state *s, const struct chk_rec *r, const char *pl, int qu
         s->inflight++;
         return 0;
     case CHK_COMMITTED:
+        unlocked_end(s, r->off);
         s->inflight--;
         if (!r->len)
             s->committed++;
@@ -379,6 +401,21 @@ static int feed(struct state *s, const struct chk_rec *r, const char *pl, int qu
     case CHK_ACK:
         s->acked = r->arg;
         s->ack_no = s->no;
+        return 0;
+    case CHK_UNLOCK: /* the first of a transaction's, while room */
+        for (unsigned i = 0; i < s->nunl; i++)
+            if (s->unl[i].txn == r->off)
+                return 0;
+        if (s->nunl < sizeof s->unl / sizeof s->unl[0])
+            s->unl[s->nunl++] = (typeof(s->unl[0])){r->off, s->no};
+        return 0;
+    case CHK_ABORT:
+        unlocked_end(s, r->off);
+        return 0;
+    case CHK_SWITCH:
+        s->switch_no = s->no;
+        s->switch_from = r->off;
+        s->switch_to = r->arg;
         return 0;
     case CHK_UNMAP:
         return 0;
@@ -483,7 +520,7 @@ static const char *crash_recovery(uint64_t rng)
 /* The failures reported in full: their images and the numbers of the
  * records their crashes followed (where_report). */
 static struct {
-    uint64_t image, no, ack_no;
+    uint64_t image, no, ack_no, switch_no, switch_from, switch_to, unlock_no, unlock_txn;
 } shown[SHOW_FAILURES];
 static unsigned nshown;
 
@@ -500,7 +537,8 @@ static int where_of(const struct trace *orig, uint64_t no, char *out, size_t cap
     snprintf(at, sizeof at, "%llu", (unsigned long long)no);
     const char *env[] = {CHK_ENV_TRACE, path, CHK_ENV_POOL, C.pool, CHK_ENV_SEED, seed,
                          "TXN_PDOM", pdom, "TXN_PDOM0_NS", "0", "TXN_PDOM1_NS", "0",
-                         CHK_ENV_RECOVER, NULL, CHK_ENV_WHERE, at, NULL};
+                         CHK_ENV_RECOVER, NULL, CHK_ENV_WHERE, at, CHK_ENV_SCHED, C.sched,
+                         "TXN_EPOCH_MS", C.epoch, NULL};
     unlink(C.pool);
     unsigned keep = C.timeout;
     C.timeout = 3600;
@@ -582,6 +620,18 @@ static void where_report(const struct trace *t, const struct state *s)
         if (shown[i].ack_no && !where_of(t, shown[i].ack_no, at, sizeof at))
             fprintf(stderr, "image %llu: the last acknowledgement before the crash was made "
                     "at %s\n", (unsigned long long)shown[i].image, at);
+        /* --threads-sched: where the thread that ran before it let the
+         * baton go (a lock let go too early shows there) */
+        if (shown[i].switch_no && !where_of(t, shown[i].switch_no, at, sizeof at))
+            fprintf(stderr, "image %llu: the last thread switch before the crash, from thread "
+                    "%llu to %llu, was made at %s\n", (unsigned long long)shown[i].image,
+                    (unsigned long long)shown[i].switch_from,
+                    (unsigned long long)shown[i].switch_to, at);
+        /* a transaction not ended at the crash whose thread let others in */
+        if (shown[i].unlock_no && !where_of(t, shown[i].unlock_no, at, sizeof at))
+            fprintf(stderr, "image %llu: transaction %llu, not ended at the crash, let go of "
+                    "a lock before its end at %s\n", (unsigned long long)shown[i].image,
+                    (unsigned long long)shown[i].unlock_txn, at);
     }
     for (unsigned i = 0; i < s->nunt; i++)
         if (!where_of(t, s->unt[i].no, at, sizeof at))
@@ -617,7 +667,10 @@ static void report(uint64_t image, uint64_t point, uint64_t points, const struct
     if (!show)
         return;
     if (nshown < SHOW_FAILURES)
-        shown[nshown++] = (typeof(shown[0])){image, s->last_no, s->ack_no};
+        shown[nshown++] = (typeof(shown[0])){image,          s->last_no,     s->ack_no,
+                                             s->switch_no,   s->switch_from, s->switch_to,
+                                             s->nunl ? s->unl[0].no : 0,
+                                             s->nunl ? s->unl[0].txn : 0};
     const struct chk_rec *r = s->last;
     fprintf(stderr,
             "inconsistent image %llu (--replay %llu:%llu, checksum %016llx): crash after event "
@@ -750,7 +803,7 @@ int main(int argc, char **argv)
             C.seed = number(optarg, "--replay's seed", UINT64_MAX);
             C.replay = (long)number(colon + 1, "--replay's image", MAX_IMAGES);
         } else if (c == 't') {
-            die("--threads-sched is not built yet (docs/crashcheck.md: what is left)");
+            C.sched = "1";
         } else {
             usage();
         }
@@ -758,6 +811,7 @@ int main(int argc, char **argv)
     if (optind >= argc || !C.check)
         usage();
     snprintf(C.pdom_s, sizeof C.pdom_s, "%d", C.pdom);
+    C.epoch = C.sched ? "0" : getenv("TXN_EPOCH_MS");
     if (!strstr(C.check, "{pool}"))
         die("--check's CMD must name the pool as {pool}");
     if (C.timeout == 0)
@@ -803,7 +857,8 @@ int main(int argc, char **argv)
     /* the barrier's emulated latency is cost, not what the model checks */
     const char *env[] = {CHK_ENV_TRACE, C.trace, CHK_ENV_POOL, C.pool, CHK_ENV_SEED, seed,
                          "TXN_PDOM", pdom, "TXN_PDOM0_NS", "0", "TXN_PDOM1_NS", "0",
-                         CHK_ENV_RECOVER, NULL, NULL};
+                         CHK_ENV_RECOVER, NULL, CHK_ENV_SCHED, C.sched, "TXN_EPOCH_MS", C.epoch,
+                         NULL};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     unsigned keep = C.timeout;
@@ -833,6 +888,9 @@ int main(int argc, char **argv)
         die("PROGRAM's library writes trace version %llu, this checker reads %u",
             (unsigned long long)rec->arg, CHK_VERSION);
     snprintf(C.engine, sizeof C.engine, "%.*s", (int)rec->len, pl);
+    /* the run's fingerprint: the same seed gives the same one when the
+     * program runs the same way (one thread, or --threads-sched) */
+    uint64_t digest = image_sum(t.p, t.n);
     uint64_t points = 0;
     int mapped = 0;
     while ((rec = next_rec(&t, &pos, &pl))) {
@@ -897,8 +955,9 @@ int main(int argc, char **argv)
     trace_detach();
     if (s.mem)
         trace_buf_free(s.mem, s.size);
-    printf("%s: %llu events, %.1f s, %.0f images/s\n", C.engine, (unsigned long long)points,
-           sec, (double)v.images / sec);
+    printf("%s: %llu events (trace %016llx), %.1f s, %.0f images/s\n", C.engine,
+           (unsigned long long)points, (unsigned long long)digest, sec,
+           (double)v.images / sec);
     printf("crash images: %llu, inconsistent: %llu, untraced stores: %llu\n",
            (unsigned long long)v.images, (unsigned long long)v.bad,
            (unsigned long long)s.untraced);

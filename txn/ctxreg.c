@@ -144,3 +144,8 @@ void *ctxreg_get(void *pool, uint64_t gen, int *err)
         return last.ctx;
     return get_slow(pool, gen, err);
 }
+
+void ctxreg_thread_end(void)
+{
+    tls_exit(&tls);
+}

@@ -29,4 +29,9 @@ void *ctxreg_get(void *pool, uint64_t gen, int *err);
 /* Give back a context that create() made but its caller must drop. */
 void ctxreg_drop(void *pool, uint64_t gen, void *ctx);
 
+/* Give back the calling thread's contexts now, as its exit would: for a
+ * caller that must see the release's stores happen at a point of its
+ * choosing (the -check library's scheduler, at a thread's end). */
+void ctxreg_thread_end(void);
+
 #endif
