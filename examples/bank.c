@@ -1,14 +1,20 @@
 /* bank.c - transfers between accounts, each in one transaction; the
  * example txn-crashcheck checks (docs/crashcheck.md).
  *
- *   bank [--transfers N] POOL     create POOL, make N transfers
+ *   bank [--transfers N] [--threads T] POOL
+ *                                 create POOL, make N transfers (by T
+ *                                 threads, taking turns under one lock)
  *   bank --verify POOL            check a (recovered) POOL: exit 0 when
  *                                 consistent
  *
  * Transfer k moves an amount drawn from k between two accounts drawn from
- * k, and counts itself in the root, in the same transaction; it is
- * acknowledged (txn_check_acked) once durable: after its commit and
- * txn_sync (which incll needs, and the other engines return from at once).
+ * k, and counts itself in the root, in the same transaction; k is the
+ * count the root holds (the transfers are numbered in the order they
+ * commit). It is acknowledged (txn_check_acked) once durable: after its
+ * commit and txn_sync (which incll needs, and the other engines return
+ * from at once). With threads, all of it under the bank's lock: the
+ * transactions of a pool are not isolated from each other (txn.h), the
+ * program orders its writers.
  * --verify replays the transfers the pool counts from the initial balances
  * and finds the same balances, the same total, and at least every
  * transfer acknowledged before the crash (TXN_CHECK_ACKED, set by
@@ -18,7 +24,10 @@
  *   BANK_SPLIT   a transfer in two transactions: the debit, then the credit
  *   BANK_RO      the credit stored through txn_open(TXN_RO)'s pointer
  *   BANK_NOSYNC  acknowledged after the commit, without txn_sync (incll)
+ *   BANK_UNLOCK  with threads, the lock released before the commit:
+ *                the next transfer reads this one's uncommitted writes
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,15 +90,21 @@ static int setup(txn_pool *p)
     return 0;
 }
 
-static int transfer(txn_pool *p, uint64_t k)
+/* The bank's lock: the transfers of its threads one at a time. */
+static pthread_mutex_t bank_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A transfer, under bank_lock; *locked cleared where it lets go of it. */
+static int transfer(txn_pool *p, int *locked)
 {
     txn *tx;
     struct root r;
-    uint64_t bal[ACCOUNTS], amount;
+    uint64_t bal[ACCOUNTS], amount, k;
     unsigned from, to;
+    (void)locked; /* BANK_UNLOCK's */
     TRY(txn_begin(p, &tx));
     TRY(txn_read(tx, txn_root(p), 0, &r, sizeof r));
     TRY(txn_read(tx, r.accounts, 0, bal, sizeof bal));
+    k = r.count;
     transfer_of(k, bal, &from, &to, &amount);
     TRY(txn_write_u64(tx, r.accounts, 8 * from, bal[from] - amount));
 #ifdef BANK_SPLIT
@@ -105,12 +120,40 @@ static int transfer(txn_pool *p, uint64_t k)
     TRY(txn_write_u64(tx, r.accounts, 8 * to, bal[to] + amount));
 #endif
     TRY(txn_write_u64(tx, txn_root(p), 0, k + 1));
+#ifdef BANK_UNLOCK
+    pthread_mutex_unlock(&bank_lock); /* broken: the transaction is not done */
+    *locked = 0;
+#endif
     TRY(txn_commit(tx));
 #ifndef BANK_NOSYNC
     TRY(txn_sync(p));
 #endif
     txn_check_acked(k + 1); /* the transfer's "done" to the outside world */
     return 0;
+}
+
+static int one_transfer(txn_pool *p)
+{
+    int locked = 1;
+    pthread_mutex_lock(&bank_lock);
+    int rc = transfer(p, &locked);
+    if (locked)
+        pthread_mutex_unlock(&bank_lock);
+    return rc;
+}
+
+struct teller {
+    txn_pool *p;
+    uint64_t n; /* transfers to make */
+    int rc;
+};
+
+static void *teller(void *arg)
+{
+    struct teller *t = arg;
+    for (uint64_t i = 0; !t->rc && i < t->n; i++)
+        t->rc = one_transfer(t->p);
+    return NULL;
 }
 
 static int verify(const char *path)
@@ -168,27 +211,51 @@ static int verify(const char *path)
     return bad;
 }
 
+#define MAX_TELLERS 16
+
 int main(int argc, char **argv)
 {
-    uint64_t n = 100;
+    uint64_t n = 100, threads = 1;
     int i = 1;
     if (argc == 3 && !strcmp(argv[1], "--verify"))
         return verify(argv[2]);
-    if (argc == 4 && !strcmp(argv[1], "--transfers")) {
-        n = strtoull(argv[2], NULL, 10);
-        i = 3;
+    for (; i + 1 < argc - 1; i += 2) {
+        if (!strcmp(argv[i], "--transfers"))
+            n = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--threads"))
+            threads = strtoull(argv[i + 1], NULL, 10);
+        else
+            break;
     }
-    if (i != argc - 1) {
-        fprintf(stderr, "usage: bank [--transfers N] POOL | bank --verify POOL\n");
+    if (i != argc - 1 || threads < 1 || threads > MAX_TELLERS) {
+        fprintf(stderr, "usage: bank [--transfers N] [--threads 1..%d] POOL | "
+                        "bank --verify POOL\n", MAX_TELLERS);
         return 2;
     }
     txn_pool *p;
-    txn_pool_opts o = {.size = 0, .root_size = sizeof(struct root), .threads = 4};
+    /* a log slot a thread, and the main thread's */
+    txn_pool_opts o = {.size = 0, .root_size = sizeof(struct root),
+                       .threads = threads < 4 ? 4 : (unsigned)threads + 1};
     o.size = txn_pool_min_size(&o);
     TRY(txn_pool_create(argv[i], LAYOUT, &o, &p));
     int rc = setup(p);
-    for (uint64_t k = 0; !rc && k < n; k++)
-        rc = transfer(p, k);
+    struct teller t[MAX_TELLERS];
+    pthread_t tid[MAX_TELLERS];
+    uint64_t started = 0;
+    for (uint64_t k = 0; k < threads; k++) /* n in shares, the first ones larger */
+        t[k] = (struct teller){p, n / threads + (k < n % threads), 0};
+    if (!rc && threads == 1)
+        teller(&t[0]);
+    else
+        for (; !rc && started < threads; started++)
+            if (pthread_create(&tid[started], NULL, teller, &t[started])) {
+                fprintf(stderr, "bank: cannot start a thread\n");
+                rc = 1;
+            }
+    for (uint64_t k = 0; k < started; k++)
+        pthread_join(tid[k], NULL);
+    for (uint64_t k = 0; k < threads; k++)
+        rc |= t[k].rc;
     txn_pool_close(p);
     return rc;
 }

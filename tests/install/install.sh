@@ -76,6 +76,14 @@ CM
             { echo "FAIL: txn-crashcheck on $b: $out"; exit 1; }
         echo "ok: txn-crashcheck on the bank built against txn-undo-check ($b)"
     done
+    # its threads under the seeded scheduler: the library's pthread calls
+    # come before libc's in the installed program too
+    out=$("$prefix/bin/txn-crashcheck" --images 10 --threads-sched --check \
+          "$tmp/bank --verify {pool}" -- "$tmp/bank" --transfers 10 --threads 2 {pool}) ||
+        { echo "FAIL: txn-crashcheck --threads-sched on $tmp/bank: $out"; exit 1; }
+    grep -q "crash images: 10, inconsistent: 0, untraced stores: 0" <<<"$out" ||
+        { echo "FAIL: txn-crashcheck --threads-sched on $tmp/bank: $out"; exit 1; }
+    echo "ok: txn-crashcheck --threads-sched on the bank with two threads"
     # the README's own example: its first program, checked as it says
     # shellcheck disable=SC2046
     cc -std=c11 -Wall -Werror "${flags[@]}" -o "$tmp/counter-check" "$tmp/first.c" \
