@@ -140,9 +140,13 @@ static __attribute__((noinline)) int internal(const void *ra)
     Dl_info d;
     if (!dladdr(ra, &d) || !d.dli_fname || !strstr(d.dli_fname, "san.so"))
         return 0;
-    void *f[8];
-    int k = backtrace(f, 8);
-    for (int i = 2; i < k; i++) { /* 0: here, 1: the caller in this file */
+    void *f[12];
+    int k = backtrace(f, 12), i = 0;
+    while (i < k && !in_lib(f[i])) /* the sanitizer's backtrace, if it has one */
+        i++;
+    while (i < k && in_lib(f[i])) /* here, and the call in this file */
+        i++;
+    for (; i < k; i++) { /* past the interceptors, the caller */
         if (in_lib(f[i]))
             return 1;
         if (!dladdr(f[i], &d) || !d.dli_fname || !strstr(d.dli_fname, "san.so"))
