@@ -29,6 +29,10 @@ struct reach {
 
 int reach_add(struct reach *r, txn_obj *o);
 
+/* Each thread's part (`threads` objects of `size` bytes, their handles in
+ * the root), allocated in one transaction before the workload starts. */
+int sim_make_parts(txn_pool *p, size_t size, int threads);
+
 struct workload {
     const char *name;
     size_t pool_size;
