@@ -35,7 +35,7 @@ struct lrec {
     uint64_t scratch; /* the running migration's scratch object */
     uint64_t made;    /* head chunk of the objects it allocated */
     uint64_t retired; /* head chunk of the old objects it frees */
-    uint64_t unused;
+    uint64_t join;    /* not the layout's: txn_join's table (api.c) */
 };
 _Static_assert(sizeof(struct lrec) == TXN_META_SIZE, "layout record size");
 #define REC_OFF(f) offsetof(struct lrec, f)
