@@ -1,0 +1,360 @@
+/* joinsim.c - the crash simulator over two pools (txn_join, issue #42
+ * item 3): one transaction a step over pool A (its coordinator) and pool
+ * B, both traced into one model (trace_attach, trace_attach_more: a fence
+ * is global), crash images of both pools taken at the same event, each
+ * pair recovered in a fresh process and checked.
+ *
+ *   joinsim-<engine> [--images N] [--seed S]
+ *
+ * A step adds one to a counter in both roots and rewrites a 512-byte
+ * object of each with the counter's byte; one step in four also replaces
+ * a small object of B (allocated, stamped, the old one freed); one in
+ * eight aborts. A recovered pair must hold the same counter in both
+ * pools, the last committed one or, while a commit is in flight, that
+ * one, with both objects whole and B's small object the one of that
+ * state. Half the checks open A first, half B first (whose recovery then
+ * opens A when it finds a prepared transaction: join_decide).
+ *
+ * The record of a prepared transaction names its coordinator's file: a
+ * pair of images is put in place of the pools' own files (renamed over
+ * them; the running process keeps its mappings of the files it opened),
+ * so that B's recovery finds A's image there.
+ *
+ * Last line: "crash images: N, inconsistent: K, untraced stores: U"; the
+ * exit status is 0 only when K = U = 0. Recovery is not crashed again
+ * here (crashsim.c does that for one pool).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "handle.h"
+#include "sim.h"
+#include "trace.h"
+
+#define LAYOUT "joinsim"
+#define POOL_SIZE ((size_t)4 << 20)
+#define STEPS_PER_RUN 60
+#define IMAGES_PER_RUN 40
+#define BULK 512u
+
+/* root: {count, bulk object, small object} */
+enum { R_COUNT = 0, R_BULK = 8, R_SMALL = 16, ROOT_SIZE = 64, SMALL = 64 };
+
+/* What a recovered pair may hold. */
+struct expect {
+    uint64_t committed; /* the last committed counter */
+    int in_commit;      /* a commit of committed + 1 is in flight */
+};
+
+static struct {
+    char pa[256], pb[256]; /* the pools' files, and their images' */
+    char ia[272], ib[272];
+    txn_pool *a, *b;
+    struct expect ex;
+    uint64_t rng, every; /* an image about every `every` events */
+    void *buf;
+    uint64_t images, bad, untraced;
+    int req, res; /* pipes to and from the checker */
+    pid_t checker;
+} S;
+
+/* ---- the check, in a process forked before any pool was opened (a child
+ * of the running one would inherit its mappings at the pools' addresses) */
+
+struct check_req {
+    char pa[256], pb[256];
+    int b_first;
+    struct expect ex;
+};
+
+static int read_pool(txn_pool *p, int is_b, uint64_t *n)
+{
+    txn *tx;
+    txn_obj *bulk, *small;
+    unsigned char buf[BULK];
+    int bad = 0;
+    if (txn_begin(p, &tx))
+        return 1;
+    txn_obj *root = txn_root(p);
+    if (txn_read_u64(tx, root, R_COUNT, n) || txn_read(tx, root, R_BULK, &bulk, sizeof bulk) ||
+        txn_read(tx, bulk, 0, buf, sizeof buf) || txn_read(tx, root, R_SMALL, &small, sizeof small)) {
+        txn_abort(tx);
+        return 1;
+    }
+    for (size_t i = 0; i < BULK; i++)
+        if (buf[i] != (unsigned char)*n) {
+            fprintf(stderr, "  pool %c: counter %llu, byte %zu of its object %u\n", is_b ? 'B' : 'A',
+                    (unsigned long long)*n, i, buf[i]);
+            bad = 1;
+            break;
+        }
+    /* B's small object: made by the step to counter v, v % 4 == 1 */
+    uint64_t want = *n ? *n - (*n - 1) % 4 : 0, stamp = 0;
+    if (is_b && want && (!small || txn_obj_size(p, small) < SMALL ||
+                         txn_read_u64(tx, small, 0, &stamp) || stamp != want)) {
+        fprintf(stderr, "  pool B: counter %llu, small object %p stamped %llu, not %llu\n",
+                (unsigned long long)*n, (void *)small, (unsigned long long)stamp,
+                (unsigned long long)want);
+        bad = 1;
+    }
+    txn_abort(tx);
+    return bad;
+}
+
+static int check_pair(const struct check_req *q)
+{
+    txn_pool *p[2] = {NULL, NULL}; /* A, B */
+    const char *path[2] = {q->pa, q->pb};
+    for (int k = 0; k < 2; k++) {
+        int i = q->b_first ? 1 - k : k;
+        int rc = txn_pool_open(path[i], LAYOUT, &p[i]);
+        if (rc) {
+            fprintf(stderr, "  open %c (%s): %s\n", i ? 'B' : 'A', i == q->b_first ? "first" : "second",
+                    txn_pool_strerror(rc));
+            return 1;
+        }
+    }
+    uint64_t na = 0, nb = 0;
+    int bad = read_pool(p[0], 0, &na) | read_pool(p[1], 1, &nb);
+    if (na != nb || !(na == q->ex.committed || (q->ex.in_commit && na == q->ex.committed + 1))) {
+        fprintf(stderr, "  A holds %llu, B %llu; committed %llu%s\n", (unsigned long long)na,
+                (unsigned long long)nb, (unsigned long long)q->ex.committed,
+                q->ex.in_commit ? ", the next in flight" : "");
+        bad = 1;
+    }
+    txn_pool_close(p[0]);
+    txn_pool_close(p[1]);
+    return bad;
+}
+
+static int xfer(int fd, void *buf, size_t n, int out)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t r = out ? write(fd, (char *)buf + done, n - done)
+                        : read(fd, (char *)buf + done, n - done);
+        if (r <= 0)
+            return -1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+static void checker_loop(int req, int res)
+{
+    struct check_req q;
+    while (!xfer(req, &q, sizeof q, 0)) {
+        int st, rc = -1;
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(check_pair(&q));
+        if (pid > 0 && waitpid(pid, &st, 0) == pid)
+            rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (xfer(res, &rc, sizeof rc, 1))
+            break;
+    }
+    _exit(0);
+}
+
+static int checker_start(void)
+{
+    int req[2], res[2];
+    if (pipe(req) || pipe(res))
+        return -1;
+    fflush(NULL);
+    S.checker = fork();
+    if (S.checker < 0)
+        return -1;
+    if (S.checker == 0) {
+        close(req[1]);
+        close(res[0]);
+        checker_loop(req[0], res[1]);
+    }
+    close(req[0]);
+    close(res[1]);
+    S.req = req[1];
+    S.res = res[0];
+    return 0;
+}
+
+/* ---- images */
+
+static int put_image(int region, const char *tmp, const char *path, size_t size)
+{
+    trace_image_of(region, S.buf, trace_mix(&S.rng));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+        return -1;
+    int rc = write(fd, S.buf, size) == (ssize_t)size ? 0 : -1;
+    close(fd);
+    return rc ? rc : rename(tmp, path); /* the running process keeps its own file */
+}
+
+static void take_image(uint64_t event, void *arg)
+{
+    (void)event;
+    (void)arg;
+    if (trace_mix(&S.rng) % S.every)
+        return;
+    struct check_req q = {.b_first = (int)(trace_mix(&S.rng) & 1), .ex = S.ex};
+    snprintf(q.pa, sizeof q.pa, "%s", S.pa);
+    snprintf(q.pb, sizeof q.pb, "%s", S.pb);
+    int rc = -1;
+    if (!put_image(0, S.ia, S.pa, POOL_SIZE) && !put_image(1, S.ib, S.pb, POOL_SIZE) &&
+        !xfer(S.req, &q, sizeof q, 1) && !xfer(S.res, &rc, sizeof rc, 0) && !rc) {
+        S.images++;
+        return;
+    }
+    S.images++;
+    if (S.bad++ < 5)
+        fprintf(stderr, "inconsistent image %llu (committed %llu%s, %s opened first, exit %d)\n",
+                (unsigned long long)S.images, (unsigned long long)S.ex.committed,
+                S.ex.in_commit ? ", next in flight" : "", q.b_first ? "B" : "A", rc);
+}
+
+/* ---- the workload */
+
+static int fresh(txn_pool *p)
+{
+    txn *tx;
+    txn_obj *o;
+    int rc = txn_begin(p, &tx);
+    if (rc)
+        return rc;
+    TRY(txn_alloc(tx, BULK, &o));
+    TRY(txn_write(tx, txn_root(p), R_BULK, &o, sizeof o));
+    return txn_commit(tx);
+}
+
+static int step(void)
+{
+    txn *tx, *part;
+    txn_pool *p[2] = {S.a, S.b};
+    uint64_t n;
+    unsigned char buf[BULK];
+    int rc = txn_begin(S.a, &tx);
+    if (rc)
+        return rc;
+    TRY(txn_join(tx, S.b, &part));
+    TRY(txn_read_u64(tx, txn_root(S.a), R_COUNT, &n));
+    memset(buf, (int)(unsigned char)(n + 1), sizeof buf);
+    for (int i = 0; i < 2; i++) {
+        txn_obj *r = txn_root(p[i]), *o;
+        TRY(txn_write_u64(tx, r, R_COUNT, n + 1));
+        TRY(txn_read(tx, r, R_BULK, &o, sizeof o));
+        TRY(txn_write(tx, o, 0, buf, sizeof buf));
+    }
+    if (n % 4 == 0) { /* B's small object replaced: allocator records in a part */
+        txn_obj *old, *o, *rb = txn_root(S.b);
+        TRY(txn_read(tx, rb, R_SMALL, &old, sizeof old));
+        TRY(txn_alloc(part, SMALL, &o));
+        TRY(txn_write_u64(tx, o, 0, n + 1));
+        TRY(txn_write(tx, rb, R_SMALL, &o, sizeof o));
+        if (old)
+            TRY(txn_free(tx, old));
+    }
+    if (trace_mix(&S.rng) % 8 == 0) {
+        txn_abort(tx);
+        return 0;
+    }
+    S.ex.in_commit = 1;
+    rc = txn_commit(tx);
+    if (!rc)
+        S.ex.committed = n + 1;
+    S.ex.in_commit = 0;
+    return rc;
+}
+
+/* One run: two fresh pools (B made while A is open: their address ranges
+ * differ), traced; `images` whether to take any (the first run counts the
+ * events of a run). Returns the run's events, or 0 on an error. */
+static uint64_t run(int images)
+{
+    txn_pool_opts o = {.size = POOL_SIZE, .root_size = ROOT_SIZE, .threads = 2};
+    uint64_t events = 0;
+    unlink(S.pa);
+    unlink(S.pb);
+    if (txn_pool_create(S.pa, LAYOUT, &o, &S.a) || txn_pool_create(S.pb, LAYOUT, &o, &S.b) ||
+        fresh(S.a) || fresh(S.b)) {
+        fprintf(stderr, "joinsim: pools: %s\n", txn_pool_strerror(TXN_E_IO));
+        return 0;
+    }
+    S.ex = (struct expect){0, 0};
+    if (trace_attach(S.a->base, POOL_SIZE, NULL) || trace_attach_more(S.b->base, POOL_SIZE)) {
+        fprintf(stderr, "joinsim: cannot trace\n");
+        return 0;
+    }
+    if (images)
+        trace_on_event(take_image, NULL);
+    int rc = 0;
+    for (int i = 0; i < STEPS_PER_RUN && !rc; i++)
+        rc = step();
+    trace_on_event(NULL, NULL);
+    events = trace_events();
+    trace_lock();
+    S.untraced += trace_audit("joinsim");
+    trace_unlock();
+    trace_detach();
+    txn_pool_close(S.a);
+    txn_pool_close(S.b);
+    unlink(S.pa); /* the last images, or the pools */
+    unlink(S.pb);
+    if (rc) {
+        fprintf(stderr, "joinsim: step: %s\n", txn_strerror(rc));
+        return 0;
+    }
+    return events ? events : 1;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t want = 300, seed = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+    static const struct option opts[] = {
+        {"images", required_argument, NULL, 'n'}, {"seed", required_argument, NULL, 's'}, {0}};
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        if (c == 'n')
+            want = strtoull(optarg, NULL, 0);
+        else if (c == 's')
+            seed = strtoull(optarg, NULL, 0);
+        else {
+            fprintf(stderr, "usage: %s [--images N] [--seed S]\n", argv[0]);
+            return 2;
+        }
+    }
+    S.rng = seed;
+    printf("joinsim: engine %s, seed %llu\n", txn_engine_name(), (unsigned long long)seed);
+    char name[64];
+    snprintf(name, sizeof name, "pmtx-joinsim-%ld-a", (long)getpid());
+    if (txn_pool_path(name, S.pa, sizeof S.pa))
+        return 2;
+    snprintf(name, sizeof name, "pmtx-joinsim-%ld-b", (long)getpid());
+    if (txn_pool_path(name, S.pb, sizeof S.pb))
+        return 2;
+    snprintf(S.ia, sizeof S.ia, "%s.img", S.pa);
+    snprintf(S.ib, sizeof S.ib, "%s.img", S.pb);
+    if (!(S.buf = trace_buf_alloc(POOL_SIZE)) || checker_start())
+        return 2;
+    uint64_t events = run(0);
+    if (!events)
+        return 2;
+    S.every = events / IMAGES_PER_RUN ? events / IMAGES_PER_RUN : 1;
+    while (S.images < want)
+        if (!run(1))
+            return 2;
+    close(S.req);
+    close(S.res);
+    waitpid(S.checker, NULL, 0);
+    unlink(S.ia);
+    unlink(S.ib);
+    printf("crash images: %llu, inconsistent: %llu, untraced stores: %llu\n",
+           (unsigned long long)S.images, (unsigned long long)S.bad,
+           (unsigned long long)S.untraced);
+    return S.bad || S.untraced ? 1 : 0;
+}
