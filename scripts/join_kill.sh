@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # join_kill.sh [--rounds N] [ENGINE...]: SIGKILLs in transactions over two
-# pools (tests/join.c, its kill case), N rounds (default 200) on each engine
-# that joins (default: undo): each round two new pools, a child committing
-# joined transactions over both, killed 1 to 30 ms in; then one pool opened
-# first (its recovery opens the other when it must). Prints each engine's
+# pools, N rounds (default 200) of each of two tests on each engine that
+# joins (default: undo redo): tests/join.c's kill case (two new pools a
+# round, a child committing joined transactions over both, killed 1 to 30
+# ms in; then one pool opened first: its recovery opens the other when it
+# must) and tests/sqlite/sqlite_attach_kill.c (SQLite transactions over a
+# main and an ATTACHed pmtx database, killed 5 to 60 ms in). Prints each
 # verdict; exit 1 if any round left the pools disagreeing, lost an
 # acknowledged transaction or left a pool that does not open.
 set -euo pipefail
@@ -20,18 +22,22 @@ while [ $# -gt 0 ]; do
 done
 BUILD_DIR=${BUILD_DIR:-build}
 build "$BUILD_DIR"
-engines=${*:-undo}
-export PMEM_IS_PMEM_FORCE=1 JOIN_KILL_ROUNDS=$rounds CK_DEFAULT_TIMEOUT=$((60 + rounds)) \
-    CK_RUN_CASE=kill
+engines=${*:-undo redo}
+export PMEM_IS_PMEM_FORCE=1 JOIN_KILL_ROUNDS=$rounds SQLITE_ATTACH_KILLS=$rounds \
+    CK_DEFAULT_TIMEOUT=$((60 + rounds))
 bad=0
 for e in $engines; do
-    t0=$(date +%s)
-    if out=$("$BUILD_DIR/bin/join-$e" 2>&1); then
-        verdict=$(grep -m1 'rounds, 0 inconsistent' <<<"$out" || echo "no verdict")
-    else
-        verdict="FAILED: $(grep -m1 -E ':[FE]:' <<<"$out" | tail -c 300)"
-        bad=1
-    fi
-    echo "join_kill $e: $verdict ($(($(date +%s) - t0)) s; $(grep -m1 KILL_SEED <<<"$out" | sed 's/.*KILL_SEED/KILL_SEED/'))"
+    for t in join sqlite-attach-kill; do
+        t0=$(date +%s)
+        if out=$(CK_RUN_CASE=$([ $t = join ] && echo kill || echo sigkill) \
+                 "$BUILD_DIR/bin/$t-$e" 2>&1); then
+            verdict=$(grep -m1 -E 'rounds, .*(0 inconsistent|0 in one database only)' <<<"$out" ||
+                      echo "no verdict")
+        else
+            verdict="FAILED: $(grep -m1 -E ':[FE]:' <<<"$out" | tail -c 300)"
+            bad=1
+        fi
+        echo "$t $e: $verdict ($(($(date +%s) - t0)) s; $(grep -m1 KILL_SEED <<<"$out" | sed 's/.*KILL_SEED/KILL_SEED/'))"
+    done
 done
 exit $bad
