@@ -21,6 +21,7 @@
  *          15); scripts/join_kill.sh runs 200. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -188,6 +189,80 @@ START_TEST(test_api)
     txn_pool_close(pb);
     test_pool_remove(a.name);
     test_pool_remove(b.name);
+}
+END_TEST
+
+/* ---- threads: each its own word of both roots, its own contexts (so
+ * its own entry in A's join table), committing at once on one coordinator
+ * pool (its join_lock) */
+
+enum { THREADS = 3, THREAD_TXS = 300 };
+
+struct worker {
+    txn_pool *a, *b;
+    int t, rc;
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    for (uint64_t i = 1; i <= THREAD_TXS && !w->rc; i++) {
+        txn *tx, *part;
+        size_t off = 8 * (size_t)(w->t + 1);
+        if ((w->rc = txn_begin(w->a, &tx)))
+            break;
+        if ((w->rc = txn_join(tx, w->b, &part)) ||
+            (w->rc = txn_write_u64(tx, txn_root(w->a), off, i)) ||
+            (w->rc = txn_write_u64(tx, txn_root(w->b), off, i))) {
+            txn_abort(tx);
+            break;
+        }
+        if (i % 5 == 0)
+            txn_abort(tx);
+        else
+            w->rc = txn_commit(tx);
+    }
+    return NULL;
+}
+
+START_TEST(test_threads)
+{
+    struct test_pool t[2];
+    txn_pool *pa, *pb;
+    pthread_t th[THREADS];
+    struct worker w[THREADS];
+    if (!joins())
+        return;
+    make_pools(t, 2);
+    CHECK_OK(txn_pool_open(t[0].name, LAYOUT, &pa));
+    CHECK_OK(txn_pool_open(t[1].name, LAYOUT, &pb));
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (struct worker){pa, pb, i, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, work, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+        CHECK_OK(w[i].rc);
+    }
+    txn_pool_close(pa);
+    txn_pool_close(pb);
+    CHECK_OK(txn_pool_open(t[1].name, LAYOUT, &pb)); /* B first */
+    CHECK_OK(txn_pool_open(t[0].name, LAYOUT, &pa));
+    for (int i = 0; i < THREADS; i++) {
+        txn *tx;
+        uint64_t va, vb;
+        CHECK_OK(txn_begin(pa, &tx));
+        CHECK_OK(txn_join(tx, pb, NULL));
+        CHECK_OK(txn_read_u64(tx, txn_root(pa), 8 * (size_t)(i + 1), &va));
+        CHECK_OK(txn_read_u64(tx, txn_root(pb), 8 * (size_t)(i + 1), &vb));
+        txn_abort(tx);
+        ck_assert_uint_eq(va, THREAD_TXS - 1); /* the last, a multiple of 5, aborted */
+        ck_assert_uint_eq(vb, THREAD_TXS - 1);
+    }
+    txn_pool_close(pa);
+    txn_pool_close(pb);
+    for (int i = 0; i < 2; i++)
+        test_pool_remove(t[i].name);
 }
 END_TEST
 
@@ -446,6 +521,7 @@ int main(void)
     tcase_add_test(tc, test_notsup);
     tcase_add_test(tc, test_api);
     tcase_add_test(tc, test_indoubt);
+    tcase_add_test(tc, test_threads);
     tc = test_tcase(s, "kill", 30.0 + 0.5 * (double)env_u64("JOIN_KILL_ROUNDS", 15));
     tcase_add_test(tc, test_kill);
     return test_run(s, CK_FORK_GETENV, "join");
