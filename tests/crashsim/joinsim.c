@@ -21,8 +21,10 @@
  * so that B's recovery finds A's image there.
  *
  * Last line: "crash images: N, inconsistent: K, untraced stores: U"; the
- * exit status is 0 only when K = U = 0. Recovery is not crashed again
- * here (crashsim.c does that for one pool).
+ * exit status is 0 only when K = U = 0. One pair in four also crashes
+ * its recovery (both pools', traced, B's opening A when it asks) at a
+ * random event, and that crash's pair of images is the one checked (it
+ * counts as an image too).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -60,7 +62,7 @@ static struct {
     struct expect ex;
     uint64_t rng, every; /* an image about every `every` events */
     void *buf;
-    uint64_t images, bad, untraced;
+    uint64_t images, bad, untraced, recovery_crashes;
     int req, res; /* pipes to and from the checker */
     pid_t checker;
 } S;
@@ -69,10 +71,15 @@ static struct {
  * of the running one would inherit its mappings at the pools' addresses) */
 
 struct check_req {
-    char pa[256], pb[256];
+    char pa[256], pb[256], ia[272], ib[272];
     int b_first;
+    int recovery_crash; /* crash the recovery first, then check */
+    uint64_t rng;
+    void *base[2]; /* where A and B are mapped */
     struct expect ex;
 };
+
+static int put_image(int region, const char *tmp, const char *path, size_t size);
 
 static int read_pool(txn_pool *p, int is_b, uint64_t *n)
 {
@@ -134,6 +141,74 @@ static int check_pair(const struct check_req *q)
     return bad;
 }
 
+/* ---- a crash during recovery: both pools' recovery (in the request's
+ * order; B's may open A) traced from the images as persisted, crashed at
+ * a random event of it, its images put in place of the first ones */
+
+static struct {
+    const struct check_req *q;
+    uint64_t at;
+    void *durable[2];
+} RC;
+
+static void recovery_hook(uint64_t event, void *arg)
+{
+    (void)arg;
+    if (event != RC.at)
+        return;
+    const struct check_req *q = RC.q;
+    _exit(put_image(0, q->ia, q->pa, POOL_SIZE) || put_image(1, q->ib, q->pb, POOL_SIZE) ? 4 : 3);
+}
+
+static int open_traced(const struct check_req *q)
+{
+    txn_pool *p[2] = {NULL, NULL};
+    const char *path[2] = {q->pa, q->pb};
+    if (trace_attach(q->base[0], POOL_SIZE, RC.durable[0]) ||
+        trace_attach_more(q->base[1], POOL_SIZE, RC.durable[1]))
+        return -1;
+    int rc = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        int i = q->b_first ? 1 - k : k;
+        rc = txn_pool_open(path[i], LAYOUT, &p[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        if (p[i])
+            txn_pool_close(p[i]);
+    return rc;
+}
+
+static int file_io(const char *path, void *buf, int out)
+{
+    int fd = open(path, out ? O_WRONLY : O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = out ? write(fd, buf, POOL_SIZE) : read(fd, buf, POOL_SIZE);
+    close(fd);
+    return n == (ssize_t)POOL_SIZE ? 0 : -1;
+}
+
+/* Exits 3 with the crashed recovery's images in place, else 4 to 6. */
+static void crash_recovery(const struct check_req *q)
+{
+    RC.q = q;
+    const char *path[2] = {q->pa, q->pb};
+    for (int i = 0; i < 2; i++)
+        if (!(RC.durable[i] = trace_buf_alloc(POOL_SIZE)) || file_io(path[i], RC.durable[i], 0))
+            _exit(4);
+    /* count recovery's events, then put the images back and crash at one */
+    if (open_traced(q))
+        _exit(5);
+    uint64_t n = trace_events();
+    for (int i = 0; i < 2; i++)
+        if (file_io(path[i], RC.durable[i], 1))
+            _exit(4);
+    RC.at = n ? trace_mix(&S.rng) % n : 0;
+    trace_on_event(recovery_hook, NULL);
+    open_traced(q);
+    _exit(6); /* recovery did not reach the crash point */
+}
+
 static int xfer(int fd, void *buf, size_t n, int out)
 {
     for (size_t done = 0; done < n;) {
@@ -150,13 +225,27 @@ static void checker_loop(int req, int res)
 {
     struct check_req q;
     while (!xfer(req, &q, sizeof q, 0)) {
-        int st, rc = -1;
-        fflush(stderr);
-        pid_t pid = fork();
-        if (pid == 0)
-            _exit(check_pair(&q));
-        if (pid > 0 && waitpid(pid, &st, 0) == pid)
-            rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        int rc = -1;
+        for (int pass = q.recovery_crash ? 0 : 1; pass < 2; pass++) {
+            int st;
+            fflush(stderr);
+            pid_t pid = fork();
+            if (pid == 0) {
+                S.rng = q.rng;
+                if (!pass)
+                    crash_recovery(&q);
+                _exit(check_pair(&q));
+            }
+            rc = -1;
+            if (pid > 0 && waitpid(pid, &st, 0) == pid)
+                rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            if (!pass && rc != 3) {
+                fprintf(stderr, "  recovery crash: exit %d (4 files, 5 recovery failed, 6 no "
+                        "crash point)\n", rc);
+                break;
+            }
+            rc = pass ? rc : 0;
+        }
         if (xfer(res, &rc, sizeof rc, 1))
             break;
     }
@@ -203,20 +292,26 @@ static void take_image(uint64_t event, void *arg)
     (void)arg;
     if (trace_mix(&S.rng) % S.every)
         return;
-    struct check_req q = {.b_first = (int)(trace_mix(&S.rng) & 1), .ex = S.ex};
+    struct check_req q = {.b_first = (int)(trace_mix(&S.rng) & 1),
+                          .recovery_crash = trace_mix(&S.rng) % 4 == 0,
+                          .rng = trace_mix(&S.rng),
+                          .base = {S.a->base, S.b->base},
+                          .ex = S.ex};
     snprintf(q.pa, sizeof q.pa, "%s", S.pa);
     snprintf(q.pb, sizeof q.pb, "%s", S.pb);
+    snprintf(q.ia, sizeof q.ia, "%s", S.ia);
+    snprintf(q.ib, sizeof q.ib, "%s", S.ib);
     int rc = -1;
+    S.images += 1 + q.recovery_crash; /* a crashed recovery's images too */
+    S.recovery_crashes += q.recovery_crash;
     if (!put_image(0, S.ia, S.pa, POOL_SIZE) && !put_image(1, S.ib, S.pb, POOL_SIZE) &&
-        !xfer(S.req, &q, sizeof q, 1) && !xfer(S.res, &rc, sizeof rc, 0) && !rc) {
-        S.images++;
+        !xfer(S.req, &q, sizeof q, 1) && !xfer(S.res, &rc, sizeof rc, 0) && !rc)
         return;
-    }
-    S.images++;
     if (S.bad++ < 5)
-        fprintf(stderr, "inconsistent image %llu (committed %llu%s, %s opened first, exit %d)\n",
+        fprintf(stderr, "inconsistent image %llu (committed %llu%s, %s opened first%s, exit %d)\n",
                 (unsigned long long)S.images, (unsigned long long)S.ex.committed,
-                S.ex.in_commit ? ", next in flight" : "", q.b_first ? "B" : "A", rc);
+                S.ex.in_commit ? ", next in flight" : "", q.b_first ? "B" : "A",
+                q.recovery_crash ? ", recovery crashed" : "", rc);
 }
 
 /* ---- the workload */
@@ -287,7 +382,7 @@ static uint64_t run(int images)
         return 0;
     }
     S.ex = (struct expect){0, 0};
-    if (trace_attach(S.a->base, POOL_SIZE, NULL) || trace_attach_more(S.b->base, POOL_SIZE)) {
+    if (trace_attach(S.a->base, POOL_SIZE, NULL) || trace_attach_more(S.b->base, POOL_SIZE, NULL)) {
         fprintf(stderr, "joinsim: cannot trace\n");
         return 0;
     }
@@ -353,6 +448,7 @@ int main(int argc, char **argv)
     waitpid(S.checker, NULL, 0);
     unlink(S.ia);
     unlink(S.ib);
+    printf("recoveries crashed: %llu\n", (unsigned long long)S.recovery_crashes);
     printf("crash images: %llu, inconsistent: %llu, untraced stores: %llu\n",
            (unsigned long long)S.images, (unsigned long long)S.bad,
            (unsigned long long)S.untraced);

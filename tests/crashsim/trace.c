@@ -104,12 +104,13 @@ int trace_attach(void *base, size_t size, const void *durable)
     return rc;
 }
 
-int trace_attach_more(void *base, size_t size)
+int trace_attach_more(void *base, size_t size, const void *durable)
 {
     trace_lock();
     int rc = -1;
     for (int r = 1; r < TRACE_REGIONS && rc; r++)
-        if (!regions[r].base && tr.base && !(rc = region_init(&regions[r], base, size, NULL, 0)))
+        if (!regions[r].base && tr.base &&
+            !(rc = region_init(&regions[r], base, size, durable, 0)))
             break;
     trace_unlock();
     return rc;

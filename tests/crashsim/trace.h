@@ -39,10 +39,11 @@ int trace_attach(void *base, size_t size, const void *durable);
 
 /* Regions traced at once: trace_attach's, then trace_attach_more's. */
 #define TRACE_REGIONS 2
-/* Trace [base, base+size) too (a second pool, all of it mapped, its
- * persisted contents what it holds now), beside trace_attach's region
- * until trace_detach: one model, whose fences are global. */
-int trace_attach_more(void *base, size_t size);
+/* Trace [base, base+size) too (a second pool), beside trace_attach's
+ * region until trace_detach: one model, whose fences are global. Its
+ * persisted contents are `durable` (copied), or with NULL what it holds
+ * now (all of it mapped). */
+int trace_attach_more(void *base, size_t size, const void *durable);
 
 /* Of the region, the bytes mapped now, at *live (read at each attach and
  * audit; NULL: all of it): a pool that grows maps more of its range as it
