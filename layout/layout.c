@@ -1011,6 +1011,8 @@ int layout_objects(txn_pool *p, int (*fn)(txn_obj *o, void *arg), void *arg)
         rc = fn(h2o(r.sigs), arg);
     if (!rc && r.scratch)
         rc = fn(h2o(r.scratch), arg);
+    if (!rc && r.join) /* not the layout's, but reached from its record too */
+        rc = fn(h2o(r.join), arg);
     if (!rc)
         rc = list_objects(tx, r.made, r.state == MIG_BUILD, fn, arg);
     if (!rc)

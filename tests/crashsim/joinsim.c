@@ -12,7 +12,7 @@
  * eight aborts. A recovered pair must hold the same counter in both
  * pools, the last committed one or, while a commit is in flight, that
  * one, with both objects whole and B's small object the one of that
- * state. Half the checks open A first, half B first (whose recovery then
+ * state; each pool's allocator must hold exactly what it reaches. Half the checks open A first, half B first (whose recovery then
  * opens A when it finds a prepared transaction: join_decide).
  *
  * The record of a prepared transaction names its coordinator's file: a
@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "handle.h"
+#include "layout_int.h"
 #include "sim.h"
 #include "trace.h"
 
@@ -115,6 +116,49 @@ static int read_pool(txn_pool *p, int is_b, uint64_t *n)
     return bad;
 }
 
+int reach_add(struct reach *r, txn_obj *o)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 16;
+        txn_obj **a = realloc(r->o, cap * sizeof *a);
+        if (!a)
+            return -1;
+        r->o = a;
+        r->cap = cap;
+    }
+    r->o[r->n++] = o;
+    return 0;
+}
+
+static int reach_cb(txn_obj *o, void *arg)
+{
+    return reach_add(arg, o);
+}
+
+/* The allocator holds what the pool reaches, nothing else (sim_pool.c):
+ * the objects of the root, and those of the meta object (the layout's
+ * record and txn_join's table). */
+static int check_leaks(txn_pool *p, char name)
+{
+    struct reach r = {0};
+    txn *tx;
+    txn_obj *bulk = NULL, *small = NULL;
+    int bad = txn_begin(p, &tx);
+    if (!bad) {
+        bad = txn_read(tx, txn_root(p), R_BULK, &bulk, sizeof bulk) ||
+              txn_read(tx, txn_root(p), R_SMALL, &small, sizeof small);
+        txn_abort(tx);
+    }
+    bad = bad || reach_add(&r, bulk) || (small && reach_add(&r, small)) ||
+          layout_objects(p, reach_cb, &r);
+    if (!bad && sim_check_alloc(p, &r)) {
+        fprintf(stderr, "  pool %c: the allocator disagrees with what the pool reaches\n", name);
+        bad = 1;
+    }
+    free(r.o);
+    return bad;
+}
+
 static int check_pair(const struct check_req *q)
 {
     txn_pool *p[2] = {NULL, NULL}; /* A, B */
@@ -130,6 +174,7 @@ static int check_pair(const struct check_req *q)
     }
     uint64_t na = 0, nb = 0;
     int bad = read_pool(p[0], 0, &na) | read_pool(p[1], 1, &nb);
+    bad |= check_leaks(p[0], 'A') | check_leaks(p[1], 'B');
     if (na != nb || !(na == q->ex.committed || (q->ex.in_commit && na == q->ex.committed + 1))) {
         fprintf(stderr, "  A holds %llu, B %llu; committed %llu%s\n", (unsigned long long)na,
                 (unsigned long long)nb, (unsigned long long)q->ex.committed,
