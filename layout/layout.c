@@ -35,7 +35,7 @@ struct lrec {
     uint64_t scratch; /* the running migration's scratch object */
     uint64_t made;    /* head chunk of the objects it allocated */
     uint64_t retired; /* head chunk of the old objects it frees */
-    uint64_t unused;
+    uint64_t join;    /* not the layout's: txn_join's table (api.c) */
 };
 _Static_assert(sizeof(struct lrec) == TXN_META_SIZE, "layout record size");
 #define REC_OFF(f) offsetof(struct lrec, f)
@@ -1011,6 +1011,8 @@ int layout_objects(txn_pool *p, int (*fn)(txn_obj *o, void *arg), void *arg)
         rc = fn(h2o(r.sigs), arg);
     if (!rc && r.scratch)
         rc = fn(h2o(r.scratch), arg);
+    if (!rc && r.join) /* not the layout's, but reached from its record too */
+        rc = fn(h2o(r.join), arg);
     if (!rc)
         rc = list_objects(tx, r.made, r.state == MIG_BUILD, fn, arg);
     if (!rc)

@@ -17,7 +17,8 @@ int layout_verdict(const char *path, const struct txn_layout *l);
 /* Calls fn on every object the layout machinery holds that nothing else
  * reaches: the record, its signature table, a migration's scratch object
  * and lists, the objects a BUILD made and those a CLEAN still has to
- * free. For leak checks (crash simulator). */
+ * free; and txn_join's table, whose handle the record holds too. For leak
+ * checks (crash simulator). */
 int layout_objects(txn_pool *p, int (*fn)(txn_obj *o, void *arg), void *arg);
 
 #endif

@@ -23,6 +23,14 @@
  *     sees them before commit; a crash frees them) and made durable by the
  *     log barrier (1) before COMMITTED.
  *
+ *  R5 A participant of a transaction over several pools (txn_join) is
+ *     prepared by step (1) of a commit with a LOG_PREPARE record naming its
+ *     coordinator last in its log, and finished by steps (2) to (4). An
+ *     unsettled log ending with that record is replayed by recovery when
+ *     join_decide says the coordinator committed it, else dropped; a
+ *     prepared transaction that aborts marks its version settled (one
+ *     barrier), so that its log is never taken for an undecided one.
+ *
  * Barriers of a commit, whatever the number of writes:
  *   log + new blocks -> (1); COMMITTED -> (2); apply data and allocator
  *   bits -> (3); IDLE -> (4). Read-only: 0. Abort: 0 (nothing in place
@@ -61,6 +69,7 @@ struct redo_tx {
                               writes back (`indexed` of them entered) */
     int windex;            /* `words` is in use */
     size_t indexed;
+    int prepared;          /* eng_prepare ran (R5) */
 };
 
 /* Writes of one object a read walks back before the transaction indexes
@@ -117,6 +126,7 @@ static void finish(struct redo_tx *r)
     for (size_t i = 0; i < r->objs.n; i++)
         pm_and64(*(uint64_t **)vec_at(&r->objs, i), ~r->bit);
     r->writes.n = r->objs.n = 0;
+    r->prepared = 0;
     addrmap_clear(&r->latest);
     if (r->windex) {
         addrmap_clear(&r->words);
@@ -334,21 +344,9 @@ static void assert_replay(struct txn *tx, struct redo_tx *r)
 }
 #endif
 
-int eng_commit(struct txn *tx)
+/* Steps (2) to (4) of a commit whose log is durable. */
+static void commit_logged(struct txn *tx, struct redo_tx *r)
 {
-    struct redo_tx *r = tx->eng;
-    if (!r->writes.n && !TX_FMT(tx)->allocs.n && !TX_FMT(tx)->frees.n) {
-        finish(r);
-        return 0;
-    }
-    int rc = tx_log_allocs(tx);
-    if (rc) {
-        finish(r);
-        return rc;
-    }
-    log_flush(&TX_FMT(tx)->log);
-    tx_flush_new_blocks(tx);
-    pm_barrier();                                  /* (1) R1 */
     tx_set_state(tx, SLOT_COMMITTED); /* (2) */
     tx_apply_allocs(tx, 1); /* its atomics before any flush of (3) */
     for (size_t i = 0; i < r->writes.n; i++)
@@ -359,12 +357,73 @@ int eng_commit(struct txn *tx)
     pm_barrier();                                  /* (3) */
     tx_set_state(tx, SLOT_IDLE);   /* (4) */
     finish(r);
+}
+
+static int nothing_written(struct txn *tx, struct redo_tx *r)
+{
+    return !r->writes.n && !TX_FMT(tx)->allocs.n && !TX_FMT(tx)->frees.n;
+}
+
+/* Step (1): the log (with `ref`'s LOG_PREPARE record when a participant)
+ * and the new blocks durable. */
+static int log_durable(struct txn *tx, const struct join_ref *ref)
+{
+    int rc = tx_log_allocs(tx);
+    if (!rc && ref)
+        rc = tx_log_prepare(tx, ref);
+    if (rc)
+        return rc;
+    log_flush(&TX_FMT(tx)->log);
+    tx_flush_new_blocks(tx);
+    pm_barrier();                                  /* (1) R1 */
+    return 0;
+}
+
+int eng_commit(struct txn *tx)
+{
+    struct redo_tx *r = tx->eng;
+    int rc = nothing_written(tx, r) ? 0 : log_durable(tx, NULL);
+    if (rc || nothing_written(tx, r)) {
+        finish(r);
+        return rc;
+    }
+    commit_logged(tx, r);
     return 0;
 }
 
 void eng_abort(struct txn *tx)
 {
-    finish(tx->eng);
+    struct redo_tx *r = tx->eng;
+    if (r->prepared)
+        tx_set_state(tx, SLOT_IDLE); /* R5: settled */
+    finish(r);
+}
+
+const int eng_joins = 1;
+
+int eng_prepare(struct txn *tx, struct join_ref *ref)
+{
+    struct redo_tx *r = tx->eng;
+    ref->seq = 0;
+    if (nothing_written(tx, r))
+        return 0;
+    ref->seq = tx_join_seq(tx);
+    int rc = log_durable(tx, ref);
+    if (rc) {
+        ref->seq = 0;
+        return rc;
+    }
+    r->prepared = 1;
+    return 0;
+}
+
+void eng_finish(struct txn *tx)
+{
+    struct redo_tx *r = tx->eng;
+    if (r->prepared)
+        commit_logged(tx, r);
+    else
+        finish(r);
 }
 
 int eng_rec_valid(txn_pool *p, const struct log_rec *r)
@@ -377,6 +436,10 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r)
     case LOG_ALLOC:
     case LOG_FREE:
         return tx_alloc_rec_valid(p, r) ? 0 : TXN_E_CORRUPT;
+    case LOG_PREPARE: {
+        struct join_ref ref;
+        return tx_prepare_rec_get(r, &ref) ? 0 : TXN_E_CORRUPT;
+    }
     default:
         return TXN_E_CORRUPT;
     }
@@ -385,7 +448,15 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r)
 int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
 {
     uint64_t v = recs[0]->version;
-    if (slot->state == slot_state(v, SLOT_COMMITTED)) /* R3 */
+    int replay = slot->state == slot_state(v, SLOT_COMMITTED); /* R3 */
+    struct join_ref ref;
+    if (!replay && tx_slot_state(slot, v) < 0 && tx_prepare_rec_get(recs[n - 1], &ref)) {
+        int rc = join_decide(p, &ref); /* R5 */
+        if (rc < 0)
+            return rc;
+        replay = rc == 1;
+    }
+    if (replay)
         for (size_t i = 0; i < n; i++)
             apply(p, recs[i]);
     /* R2: a writers word is cleared only where the record's object still

@@ -201,6 +201,7 @@ static void *new_ctx(void *pool, int *err)
     tx->p = p;
     tx->owner = pthread_self();
     vec_init(&tx->defers, sizeof(struct tx_defer));
+    vec_init(&tx->parts, sizeof(struct txn *));
     pthread_mutex_lock(&p->ctx_lock);
     int idx = claim_idx(p);
     if (idx >= 0) {
@@ -231,6 +232,10 @@ static void release_ctx(void *ctx)
 {
     struct txn *tx = ctx;
     txn_pool *p = tx->p;
+    /* a joined transaction's other contexts are released on their own
+     * (the thread ended, or their pool closes): they are no concern here */
+    tx->parts.n = 0;
+    tx->coord = NULL;
     if (tx->active && tx->eng) {
         eng_abort(tx);
         end_tx(tx, 0);
@@ -247,6 +252,7 @@ static void release_ctx(void *ctx)
     p->ctx_used[tx->slot_idx] = 0;
     pthread_mutex_unlock(&p->ctx_lock);
     vec_free(&tx->defers);
+    vec_free(&tx->parts);
     free(tx);
 }
 
@@ -259,6 +265,15 @@ static void release_all(void *pool)
 
 /* ---- pools */
 
+/* The pools this process has open, for a recovery that asks a
+ * coordinator (join_decide). */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static txn_pool *open_pools; /* open_lock */
+
+/* Whether the pool being opened by this thread is a view: a coordinator
+ * its recovery opens is one too (nothing written). */
+static __thread int opening_view;
+
 static txn_pool *pool_new(void)
 {
     /* `freed` has a line (sizeof *p is a multiple of it); the format's
@@ -268,30 +283,50 @@ static txn_pool *pool_new(void)
     if (p) {
         memset(p, 0, n);
         pthread_mutex_init(&p->ctx_lock, NULL);
+        pthread_mutex_init(&p->join_lock, NULL);
     }
     return p;
 }
 
-/* The format's pool is open: contexts can be made for it. */
-static int pool_start(txn_pool *p)
+/* The format's pool is open: contexts can be made for it, and a recovery
+ * may ask it about its joined transactions. */
+static int pool_start(txn_pool *p, const char *file, const char *layout)
 {
-    if (!(p->ctx_used = calloc(p->max_ctx ? p->max_ctx : 1, 1)))
+    if (!(p->ctx_used = calloc(p->max_ctx ? p->max_ctx : 1, 1)) || !(p->file = strdup(file)) ||
+        !(p->layout = strdup(layout)))
         return TXN_E_NOMEM;
+    p->uuid = eng_pool_uuid(p);
     p->gen = ctxreg_open(p, &ctx_ops);
-    return p->gen ? 0 : TXN_E_NOMEM;
+    if (!p->gen)
+        return TXN_E_NOMEM;
+    pthread_mutex_lock(&open_lock);
+    p->next_open = open_pools;
+    open_pools = p;
+    pthread_mutex_unlock(&open_lock);
+    return 0;
 }
 
 /* A handle the format holds nothing of: gone. */
 static void pool_drop(txn_pool *p)
 {
     free(p->ctx_used);
+    free(p->file);
+    free(p->layout);
     pthread_mutex_destroy(&p->ctx_lock);
+    pthread_mutex_destroy(&p->join_lock);
     free(p);
 }
 
 /* Every context released, then the format's side; `p` is gone. */
 static void pool_end(txn_pool *p)
 {
+    pthread_mutex_lock(&open_lock);
+    for (txn_pool **pp = &open_pools; *pp; pp = &(*pp)->next_open)
+        if (*pp == p) {
+            *pp = p->next_open;
+            break;
+        }
+    pthread_mutex_unlock(&open_lock);
     if (p->gen)
         ctxreg_close(p, p->gen, release_all);
     eng_pool_close(p);
@@ -363,7 +398,7 @@ static int pool_create(const char *path, const char *layout, const txn_pool_opts
         pool_drop(p);
         return rc;
     }
-    if ((rc = pool_start(p)) || (rc = make_roots(p, o.root_size))) {
+    if ((rc = pool_start(p, file, layout)) || (rc = make_roots(p, o.root_size))) {
         pool_end(p); /* the format removes a pool it has not named yet */
         return rc;
     }
@@ -385,11 +420,15 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     txn_pool *p = pool_new();
     if (!p)
         return TXN_E_NOMEM;
-    if ((rc = eng_pool_open(p, file, layout, view))) {
+    int was_view = opening_view;
+    opening_view = view;
+    rc = eng_pool_open(p, file, layout, view);
+    opening_view = was_view;
+    if (rc) {
         pool_drop(p);
         return rc;
     }
-    if ((rc = pool_start(p))) {
+    if ((rc = pool_start(p, file, layout))) {
         pool_end(p);
         return rc;
     }
@@ -464,8 +503,12 @@ int txn_pool_inspect(const char *path, txn_pool_info *info)
     memset(info, 0, sizeof *info);
     pool_problem("%s", "");
     int rc = txn_pool_path(path, file, sizeof file);
-    if (!rc && !(rc = persist_init()))
+    if (!rc && !(rc = persist_init())) {
+        int was_view = opening_view;
+        opening_view = 1;
         rc = eng_pool_inspect(file, info);
+        opening_view = was_view;
+    }
     qsort(info->classes, info->nclasses, sizeof info->classes[0], by_size);
     const char *why = pool_problem_text();
     snprintf(info->problem, sizeof info->problem, "%s",
@@ -542,10 +585,16 @@ static int mine(const struct txn *tx)
     return tx && tx->active && pthread_equal(tx->owner, pthread_self());
 }
 
+static int commit_joined(struct txn *tx);
+static void abort_parts(struct txn *tx);
+static size_t obj_size(struct txn *tx, const txn_obj *o);
+
 int txn_commit(txn *tx)
 {
-    if (!mine(tx))
+    if (!mine(tx) || tx->coord)
         return TXN_E_INVAL;
+    if (tx->parts.n)
+        return commit_joined(tx);
     if (tx->err) { /* txn_last_error() still says what failed */
         eng_abort(tx);
         end_tx(tx, 0);
@@ -558,8 +607,9 @@ int txn_commit(txn *tx)
 
 void txn_abort(txn *tx)
 {
-    if (!mine(tx))
+    if (!mine(tx) || tx->coord)
         return;
+    abort_parts(tx);
     eng_abort(tx);
     end_tx(tx, 0);
 }
@@ -583,6 +633,251 @@ static int fail(struct txn *tx, int rc)
     if (rc && tx->hot.ways)
         ways_clear(tx);
     return rc;
+}
+
+/* ---- one transaction over several pools (txn_join; docs/join.md).
+ *
+ * J1 A coordinator pool's join table holds, per participant context
+ *    (pool uuid, and its index in the low JOIN_SLOT_BITS bits of seq), the
+ *    seq of the last joined transaction of that context the coordinator
+ *    committed. An entry changes only in a commit of the coordinator that
+ *    names a newer prepared transaction of the same context; that context
+ *    runs one transaction at a time, and its prepared one is settled (its
+ *    eng_finish, or its pool's recovery) before the next can prepare. So
+ *    while a prepared transaction is unsettled its entry holds its seq
+ *    exactly when its coordinator committed it.
+ * J2 The table is read and written only under the coordinator's
+ *    join_lock, held from the read through the coordinator's commit or
+ *    abort: every entry in place is a committed one when the lock is free,
+ *    and two commits never take one free entry. */
+
+#define JOIN_ENTRIES 256 /* participant contexts a coordinator pool keeps */
+#define JOIN_META_OFF 56 /* the meta object's word with the table's handle */
+#define JOIN_SLOT_MASK ((1ull << JOIN_SLOT_BITS) - 1)
+
+struct join_entry {
+    uint64_t uuid; /* participant pool; 0: a free entry */
+    uint64_t seq;  /* of its context's last transaction committed here */
+};
+
+/* The table of tx's pool, read into e (all zero when it has none yet),
+ * and its handle in *t (NULL then). */
+static int join_table(struct txn *tx, txn_obj **t, struct join_entry *e)
+{
+    memset(e, 0, JOIN_ENTRIES * sizeof *e);
+    int rc = txn__read(tx, eng_pool_meta(tx->p), JOIN_META_OFF, t, sizeof *t);
+    if (!rc && *t)
+        rc = txn__read(tx, *t, 0, e, JOIN_ENTRIES * sizeof *e);
+    return rc;
+}
+
+/* The entry of participant `uuid`'s context in seq's low bits, else a
+ * free one; -1 when the table is full. */
+static int join_find(const struct join_entry *e, uint64_t uuid, uint64_t seq, int free_ok)
+{
+    int spare = -1;
+    for (int k = 0; k < JOIN_ENTRIES; k++) {
+        if (e[k].uuid == uuid && (e[k].seq & JOIN_SLOT_MASK) == (seq & JOIN_SLOT_MASK))
+            return k;
+        if (spare < 0 && !e[k].uuid && free_ok)
+            spare = k;
+    }
+    return spare;
+}
+
+/* In the coordinator's transaction tx (J2: its join_lock held): each
+ * prepared part's seq into its entry. */
+static int join_record(struct txn *tx, const uint64_t *seqs)
+{
+    txn_obj *t;
+    /* malloc'ed: thread-local buffers took the static TLS that a dlopen'ed
+     * library (the SQLite extension) has, and the shell could not load it */
+    struct join_entry *e = malloc(JOIN_ENTRIES * sizeof *e);
+    if (!e)
+        return TXN_E_NOMEM;
+    int rc = join_table(tx, &t, e);
+    if (!rc && !t &&
+        !(rc = txn_alloc(tx, JOIN_ENTRIES * sizeof e[0], &t)))
+        rc = txn__write(tx, eng_pool_meta(tx->p), JOIN_META_OFF, &t, sizeof t);
+    for (size_t i = 0; !rc && i < tx->parts.n; i++) {
+        if (!seqs[i])
+            continue; /* it wrote nothing */
+        struct txn *part = *(struct txn **)vec_at(&tx->parts, i);
+        int k = join_find(e, part->p->uuid, seqs[i], 1);
+        if (k < 0) {
+            rc = TXN_E_NOSPACE;
+            break;
+        }
+        assert(seqs[i] > e[k].seq && "J1: an entry only moves to a newer transaction");
+        e[k] = (struct join_entry){part->p->uuid, seqs[i]};
+        rc = txn__write(tx, t, (size_t)k * sizeof e[0], &e[k], sizeof e[k]);
+    }
+    free(e);
+    return rc;
+}
+
+/* Whether coordinator c committed ref (J1), read through a transaction of
+ * c by this thread (its running one, if any). */
+static int join_committed(txn_pool *c, uint64_t me, const struct join_ref *ref)
+{
+    int rc = 0;
+    struct txn *tx = get_ctx(c, &rc);
+    if (!tx)
+        return rc;
+    struct join_entry *e = malloc(JOIN_ENTRIES * sizeof *e);
+    if (!e)
+        return TXN_E_NOMEM;
+    int own = !tx->active;
+    txn *t = tx;
+    txn_obj *table;
+    if (own && (rc = txn_begin(c, &t))) {
+        free(e);
+        return rc;
+    }
+    if (!(rc = join_table(tx, &table, e))) {
+        int k = join_find(e, me, ref->seq, 0);
+        rc = k >= 0 && e[k].seq == ref->seq;
+    }
+    if (own)
+        txn_abort(tx); /* read only */
+    free(e);
+    return rc;
+}
+
+int join_decide(txn_pool *p, const struct join_ref *ref)
+{
+    uint64_t me = eng_pool_uuid(p);
+    int rc;
+    pthread_mutex_lock(&open_lock);
+    txn_pool *c = open_pools;
+    while (c && c->uuid != ref->uuid)
+        c = c->next_open;
+    if (c) { /* open here: recovered at its open, its table as committed (J2) */
+        pthread_mutex_lock(&c->join_lock);
+        rc = join_committed(c, me, ref);
+        pthread_mutex_unlock(&c->join_lock);
+        pthread_mutex_unlock(&open_lock);
+    } else {
+        pthread_mutex_unlock(&open_lock);
+        rc = pool_open(ref->file, ref->layout, opening_view, &c);
+        if (!rc && c->uuid != ref->uuid)
+            rc = REFUSE(TXN_E_INDOUBT, "%s is not the pool it was (uuid %016llx, not %016llx)",
+                        ref->file, (unsigned long long)c->uuid, (unsigned long long)ref->uuid);
+        if (!rc)
+            rc = join_committed(c, me, ref);
+        if (c)
+            txn_pool_close(c);
+    }
+    if (rc < 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", *pool_problem_text() ? pool_problem_text() : txn_strerror(rc));
+        return REFUSE(TXN_E_INDOUBT, "a transaction prepared in this pool waits for the decision "
+                      "of its coordinator pool %s (uuid %016llx, layout %s), which cannot be "
+                      "opened: %s", ref->file, (unsigned long long)ref->uuid, ref->layout, why);
+    }
+    return rc;
+}
+
+int txn_join(txn *tx, txn_pool *other, txn **part)
+{
+    if (!tx || !other)
+        return TXN_E_INVAL;
+    if (!eng_joins || !tx->p->uuid || !other->uuid)
+        return TXN_E_NOTSUP;
+    if (!mine(tx) || tx->coord || other == tx->p)
+        return TXN_E_INVAL;
+    if (tx->err)
+        return TXN_E_STATE;
+    for (size_t i = 0; i < tx->parts.n; i++) {
+        struct txn *t = *(struct txn **)vec_at(&tx->parts, i);
+        if (t->p == other) {
+            if (part)
+                *part = t;
+            return 0;
+        }
+    }
+    struct txn **slot = vec_push(&tx->parts);
+    if (!slot)
+        return TXN_E_NOMEM;
+    txn *t;
+    int rc = txn_begin(other, &t);
+    if (rc) {
+        tx->parts.n--;
+        return rc;
+    }
+    t->coord = tx;
+    *slot = t;
+    if (part)
+        *part = t;
+    return 0;
+}
+
+/* The parts rolled back and ended (their TXN_ON_ABORT actions run). */
+static void abort_parts(struct txn *tx)
+{
+    for (size_t i = 0; i < tx->parts.n; i++) {
+        struct txn *t = *(struct txn **)vec_at(&tx->parts, i);
+        eng_abort(t);
+        t->coord = NULL;
+        end_tx(t, 0);
+    }
+    tx->parts.n = 0;
+}
+
+/* Phase one: every part prepared; the coordinator commits with their
+ * seqs in its table (J1, J2); phase two: the parts commit. A crash
+ * anywhere: recovery of each part asks the coordinator (join_decide). */
+static int commit_joined(struct txn *tx)
+{
+    size_t n = tx->parts.n;
+    uint64_t *seqs = calloc(n, sizeof *seqs);
+    int rc = seqs ? 0 : TXN_E_NOMEM;
+    if (!rc && tx->err)
+        rc = TXN_E_STATE;
+    struct join_ref ref = {tx->p->uuid, 0, tx->p->file, tx->p->layout};
+    for (size_t i = 0; !rc && i < n; i++) {
+        struct txn *t = *(struct txn **)vec_at(&tx->parts, i);
+        rc = t->err ? TXN_E_STATE : eng_prepare(t, &ref);
+        seqs[i] = ref.seq;
+    }
+    if (!rc) {
+        pthread_mutex_lock(&tx->p->join_lock);
+        if ((rc = join_record(tx, seqs)))
+            eng_abort(tx);
+        else
+            rc = eng_commit(tx); /* the joined transaction's commit point */
+        pthread_mutex_unlock(&tx->p->join_lock);
+    } else {
+        eng_abort(tx);
+    }
+    free(seqs);
+    if (rc) {
+        abort_parts(tx);
+        end_tx(tx, 0);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct txn *t = *(struct txn **)vec_at(&tx->parts, i);
+        eng_finish(t);
+        t->coord = NULL;
+        end_tx(t, 1);
+    }
+    tx->parts.n = 0;
+    end_tx(tx, 1);
+    return 0;
+}
+
+/* The part of tx that o is an object of, when it is none of tx's pool. */
+static struct txn *part_of(struct txn *tx, const txn_obj *o)
+{
+    if (!tx->parts.n || !o || obj_size(tx, o))
+        return NULL;
+    for (size_t i = 0; i < tx->parts.n; i++) {
+        struct txn *t = *(struct txn **)vec_at(&tx->parts, i);
+        if (txn_obj_size(t->p, o))
+            return t;
+    }
+    return NULL;
 }
 
 int txn__fail(txn *tx, int err)
@@ -627,6 +922,13 @@ void *txn_open(txn *tx, txn_obj *o, int mode)
     int rc = usable(tx);
     if (rc)
         return NULL;
+    struct txn *part = part_of(tx, o);
+    if (part) {
+        void *at = txn_open(part, o, mode);
+        if (!at)
+            fail(tx, part->err ? part->err : TXN_E_INVAL);
+        return at;
+    }
     if (!o || (mode != TXN_RO && mode != TXN_RW) || !obj_size(tx, o)) {
         fail(tx, TXN_E_INVAL);
         return NULL;
@@ -642,6 +944,9 @@ int txn__read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
     int rc = usable(tx);
     if (rc)
         return rc;
+    struct txn *part = part_of(tx, o);
+    if (part)
+        return txn__read(part, o, off, dst, n);
     if (!dst || !range_ok(tx, o, off, n))
         return TXN_E_INVAL;
     rc = eng_read(tx, o, off, dst, n);
@@ -655,6 +960,9 @@ int txn__write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
     int rc = usable(tx);
     if (rc)
         return rc;
+    struct txn *part = part_of(tx, o);
+    if (part) /* a failed write fails the whole joined transaction */
+        return fail(tx, txn__write(part, o, off, src, n));
     if (!src || !range_ok(tx, o, off, n))
         return fail(tx, TXN_E_INVAL);
     if (n && (rc = fail(tx, eng_write(tx, o, off, src, n))))
@@ -712,6 +1020,9 @@ int txn_free(txn *tx, txn_obj *o)
     int rc = usable(tx);
     if (rc)
         return rc;
+    struct txn *part = part_of(tx, o);
+    if (part)
+        return txn_free(part, o);
     if (!o || o == eng_pool_root(tx->p) || o == eng_pool_meta(tx->p))
         return TXN_E_INVAL;
     tx->last_obj = NULL; /* pmdk releases the transaction's own at once */

@@ -300,6 +300,7 @@ static const char *const err_text[] = {
     "not supported by this engine",
     "pool holds another layout version (no migration to this one)",
     "a persistent type differs from the one the pool recorded",
+    "a transaction prepared in the pool waits for a coordinator pool that cannot be opened",
 };
 
 const char *txn_strerror(int err)

@@ -146,6 +146,11 @@ void eng_pool_close(txn_pool *p);
  * a format that cannot. */
 int eng_pool_trim(struct txn *tx, size_t *returned);
 
+/* The pool's uuid (random at creation, never 0), what a prepared
+ * transaction names its coordinator by (txn_join); 0 for a format that
+ * has none (the default: such pools cannot be joined). */
+uint64_t eng_pool_uuid(txn_pool *p);
+
 /* The root object and the meta object (txn_meta_root()). */
 txn_obj *eng_pool_root(txn_pool *p);
 txn_obj *eng_pool_meta(txn_pool *p);
@@ -224,6 +229,45 @@ void eng_abort(struct txn *tx);
 
 /* txn_sync(): wait until every committed transaction is durable. */
 int eng_sync(txn_pool *p);
+
+/* ---- one transaction over several pools (txn_join; docs/join.md): a
+ * two-phase commit whose coordinator is the pool txn_begin ran on */
+
+/* Whether the engine defines eng_prepare and eng_finish (1); 0, the
+ * default, makes txn_join TXN_E_NOTSUP. */
+extern const int eng_joins;
+
+/* Who decides a prepared transaction: the coordinator pool's uuid, its
+ * file (a full path) and layout name, and the transaction's seq. */
+struct join_ref {
+    uint64_t uuid;
+    uint64_t seq;
+    const char *file;
+    const char *layout;
+};
+
+/* Phase one of a participant: everything the transaction wrote (and its
+ * allocator bits) durable, with its log and a LOG_PREPARE record naming
+ * `ref`, all behind one barrier; the transaction stays uncommitted (a
+ * crash now leaves recovery to ask join_decide). Sets ref->seq: never 0,
+ * never the seq of another transaction of the pool, its low
+ * JOIN_SLOT_BITS bits the context's index (so that a coordinator keeps
+ * one entry per participant context). A transaction that wrote nothing
+ * is not prepared: ref->seq 0. After it, only eng_finish or eng_abort. */
+#define JOIN_SLOT_BITS 10 /* TXN_MAX_THREADS contexts */
+int eng_prepare(struct txn *tx, struct join_ref *ref);
+
+/* Phase two: the coordinator committed (its commit named ref->seq): the
+ * prepared transaction commits, one store and barrier. Never fails. */
+void eng_finish(struct txn *tx);
+
+/* The front end's answer to recovery for a prepared transaction it finds
+ * unsettled: 1 if its coordinator committed it, 0 if not (it rolls back),
+ * or why the coordinator cannot tell (TXN_E_INDOUBT: the open of p, the
+ * pool recovered, fails with it, naming the
+ * coordinator's file: nothing is guessed). Opens the coordinator (a view
+ * when the pool being recovered is one) unless this process has it open. */
+int join_decide(txn_pool *p, const struct join_ref *ref);
 
 /* ---- recovery, called by txn/format/pool.c only (pmtx's format) */
 
@@ -312,6 +356,9 @@ enum log_type {
     LOG_ALLOC = 2,  /* block at addr of aux bytes was allocated */
     LOG_FREE = 3,   /* block at addr of aux bytes was freed */
     LOG_OBJ = 5,    /* object at addr opened for writing; aux: its copy */
+    LOG_PREPARE = 6, /* the transaction is prepared (txn_join): addr: its
+                        coordinator's uuid, aux: its seq, payload: the
+                        coordinator's file and layout, each NUL-ended */
 };
 
 /* Largest payload of one record; engines split larger ranges. */
@@ -387,6 +434,14 @@ int tx_rec_valid(txn_pool *p, const struct log_rec *r);
  * whose format was not durable yet, or one that became FREE and was taken
  * for something else since: alloc_apply() leaves such a block alone). */
 int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size);
+
+/* A prepared transaction (eng_prepare): its seq for `ref`, and the
+ * LOG_PREPARE record naming ref (not flushed). */
+uint64_t tx_join_seq(const struct txn *tx);
+int tx_log_prepare(struct txn *tx, const struct join_ref *ref);
+/* Recovery: whether r is a well-formed LOG_PREPARE record, and the
+ * coordinator it names (ref's strings point into the record). */
+int tx_prepare_rec_get(const struct log_rec *r, struct join_ref *ref);
 
 /* Whether [a, a + n) lies in the pool's heap. */
 int tx_pool_contains(txn_pool *p, const void *a, size_t n);

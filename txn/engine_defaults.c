@@ -60,3 +60,25 @@ __attribute__((weak)) int eng_recover_logs(txn_pool *p)
     (void)p;
     return 0;
 }
+
+/* A format without a uuid: its pools are joined by nothing. */
+__attribute__((weak)) uint64_t eng_pool_uuid(txn_pool *p)
+{
+    (void)p;
+    return 0;
+}
+
+/* No two-phase commit: txn_join is TXN_E_NOTSUP. */
+__attribute__((weak)) const int eng_joins = 0;
+
+__attribute__((weak)) int eng_prepare(struct txn *tx, struct join_ref *ref)
+{
+    (void)tx;
+    (void)ref;
+    return TXN_E_NOTSUP;
+}
+
+__attribute__((weak)) void eng_finish(struct txn *tx)
+{
+    (void)tx;
+}

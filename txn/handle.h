@@ -47,6 +47,9 @@ struct txn {
     const txn_obj *last_obj;  /* the object last checked, and its size */
     size_t last_size;
     struct vec defers;        /* struct tx_defer */
+    struct txn *coord;        /* a participant's coordinator (txn_join), or
+                                 NULL */
+    struct vec parts;         /* a coordinator's participants (struct txn *) */
     void *eng;                /* the engine's per-thread state */
     /* then the format's part (TX_FMT) */
 };
@@ -67,6 +70,13 @@ struct txn_pool {
     struct txn *ctxs;         /* ctx_lock: per-thread contexts of this pool */
     uint64_t gen;             /* open: unique per open, keys thread caches */
     void *eng;                /* the engine's lock (its own rules) */
+    char *file;               /* open: the file's full path, */
+    char *layout;             /* its layout name, */
+    uint64_t uuid;            /* and uuid (eng_pool_uuid): what a
+                                 prepared transaction names it by */
+    txn_pool *next_open;      /* the process's open pools (api.c's lock) */
+    pthread_mutex_t join_lock; /* held through a commit that writes the
+                                  pool's join table (txn_join) */
     /* atomic, on a line of its own (bumped where blocks are freed, read
      * at every txn_begin): blocks given back to the allocator so far,
      * counted before any of them can be reserved again (R1, api.c) */

@@ -46,6 +46,17 @@
  * second when it logged ALLOC/FREE records alone, none when it logged
  * nothing). Writes to blocks allocated by the same transaction log nothing.
  *
+ * A participant of a transaction over several pools (txn_join) commits in
+ * two phases. eng_prepare: as commit up to barrier (1), the allocator bits
+ * applied whatever TXN_ALLOC_EAGER says, and a LOG_PREPARE record naming
+ * the coordinator appended before that barrier; eng_finish: the commit
+ * record (2). Its barriers are those of a lazy commit.
+ *  U8 A prepared transaction's log is whole and durable, ending with its
+ *     LOG_PREPARE record, and its data and allocator bits are those of its
+ *     commit: recovery that finds it unsettled asks join_decide, keeps
+ *     everything when the coordinator committed it, else rolls it back
+ *     from the records as any unsettled transaction.
+ *
  * Batched logging (default; TXN_LOG_BATCH=0 gives the paper's log at each
  * write): txn_open(TXN_RW) of an existing object appends a record of the
  * whole object and flushes it without a fence; the first write after a
@@ -81,6 +92,8 @@ struct undo_tx {
     struct addrmap whole;  /* objects logged whole by txn_open(TXN_RW) */
     const void *opened;    /* the last of them: txn_open's way fill asks
                               right after, and skips the map */
+    int prepared;          /* eng_prepare ran: the allocator bits are
+                              applied (an abort reverts them) */
 #ifndef NDEBUG
     struct vec before;     /* char: per record, the bytes its range held
                               when it was appended (the debug check of
@@ -135,6 +148,7 @@ static void reset(struct txn *tx, struct undo_tx *u)
     addrmap_clear(&u->logged);
     addrmap_clear(&u->whole);
     u->opened = NULL;
+    u->prepared = 0;
 }
 
 /* U1, U2: the records appended so far durable, then the tail hint. */
@@ -334,11 +348,57 @@ int eng_commit(struct txn *tx)
 
 void eng_abort(struct txn *tx)
 {
-    rollback(tx, tx->eng, 0);
+    struct undo_tx *u = tx->eng;
+    rollback(tx, u, u->prepared);
+}
+
+const int eng_joins = 1;
+
+int eng_prepare(struct txn *tx, struct join_ref *ref)
+{
+    struct undo_tx *u = tx->eng;
+    ref->seq = 0;
+    if (!u->recs.n && !tx_block_count(tx))
+        return 0; /* read-only: nothing to decide */
+#ifndef NDEBUG
+    assert_rollback(tx, u);
+#endif
+    ref->seq = tx_join_seq(tx);
+    int rc = tx_log_prepare(tx, ref);
+    if (rc) {
+        ref->seq = 0;
+        return rc;
+    }
+    tx_log_flush(tx); /* ALLOC/FREE records and the LOG_PREPARE one */
+    if (tx_block_count(tx)) {
+        pm_barrier(); /* U4: the records before the bits */
+        tx_apply_allocs(tx, 1);
+    }
+    for (size_t i = 0; i < u->recs.n; i++) {
+        const struct urec *e = vec_at(&u->recs, i);
+        pm_flush(e->a, e->len);
+    }
+    tx_flush_new_blocks(tx);
+    pm_barrier(); /* (1) U3, U8 */
+    u->prepared = 1;
+    return 0;
+}
+
+void eng_finish(struct txn *tx)
+{
+    struct undo_tx *u = tx->eng;
+    if (u->prepared)
+        tx_set_state(tx, SLOT_IDLE); /* (2) */
+    reset(tx, u);
 }
 
 int eng_rec_valid(txn_pool *p, const struct log_rec *r)
 {
+    struct join_ref ref;
+    struct tx_rec t;
+    tx_rec_get(r, &t);
+    if (t.type == LOG_PREPARE)
+        return tx_prepare_rec_get(r, &ref) ? 0 : TXN_E_CORRUPT;
     return tx_rec_valid(p, r);
 }
 
@@ -356,6 +416,16 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
                     tx_redo_alloc_rec(p, recs[i]);
             }
         return 0;
+    }
+    /* U8: a prepared transaction is its coordinator's to decide; its
+     * LOG_PREPARE record is its last */
+    struct join_ref ref;
+    if (tx_prepare_rec_get(recs[n - 1], &ref)) {
+        int rc = join_decide(p, &ref);
+        if (rc < 0)
+            return rc;
+        if (rc == 1)
+            return 0; /* committed: data and bits are in place */
     }
     for (size_t i = n; i-- > 0;) {
         tx_rec_get(recs[i], &r);

@@ -576,6 +576,86 @@ int pgs_commit(pgs *s)
     return rc;
 }
 
+static int by_addr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(pgs *const *)a, y = (uintptr_t)*(pgs *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* The staged changes of every store in one transaction over their pools:
+ * begun on the first, the others joined (txn_join). Each store's lock is
+ * taken, in address order (no two commits wait for each other). */
+static int commit_joined(pgs **s, size_t n)
+{
+    pgs *order[PGS_COMMIT_MAX];
+    memcpy(order, s, n * sizeof *s);
+    qsort(order, n, sizeof *order, by_addr);
+    for (size_t i = 0; i < n; i++)
+        pthread_rwlock_wrlock(&order[i]->lock);
+    txn *tx[PGS_COMMIT_MAX] = {NULL}; /* the first store's, then the parts */
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = usable(s[i]);
+    if (!rc && (rc = txn_begin(s[0]->p, &tx[0])))
+        fail(rc, "beginning the commit: %s", txn_strerror(rc));
+    for (size_t i = 1; !rc && i < n; i++)
+        if ((rc = txn_join(tx[0], s[i]->p, &tx[i])) && rc != TXN_E_NOTSUP)
+            fail(rc, "joining a database's pool to the commit: %s", txn_strerror(rc));
+    for (size_t i = 0; !rc && i < n; i++)
+        if ((rc = apply(s[i], tx[i])))
+            fail(rc, "applying the commit: %s", txn_strerror(rc));
+    if (rc && tx[0])
+        txn_abort(tx[0]); /* and its parts */
+    else if (!rc && (rc = txn_commit(tx[0])))
+        fail(rc, "committing: %s", txn_strerror(rc));
+    for (size_t i = 0; i < n; i++) {
+        if (rc && tx[0] && rc != TXN_E_NOTSUP)
+            map_reload(s[i], rc);
+        else if (!rc)
+            s[i]->size = s[i]->st.size;
+    }
+    for (size_t i = 0; i < n; i++)
+        pthread_rwlock_unlock(&order[i]->lock);
+    for (size_t i = 0; !rc && i < n; i++)
+        stage_clear(&s[i]->st, s[i]->size);
+    return rc;
+}
+
+int pgs_commit_many(pgs **s, size_t n)
+{
+    pgs *w[PGS_COMMIT_MAX];
+    size_t k = 0;
+    int alone = 0; /* a store whose host ends its commits, or sharing a pool */
+    if (n > PGS_COMMIT_MAX)
+        return fail(TXN_E_INVAL, "%zu stores in one commit: at most %u", n, PGS_COMMIT_MAX);
+    for (size_t i = 0; i < n; i++) /* the stores with something staged, once each */
+        if (s[i]->commit) {
+            alone = 1;
+        } else if (s[i]->st.active) {
+            int seen = 0;
+            for (size_t j = 0; j < k; j++) {
+                seen |= w[j] == s[i];
+                alone |= w[j] != s[i] && w[j]->p == s[i]->p; /* one pool, two stores */
+            }
+            if (!seen)
+                w[k++] = s[i];
+        }
+    int rc = k > 1 && !alone ? commit_joined(w, k) : TXN_E_NOTSUP;
+    if (rc != TXN_E_NOTSUP) {
+        if (rc) /* each store's staged changes dropped, as pgs_commit does */
+            for (size_t i = 0; i < n; i++)
+                stage_clear(&s[i]->st, s[i]->size);
+        return rc;
+    }
+    /* one store, a hosted one, or an engine that cannot join: one commit
+     * each */
+    for (size_t i = 0; i < n; i++) {
+        int c = pgs_commit(s[i]);
+        rc = rc && rc != TXN_E_NOTSUP ? rc : c;
+    }
+    return rc == TXN_E_NOTSUP ? 0 : rc;
+}
+
 int pgs_sync(pgs *s)
 {
     int rc = txn_sync(s->p);

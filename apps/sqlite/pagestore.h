@@ -65,6 +65,14 @@ int pgs_stage_truncate(pgs *s, uint64_t size);
  * TXN_E_NOSPACE or TXN_E_LOGFULL (pool or log full), TXN_E_NOMEM, ... */
 int pgs_commit(pgs *s);
 
+/* pgs_commit of the n stores (each with one writer, the caller's) as one
+ * transaction over their pools (txn_join): all or none, whatever crashes;
+ * a store with nothing staged takes no part. Where the engine cannot
+ * join (TXN_E_NOTSUP), one of them is pgs_adopt's with a commit hook, or
+ * two share a pool, they commit one after the other, each as pgs_commit. At most PGS_COMMIT_MAX stores. */
+#define PGS_COMMIT_MAX 16
+int pgs_commit_many(pgs **s, size_t n);
+
 /* Drop the staged changes (a rollback: the pool never saw them). */
 void pgs_discard(pgs *s);
 

@@ -26,6 +26,16 @@
  * writes are held in memory until it ends, as MEMORY's journal holds
  * their old content already.
  *
+ * A transaction over ATTACHed pmtx databases: SQLite ends it with phase
+ * one (FCNTL_SYNC) of every database it wrote, then phase two
+ * (COMMIT_PHASETWO) of each, one after the other, all in one call on the
+ * connection's thread. The files of the thread that passed phase one are
+ * listed (phase_one); the first phase two commits them all as one
+ * transaction over their pools (pgs_commit_many: txn_join, where the
+ * engine joins; one after the other where it does not), and the others'
+ * phase two then finds nothing staged. So such a transaction is in every
+ * database or in none, whatever crashes (docs/join.md).
+ *
  * Locks between the connections of this process follow SQLite's levels
  * (SHARED, RESERVED, PENDING, EXCLUSIVE) on the state shared per pool;
  * another process cannot open the pool at all (txn.h: TXN_E_BUSY).
@@ -132,6 +142,7 @@ static int change_code(int rc, int io)
 /* ---- the file methods */
 
 static int f_close(sqlite3_file *f);
+static void phase_one_drop(struct pfile *pf);
 static int f_lock(sqlite3_file *f, int level);
 static int f_unlock(sqlite3_file *f, int level);
 
@@ -247,6 +258,7 @@ static int f_unlock(sqlite3_file *f, int level)
         /* the write transaction ends; after its commit nothing is staged,
          * else this is SQLite's rollback */
         pgs_discard(sh->s);
+        phase_one_drop(pf);
         sh->writer = NULL;
         sh->pending = 0;
         pf->sync = 0;
@@ -267,17 +279,79 @@ static int f_reserved(sqlite3_file *f, int *out)
     return SQLITE_OK;
 }
 
-/* SQLite's commit point: the staged transaction goes to the pool. */
+/* The files past phase one of a commit, each with the thread committing
+ * it (the top of this file). An entry goes at that commit's phase two,
+ * or when its file unlocks or closes (a rollback after phase one). */
+#define PHASE_ONE_MAX 64
+static pthread_mutex_t phase_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    pthread_t thread;
+    struct pfile *pf;
+} phase_one[PHASE_ONE_MAX]; /* phase_mu */
+static int phase_n;         /* phase_mu */
+
+static void phase_one_add(struct pfile *pf)
+{
+    pthread_mutex_lock(&phase_mu);
+    int have = 0;
+    for (int i = 0; i < phase_n; i++)
+        have |= phase_one[i].pf == pf;
+    if (!have && phase_n < PHASE_ONE_MAX) { /* else it commits alone */
+        phase_one[phase_n].thread = pthread_self();
+        phase_one[phase_n++].pf = pf;
+    }
+    pthread_mutex_unlock(&phase_mu);
+}
+
+static void phase_one_drop(struct pfile *pf)
+{
+    pthread_mutex_lock(&phase_mu);
+    for (int i = 0; i < phase_n; i++)
+        if (phase_one[i].pf == pf)
+            phase_one[i--] = phase_one[--phase_n];
+    pthread_mutex_unlock(&phase_mu);
+}
+
+/* pf and the other files of this thread's commit, taken off the list:
+ * how many (pf first). */
+static size_t phase_one_take(struct pfile *pf, struct pfile **out, size_t cap)
+{
+    size_t n = 1;
+    int mine = 0;
+    out[0] = pf;
+    pthread_mutex_lock(&phase_mu);
+    pthread_t self = pthread_self();
+    for (int i = 0; i < phase_n; i++)
+        mine |= phase_one[i].pf == pf && pthread_equal(phase_one[i].thread, self);
+    for (int i = 0; mine && i < phase_n; i++)
+        if (pthread_equal(phase_one[i].thread, self)) {
+            if (phase_one[i].pf != pf && n < cap)
+                out[n++] = phase_one[i].pf;
+            phase_one[i--] = phase_one[--phase_n];
+        }
+    pthread_mutex_unlock(&phase_mu);
+    return n;
+}
+
+/* SQLite's commit point: the staged transaction goes to the pool, with
+ * those of the other databases of the same commit (the top of this file). */
 static int commit(struct pfile *pf)
 {
     int rc;
+    struct pfile *all[PGS_COMMIT_MAX];
+    pgs *stores[PGS_COMMIT_MAX];
     if (pf->lock < SQLITE_LOCK_RESERVED)
         return SQLITE_OK;
-    if ((rc = pgs_commit(pf->sh->s)))
+    size_t n = phase_one_take(pf, all, PGS_COMMIT_MAX);
+    for (size_t i = 0; i < n; i++)
+        stores[i] = all[i]->sh->s;
+    if ((rc = n > 1 ? pgs_commit_many(stores, n) : pgs_commit(pf->sh->s)))
         return report(change_code(rc, SQLITE_IOERR_WRITE), rc, pf->sh->path, pgs_why());
-    if (pf->sync && (rc = pgs_sync(pf->sh->s)))
-        return report(SQLITE_IOERR_FSYNC, rc, pf->sh->path, pgs_why());
-    pf->sync = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (all[i]->sync && (rc = pgs_sync(all[i]->sh->s)))
+            return report(SQLITE_IOERR_FSYNC, rc, all[i]->sh->path, pgs_why());
+        all[i]->sync = 0;
+    }
     return SQLITE_OK;
 }
 
@@ -306,6 +380,10 @@ static int f_control(sqlite3_file *f, int op, void *arg)
     switch (op) {
     case SQLITE_FCNTL_COMMIT_PHASETWO:
         return commit(pf);
+    case SQLITE_FCNTL_SYNC: /* phase one of a commit */
+        if (pf->lock >= SQLITE_LOCK_RESERVED)
+            phase_one_add(pf);
+        return SQLITE_OK;
     case SQLITE_FCNTL_PRAGMA:
         return pragma(arg);
     case SQLITE_FCNTL_VFSNAME:
@@ -389,6 +467,7 @@ static int f_close(sqlite3_file *f)
     struct pfile *pf = (struct pfile *)f;
     struct shared *sh = pf->sh;
     f_unlock(f, SQLITE_LOCK_NONE);
+    phase_one_drop(pf);
     pthread_mutex_lock(&reg_mu);
     if (--sh->refs == 0)
         drop_shared(sh);

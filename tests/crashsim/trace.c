@@ -20,7 +20,9 @@ struct line {
     uint32_t dirty_pos; /* index in tr.dirty + 1, 0 if not listed */
 };
 
-static struct {
+/* A traced region: region 0 is trace_attach's, region 1 trace_attach_more's
+ * (a second pool); a fence is global, as on the processor. */
+struct region {
     char *base;
     size_t size, nlines;
     uint8_t *durable; /* persisted bytes */
@@ -29,18 +31,27 @@ static struct {
     struct line *lines;
     uint32_t *dirty; /* lines with pending stores */
     size_t ndirty;
-} tr;
+};
+
+static struct region regions[TRACE_REGIONS];
+#define tr regions[0]
+
+static void region_free(struct region *g)
+{
+    if (g->lines)
+        for (size_t i = 0; i < g->nlines; i++)
+            free(g->lines[i].u);
+    trace_buf_free(g->durable, g->size);
+    trace_buf_free(g->view, g->size);
+    free(g->lines);
+    free(g->dirty);
+    memset(g, 0, sizeof *g);
+}
 
 static void detach_locked(void)
 {
-    if (tr.lines)
-        for (size_t i = 0; i < tr.nlines; i++)
-            free(tr.lines[i].u);
-    trace_buf_free(tr.durable, tr.size);
-    trace_buf_free(tr.view, tr.size);
-    free(tr.lines);
-    free(tr.dirty);
-    memset(&tr, 0, sizeof tr);
+    for (int r = 0; r < TRACE_REGIONS; r++)
+        region_free(&regions[r]);
     trace_events_reset();
 }
 
@@ -61,28 +72,46 @@ static size_t live_bytes(void)
 /* Under the lock stores are traced under: an engine's own thread (incll's
  * epoch thread) may store at any time, and must find the model whole or
  * absent, never half built or half freed. */
+/* `primary`: region 0, of which only live_bytes() are mapped now. */
+static int region_init(struct region *g, void *base, size_t size, const void *durable,
+                       int primary)
+{
+    g->base = base;
+    g->size = size;
+    g->nlines = (size + LINE - 1) / LINE;
+    g->durable = trace_buf_alloc(size);
+    g->view = trace_buf_alloc(size);
+    g->lines = calloc(g->nlines, sizeof *g->lines);
+    g->dirty = malloc(g->nlines * sizeof *g->dirty);
+    if (!g->durable || !g->view || !g->lines || !g->dirty)
+        return -1;
+    if (durable) /* trace_buf_alloc's pages read zero */
+        memcpy(g->durable, durable, size);
+    else
+        memcpy(g->durable, base, primary ? live_bytes() : size);
+    memcpy(g->view, g->durable, size);
+    return 0;
+}
+
 int trace_attach(void *base, size_t size, const void *durable)
 {
     trace_lock();
     detach_locked();
-    tr.base = base;
-    tr.size = size;
-    tr.nlines = (size + LINE - 1) / LINE;
-    tr.durable = trace_buf_alloc(size);
-    tr.view = trace_buf_alloc(size);
-    tr.lines = calloc(tr.nlines, sizeof *tr.lines);
-    tr.dirty = malloc(tr.nlines * sizeof *tr.dirty);
-    int rc = 0;
-    if (!tr.durable || !tr.view || !tr.lines || !tr.dirty) {
+    int rc = region_init(&tr, base, size, durable, 1);
+    if (rc)
         detach_locked();
-        rc = -1;
-    } else {
-        if (durable) /* trace_buf_alloc's pages read zero */
-            memcpy(tr.durable, durable, size);
-        else
-            memcpy(tr.durable, base, live_bytes());
-        memcpy(tr.view, tr.durable, size);
-    }
+    trace_unlock();
+    return rc;
+}
+
+int trace_attach_more(void *base, size_t size, const void *durable)
+{
+    trace_lock();
+    int rc = -1;
+    for (int r = 1; r < TRACE_REGIONS && rc; r++)
+        if (!regions[r].base && tr.base &&
+            !(rc = region_init(&regions[r], base, size, durable, 0)))
+            break;
     trace_unlock();
     return rc;
 }
@@ -95,15 +124,21 @@ void trace_detach(void)
     trace_unlock();
 }
 
-static int in_region(const void *a, size_t n)
+/* The region [a, a + n) lies in, or NULL. */
+static struct region *in_region(const void *a, size_t n)
 {
-    uintptr_t x = (uintptr_t)a, b = (uintptr_t)tr.base;
-    return tr.base && x >= b && x < b + tr.size && n <= b + tr.size - x;
+    for (int r = 0; r < TRACE_REGIONS; r++) {
+        struct region *g = &regions[r];
+        uintptr_t x = (uintptr_t)a, b = (uintptr_t)g->base;
+        if (g->base && x >= b && x < b + g->size && n <= b + g->size - x)
+            return g;
+    }
+    return NULL;
 }
 
-static void add_unit(size_t li, size_t off, size_t len, const uint8_t *src)
+static void add_unit(struct region *g, size_t li, size_t off, size_t len, const uint8_t *src)
 {
-    struct line *l = &tr.lines[li];
+    struct line *l = &g->lines[li];
     if (l->n == l->cap) {
         uint32_t cap = l->cap ? l->cap * 2 : 8;
         struct unit *u = realloc(l->u, cap * sizeof *u);
@@ -119,24 +154,25 @@ static void add_unit(size_t li, size_t off, size_t len, const uint8_t *src)
     u->len = (uint8_t)len;
     memcpy(u->bytes, src, len);
     if (!l->dirty_pos) {
-        tr.dirty[tr.ndirty++] = (uint32_t)li;
-        l->dirty_pos = (uint32_t)tr.ndirty;
+        g->dirty[g->ndirty++] = (uint32_t)li;
+        l->dirty_pos = (uint32_t)g->ndirty;
     }
 }
 
 void trace_store_unlock(const void *dst, size_t n)
 {
-    if (!in_region(dst, n) || n == 0) {
+    struct region *g = n ? in_region(dst, n) : NULL;
+    if (!g) {
         trace_unlock();
         return;
     }
-    size_t pos = (size_t)((const char *)dst - tr.base), end = pos + n;
-    memcpy(tr.view + pos, dst, n);
+    size_t pos = (size_t)((const char *)dst - g->base), end = pos + n;
+    memcpy(g->view + pos, dst, n);
     while (pos < end) {
         size_t next = (pos & ~(size_t)7) + 8; /* units never cross a word */
         if (next > end)
             next = end;
-        add_unit(pos / LINE, pos % LINE, next - pos, tr.view + pos);
+        add_unit(g, pos / LINE, pos % LINE, next - pos, g->view + pos);
         pos = next;
     }
     trace_event();
@@ -146,10 +182,11 @@ void trace_store_unlock(const void *dst, size_t n)
 void trace_flush(const void *addr, size_t n)
 {
     trace_lock();
-    if (in_region(addr, n) && n) {
-        size_t pos = (size_t)((const char *)addr - tr.base);
+    struct region *g = n ? in_region(addr, n) : NULL;
+    if (g) {
+        size_t pos = (size_t)((const char *)addr - g->base);
         for (size_t li = pos / LINE; li <= (pos + n - 1) / LINE; li++)
-            tr.lines[li].flushed = tr.lines[li].n;
+            g->lines[li].flushed = g->lines[li].n;
     }
     if (tr.base)
         trace_event();
@@ -158,14 +195,17 @@ void trace_flush(const void *addr, size_t n)
 
 void trace_discard_locked(const void *addr, size_t n)
 {
-    if (n && in_region(addr, n)) {
-        size_t pos = (size_t)((const char *)addr - tr.base);
+    struct region *g = n ? in_region(addr, n) : NULL;
+    if (g) {
+        size_t pos = (size_t)((const char *)addr - g->base);
         for (size_t li = pos / LINE; li <= (pos + n - 1) / LINE; li++)
-            tr.lines[li].n = tr.lines[li].flushed = 0; /* a fence unlists it */
-        memset(tr.durable + pos, 0, n);
-        memset(tr.view + pos, 0, n);
+            g->lines[li].n = g->lines[li].flushed = 0; /* a fence unlists it */
+        memset(g->durable + pos, 0, n);
+        memset(g->view + pos, 0, n);
     }
 }
+
+static size_t audit_region(struct region *g, size_t live, const char *where);
 
 static void apply(uint8_t *img, size_t li, const struct unit *u, uint32_t k)
 {
@@ -180,39 +220,48 @@ void trace_fence(void)
         trace_unlock();
         return;
     }
-    size_t keep = 0;
-    for (size_t d = 0; d < tr.ndirty; d++) {
-        size_t li = tr.dirty[d];
-        struct line *l = &tr.lines[li];
-        if (l->flushed) {
-            apply(tr.durable, li, l->u, l->flushed);
-            memmove(l->u, l->u + l->flushed, (l->n - l->flushed) * sizeof *l->u);
-            l->n -= l->flushed;
-            l->flushed = 0;
+    for (int r = 0; r < TRACE_REGIONS; r++) {
+        struct region *g = &regions[r];
+        size_t keep = 0;
+        for (size_t d = 0; d < g->ndirty; d++) {
+            size_t li = g->dirty[d];
+            struct line *l = &g->lines[li];
+            if (l->flushed) {
+                apply(g->durable, li, l->u, l->flushed);
+                memmove(l->u, l->u + l->flushed, (l->n - l->flushed) * sizeof *l->u);
+                l->n -= l->flushed;
+                l->flushed = 0;
+            }
+            if (l->n) {
+                g->dirty[keep++] = (uint32_t)li;
+                l->dirty_pos = (uint32_t)keep;
+            } else {
+                l->dirty_pos = 0;
+            }
         }
-        if (l->n) {
-            tr.dirty[keep++] = (uint32_t)li;
-            l->dirty_pos = (uint32_t)keep;
-        } else {
-            l->dirty_pos = 0;
-        }
+        g->ndirty = keep;
     }
-    tr.ndirty = keep;
     trace_event();
     trace_unlock();
 }
 
-size_t trace_image(void *out, uint64_t seed)
+size_t trace_image_of(int region, void *out, uint64_t seed)
 {
-    memcpy(out, tr.durable, tr.size);
-    for (size_t d = 0; d < tr.ndirty; d++) {
-        size_t li = tr.dirty[d];
-        struct line *l = &tr.lines[li];
+    const struct region *g = &regions[region];
+    memcpy(out, g->durable, g->size);
+    for (size_t d = 0; d < g->ndirty; d++) {
+        size_t li = g->dirty[d];
+        struct line *l = &g->lines[li];
         uint64_t r = trace_mix(&seed);
         uint32_t k = r % 4 == 0 ? 0 : r % 4 == 1 ? l->n : (uint32_t)((r >> 8) % (l->n + 1));
         apply(out, li, l->u, k);
     }
-    return tr.ndirty;
+    return g->ndirty;
+}
+
+size_t trace_image(void *out, uint64_t seed)
+{
+    return trace_image_of(0, out, seed);
 }
 
 uint64_t trace_combos(uint64_t cap)
@@ -236,24 +285,31 @@ void trace_image_nth(void *out, uint64_t idx)
 
 size_t trace_audit(const char *where)
 {
-    if (!tr.base)
-        return 0;
-    size_t bad = 0, live = live_bytes();
+    size_t bad = 0;
+    for (int r = 0; r < TRACE_REGIONS; r++)
+        if (regions[r].base)
+            bad += audit_region(&regions[r], r ? regions[r].size : live_bytes(), where);
+    return bad;
+}
+
+static size_t audit_region(struct region *g, size_t live, const char *where)
+{
+    size_t bad = 0;
     for (size_t pos = 0; pos < live; pos += LINE) {
         size_t len = live - pos < LINE ? live - pos : LINE;
-        if (!memcmp(tr.view + pos, tr.base + pos, len))
+        if (!memcmp(g->view + pos, g->base + pos, len))
             continue;
         for (size_t w = pos; w < pos + len; w += 8) {
             size_t wl = pos + len - w < 8 ? pos + len - w : 8;
-            if (memcmp(tr.view + w, tr.base + w, wl)) {
+            if (memcmp(g->view + w, g->base + w, wl)) {
                 if (bad < 5 && where)
                     fprintf(stderr, "untraced store at pool offset %#zx (%s)\n", w, where);
                 bad++;
             }
         }
         /* take memory as it is, as if it had been stored and persisted */
-        memcpy(tr.view + pos, tr.base + pos, len);
-        memcpy(tr.durable + pos, tr.base + pos, len);
+        memcpy(g->view + pos, g->base + pos, len);
+        memcpy(g->durable + pos, g->base + pos, len);
     }
     return bad;
 }

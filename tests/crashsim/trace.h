@@ -37,6 +37,14 @@ typedef void (*trace_event_fn)(uint64_t event, void *arg);
  * mapped now reading zero: trace_set_live). */
 int trace_attach(void *base, size_t size, const void *durable);
 
+/* Regions traced at once: trace_attach's, then trace_attach_more's. */
+#define TRACE_REGIONS 2
+/* Trace [base, base+size) too (a second pool), beside trace_attach's
+ * region until trace_detach: one model, whose fences are global. Its
+ * persisted contents are `durable` (copied), or with NULL what it holds
+ * now (all of it mapped). */
+int trace_attach_more(void *base, size_t size, const void *durable);
+
 /* Of the region, the bytes mapped now, at *live (read at each attach and
  * audit; NULL: all of it): a pool that grows maps more of its range as it
  * goes, the rest reads zero until then. The diff model's regions never
@@ -52,6 +60,9 @@ uint64_t trace_events(void);
  * `seed` (all prefixes equally likely; first and last extra likely).
  * Returns the number of lines that had pending stores. */
 size_t trace_image(void *out, uint64_t seed);
+/* The same for region `region` (0: trace_attach's, 1: trace_attach_more's;
+ * its size bytes). */
+size_t trace_image_of(int region, void *out, uint64_t seed);
 
 /* How many distinct images the pending stores allow (the product of
  * (pending + 1) over dirty lines), saturating at `cap`. */

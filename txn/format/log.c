@@ -155,7 +155,7 @@ static int rec_valid(const struct log_rec *r, size_t room)
 {
     if (room < JUMP_SIZE || r->sentinel != LOG_SENTINEL)
         return 0;
-    if (r->type < LOG_DATA || r->type > LOG_OBJ || rec_size(r->len) > room)
+    if (r->type < LOG_DATA || r->type > LOG_PREPARE || rec_size(r->len) > room)
         return 0;
     const char *end = (const char *)r + rec_size(r->len) - REC_TAIL;
     uint64_t sum;

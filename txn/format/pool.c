@@ -268,6 +268,7 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
         goto fail;
     h.base = (uint64_t)(uintptr_t)base;
     getrandom(&h.uuid, sizeof h.uuid, 0);
+    h.uuid |= !h.uuid; /* never 0: txn_join's "no pool" (eng_pool_uuid) */
     mapped(p, fd, 0, &h, base, end);
     /* the file is fresh: slots and chunk table are zero already, but for
      * the slots' tags */
@@ -547,6 +548,11 @@ int eng_pool_trim(struct txn *tx, size_t *returned)
 void eng_pool_close(txn_pool *p)
 {
     pool_unmap(p);
+}
+
+uint64_t eng_pool_uuid(txn_pool *p)
+{
+    return POOL_FMT(p)->hdr->uuid;
 }
 
 txn_obj *eng_pool_root(txn_pool *p)

@@ -4,7 +4,9 @@
 #include "format.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine.h"
 #include "persist.h"
@@ -350,4 +352,34 @@ __attribute__((constructor)) static void tx_config(void)
 {
     txn_cfg.alloc_eager = (int)setting_get(SET_ALLOC_EAGER, 0);
     txn_cfg.log_batch = (int)setting_get(SET_LOG_BATCH, 1);
+}
+
+uint64_t tx_join_seq(const struct txn *tx)
+{
+    /* versions are never reused in a slot (tx_claim_versions), and the
+     * slot's index tells slots apart */
+    return TX_FMT(tx)->version << JOIN_SLOT_BITS | tx->slot_idx;
+}
+
+int tx_log_prepare(struct txn *tx, const struct join_ref *ref)
+{
+    size_t nf = strlen(ref->file) + 1, nl = strlen(ref->layout) + 1;
+    char buf[PATH_MAX + LAYOUT_MAX + 2];
+    if (nf > PATH_MAX || nl > LAYOUT_MAX + 1)
+        return TXN_E_INVAL;
+    memcpy(buf, ref->file, nf);
+    memcpy(buf + nf, ref->layout, nl);
+    return log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, LOG_PREPARE, ref->uuid, ref->seq,
+                      buf, (uint32_t)(nf + nl), NULL);
+}
+
+int tx_prepare_rec_get(const struct log_rec *r, struct join_ref *ref)
+{
+    const char *s = (const char *)(r + 1);
+    size_t nf = r->len ? strnlen(s, r->len) : 0;
+    if (r->type != LOG_PREPARE || !r->addr || !r->aux || nf == 0 || nf + 2 > r->len ||
+        s[r->len - 1] || strlen(s + nf + 1) + nf + 2 != r->len || s[0] != '/')
+        return 0;
+    *ref = (struct join_ref){r->addr, r->aux, s, s + nf + 1};
+    return 1;
 }

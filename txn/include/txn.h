@@ -75,7 +75,10 @@ extern "C" {
                                     (txn_layout.h) */
 #define TXN_E_TYPESIG  (-30820) /* a persistent type's size or fields
                                    differ from what the pool recorded */
-#define TXN_E_LAST     (-30820)
+#define TXN_E_INDOUBT  (-30821) /* a transaction prepared in the pool
+                                   (txn_join) waits for a coordinator pool
+                                   that cannot be opened */
+#define TXN_E_LAST     (-30821)
 
 /* A short English description of a TXN_E_* code or of an errno value. */
 const char *txn_strerror(int err);
@@ -307,6 +310,34 @@ void txn_abort(txn *tx);
  * Returns NULL on error: NULL/foreign object, or (cow) another transaction
  * holds it open for writing; txn_last_error(tx) then says which. */
 void *txn_open(txn *tx, txn_obj *o, int mode);
+
+/* One transaction over several pools. Join `other` to the transaction
+ * `tx` (begun by txn_begin on its coordinator pool): a transaction of the
+ * calling thread begins on `other` (*part, when part is not NULL), and
+ * from then on tx reaches the objects of both: txn_open, txn_read,
+ * txn_write and txn_free on tx take an object of `other` to *part (which
+ * takes them too; txn_alloc in `other` goes through *part). txn_commit(tx)
+ * commits all the joined pools as one, txn_abort(tx) rolls all back;
+ * txn_commit and txn_abort of *part are refused (TXN_E_INVAL, nothing
+ * done), and *part is gone with tx. Joining a pool twice gives the same
+ * part. TXN_E_NOTSUP on an engine that cannot (all but undo and redo), or a
+ * pool without a uuid; TXN_E_INVAL for tx's own pool, a part, or a
+ * transaction of another thread; txn_begin's errors on `other`.
+ *
+ * All or nothing after a crash: the commit is two-phase. Each part that
+ * wrote something is first prepared (durable, its log naming the
+ * coordinator's file, layout, uuid and a number, seq); then the
+ * coordinator's transaction commits with, in its pool's join table (kept
+ * under txn_meta_root(), word 7), the seq of each part; then the parts
+ * commit. The rule: recovery of a pool that finds a prepared, unsettled
+ * part opens its coordinator (or uses it when this process has it open),
+ * which recovers on its own first, and keeps the part if the coordinator's
+ * table holds its seq, else rolls it back. A coordinator that cannot be
+ * opened (gone, moved, open in another process, another pool under its
+ * name) fails the open with TXN_E_INDOUBT, txn_pool_strerror() naming it:
+ * nothing is guessed. Joined commits on one coordinator pool are
+ * serialised. docs/join.md has the details. */
+int txn_join(txn *tx, txn_pool *other, txn **part);
 
 /* The pool a transaction runs on. */
 txn_pool *txn_pool_of(const txn *tx);

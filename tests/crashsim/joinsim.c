@@ -1,0 +1,501 @@
+/* joinsim.c - the crash simulator over two pools (txn_join, issue #42
+ * item 3): one transaction a step over pool A (its coordinator) and pool
+ * B, both traced into one model (trace_attach, trace_attach_more: a fence
+ * is global), crash images of both pools taken at the same event, each
+ * pair recovered in a fresh process and checked.
+ *
+ *   joinsim-<engine> [--images N] [--seed S]
+ *
+ * A step adds one to a counter in both roots and rewrites a 512-byte
+ * object of each with the counter's byte; one step in four also replaces
+ * a small object of B (allocated, stamped, the old one freed); one in
+ * eight aborts. A recovered pair must hold the same counter in both
+ * pools, the last committed one or, while a commit is in flight, that
+ * one, with both objects whole and B's small object the one of that
+ * state; each pool's allocator must hold exactly what it reaches. Half the checks open A first, half B first (whose recovery then
+ * opens A when it finds a prepared transaction: join_decide).
+ *
+ * The record of a prepared transaction names its coordinator's file: a
+ * pair of images is put in place of the pools' own files (renamed over
+ * them; the running process keeps its mappings of the files it opened),
+ * so that B's recovery finds A's image there.
+ *
+ * Last line: "crash images: N, inconsistent: K, untraced stores: U"; the
+ * exit status is 0 only when K = U = 0. One pair in four also crashes
+ * its recovery (both pools', traced, B's opening A when it asks) at a
+ * random event, and that crash's pair of images is the one checked (it
+ * counts as an image too).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "handle.h"
+#include "layout_int.h"
+#include "sim.h"
+#include "trace.h"
+
+#define LAYOUT "joinsim"
+#define POOL_SIZE ((size_t)4 << 20)
+#define STEPS_PER_RUN 60
+#define IMAGES_PER_RUN 40
+#define BULK 512u
+
+/* root: {count, bulk object, small object} */
+enum { R_COUNT = 0, R_BULK = 8, R_SMALL = 16, ROOT_SIZE = 64, SMALL = 64 };
+
+/* What a recovered pair may hold. */
+struct expect {
+    uint64_t committed; /* the last committed counter */
+    int in_commit;      /* a commit of committed + 1 is in flight */
+};
+
+static struct {
+    char pa[256], pb[256]; /* the pools' files, and their images' */
+    char ia[272], ib[272];
+    txn_pool *a, *b;
+    struct expect ex;
+    uint64_t rng, every; /* an image about every `every` events */
+    void *buf;
+    uint64_t images, bad, untraced, recovery_crashes;
+    int req, res; /* pipes to and from the checker */
+    pid_t checker;
+} S;
+
+/* ---- the check, in a process forked before any pool was opened (a child
+ * of the running one would inherit its mappings at the pools' addresses) */
+
+struct check_req {
+    char pa[256], pb[256], ia[272], ib[272];
+    int b_first;
+    int recovery_crash; /* crash the recovery first, then check */
+    uint64_t rng;
+    void *base[2]; /* where A and B are mapped */
+    struct expect ex;
+};
+
+static int put_image(int region, const char *tmp, const char *path, size_t size);
+
+static int read_pool(txn_pool *p, int is_b, uint64_t *n)
+{
+    txn *tx;
+    txn_obj *bulk, *small;
+    unsigned char buf[BULK];
+    int bad = 0;
+    if (txn_begin(p, &tx))
+        return 1;
+    txn_obj *root = txn_root(p);
+    if (txn_read_u64(tx, root, R_COUNT, n) || txn_read(tx, root, R_BULK, &bulk, sizeof bulk) ||
+        txn_read(tx, bulk, 0, buf, sizeof buf) || txn_read(tx, root, R_SMALL, &small, sizeof small)) {
+        txn_abort(tx);
+        return 1;
+    }
+    for (size_t i = 0; i < BULK; i++)
+        if (buf[i] != (unsigned char)*n) {
+            fprintf(stderr, "  pool %c: counter %llu, byte %zu of its object %u\n", is_b ? 'B' : 'A',
+                    (unsigned long long)*n, i, buf[i]);
+            bad = 1;
+            break;
+        }
+    /* B's small object: made by the step to counter v, v % 4 == 1 */
+    uint64_t want = *n ? *n - (*n - 1) % 4 : 0, stamp = 0;
+    if (is_b && want && (!small || txn_obj_size(p, small) < SMALL ||
+                         txn_read_u64(tx, small, 0, &stamp) || stamp != want)) {
+        fprintf(stderr, "  pool B: counter %llu, small object %p stamped %llu, not %llu\n",
+                (unsigned long long)*n, (void *)small, (unsigned long long)stamp,
+                (unsigned long long)want);
+        bad = 1;
+    }
+    txn_abort(tx);
+    return bad;
+}
+
+int reach_add(struct reach *r, txn_obj *o)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 16;
+        txn_obj **a = realloc(r->o, cap * sizeof *a);
+        if (!a)
+            return -1;
+        r->o = a;
+        r->cap = cap;
+    }
+    r->o[r->n++] = o;
+    return 0;
+}
+
+static int reach_cb(txn_obj *o, void *arg)
+{
+    return reach_add(arg, o);
+}
+
+/* The allocator holds what the pool reaches, nothing else (sim_pool.c):
+ * the objects of the root, and those of the meta object (the layout's
+ * record and txn_join's table). */
+static int check_leaks(txn_pool *p, char name)
+{
+    struct reach r = {0};
+    txn *tx;
+    txn_obj *bulk = NULL, *small = NULL;
+    int bad = txn_begin(p, &tx);
+    if (!bad) {
+        bad = txn_read(tx, txn_root(p), R_BULK, &bulk, sizeof bulk) ||
+              txn_read(tx, txn_root(p), R_SMALL, &small, sizeof small);
+        txn_abort(tx);
+    }
+    bad = bad || reach_add(&r, bulk) || (small && reach_add(&r, small)) ||
+          layout_objects(p, reach_cb, &r);
+    if (!bad && sim_check_alloc(p, &r)) {
+        fprintf(stderr, "  pool %c: the allocator disagrees with what the pool reaches\n", name);
+        bad = 1;
+    }
+    free(r.o);
+    return bad;
+}
+
+static int check_pair(const struct check_req *q)
+{
+    txn_pool *p[2] = {NULL, NULL}; /* A, B */
+    const char *path[2] = {q->pa, q->pb};
+    for (int k = 0; k < 2; k++) {
+        int i = q->b_first ? 1 - k : k;
+        int rc = txn_pool_open(path[i], LAYOUT, &p[i]);
+        if (rc) {
+            fprintf(stderr, "  open %c (%s): %s\n", i ? 'B' : 'A', i == q->b_first ? "first" : "second",
+                    txn_pool_strerror(rc));
+            return 1;
+        }
+    }
+    uint64_t na = 0, nb = 0;
+    int bad = read_pool(p[0], 0, &na) | read_pool(p[1], 1, &nb);
+    bad |= check_leaks(p[0], 'A') | check_leaks(p[1], 'B');
+    if (na != nb || !(na == q->ex.committed || (q->ex.in_commit && na == q->ex.committed + 1))) {
+        fprintf(stderr, "  A holds %llu, B %llu; committed %llu%s\n", (unsigned long long)na,
+                (unsigned long long)nb, (unsigned long long)q->ex.committed,
+                q->ex.in_commit ? ", the next in flight" : "");
+        bad = 1;
+    }
+    txn_pool_close(p[0]);
+    txn_pool_close(p[1]);
+    return bad;
+}
+
+/* ---- a crash during recovery: both pools' recovery (in the request's
+ * order; B's may open A) traced from the images as persisted, crashed at
+ * a random event of it, its images put in place of the first ones */
+
+static struct {
+    const struct check_req *q;
+    uint64_t at;
+    void *durable[2];
+} RC;
+
+static void recovery_hook(uint64_t event, void *arg)
+{
+    (void)arg;
+    if (event != RC.at)
+        return;
+    const struct check_req *q = RC.q;
+    _exit(put_image(0, q->ia, q->pa, POOL_SIZE) || put_image(1, q->ib, q->pb, POOL_SIZE) ? 4 : 3);
+}
+
+static int open_traced(const struct check_req *q)
+{
+    txn_pool *p[2] = {NULL, NULL};
+    const char *path[2] = {q->pa, q->pb};
+    if (trace_attach(q->base[0], POOL_SIZE, RC.durable[0]) ||
+        trace_attach_more(q->base[1], POOL_SIZE, RC.durable[1]))
+        return -1;
+    int rc = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        int i = q->b_first ? 1 - k : k;
+        rc = txn_pool_open(path[i], LAYOUT, &p[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        if (p[i])
+            txn_pool_close(p[i]);
+    return rc;
+}
+
+static int file_io(const char *path, void *buf, int out)
+{
+    int fd = open(path, out ? O_WRONLY : O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = out ? write(fd, buf, POOL_SIZE) : read(fd, buf, POOL_SIZE);
+    close(fd);
+    return n == (ssize_t)POOL_SIZE ? 0 : -1;
+}
+
+/* Exits 3 with the crashed recovery's images in place, else 4 to 6. */
+static void crash_recovery(const struct check_req *q)
+{
+    RC.q = q;
+    const char *path[2] = {q->pa, q->pb};
+    for (int i = 0; i < 2; i++)
+        if (!(RC.durable[i] = trace_buf_alloc(POOL_SIZE)) || file_io(path[i], RC.durable[i], 0))
+            _exit(4);
+    /* count recovery's events, then put the images back and crash at one */
+    if (open_traced(q))
+        _exit(5);
+    uint64_t n = trace_events();
+    for (int i = 0; i < 2; i++)
+        if (file_io(path[i], RC.durable[i], 1))
+            _exit(4);
+    RC.at = n ? trace_mix(&S.rng) % n : 0;
+    trace_on_event(recovery_hook, NULL);
+    open_traced(q);
+    _exit(6); /* recovery did not reach the crash point */
+}
+
+static int xfer(int fd, void *buf, size_t n, int out)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t r = out ? write(fd, (char *)buf + done, n - done)
+                        : read(fd, (char *)buf + done, n - done);
+        if (r <= 0)
+            return -1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+static void checker_loop(int req, int res)
+{
+    struct check_req q;
+    while (!xfer(req, &q, sizeof q, 0)) {
+        int rc = -1;
+        for (int pass = q.recovery_crash ? 0 : 1; pass < 2; pass++) {
+            int st;
+            fflush(stderr);
+            pid_t pid = fork();
+            if (pid == 0) {
+                S.rng = q.rng;
+                if (!pass)
+                    crash_recovery(&q);
+                _exit(check_pair(&q));
+            }
+            rc = -1;
+            if (pid > 0 && waitpid(pid, &st, 0) == pid)
+                rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            if (!pass && rc != 3) {
+                fprintf(stderr, "  recovery crash: exit %d (4 files, 5 recovery failed, 6 no "
+                        "crash point)\n", rc);
+                break;
+            }
+            rc = pass ? rc : 0;
+        }
+        if (xfer(res, &rc, sizeof rc, 1))
+            break;
+    }
+    _exit(0);
+}
+
+static int checker_start(void)
+{
+    int req[2], res[2];
+    if (pipe(req) || pipe(res))
+        return -1;
+    fflush(NULL);
+    S.checker = fork();
+    if (S.checker < 0)
+        return -1;
+    if (S.checker == 0) {
+        close(req[1]);
+        close(res[0]);
+        checker_loop(req[0], res[1]);
+    }
+    close(req[0]);
+    close(res[1]);
+    S.req = req[1];
+    S.res = res[0];
+    return 0;
+}
+
+/* ---- images */
+
+static int put_image(int region, const char *tmp, const char *path, size_t size)
+{
+    trace_image_of(region, S.buf, trace_mix(&S.rng));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+        return -1;
+    int rc = write(fd, S.buf, size) == (ssize_t)size ? 0 : -1;
+    close(fd);
+    return rc ? rc : rename(tmp, path); /* the running process keeps its own file */
+}
+
+static void take_image(uint64_t event, void *arg)
+{
+    (void)event;
+    (void)arg;
+    if (trace_mix(&S.rng) % S.every)
+        return;
+    struct check_req q = {.b_first = (int)(trace_mix(&S.rng) & 1),
+                          .recovery_crash = trace_mix(&S.rng) % 4 == 0,
+                          .rng = trace_mix(&S.rng),
+                          .base = {S.a->base, S.b->base},
+                          .ex = S.ex};
+    snprintf(q.pa, sizeof q.pa, "%s", S.pa);
+    snprintf(q.pb, sizeof q.pb, "%s", S.pb);
+    snprintf(q.ia, sizeof q.ia, "%s", S.ia);
+    snprintf(q.ib, sizeof q.ib, "%s", S.ib);
+    int rc = -1;
+    S.images += 1 + q.recovery_crash; /* a crashed recovery's images too */
+    S.recovery_crashes += q.recovery_crash;
+    if (!put_image(0, S.ia, S.pa, POOL_SIZE) && !put_image(1, S.ib, S.pb, POOL_SIZE) &&
+        !xfer(S.req, &q, sizeof q, 1) && !xfer(S.res, &rc, sizeof rc, 0) && !rc)
+        return;
+    if (S.bad++ < 5)
+        fprintf(stderr, "inconsistent image %llu (committed %llu%s, %s opened first%s, exit %d)\n",
+                (unsigned long long)S.images, (unsigned long long)S.ex.committed,
+                S.ex.in_commit ? ", next in flight" : "", q.b_first ? "B" : "A",
+                q.recovery_crash ? ", recovery crashed" : "", rc);
+}
+
+/* ---- the workload */
+
+static int fresh(txn_pool *p)
+{
+    txn *tx;
+    txn_obj *o;
+    int rc = txn_begin(p, &tx);
+    if (rc)
+        return rc;
+    TRY(txn_alloc(tx, BULK, &o));
+    TRY(txn_write(tx, txn_root(p), R_BULK, &o, sizeof o));
+    return txn_commit(tx);
+}
+
+static int step(void)
+{
+    txn *tx, *part;
+    txn_pool *p[2] = {S.a, S.b};
+    uint64_t n;
+    unsigned char buf[BULK];
+    int rc = txn_begin(S.a, &tx);
+    if (rc)
+        return rc;
+    TRY(txn_join(tx, S.b, &part));
+    TRY(txn_read_u64(tx, txn_root(S.a), R_COUNT, &n));
+    memset(buf, (int)(unsigned char)(n + 1), sizeof buf);
+    for (int i = 0; i < 2; i++) {
+        txn_obj *r = txn_root(p[i]), *o;
+        TRY(txn_write_u64(tx, r, R_COUNT, n + 1));
+        TRY(txn_read(tx, r, R_BULK, &o, sizeof o));
+        TRY(txn_write(tx, o, 0, buf, sizeof buf));
+    }
+    if (n % 4 == 0) { /* B's small object replaced: allocator records in a part */
+        txn_obj *old, *o, *rb = txn_root(S.b);
+        TRY(txn_read(tx, rb, R_SMALL, &old, sizeof old));
+        TRY(txn_alloc(part, SMALL, &o));
+        TRY(txn_write_u64(tx, o, 0, n + 1));
+        TRY(txn_write(tx, rb, R_SMALL, &o, sizeof o));
+        if (old)
+            TRY(txn_free(tx, old));
+    }
+    if (trace_mix(&S.rng) % 8 == 0) {
+        txn_abort(tx);
+        return 0;
+    }
+    S.ex.in_commit = 1;
+    rc = txn_commit(tx);
+    if (!rc)
+        S.ex.committed = n + 1;
+    S.ex.in_commit = 0;
+    return rc;
+}
+
+/* One run: two fresh pools (B made while A is open: their address ranges
+ * differ), traced; `images` whether to take any (the first run counts the
+ * events of a run). Returns the run's events, or 0 on an error. */
+static uint64_t run(int images)
+{
+    txn_pool_opts o = {.size = POOL_SIZE, .root_size = ROOT_SIZE, .threads = 2};
+    uint64_t events = 0;
+    unlink(S.pa);
+    unlink(S.pb);
+    if (txn_pool_create(S.pa, LAYOUT, &o, &S.a) || txn_pool_create(S.pb, LAYOUT, &o, &S.b) ||
+        fresh(S.a) || fresh(S.b)) {
+        fprintf(stderr, "joinsim: pools: %s\n", txn_pool_strerror(TXN_E_IO));
+        return 0;
+    }
+    S.ex = (struct expect){0, 0};
+    if (trace_attach(S.a->base, POOL_SIZE, NULL) || trace_attach_more(S.b->base, POOL_SIZE, NULL)) {
+        fprintf(stderr, "joinsim: cannot trace\n");
+        return 0;
+    }
+    if (images)
+        trace_on_event(take_image, NULL);
+    int rc = 0;
+    for (int i = 0; i < STEPS_PER_RUN && !rc; i++)
+        rc = step();
+    trace_on_event(NULL, NULL);
+    events = trace_events();
+    trace_lock();
+    S.untraced += trace_audit("joinsim");
+    trace_unlock();
+    trace_detach();
+    txn_pool_close(S.a);
+    txn_pool_close(S.b);
+    unlink(S.pa); /* the last images, or the pools */
+    unlink(S.pb);
+    if (rc) {
+        fprintf(stderr, "joinsim: step: %s\n", txn_strerror(rc));
+        return 0;
+    }
+    return events ? events : 1;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t want = 300, seed = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+    static const struct option opts[] = {
+        {"images", required_argument, NULL, 'n'}, {"seed", required_argument, NULL, 's'}, {0}};
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        if (c == 'n')
+            want = strtoull(optarg, NULL, 0);
+        else if (c == 's')
+            seed = strtoull(optarg, NULL, 0);
+        else {
+            fprintf(stderr, "usage: %s [--images N] [--seed S]\n", argv[0]);
+            return 2;
+        }
+    }
+    S.rng = seed;
+    printf("joinsim: engine %s, seed %llu\n", txn_engine_name(), (unsigned long long)seed);
+    char name[64];
+    snprintf(name, sizeof name, "pmtx-joinsim-%ld-a", (long)getpid());
+    if (txn_pool_path(name, S.pa, sizeof S.pa))
+        return 2;
+    snprintf(name, sizeof name, "pmtx-joinsim-%ld-b", (long)getpid());
+    if (txn_pool_path(name, S.pb, sizeof S.pb))
+        return 2;
+    snprintf(S.ia, sizeof S.ia, "%s.img", S.pa);
+    snprintf(S.ib, sizeof S.ib, "%s.img", S.pb);
+    if (!(S.buf = trace_buf_alloc(POOL_SIZE)) || checker_start())
+        return 2;
+    uint64_t events = run(0);
+    if (!events)
+        return 2;
+    S.every = events / IMAGES_PER_RUN ? events / IMAGES_PER_RUN : 1;
+    while (S.images < want)
+        if (!run(1))
+            return 2;
+    close(S.req);
+    close(S.res);
+    waitpid(S.checker, NULL, 0);
+    unlink(S.ia);
+    unlink(S.ib);
+    printf("recoveries crashed: %llu\n", (unsigned long long)S.recovery_crashes);
+    printf("crash images: %llu, inconsistent: %llu, untraced stores: %llu\n",
+           (unsigned long long)S.images, (unsigned long long)S.bad,
+           (unsigned long long)S.untraced);
+    return S.bad || S.untraced ? 1 : 0;
+}
