@@ -756,7 +756,15 @@ int pgs_open(const char *path, const struct pgs_opts *o, pgs **out, int *created
     } else {
         rc = txn_pool_open(path, PGS_LAYOUT, &s->p);
         if (rc == TXN_E_NOENT && o->create) {
-            txn_pool_opts po = {.size = o->pool_size, .root_size = ROOT_SIZE};
+            txn_pool_opts po = {.size = o->pool_size, .root_size = ROOT_SIZE,
+                                .max_size = o->pool_max};
+            if (!po.size) { /* small, growing as the database does */
+                txn_pool_opts least = {.root_size = ROOT_SIZE}; /* its threads' logs */
+                size_t min = txn_pool_min_size(&least);
+                po.size = min > PGS_START ? min : PGS_START;
+                if (po.max_size && po.size > po.max_size)
+                    po.size = po.max_size;
+            }
             rc = txn_pool_create(path, PGS_LAYOUT, &po, &s->p);
             made = !rc;
         }
