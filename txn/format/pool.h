@@ -145,8 +145,8 @@ struct fmt_pool {
     unsigned recovered_slots; /* open only: slots whose transaction open
                                  recovered */
     size_t reserved;          /* bytes of addresses reserved at base: set
-                                 at open, then alloc.c's lock: a growth
-                                 extends it (pool_grow) */
+                                 at open, then extended by a growth, one
+                                 at a time (pool_grow), read by the close */
     int view;                 /* open: a private view (txn_pool_view) */
 };
 
@@ -178,8 +178,9 @@ static inline size_t pool_heap_chunks(const txn_pool *p)
 }
 
 /* Grow the heap by `want` chunks or more (doubling it when it may), up to
- * nchunks (fewer than `want` when that is all that is left); the caller
- * holds the allocator's lock. Returns the chunks added, or 0: the pool is
+ * nchunks (fewer than `want` when that is all that is left); one call at
+ * a time (alloc.c's grow: its `growing`, under the allocator's lock, which
+ * is let go during the call). Returns the chunks added, or 0: the pool is
  * at its maximum, the filesystem is full, another pool's addresses
  * follow, or G1 does not hold. */
 size_t pool_grow(txn_pool *p, size_t want);
