@@ -184,7 +184,10 @@ int main(int argc, char **argv)
     }
     txn_pool *p;
     txn_pool_opts o = {.size = 0, .root_size = sizeof(struct root), .threads = 4};
-    o.size = txn_pool_min_size(&o);
+    /* the smallest pool, and one that does not grow: txn-crashcheck writes
+     * the whole file for each crash image, and a pool that may grow to
+     * TXN_POOL_MAX has a chunk table of 16 MiB (a hole) */
+    o.size = o.max_size = txn_pool_min_size(&o);
     TRY(txn_pool_create(argv[i], LAYOUT, &o, &p));
     int rc = setup(p);
     for (uint64_t k = 0; !rc && k < n; k++)
