@@ -233,10 +233,13 @@ int main(int argc, char **argv)
         return 2;
     }
     txn_pool *p;
-    /* a log slot a thread, and the main thread's */
+    /* a log slot a thread, and the main thread's; the smallest pool, and one
+     * that does not grow: txn-crashcheck writes the whole file for each crash
+     * image, and a pool that may grow to TXN_POOL_MAX has a chunk table of
+     * 16 MiB (a hole) */
     txn_pool_opts o = {.size = 0, .root_size = sizeof(struct root),
                        .threads = threads < 4 ? 4 : (unsigned)threads + 1};
-    o.size = txn_pool_min_size(&o);
+    o.size = o.max_size = txn_pool_min_size(&o);
     TRY(txn_pool_create(argv[i], LAYOUT, &o, &p));
     int rc = setup(p);
     struct teller t[MAX_TELLERS];

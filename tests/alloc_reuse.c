@@ -85,7 +85,7 @@ static void run_sizes(const size_t *sizes, int n, int reopen)
 {
     ck_assert_int_eq(test_pool_name("areuse", name, sizeof name), 0);
     txn_pool *p;
-    txn_pool_opts o = {.size = POOL_SIZE};
+    txn_pool_opts o = {.size = POOL_SIZE, .max_size = POOL_SIZE}; /* filled: no growth */
     CHECK_OK(txn_pool_create(name, "alloc_reuse", &o, &p));
     uint64_t first = 0;
     for (int i = 0; i < n; i++) {
@@ -147,7 +147,7 @@ START_TEST(test_two_threads)
 {
     ck_assert_int_eq(test_pool_name("areuse", name, sizeof name), 0);
     txn_pool *p;
-    txn_pool_opts o = {.size = POOL_SIZE};
+    txn_pool_opts o = {.size = POOL_SIZE, .max_size = POOL_SIZE}; /* filled: no growth */
     CHECK_OK(txn_pool_create(name, "alloc_reuse", &o, &p));
     uint64_t first = fill(p, 100);
     free_all(p);

@@ -43,6 +43,7 @@ static txn_pool *create_pool(char *name, size_t root_size)
 {
     txn_pool_opts o = {0};
     o.size = POOL_SIZE;
+    o.max_size = POOL_SIZE; /* the tests that fill it expect it full */
     o.root_size = root_size;
     return create_pool_opts(name, &o);
 }

@@ -2,7 +2,10 @@
  * with a larger max_size takes objects until it reaches the maximum, its
  * file and mapping growing in place; every object stays where it was and
  * keeps its bytes, also after a reopen; one object larger than the whole
- * first pool fits; without max_size a pool stays its size; two threads
+ * first pool fits; with max_size = size a pool stays its size; without
+ * max_size it may grow to TXN_POOL_MAX, several such pools open at once,
+ * each growing, and a growth that would run into addresses taken after
+ * the pool fails cleanly while a smaller one still fits; two threads
  * allocate while a third reads their objects as the pool grows under
  * them; trimmed after most objects are freed (their chunks a hole of the
  * file), and filled again. libpmemobj's pools (pmdk) do not grow: there a pool is
@@ -12,10 +15,15 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "common.h"
 #include "txn.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
 
 #define MAX (64u << 20)
 
@@ -206,12 +214,12 @@ START_TEST(test_one_large_object)
 }
 END_TEST
 
-/* Without max_size a pool does not grow. */
-START_TEST(test_fixed_by_default)
+/* With max_size = size a pool does not grow. */
+START_TEST(test_fixed)
 {
     char name[TEST_NAME_LEN];
     CHECK_OK(test_pool_name("fixed", name, sizeof name));
-    txn_pool *p = create(name, 0);
+    txn_pool *p = create(name, START);
     struct objs s = {.m = PTHREAD_MUTEX_INITIALIZER};
     uint64_t bytes = fill(p, &s, 1);
     txn_pool_close(p);
@@ -221,6 +229,124 @@ START_TEST(test_fixed_by_default)
     ck_assert_uint_eq(in.max_size, in.size);
     ck_assert_uint_le(in.size, START);
     free(s.v);
+    test_pool_remove(name);
+}
+END_TEST
+
+/* One committed object of `size` bytes; 0 or the error. */
+static int make1(txn_pool *p, size_t size, uint64_t tag, struct obj *x)
+{
+    txn *tx;
+    CHECK_OK(txn_begin(p, &tx));
+    int rc = make(tx, size, tag, x);
+    if (rc) {
+        txn_abort(tx);
+        return rc;
+    }
+    return txn_commit(tx);
+}
+
+/* Without max_size a pool may grow to TXN_POOL_MAX (pmdk: it does not
+ * grow), its file no longer than its size and holding about what it
+ * stores: the chunk table for 128 GiB is a hole. */
+START_TEST(test_grows_by_default)
+{
+    char name[TEST_NAME_LEN], path[TEST_PATH_LEN];
+    CHECK_OK(test_pool_name("growdef", name, sizeof name));
+    CHECK_OK(test_pool_path(name, path, sizeof path));
+    txn_pool *p = create(name, 0);
+    size_t size, max;
+    txn_pool_size(p, &size, &max);
+    if (!grows()) {
+        ck_assert_uint_eq(max, size);
+        ck_assert_uint_eq(size, START);
+        txn_pool_close(p);
+        test_pool_remove(name);
+        return;
+    }
+    ck_assert_uint_eq(max, TXN_POOL_MAX);
+    struct obj x[12];
+    for (int i = 0; i < 12; i++) /* 12 x 1.5 MiB: three times the start */
+        CHECK_OK(make1(p, 3u << 19, (uint64_t)i + 1, &x[i]));
+    txn_pool_close(p);
+    txn_pool_info in;
+    info_of(name, &in);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(in.max_size, TXN_POOL_MAX);
+    ck_assert_uint_gt(in.size, 3 * START);
+    ck_assert_uint_eq((uint64_t)st.st_size, in.size);
+    ck_assert_msg((uint64_t)st.st_blocks * 512 < in.size - TXN_POOL_MAX / 8192 / 2,
+                  "%llu bytes held by a pool of %llu: its table's hole is filled",
+                  (unsigned long long)st.st_blocks * 512, (unsigned long long)in.size);
+    CHECK_OK(txn_pool_open(name, "grow", &p));
+    for (int i = 0; i < 12; i++)
+        verify(p, &x[i]);
+    txn_pool_close(p);
+    test_pool_remove(name);
+}
+END_TEST
+
+/* Several pools that may grow to TXN_POOL_MAX open at once, each growing
+ * past its start, then reopened all at once: an open pool reserves the
+ * addresses it uses, not its whole maximum (448 GiB of them for all
+ * pools would hold three). */
+START_TEST(test_several_default_pools)
+{
+    enum { NP = 8 };
+    char names[NP][TEST_NAME_LEN];
+    txn_pool *p[NP];
+    struct obj x[NP];
+    for (int i = 0; i < NP; i++) {
+        CHECK_OK(test_pool_name("growmany", names[i], sizeof names[i]));
+        p[i] = create(names[i], 0);
+        int rc = make1(p[i], 2 * START, (uint64_t)i + 7, &x[i]);
+        ck_assert_int_eq(rc, grows() ? 0 : TXN_E_NOSPACE);
+    }
+    for (int i = 0; i < NP; i++)
+        txn_pool_close(p[i]);
+    for (int i = 0; i < NP; i++) {
+        int rc = txn_pool_open(names[i], "grow", &p[i]);
+        ck_assert_msg(rc == 0, "pool %d of %d: %s", i + 1, NP, txn_strerror(rc));
+    }
+    for (int i = 0; i < NP; i++) {
+        if (grows())
+            verify(p[i], &x[i]);
+        txn_pool_close(p[i]);
+        test_pool_remove(names[i]);
+    }
+}
+END_TEST
+
+/* A growth that would run into addresses taken after the pool (another
+ * pool's, while both are open; here a page mapped there) fails as "pool
+ * is full" and changes nothing; a smaller one that stays before them
+ * still goes through. */
+START_TEST(test_growth_blocked)
+{
+    if (!grows())
+        return;
+    char name[TEST_NAME_LEN];
+    CHECK_OK(test_pool_name("growblk", name, sizeof name));
+    txn_pool *p = create(name, 0);
+    /* bases are 1 GiB aligned and the root lies in the first GiB */
+    const size_t gib = (size_t)1 << 30;
+    char *base = (char *)((uintptr_t)txn_root(p) & ~(uintptr_t)(gib - 1));
+    void *blk = mmap(base + gib, 4096, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    ck_assert_msg(blk == base + gib, "the addresses after the pool's first GiB are taken");
+    size_t before, after;
+    txn_pool_size(p, &before, NULL);
+    struct obj x, y;
+    ck_assert_int_eq(make1(p, gib, 1, &x), TXN_E_NOSPACE);
+    txn_pool_size(p, &after, NULL);
+    ck_assert_uint_eq(after, before);
+    CHECK_OK(make1(p, 64u << 20, 2, &y));
+    ck_assert_int_eq(munmap(blk, 4096), 0);
+    txn_pool_close(p);
+    CHECK_OK(txn_pool_open(name, "grow", &p));
+    verify(p, &y);
+    txn_pool_close(p);
     test_pool_remove(name);
 }
 END_TEST
@@ -408,7 +534,10 @@ int main(void)
     TCase *tc = test_tcase(s, "grow", 120.0);
     tcase_add_test(tc, test_fill_to_max);
     tcase_add_test(tc, test_one_large_object);
-    tcase_add_test(tc, test_fixed_by_default);
+    tcase_add_test(tc, test_fixed);
+    tcase_add_test(tc, test_grows_by_default);
+    tcase_add_test(tc, test_several_default_pools);
+    tcase_add_test(tc, test_growth_blocked);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_trim);
     tcase_add_test(tc, test_trim_threads);

@@ -345,8 +345,10 @@ static int params_of(const txn_pool_opts *o, struct pool_params *out)
     *out = (struct pool_params){DEF_SIZE, 0, DEF_ROOT, DEF_THREADS, DEF_LOG};
     if (o && o->size)
         out->size = o->size;
-    out->max_size = o && o->max_size ? o->max_size : out->size;
-    if (out->max_size < out->size || out->max_size > TXN_POOL_MAX)
+    if (out->size > TXN_POOL_MAX)
+        return REFUSE(TXN_E_INVAL, "pool size %zu: at most %zu bytes", out->size, TXN_POOL_MAX);
+    out->max_size = o ? o->max_size : 0; /* 0: the format's default */
+    if (out->max_size && (out->max_size < out->size || out->max_size > TXN_POOL_MAX))
         return REFUSE(TXN_E_INVAL, "max_size %zu: from size (%zu) to %zu bytes", out->max_size,
                       out->size, TXN_POOL_MAX);
     if (o && o->root_size)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -75,6 +76,28 @@ const char *txn_pool_strerror(int err)
     return err && err == refused_rc ? refused_text : txn_strerror(err);
 }
 
+/* Whether the pages of mem[off, end), a hole of the file (zeros), that
+ * the view wrote differ from zero. Only pages in memory are read: a read
+ * fault on a hole of a tmpfs file gives it a page, and an inspection
+ * would fill the holes a trim and a growing pool's chunk table leave. */
+static int hole_differs(const char *mem, size_t off, size_t end)
+{
+    enum { PG = 4096, N = 256 };
+    unsigned char in[N];
+    for (size_t pg = off / PG * PG; pg < end; pg += (size_t)N * PG) {
+        size_t len = end - pg < (size_t)N * PG ? end - pg : (size_t)N * PG;
+        if (mincore((void *)(mem + pg), len, in))
+            return TXN_E_IO;
+        for (size_t i = 0; i * PG < len; i++) {
+            size_t a = pg + i * PG, b = a + PG;
+            for (a = a < off ? off : a, b = b > end ? end : b; in[i] & 1 && a < b; a++)
+                if (mem[a])
+                    return 1;
+        }
+    }
+    return 0;
+}
+
 int pool_bytes_differ(int fd, const char *mem, size_t off, size_t end)
 {
     enum { STEP = 1 << 20 };
@@ -82,12 +105,23 @@ int pool_bytes_differ(int fd, const char *mem, size_t off, size_t end)
     if (!buf)
         return TXN_E_NOMEM;
     int rc = 0;
-    for (; !rc && off < end; off += STEP) {
-        size_t n = end - off < STEP ? end - off : STEP;
-        if (pread(fd, buf, n, (off_t)off) != (ssize_t)n)
-            rc = TXN_E_IO;
-        else if (memcmp(buf, mem + off, n))
-            rc = 1;
+    while (!rc && off < end) {
+        /* the file's holes apart (a filesystem without SEEK_DATA: none) */
+        off_t d = lseek(fd, (off_t)off, SEEK_DATA);
+        size_t data = d >= 0 ? (size_t)d : errno == ENXIO ? end : off;
+        data = data < end ? data : end;
+        if (data > off && (rc = hole_differs(mem, off, data)))
+            break;
+        off_t h = data < end ? lseek(fd, (off_t)data, SEEK_HOLE) : (off_t)end;
+        size_t to = h >= 0 && (size_t)h < end ? (size_t)h : end;
+        for (off = data; !rc && off < to; off += STEP) {
+            size_t n = to - off < STEP ? to - off : STEP;
+            if (pread(fd, buf, n, (off_t)off) != (ssize_t)n)
+                rc = TXN_E_IO;
+            else if (memcmp(buf, mem + off, n))
+                rc = 1;
+        }
+        off = to;
     }
     free(buf);
     return rc;

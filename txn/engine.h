@@ -97,7 +97,9 @@ extern const int eng_persistent;
  * format's to check (TXN_E_INVAL). */
 struct pool_params {
     size_t size;      /* bytes the pool starts with */
-    size_t max_size;  /* bytes it may grow to (>= size) */
+    size_t max_size;  /* bytes it may grow to (>= size), or 0 when not
+                         given: the format's default (pmtx's format:
+                         TXN_POOL_MAX; pmdk: size, its pools do not grow) */
     size_t root_size; /* payload bytes of the root object */
     unsigned threads; /* contexts in transactions at once */
     size_t log_size;  /* bytes of a context's first log chunk */

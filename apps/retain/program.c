@@ -109,7 +109,8 @@ void p_original(const struct node_layout *L, const uint32_t *keys, size_t n, dou
                 uint64_t *bytes)
 {
     static const txn_layout v1 = {"retain-bench", 1, NULL, 0, NULL, 0, 0};
-    txn_pool_opts opts = {.size = g_opt.pool_size, .root_size = 64};
+    /* a pool of --pool-size, as the other programs' (warm_heap fills it) */
+    txn_pool_opts opts = {.size = g_opt.pool_size, .root_size = 64, .max_size = g_opt.pool_size};
     txn_pool *p;
     const char *path = pool_file(POOL_ORIG);
     unlink(path);

@@ -9,7 +9,10 @@
  *   leaf   {block[LEAF_N]}: NULL for a block that reads as zeros
  *   block  PGS_BLOCK bytes of the file
  * The directory is sized when the pool is made, for as many blocks as the
- * pool file could hold, so it never moves; leaves are 4 KiB objects made
+ * pool could hold at its maximum (txn_pool_size), so it never moves: for
+ * a pool that may grow to TXN_POOL_MAX, 512 KiB of handles, and 256 MiB of
+ * addresses for its copy in DRAM (map_load), of which only the leaves in
+ * use take memory; leaves are 4 KiB objects made
  * when their first block is, so a commit that grows the file writes one
  * small leaf and never a large table (cow copies what a commit writes).
  *
@@ -703,7 +706,8 @@ static int map_load(pgs *s)
                   (unsigned long long)size, (unsigned long long)(ndir * LEAF_N * PGS_BLOCK));
         goto out;
     }
-    if (ndir != s->ndir) {
+    int fresh = ndir != s->ndir; /* the copy's arrays new, zero */
+    if (fresh) {
         free(s->leaf);
         free(s->blk);
         free(s->used);
@@ -729,7 +733,8 @@ static int map_load(pgs *s)
             goto out;
         }
         if (!s->leaf[l]) {
-            memset(m, 0, LEAF_N * sizeof *m);
+            if (!fresh) /* a fresh array stays untouched: no memory */
+                memset(m, 0, LEAF_N * sizeof *m);
             continue;
         }
         if (txn_obj_size(s->p, s->leaf[l]) < LEAF_BYTES) {
@@ -819,7 +824,6 @@ static void store_free(pgs *s)
 
 int pgs_open(const char *path, const struct pgs_opts *o, pgs **out, int *created)
 {
-    struct stat sb;
     char file[4096];
     pgs *s = store_new();
     int rc, made = 0;
@@ -832,7 +836,15 @@ int pgs_open(const char *path, const struct pgs_opts *o, pgs **out, int *created
     } else {
         rc = txn_pool_open(path, PGS_LAYOUT, &s->p);
         if (rc == TXN_E_NOENT && o->create) {
-            txn_pool_opts po = {.size = o->pool_size, .root_size = ROOT_SIZE};
+            txn_pool_opts po = {.size = o->pool_size, .root_size = ROOT_SIZE,
+                                .max_size = o->pool_max};
+            if (!po.size) { /* small, growing as the database does */
+                txn_pool_opts least = {.root_size = ROOT_SIZE}; /* its threads' logs */
+                size_t min = txn_pool_min_size(&least);
+                po.size = min > PGS_START ? min : PGS_START;
+                if (po.max_size && po.size > po.max_size)
+                    po.size = po.max_size;
+            }
             rc = txn_pool_create(path, PGS_LAYOUT, &po, &s->p);
             made = !rc;
         }
@@ -843,11 +855,9 @@ int pgs_open(const char *path, const struct pgs_opts *o, pgs **out, int *created
     }
     s->root = txn_root(s->p);
     if ((made || root_blank(s)) && !o->view) {
-        if (txn_pool_path(path, file, sizeof file) || stat(file, &sb)) {
-            rc = fail(TXN_E_IO, "%s: %s", path, strerror(errno));
-            goto fail;
-        }
-        if ((rc = map_init(s, (uint64_t)sb.st_size)))
+        size_t max;
+        txn_pool_size(s->p, NULL, &max); /* what the pool may grow to */
+        if ((rc = map_init(s, (uint64_t)max)))
             goto fail;
     }
     if ((rc = map_load(s)))

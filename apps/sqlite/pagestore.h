@@ -21,11 +21,15 @@
 
 #define PGS_LAYOUT "pmtx-sqlite" /* the pool's layout name (txn_pool_create) */
 #define PGS_BLOCK 4096u          /* bytes per block: SQLite's default page */
+#define PGS_START ((size_t)4 << 20) /* bytes a new pool starts with: it grows */
 
 typedef struct pgs pgs;
 
 struct pgs_opts {
-    size_t pool_size; /* of a new pool (0: txn.h's default, 64 MiB) */
+    size_t pool_size; /* bytes a new pool starts with (0: PGS_START, or
+                         the least txn_pool_min_size takes) */
+    size_t pool_max;  /* bytes a new pool may grow to (0: txn.h's default,
+                         TXN_POOL_MAX; pmdk: its size) */
     int create;       /* create the pool file when it does not exist */
     int view;         /* open a private view (txn_pool_view): the file is
                          never written, and pgs_commit stays in memory */

@@ -5,9 +5,12 @@
  * ("file:/dev/shm/app.db?vfs=pmtx" with SQLITE_OPEN_URI, or the zVfs
  * argument of sqlite3_open_v2). The file is a pool of the engine the
  * program is linked with (txn_engine_name()); it is created when it does
- * not exist and SQLITE_OPEN_CREATE is given. URI parameter pmtx_size=N
- * (bytes; K, M, G suffixes) sizes a new pool (default 64M): a full pool
- * makes writes fail with SQLITE_FULL and changes nothing.
+ * not exist and SQLITE_OPEN_CREATE is given. A new pool starts at 4 MiB
+ * (PGS_START) and grows as the database does, up to TXN_POOL_MAX. URI
+ * parameters (bytes; K, M, G suffixes): pmtx_size=N makes it N bytes at
+ * once and no more; pmtx_max=N lets it grow to N (from pmtx_size, if
+ * given). A full pool makes writes fail with SQLITE_FULL and changes
+ * nothing.
  *
  * Semantics (docs/sqlite.md):
  * - journal_mode is MEMORY, chosen by the VFS at open; the PRAGMA refuses

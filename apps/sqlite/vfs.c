@@ -475,10 +475,10 @@ static int f_close(sqlite3_file *f)
     return SQLITE_OK;
 }
 
-/* pmtx_size=N[K|M|G] of a main database's URI name, or 0. */
-static int pool_size(const char *name, size_t *out)
+/* URI parameter `key`=N[K|M|G] of a main database's name, or 0. */
+static int pool_size(const char *name, const char *key, size_t *out)
 {
-    const char *v = sqlite3_uri_parameter(name, "pmtx_size");
+    const char *v = sqlite3_uri_parameter(name, key);
     char *end;
     *out = 0;
     if (!v)
@@ -515,9 +515,16 @@ static int open_shared(const char *name, int flags, struct shared **out)
         return SQLITE_OK;
     }
     struct pgs_opts o = {.create = (flags & SQLITE_OPEN_CREATE) != 0, .view = ro};
-    if (pool_size(name, &o.pool_size))
+    /* pmtx_size: a database of that size, whole at once; pmtx_max: one
+     * that may grow to it (with pmtx_size, from that size) */
+    if (pool_size(name, "pmtx_size", &o.pool_size))
         return report(SQLITE_CANTOPEN, TXN_E_INVAL, name,
                       "pmtx_size: not a size in bytes (N, NK, NM or NG)");
+    if (pool_size(name, "pmtx_max", &o.pool_max))
+        return report(SQLITE_CANTOPEN, TXN_E_INVAL, name,
+                      "pmtx_max: not a size in bytes (N, NK, NM or NG)");
+    if (!o.pool_max)
+        o.pool_max = o.pool_size;
     if (!(sh = calloc(1, sizeof *sh)) || !(sh->path = strdup(name))) {
         free(sh);
         return report(SQLITE_NOMEM, TXN_E_NOMEM, name, "out of memory");

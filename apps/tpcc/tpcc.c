@@ -37,11 +37,11 @@ static struct {
     enum mode mode;
     const char *db;
     char uri[512];
-    int load_only, check_only, keep;
+    int load_only, check_only, keep, prealloc;
     const char *acks;
     unsigned long long pool_mb;
     uint64_t seed;
-} opt = {{1, 100000, 3000}, 10, 1, M_PMTX, NULL, "", 0, 0, 0, NULL, 0, 1};
+} opt = {{1, 100000, 3000}, 10, 1, M_PMTX, NULL, "", 0, 0, 0, 0, NULL, 0, 1};
 
 static double now_s(void)
 {
@@ -258,13 +258,16 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: tpcc-%s [--warehouses W] [--seconds S] [--terminals T]\n"
-            "       [--mode pmtx|memory|wal|delete] [--db PATH] [--pool-mb N] [--seed N]\n"
+            "       [--mode pmtx|memory|wal|delete] [--db PATH] [--pool-mb N | --prealloc]\n"
+            "       [--seed N]\n"
             "       [--load-only | --check-only] [--acks FILE] [--items N] [--customers N]\n"
             "  pmtx: the pmtx VFS on the %s engine; memory: SQLite's in-memory database;\n"
             "  wal, delete: the stock VFS in that journal mode, synchronous=FULL.\n"
             "  --db: the database file (default: a new one in /dev/shm, removed after);\n"
             "  an existing, loaded one is reused. --items/--customers shrink the\n"
-            "  scale (tests); the default is the specification's (100000, 3000).\n",
+            "  scale (tests); the default is the specification's (100000, 3000).\n"
+            "  A new pmtx database starts small and grows; --pool-mb N: made N MiB\n"
+            "  at once, no larger; --prealloc: made at once at what W warehouses need.\n",
             txn_engine_name(), txn_engine_name());
 }
 
@@ -288,7 +291,7 @@ static int parse_args(int argc, char **argv)
         {"mode", 1, 0, 'm'},       {"db", 1, 0, 'd'},         {"load-only", 0, 0, 'L'},
         {"check-only", 0, 0, 'C'}, {"acks", 1, 0, 'a'},       {"items", 1, 0, 'i'},
         {"customers", 1, 0, 'c'},  {"pool-mb", 1, 0, 'p'},    {"seed", 1, 0, 'S'},
-        {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
+        {"prealloc", 0, 0, 'P'},   {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
     int c, x;
     char *end;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
@@ -318,6 +321,7 @@ static int parse_args(int argc, char **argv)
         case 'd': opt.db = optarg; break;
         case 'L': opt.load_only = 1; break;
         case 'C': opt.check_only = 1; break;
+        case 'P': opt.prealloc = 1; break;
         case 'a': opt.acks = optarg; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -349,12 +353,14 @@ static void name_db(void)
                  mode_names[opt.mode], (int)getpid());
         opt.db = own_path;
     }
-    if (opt.mode == M_PMTX) {
+    if (opt.mode == M_PMTX && (opt.pool_mb || opt.prealloc)) {
         /* about 110 MB a warehouse at the full scale, room to grow */
         unsigned long long mb = opt.pool_mb ? opt.pool_mb
                                             : 256 + 256ULL * (unsigned)opt.s.warehouses *
                                                         (unsigned)opt.s.items / 100000;
         snprintf(opt.uri, sizeof opt.uri, "file:%s?vfs=pmtx&pmtx_size=%lluM", opt.db, mb);
+    } else if (opt.mode == M_PMTX) { /* the VFS's default: small, growing */
+        snprintf(opt.uri, sizeof opt.uri, "file:%s?vfs=pmtx", opt.db);
     } else {
         snprintf(opt.uri, sizeof opt.uri, "file:%s", opt.db);
     }

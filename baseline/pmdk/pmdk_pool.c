@@ -486,8 +486,9 @@ size_t eng_pool_min_size(const struct pool_params *o)
 int eng_pool_create(txn_pool *p, const char *file, const char *layout,
                     const struct pool_params *o)
 {
-    /* libpmemobj's pools do not grow: one that may grow is made at its
-     * maximum at once */
+    /* libpmemobj's pools do not grow: one given a max_size is made at it
+     * at once; without one (0 here), at its size, as before growth was
+     * the default of pmtx's format: a file of TXN_POOL_MAX is no default */
     size_t size = o->max_size > o->size ? o->max_size : o->size, min = eng_pool_min_size(o);
     if (size < min)
         return REFUSE(TXN_E_INVAL, "pool size %zu: at least %zu bytes for the pmdk engine", size,

@@ -591,9 +591,10 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
     txn_pool_opts o = {.size = sim_pool_size(w->pool_size, parts, threads),
                        .root_size = 8 * SIM_THREADS,
                        .threads = (unsigned)threads + 1,
-                       .max_size = w->flags & WL_GROWS
-                                       ? WL_GROWTH * sim_pool_size(w->pool_size, parts, threads)
-                                       : 0};
+                       /* the model covers the whole maximum: a pool
+                                        * that does not grow says so */
+                       .max_size = (w->flags & WL_GROWS ? WL_GROWTH : 1) *
+                                   sim_pool_size(w->pool_size, parts, threads)};
     txn_pool *p;
     int rc = txn_pool_create(name, "crashsim", &o, &p);
     if (rc) {

@@ -188,7 +188,8 @@ END_TEST
 START_TEST(test_full)
 {
     struct test_pool t;
-    struct pgs_opts o = {.pool_size = (size_t)16 << 20, .create = 1};
+    struct pgs_opts o = {.pool_size = (size_t)16 << 20, .pool_max = (size_t)16 << 20,
+                         .create = 1};
     static unsigned char block[128 << 10], back[128 << 10];
     size_t good = 0, got;
     int created, rc = 0;

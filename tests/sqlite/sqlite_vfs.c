@@ -1,7 +1,8 @@
 /* sqlite_vfs.c - the SQLite VFS pmtx through SQLite's C API, per engine:
  * a database made, filled, reopened; ROLLBACK and failed statements after
  * SQLite spilled pages to the file; journal modes; page sizes and files
- * that shrink; a full pool; connections of one process, threads with a
+ * that shrink; a full pool; a new database small and growing, or up to
+ * pmtx_max; connections of one process, threads with a
  * connection each, and a second process; files that are no pool of this
  * layout (each refused with the right SQLite code and left byte for byte
  * as it was); a stale journal
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -296,6 +298,58 @@ START_TEST(test_pool_full)
     db = db_open_ok(t.path, "");
     ck_assert_int_eq(q_int(db, "SELECT count(*) FROM t"), 250LL * n - 5);
     integrity_ok(db);
+    close_ok(db);
+    ck_assert_int_eq(unlink(t.path), 0);
+}
+END_TEST
+
+/* Bytes the file holds (its chunk table for 128 GiB is a hole). */
+static long long held(const char *path)
+{
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    return (long long)st.st_blocks * 512;
+}
+
+/* A new database starts small and grows: 24 MB of rows, one commit each
+ * 500 KB, in a pool that started at 4 MiB (the pmdk engine's pools do not
+ * grow: there it starts at its least and fills); with pmtx_max=16M it
+ * grows to 16 MiB and then is full (its first heap of 1 MiB held one
+ * commit). */
+START_TEST(test_pool_grows)
+{
+    struct test_pool t;
+    int n = 0, rc = SQLITE_OK, grows = strcmp(txn_engine_name(), "pmdk") != 0;
+    new_db(&t);
+    sqlite3 *db = db_open_ok(t.path, "");
+    exec_ok(db, "CREATE TABLE t(a INTEGER PRIMARY KEY, b BLOB)");
+    ck_assert_int_lt(held(t.path), (grows ? 8LL : 20LL) << 20);
+    while (n < 48 && (rc = insert_rows(db, 1 + 250LL * n, 250, 2000)) == SQLITE_OK)
+        n++;
+    if (grows) {
+        ck_assert_msg(rc == SQLITE_OK, "after %d commits: %s (%d); log: %s", n,
+                      sqlite3_errmsg(db), rc, last_log);
+        ck_assert_int_gt(held(t.path), 24LL << 20);
+    } else {
+        ck_assert_int_eq(rc, SQLITE_FULL);
+    }
+    close_ok(db);
+    db = db_open_ok(t.path, "");
+    ck_assert_int_eq(q_int(db, "SELECT count(*) FROM t"), 250LL * n);
+    integrity_ok(db);
+    close_ok(db);
+    ck_assert_int_eq(unlink(t.path), 0);
+    if (!grows)
+        return;
+    new_db(&t);
+    db = db_open_ok(t.path, "pmtx_max=16M");
+    exec_ok(db, "CREATE TABLE t(a INTEGER PRIMARY KEY, b BLOB)");
+    for (n = 0; n < 48 && (rc = insert_rows(db, 1 + 250LL * n, 250, 2000)) == SQLITE_OK;)
+        n++;
+    ck_assert_msg(rc == SQLITE_FULL, "after %d commits: %s (%d)", n, sqlite3_errmsg(db), rc);
+    ck_assert_int_gt(n, 5);
+    ck_assert_int_le(held(t.path), 16LL << 20);
+    ck_assert_int_eq(q_int(db, "SELECT count(*) FROM t"), 250LL * n);
     close_ok(db);
     ck_assert_int_eq(unlink(t.path), 0);
 }
@@ -725,6 +779,7 @@ int main(void)
     tcase_add_test(tc, test_journal_modes);
     tcase_add_test(tc, test_page_sizes);
     tcase_add_test(tc, test_pool_full);
+    tcase_add_test(tc, test_pool_grows);
     tcase_add_test(tc, test_spill_error);
     tcase_add_test(tc, test_two_connections);
     tcase_add_test(tc, test_threads);

@@ -88,6 +88,8 @@ struct alloc_state {
     uint8_t *holed;      /* lock: 1: a FREE chunk whose bytes may be a hole of
                             the file (alloc_trim; unknown after an open) */
     int reclaim;         /* lock: a run may be empty: reclaim() has work */
+    int growing;         /* lock: a growth runs, with the lock let go (grow) */
+    pthread_cond_t grown; /* with lock: broadcast when a growth ends */
     size_t nfree;        /* lock: chunks whose chunk_free is 1 */
     size_t spare;        /* open: FREE chunks kept for freeing transactions (A5) */
     _Atomic unsigned drain; /* bumped when chunks run short: thread caches
@@ -289,6 +291,7 @@ void alloc_close(txn_pool *p)
     lazy_free(al->holed, al->max_chunks);
     lazy_free(al->vlarge, al->max_chunks * sizeof *al->vlarge);
     lazy_free(al->chunk_free, al->max_chunks);
+    pthread_cond_destroy(&al->grown);
     pthread_mutex_destroy(&al->lock);
     free(al);
     POOL_FMT(p)->al = NULL;
@@ -304,6 +307,7 @@ int alloc_open(txn_pool *p, const struct vec *segs)
         return TXN_E_NOMEM;
     POOL_FMT(p)->al = al;
     pthread_mutex_init(&al->lock, NULL);
+    pthread_cond_init(&al->grown, NULL);
     al->nchunks = pool_heap_chunks(p);
     al->max_chunks = POOL_FMT(p)->hdr->nchunks;
     al->cache_max = setting_get(SET_ALLOC_CACHE, ALLOC_CACHE);
@@ -457,10 +461,28 @@ static void cache_to_shared(txn_pool *p, struct alloc_state *al, struct alloc_ca
 
 /* The heap grown by n chunks or more, FREE, the spare ones (A5) kept:
  * after every freed block has been looked for, and only then, so that a
- * pool grows only for what its free space cannot serve. */
+ * pool grows only for what its free space cannot serve. pool_grow runs
+ * with the lock let go: the file's new space (posix_fallocate zeroes it,
+ * then fdatasync) takes long, 0.2 s a GiB on tmpfs, and the threads that
+ * free, or allocate from what the heap has, need not wait for it. Nothing
+ * the lock guards is touched meanwhile: the new chunks are past nchunks
+ * until the arrays take them below. One growth at a time: a thread that
+ * needs chunks while one runs waits for its end. 1: look again (the heap
+ * grew, or another growth ended), 0: it cannot grow. */
 static int grow(txn_pool *p, struct alloc_state *al, size_t n)
 {
-    size_t add = pool_grow(p, n + al->spare);
+    if (al->growing) {
+        while (al->growing)
+            pthread_cond_wait(&al->grown, &al->lock);
+        return 1;
+    }
+    al->growing = 1;
+    size_t want = n + al->spare;
+    pthread_mutex_unlock(&al->lock);
+    size_t add = pool_grow(p, want);
+    pthread_mutex_lock(&al->lock);
+    al->growing = 0;
+    pthread_cond_broadcast(&al->grown);
     if (!add)
         return 0;
     assert(pool_heap_chunks(p) == al->nchunks + add && al->nchunks + add <= al->max_chunks);
@@ -509,7 +531,7 @@ static long grab_any(txn_pool *p, struct alloc_state *al, size_t n, struct alloc
         if (al->reclaim && reclaim(p, al))
             ci = take_chunks(al, n, spare_ok);
     }
-    if (ci < 0 && grow(p, al, n))
+    while (ci < 0 && grow(p, al, n)) /* ends: the heap's maximum */
         ci = take_chunks(al, n, spare_ok);
     return ci;
 }

@@ -50,45 +50,97 @@ static size_t align_up(size_t x, size_t a)
     return (x + a - 1) / a * a;
 }
 
-/* Reserve the addresses [base, base + max) and map the file's first
- * `size` bytes at base (MAP_SHARED, or a private copy-on-write view:
- * MAP_PRIVATE | MAP_NORESERVE); TXN_E_BUSY when something is there
- * already. The rest stays reserved, inaccessible, for the pool's growth. */
-static int map_at(int fd, uint64_t base, size_t size, size_t max, int share, char **out)
+/* Addresses [at, at + len) reserved, inaccessible, no memory behind them;
+ * TXN_E_BUSY when something is there already. */
+static int reserve(char *at, size_t len)
 {
-    void *r = mmap((void *)(uintptr_t)base, max, PROT_NONE,
+    void *r = mmap(at, len, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (r == MAP_FAILED)
         return errno == EEXIST ? TXN_E_BUSY : TXN_E_IO;
-    if ((uint64_t)(uintptr_t)r != base) { /* kernel without NOREPLACE */
-        munmap(r, max);
+    if (r != at) { /* kernel without NOREPLACE */
+        munmap(r, len);
         return TXN_E_BUSY;
     }
+    return 0;
+}
+
+/* The addresses an open pool of `size` bytes that may grow to `max`
+ * reserves: the MAP_ALIGN slots its bytes touch, not its whole maximum.
+ * Bases are MAP_ALIGN aligned, so no other pool starts in them; a pool
+ * holding 128 GiB of addresses for 4 MiB of data would keep any pool
+ * whose base lies in that range from opening (docs/growth.md). A growth
+ * reserves the slots after them (reserve_to). */
+static size_t window(size_t size, size_t max)
+{
+    size_t w = align_up(size, MAP_ALIGN);
+    return w < max ? w : max;
+}
+
+/* The file's first `size` bytes mapped over the start of a reservation
+ * of `resv` bytes at r (MAP_SHARED, or a private copy-on-write view:
+ * MAP_PRIVATE | MAP_NORESERVE); the rest stays reserved, inaccessible,
+ * for the pool's growth. */
+static int map_over(int fd, char *r, size_t size, size_t resv, int share, char **out)
+{
     void *a = mmap(r, size, PROT_READ | PROT_WRITE, share | MAP_FIXED, fd, 0);
     if (a == MAP_FAILED) {
-        munmap(r, max);
+        munmap(r, resv);
         return TXN_E_IO;
     }
     *out = a;
     return 0;
 }
 
+/* Reserve [base, base + resv) and map the file over its start (map_over);
+ * TXN_E_BUSY when something is there already. */
+static int map_at(int fd, uint64_t base, size_t size, size_t resv, int share, char **out)
+{
+    char *r = (char *)(uintptr_t)base;
+    int rc = reserve(r, resv);
+    return rc ? rc : map_over(fd, r, size, resv, share, out);
+}
+
+/* A new pool's base, at random: first one where its whole maximum is free
+ * in this process (no pool open here in the way of its growth), of which
+ * it then keeps its window; failing that, where its window is. */
 static int map_anywhere(int fd, size_t size, size_t max, char **out)
 {
     uint64_t span = MAP_HI - MAP_LO;
     if (max > span / 2)
         return TXN_E_INVAL;
+    size_t resv = window(size, max);
     for (int tries = 0; tries < 64; tries++) {
         uint64_t r;
         if (getrandom(&r, sizeof r, 0) != sizeof r)
             r = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull + (uint64_t)tries;
         uint64_t slots = (span - align_up(max, MAP_ALIGN)) / MAP_ALIGN;
-        uint64_t base = MAP_LO + (r % slots) * MAP_ALIGN;
-        int rc = map_at(fd, base, size, max, MAP_SHARED, out);
-        if (rc != TXN_E_BUSY)
+        char *base = (char *)(uintptr_t)(MAP_LO + (r % slots) * MAP_ALIGN);
+        int rc = reserve(base, tries < 32 ? max : resv);
+        if (rc == TXN_E_BUSY)
+            continue;
+        if (rc)
             return rc;
+        if (tries < 32 && max > resv) /* free: of it, the window is kept */
+            munmap(base + resv, max - resv);
+        return map_over(fd, base, size, resv, MAP_SHARED, out);
     }
     return TXN_E_BUSY;
+}
+
+/* The pool's reservation extended over its first `end` bytes, by whole
+ * slots (window): 0, or TXN_E_BUSY when another pool's addresses are
+ * there, which then ends this pool's growth while both are open. */
+static int reserve_to(txn_pool *p, size_t end)
+{
+    struct fmt_pool *f = POOL_FMT(p);
+    if (end <= f->reserved)
+        return 0;
+    size_t to = window(end, f->hdr->size);
+    int rc = reserve(p->base + f->reserved, to - f->reserved);
+    if (!rc)
+        f->reserved = to;
+    return rc;
 }
 
 /* Bytes of the file a pool of `chunks` heap chunks has. */
@@ -116,6 +168,11 @@ size_t pool_grow(txn_pool *p, size_t want)
     size_t add = have > want ? have : want; /* doubling: n allocations, O(n) growth */
     if (add > max - have)
         add = max - have; /* the last of it, even if less than wanted */
+    if (reserve_to(p, file_end(h, have + add))) { /* another pool follows */
+        if (want >= add || reserve_to(p, file_end(h, have + want)))
+            return 0;
+        add = want; /* what was asked still fits before it */
+    }
     const uint64_t *t = (const uint64_t *)(p->base + h->ctab_off);
     for (size_t i = have; i < have + add; i++)
         if (t[i]) /* G1 broken: a damaged table; grow no further */
@@ -137,11 +194,11 @@ size_t pool_grow(txn_pool *p, size_t want)
 /* A pool of header h mapped at base, its first `end` bytes: what create
  * and open set up in `p`. */
 static void mapped(txn_pool *p, int fd, int view, const struct pool_hdr *h, char *base,
-                   size_t end)
+                   size_t end, size_t resv)
 {
     POOL_FMT(p)->fd = fd;
     POOL_FMT(p)->view = view;
-    POOL_FMT(p)->reserved = h->size;
+    POOL_FMT(p)->reserved = resv;
     POOL_FMT(p)->hdr = (struct pool_hdr *)base;
     p->base = base;
     p->size = end;
@@ -225,7 +282,7 @@ static int plan(struct pool_hdr *h, const char *layout, const struct pool_params
     h->hdr_size = sizeof *h;
     snprintf(h->layout, sizeof h->layout, "%s", layout);
     snprintf(h->engine, sizeof h->engine, "%s", eng_name);
-    h->size = o->max_size;
+    h->size = o->max_size ? o->max_size : TXN_POOL_MAX; /* growth by default */
     h->nslots = o->threads;
     h->slot_size = slot_bytes(o->log_size);
     h->slots_off = POOL_HDR_SIZE;
@@ -269,7 +326,7 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
     h.base = (uint64_t)(uintptr_t)base;
     getrandom(&h.uuid, sizeof h.uuid, 0);
     h.uuid |= !h.uuid; /* never 0: txn_join's "no pool" (eng_pool_uuid) */
-    mapped(p, fd, 0, &h, base, end);
+    mapped(p, fd, 0, &h, base, end, window(end, h.size));
     /* the file is fresh: slots and chunk table are zero already, but for
      * the slots' tags */
     pm_memcpy(base, &h, sizeof h);
@@ -493,12 +550,14 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
     }
     char *base;
     size_t end = h.format > POOL_FORMAT_FIXED ? file_end(&h, h.heap_chunks) : h.size;
-    if ((rc = map_at(fd, h.base, end, h.size, view ? MAP_PRIVATE | MAP_NORESERVE : MAP_SHARED,
+    /* a view never grows: its own bytes only */
+    size_t resv = view ? end : window(end, h.size);
+    if ((rc = map_at(fd, h.base, end, resv, view ? MAP_PRIVATE | MAP_NORESERVE : MAP_SHARED,
                      &base))) {
         close(fd);
         return rc;
     }
-    mapped(p, fd, view, &h, base, end);
+    mapped(p, fd, view, &h, base, end, resv);
     struct vec segs, *recs = calloc(h.nslots, sizeof *recs);
     vec_init(&segs, sizeof(uint64_t));
     if (!recs) {

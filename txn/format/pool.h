@@ -12,9 +12,11 @@
  * `heap_chunks` the chunks it has. The chunk table has room for every
  * chunk it may have; the file ends with its last chunk, and the table's
  * part past the chunks it has is a hole of the file (nothing written, no
- * space taken). Its whole range of addresses is reserved at open, the
- * file mapped over the part it has: growing maps more of the file after
- * it, so objects never move. A growth's one commit point is heap_chunks's
+ * space taken). Its range of addresses is its own from creation; while
+ * open it reserves the 1 GiB slots of it that its bytes touch (pool.c's
+ * window), the file mapped over the part it has: growing reserves the
+ * next slots, if no other open pool holds them, and maps more of the file
+ * after it, so objects never move. A growth's one commit point is heap_chunks's
  * store: a crash before it leaves the pool at its old size (a longer file
  * whose tail is ignored), after it at the new one, whose chunks are FREE
  * (their entries read zero, G1). A format 3 pool has heap_chunks ==
@@ -142,7 +144,9 @@ struct fmt_pool {
                                  engine that recovers all slots at once */
     unsigned recovered_slots; /* open only: slots whose transaction open
                                  recovered */
-    size_t reserved;          /* open: bytes of addresses reserved at base */
+    size_t reserved;          /* bytes of addresses reserved at base: set
+                                 at open, then extended by a growth, one
+                                 at a time (pool_grow), read by the close */
     int view;                 /* open: a private view (txn_pool_view) */
 };
 
@@ -174,9 +178,11 @@ static inline size_t pool_heap_chunks(const txn_pool *p)
 }
 
 /* Grow the heap by `want` chunks or more (doubling it when it may), up to
- * nchunks (fewer than `want` when that is all that is left); the caller
- * holds the allocator's lock. Returns the chunks added, or 0: the pool is
- * at its maximum, the filesystem is full, or G1 does not hold. */
+ * nchunks (fewer than `want` when that is all that is left); one call at
+ * a time (alloc.c's grow: its `growing`, under the allocator's lock, which
+ * is let go during the call). Returns the chunks added, or 0: the pool is
+ * at its maximum, the filesystem is full, another pool's addresses
+ * follow, or G1 does not hold. */
 size_t pool_grow(txn_pool *p, size_t want);
 
 /* Give the bytes of heap chunks [ci, ci + n), FREE, back to the

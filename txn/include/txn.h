@@ -127,18 +127,27 @@ typedef struct txn_pool_opts {
                           (default 64, max 1024) */
     size_t log_size;   /* bytes of each slot's first log chunk (default
                           64 KiB); logs grow by heap chunks beyond it */
-    size_t max_size;   /* bytes the pool may grow to, from `size` (the
-                          default: a pool that does not grow) to
-                          TXN_POOL_MAX. An allocation that finds no room
-                          grows the file and its mapping in place (objects
-                          never move); a crash during a growth leaves the
-                          pool at its old size or its new one. pmdk:
-                          libpmemobj's pools do not grow: made at
-                          max_size at once. */
+    size_t max_size;   /* bytes the pool may grow to, from `size` to
+                          TXN_POOL_MAX (the default); max_size = size: a
+                          pool that does not grow. An allocation that
+                          finds no room grows the file and its mapping in
+                          place (objects never move); a crash during a
+                          growth leaves the pool at its old size or its
+                          new one. An open pool holds the addresses it
+                          uses (1 GiB at a time), not its maximum: it
+                          grows until another open pool's addresses
+                          follow it ("pool is full" then). The chunk table
+                          for the maximum is a hole of the file: its
+                          length (ls -l) is up to max_size / 8192 more
+                          than it holds (16 MiB at TXN_POOL_MAX). pmdk:
+                          libpmemobj's pools do not grow: made at a given
+                          max_size at once; without one, at `size`. */
 } txn_pool_opts;
 
-/* The most a pool may grow to: its addresses are reserved whole at open,
- * in a range of 448 GiB that several pools share. */
+/* The most a pool may grow to: pools live in a range of 448 GiB of
+ * addresses that every pool of a process shares (between the sanitizers'
+ * ranges and the kernel's mmap area: txn/format/pool.c), each at a base
+ * chosen at creation. 64-bit programs only. */
 #define TXN_POOL_MAX ((size_t)128 << 30)
 
 /* Create the pool file `path` (it must not exist) for `layout` (a name of
