@@ -51,6 +51,7 @@ static struct {
     const char *check;
     char **prog; /* PROGRAM ARGS..., {pool} replaced */
     char pool[128], trace[128], rtrace[128], out[128], wtrace[128];
+    char reach[128]; /* CMD's leak check verdict (CHK_ENV_REACH) */
     char engine[32];
 } C = {.images = 200, .seed = 1, .pdom = 1, .replay = -1, .timeout = 10};
 
@@ -60,6 +61,7 @@ static void cleanup(void)
     unlink(C.rtrace);
     unlink(C.wtrace);
     unlink(C.out);
+    unlink(C.reach);
     if (C.replay < 0)
         unlink(C.pool);
 }
@@ -319,6 +321,10 @@ struct state {
         uint64_t no, off, txn;
     } unt[SHOW_FAILURES]; /* the first untraced stores of different transactions */
     unsigned nunt;
+    struct {
+        uint64_t off, no;
+    } *alloc; /* CHK_ALLOC: each object allocated, and its record's number */
+    size_t nalloc, alloc_cap;
 };
 
 /* Transaction `txn` ended: its lock let go (CHK_UNLOCK) is no longer one
@@ -416,6 +422,14 @@ static int feed(struct state *s, const struct chk_rec *r, const char *pl, int qu
         s->switch_no = s->no;
         s->switch_from = r->off;
         s->switch_to = r->arg;
+        return 0;
+    case CHK_ALLOC:
+        if (s->nalloc == s->alloc_cap) {
+            s->alloc_cap = s->alloc_cap ? 2 * s->alloc_cap : 1024;
+            if (!(s->alloc = realloc(s->alloc, s->alloc_cap * sizeof *s->alloc)))
+                die("out of memory");
+        }
+        s->alloc[s->nalloc++] = (typeof(s->alloc[0])){r->off, s->no};
         return 0;
     case CHK_UNMAP:
         return 0;
@@ -521,6 +535,8 @@ static const char *crash_recovery(uint64_t rng)
  * records their crashes followed (where_report). */
 static struct {
     uint64_t image, no, ack_no, switch_no, switch_from, switch_to, unlock_no, unlock_txn;
+    uint64_t leak_off, leak_no; /* a leaked object's offset and its CHK_ALLOC's
+                                   number (0: none) */
 } shown[SHOW_FAILURES];
 static unsigned nshown;
 
@@ -632,6 +648,10 @@ static void where_report(const struct trace *t, const struct state *s)
             fprintf(stderr, "image %llu: transaction %llu, not ended at the crash, let go of "
                     "a lock before its end at %s\n", (unsigned long long)shown[i].image,
                     (unsigned long long)shown[i].unlock_txn, at);
+        if (shown[i].leak_no && !where_of(t, shown[i].leak_no, at, sizeof at))
+            fprintf(stderr, "image %llu: the leaked object at pool offset %#llx was allocated "
+                    "at %s\n", (unsigned long long)shown[i].image,
+                    (unsigned long long)shown[i].leak_off, at);
     }
     for (unsigned i = 0; i < s->nunt; i++)
         if (!where_of(t, s->unt[i].no, at, sizeof at))
@@ -658,6 +678,7 @@ static uint64_t image_sum(const char *b, size_t n)
 /* ---- one image at C.pool: recovered, checked by pmtx and by CMD */
 struct verdict {
     uint64_t images, bad;
+    uint64_t reached; /* images whose CMD made the leak check */
 };
 
 
@@ -670,7 +691,7 @@ static void report(uint64_t image, uint64_t point, uint64_t points, const struct
         shown[nshown++] = (typeof(shown[0])){image,          s->last_no,     s->ack_no,
                                              s->switch_no,   s->switch_from, s->switch_to,
                                              s->nunl ? s->unl[0].no : 0,
-                                             s->nunl ? s->unl[0].txn : 0};
+                                             s->nunl ? s->unl[0].txn : 0, 0, 0};
     const struct chk_rec *r = s->last;
     fprintf(stderr,
             "inconsistent image %llu (--replay %llu:%llu, checksum %016llx): crash after event "
@@ -684,6 +705,61 @@ static void report(uint64_t image, uint64_t point, uint64_t points, const struct
             (unsigned long long)(r ? r->off : 0), (unsigned long long)s->txn,
             (unsigned long long)s->committed, (unsigned long long)s->inflight,
             (unsigned long long)s->acked, what);
+}
+
+/* The allocator's side of CMD's run: the verdict its library wrote at the
+ * pool's close when CMD named what it reaches (txn_check_reach). A leak is
+ * given the line of its object's allocation: the last CHK_ALLOC of its
+ * offset before the crash. */
+static void leak_check(uint64_t image, uint64_t point, uint64_t points, const struct state *s,
+                       struct verdict *v, int show)
+{
+    FILE *f = fopen(C.reach, "r");
+    if (!f)
+        return;
+    char line[128], list[3][96];
+    unsigned long long off, size, leaks = 0, frees = 0, first_leak = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "reached ", 8)) {
+            v->reached++;
+        } else if (sscanf(line, "leak %llx %llu", &off, &size) == 2) {
+            if (leaks + frees < 3)
+                snprintf(list[leaks + frees], sizeof list[0],
+                         "leaked: allocated, reached by nothing: pool offset %#llx (%llu bytes)",
+                         off, size);
+            if (!leaks++)
+                first_leak = off;
+        } else if (sscanf(line, "free %llx", &off) == 1) {
+            if (leaks + frees < 3)
+                snprintf(list[leaks + frees], sizeof list[0],
+                         "reached and free: pool offset %#llx", off);
+            frees++;
+        } else { /* the library's words about what it could not check */
+            line[strcspn(line, "\n")] = 0;
+            if (leaks + frees < 3)
+                snprintf(list[leaks + frees], sizeof list[0], "%.90s", line);
+            frees++;
+        }
+    }
+    fclose(f);
+    unlink(C.reach);
+    if (!leaks && !frees)
+        return;
+    char what[160];
+    snprintf(what, sizeof what, "allocator: %llu block%s leaked, %llu reached and free", leaks,
+             leaks == 1 ? "" : "s", frees);
+    v->bad++;
+    report(image, point, points, s, what, show);
+    if (!show)
+        return;
+    for (unsigned long long i = 0; i < leaks + frees && i < 3; i++)
+        fprintf(stderr, "    %s\n", list[i]);
+    for (size_t i = s->nalloc; leaks && i-- > 0;)
+        if (s->alloc[i].off == first_leak) {
+            shown[nshown - 1].leak_off = first_leak;
+            shown[nshown - 1].leak_no = s->alloc[i].no;
+            break;
+        }
 }
 
 static void check_image(uint64_t image, uint64_t point, uint64_t points, const struct state *s,
@@ -723,7 +799,9 @@ static void check_image(uint64_t image, uint64_t point, uint64_t points, const s
     snprintf(n3, sizeof n3, "%llu", (unsigned long long)s->synced);
     snprintf(n4, sizeof n4, "%llu", (unsigned long long)s->acked);
     const char *cenv[] = {"TXN_CHECK_COMMITTED", n1, "TXN_CHECK_INFLIGHT", n2,
-                          "TXN_CHECK_SYNCED", n3, "TXN_CHECK_ACKED", n4, NULL};
+                          "TXN_CHECK_SYNCED", n3, "TXN_CHECK_ACKED", n4,
+                          CHK_ENV_REACH, C.reach, NULL};
+    unlink(C.reach);
     char *cmd = subst(C.check);
     r = spawn(NULL, cmd, cenv, 1);
     free(cmd);
@@ -744,7 +822,9 @@ static void check_image(uint64_t image, uint64_t point, uint64_t points, const s
             show_output("CMD");
         if (r.timedout || (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 127))
             die("%s: stopping (CMD: %s)", what, C.check);
+        return;
     }
+    leak_check(image, point, points, s, v, show);
 }
 
 /* A crash point: image `image` is taken after event `event`. */
@@ -836,6 +916,7 @@ int main(int argc, char **argv)
     snprintf(C.rtrace, sizeof C.rtrace, "%s/txn-crashcheck-%d.rtrace", dir, pid);
     snprintf(C.out, sizeof C.out, "%s/txn-crashcheck-%d.out", dir, pid);
     snprintf(C.wtrace, sizeof C.wtrace, "%s/txn-crashcheck-%d.wtrace", dir, pid);
+    snprintf(C.reach, sizeof C.reach, "%s/txn-crashcheck-%d.reach", dir, pid);
     if (C.replay >= 0)
         snprintf(C.pool, sizeof C.pool, "%s/txn-crashcheck-%llu-%ld.pool", dir,
                  (unsigned long long)C.seed, C.replay);
@@ -955,6 +1036,11 @@ int main(int argc, char **argv)
     trace_detach();
     if (s.mem)
         trace_buf_free(s.mem, s.size);
+    free(s.alloc);
+    if (v.images)
+        printf("leak check: made on %llu of %llu images%s\n", (unsigned long long)v.reached,
+               (unsigned long long)v.images,
+               v.reached ? "" : " (CMD named no object it reaches: txn_check_reach)");
     printf("%s: %llu events (trace %016llx), %.1f s, %.0f images/s\n", C.engine,
            (unsigned long long)points, (unsigned long long)digest, sec,
            (double)v.images / sec);

@@ -18,7 +18,9 @@
  * the crash (TXN_CHECK_COMMITTED), or of one more while one was in flight
  * (TXN_CHECK_INFLIGHT); on incll, any from the last completed txn_sync's
  * (TXN_CHECK_SYNCED) on. Every txn_commit of the program is counted (the
- * link wraps it), as the checker counts them. One thread.
+ * link wraps it), as the checker counts them. The objects the read back
+ * reaches are named to the leak check (txn_check_reach), the simulator's
+ * allocator oracle. One thread.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@
 
 #include "sim.h"
 #include "txn.h"
+#include "txn_check.h"
 
 #define MAX_COMMITS 100000
 #define LAYOUT "crashsim"
@@ -155,10 +158,22 @@ static int verify(const struct workload *w, const char *path, uint64_t steps, ui
     }
     struct reach r = {0};
     uint64_t d = 0;
+    txn *tx;
+    if (!txn_begin(p, &tx)) { /* the part the root holds (sim_make_parts) */
+        txn_obj *part = sim_part(tx, p, 0);
+        txn_abort(tx);
+        if (part)
+            reach_add(&r, part);
+    }
     if (w->read_back(p, 0, &d, &r)) {
         fprintf(stderr, "wl_check: the workload's invariants do not hold\n");
         bad = 1;
     }
+    /* the allocator oracle: what the workload reaches is what is live,
+     * compared by the -check library at the close (txn_check.h) */
+    txn_check_reach(p, NULL);
+    for (size_t i = 0; i < r.n; i++)
+        txn_check_reach(p, r.o[i]);
     txn_pool_close(p);
     free(r.o);
     for (uint64_t k = lo; !bad && k <= hi; k++)
