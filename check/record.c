@@ -277,28 +277,33 @@ static int same_file(int fd, const char *path)
 
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    if (R.on && fd >= 0 && (flags & MAP_SHARED) && off) {
-        pthread_mutex_lock(&lock);
-        int grows = R.base && same_file(fd, R.pool);
-        pthread_mutex_unlock(&lock);
-        if (grows) { /* more of the pool mapped: a growth, which the checker
-                      * does not follow yet; refused, the pool keeps its size */
-            static int told;
-            if (!told++)
-                fputs("txn-crashcheck: the pool would grow past its first size "
-                      "(txn_pool_opts.max_size): not followed yet, so here it keeps its size\n",
-                      stderr);
-            errno = ENOMEM;
-            return MAP_FAILED;
-        }
-    }
     void *a = __real_mmap(addr, len, prot, flags, fd, off);
-    if (!R.on || a == MAP_FAILED || fd < 0 || !(flags & MAP_SHARED) || off)
+    if (!R.on || a == MAP_FAILED || fd < 0 || !(flags & MAP_SHARED))
         return a;
     pthread_mutex_lock(&lock);
-    if (!R.base && same_file(fd, R.pool)) {
+    if (off && R.base && same_file(fd, R.pool)) {
+        /* more of the pool mapped: a growth, followed when it extends the
+         * pool's mapping at its end (pool_grow's way); another is not */
+        if ((char *)a == R.base + R.size && (size_t)off == R.size) {
+            uint8_t *v = realloc(R.view, R.size + len);
+            if (v) {
+                memcpy(v + R.size, a, len);
+                R.view = v;
+                rec(CHK_GROW, R.size, len, NULL, 0);
+                out(a, len); /* the payload, written through, as attach's */
+                R.size += len;
+            } else {
+                R.failed = 1;
+            }
+        } else {
+            static int told;
+            if (!told++)
+                fputs("txn-crashcheck: a mapping of the pool's file not at its end: "
+                      "its stores are not followed\n", stderr);
+        }
+    } else if (!off && !R.base && same_file(fd, R.pool)) {
         attach(a, len);
-    } else if (!R.base && same_file(fd, R.tmp)) {
+    } else if (!off && !R.base && same_file(fd, R.tmp)) {
         R.pending = a;
         R.pending_size = len;
     }

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define CHK_MAGIC 0x314b434e5854504dull /* "MPTXNCK1" */
-#define CHK_VERSION 3u /* 2: CHK_SWITCH, CHK_UNLOCK; 3: CHK_ALLOC */
+#define CHK_VERSION 4u /* 2: CHK_SWITCH, CHK_UNLOCK; 3: CHK_ALLOC; 4: CHK_GROW */
 
 /* The environment between the checker and the recorder. */
 #define CHK_ENV_TRACE "TXN_CHECK_TRACE"     /* the trace file to write */
@@ -61,6 +61,10 @@ enum chk_type {
                       transaction; off: its serial, arg: thread */
     CHK_ALLOC,     /* txn_alloc returned 0: off the object's pool offset,
                       arg thread */
+    CHK_GROW,      /* the pool mapped more of its file (a growth), right
+                      after its end: off the old size, arg the bytes added;
+                      then arg bytes (len is 0, as for CHK_MAP), their
+                      contents, durable */
     CHK_TYPES
 };
 

@@ -285,7 +285,7 @@ static const struct chk_rec *next_rec(const struct trace *t, size_t *pos, const 
     if (t->n - *pos < sizeof(struct chk_rec))
         return NULL;
     const struct chk_rec *r = (const void *)(t->p + *pos);
-    uint64_t body = r->type == CHK_MAP ? r->arg : chk_pad(r->len);
+    uint64_t body = r->type == CHK_MAP || r->type == CHK_GROW ? r->arg : chk_pad(r->len);
     if (t->n - *pos - sizeof *r < body)
         return NULL;
     *pl = t->p + *pos + sizeof *r;
@@ -325,6 +325,7 @@ struct state {
         uint64_t off, no;
     } *alloc; /* CHK_ALLOC: each object allocated, and its record's number */
     size_t nalloc, alloc_cap;
+    uint64_t grows; /* CHK_GROW records fed */
 };
 
 /* Transaction `txn` ended: its lock let go (CHK_UNLOCK) is no longer one
@@ -351,6 +352,23 @@ static int feed(struct state *s, const struct chk_rec *r, const char *pl, int qu
             die("out of memory (a pool of %zu bytes)", s->size);
         memcpy(s->mem, pl, s->size);
         return 0;
+    case CHK_GROW: { /* the model's memory larger, its state kept */
+        if (!s->mem || r->off != s->size)
+            die("trace: a growth not at the pool's end");
+        size_t n = s->size + r->arg;
+        char *m = trace_buf_alloc(n);
+        if (!m)
+            die("out of memory (a pool of %zu bytes)", n);
+        memcpy(m, s->mem, s->size);
+        memcpy(m + s->size, pl, r->arg);
+        if (trace_grow(m, n, pl))
+            die("out of memory (a pool of %zu bytes)", n);
+        trace_buf_free(s->mem, s->size);
+        s->mem = m;
+        s->size = n;
+        s->grows++;
+        return 0;
+    }
     case CHK_STORE:
         if (!s->mem || r->off + r->len > s->size)
             die("trace: a store outside the pool");
@@ -997,6 +1015,8 @@ int main(int argc, char **argv)
     struct state s = {0};
     struct verdict v = {0};
     char *buf = NULL;
+    size_t buf_size = 0; /* the pool's size grows (CHK_GROW), and a new
+                            mapping may be larger */
     uint64_t e = 0, next = 0;
     for (pos = 0; (rec = next_rec(&t, &pos, &pl)) && next < C.images; s.no++) {
         if (!feed(&s, rec, pl, 0))
@@ -1005,8 +1025,12 @@ int main(int argc, char **argv)
             uint64_t image = pt[next].image;
             if (C.replay >= 0 && (long)image != C.replay)
                 continue;
-            if (!buf && !(buf = trace_buf_alloc(s.size)))
-                die("out of memory");
+            if (buf_size < s.size) {
+                trace_buf_free(buf, buf_size);
+                if (!(buf = trace_buf_alloc(s.size)))
+                    die("out of memory");
+                buf_size = s.size;
+            }
             image_of(&s, buf, image);
             if (write_file(C.pool, buf, s.size))
                 die("cannot write the image %s: %s", C.pool, strerror(errno));
@@ -1028,7 +1052,7 @@ int main(int argc, char **argv)
     }
     free(pt);
     where_report(&t, &s);
-    if (C.replay >= 0 && buf && write_file(C.pool, buf, s.size) == 0)
+    if (C.replay >= 0 && buf && write_file(C.pool, buf, cur_size) == 0)
         printf("image %ld: the image (before recovery) is at %s\n", C.replay, C.pool);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -1037,6 +1061,9 @@ int main(int argc, char **argv)
     if (s.mem)
         trace_buf_free(s.mem, s.size);
     free(s.alloc);
+    if (s.grows)
+        printf("the pool grew %llu time%s, to %zu bytes (images after a growth have its size)\n",
+               (unsigned long long)s.grows, s.grows == 1 ? "" : "s", s.size);
     if (v.images)
         printf("leak check: made on %llu of %llu images%s\n", (unsigned long long)v.reached,
                (unsigned long long)v.images,

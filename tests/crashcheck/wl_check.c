@@ -1,5 +1,5 @@
 /* wl_check.c - a crash simulator workload (tests/crashsim/sim.h: slots,
- * list, mix, kv) run as a program of its own, linked with
+ * list, mix, kv, churn, and churn-grow, whose pool grows) run as a program of its own, linked with
  * libtxn-<engine>-check, and checked by txn-crashcheck with the workload's
  * own oracle (docs/crashcheck.md: our campaigns through the one checker):
  *
@@ -81,7 +81,8 @@ int sim_threads(void)
     return 1;
 }
 
-static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix, &wl_kv};
+static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix, &wl_kv,
+                                                   &wl_churn, &wl_churn_grow};
 
 /* The run: the pool made as the simulator makes it for one thread, the
  * workload's setup, `steps` transactions. The commits the setup ends at in
@@ -93,7 +94,8 @@ static int run(const struct workload *w, const char *path, uint64_t steps, uint6
     /* one part: the size sim_pool.c gives pmtx's format for it */
     txn_pool_opts o = {.size = w->pool_size,
                        .root_size = 8 * SIM_THREADS,
-                       .threads = 2};
+                       .threads = 2,
+                       .max_size = w->flags & WL_GROWS ? WL_GROWTH * w->pool_size : 0};
     int rc = txn_pool_create(path, LAYOUT, &o, &p);
     if (rc) {
         fprintf(stderr, "wl_check: create %s: %s\n", path, txn_strerror(rc));
@@ -210,7 +212,8 @@ int main(int argc, char **argv)
         }
     }
     if (!w || i != argc - 1) {
-        fputs("usage: wl_check --workload slots|list|mix|kv [--steps N] [--seed S] "
+        fputs("usage: wl_check --workload slots|list|mix|kv|churn|churn-grow [--steps N] "
+              "[--seed S] "
               "[--verify] POOL\n",
               stderr);
         return 2;
