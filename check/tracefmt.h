@@ -29,7 +29,9 @@
                                                close: "reached N", then a line
                                                "leak OFF SIZE" per live block
                                                not reached, "free OFF" per
-                                               reached block not live */
+                                               reached block not live, any
+                                               other line in words: what
+                                               could not be checked */
 
 enum chk_type {
     CHK_HELLO = 1, /* off: CHK_MAGIC, arg: CHK_VERSION; payload: engine name */

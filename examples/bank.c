@@ -18,7 +18,8 @@
  * --verify replays the transfers the pool counts from the initial balances
  * and finds the same balances, the same total, and at least every
  * transfer acknowledged before the crash (TXN_CHECK_ACKED, set by
- * txn-crashcheck).
+ * txn-crashcheck), and names the accounts' object, all it reaches, to the
+ * leak check (txn_check_reach).
  *
  * Broken on purpose when built with one of (the checker must find them):
  *   BANK_SPLIT   a transfer in two transactions: the debit, then the credit

@@ -11,7 +11,9 @@
  * N points chosen from the seed a crash image is written to the pool's
  * path, recovered by PROGRAM's own library in a fresh process (one image in
  * four crashed again during that recovery and recovered once more), and
- * CMD is run on it. Last line: "crash images: N, inconsistent: K,
+ * CMD is run on it; when CMD names the objects it reaches
+ * (txn_check_reach), its library's leak check is read back too. A pool
+ * that grows is followed (CHK_GROW). Last line: "crash images: N, inconsistent: K,
  * untraced stores: U"; exit status 0 only when K = U = 0, 1 when a check
  * failed, 2 when the check could not be made. Its files (the pool, the
  * traces, CMD's output) are in /dev/shm, or in $TXN_CHECK_DIR.
