@@ -6,8 +6,9 @@
  * take and drop the lock and the program runs as with txn-<engine>.
  *
  * The library's sources are compiled with txn_begin, txn_commit,
- * txn_abort and txn_sync renamed (chk_real_*, CMake's -D): the exported
- * calls are the wrappers below, which record the call around the real one.
+ * txn_abort, txn_sync, txn_alloc and txn_pool_close renamed (chk_real_*,
+ * CMake's -D): the exported calls are the wrappers below, which record the
+ * call around the real one (txn_pool_close: the leak check, in CMD).
  * The pool is found through the library's own mmap, munmap, renameat2 and
  * link, wrapped by the linker (--wrap): nothing in txn/ knows the
  * recorder. */
@@ -15,6 +16,8 @@
 #undef txn_commit
 #undef txn_abort
 #undef txn_sync
+#undef txn_alloc
+#undef txn_pool_close
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,7 +32,12 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "alloc.h" /* alloc_foreach_live: the leak check (this library
+                      * is built from the format's sources; no engine) */
 #include "chk_sched.h"
+#include "engine.h"
+#include "handle.h"
+#include "layout_int.h" /* layout_objects: txn_layout.h's own objects */
 #include "trace.h"
 #include "tracefmt.h"
 #include "txn.h"
@@ -39,6 +47,8 @@ int chk_real_txn_begin(txn_pool *p, txn **out);
 int chk_real_txn_commit(txn *tx);
 void chk_real_txn_abort(txn *tx);
 int chk_real_txn_sync(txn_pool *p);
+int chk_real_txn_alloc(txn *tx, size_t n, txn_obj **out);
+void chk_real_txn_pool_close(txn_pool *p);
 
 void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int __real_munmap(void *addr, size_t len);
@@ -267,28 +277,33 @@ static int same_file(int fd, const char *path)
 
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    if (R.on && fd >= 0 && (flags & MAP_SHARED) && off) {
-        pthread_mutex_lock(&lock);
-        int grows = R.base && same_file(fd, R.pool);
-        pthread_mutex_unlock(&lock);
-        if (grows) { /* more of the pool mapped: a growth, which the checker
-                      * does not follow yet; refused, the pool keeps its size */
-            static int told;
-            if (!told++)
-                fputs("txn-crashcheck: the pool would grow past its first size "
-                      "(txn_pool_opts.max_size): not followed yet, so here it keeps its size\n",
-                      stderr);
-            errno = ENOMEM;
-            return MAP_FAILED;
-        }
-    }
     void *a = __real_mmap(addr, len, prot, flags, fd, off);
-    if (!R.on || a == MAP_FAILED || fd < 0 || !(flags & MAP_SHARED) || off)
+    if (!R.on || a == MAP_FAILED || fd < 0 || !(flags & MAP_SHARED))
         return a;
     pthread_mutex_lock(&lock);
-    if (!R.base && same_file(fd, R.pool)) {
+    if (off && R.base && same_file(fd, R.pool)) {
+        /* more of the pool mapped: a growth, followed when it extends the
+         * pool's mapping at its end (pool_grow's way); another is not */
+        if ((char *)a == R.base + R.size && (size_t)off == R.size) {
+            uint8_t *v = realloc(R.view, R.size + len);
+            if (v) {
+                memcpy(v + R.size, a, len);
+                R.view = v;
+                rec(CHK_GROW, R.size, len, NULL, 0);
+                out(a, len); /* the payload, written through, as attach's */
+                R.size += len;
+            } else {
+                R.failed = 1;
+            }
+        } else {
+            static int told;
+            if (!told++)
+                fputs("txn-crashcheck: a mapping of the pool's file not at its end: "
+                      "its stores are not followed\n", stderr);
+        }
+    } else if (!off && !R.base && same_file(fd, R.pool)) {
         attach(a, len);
-    } else if (!R.base && same_file(fd, R.tmp)) {
+    } else if (!off && !R.base && same_file(fd, R.tmp)) {
         R.pending = a;
         R.pending_size = len;
     }
@@ -418,6 +433,20 @@ void txn_abort(txn *tx)
     pthread_mutex_unlock(&lock);
 }
 
+/* The object's offset: txn-crashcheck names the line of the allocation
+ * of an object its leak check finds (CHK_ALLOC). */
+int txn_alloc(txn *tx, size_t n, txn_obj **out)
+{
+    int rc = chk_real_txn_alloc(tx, n, out);
+    if (!R.on || rc)
+        return rc;
+    pthread_mutex_lock(&lock);
+    if (in_pool(*out, 1))
+        rec(CHK_ALLOC, (uint64_t)((char *)*out - R.base), thread_no(), NULL, 0);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
 int txn_sync(txn_pool *p)
 {
     if (!R.on)
@@ -454,6 +483,144 @@ void txn_check_ack(uint64_t n)
     pthread_mutex_lock(&lock);
     rec(CHK_ACK, 0, n, NULL, 0);
     pthread_mutex_unlock(&lock);
+}
+
+/* ---- the leak check (txn_check.h): the blocks of the objects the program
+ * says it reaches (txn_check_reach), compared at the pool's close with the
+ * allocator's live blocks: a live block not reached is a leak, a reached
+ * one not live is free and reachable. One pool a process: the first one
+ * reached into. */
+static struct {
+    pthread_mutex_t lock;
+    txn_pool *p;   /* lock: the pool reached into, or NULL */
+    uint64_t *b;   /* lock: the blocks reached, as pool offsets */
+    size_t n, cap; /* lock */
+    int failed;    /* lock: out of memory: no verdict */
+} RCH = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void reach_block(txn_pool *p, const void *blk)
+{
+    if (RCH.n == RCH.cap) {
+        size_t cap = RCH.cap ? 2 * RCH.cap : 256;
+        uint64_t *b = realloc(RCH.b, cap * sizeof *b);
+        if (!b) {
+            RCH.failed = 1;
+            return;
+        }
+        RCH.b = b;
+        RCH.cap = cap;
+    }
+    RCH.b[RCH.n++] = (uint64_t)((uintptr_t)blk - (uintptr_t)p->base);
+}
+
+/* An object's blocks (eng_obj_blocks) are read only when the object is in
+ * the pool; any other address is kept as it is, found free at the close.
+ * o NULL: the check is on, nothing named (a pool that holds only its root). */
+void txn_check_reach_obj(txn_pool *p, const txn_obj *o)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&RCH.lock);
+    if (!RCH.p)
+        RCH.p = p;
+    if (RCH.p == p && o) {
+        void *blk[2];
+        uintptr_t x = (uintptr_t)o, b = (uintptr_t)p->base;
+        if (x >= b && x < b + p->size) {
+            int k = eng_obj_blocks(p, o, blk);
+            for (int i = 0; i < k; i++)
+                reach_block(p, blk[i]);
+        } else {
+            reach_block(p, o);
+        }
+    }
+    pthread_mutex_unlock(&RCH.lock);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+struct leak_walk {
+    FILE *f;
+    txn_pool *p;
+    uint64_t leaks;
+};
+
+static void on_live(void *blk, size_t size, void *arg)
+{
+    struct leak_walk *w = arg;
+    uint64_t off = (uint64_t)((char *)blk - w->p->base);
+    if (!bsearch(&off, RCH.b, RCH.n, sizeof *RCH.b, cmp_u64)) {
+        w->leaks++;
+        fprintf(w->f, "leak %#llx %zu\n", (unsigned long long)off, size);
+    }
+}
+
+/* An object of the layout record (txn_layout.h): the library's, reached
+ * from the meta object. Under RCH.lock. */
+static int reach_layout(txn_obj *o, void *arg)
+{
+    void *blk[2];
+    txn_pool *p = arg;
+    for (int k = eng_obj_blocks(p, o, blk); k-- > 0;)
+        reach_block(p, blk[k]);
+    return 0;
+}
+
+/* The verdict, at the close of the pool reached into, before the real
+ * close (no transaction runs); to the file CHK_ENV_REACH names (the
+ * checker's), else to stderr when something is wrong. Under RCH.lock. The
+ * root, the meta object and the layout record's objects are reached
+ * without being named. */
+static void reach_verdict(txn_pool *p)
+{
+    const char *path = getenv(CHK_ENV_REACH);
+    FILE *f = path ? fopen(path, "w") : stderr;
+    if (!f || RCH.failed) {
+        if (f && f != stderr)
+            fclose(f);
+        return;
+    }
+    void *blk[2];
+    txn_obj *own[2] = {txn_root(p), txn_meta_root(p)};
+    size_t named = RCH.n;
+    for (int i = 0; i < 2; i++)
+        for (int k = eng_obj_blocks(p, own[i], blk); k-- > 0;)
+            if (alloc_block_size(p, blk[k], 1))
+                reach_block(p, blk[k]);
+    if (layout_objects(p, reach_layout, p))
+        fprintf(f, "layout: the layout record could not be read\n");
+    qsort(RCH.b, RCH.n, sizeof *RCH.b, cmp_u64);
+    size_t u = 0;
+    for (size_t i = 0; i < RCH.n; i++)
+        if (!u || RCH.b[i] != RCH.b[u - 1])
+            RCH.b[u++] = RCH.b[i];
+    RCH.n = u;
+    if (f != stderr)
+        fprintf(f, "reached %zu\n", named);
+    struct leak_walk w = {f, p, 0};
+    alloc_foreach_live(p, on_live, &w);
+    for (size_t i = 0; i < RCH.n; i++)
+        if (RCH.b[i] >= p->size || !alloc_block_size(p, p->base + RCH.b[i], 1))
+            fprintf(f, "free %#llx\n", (unsigned long long)RCH.b[i]);
+    if (f != stderr)
+        fclose(f);
+}
+
+void txn_pool_close(txn_pool *p)
+{
+    pthread_mutex_lock(&RCH.lock);
+    if (p && RCH.p == p) {
+        reach_verdict(p);
+        RCH.p = NULL;
+        RCH.n = 0;
+        RCH.failed = 0;
+    }
+    pthread_mutex_unlock(&RCH.lock);
+    chk_real_txn_pool_close(p);
 }
 
 /* A child the program forks records nothing: the trace is the parent's

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define CHK_MAGIC 0x314b434e5854504dull /* "MPTXNCK1" */
-#define CHK_VERSION 2u /* 2: CHK_SWITCH, CHK_UNLOCK */
+#define CHK_VERSION 4u /* 2: CHK_SWITCH, CHK_UNLOCK; 3: CHK_ALLOC; 4: CHK_GROW */
 
 /* The environment between the checker and the recorder. */
 #define CHK_ENV_TRACE "TXN_CHECK_TRACE"     /* the trace file to write */
@@ -24,6 +24,14 @@
                                                a CHK_WHERE record follows it */
 #define CHK_ENV_SCHED "TXN_CHECK_SCHED"     /* 1: the program's threads under
                                                the seeded scheduler */
+#define CHK_ENV_REACH "TXN_CHECK_REACH"     /* the leak check's verdict, written
+                                               by CMD's library at the pool's
+                                               close: "reached N", then a line
+                                               "leak OFF SIZE" per live block
+                                               not reached, "free OFF" per
+                                               reached block not live, any
+                                               other line in words: what
+                                               could not be checked */
 
 enum chk_type {
     CHK_HELLO = 1, /* off: CHK_MAGIC, arg: CHK_VERSION; payload: engine name */
@@ -53,6 +61,12 @@ enum chk_type {
                       numbers, 0 the main thread) */
     CHK_UNLOCK,    /* --threads-sched: the program let go of a mutex inside a
                       transaction; off: its serial, arg: thread */
+    CHK_ALLOC,     /* txn_alloc returned 0: off the object's pool offset,
+                      arg thread */
+    CHK_GROW,      /* the pool mapped more of its file (a growth), right
+                      after its end: off the old size, arg the bytes added;
+                      then arg bytes (len is 0, as for CHK_MAP), their
+                      contents, durable */
     CHK_TYPES
 };
 

@@ -18,7 +18,8 @@
  * --verify replays the transfers the pool counts from the initial balances
  * and finds the same balances, the same total, and at least every
  * transfer acknowledged before the crash (TXN_CHECK_ACKED, set by
- * txn-crashcheck).
+ * txn-crashcheck), and names the accounts' object, all it reaches, to the
+ * leak check (txn_check_reach).
  *
  * Broken on purpose when built with one of (the checker must find them):
  *   BANK_SPLIT   a transfer in two transactions: the debit, then the credit
@@ -26,6 +27,10 @@
  *   BANK_NOSYNC  acknowledged after the commit, without txn_sync (incll)
  *   BANK_UNLOCK  with threads, the lock released before the commit:
  *                the next transfer reads this one's uncommitted writes
+ *   BANK_LEAK    the new balances in a new object, allocated in one
+ *                transaction and linked (the old one freed) in a second:
+ *                a crash between them leaks it (the balances stay right;
+ *                txn_check_reach in --verify finds it)
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -106,20 +111,35 @@ static int transfer(txn_pool *p, int *locked)
     TRY(txn_read(tx, r.accounts, 0, bal, sizeof bal));
     k = r.count;
     transfer_of(k, bal, &from, &to, &amount);
+#ifdef BANK_LEAK
+    txn_obj *fresh;
+    bal[from] -= amount;
+    bal[to] += amount;
+    TRY(txn_alloc(tx, sizeof bal, &fresh));
+    TRY(txn_write(tx, fresh, 0, bal, sizeof bal));
+    TRY(txn_commit(tx)); /* broken: allocated, reached by nothing */
+    TRY(txn_begin(p, &tx));
+    struct root nr = {k + 1, fresh};
+    TRY(txn_write(tx, txn_root(p), 0, &nr, sizeof nr));
+    TRY(txn_free(tx, r.accounts));
+#else
     TRY(txn_write_u64(tx, r.accounts, 8 * from, bal[from] - amount));
+#endif
 #ifdef BANK_SPLIT
     TRY(txn_commit(tx)); /* broken: the debit is durable on its own */
     TRY(txn_begin(p, &tx));
 #endif
-#ifdef BANK_RO
+#if defined(BANK_RO)
     uint64_t *a = txn_open(tx, r.accounts, TXN_RO);
     if (!a)
         TRY(txn_last_error(tx));
     a[to] += amount; /* broken: a store the transaction does not know of */
-#else
+#elif !defined(BANK_LEAK)
     TRY(txn_write_u64(tx, r.accounts, 8 * to, bal[to] + amount));
 #endif
+#ifndef BANK_LEAK
     TRY(txn_write_u64(tx, txn_root(p), 0, k + 1));
+#endif
 #ifdef BANK_UNLOCK
     pthread_mutex_unlock(&bank_lock); /* broken: the transaction is not done */
     *locked = 0;
@@ -171,6 +191,7 @@ static int verify(const char *path)
     int bad = 0;
     if (!r.accounts) { /* the crash came before the accounts were made */
         txn_abort(tx);
+        txn_check_reach(p, NULL); /* the root reaches nothing: no object */
         txn_pool_close(p);
         if (r.count || acked) {
             fprintf(stderr, "bank: no accounts, yet %llu transfers counted, %llu acknowledged\n",
@@ -181,6 +202,7 @@ static int verify(const char *path)
     }
     TRY(txn_read(tx, r.accounts, 0, bal, sizeof bal));
     txn_abort(tx);
+    txn_check_reach(p, r.accounts); /* all the bank reaches: the leak check */
     txn_pool_close(p);
     for (int i = 0; i < ACCOUNTS; i++) {
         want[i] = START;

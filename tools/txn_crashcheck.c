@@ -11,7 +11,9 @@
  * N points chosen from the seed a crash image is written to the pool's
  * path, recovered by PROGRAM's own library in a fresh process (one image in
  * four crashed again during that recovery and recovered once more), and
- * CMD is run on it. Last line: "crash images: N, inconsistent: K,
+ * CMD is run on it; when CMD names the objects it reaches
+ * (txn_check_reach), its library's leak check is read back too. A pool
+ * that grows is followed (CHK_GROW). Last line: "crash images: N, inconsistent: K,
  * untraced stores: U"; exit status 0 only when K = U = 0, 1 when a check
  * failed, 2 when the check could not be made. Its files (the pool, the
  * traces, CMD's output) are in /dev/shm, or in $TXN_CHECK_DIR.
@@ -51,6 +53,7 @@ static struct {
     const char *check;
     char **prog; /* PROGRAM ARGS..., {pool} replaced */
     char pool[128], trace[128], rtrace[128], out[128], wtrace[128];
+    char reach[128]; /* CMD's leak check verdict (CHK_ENV_REACH) */
     char engine[32];
 } C = {.images = 200, .seed = 1, .pdom = 1, .replay = -1, .timeout = 10};
 
@@ -60,6 +63,7 @@ static void cleanup(void)
     unlink(C.rtrace);
     unlink(C.wtrace);
     unlink(C.out);
+    unlink(C.reach);
     if (C.replay < 0)
         unlink(C.pool);
 }
@@ -283,7 +287,7 @@ static const struct chk_rec *next_rec(const struct trace *t, size_t *pos, const 
     if (t->n - *pos < sizeof(struct chk_rec))
         return NULL;
     const struct chk_rec *r = (const void *)(t->p + *pos);
-    uint64_t body = r->type == CHK_MAP ? r->arg : chk_pad(r->len);
+    uint64_t body = r->type == CHK_MAP || r->type == CHK_GROW ? r->arg : chk_pad(r->len);
     if (t->n - *pos - sizeof *r < body)
         return NULL;
     *pl = t->p + *pos + sizeof *r;
@@ -319,6 +323,11 @@ struct state {
         uint64_t no, off, txn;
     } unt[SHOW_FAILURES]; /* the first untraced stores of different transactions */
     unsigned nunt;
+    struct {
+        uint64_t off, no;
+    } *alloc; /* CHK_ALLOC: each object allocated, and its record's number */
+    size_t nalloc, alloc_cap;
+    uint64_t grows; /* CHK_GROW records fed */
 };
 
 /* Transaction `txn` ended: its lock let go (CHK_UNLOCK) is no longer one
@@ -345,6 +354,23 @@ static int feed(struct state *s, const struct chk_rec *r, const char *pl, int qu
             die("out of memory (a pool of %zu bytes)", s->size);
         memcpy(s->mem, pl, s->size);
         return 0;
+    case CHK_GROW: { /* the model's memory larger, its state kept */
+        if (!s->mem || r->off != s->size)
+            die("trace: a growth not at the pool's end");
+        size_t n = s->size + r->arg;
+        char *m = trace_buf_alloc(n);
+        if (!m)
+            die("out of memory (a pool of %zu bytes)", n);
+        memcpy(m, s->mem, s->size);
+        memcpy(m + s->size, pl, r->arg);
+        if (trace_grow(m, n, pl))
+            die("out of memory (a pool of %zu bytes)", n);
+        trace_buf_free(s->mem, s->size);
+        s->mem = m;
+        s->size = n;
+        s->grows++;
+        return 0;
+    }
     case CHK_STORE:
         if (!s->mem || r->off + r->len > s->size)
             die("trace: a store outside the pool");
@@ -416,6 +442,14 @@ static int feed(struct state *s, const struct chk_rec *r, const char *pl, int qu
         s->switch_no = s->no;
         s->switch_from = r->off;
         s->switch_to = r->arg;
+        return 0;
+    case CHK_ALLOC:
+        if (s->nalloc == s->alloc_cap) {
+            s->alloc_cap = s->alloc_cap ? 2 * s->alloc_cap : 1024;
+            if (!(s->alloc = realloc(s->alloc, s->alloc_cap * sizeof *s->alloc)))
+                die("out of memory");
+        }
+        s->alloc[s->nalloc++] = (typeof(s->alloc[0])){r->off, s->no};
         return 0;
     case CHK_UNMAP:
         return 0;
@@ -521,6 +555,8 @@ static const char *crash_recovery(uint64_t rng)
  * records their crashes followed (where_report). */
 static struct {
     uint64_t image, no, ack_no, switch_no, switch_from, switch_to, unlock_no, unlock_txn;
+    uint64_t leak_off, leak_no; /* a leaked object's offset and its CHK_ALLOC's
+                                   number (0: none) */
 } shown[SHOW_FAILURES];
 static unsigned nshown;
 
@@ -632,6 +668,10 @@ static void where_report(const struct trace *t, const struct state *s)
             fprintf(stderr, "image %llu: transaction %llu, not ended at the crash, let go of "
                     "a lock before its end at %s\n", (unsigned long long)shown[i].image,
                     (unsigned long long)shown[i].unlock_txn, at);
+        if (shown[i].leak_no && !where_of(t, shown[i].leak_no, at, sizeof at))
+            fprintf(stderr, "image %llu: the leaked object at pool offset %#llx was allocated "
+                    "at %s\n", (unsigned long long)shown[i].image,
+                    (unsigned long long)shown[i].leak_off, at);
     }
     for (unsigned i = 0; i < s->nunt; i++)
         if (!where_of(t, s->unt[i].no, at, sizeof at))
@@ -658,6 +698,7 @@ static uint64_t image_sum(const char *b, size_t n)
 /* ---- one image at C.pool: recovered, checked by pmtx and by CMD */
 struct verdict {
     uint64_t images, bad;
+    uint64_t reached; /* images whose CMD made the leak check */
 };
 
 
@@ -670,7 +711,7 @@ static void report(uint64_t image, uint64_t point, uint64_t points, const struct
         shown[nshown++] = (typeof(shown[0])){image,          s->last_no,     s->ack_no,
                                              s->switch_no,   s->switch_from, s->switch_to,
                                              s->nunl ? s->unl[0].no : 0,
-                                             s->nunl ? s->unl[0].txn : 0};
+                                             s->nunl ? s->unl[0].txn : 0, 0, 0};
     const struct chk_rec *r = s->last;
     fprintf(stderr,
             "inconsistent image %llu (--replay %llu:%llu, checksum %016llx): crash after event "
@@ -684,6 +725,61 @@ static void report(uint64_t image, uint64_t point, uint64_t points, const struct
             (unsigned long long)(r ? r->off : 0), (unsigned long long)s->txn,
             (unsigned long long)s->committed, (unsigned long long)s->inflight,
             (unsigned long long)s->acked, what);
+}
+
+/* The allocator's side of CMD's run: the verdict its library wrote at the
+ * pool's close when CMD named what it reaches (txn_check_reach). A leak is
+ * given the line of its object's allocation: the last CHK_ALLOC of its
+ * offset before the crash. */
+static void leak_check(uint64_t image, uint64_t point, uint64_t points, const struct state *s,
+                       struct verdict *v, int show)
+{
+    FILE *f = fopen(C.reach, "r");
+    if (!f)
+        return;
+    char line[128], list[3][96];
+    unsigned long long off, size, leaks = 0, frees = 0, first_leak = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "reached ", 8)) {
+            v->reached++;
+        } else if (sscanf(line, "leak %llx %llu", &off, &size) == 2) {
+            if (leaks + frees < 3)
+                snprintf(list[leaks + frees], sizeof list[0],
+                         "leaked: allocated, reached by nothing: pool offset %#llx (%llu bytes)",
+                         off, size);
+            if (!leaks++)
+                first_leak = off;
+        } else if (sscanf(line, "free %llx", &off) == 1) {
+            if (leaks + frees < 3)
+                snprintf(list[leaks + frees], sizeof list[0],
+                         "reached and free: pool offset %#llx", off);
+            frees++;
+        } else { /* the library's words about what it could not check */
+            line[strcspn(line, "\n")] = 0;
+            if (leaks + frees < 3)
+                snprintf(list[leaks + frees], sizeof list[0], "%.90s", line);
+            frees++;
+        }
+    }
+    fclose(f);
+    unlink(C.reach);
+    if (!leaks && !frees)
+        return;
+    char what[160];
+    snprintf(what, sizeof what, "allocator: %llu block%s leaked, %llu reached and free", leaks,
+             leaks == 1 ? "" : "s", frees);
+    v->bad++;
+    report(image, point, points, s, what, show);
+    if (!show)
+        return;
+    for (unsigned long long i = 0; i < leaks + frees && i < 3; i++)
+        fprintf(stderr, "    %s\n", list[i]);
+    for (size_t i = s->nalloc; leaks && i-- > 0;)
+        if (s->alloc[i].off == first_leak) {
+            shown[nshown - 1].leak_off = first_leak;
+            shown[nshown - 1].leak_no = s->alloc[i].no;
+            break;
+        }
 }
 
 static void check_image(uint64_t image, uint64_t point, uint64_t points, const struct state *s,
@@ -723,7 +819,9 @@ static void check_image(uint64_t image, uint64_t point, uint64_t points, const s
     snprintf(n3, sizeof n3, "%llu", (unsigned long long)s->synced);
     snprintf(n4, sizeof n4, "%llu", (unsigned long long)s->acked);
     const char *cenv[] = {"TXN_CHECK_COMMITTED", n1, "TXN_CHECK_INFLIGHT", n2,
-                          "TXN_CHECK_SYNCED", n3, "TXN_CHECK_ACKED", n4, NULL};
+                          "TXN_CHECK_SYNCED", n3, "TXN_CHECK_ACKED", n4,
+                          CHK_ENV_REACH, C.reach, NULL};
+    unlink(C.reach);
     char *cmd = subst(C.check);
     r = spawn(NULL, cmd, cenv, 1);
     free(cmd);
@@ -744,7 +842,9 @@ static void check_image(uint64_t image, uint64_t point, uint64_t points, const s
             show_output("CMD");
         if (r.timedout || (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 127))
             die("%s: stopping (CMD: %s)", what, C.check);
+        return;
     }
+    leak_check(image, point, points, s, v, show);
 }
 
 /* A crash point: image `image` is taken after event `event`. */
@@ -836,6 +936,7 @@ int main(int argc, char **argv)
     snprintf(C.rtrace, sizeof C.rtrace, "%s/txn-crashcheck-%d.rtrace", dir, pid);
     snprintf(C.out, sizeof C.out, "%s/txn-crashcheck-%d.out", dir, pid);
     snprintf(C.wtrace, sizeof C.wtrace, "%s/txn-crashcheck-%d.wtrace", dir, pid);
+    snprintf(C.reach, sizeof C.reach, "%s/txn-crashcheck-%d.reach", dir, pid);
     if (C.replay >= 0)
         snprintf(C.pool, sizeof C.pool, "%s/txn-crashcheck-%llu-%ld.pool", dir,
                  (unsigned long long)C.seed, C.replay);
@@ -916,6 +1017,8 @@ int main(int argc, char **argv)
     struct state s = {0};
     struct verdict v = {0};
     char *buf = NULL;
+    size_t buf_size = 0; /* the pool's size grows (CHK_GROW), and a new
+                            mapping may be larger */
     uint64_t e = 0, next = 0;
     for (pos = 0; (rec = next_rec(&t, &pos, &pl)) && next < C.images; s.no++) {
         if (!feed(&s, rec, pl, 0))
@@ -924,8 +1027,12 @@ int main(int argc, char **argv)
             uint64_t image = pt[next].image;
             if (C.replay >= 0 && (long)image != C.replay)
                 continue;
-            if (!buf && !(buf = trace_buf_alloc(s.size)))
-                die("out of memory");
+            if (buf_size < s.size) {
+                trace_buf_free(buf, buf_size);
+                if (!(buf = trace_buf_alloc(s.size)))
+                    die("out of memory");
+                buf_size = s.size;
+            }
             image_of(&s, buf, image);
             if (write_file(C.pool, buf, s.size))
                 die("cannot write the image %s: %s", C.pool, strerror(errno));
@@ -947,7 +1054,7 @@ int main(int argc, char **argv)
     }
     free(pt);
     where_report(&t, &s);
-    if (C.replay >= 0 && buf && write_file(C.pool, buf, s.size) == 0)
+    if (C.replay >= 0 && buf && write_file(C.pool, buf, cur_size) == 0)
         printf("image %ld: the image (before recovery) is at %s\n", C.replay, C.pool);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -955,6 +1062,14 @@ int main(int argc, char **argv)
     trace_detach();
     if (s.mem)
         trace_buf_free(s.mem, s.size);
+    free(s.alloc);
+    if (s.grows)
+        printf("the pool grew %llu time%s, to %zu bytes (images after a growth have its size)\n",
+               (unsigned long long)s.grows, s.grows == 1 ? "" : "s", s.size);
+    if (v.images)
+        printf("leak check: made on %llu of %llu images%s\n", (unsigned long long)v.reached,
+               (unsigned long long)v.images,
+               v.reached ? "" : " (CMD named no object it reaches: txn_check_reach)");
     printf("%s: %llu events (trace %016llx), %.1f s, %.0f images/s\n", C.engine,
            (unsigned long long)points, (unsigned long long)digest, sec,
            (double)v.images / sec);

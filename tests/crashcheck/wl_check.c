@@ -1,5 +1,5 @@
 /* wl_check.c - a crash simulator workload (tests/crashsim/sim.h: slots,
- * list, mix, kv) run as a program of its own, linked with
+ * list, mix, kv, churn, and churn-grow, whose pool grows) run as a program of its own, linked with
  * libtxn-<engine>-check, and checked by txn-crashcheck with the workload's
  * own oracle (docs/crashcheck.md: our campaigns through the one checker):
  *
@@ -18,7 +18,9 @@
  * the crash (TXN_CHECK_COMMITTED), or of one more while one was in flight
  * (TXN_CHECK_INFLIGHT); on incll, any from the last completed txn_sync's
  * (TXN_CHECK_SYNCED) on. Every txn_commit of the program is counted (the
- * link wraps it), as the checker counts them. One thread.
+ * link wraps it), as the checker counts them. The objects the read back
+ * reaches are named to the leak check (txn_check_reach), the simulator's
+ * allocator oracle. One thread.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@
 
 #include "sim.h"
 #include "txn.h"
+#include "txn_check.h"
 
 #define MAX_COMMITS 100000
 #define LAYOUT "crashsim"
@@ -78,7 +81,8 @@ int sim_threads(void)
     return 1;
 }
 
-static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix, &wl_kv};
+static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix, &wl_kv,
+                                                   &wl_churn, &wl_churn_grow};
 
 /* The run: the pool made as the simulator makes it for one thread, the
  * workload's setup, `steps` transactions. The commits the setup ends at in
@@ -90,7 +94,8 @@ static int run(const struct workload *w, const char *path, uint64_t steps, uint6
     /* one part: the size sim_pool.c gives pmtx's format for it */
     txn_pool_opts o = {.size = w->pool_size,
                        .root_size = 8 * SIM_THREADS,
-                       .threads = 2};
+                       .threads = 2,
+                       .max_size = w->flags & WL_GROWS ? WL_GROWTH * w->pool_size : 0};
     int rc = txn_pool_create(path, LAYOUT, &o, &p);
     if (rc) {
         fprintf(stderr, "wl_check: create %s: %s\n", path, txn_strerror(rc));
@@ -155,10 +160,22 @@ static int verify(const struct workload *w, const char *path, uint64_t steps, ui
     }
     struct reach r = {0};
     uint64_t d = 0;
+    txn *tx;
+    if (!txn_begin(p, &tx)) { /* the part the root holds (sim_make_parts) */
+        txn_obj *part = sim_part(tx, p, 0);
+        txn_abort(tx);
+        if (part)
+            reach_add(&r, part);
+    }
     if (w->read_back(p, 0, &d, &r)) {
         fprintf(stderr, "wl_check: the workload's invariants do not hold\n");
         bad = 1;
     }
+    /* the allocator oracle: what the workload reaches is what is live,
+     * compared by the -check library at the close (txn_check.h) */
+    txn_check_reach(p, NULL);
+    for (size_t i = 0; i < r.n; i++)
+        txn_check_reach(p, r.o[i]);
     txn_pool_close(p);
     free(r.o);
     for (uint64_t k = lo; !bad && k <= hi; k++)
@@ -195,7 +212,8 @@ int main(int argc, char **argv)
         }
     }
     if (!w || i != argc - 1) {
-        fputs("usage: wl_check --workload slots|list|mix|kv [--steps N] [--seed S] "
+        fputs("usage: wl_check --workload slots|list|mix|kv|churn|churn-grow [--steps N] "
+              "[--seed S] "
               "[--verify] POOL\n",
               stderr);
         return 2;

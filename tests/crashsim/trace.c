@@ -116,6 +116,49 @@ int trace_attach_more(void *base, size_t size, const void *durable)
     return rc;
 }
 
+int trace_grow(void *base, size_t size, const void *tail)
+{
+    trace_lock();
+    size_t old = tr.size, nl = (size + LINE - 1) / LINE;
+    int rc = 0;
+    if (!tr.base || size <= old) {
+        rc = -1;
+        goto out;
+    }
+    uint8_t *d = trace_buf_alloc(size), *v = trace_buf_alloc(size);
+    struct line *l = realloc(tr.lines, nl * sizeof *l);
+    if (l)
+        tr.lines = l;
+    uint32_t *dirty = l ? realloc(tr.dirty, nl * sizeof *dirty) : NULL;
+    if (dirty)
+        tr.dirty = dirty;
+    if (!d || !v || !l || !dirty) {
+        trace_buf_free(d, size);
+        trace_buf_free(v, size);
+        rc = -1;
+        goto out;
+    }
+    /* a last line cut short by the old end keeps its stores: they stay
+     * within it */
+    memset(tr.lines + tr.nlines, 0, (nl - tr.nlines) * sizeof *tr.lines);
+    memcpy(d, tr.durable, old);
+    memcpy(v, tr.view, old);
+    if (tail) {
+        memcpy(d + old, tail, size - old);
+        memcpy(v + old, tail, size - old);
+    }
+    trace_buf_free(tr.durable, old);
+    trace_buf_free(tr.view, old);
+    tr.durable = d;
+    tr.view = v;
+    tr.base = base;
+    tr.size = size;
+    tr.nlines = nl;
+out:
+    trace_unlock();
+    return rc;
+}
+
 void trace_detach(void)
 {
     trace_lock();

@@ -45,6 +45,14 @@ int trace_attach(void *base, size_t size, const void *durable);
  * now (all of it mapped). */
 int trace_attach_more(void *base, size_t size, const void *durable);
 
+/* The region grows to [base, base+size) (txn-crashcheck: a pool that
+ * mapped more of its file, at a new address in the checker's memory): its
+ * first bytes keep their persisted contents and pending stores, the new
+ * ones are persisted as `tail` (size minus the old size bytes; NULL: zero).
+ * 0, or -1 (nothing attached, not larger, out of memory; the model is as
+ * it was). */
+int trace_grow(void *base, size_t size, const void *tail);
+
 /* Of the region, the bytes mapped now, at *live (read at each attach and
  * audit; NULL: all of it): a pool that grows maps more of its range as it
  * goes, the rest reads zero until then. The diff model's regions never

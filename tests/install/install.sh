@@ -74,6 +74,9 @@ CM
             { echo "FAIL: txn-crashcheck on $b: $out"; exit 1; }
         grep -q "crash images: 10, inconsistent: 0, untraced stores: 0" <<<"$out" ||
             { echo "FAIL: txn-crashcheck on $b: $out"; exit 1; }
+        # the leak check through the installed txn_check.h's txn_check_reach
+        grep -q "leak check: made on 10 of 10 images" <<<"$out" ||
+            { echo "FAIL: no leak check on $b: $out"; exit 1; }
         echo "ok: txn-crashcheck on the bank built against txn-undo-check ($b)"
     done
     # its threads under the seeded scheduler: the library's pthread calls
