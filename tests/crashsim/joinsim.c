@@ -417,7 +417,9 @@ static int step(void)
  * events of a run). Returns the run's events, or 0 on an error. */
 static uint64_t run(int images)
 {
-    txn_pool_opts o = {.size = POOL_SIZE, .root_size = ROOT_SIZE, .threads = 2};
+    /* a pool that does not grow: an image is the file at its traced size */
+    txn_pool_opts o = {.size = POOL_SIZE, .max_size = POOL_SIZE, .root_size = ROOT_SIZE,
+                       .threads = 2};
     uint64_t events = 0;
     unlink(S.pa);
     unlink(S.pb);
