@@ -633,7 +633,7 @@ static void test_basics(struct server *s)
     CHECK(r.type == ':' && r.i > 15, "COMMAND COUNT: %s", show(&r));
     reply_free(&r);
     CMD(&c, &r, "COMMAND");
-    CHECK(r.type == '*' && r.n > 15 && r.el[0].type == '*' && r.el[0].n == 6, "COMMAND: %s",
+    CHECK(r.type == '*' && r.n > 15 && r.el[0].type == '*' && r.el[0].n == 10, "COMMAND: %s",
           show(&r));
     reply_free(&r);
     CMD(&c, &r, "COMMAND", "INFO", "get", "nosuch");
