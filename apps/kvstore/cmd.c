@@ -101,7 +101,7 @@ static int class_match(const char **pp, const char *pend, char ch)
         if (*p == '\\' && p + 1 < pend) {
             p++;
             hit |= *p == ch;
-        } else if (p + 2 < pend && p[1] == '-' && p[2] != ']') {
+        } else if (p + 2 < pend && p[1] == '-') { /* as Redis, "a-]" is a range too */
             unsigned char lo = (unsigned char)p[0], hi = (unsigned char)p[2];
             if (lo > hi) {
                 unsigned char t = lo;
@@ -114,9 +114,9 @@ static int class_match(const char **pp, const char *pend, char ch)
             hit |= *p == ch;
         }
     }
-    if (p == pend)
-        return -1; /* no closing ']': the pattern matches nothing */
-    *pp = p;
+    /* the pattern's end closes a class left open, as in Redis ("[^"
+     * matches any one byte) */
+    *pp = p < pend ? p : pend - 1;
     return hit != neg;
 }
 
@@ -141,8 +141,6 @@ int glob_match(const char *pat, size_t plen, const char *s, size_t slen)
                 ok = *++q == *s;
             else
                 ok = *q == *s;
-            if (ok < 0)
-                return 0;
             if (ok) {
                 p = q + 1;
                 s++;
@@ -234,4 +232,27 @@ uint64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void reply_help(struct buf *b, size_t argc, const char *cmd, const char *const *lines)
+{
+    char lower[32];
+    size_t n = 0;
+    for (; cmd[n] && n < sizeof lower - 1; n++)
+        lower[n] = (char)tolower((unsigned char)cmd[n]);
+    lower[n] = 0;
+    if (argc != 2)
+        return reply_error(b, "ERR wrong number of arguments for '%s|help' command", lower);
+    size_t k = 0;
+    while (lines[k])
+        k++;
+    char usage[96];
+    snprintf(usage, sizeof usage, "%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+             cmd);
+    reply_array(b, k + 3);
+    reply_simple(b, usage);
+    for (size_t i = 0; i < k; i++)
+        reply_simple(b, lines[i]);
+    reply_simple(b, "HELP");
+    reply_simple(b, "    Prints this help.");
 }

@@ -141,6 +141,11 @@ int get_val(kv_txn *t, struct kv_slice k, struct val *x);
  * missing, <0 an error */
 int get_any(kv_txn *t, struct kv_slice k, struct val *x, unsigned *type);
 const char *type_name(unsigned type); /* TYPE's answer for a kv_type */
+/* The reply to "CMD HELP" (a command of subcommands, CMD in upper case),
+ * in Redis's form: the usage line, `lines` (NULL ends them: a subcommand,
+ * then what it does, indented), then HELP's own two; argc other than 2 is
+ * Redis's arity error. */
+void reply_help(struct buf *b, size_t argc, const char *cmd, const char *const *lines);
 /* wall-clock ms since the Unix epoch: expiry times (store.h) */
 uint64_t now_ms(void);
 

@@ -160,6 +160,16 @@ static int cmd_client(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
 {
     (void)t;
     const struct kv_slice *sub = &argv[1];
+    static const char *const help[] = {
+        "GETNAME", "    The name of this connection, or nil.",
+        "ID", "    The id of this connection.",
+        "INFO", "    This connection's line of CLIENT LIST.",
+        "LIST", "    A line about each connection.",
+        "SETNAME <name>", "    Name this connection (\"\": no name).",
+        NULL,
+    };
+    if (arg_is(sub, "HELP"))
+        return reply_help(&c->out, argc, "CLIENT", help), 0;
     if (arg_is(sub, "SETNAME")) {
         if (argc != 3)
             return reply_subcommand_arity(&c->out, "client", sub), 0;
@@ -199,6 +209,12 @@ static int cmd_function(struct conn *c, kv_txn *t, size_t argc, struct kv_slice 
 {
     (void)t;
     int script = arg_is(&argv[0], "SCRIPT");
+    static const char *const help[] = {
+        "FLUSH [ASYNC|SYNC]", "    Nothing to delete: none are kept here.",
+        NULL,
+    };
+    if (arg_is(&argv[1], "HELP"))
+        return reply_help(&c->out, argc, script ? "SCRIPT" : "FUNCTION", help), 0;
     if (!arg_is(&argv[1], "FLUSH"))
         return reply_unknown_sub(&c->out, &argv[1], script ? "SCRIPT" : "FUNCTION"), 0;
     if (argc > 3 || (argc == 3 && !arg_is(&argv[2], "ASYNC") && !arg_is(&argv[2], "SYNC"))) {
@@ -215,6 +231,14 @@ static int cmd_latency(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
 {
     (void)t;
     (void)argc;
+    static const char *const help[] = {
+        "HISTORY <event>", "    Empty: no latency events are recorded.",
+        "LATEST", "    Empty: no latency events are recorded.",
+        "RESET [<event> ...]", "    0: there is nothing to reset.",
+        NULL,
+    };
+    if (arg_is(&argv[1], "HELP"))
+        return reply_help(&c->out, argc, "LATENCY", help), 0;
     if (arg_is(&argv[1], "LATEST") || arg_is(&argv[1], "HISTORY"))
         return reply_array(&c->out, 0), 0;
     if (arg_is(&argv[1], "RESET"))
@@ -227,6 +251,14 @@ static int cmd_slowlog(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
 {
     (void)t;
     (void)argc;
+    static const char *const help[] = {
+        "GET [<count>]", "    Empty: no slow commands are recorded.",
+        "LEN", "    0: no slow commands are recorded.",
+        "RESET", "    OK: there is nothing to reset.",
+        NULL,
+    };
+    if (arg_is(&argv[1], "HELP"))
+        return reply_help(&c->out, argc, "SLOWLOG", help), 0;
     if (arg_is(&argv[1], "GET"))
         return reply_array(&c->out, 0), 0;
     if (arg_is(&argv[1], "LEN"))
@@ -493,6 +525,12 @@ static int cmd_info(struct conn *c, kv_txn *tx, size_t argc, struct kv_slice *ar
 static int cmd_config(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)t;
+    static const char *const help[] = {
+        "GET <pattern>", "    The parameters matching the glob-style <pattern>, with their values.",
+        NULL,
+    };
+    if (arg_is(&argv[1], "HELP"))
+        return reply_help(&c->out, argc, "CONFIG", help), 0;
     if (!arg_is(&argv[1], "GET"))
         return reply_error(&c->out, "ERR unknown subcommand '%.*s'. Try CONFIG HELP.",
                            (int)(argv[1].n > 64 ? 64 : argv[1].n), argv[1].p), 0;
@@ -747,9 +785,20 @@ static int cmd_command(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
 {
     (void)t;
     const struct kv_slice *sub = &argv[1];
+    static const char *const help[] = {
+        "(no subcommand)", "    Details of every command.",
+        "COUNT", "    How many commands there are.",
+        "DOCS [<command-name> ...]", "    Empty: no documentation is kept here.",
+        "GETKEYS <full-command>", "    The keys of a full command (its name, its arguments).",
+        "INFO [<command-name> ...]", "    Details of the commands named, or of every command.",
+        "LIST", "    The name of every command.",
+        NULL,
+    };
     if (argc == 1) {
         reply_array(&c->out, ncommands);
         each_command(command_entry, &c->out);
+    } else if (arg_is(sub, "HELP")) {
+        reply_help(&c->out, argc, "COMMAND", help);
     } else if (arg_is(sub, "COUNT")) {
         if (argc != 2)
             return reply_subcommand_arity(&c->out, "command", sub), 0;

@@ -3,6 +3,8 @@
  * RANDOMKEY, KEYS, SCAN, DBSIZE, FLUSHALL. Redis 7.0's replies and error
  * texts; a command with keys runs in the transaction the dispatcher opened
  * over them (cmd.h). */
+#include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,13 +83,32 @@ static int cmd_keys(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
     return 0;
 }
 
+/* SCAN's cursor as Redis reads it (strtoul): a sign is taken ("-1" is
+ * 2^64 - 1), a leading space or any byte after the digits is not, nothing
+ * at all is 0. 0 or -1. */
+static int parse_cursor(const struct kv_slice *a, uint64_t *out)
+{
+    char s[64];
+    if (a->n >= sizeof s || (a->n && isspace((unsigned char)a->p[0])))
+        return -1;
+    memcpy(s, a->p, a->n);
+    s[a->n] = 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end || errno == ERANGE)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 static int cmd_scan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)t;
     uint64_t cursor, next;
     long long count = 10;
     struct key_list l = {{0}, 0, NULL, 0, -1};
-    if (parse_u64(&argv[1], &cursor))
+    if (parse_cursor(&argv[1], &cursor))
         return reply_error(&c->out, "ERR invalid cursor"), 0;
     for (size_t i = 2; i < argc; i += 2) {
         if (i + 1 == argc)
@@ -238,6 +259,13 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
  * "listpack") */
 static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    static const char *const help[] = {
+        "ENCODING <key>",
+        "    How the value at <key> is kept: raw (a string) or listpack (a hash).",
+        NULL,
+    };
+    if (arg_is(&argv[1], "HELP"))
+        return reply_help(&c->out, argc, "OBJECT", help), 0;
     if (!arg_is(&argv[1], "ENCODING"))
         return reply_error(&c->out, "ERR unknown subcommand '%.*s'. Try OBJECT HELP.",
                            (int)(argv[1].n > 64 ? 64 : argv[1].n), argv[1].p), 0;

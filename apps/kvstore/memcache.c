@@ -702,6 +702,11 @@ size_t mc_run(struct conn *c, const char *p, size_t n)
     }
     size_t line_len = (size_t)(lf - p) + 1;
     const char *end = lf > p && lf[-1] == '\r' ? lf - 1 : lf;
+    /* memcached reads the line as a C string: a NUL byte ends it ("set
+     * a\0b 0 0 1" is "set a": ERROR) */
+    const char *nul = memchr(p, '\0', (size_t)(end - p));
+    if (nul)
+        end = nul;
     struct line l;
     tokenize(&l, p, end);
     flush_if_due();
