@@ -660,9 +660,14 @@ int commands_init(void)
     for (size_t p = 0; p < NPARTS; p++)
         for (size_t i = 0; i < *parts[p].n; i++) {
             const struct command *cmd = &parts[p].cmds[i];
+            const struct key_spec *k = &cmd->keys;
             struct kv_slice name = {(char *)cmd->name, strlen(cmd->name)};
             if (lookup_command(&name) || 2 * (ncommands + 1) > INDEX_SIZE)
                 return -1; /* a name twice, or the index too small */
+            /* cmd_nkeys steps through the keys: a spec with keys has a
+             * step, one without names none */
+            if (!cmd->arity || (k->first > 0 ? k->step < 1 : k->last || k->step))
+                return -1;
             uint32_t h = name_hash(name.p, name.n);
             size_t s = h & (INDEX_SIZE - 1);
             while (index_[s].cmd)

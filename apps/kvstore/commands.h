@@ -9,7 +9,8 @@
 #include "conn.h"
 
 /* Index the command table (once, before the first request): 0, or -1
- * when a name is there twice or the index is too small. */
+ * when a name is there twice, the index is too small, or an entry has no
+ * arity or a key spec without a step. */
 int commands_init(void);
 
 /* Run one request (argv[0] is the command name); replies go to c->out. */

@@ -246,7 +246,7 @@ int main(int argc, char **argv)
         return rc;
     set_limits(&o);
     if (commands_init()) {
-        fprintf(stderr, "kvstore: the command table names a command twice\n");
+        fprintf(stderr, "kvstore: the command table has an entry twice or a bad one\n");
         return 1;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
