@@ -1,8 +1,13 @@
-/* commands.c - the command table and the commands: Redis's names, arities,
- * replies and error texts, so that redis-cli, redis-benchmark and client
- * libraries work unchanged. Dispatch is one lookup in a table of
- * {name, proc, arity, flags, keys}, as in Redis; the same table answers
- * COMMAND. */
+/* commands.c - the dispatcher, the connection and server commands, COMMAND,
+ * and MULTI/EXEC: Redis's names, arities, replies and error texts, so that
+ * redis-cli, redis-benchmark and client libraries work unchanged. The
+ * command table is in parts, one per file of commands (each type's own,
+ * as Redis's t_string.c, t_hash.c, ...); an entry holds the name, the
+ * function, the arity, the flags, the ACL categories and the key spec
+ * (cmd.h), the only place each is written. Dispatch is one lookup in an
+ * index of the table by the name's hash; the dispatcher checks the arity,
+ * opens the store transaction over the entry's keys and hands it to the
+ * command; the same table answers COMMAND. */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -14,272 +19,36 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server.h"
+#include "commands.h"
+#include "keys.h"
+#include "t_hash.h"
+#include "t_string.h"
 
-struct command {
-    const char *name;
-    void (*proc)(struct conn *c, size_t argc, struct kv_slice *argv);
-    int arity; /* n: exactly n arguments with the name; -n: at least n */
-    const char *flags; /* COMMAND's flags, space-separated */
-    int first_key, last_key, step;
-};
-
-/* ---- helpers */
-
-/* This thread's command answered that the pool is full: command_run
- * reclaims expired keys and runs it again, up to RECLAIM_TRIES times (a
- * reclaim frees a few hundred nodes, whose room may not be of the size
- * that the write lacked). */
-static _Thread_local int found_full;
+/* A write that found the pool full runs again after expire_reclaim, up to
+ * RECLAIM_TRIES times (a reclaim frees a few hundred nodes, whose room
+ * may not be of the size that the write lacked). */
 #define RECLAIM_TRIES 4
-
-/* The reply to a store error; a full pool is the one a client can act on. */
-void reply_store_error(struct buf *b, int rc)
-{
-    found_full |= rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL;
-    if (rc == KV_E_WRONGTYPE)
-        reply_error(b, "WRONGTYPE Operation against a key holding the wrong kind of value");
-    else if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL)
-        reply_error(b, "ERR out of persistent memory: the pool is full (%s)", txn_strerror(rc));
-    else
-        reply_error(b, "ERR store: %s", txn_strerror(rc));
-}
-
-int arg_is(const struct kv_slice *a, const char *word)
-{
-    size_t n = strlen(word);
-    return a->n == n && !strncasecmp(a->p, word, n);
-}
-
-/* Redis's integer syntax (strict decimal, within the type). */
-int parse_ll(const struct kv_slice *a, long long *out)
-{
-    char s[24];
-    if (a->n == 0 || a->n >= sizeof s)
-        return -1;
-    memcpy(s, a->p, a->n);
-    s[a->n] = 0;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (*end || errno || (s[0] == '0' && a->n > 1) || s[0] == '+' || s[0] == ' ')
-        return -1;
-    *out = v;
-    return 0;
-}
-
-int parse_u64(const struct kv_slice *a, uint64_t *out)
-{
-    char s[24];
-    if (a->n == 0 || a->n >= sizeof s || a->p[0] < '0' || a->p[0] > '9')
-        return -1;
-    memcpy(s, a->p, a->n);
-    s[a->n] = 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end || errno)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* Glob matching as Redis's KEYS: * ? [abc] [^a-z] and \ escapes. A star
- * remembers where it was so a mismatch backtracks there only: the last
- * star's choice is the only one that matters, so this is O(|p| * |s|),
- * not exponential. */
-static int class_match(const char **pp, const char *pend, char ch)
-{
-    const char *p = *pp + 1;
-    int neg = p < pend && *p == '^', hit = 0;
-    p += neg;
-    for (; p < pend && *p != ']'; p++) {
-        if (*p == '\\' && p + 1 < pend) {
-            p++;
-            hit |= *p == ch;
-        } else if (p + 2 < pend && p[1] == '-' && p[2] != ']') {
-            unsigned char lo = (unsigned char)p[0], hi = (unsigned char)p[2];
-            if (lo > hi) {
-                unsigned char t = lo;
-                lo = hi;
-                hi = t;
-            }
-            hit |= (unsigned char)ch >= lo && (unsigned char)ch <= hi;
-            p += 2;
-        } else {
-            hit |= *p == ch;
-        }
-    }
-    if (p == pend)
-        return -1; /* no closing ']': the pattern matches nothing */
-    *pp = p;
-    return hit != neg;
-}
-
-int glob_match(const char *pat, size_t plen, const char *s, size_t slen)
-{
-    const char *p = pat, *pend = pat + plen, *send = s + slen;
-    const char *star = NULL, *star_s = NULL;
-    while (s < send) {
-        if (p < pend && *p == '*') {
-            star = ++p;
-            star_s = s;
-            continue;
-        }
-        if (p < pend) {
-            const char *q = p;
-            int ok;
-            if (*q == '?')
-                ok = 1;
-            else if (*q == '[')
-                ok = class_match(&q, pend, *s);
-            else if (*q == '\\' && q + 1 < pend)
-                ok = *++q == *s;
-            else
-                ok = *q == *s;
-            if (ok < 0)
-                return 0;
-            if (ok) {
-                p = q + 1;
-                s++;
-                continue;
-            }
-        }
-        if (!star)
-            return 0;
-        p = star;
-        s = ++star_s;
-    }
-    while (p < pend && *p == '*')
-        p++;
-    return p == pend;
-}
-
-/* ---- keys and values */
-
-static void cmd_dbsize(struct conn *c, size_t argc, struct kv_slice *argv)
-{
-    (void)argc, (void)argv;
-    struct kv_info i;
-    kv_info(srv.kv, &i);
-    reply_int(&c->out, (long long)i.keys);
-}
-
-static void cmd_flushall(struct conn *c, size_t argc, struct kv_slice *argv)
-{
-    if (argc > 2 || (argc == 2 && !arg_is(&argv[1], "SYNC") && !arg_is(&argv[1], "ASYNC")))
-        return reply_error(&c->out, "ERR syntax error");
-    int rc = kv_flush(srv.kv);
-    if (rc)
-        return reply_store_error(&c->out, rc);
-    reply_simple(&c->out, "OK");
-}
-
-/* Keys found by a scan, encoded as bulk strings, counted. */
-struct key_list {
-    struct buf items;
-    size_t n;
-    const struct kv_slice *pattern; /* NULL: all */
-    size_t seen; /* keys visited, matching or not */
-    int type;    /* SCAN's TYPE: a kv_type, KV_NO_TYPE (a type not kept
-                    here: nothing matches) or -1: any */
-};
-#define KV_NO_TYPE 99
-
-static void key_cb(void *arg, const char *k, size_t n, unsigned type)
-{
-    struct key_list *l = arg;
-    l->seen++;
-    if (l->pattern && !glob_match(l->pattern->p, l->pattern->n, k, n))
-        return;
-    if (l->type >= 0 && (unsigned)l->type != (type == KV_ITEM ? KV_STRING : type))
-        return;
-    reply_bulk(&l->items, k, n);
-    l->n++;
-}
-
-static void cmd_keys(struct conn *c, size_t argc, struct kv_slice *argv)
-{
-    (void)argc;
-    struct key_list l = {{0}, 0, &argv[1], 0, -1};
-    uint64_t cursor = 0;
-    int rc;
-    if (argv[1].n == 1 && argv[1].p[0] == '*')
-        l.pattern = NULL;
-    /* a stripe lock at a time: not a snapshot, as with SCAN */
-    while (!(rc = kv_scan(srv.kv, cursor, 4096, key_cb, &l, &cursor)) && cursor)
-        ;
-    if (rc)
-        reply_store_error(&c->out, rc);
-    else if (l.items.oom)
-        reply_error(&c->out, "ERR out of memory");
-    else {
-        reply_array(&c->out, l.n);
-        buf_add(&c->out, l.items.p, l.items.len);
-    }
-    buf_free(&l.items);
-}
-
-static void cmd_scan(struct conn *c, size_t argc, struct kv_slice *argv)
-{
-    uint64_t cursor, next;
-    long long count = 10;
-    struct key_list l = {{0}, 0, NULL, 0, -1};
-    if (parse_u64(&argv[1], &cursor))
-        return reply_error(&c->out, "ERR invalid cursor");
-    for (size_t i = 2; i < argc; i += 2) {
-        if (i + 1 == argc)
-            return reply_error(&c->out, "ERR syntax error");
-        if (arg_is(&argv[i], "MATCH"))
-            l.pattern = &argv[i + 1];
-        else if (arg_is(&argv[i], "COUNT")) {
-            if (parse_ll(&argv[i + 1], &count))
-                return reply_error(&c->out, "ERR value is not an integer or out of range");
-            if (count < 1)
-                return reply_error(&c->out, "ERR syntax error");
-        } else if (arg_is(&argv[i], "TYPE"))
-            l.type = arg_is(&argv[i + 1], "string") ? KV_STRING
-                     : arg_is(&argv[i + 1], "hash") ? KV_HASH : KV_NO_TYPE;
-        else
-            return reply_error(&c->out, "ERR syntax error");
-    }
-    /* as Redis: go on until COUNT keys (before MATCH) or 10 x COUNT
-     * buckets were visited, or the end */
-    int rc;
-    uint64_t visited = 0, limit = 10 * (uint64_t)count;
-    do {
-        rc = kv_scan(srv.kv, cursor, (size_t)count, key_cb, &l, &next);
-        visited += (uint64_t)count;
-        cursor = next;
-    } while (!rc && next && l.seen < (size_t)count && visited < limit);
-    if (rc || l.items.oom) {
-        buf_free(&l.items);
-        return rc ? reply_store_error(&c->out, rc) : reply_error(&c->out, "ERR out of memory");
-    }
-    char cur[24];
-    reply_array(&c->out, 2);
-    reply_bulk(&c->out, cur, (size_t)snprintf(cur, sizeof cur, "%llu", (unsigned long long)next));
-    reply_array(&c->out, l.n);
-    buf_add(&c->out, l.items.p, l.items.len);
-    buf_free(&l.items);
-}
 
 /* ---- connection and server */
 
-static void cmd_ping(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_ping(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     if (argc > 2)
-        return reply_error(&c->out, "ERR wrong number of arguments for 'ping' command");
+        return reply_error(&c->out, "ERR wrong number of arguments for 'ping' command"), 0;
     if (argc == 2)
         reply_bulk(&c->out, argv[1].p, argv[1].n);
     else
         reply_simple(&c->out, "PONG");
+    return 0;
 }
 
-static void cmd_echo(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_echo(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     (void)argc;
     reply_bulk(&c->out, argv[1].p, argv[1].n);
+    return 0;
 }
 
 /* HELLO [protover [AUTH user pass] [SETNAME name]]: RESP2 only; RESP3 is
@@ -292,30 +61,32 @@ static int name_ok(const struct kv_slice *a)
     return 1;
 }
 
-static void cmd_hello(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_hello(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     const struct kv_slice *name = NULL;
     if (argc >= 2) {
         long long ver;
         if (parse_ll(&argv[1], &ver))
-            return reply_error(&c->out, "ERR Protocol version is not an integer or out of range");
+            return reply_error(&c->out,
+                               "ERR Protocol version is not an integer or out of range"), 0;
         if (ver != 2)
             return reply_error(&c->out, "NOPROTO unsupported protocol version%s",
-                               ver == 3 ? ": this server speaks RESP2 only" : "");
+                               ver == 3 ? ": this server speaks RESP2 only" : ""), 0;
     }
     for (size_t i = 2; i < argc; i++) {
         if (arg_is(&argv[i], "SETNAME") && i + 1 < argc) {
             name = &argv[++i];
         } else if (arg_is(&argv[i], "AUTH") && i + 2 < argc) {
-            return reply_error(&c->out, "ERR AUTH: this server has no users or passwords");
+            return reply_error(&c->out, "ERR AUTH: this server has no users or passwords"), 0;
         } else {
             return reply_error(&c->out, "ERR Syntax error in HELLO option '%.*s'",
-                               (int)(argv[i].n > 64 ? 64 : argv[i].n), argv[i].p);
+                               (int)(argv[i].n > 64 ? 64 : argv[i].n), argv[i].p), 0;
         }
     }
     if (name && !name_ok(name))
         return reply_error(&c->out, "ERR Client names cannot contain spaces, newlines or "
-                                    "special characters.");
+                                    "special characters."), 0;
     if (name)
         client_set_name(c, name->p, name->n);
     reply_array(&c->out, 14);
@@ -333,6 +104,7 @@ static void cmd_hello(struct conn *c, size_t argc, struct kv_slice *argv)
     reply_bulk(&c->out, "master", 6);
     reply_bulk(&c->out, "modules", 7);
     reply_array(&c->out, 0);
+    return 0;
 }
 
 static void name_reply(void *arg, const char *name)
@@ -384,77 +156,122 @@ static void reply_unknown_sub(struct buf *b, const struct kv_slice *sub, const c
 }
 
 /* CLIENT SETNAME | GETNAME | ID | LIST | INFO */
-static void cmd_client(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_client(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     const struct kv_slice *sub = &argv[1];
+    static const char *const help[] = {
+        "GETNAME", "    The name of this connection, or nil.",
+        "ID", "    The id of this connection.",
+        "INFO", "    This connection's line of CLIENT LIST.",
+        "LIST", "    A line about each connection.",
+        "SETNAME <name>", "    Name this connection (\"\": no name).",
+        NULL,
+    };
+    if (arg_is(sub, "HELP"))
+        return reply_help(&c->out, argc, "CLIENT", help), 0;
     if (arg_is(sub, "SETNAME")) {
         if (argc != 3)
-            return reply_subcommand_arity(&c->out, "client", sub);
+            return reply_subcommand_arity(&c->out, "client", sub), 0;
         if (!name_ok(&argv[2]))
             return reply_error(&c->out, "ERR Client names cannot contain spaces, newlines "
-                                        "or special characters.");
+                                        "or special characters."), 0;
         client_set_name(c, argv[2].p, argv[2].n);
-        return reply_simple(&c->out, "OK");
+        return reply_simple(&c->out, "OK"), 0;
     }
     if (arg_is(sub, "GETNAME") || arg_is(sub, "ID") || arg_is(sub, "INFO")) {
         if (argc != 2)
-            return reply_subcommand_arity(&c->out, "client", sub);
+            return reply_subcommand_arity(&c->out, "client", sub), 0;
         if (arg_is(sub, "ID"))
-            return reply_int(&c->out, (long long)c->id);
+            return reply_int(&c->out, (long long)c->id), 0;
         if (arg_is(sub, "GETNAME"))
-            return client_get_name(c, name_reply, &c->out);
+            return client_get_name(c, name_reply, &c->out), 0;
         struct buf b = {0};
         struct conn *me[2] = {c, (struct conn *)(void *)&b};
         clients_each(self_line, me);
         reply_bulk(&c->out, b.p ? b.p : "", b.len);
-        return buf_free(&b);
+        buf_free(&b);
+        return 0;
     }
     if (arg_is(sub, "LIST")) {
         struct buf b = {0};
         clients_each(client_line, &b);
         reply_bulk(&c->out, b.p ? b.p : "", b.len);
-        return buf_free(&b);
+        buf_free(&b);
+        return 0;
     }
     reply_unknown_sub(&c->out, sub, "CLIENT");
+    return 0;
 }
 
 /* FUNCTION FLUSH and SCRIPT FLUSH: no functions or scripts to flush */
-static void cmd_function(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_function(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     int script = arg_is(&argv[0], "SCRIPT");
+    static const char *const help[] = {
+        "FLUSH [ASYNC|SYNC]", "    Nothing to delete: none are kept here.",
+        NULL,
+    };
+    if (arg_is(&argv[1], "HELP"))
+        return reply_help(&c->out, argc, script ? "SCRIPT" : "FUNCTION", help), 0;
     if (!arg_is(&argv[1], "FLUSH"))
-        return reply_unknown_sub(&c->out, &argv[1], script ? "SCRIPT" : "FUNCTION");
-    if (argc > 3 || (argc == 3 && !arg_is(&argv[2], "ASYNC") && !arg_is(&argv[2], "SYNC")))
-        return reply_error(&c->out, script ? "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
-                                           : "ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+        return reply_unknown_sub(&c->out, &argv[1], script ? "SCRIPT" : "FUNCTION"), 0;
+    if (argc > 3 || (argc == 3 && !arg_is(&argv[2], "ASYNC") && !arg_is(&argv[2], "SYNC"))) {
+        reply_error(&c->out, script ? "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+                                    : "ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+        return 0;
+    }
     reply_simple(&c->out, "OK");
+    return 0;
 }
 
 /* LATENCY and SLOWLOG: nothing is recorded (empty answers) */
-static void cmd_latency(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_latency(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     (void)argc;
+    static const char *const help[] = {
+        "HISTORY <event>", "    Empty: no latency events are recorded.",
+        "LATEST", "    Empty: no latency events are recorded.",
+        "RESET [<event> ...]", "    0: there is nothing to reset.",
+        NULL,
+    };
+    if (arg_is(&argv[1], "HELP"))
+        return reply_help(&c->out, argc, "LATENCY", help), 0;
     if (arg_is(&argv[1], "LATEST") || arg_is(&argv[1], "HISTORY"))
-        return reply_array(&c->out, 0);
+        return reply_array(&c->out, 0), 0;
     if (arg_is(&argv[1], "RESET"))
-        return reply_int(&c->out, 0);
+        return reply_int(&c->out, 0), 0;
     reply_unknown_sub(&c->out, &argv[1], "LATENCY");
+    return 0;
 }
 
-static void cmd_slowlog(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_slowlog(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     (void)argc;
+    static const char *const help[] = {
+        "GET [<count>]", "    Empty: no slow commands are recorded.",
+        "LEN", "    0: no slow commands are recorded.",
+        "RESET", "    OK: there is nothing to reset.",
+        NULL,
+    };
+    if (arg_is(&argv[1], "HELP"))
+        return reply_help(&c->out, argc, "SLOWLOG", help), 0;
     if (arg_is(&argv[1], "GET"))
-        return reply_array(&c->out, 0);
+        return reply_array(&c->out, 0), 0;
     if (arg_is(&argv[1], "LEN"))
-        return reply_int(&c->out, 0);
+        return reply_int(&c->out, 0), 0;
     if (arg_is(&argv[1], "RESET"))
-        return reply_simple(&c->out, "OK");
+        return reply_simple(&c->out, "OK"), 0;
     reply_unknown_sub(&c->out, &argv[1], "SLOWLOG");
+    return 0;
 }
 
-static void cmd_time(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_time(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     (void)argc, (void)argv;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -464,47 +281,56 @@ static void cmd_time(struct conn *c, size_t argc, struct kv_slice *argv)
     reply_array(&c->out, 2);
     reply_bulk(&c->out, s, (size_t)ns);
     reply_bulk(&c->out, us, (size_t)nu);
+    return 0;
 }
 
-static void cmd_debug(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_debug(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     (void)argc, (void)argv;
     reply_error(&c->out, "ERR DEBUG is not supported by this server");
+    return 0;
 }
 
-static void cmd_select(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_select(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     (void)argc;
     long long db;
     if (parse_ll(&argv[1], &db))
-        return reply_error(&c->out, "ERR value is not an integer or out of range");
+        return reply_error(&c->out, "ERR value is not an integer or out of range"), 0;
     if (db != 0)
-        return reply_error(&c->out, "ERR DB index is out of range");
+        return reply_error(&c->out, "ERR DB index is out of range"), 0;
     reply_simple(&c->out, "OK");
+    return 0;
 }
 
-static void cmd_quit(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_quit(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     (void)argc, (void)argv;
     reply_simple(&c->out, "OK");
     c->closing = 1;
+    return 0;
 }
 
 /* As Redis: no reply; the server closes the pool and exits, and the
  * client sees its connection close. */
-static void cmd_shutdown(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_shutdown(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     for (size_t i = 1; i < argc; i++) {
         if (arg_is(&argv[i], "ABORT"))
-            return reply_error(&c->out, "ERR No shutdown in progress.");
+            return reply_error(&c->out, "ERR No shutdown in progress."), 0;
         if (!arg_is(&argv[i], "NOSAVE") && !arg_is(&argv[i], "SAVE") &&
             !arg_is(&argv[i], "NOW") && !arg_is(&argv[i], "FORCE"))
-            return reply_error(&c->out, "ERR syntax error");
+            return reply_error(&c->out, "ERR syntax error"), 0;
     }
     uint64_t one = 1;
     if (write(srv.stop_fd, &one, sizeof one) != sizeof one)
-        return reply_error(&c->out, "ERR cannot signal the shutdown");
+        return reply_error(&c->out, "ERR cannot signal the shutdown"), 0;
     c->closing = 1;
+    return 0;
 }
 
 static long long now_s(void)
@@ -670,8 +496,9 @@ static int info_wanted(const char *section, size_t argc, const struct kv_slice *
 /* INFO [section...]: Redis's "# Section" headers and "field:value" lines,
  * with the transaction engine's own under Persistence and Stats; a blank
  * line between sections. */
-static void cmd_info(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_info(struct conn *c, kv_txn *tx, size_t argc, struct kv_slice *argv)
 {
+    (void)tx;
     struct kv_info ki;
     struct info_text t;
     t.n = 0;
@@ -690,17 +517,25 @@ static void cmd_info(struct conn *c, size_t argc, struct kv_slice *argv)
         t.n += 2;
     }
     reply_bulk(&c->out, t.p, t.n >= 2 ? t.n - 2 : 0);
+    return 0;
 }
 
 /* CONFIG GET: what redis-benchmark asks (save, appendonly) and a few more
  * that describe this server; CONFIG SET changes nothing here. */
-static void cmd_config(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_config(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
+    static const char *const help[] = {
+        "GET <pattern>", "    The parameters matching the glob-style <pattern>, with their values.",
+        NULL,
+    };
+    if (arg_is(&argv[1], "HELP"))
+        return reply_help(&c->out, argc, "CONFIG", help), 0;
     if (!arg_is(&argv[1], "GET"))
         return reply_error(&c->out, "ERR unknown subcommand '%.*s'. Try CONFIG HELP.",
-                           (int)(argv[1].n > 64 ? 64 : argv[1].n), argv[1].p);
+                           (int)(argv[1].n > 64 ? 64 : argv[1].n), argv[1].p), 0;
     if (argc < 3)
-        return reply_error(&c->out, "ERR wrong number of arguments for 'config|get' command");
+        return reply_error(&c->out, "ERR wrong number of arguments for 'config|get' command"), 0;
     char v[6][32];
     snprintf(v[0], sizeof v[0], "%zu", srv.lim.max_bulk);
     snprintf(v[1], sizeof v[1], "%u", srv.max_clients);
@@ -726,148 +561,266 @@ static void cmd_config(struct conn *c, size_t argc, struct kv_slice *argv)
     reply_array(&c->out, 2 * hits);
     buf_add(&c->out, items.p, items.len);
     buf_free(&items);
+    return 0;
 }
 
-/* ---- the table */
+/* ---- COMMAND */
 
-static void cmd_command(struct conn *c, size_t argc, struct kv_slice *argv);
+static int cmd_command(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv);
+static int cmd_multi(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv);
+static int cmd_exec(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv);
+static int cmd_discard(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv);
+static int cmd_watch(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv);
+static int cmd_unwatch(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv);
 
-static void cmd_multi(struct conn *c, size_t argc, struct kv_slice *argv);
-static void cmd_exec(struct conn *c, size_t argc, struct kv_slice *argv);
-static void cmd_discard(struct conn *c, size_t argc, struct kv_slice *argv);
-static void cmd_watch(struct conn *c, size_t argc, struct kv_slice *argv);
-static void cmd_unwatch(struct conn *c, size_t argc, struct kv_slice *argv);
-
-static const struct command commands[] = {
-    {"get", cmd_get, 2, "readonly fast", 1, 1, 1},
-    {"set", cmd_set, -3, "write denyoom", 1, 1, 1},
-    {"setnx", cmd_setnx, 3, "write denyoom fast", 1, 1, 1},
-    {"getset", cmd_getset, 3, "write denyoom fast", 1, 1, 1},
-    {"getdel", cmd_getset, 2, "write fast", 1, 1, 1},
-    {"append", cmd_append, 3, "write denyoom fast", 1, 1, 1},
-    {"strlen", cmd_strlen, 2, "readonly fast", 1, 1, 1},
-    {"getrange", cmd_getrange, 4, "readonly", 1, 1, 1},
-    {"setrange", cmd_setrange, 4, "write denyoom", 1, 1, 1},
-    {"setbit", cmd_setbit, 4, "write denyoom", 1, 1, 1},
-    {"getbit", cmd_getbit, 3, "readonly fast", 1, 1, 1},
-    {"bitcount", cmd_bitcount, -2, "readonly", 1, 1, 1},
-    {"del", cmd_del, -2, "write", 1, -1, 1},
-    {"unlink", cmd_del, -2, "write fast", 1, -1, 1},
-    {"exists", cmd_exists, -2, "readonly fast", 1, -1, 1},
-    {"touch", cmd_exists, -2, "readonly fast", 1, -1, 1},
-    {"mget", cmd_mget, -2, "readonly fast", 1, -1, 1},
-    {"mset", cmd_mset, -3, "write denyoom", 1, -1, 2},
-    {"msetnx", cmd_mset, -3, "write denyoom", 1, -1, 2},
-    {"incr", cmd_incr, 2, "write denyoom fast", 1, 1, 1},
-    {"decr", cmd_incr, 2, "write denyoom fast", 1, 1, 1},
-    {"incrby", cmd_incrby, 3, "write denyoom fast", 1, 1, 1},
-    {"decrby", cmd_incrby, 3, "write denyoom fast", 1, 1, 1},
-    {"incrbyfloat", cmd_incrbyfloat, 3, "write denyoom fast", 1, 1, 1},
-    {"type", cmd_type, 2, "readonly fast", 1, 1, 1},
-    {"expire", cmd_expire, -3, "write fast", 1, 1, 1},
-    {"pexpire", cmd_expire, -3, "write fast", 1, 1, 1},
-    {"expireat", cmd_expire, -3, "write fast", 1, 1, 1},
-    {"pexpireat", cmd_expire, -3, "write fast", 1, 1, 1},
-    {"ttl", cmd_ttl, 2, "readonly fast", 1, 1, 1},
-    {"pttl", cmd_ttl, 2, "readonly fast", 1, 1, 1},
-    {"expiretime", cmd_ttl, 2, "readonly fast", 1, 1, 1},
-    {"pexpiretime", cmd_ttl, 2, "readonly fast", 1, 1, 1},
-    {"persist", cmd_persist, 2, "write fast", 1, 1, 1},
-    {"setex", cmd_setex, 4, "write denyoom", 1, 1, 1},
-    {"psetex", cmd_setex, 4, "write denyoom", 1, 1, 1},
-    {"getex", cmd_getex, -2, "write fast", 1, 1, 1},
-    {"rename", cmd_rename, 3, "write", 1, 2, 1},
-    {"renamenx", cmd_rename, 3, "write fast", 1, 2, 1},
-    {"copy", cmd_copy, -3, "write denyoom", 1, 2, 1},
-    {"randomkey", cmd_randomkey, 1, "readonly", 0, 0, 0},
-    {"object", cmd_object, -2, "readonly", 2, 2, 1},
-    {"hset", cmd_hset, -4, "write denyoom fast", 1, 1, 1},
-    {"hmset", cmd_hset, -4, "write denyoom fast", 1, 1, 1},
-    {"hsetnx", cmd_hsetnx, 4, "write denyoom fast", 1, 1, 1},
-    {"hget", cmd_hget, 3, "readonly fast", 1, 1, 1},
-    {"hmget", cmd_hget, -3, "readonly fast", 1, 1, 1},
-    {"hdel", cmd_hdel, -3, "write fast", 1, 1, 1},
-    {"hlen", cmd_hlen, 2, "readonly fast", 1, 1, 1},
-    {"hstrlen", cmd_hget, 3, "readonly fast", 1, 1, 1},
-    {"hexists", cmd_hget, 3, "readonly fast", 1, 1, 1},
-    {"hincrby", cmd_hincrby, 4, "write denyoom fast", 1, 1, 1},
-    {"hincrbyfloat", cmd_hincrby, 4, "write denyoom fast", 1, 1, 1},
-    {"hkeys", cmd_hgetall, 2, "readonly", 1, 1, 1},
-    {"hvals", cmd_hgetall, 2, "readonly", 1, 1, 1},
-    {"hgetall", cmd_hgetall, 2, "readonly", 1, 1, 1},
-    {"hrandfield", cmd_hrandfield, -2, "readonly", 1, 1, 1},
-    {"hscan", cmd_hscan, -3, "readonly", 1, 1, 1},
-    {"hello", cmd_hello, -1, "noscript loading fast", 0, 0, 0},
-    {"client", cmd_client, -2, "admin noscript loading", 0, 0, 0},
-    {"function", cmd_function, -2, "noscript", 0, 0, 0},
-    {"script", cmd_function, -2, "noscript", 0, 0, 0},
-    {"latency", cmd_latency, -2, "admin noscript loading", 0, 0, 0},
-    {"slowlog", cmd_slowlog, -2, "admin loading", 0, 0, 0},
-    {"time", cmd_time, 1, "loading fast", 0, 0, 0},
-    {"debug", cmd_debug, -2, "admin noscript loading", 0, 0, 0},
-    {"multi", cmd_multi, 1, "noscript loading fast", 0, 0, 0},
-    {"exec", cmd_exec, 1, "noscript loading", 0, 0, 0},
-    {"discard", cmd_discard, 1, "noscript loading fast", 0, 0, 0},
-    {"watch", cmd_watch, -2, "noscript loading fast", 1, -1, 1},
-    {"unwatch", cmd_unwatch, 1, "noscript loading fast", 0, 0, 0},
-    {"dbsize", cmd_dbsize, 1, "readonly fast", 0, 0, 0},
-    {"flushall", cmd_flushall, -1, "write", 0, 0, 0},
-    {"flushdb", cmd_flushall, -1, "write", 0, 0, 0},
-    {"keys", cmd_keys, 2, "readonly", 0, 0, 0},
-    {"scan", cmd_scan, -2, "readonly", 0, 0, 0},
-    {"ping", cmd_ping, -1, "fast", 0, 0, 0},
-    {"echo", cmd_echo, 2, "fast", 0, 0, 0},
-    {"select", cmd_select, 2, "loading fast", 0, 0, 0},
-    {"info", cmd_info, -1, "loading", 0, 0, 0},
-    {"command", cmd_command, -1, "loading", 0, 0, 0},
-    {"config", cmd_config, -2, "admin loading", 0, 0, 0},
-    {"quit", cmd_quit, -1, "fast", 0, 0, 0},
-    {"shutdown", cmd_shutdown, -1, "admin", 0, 0, 0},
+/* The table: each type's file has its own part (adding a type adds a
+ * line here); lookup is through an index by name's hash. */
+#define W CMD_WRITE
+#define R CMD_READONLY
+#define F CMD_FAST
+#define L CMD_LOADING
+#define S CMD_STALE
+#define NS CMD_NOSCRIPT
+#define B CMD_ALLOW_BUSY
+/* Redis's CLIENT, FUNCTION, SCRIPT, LATENCY, SLOWLOG, CONFIG and COMMAND
+ * are containers: no flags or keys of their own (their subcommands have
+ * them) */
+static const struct command server_commands[] = {
+    {"ping", cmd_ping, -1, F, ACL_CONNECTION, {0, 0, 0}},
+    {"echo", cmd_echo, 2, L | S | F, ACL_CONNECTION, {0, 0, 0}},
+    {"select", cmd_select, 2, L | S | F, ACL_CONNECTION, {0, 0, 0}},
+    {"hello", cmd_hello, -1, NS | L | S | F | CMD_NO_AUTH | B, ACL_CONNECTION, {0, 0, 0}},
+    {"quit", cmd_quit, -1, NS | L | S | F | CMD_NO_AUTH | B, ACL_CONNECTION, {0, 0, 0}},
+    {"client", cmd_client, -2, 0, 0, {0, 0, 0}},
+    {"function", cmd_function, -2, 0, 0, {0, 0, 0}},
+    {"script", cmd_function, -2, 0, 0, {0, 0, 0}},
+    {"latency", cmd_latency, -2, 0, 0, {0, 0, 0}},
+    {"slowlog", cmd_slowlog, -2, 0, 0, {0, 0, 0}},
+    {"config", cmd_config, -2, 0, 0, {0, 0, 0}},
+    {"command", cmd_command, -1, L | S, ACL_CONNECTION, {0, 0, 0}},
+    {"time", cmd_time, 1, L | S | F, 0, {0, 0, 0}},
+    {"debug", cmd_debug, -2, CMD_ADMIN | NS | L | S, 0, {0, 0, 0}},
+    {"info", cmd_info, -1, L | S, ACL_DANGEROUS, {0, 0, 0}},
+    {"shutdown", cmd_shutdown, -1, CMD_ADMIN | NS | L | S | CMD_NO_MULTI | B, 0, {0, 0, 0}},
+    {"multi", cmd_multi, 1, NS | L | S | F | B, ACL_TRANSACTION, {0, 0, 0}},
+    {"exec", cmd_exec, 1, NS | L | S | CMD_SKIP_SLOWLOG, ACL_TRANSACTION, {0, 0, 0}},
+    {"discard", cmd_discard, 1, NS | L | S | F | B, ACL_TRANSACTION, {0, 0, 0}},
+    {"watch", cmd_watch, -2, NS | L | S | F | B, ACL_TRANSACTION, {1, -1, 1}},
+    {"unwatch", cmd_unwatch, 1, NS | L | S | F | B, ACL_TRANSACTION, {0, 0, 0}},
 };
-#define NCOMMANDS (sizeof commands / sizeof *commands)
+static const size_t server_ncommands = sizeof server_commands / sizeof *server_commands;
+
+static const struct {
+    const struct command *cmds;
+    const size_t *n;
+} parts[] = {
+    {server_commands, &server_ncommands},
+    {string_commands, &string_ncommands},
+    {key_commands, &key_ncommands},
+    {hash_commands, &hash_ncommands},
+};
+#define NPARTS (sizeof parts / sizeof *parts)
+
+/* An open-addressed index of every entry by its name's hash (folded to
+ * lower case), built once by commands_init: a request costs one hash of
+ * its name and, most often, one comparison. INDEX_SIZE keeps the load
+ * under 1/2 (commands_init checks). */
+#define INDEX_SIZE 512
+static struct slot {
+    const struct command *cmd; /* NULL: empty */
+    uint32_t hash;
+    uint32_t len;
+} index_[INDEX_SIZE];
+static size_t ncommands; /* entries in the table */
+
+static uint32_t name_hash(const char *p, size_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint32_t)(unsigned char)tolower((unsigned char)p[i])) * 16777619u;
+    return h;
+}
 
 static const struct command *lookup_command(const struct kv_slice *name)
 {
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        if (arg_is(name, commands[i].name))
-            return &commands[i];
-    return NULL;
+    uint32_t h = name_hash(name->p, name->n);
+    for (size_t i = h & (INDEX_SIZE - 1);; i = (i + 1) & (INDEX_SIZE - 1)) {
+        const struct slot *s = &index_[i];
+        if (!s->cmd)
+            return NULL;
+        if (s->hash == h && s->len == name->n && !strncasecmp(s->cmd->name, name->p, name->n))
+            return s->cmd;
+    }
 }
 
-/* One entry of COMMAND's reply, in the six fields every Redis client
- * understands: name, arity, flags, first key, last key, step. */
+int commands_init(void)
+{
+    if (ncommands)
+        return 0;
+    for (size_t p = 0; p < NPARTS; p++)
+        for (size_t i = 0; i < *parts[p].n; i++) {
+            const struct command *cmd = &parts[p].cmds[i];
+            const struct key_spec *k = &cmd->keys;
+            struct kv_slice name = {(char *)cmd->name, strlen(cmd->name)};
+            if (lookup_command(&name) || 2 * (ncommands + 1) > INDEX_SIZE)
+                return -1; /* a name twice, or the index too small */
+            /* cmd_nkeys steps through the keys: a spec with keys has a
+             * step, one without names none */
+            if (!cmd->arity || (k->first > 0 ? k->step < 1 : k->last || k->step))
+                return -1;
+            uint32_t h = name_hash(name.p, name.n);
+            size_t s = h & (INDEX_SIZE - 1);
+            while (index_[s].cmd)
+                s = (s + 1) & (INDEX_SIZE - 1);
+            index_[s] = (struct slot){cmd, h, (uint32_t)name.n};
+            ncommands++;
+        }
+    return 0;
+}
+
+/* The ACL categories COMMAND INFO shows: the entry's own and those its
+ * flags imply (Redis's setImplicitACLCategories). */
+static uint32_t acl_of(const struct command *cmd)
+{
+    uint32_t a = cmd->acl;
+    a |= cmd->flags & CMD_WRITE ? ACL_WRITE : 0;
+    a |= cmd->flags & CMD_READONLY ? ACL_READ : 0;
+    a |= cmd->flags & CMD_ADMIN ? ACL_ADMIN | ACL_DANGEROUS : 0;
+    a |= cmd->flags & CMD_PUBSUB ? ACL_PUBSUB : 0;
+    a |= cmd->flags & CMD_FAST ? ACL_FAST : ACL_SLOW;
+    a |= cmd->flags & CMD_BLOCKING ? ACL_BLOCKING : 0;
+    return a;
+}
+
+static void reply_names(struct buf *b, uint32_t bits, const char *const *names, unsigned n)
+{
+    size_t count = 0;
+    for (unsigned i = 0; i < n; i++)
+        count += (bits >> i) & 1;
+    reply_array(b, count);
+    for (unsigned i = 0; i < n; i++)
+        if ((bits >> i) & 1)
+            reply_simple(b, names[i]);
+}
+
+/* One entry of COMMAND's reply, Redis 7's ten fields: name, arity, flags,
+ * first key, last key, step, ACL categories, tips, key specs and
+ * subcommands. There are no tips or subcommands here (docs/kvstore.md),
+ * and a key spec says RW or RO only: the finer flags Redis gives each
+ * (OW, insert, delete, ...) are not kept. */
 static void command_entry(struct buf *b, const struct command *cmd)
 {
-    char flags[64];
-    const char *f[8];
-    size_t nf = 0;
-    snprintf(flags, sizeof flags, "%s", cmd->flags);
-    for (char *save, *t = strtok_r(flags, " ", &save); t && nf < 8; t = strtok_r(NULL, " ", &save))
-        f[nf++] = t;
-    reply_array(b, 6);
+    const struct key_spec *k = &cmd->keys;
+    reply_array(b, 10);
     reply_bulk(b, cmd->name, strlen(cmd->name));
     reply_int(b, cmd->arity);
-    reply_array(b, nf);
-    for (size_t i = 0; i < nf; i++)
-        reply_simple(b, f[i]);
-    reply_int(b, cmd->first_key);
-    reply_int(b, cmd->last_key);
-    reply_int(b, cmd->step);
+    reply_names(b, cmd->flags, cmd_flag_names, CMD_NFLAGS);
+    reply_int(b, k->first);
+    reply_int(b, k->last);
+    reply_int(b, k->step);
+    reply_names(b, acl_of(cmd), cmd_acl_names, ACL_NCATS);
+    reply_array(b, 0);
+    if (k->first <= 0) {
+        reply_array(b, 0);
+    } else {
+        reply_array(b, 1);
+        reply_array(b, 6);
+        reply_bulk(b, "flags", 5);
+        reply_array(b, 1);
+        reply_simple(b, cmd->flags & CMD_WRITE ? "RW" : "RO");
+        reply_bulk(b, "begin_search", 12);
+        reply_array(b, 4);
+        reply_bulk(b, "type", 4);
+        reply_bulk(b, "index", 5);
+        reply_bulk(b, "spec", 4);
+        reply_array(b, 2);
+        reply_bulk(b, "index", 5);
+        reply_int(b, k->first);
+        reply_bulk(b, "find_keys", 9);
+        reply_array(b, 4);
+        reply_bulk(b, "type", 4);
+        reply_bulk(b, "range", 5);
+        reply_bulk(b, "spec", 4);
+        reply_array(b, 6);
+        reply_bulk(b, "lastkey", 7);
+        reply_int(b, k->last < 0 ? k->last : k->last - k->first);
+        reply_bulk(b, "keystep", 7);
+        reply_int(b, k->step);
+        reply_bulk(b, "limit", 5);
+        reply_int(b, 0);
+    }
+    reply_array(b, 0);
 }
 
-/* COMMAND, COMMAND COUNT, COMMAND INFO name..., COMMAND DOCS (empty: no
- * docs; redis-cli then uses its built-in help). */
-static void cmd_command(struct conn *c, size_t argc, struct kv_slice *argv)
+static void each_command(void (*fn)(struct buf *b, const struct command *cmd), struct buf *b)
 {
+    for (size_t p = 0; p < NPARTS; p++)
+        for (size_t i = 0; i < *parts[p].n; i++)
+            fn(b, &parts[p].cmds[i]);
+}
+
+static void command_name(struct buf *b, const struct command *cmd)
+{
+    reply_bulk(b, cmd->name, strlen(cmd->name));
+}
+
+/* COMMAND GETKEYS name arg...: the keys the entry names, Redis's errors */
+static void command_getkeys(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    const struct command *cmd = lookup_command(&argv[2]);
+    size_t n = argc - 2;
+    if (!cmd)
+        return reply_error(&c->out, "ERR Invalid command specified");
+    if ((cmd->arity > 0 && n != (size_t)cmd->arity) || (cmd->arity < 0 && n < (size_t)-cmd->arity))
+        return reply_error(&c->out, "ERR Invalid number of arguments specified for command");
+    size_t nk = cmd_nkeys(&cmd->keys, n);
+    if (!nk)
+        return reply_error(&c->out, "ERR The command has no key arguments");
+    reply_array(&c->out, nk);
+    for (size_t i = 0; i < nk; i++) {
+        const struct kv_slice *k = &argv[2 + cmd_key(&cmd->keys, i)];
+        reply_bulk(&c->out, k->p, k->n);
+    }
+}
+
+/* COMMAND [COUNT | LIST | INFO [name ...] | DOCS [name ...] | GETKEYS
+ * name arg ...], from the table. DOCS answers empty: the table holds no
+ * documentation, and redis-cli then uses its own help. */
+static int cmd_command(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)t;
+    const struct kv_slice *sub = &argv[1];
+    static const char *const help[] = {
+        "(no subcommand)", "    Details of every command.",
+        "COUNT", "    How many commands there are.",
+        "DOCS [<command-name> ...]", "    Empty: no documentation is kept here.",
+        "GETKEYS <full-command>", "    The keys of a full command (its name, its arguments).",
+        "INFO [<command-name> ...]", "    Details of the commands named, or of every command.",
+        "LIST", "    The name of every command.",
+        NULL,
+    };
     if (argc == 1) {
-        reply_array(&c->out, NCOMMANDS);
-        for (size_t i = 0; i < NCOMMANDS; i++)
-            command_entry(&c->out, &commands[i]);
-    } else if (arg_is(&argv[1], "COUNT")) {
-        reply_int(&c->out, (long long)NCOMMANDS);
-    } else if (arg_is(&argv[1], "DOCS")) {
+        reply_array(&c->out, ncommands);
+        each_command(command_entry, &c->out);
+    } else if (arg_is(sub, "HELP")) {
+        reply_help(&c->out, argc, "COMMAND", help);
+    } else if (arg_is(sub, "COUNT")) {
+        if (argc != 2)
+            return reply_subcommand_arity(&c->out, "command", sub), 0;
+        reply_int(&c->out, (long long)ncommands);
+    } else if (arg_is(sub, "LIST")) {
+        if (argc != 2) /* FILTERBY is not kept here */
+            return reply_error(&c->out, "ERR syntax error"), 0;
+        reply_array(&c->out, ncommands);
+        each_command(command_name, &c->out);
+    } else if (arg_is(sub, "DOCS")) {
         reply_array(&c->out, 0);
-    } else if (arg_is(&argv[1], "INFO")) {
+    } else if (arg_is(sub, "INFO")) {
+        if (argc == 2) {
+            reply_array(&c->out, ncommands);
+            each_command(command_entry, &c->out);
+            return 0;
+        }
         reply_array(&c->out, argc - 2);
         for (size_t i = 2; i < argc; i++) {
             const struct command *cmd = lookup_command(&argv[i]);
@@ -876,10 +829,14 @@ static void cmd_command(struct conn *c, size_t argc, struct kv_slice *argv)
             else
                 buf_add(&c->out, "*-1\r\n", 5);
         }
+    } else if (arg_is(sub, "GETKEYS")) {
+        if (argc < 4)
+            return reply_subcommand_arity(&c->out, "command", sub), 0;
+        command_getkeys(c, argc, argv);
     } else {
-        reply_error(&c->out, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",
-                    (int)(argv[1].n > 64 ? 64 : argv[1].n), argv[1].p);
+        reply_unknown_sub(&c->out, sub, "COMMAND");
     }
+    return 0;
 }
 
 /* Redis's reply to an unknown command quotes the name and the first
@@ -912,19 +869,8 @@ static void reply_unknown(struct buf *b, size_t argc, const struct kv_slice *arg
  * (kv_key_version) and a digest of its value; EXEC, holding the locks,
  * aborts when a version moved and the key's value or existence changed. */
 
-/* Commands that lock the store on their own (scans, whole-store flushes)
- * cannot join EXEC's transaction: refused inside MULTI. */
-static int multi_refuses(const struct command *cmd)
-{
-    static const char *const no[] = {"flushall", "flushdb", "keys", "scan", "randomkey", "shutdown",
-                                    "multi"};
-    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
-        if (!strcmp(cmd->name, no[i]))
-            return 1;
-    return 0;
-}
-
 static _Thread_local int exec_error; /* what rolled EXEC's block back */
+static int run(struct conn *c, const struct command *cmd, size_t argc, struct kv_slice *argv);
 
 struct queued {
     const struct command *cmd;
@@ -1018,81 +964,75 @@ static void digest_cb(void *arg, const char *v, size_t n)
     *(uint64_t *)arg = v ? (h ? h : 1) : 0;
 }
 
-static void cmd_multi(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_multi(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     (void)argc, (void)argv;
     struct multi *m = multi_of(c);
     if (!m)
-        return reply_error(&c->out, "ERR out of memory");
+        return reply_error(&c->out, "ERR out of memory"), 0;
     m->open = 1;
     reply_simple(&c->out, "OK");
+    return 0;
 }
 
-static void cmd_discard(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_discard(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     (void)argc, (void)argv;
     if (!c->multi || !c->multi->open)
-        return reply_error(&c->out, "ERR DISCARD without MULTI");
+        return reply_error(&c->out, "ERR DISCARD without MULTI"), 0;
     queue_clear(c->multi);
     watch_clear(c->multi);
     reply_simple(&c->out, "OK");
+    return 0;
 }
 
-static void cmd_unwatch(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_unwatch(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     (void)argc, (void)argv;
     if (c->multi)
         watch_clear(c->multi);
     reply_simple(&c->out, "OK");
+    return 0;
 }
 
-static void cmd_watch(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_watch(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     struct multi *m = multi_of(c);
     if (!m)
-        return reply_error(&c->out, "ERR out of memory");
-    kv_txn *t;
-    int rc = kv_txn_begin(srv.kv, argc - 1, &argv[1], 0, &t);
-    if (rc)
-        return reply_store_error(&c->out, rc);
+        return reply_error(&c->out, "ERR out of memory"), 0;
     struct watched *w = realloc(m->w, (m->nw + argc - 1) * sizeof *w);
     if (!w)
-        rc = TXN_E_NOMEM;
-    else
-        m->w = w;
-    for (size_t i = 1; i < argc && !rc; i++) {
+        return TXN_E_NOMEM;
+    m->w = w;
+    for (size_t i = 1; i < argc; i++) {
         struct watched *x = &m->w[m->nw];
-        if (!(x->key = malloc(argv[i].n + 1))) {
-            rc = TXN_E_NOMEM;
-            break;
-        }
+        if (!(x->key = malloc(argv[i].n + 1)))
+            return TXN_E_NOMEM;
         memcpy(x->key, argv[i].p, argv[i].n);
         x->n = argv[i].n;
         x->version = kv_key_version(srv.kv, argv[i]);
         unsigned type = 0;
-        if ((rc = kv_txn_read(t, argv[i], digest_cb, &x->digest, &type)) < 0) {
+        int rc = kv_txn_read(t, argv[i], digest_cb, &x->digest, &type);
+        if (rc < 0) {
             free(x->key);
-            break;
+            return rc;
         }
         x->digest += type; /* a new type with the same bytes is a change */
-        rc = 0;
         m->nw++;
     }
-    rc = kv_txn_end(t, rc);
-    if (rc)
-        return reply_store_error(&c->out, rc);
     reply_simple(&c->out, "OK");
+    return 0;
 }
 
-/* The keys of a queued command, by its table entry (first, last, step). */
+/* The keys of a queued command, by its table entry's key spec. */
 static size_t add_keys(const struct queued *q, struct kv_slice *keys, size_t n)
 {
-    const struct command *cmd = q->cmd;
-    if (cmd->first_key <= 0)
-        return n;
-    size_t last = cmd->last_key < 0 ? q->argc - (size_t)-cmd->last_key : (size_t)cmd->last_key;
-    for (size_t i = (size_t)cmd->first_key; i <= last && i < q->argc; i += (size_t)cmd->step)
-        keys[n++] = q->argv[i];
+    size_t nk = cmd_nkeys(&q->cmd->keys, q->argc);
+    for (size_t i = 0; i < nk; i++)
+        keys[n++] = q->argv[cmd_key(&q->cmd->keys, i)];
     return n;
 }
 
@@ -1131,7 +1071,7 @@ static int exec_block(struct conn *c, struct multi *m)
         keys[n++] = (struct kv_slice){m->w[i].key, m->w[i].n};
     for (size_t i = 0; keys && i < m->nq; i++) {
         n = add_keys(&m->q[i], keys, n);
-        write |= strstr(m->q[i].cmd->flags, "write") != NULL;
+        write |= (m->q[i].cmd->flags & CMD_WRITE) != 0;
     }
     if (!rc)
         rc = kv_txn_begin(srv.kv, n, keys, write, &t);
@@ -1144,8 +1084,8 @@ static int exec_block(struct conn *c, struct multi *m)
         reply_array(&c->out, m->nq);
         c->exec = t;
         for (size_t i = 0; i < m->nq && c->exec; i++)
-            m->q[i].cmd->proc(c, m->q[i].argc, m->q[i].argv);
-        /* a store error inside ended it: cmd_tx_end cleared c->exec */
+            run(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv);
+        /* a store error inside ended it: run cleared c->exec */
         rc = c->exec ? kv_txn_end(t, 0) : exec_error;
         c->exec = NULL;
     }
@@ -1154,17 +1094,18 @@ static int exec_block(struct conn *c, struct multi *m)
     return rc;
 }
 
-static void cmd_exec(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_exec(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
+    (void)t;
     (void)argc, (void)argv;
     struct multi *m = c->multi;
     if (!m || !m->open)
-        return reply_error(&c->out, "ERR EXEC without MULTI");
+        return reply_error(&c->out, "ERR EXEC without MULTI"), 0;
     if (m->failed) {
         queue_clear(m);
         watch_clear(m);
         return reply_error(&c->out,
-                           "EXECABORT Transaction discarded because of previous errors.");
+                           "EXECABORT Transaction discarded because of previous errors."), 0;
     }
     int rc = exec_block(c, m);
     /* a full pool rolled the block back: expired keys first, then again */
@@ -1178,33 +1119,54 @@ static void cmd_exec(struct conn *c, size_t argc, struct kv_slice *argv)
         buf_add(&c->out, "*-1\r\n", 5);
     else if (rc)
         reply_store_error(&c->out, rc);
+    return 0;
 }
 
-/* ---- the store transaction a command runs in */
+/* ---- the dispatcher */
 
-
-int cmd_tx_begin(struct conn *c, size_t n, const struct kv_slice *keys, int write, kv_txn **t)
+/* Run one command in its transaction: EXEC's (c->exec) or one of its own
+ * over the keys its entry names (none: no transaction). A store error
+ * replaces what the command replied; inside EXEC, an error other than
+ * WRONGTYPE (the command's own: it wrote nothing) rolls the block back
+ * and clears c->exec (exec_error says why). 0 or the store error. */
+static int run(struct conn *c, const struct command *cmd, size_t argc, struct kv_slice *argv)
 {
-    if (c->exec) {
-        *t = c->exec;
-        return 0;
+    const struct key_spec *ks = &cmd->keys;
+    size_t mark = c->out.len, nk = cmd_nkeys(ks, argc);
+    kv_txn *t = nk ? c->exec : NULL;
+    int rc = 0;
+    if (nk && !t) {
+        struct kv_slice few[16], *keys = few;
+        if (ks->step == 1)
+            keys = &argv[ks->first]; /* contiguous: no copy */
+        else if (nk > sizeof few / sizeof *few && !(keys = malloc(nk * sizeof *keys)))
+            rc = TXN_E_NOMEM;
+        for (size_t i = 0; !rc && ks->step != 1 && i < nk; i++)
+            keys[i] = argv[cmd_key(ks, i)];
+        if (!rc && (cmd->flags & CMD_RESERVE))
+            kv_reserve(srv.kv, nk);
+        if (!rc)
+            rc = kv_txn_begin(srv.kv, nk, keys, (cmd->flags & CMD_WRITE) != 0, &t);
+        if (keys != few && keys != &argv[ks->first])
+            free(keys);
+        if (rc) {
+            reply_store_error(&c->out, rc);
+            return rc;
+        }
     }
-    return kv_txn_begin(srv.kv, n, keys, write, t);
-}
-
-int cmd_tx_end(struct conn *c, kv_txn *t, int rc)
-{
-    if (t != c->exec)
-        return kv_txn_end(t, rc);
-    if (rc == KV_E_WRONGTYPE) /* the command's own error: it wrote nothing */
-        return rc;
-    if (rc < 0) { /* the block cannot commit in part: all of it rolls back */
-        kv_txn_end(t, rc);
+    rc = cmd->proc(c, t, argc, argv);
+    if (t && t != c->exec) {
+        rc = kv_txn_end(t, rc);
+    } else if (t && rc < 0 && rc != KV_E_WRONGTYPE) {
+        kv_txn_end(t, rc); /* the block cannot commit in part */
         exec_error = rc;
         c->exec = NULL;
-        return rc;
     }
-    return 0;
+    if (rc < 0) {
+        c->out.len = mark;
+        reply_store_error(&c->out, rc);
+    }
+    return rc < 0 ? rc : 0;
 }
 
 void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
@@ -1237,7 +1199,7 @@ void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
             return reply_error(&c->out, "ERR MULTI calls can not be nested");
         if (cmd->proc == cmd_watch)
             return reply_error(&c->out, "ERR WATCH inside MULTI is not allowed");
-        if (multi_refuses(cmd)) {
+        if (cmd->flags & CMD_NO_MULTI) {
             m->failed = 1;
             return reply_error(&c->out, "ERR %s inside MULTI is not supported here: it "
                                "cannot be part of the block's one transaction", cmd->name);
@@ -1249,17 +1211,17 @@ void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
         return reply_simple(&c->out, "QUEUED");
     }
     size_t mark = c->out.len;
-    found_full = 0;
-    cmd->proc(c, argc, argv);
+    cmd_found_full = 0;
+    run(c, cmd, argc, argv);
     /* A write that found the pool full rolled back (a command of several
      * transactions, as FLUSHALL, may be run again): expired keys are
      * deleted to make room, and it runs again, as Redis frees expired keys
      * before it refuses a write. EXEC does this for its block. */
-    for (int tries = 0; found_full && tries < RECLAIM_TRIES && !c->exec && cmd->proc != cmd_exec &&
-                        strstr(cmd->flags, "write") && expire_reclaim((unsigned)tries);
+    for (int tries = 0; cmd_found_full && tries < RECLAIM_TRIES && cmd->proc != cmd_exec &&
+                        (cmd->flags & CMD_WRITE) && expire_reclaim((unsigned)tries);
          tries++) {
         c->out.len = mark;
-        found_full = 0;
-        cmd->proc(c, argc, argv);
+        cmd_found_full = 0;
+        run(c, cmd, argc, argv);
     }
 }

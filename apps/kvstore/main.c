@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "server.h"
 
 #define MIB (1ull << 20)
@@ -244,6 +245,10 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     set_limits(&o);
+    if (commands_init()) {
+        fprintf(stderr, "kvstore: the command table has an entry twice or a bad one\n");
+        return 1;
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("kvstore: engine %s, PDOM %d (%u ns per barrier), flush %s\n", txn_engine_name(),
            txn_pdom(), txn_pdom_ns(), txn_flush_name());

@@ -15,21 +15,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "server.h"
+#include "cmd.h"
+#include "memcache.h"
 
 #define KEY_MAX 250            /* memcached's KEY_MAX_LENGTH */
 #define LINE_MAX_BYTES 65536   /* a command line (a get of many keys) */
 #define REL_MAX (60 * 60 * 24 * 30) /* exptimes up to 30 days are relative */
 #define MC_VERSION "1.6.18"    /* the protocol's; clients test it for features */
-
-_Thread_local struct mc_stats mc_thread;
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* A new CAS value: unique, and larger than any of an earlier run (the
  * counter starts at the wall clock in ns; no run hands out one a ns). */
@@ -710,6 +702,11 @@ size_t mc_run(struct conn *c, const char *p, size_t n)
     }
     size_t line_len = (size_t)(lf - p) + 1;
     const char *end = lf > p && lf[-1] == '\r' ? lf - 1 : lf;
+    /* memcached reads the line as a C string: a NUL byte ends it ("set
+     * a\0b 0 0 1" is "set a": ERROR) */
+    const char *nul = memchr(p, '\0', (size_t)(end - p));
+    if (nul)
+        end = nul;
     struct line l;
     tokenize(&l, p, end);
     flush_if_due();

@@ -1,10 +1,11 @@
 /* reply.c - byte buffers and RESP2 reply encoding. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "reply.h"
 
 int buf_reserve(struct buf *b, size_t n)
 {

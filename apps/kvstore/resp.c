@@ -1,6 +1,7 @@
 /* resp.c - the RESP2 request parser (see resp.h). */
 #include "resp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,8 +214,11 @@ enum resp_status resp_parse(struct resp_parser *r, char *buf, size_t len,
         if (r->bulk < 0) {
             if (r->pos == len)
                 return RESP_MORE;
-            if (buf[r->pos] != '$')
-                return fail(r, "Protocol error: expected '$'");
+            if (buf[r->pos] != '$') { /* Redis's text, with the byte found */
+                snprintf(r->errbuf, sizeof r->errbuf, "Protocol error: expected '$', got '%c'",
+                         buf[r->pos]);
+                return fail(r, r->errbuf);
+            }
             int h = header_line(buf + r->pos, len - r->pos, &v, &adv);
             if (h <= 0)
                 return h ? fail(r, "Protocol error: invalid bulk length") : RESP_MORE;
@@ -230,8 +234,8 @@ enum resp_status resp_parse(struct resp_parser *r, char *buf, size_t len,
             r->need = want - have;
             return RESP_MORE;
         }
-        if (buf[r->pos + want - 2] != '\r' || buf[r->pos + want - 1] != '\n')
-            return fail(r, "Protocol error: bulk not followed by CRLF");
+        /* the two bytes after the bulk are skipped unread, as Redis
+         * skips them: "$4\r\nPINGxx" is PING */
         if (push_arg(r, r->pos, (size_t)r->bulk))
             return fail(r, "out of memory");
         r->pos += want;

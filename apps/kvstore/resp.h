@@ -41,7 +41,8 @@ struct resp_parser {
     struct resp_arg *argv;
     size_t cap;         /* of argv */
     size_t need;        /* hint: bytes the current argument still needs */
-    const char *err;    /* on RESP_ERROR: a static message */
+    const char *err;    /* on RESP_ERROR: a static message, or errbuf */
+    char errbuf[48];
 };
 
 void resp_init(struct resp_parser *r);

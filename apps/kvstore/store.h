@@ -90,7 +90,7 @@ int kv_check(kv_store *s, FILE *out);
 int kv_objects(kv_store *s, int (*fn)(txn_obj *o, void *arg), void *arg);
 
 /* What a value is: the store keeps the type with the key; a hash is a
- * string the server encodes (hashes.c); an item is a string stored by
+ * string the server encodes (t_hash.c); an item is a string stored by
  * memcached's protocol (memcache.c), after KV_ITEM_HDR bytes of its flags
  * and CAS value, and reads as a string without them. */
 enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_ITEM = 2 };

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server.h"
+#include "memcache.h"
 
 static char path[64];
 

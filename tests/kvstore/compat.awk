@@ -75,7 +75,10 @@ BEGIN {
             printf "listed      line %d: %s\n    %s: %s\n    kvstore: %s\n", line, flat(cmd), refname, flat(r), flat(k)
         } else {
             bad++
-            unexpected = unexpected sprintf("DIFFERS     line %d: %s\n  %s:\n      %s\n  kvstore:\n      %s\n", line, cmd, refname, show(r), show(k))
+            # joined, not sprintf'd: mawk's sprintf stops at 8 KiB, and a
+            # reply (COMMAND INFO's) may be longer
+            unexpected = unexpected "DIFFERS     line " line ": " cmd "\n  " refname ":\n      " \
+                         show(r) "\n  kvstore:\n      " show(k) "\n"
         }
     }
     if (!missing && ((getline r < ref) > 0 || (getline k < ours) > 0)) {

@@ -10,6 +10,10 @@
 #           between implementations; nested indexes are dropped)
 #   #@type  only the reply's type (replies that name the server, a client
 #           id, a time, or an encoding)
+#   #@info  COMMAND INFO's entries cut to their first seven fields (name,
+#           arity, flags, first key, last key, step, ACL categories): the
+#           tips, key specs and subcommands are Redis's own
+#           (docs/kvstore.md)
 # unsupported.txt: the known differences, one a line: a single word names
 # a command (every line of the script that starts with it), more words are
 # an exact line of the script (spaces collapsed).
@@ -64,7 +68,7 @@ awk -v cmds="$dir/cmds" -v feed="$dir/feed" '
         bad = 1
         next
     }
-    /^#@(sort|type)[ \t]*$/ { sub(/[ \t]*$/, ""); mark = substr($0, 3); next }
+    /^#@(sort|type|info)[ \t]*$/ { sub(/[ \t]*$/, ""); mark = substr($0, 3); next }
     /^#/ { next }
     {
         line = $0

@@ -1,4 +1,4 @@
-/* hashes.c - the hash commands (HSET ... HSCAN): Redis 7.0's replies and
+/* t_hash.c - the hash commands (HSET ... HSCAN): Redis 7.0's replies and
  * error texts, each in one store transaction (its own or EXEC's).
  *
  * A hash is one value of type KV_HASH: a 4-byte field count, then per
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "t_hash.h"
 
 struct field {
     struct kv_slice f, v;
@@ -153,25 +153,21 @@ static int set_field(struct hash *h, struct kv_slice f, struct kv_slice v)
     return 1;
 }
 
-/* Run a hash command: its transaction over its key, argv[1], the hash
- * loaded (found: 1, or 0 with h empty), fn's reply and result (<0 a
+/* Run a hash command in its transaction t (over its key, argv[1]): the
+ * hash loaded (found: 1, or 0 with h empty), fn's reply and result (<0 a
  * store error: nothing of the command stays). */
 typedef int (*hash_fn)(struct conn *c, size_t argc, struct kv_slice *argv, kv_txn *t,
                        struct hash *h, int found, const void *ctx);
 
-static void with_hash(struct conn *c, size_t argc, struct kv_slice *argv, int write, hash_fn fn,
-                      const void *ctx)
+static int with_hash(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv, hash_fn fn,
+                     const void *ctx)
 {
-    kv_txn *t;
     struct hash h;
-    size_t mark = c->out.len;
-    int rc = cmd_tx_begin(c, 1, &argv[1], write, &t);
-    if (rc)
-        return reply_store_error(&c->out, rc);
-    if ((rc = load(t, argv[1], &h)) >= 0)
+    int rc = load(t, argv[1], &h);
+    if (rc >= 0)
         rc = fn(c, argc, argv, t, &h, rc, ctx);
     hash_free(&h);
-    tx_done(c, t, rc, mark);
+    return rc;
 }
 
 #define HASH_FN(name)                                                                         \
@@ -192,12 +188,12 @@ HASH_FN(hset)
     return rc;
 }
 
-void cmd_hset(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_hset(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     if (argc % 2)
         return reply_error(&c->out, "ERR wrong number of arguments for '%s' command",
-                           arg_is(&argv[0], "hmset") ? "hmset" : "hset");
-    with_hash(c, argc, argv, 1, hset, NULL);
+                           arg_is(&argv[0], "hmset") ? "hmset" : "hset"), 0;
+    return with_hash(c, t, argc, argv, hset, NULL);
 }
 
 HASH_FN(hsetnx)
@@ -211,9 +207,9 @@ HASH_FN(hsetnx)
     return rc;
 }
 
-void cmd_hsetnx(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_hsetnx(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
-    with_hash(c, argc, argv, 1, hsetnx, NULL);
+    return with_hash(c, t, argc, argv, hsetnx, NULL);
 }
 
 /* HGET key field, HMGET key field ..., HEXISTS, HSTRLEN: read-only lookups
@@ -239,9 +235,9 @@ HASH_FN(lookup_fields)
     return 0;
 }
 
-void cmd_hget(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_hget(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
-    with_hash(c, argc, argv, 0, lookup_fields, NULL);
+    return with_hash(c, t, argc, argv, lookup_fields, NULL);
 }
 
 HASH_FN(hdel)
@@ -262,9 +258,9 @@ HASH_FN(hdel)
     return rc;
 }
 
-void cmd_hdel(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_hdel(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
-    with_hash(c, argc, argv, 1, hdel, NULL);
+    return with_hash(c, t, argc, argv, hdel, NULL);
 }
 
 HASH_FN(hlen)
@@ -274,9 +270,9 @@ HASH_FN(hlen)
     return 0;
 }
 
-void cmd_hlen(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_hlen(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
-    with_hash(c, argc, argv, 0, hlen, NULL);
+    return with_hash(c, t, argc, argv, hlen, NULL);
 }
 
 /* HINCRBY key field by; HINCRBYFLOAT: the field as a number, changed */
@@ -314,16 +310,16 @@ HASH_FN(incr_field)
     return rc;
 }
 
-void cmd_hincrby(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_hincrby(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     struct incr in = {arg_is(&argv[0], "hincrbyfloat"), 0, 0};
     if (!in.fl && parse_ll(&argv[3], &in.by))
-        return reply_error(&c->out, "ERR value is not an integer or out of range");
+        return reply_error(&c->out, "ERR value is not an integer or out of range"), 0;
     if (in.fl && parse_ld(argv[3].p, argv[3].n, &in.fby))
-        return reply_error(&c->out, "ERR value is not a valid float");
+        return reply_error(&c->out, "ERR value is not a valid float"), 0;
     if (in.fl && isinf(in.fby))
-        return reply_error(&c->out, "ERR value is NaN or Infinity");
-    with_hash(c, argc, argv, 1, incr_field, &in);
+        return reply_error(&c->out, "ERR value is NaN or Infinity"), 0;
+    return with_hash(c, t, argc, argv, incr_field, &in);
 }
 
 static void reply_field(struct buf *b, const struct field *x, int values)
@@ -348,9 +344,9 @@ HASH_FN(hgetall)
     return 0;
 }
 
-void cmd_hgetall(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_hgetall(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
-    with_hash(c, argc, argv, 0, hgetall, NULL);
+    return with_hash(c, t, argc, argv, hgetall, NULL);
 }
 
 #define RAND_MAX_FIELDS (1LL << 24)
@@ -391,22 +387,22 @@ HASH_FN(hrandfield)
     return 0;
 }
 
-void cmd_hrandfield(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_hrandfield(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     long long count = 1;
     int values = argc == 4, many = argc >= 3;
     if (argc > 4 || (values && !arg_is(&argv[3], "WITHVALUES")))
-        return reply_error(&c->out, "ERR syntax error");
+        return reply_error(&c->out, "ERR syntax error"), 0;
     if (many && parse_ll(&argv[2], &count))
-        return reply_error(&c->out, "ERR value is not an integer or out of range");
+        return reply_error(&c->out, "ERR value is not an integer or out of range"), 0;
     if (many && count < -LONG_MAX)
         return reply_error(&c->out, "ERR value is out of range, value must between "
-                                    "-9223372036854775807 and 9223372036854775807");
+                                    "-9223372036854775807 and 9223372036854775807"), 0;
     /* Redis allocates a reply of -count fields and dies of it (tried);
      * here a reply has at most RAND_MAX_FIELDS of them */
     if (many && ((values && count < -LONG_MAX / 2) || count < -RAND_MAX_FIELDS))
-        return reply_error(&c->out, "ERR value is out of range");
-    with_hash(c, argc, argv, 0, hrandfield, &count);
+        return reply_error(&c->out, "ERR value is out of range"), 0;
+    return with_hash(c, t, argc, argv, hrandfield, &count);
 }
 
 /* HSCAN key cursor [MATCH pattern] [COUNT n]: the record is one packed
@@ -444,18 +440,44 @@ HASH_FN(hscan)
     return 0;
 }
 
-void cmd_hscan(struct conn *c, size_t argc, struct kv_slice *argv)
+static int cmd_hscan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     /* Redis reads the cursor with strtoul: signs and "" pass, spaces
      * before it and out-of-range numbers do not */
     char *end, cur[32];
     if (argv[2].n >= sizeof cur)
-        return reply_error(&c->out, "ERR invalid cursor");
+        return reply_error(&c->out, "ERR invalid cursor"), 0;
     memcpy(cur, argv[2].p, argv[2].n);
     cur[argv[2].n] = 0;
     errno = 0;
     strtoull(cur, &end, 10);
     if (*end || errno == ERANGE || isspace((unsigned char)cur[0]))
-        return reply_error(&c->out, "ERR invalid cursor");
-    with_hash(c, argc, argv, 0, hscan, NULL);
+        return reply_error(&c->out, "ERR invalid cursor"), 0;
+    return with_hash(c, t, argc, argv, hscan, NULL);
 }
+
+/* ---- the table */
+
+#define W CMD_WRITE
+#define R CMD_READONLY
+#define M CMD_DENYOOM
+#define F CMD_FAST
+const struct command hash_commands[] = {
+    {"hset", cmd_hset, -4, W | M | F, ACL_HASH, {1, 1, 1}},
+    {"hmset", cmd_hset, -4, W | M | F, ACL_HASH, {1, 1, 1}},
+    {"hsetnx", cmd_hsetnx, 4, W | M | F, ACL_HASH, {1, 1, 1}},
+    {"hget", cmd_hget, 3, R | F, ACL_HASH, {1, 1, 1}},
+    {"hmget", cmd_hget, -3, R | F, ACL_HASH, {1, 1, 1}},
+    {"hdel", cmd_hdel, -3, W | F, ACL_HASH, {1, 1, 1}},
+    {"hlen", cmd_hlen, 2, R | F, ACL_HASH, {1, 1, 1}},
+    {"hstrlen", cmd_hget, 3, R | F, ACL_HASH, {1, 1, 1}},
+    {"hexists", cmd_hget, 3, R | F, ACL_HASH, {1, 1, 1}},
+    {"hincrby", cmd_hincrby, 4, W | M | F, ACL_HASH, {1, 1, 1}},
+    {"hincrbyfloat", cmd_hincrby, 4, W | M | F, ACL_HASH, {1, 1, 1}},
+    {"hkeys", cmd_hgetall, 2, R, ACL_HASH, {1, 1, 1}},
+    {"hvals", cmd_hgetall, 2, R, ACL_HASH, {1, 1, 1}},
+    {"hgetall", cmd_hgetall, 2, R, ACL_HASH, {1, 1, 1}},
+    {"hrandfield", cmd_hrandfield, -2, R, ACL_HASH, {1, 1, 1}},
+    {"hscan", cmd_hscan, -3, R, ACL_HASH, {1, 1, 1}},
+};
+const size_t hash_ncommands = sizeof hash_commands / sizeof *hash_commands;
