@@ -1395,7 +1395,7 @@ static size_t commit_allocs(struct txn *tx, struct itx *t)
         *(struct tx_block *)vec_push(&isl->frees) = *b; /* reserved */
         freed += b->size;
     }
-    TX_FMT(tx)->frees.n = 0; /* released at the epoch's end, not by end_tx */
+    tx_take_blocks(tx); /* frees released at the epoch's end, not by end_tx */
     return freed;
 }
 

@@ -970,7 +970,7 @@ static void hold_frees(struct txn *tx, struct rslot *sl, uint64_t v)
         if (h)
             *h = (struct held){((struct tx_block *)vec_at(&TX_FMT(tx)->frees, i))->blk, v};
     }
-    TX_FMT(tx)->frees.n = 0;
+    tx_take_blocks(tx);
 }
 
 int eng_commit(struct txn *tx)

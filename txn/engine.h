@@ -324,8 +324,15 @@ void tx_unreserve(struct txn *tx);
 
 /* Remember a block to free at commit; TXN_E_INVAL if it is not a block
  * that is allocated (persistently or by this transaction) or is freed
- * twice. */
+ * twice (by this transaction or by another one still open). */
 int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out);
+
+/* At commit, for an engine that gives the transaction's freed blocks back
+ * itself, later (it copied them, and needs the lists no more): both lists
+ * are emptied, and their blocks no longer count as reserved or freed by an
+ * open transaction. The engine may give a freed block back at once: one
+ * it allocated too is on both lists, and is then no longer either. */
+void tx_take_blocks(struct txn *tx);
 
 /* Forget the newest block tx_mark_free() took, when a later step of the
  * same free failed. */

@@ -29,6 +29,14 @@
  *    transactions that have freed more bytes than they reserve: one that
  *    deletes finds room on a full pool for what it writes (cow copies an
  *    object at its first write, a store's delete may need a segment).
+ * A6 A block's mark NEW is set while an open transaction holds it
+ *    reserved, its mark FREED while an open transaction has freed it (until
+ *    it ends, or its engine takes its frees over); only that transaction
+ *    clears it, and a block is given back (alloc_release) with neither.
+ *    The marks are volatile: recovery never reads them. They replace the
+ *    transaction's maps of its blocks (a DEL of n keys made n inserts at
+ *    random addresses of a map of megabytes): a mark sits at a fixed place
+ *    per block, and the marks of one run share 1 KiB.
  */
 #include "alloc.h"
 
@@ -94,6 +102,10 @@ struct alloc_state {
     size_t spare;        /* open: FREE chunks kept for freeing transactions (A5) */
     _Atomic unsigned drain; /* bumped when chunks run short: thread caches
                                give their blocks back at their next reserve */
+    uint64_t *marks;     /* open: the array. A6: 2 bits (MARK_NEW, MARK_FREED)
+                            per MARK_GRAIN bytes of the heap; a block's pair
+                            is the transaction's that set it, its word is
+                            shared with other blocks': atomic read-modify-writes */
     struct class_vol cls[ALLOC_CLASSES]; /* lock */
 };
 
@@ -269,6 +281,16 @@ static void lazy_free(void *a, size_t bytes)
         munmap(a, bytes ? bytes : 1);
 }
 
+/* Every block starts at a multiple of MARK_GRAIN from the heap's start
+ * (chunks, RUN_HDR and every class size are multiples of it). */
+#define MARK_GRAIN 16u
+_Static_assert(RUN_HDR % MARK_GRAIN == 0 && CHUNK_SIZE % MARK_GRAIN == 0, "blocks on grains");
+
+static size_t marks_bytes(size_t chunks)
+{
+    return chunks * (CHUNK_SIZE / MARK_GRAIN) * 2 / 8;
+}
+
 /* A5's spare chunks of a heap of n. */
 static size_t spare_of(size_t n)
 {
@@ -291,6 +313,7 @@ void alloc_close(txn_pool *p)
     lazy_free(al->holed, al->max_chunks);
     lazy_free(al->vlarge, al->max_chunks * sizeof *al->vlarge);
     lazy_free(al->chunk_free, al->max_chunks);
+    lazy_free(al->marks, marks_bytes(al->max_chunks));
     pthread_cond_destroy(&al->grown);
     pthread_mutex_destroy(&al->lock);
     free(al);
@@ -318,7 +341,9 @@ int alloc_open(txn_pool *p, const struct vec *segs)
     al->used = lazy_calloc(al->max_chunks, sizeof *al->used);
     al->listed = lazy_calloc(al->max_chunks, 1);
     al->holed = lazy_calloc(al->max_chunks, 1);
-    if (!al->chunk_free || !al->vlarge || !al->vbits || !al->used || !al->listed || !al->holed)
+    al->marks = lazy_calloc(marks_bytes(al->max_chunks), 1);
+    if (!al->chunk_free || !al->vlarge || !al->vbits || !al->used || !al->listed || !al->holed ||
+        !al->marks)
         goto nomem;
     for (unsigned c = 0; c < ALLOC_CLASSES; c++)
         vec_init(&al->cls[c].runs, sizeof(uint32_t));
@@ -751,6 +776,8 @@ void alloc_release(txn_pool *p, struct alloc_cache *c, void *blk)
 {
     struct alloc_state *al = POOL_FMT(p)->al;
     size_t ci = chunk_of(p, blk);
+    assert(!alloc_marked(p, blk, MARK_NEW | MARK_FREED) &&
+           "A6: a block given back is marked by no transaction");
     count_freed(p);
     if (al->vlarge[ci]) {
         release_large(al, ci);
@@ -786,6 +813,46 @@ void alloc_cache_drain(txn_pool *p, struct alloc_cache *c)
     pthread_mutex_lock(&al->lock);
     cache_to_shared(p, al, c);
     pthread_mutex_unlock(&al->lock);
+}
+
+/* ---- marks of the blocks open transactions hold (A6) */
+
+/* The word holding blk's marks and their shift in it; NULL when blk is no
+ * grain of the heap (then no block of it). */
+static uint64_t *mark_word(txn_pool *p, const void *blk, unsigned *shift)
+{
+    struct alloc_state *al = POOL_FMT(p)->al;
+    uintptr_t off = (uintptr_t)blk - (uintptr_t)(p->base + POOL_FMT(p)->hdr->heap_off);
+    if (off % MARK_GRAIN || off / CHUNK_SIZE >= al->max_chunks) /* below the heap: wrapped */
+        return NULL;
+    size_t g = off / MARK_GRAIN;
+    *shift = (unsigned)(g % 32) * 2;
+    return al->marks + g / 32;
+}
+
+int alloc_mark(txn_pool *p, const void *blk, enum alloc_mark m)
+{
+    unsigned sh;
+    uint64_t *w = mark_word(p, blk, &sh);
+    if (!w)
+        return 1;
+    uint64_t bit = (uint64_t)m << sh;
+    return (__atomic_fetch_or(w, bit, __ATOMIC_ACQ_REL) & bit) != 0;
+}
+
+void alloc_unmark(txn_pool *p, const void *blk, enum alloc_mark m)
+{
+    unsigned sh;
+    uint64_t *w = mark_word(p, blk, &sh);
+    if (w)
+        __atomic_fetch_and(w, ~((uint64_t)m << sh), __ATOMIC_ACQ_REL);
+}
+
+int alloc_marked(txn_pool *p, const void *blk, unsigned m)
+{
+    unsigned sh;
+    const uint64_t *w = mark_word(p, blk, &sh);
+    return w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) >> sh & m) != 0;
 }
 
 /* ---- persistent state of a block */

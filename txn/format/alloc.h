@@ -63,6 +63,17 @@ int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, int spare_ok, vo
  * reservation, or once a committed free is durable). */
 void alloc_release(txn_pool *p, struct alloc_cache *c, void *blk);
 
+/* Volatile marks of the blocks open transactions hold (A6 in alloc.c):
+ * what tx.c asks per block instead of searching its lists. */
+enum alloc_mark { MARK_NEW = 1, MARK_FREED = 2 };
+
+/* Set mark m of the block at blk; 1 if it was set already (or blk is no
+ * place a block can start), else 0. Any thread; atomic. */
+int alloc_mark(txn_pool *p, const void *blk, enum alloc_mark m);
+void alloc_unmark(txn_pool *p, const void *blk, enum alloc_mark m);
+/* Whether any of the marks m (MARK_* or'ed) of blk is set. */
+int alloc_marked(txn_pool *p, const void *blk, unsigned m);
+
 /* Return a thread cache's blocks to the pool (thread exit). */
 void alloc_cache_drain(txn_pool *p, struct alloc_cache *c);
 

@@ -25,10 +25,6 @@ struct fmt_tx {
     struct vec allocs;        /* struct tx_block */
     struct vec frees;         /* struct tx_block */
     struct alloc_cache cache;
-    /* last, so that the fields above keep their offsets (and lines) */
-    struct addrmap alloc_at;  /* block -> its index in allocs, kept once
-                                 allocs outgrows TX_SCAN_MAX (tx.c) */
-    struct addrmap free_at;   /* the same for frees */
     size_t reserved_bytes;    /* of the blocks in allocs */
     size_t freed_bytes;       /* of the blocks in frees (A5 in alloc.c) */
 };

@@ -37,10 +37,6 @@ int eng_pool_attach(struct txn *tx)
     log_attach(&TX_FMT(tx)->log, tx->p, TX_FMT(tx)->slot);
     vec_init(&TX_FMT(tx)->allocs, sizeof(struct tx_block));
     vec_init(&TX_FMT(tx)->frees, sizeof(struct tx_block));
-    if (addrmap_init(&TX_FMT(tx)->alloc_at, 16) || addrmap_init(&TX_FMT(tx)->free_at, 16)) {
-        addrmap_free(&TX_FMT(tx)->alloc_at);
-        return TXN_E_NOMEM;
-    }
     return 0;
 }
 
@@ -49,8 +45,6 @@ void eng_pool_detach(struct txn *tx)
     alloc_cache_drain(tx->p, &TX_FMT(tx)->cache);
     vec_free(&TX_FMT(tx)->allocs);
     vec_free(&TX_FMT(tx)->frees);
-    addrmap_free(&TX_FMT(tx)->alloc_at);
-    addrmap_free(&TX_FMT(tx)->free_at);
 }
 
 void eng_pool_begin(struct txn *tx)
@@ -59,79 +53,53 @@ void eng_pool_begin(struct txn *tx)
         tx_next_version(tx);
 }
 
-/* Blocks a transaction gives back: its frees, or its allocations. */
-static __attribute__((noinline)) void give_back(struct txn *tx, struct vec *give)
+/* The transaction's marks cleared (A6 in alloc.c), and the blocks it gives
+ * back, its frees or its allocations, released: a block's marks before its
+ * release, as a released block may be taken by any thread (the list it
+ * does not give back first: a block it allocated and freed is on both). */
+static __attribute__((noinline)) void settle(struct txn *tx, struct vec *v, enum alloc_mark m,
+                                             int give)
 {
-    for (size_t i = 0; i < give->n; i++)
-        alloc_release(tx->p, &TX_FMT(tx)->cache, ((struct tx_block *)vec_at(give, i))->blk);
+    for (size_t i = 0; i < v->n; i++) {
+        void *blk = ((struct tx_block *)vec_at(v, i))->blk;
+        alloc_unmark(tx->p, blk, m);
+        if (give)
+            alloc_release(tx->p, &TX_FMT(tx)->cache, blk);
+    }
 }
 
 void eng_pool_end(struct txn *tx, int committed)
 {
     struct vec *give = committed ? &TX_FMT(tx)->frees : &TX_FMT(tx)->allocs;
+    struct vec *keep = committed ? &TX_FMT(tx)->allocs : &TX_FMT(tx)->frees;
+    if (keep->n)
+        settle(tx, keep, committed ? MARK_NEW : MARK_FREED, 0);
     if (give->n)
-        give_back(tx, give);
+        settle(tx, give, committed ? MARK_FREED : MARK_NEW, 1);
     TX_FMT(tx)->allocs.n = TX_FMT(tx)->frees.n = 0;
     TX_FMT(tx)->reserved_bytes = TX_FMT(tx)->freed_bytes = 0;
-    if (TX_FMT(tx)->alloc_at.n)
-        addrmap_clear(&TX_FMT(tx)->alloc_at);
-    if (TX_FMT(tx)->free_at.n)
-        addrmap_clear(&TX_FMT(tx)->free_at);
     if (TX_FMT(tx)->log.used) /* else where log_rewind would put it */
         log_rewind(&TX_FMT(tx)->log);
 }
 
-/* Up to this many blocks a list is searched by a scan (a few cache lines,
- * cheaper than hashing for the usual transaction of a few blocks); beyond
- * it through its map, so that a transaction of n blocks costs O(n) rather
- * than O(n^2). Figures in docs/engines.md. */
-#define TX_SCAN_MAX 16
-
-/* Invariant B1: a list's map is empty (the list holds at most TX_SCAN_MAX
- * blocks, or remember() ran out of memory) and the list is scanned, or the
- * map maps every block of the list to its index. Entries may be stale: an
- * engine pops the newest block when a step after tx_reserve or
- * tx_mark_free fails, so an index counts only while the list still holds
- * that block there. */
-static struct tx_block *scan(const struct vec *v, const void *blk)
+void tx_take_blocks(struct txn *tx)
 {
-    for (size_t i = 0; i < v->n; i++) {
-        struct tx_block *b = vec_at(v, i);
-        if (b->blk == blk)
-            return b;
-    }
-    return NULL;
+    settle(tx, &TX_FMT(tx)->allocs, MARK_NEW, 0);
+    settle(tx, &TX_FMT(tx)->frees, MARK_FREED, 0);
+    TX_FMT(tx)->allocs.n = TX_FMT(tx)->frees.n = 0;
 }
 
-#define B1_CHECK_MAX 64 /* blocks: a debug build scans shorter lists too */
+#ifndef NDEBUG
+#define A6_CHECK_MAX 64 /* blocks: a debug build checks a mark against a list this short */
 
-static struct tx_block *find_block(const struct vec *v, const struct addrmap *m, const void *blk)
+static int listed(const struct vec *v, const void *blk)
 {
-    if (!m->n)
-        return scan(v, blk);
-    const uint64_t *at = addrmap_find(m, (uint64_t)(uintptr_t)blk);
-    struct tx_block *b = at && *at < v->n ? vec_at(v, *at) : NULL;
-    b = b && b->blk == blk ? b : NULL;
-    assert((b || v->n > B1_CHECK_MAX || !scan(v, blk)) && "B1: a block of the list is not in its map");
-    return b;
-}
-
-/* B1 after a push: the newest block indexed, or the whole list when it
- * just outgrew the scan. Out of memory, the map is emptied (the list is
- * scanned again) and the caller pops the block. */
-static int remember(struct vec *v, struct addrmap *m)
-{
-    if (!m->n && v->n <= TX_SCAN_MAX)
-        return 0;
-    for (size_t i = m->n ? v->n - 1 : 0; i < v->n; i++) {
-        struct tx_block *b = vec_at(v, i);
-        if (addrmap_put(m, (uint64_t)(uintptr_t)b->blk, i)) {
-            addrmap_clear(m);
-            return TXN_E_NOMEM;
-        }
-    }
+    for (size_t i = 0; i < v->n; i++)
+        if (((struct tx_block *)vec_at(v, i))->blk == blk)
+            return 1;
     return 0;
 }
+#endif
 
 int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)
 {
@@ -140,12 +108,13 @@ int tx_reserve(struct txn *tx, size_t n, struct tx_block *out)
         return TXN_E_NOMEM;
     int spare_ok = TX_FMT(tx)->freed_bytes >= TX_FMT(tx)->reserved_bytes + n;
     int rc = alloc_reserve(tx->p, &TX_FMT(tx)->cache, n, spare_ok, &b->blk, &b->size);
-    if (!rc && (rc = remember(&TX_FMT(tx)->allocs, &TX_FMT(tx)->alloc_at)))
-        alloc_release(tx->p, &TX_FMT(tx)->cache, b->blk);
     if (rc) {
         TX_FMT(tx)->allocs.n--;
         return rc;
     }
+    int was = alloc_mark(tx->p, b->blk, MARK_NEW);
+    assert(!was && "A6: a block just reserved is marked by no transaction");
+    (void)was;
     TX_FMT(tx)->reserved_bytes += b->size;
     *out = *b;
     return 0;
@@ -155,6 +124,7 @@ void tx_unreserve(struct txn *tx)
 {
     struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, --TX_FMT(tx)->allocs.n);
     TX_FMT(tx)->reserved_bytes -= b->size;
+    alloc_unmark(tx->p, b->blk, MARK_NEW);
     alloc_release(tx->p, &TX_FMT(tx)->cache, b->blk);
 }
 
@@ -162,30 +132,39 @@ void tx_unmark_free(struct txn *tx)
 {
     struct tx_block *b = vec_at(&TX_FMT(tx)->frees, --TX_FMT(tx)->frees.n);
     TX_FMT(tx)->freed_bytes -= b->size;
+    alloc_unmark(tx->p, b->blk, MARK_FREED);
 }
 
+/* A6: a block marked NEW was reserved by an open transaction, and one
+ * reserved by another is reachable by none but that one until it commits
+ * (the program's isolation), so an engine asks only about its own. */
 int tx_is_new(const struct txn *tx, const void *blk)
 {
-    return TX_FMT(tx)->allocs.n && find_block(&TX_FMT(tx)->allocs, &TX_FMT(tx)->alloc_at, blk);
+    if (!TX_FMT(tx)->allocs.n)
+        return 0;
+    int is = alloc_marked(tx->p, blk, MARK_NEW);
+    assert((TX_FMT(tx)->allocs.n > A6_CHECK_MAX || is == listed(&TX_FMT(tx)->allocs, blk)) &&
+           "A6: the mark NEW of a block this transaction touches says whether it reserved it");
+    return is;
 }
 
 int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
 {
-    if (TX_FMT(tx)->frees.n && find_block(&TX_FMT(tx)->frees, &TX_FMT(tx)->free_at, blk))
-        return TXN_E_INVAL;
-    struct tx_block *mine = TX_FMT(tx)->allocs.n ? find_block(&TX_FMT(tx)->allocs, &TX_FMT(tx)->alloc_at, blk) : NULL;
-    size_t size = mine ? mine->size : alloc_block_size(tx->p, blk, 1);
+    /* a block reserved here has no persistent bit yet: any block start of
+     * the heap; else one whose bit is set */
+    int mine = tx_is_new(tx, blk);
+    size_t size = alloc_block_size(tx->p, blk, !mine);
     if (!size)
         return TXN_E_INVAL;
+    if (alloc_mark(tx->p, blk, MARK_FREED))
+        return TXN_E_INVAL; /* A6: freed twice, here or by another open transaction */
     struct tx_block *b = vec_push(&TX_FMT(tx)->frees);
-    if (!b)
-        return TXN_E_NOMEM;
-    b->blk = blk;
-    b->size = size;
-    if (remember(&TX_FMT(tx)->frees, &TX_FMT(tx)->free_at)) {
-        TX_FMT(tx)->frees.n--;
+    if (!b) {
+        alloc_unmark(tx->p, blk, MARK_FREED);
         return TXN_E_NOMEM;
     }
+    b->blk = blk;
+    b->size = size;
     TX_FMT(tx)->freed_bytes += size;
     if (out)
         *out = *b;
