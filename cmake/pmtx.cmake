@@ -117,7 +117,7 @@ function(pmtx_check_library name sources libs exports)
   endif()
   # the engine's exports and the scheduler's pthread calls (check/sched.c)
   file(READ ${exports} map)
-  string(REPLACE "global:" "global: pthread_create; pthread_join; pthread_mutex_lock; pthread_mutex_trylock; pthread_mutex_unlock;"
+  string(REPLACE "global:" "global: pthread_create; pthread_exit; pthread_join; pthread_mutex_lock; pthread_mutex_trylock; pthread_mutex_unlock;"
          map "${map}")
   set(check_map ${PROJECT_BINARY_DIR}/check/${lib}.map)
   file(WRITE ${check_map} "${map}")
