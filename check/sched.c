@@ -7,8 +7,9 @@
  * time, else a runnable thread is drawn); what differs is where its switch
  * points come from: here the program's own pthread calls.
  *
- * This library exports pthread_create, pthread_join, pthread_mutex_lock,
- * pthread_mutex_trylock and pthread_mutex_unlock; the dynamic linker finds
+ * This library exports pthread_create, pthread_join, pthread_exit,
+ * pthread_mutex_lock, pthread_mutex_trylock and pthread_mutex_unlock (the
+ * names the CMake map adds to the engine's exports); the dynamic linker finds
  * them before libc's (the program's link names this library first). Each
  * forwards to libc's at once unless the scheduler is on, the calling thread
  * is one it runs, and the call is the program's own: the library's
@@ -98,9 +99,8 @@ static struct {
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* The scheduler's number of this thread, -1 when it does not run it;
- * whether it has taken the baton once (a new thread runs freely until its
- * first switch point: a sanitizer's thread start may make its creator wait
- * for it, which the baton would deadlock). */
+ * whether it has taken the baton once (a new thread takes it at its start,
+ * in started(), after a sanitizer's thread start has let its creator go). */
 static __thread int self = -1;
 static __thread int entered;
 static __thread int forking; /* between fork's prepare and its end */
