@@ -27,4 +27,7 @@ void chk_record_switch(int from, int to);
  * see its writes before they are committed). */
 void chk_record_unlock(void);
 
+/* The recorder's: whether the calling thread runs a transaction. */
+int chk_in_txn(void);
+
 #endif

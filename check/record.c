@@ -478,6 +478,11 @@ void chk_record_unlock(void)
     pthread_mutex_unlock(&lock);
 }
 
+int chk_in_txn(void)
+{
+    return in_txn;
+}
+
 void txn_check_ack(uint64_t n)
 {
     pthread_mutex_lock(&lock);

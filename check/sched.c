@@ -7,8 +7,9 @@
  * time, else a runnable thread is drawn); what differs is where its switch
  * points come from: here the program's own pthread calls.
  *
- * This library exports pthread_create, pthread_join, pthread_mutex_lock,
- * pthread_mutex_trylock and pthread_mutex_unlock; the dynamic linker finds
+ * This library exports pthread_create, pthread_join, pthread_exit,
+ * pthread_mutex_lock, pthread_mutex_trylock and pthread_mutex_unlock (the
+ * names the CMake map adds to the engine's exports); the dynamic linker finds
  * them before libc's (the program's link names this library first). Each
  * forwards to libc's at once unless the scheduler is on, the calling thread
  * is one it runs, and the call is the program's own: the library's
@@ -17,14 +18,19 @@
  * holds).
  *
  * Switch points: the program's lock (before the acquire, and while the
- * mutex is held by another thread, which then runs), unlock, thread
- * creation, join (while the joined thread runs), a thread's end, and the
- * recorder's txn_begin and txn_commit (chk_sched_point). A new thread runs
- * from its start to its first switch point unscheduled, then waits for the
- * baton. Condition variables, semaphores and other blocking calls are not
- * scheduled: a thread that blocks in one while holding the baton waits for
- * ever. Threads that all wait for each other (the program's own deadlock)
- * end the run with a message (exit 3): nothing else could run.
+ * mutex is held by another thread, which then runs), a trylock that finds
+ * the mutex held by another thread, unlock, thread creation, join (while
+ * the joined thread runs), a thread's end (its return, pthread_exit, also
+ * the main thread's, or a cancellation), and the recorder's txn_begin and
+ * txn_commit (chk_sched_point). Where switches inside a transaction are not
+ * taken (incll: its txn_sync waits for the running transactions), only the
+ * waits are: a lock of a mutex held by another thread, a join. A new thread
+ * waits for the baton before its first step. Condition variables,
+ * semaphores, rwlocks, timed locks, spinlocks, C11 mtx_* and other blocking
+ * calls are not scheduled: a thread that blocks in one while holding the
+ * baton waits for ever (docs/crashcheck.md). Threads that all wait for each
+ * other (the program's own deadlock) end the run with a message (exit 3):
+ * nothing else could run. A forked child runs unscheduled.
  */
 #define _GNU_SOURCE
 #include <assert.h>
@@ -53,6 +59,7 @@ static int (*sys_trylock)(pthread_mutex_t *);
 static int (*sys_unlock)(pthread_mutex_t *);
 static int (*sys_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 static int (*sys_join)(pthread_t, void **);
+static void (*sys_exit)(void *);
 
 static void *sys(const char *name)
 {
@@ -92,11 +99,34 @@ static struct {
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* The scheduler's number of this thread, -1 when it does not run it;
- * whether it has taken the baton once (a new thread runs freely until its
- * first switch point: a sanitizer's thread start may make its creator wait
- * for it, which the baton would deadlock). */
+ * whether it has taken the baton once (a new thread takes it at its start,
+ * in started(), after a sanitizer's thread start has let its creator go). */
 static __thread int self = -1;
 static __thread int entered;
+static __thread int forking; /* between fork's prepare and its end */
+static __thread int quiet; /* its end gives back its contexts: the
+                              registry's lock held, no voluntary switch */
+
+/* Whether the calling thread may give the baton away when it need not
+ * wait: not inside a transaction where such switches are not taken (the
+ * engine's txn_sync would wait for the parked transaction), nor while its
+ * end holds the context registry's lock (the next thread's txn_begin would
+ * block on it holding the baton). */
+static int may_switch(void)
+{
+    return !quiet && (S.inside || !chk_in_txn());
+}
+
+/* The scheduler's sections run with cancellation off: a cancellation in
+ * its condition waits would come back holding mu into the thread's end,
+ * which takes mu again. A pending one acts at the program's next
+ * cancellation point. */
+#define LOCK_S(old)                                                   \
+    (pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &(old)),          \
+     SYS(sys_lock, "pthread_mutex_lock")(&S.mu))
+#define UNLOCK_S(old)                                                 \
+    (SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu),                  \
+     pthread_setcancelstate((old), NULL))
 
 /* Under mu: the calling thread's first switch point waits for the baton. */
 static void enter(void)
@@ -155,6 +185,31 @@ static __attribute__((noinline)) int internal(const void *ra)
     return 0;
 }
 
+/* fork: the child gets a copy of mu free (the fork is made holding it) and
+ * runs unscheduled, as the recorder records nothing there. Meanwhile the
+ * forking thread's calls are not scheduled: the recorder's handlers lock
+ * from libc's fork, where they look like the program's calls. */
+static void fork_prepare(void)
+{
+    forking = 1;
+    SYS(sys_lock, "pthread_mutex_lock")(&S.mu);
+}
+
+static void fork_parent(void)
+{
+    SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu);
+    forking = 0;
+}
+
+static void fork_child(void)
+{
+    forking = 0;
+    S.on = 0;
+    self = -1;
+    S.mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    S.cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+}
+
 void chk_sched_init(uint64_t seed, int inside)
 {
     Dl_info d;
@@ -171,6 +226,9 @@ void chk_sched_init(uint64_t seed, int inside)
               "-check library (link it before libc)\n", stderr);
         _exit(2);
     }
+    /* registered after the recorder's: its prepare runs first, taking mu
+     * before the recorder's lock, the order of chk_record_switch */
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
     S.inside = inside;
     S.rng = seed ^ 0x6a09e667f3bcc908ull;
     for (int i = 0; i < MAX_THREADS; i++)
@@ -186,9 +244,10 @@ uint64_t chk_sched_switches(void)
 {
     if (!S.on)
         return 0;
-    SYS(sys_lock, "pthread_mutex_lock")(&S.mu);
+    int old;
+    LOCK_S(old);
     uint64_t n = S.switches;
-    SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu);
+    UNLOCK_S(old);
     return n;
 }
 
@@ -247,17 +306,18 @@ static void pass(int t)
 
 static int scheduled(void)
 {
-    return S.on && self >= 0;
+    return S.on && self >= 0 && !forking;
 }
 
 void chk_sched_point(int in_txn)
 {
     if (!scheduled() || (in_txn && !S.inside))
         return;
-    SYS(sys_lock, "pthread_mutex_lock")(&S.mu);
+    int old;
+    LOCK_S(old);
     enter();
     pass(self);
-    SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu);
+    UNLOCK_S(old);
 }
 
 /* ---- the program's mutexes */
@@ -278,13 +338,22 @@ static void set_held(pthread_mutex_t *m, int t)
     }
 }
 
+/* A lock's result that leaves the mutex held by the caller: a robust
+ * mutex whose owner died is acquired too (EOWNERDEAD). */
+static int acquired(int rc)
+{
+    return rc == 0 || rc == EOWNERDEAD;
+}
+
 int pthread_mutex_lock(pthread_mutex_t *m)
 {
     if (!scheduled() || internal(__builtin_return_address(0)))
         return SYS(sys_lock, "pthread_mutex_lock")(m);
-    SYS(sys_lock, "pthread_mutex_lock")(&S.mu);
+    int old;
+    LOCK_S(old);
     enter();
-    pass(self); /* a switch point before the acquire */
+    if (may_switch())
+        pass(self); /* a switch point before the acquire */
     int rc;
     while ((rc = SYS(sys_trylock, "pthread_mutex_trylock")(m)) == EBUSY &&
            held_by(m) >= 0 && held_by(m) != self) {
@@ -297,9 +366,9 @@ int pthread_mutex_lock(pthread_mutex_t *m)
         rc = SYS(sys_lock, "pthread_mutex_lock")(m);
         SYS(sys_lock, "pthread_mutex_lock")(&S.mu);
     }
-    if (!rc)
+    if (acquired(rc))
         set_held(m, self);
-    SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu);
+    UNLOCK_S(old);
     return rc;
 }
 
@@ -307,12 +376,16 @@ int pthread_mutex_trylock(pthread_mutex_t *m)
 {
     if (!scheduled() || internal(__builtin_return_address(0)))
         return SYS(sys_trylock, "pthread_mutex_trylock")(m);
-    SYS(sys_lock, "pthread_mutex_lock")(&S.mu);
+    int old;
+    LOCK_S(old);
     enter();
     int rc = SYS(sys_trylock, "pthread_mutex_trylock")(m);
-    if (!rc)
+    if (acquired(rc))
         set_held(m, self);
-    SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu);
+    else if (rc == EBUSY && held_by(m) >= 0 && held_by(m) != self)
+        pass(self); /* a try in a loop would spin holding the baton: the
+                       holder may run (a wait, taken inside transactions) */
+    UNLOCK_S(old);
     return rc;
 }
 
@@ -320,15 +393,17 @@ int pthread_mutex_unlock(pthread_mutex_t *m)
 {
     if (!scheduled() || internal(__builtin_return_address(0)))
         return SYS(sys_unlock, "pthread_mutex_unlock")(m);
-    SYS(sys_lock, "pthread_mutex_lock")(&S.mu);
+    int old;
+    LOCK_S(old);
     enter();
     int rc = SYS(sys_unlock, "pthread_mutex_unlock")(m);
     if (!rc) {
         set_held(m, -1);
         chk_record_unlock();
     }
-    pass(self);
-    SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu);
+    if (may_switch())
+        pass(self);
+    UNLOCK_S(old);
     return rc;
 }
 
@@ -339,24 +414,30 @@ struct start {
     void *arg;
 };
 
-/* A thread's end, by pthread_exit or a return: its library contexts are
- * given back now, while it holds the baton (their release stores and
- * fences: redo1 flushes its slot's lines), not by its exit's destructor
- * racing the threads that run on; then the baton passes on for good. */
+/* A thread's end, by pthread_exit, a return or a cancellation: its library
+ * contexts are given back now, while it holds the baton (their release
+ * stores and fences: redo1 flushes its slot's lines), not by its exit's
+ * destructor racing the threads that run on; then the baton passes on for
+ * good. */
 static void ended(void *arg)
 {
     (void)arg;
-    SYS(sys_lock, "pthread_mutex_lock")(&S.mu);
+    int old;
+    LOCK_S(old);
     enter();
     SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu);
+    /* a transaction still running is aborted here, its TXN_ON_ABORT
+     * actions run with the registry's lock held: no switch of their own */
+    quiet = 1;
     ctxreg_thread_end();
+    quiet = 0;
     SYS(sys_lock, "pthread_mutex_lock")(&S.mu);
     for (int i = 0; i < MAX_HELD; i++) /* a thread may end holding some */
         if (S.held[i] && S.holder[i] == self)
             S.held[i] = NULL;
     S.done[self] = 1;
     pass(self);
-    SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu);
+    UNLOCK_S(old);
     self = -1;
 }
 
@@ -364,8 +445,14 @@ static void *started(void *arg)
 {
     struct start s = *(struct start *)arg;
     void *rc;
+    int old;
     free(arg);
     self = s.t;
+    /* its first step waits for the baton: nothing it does runs beside the
+     * holder (a sanitizer's interceptor has let its creator go by now) */
+    LOCK_S(old);
+    enter();
+    UNLOCK_S(old);
     pthread_cleanup_push(ended, NULL);
     rc = s.fn(s.arg);
     pthread_cleanup_pop(1);
@@ -379,10 +466,11 @@ int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *
     struct start *s = malloc(sizeof *s);
     if (!s)
         return EAGAIN;
-    SYS(sys_lock, "pthread_mutex_lock")(&S.mu);
+    int old;
+    LOCK_S(old);
     enter();
     if (S.n == MAX_THREADS) {
-        SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu);
+        UNLOCK_S(old);
         free(s);
         fprintf(stderr, "txn-crashcheck: more than %d threads under --threads-sched\n",
                 MAX_THREADS);
@@ -392,13 +480,14 @@ int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *
     /* the new thread waits for the baton before its first step */
     int rc = SYS(sys_create, "pthread_create")(th, attr, started, s);
     if (rc) {
-        SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu);
+        UNLOCK_S(old);
         free(s);
         return rc;
     }
     S.tid[S.n++] = *th;
-    pass(self); /* a switch point: the new thread may run first */
-    SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu);
+    if (may_switch())
+        pass(self); /* a switch point: the new thread may run first */
+    UNLOCK_S(old);
     return 0;
 }
 
@@ -406,20 +495,33 @@ int pthread_join(pthread_t th, void **ret)
 {
     if (!scheduled() || internal(__builtin_return_address(0)))
         return SYS(sys_join, "pthread_join")(th, ret);
-    SYS(sys_lock, "pthread_mutex_lock")(&S.mu);
+    int old;
+    LOCK_S(old);
     enter();
     int u = -1;
     for (int i = 1; i < S.n; i++)
         if (pthread_equal(S.tid[i], th))
             u = i;
     if (u >= 0) {
-        pass(self);
+        if (may_switch())
+            pass(self);
         S.joins[self] = u; /* not runnable until u has ended */
         while (!S.done[u])
             pass(self);
         S.joins[self] = -1;
     }
-    SYS(sys_unlock, "pthread_mutex_unlock")(&S.mu);
+    UNLOCK_S(old);
     /* u's end has passed: what is left of its exit stores nothing */
     return SYS(sys_join, "pthread_join")(th, ret);
+}
+
+/* The main thread's pthread_exit ends it as the scheduler's thread 0 (the
+ * others' ends are their start's cleanup): else it would keep the baton
+ * while the process runs on. */
+void pthread_exit(void *rv)
+{
+    if (scheduled() && self == 0 && !internal(__builtin_return_address(0)))
+        ended(NULL);
+    SYS(sys_exit, "pthread_exit")(rv);
+    __builtin_unreachable();
 }

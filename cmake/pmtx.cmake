@@ -119,7 +119,7 @@ function(pmtx_check_library name sources libs exports)
   endif()
   # the engine's exports and the scheduler's pthread calls (check/sched.c)
   file(READ ${exports} map)
-  string(REPLACE "global:" "global: pthread_create; pthread_join; pthread_mutex_lock; pthread_mutex_trylock; pthread_mutex_unlock;"
+  string(REPLACE "global:" "global: pthread_create; pthread_exit; pthread_join; pthread_mutex_lock; pthread_mutex_trylock; pthread_mutex_unlock;"
          map "${map}")
   set(check_map ${PROJECT_BINARY_DIR}/check/${lib}.map)
   file(WRITE ${check_map} "${map}")
@@ -136,6 +136,10 @@ function(pmtx_check_library name sources libs exports)
             # their own object libraries
             $<TARGET_PROPERTY:pmtx-runtime,INCLUDE_DIRECTORIES>
             $<TARGET_PROPERTY:pmtx-format,INCLUDE_DIRECTORIES>)
+  # no tail calls: the scheduler tells the library's own mutex calls from
+  # the program's by their return address, which a jump to
+  # pthread_mutex_unlock at a function's end leaves in the program
+  target_compile_options(${lib} PRIVATE -fno-optimize-sibling-calls)
   target_link_libraries(${lib}
     PUBLIC Threads::Threads
     PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS ${libs} ${CMAKE_DL_LIBS})
