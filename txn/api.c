@@ -651,14 +651,7 @@ static int fail(struct txn *tx, int rc)
  *    abort: every entry in place is a committed one when the lock is free,
  *    and two commits never take one free entry. */
 
-#define JOIN_ENTRIES 256 /* participant contexts a coordinator pool keeps */
-#define JOIN_META_OFF 56 /* the meta object's word with the table's handle */
 #define JOIN_SLOT_MASK ((1ull << JOIN_SLOT_BITS) - 1)
-
-struct join_entry {
-    uint64_t uuid; /* participant pool; 0: a free entry */
-    uint64_t seq;  /* of its context's last transaction committed here */
-};
 
 /* The table of tx's pool, read into e (all zero when it has none yet),
  * and its handle in *t (NULL then). */

@@ -58,6 +58,16 @@ struct txn {
  * transactions on it. "open" means set by the open or create, before any
  * context exists, and only read until the close, which runs when no other
  * call is in progress. */
+/* txn_join's table in a coordinator pool (api.c; the crash simulator
+ * fills it to make a joined commit fail after its parts prepared). */
+#define JOIN_ENTRIES 256 /* participant contexts a coordinator pool keeps */
+#define JOIN_META_OFF 56 /* the meta object's word with the table's handle */
+
+struct join_entry {
+    uint64_t uuid; /* participant pool; 0: a free entry */
+    uint64_t seq;  /* of its context's last transaction committed here */
+};
+
 struct txn_pool {
     char *base;               /* open: where the file is mapped */
     size_t size;              /* bytes of the file and its mapping: set at

@@ -281,8 +281,8 @@ static void rollback(struct txn *tx, struct undo_tx *u, int bits)
     }
     if (bits)
         tx_unapply_allocs(tx);
-    if (u->recs.n)
-        pm_barrier(); /* restored data durable before the log goes */
+    if (u->recs.n || bits)
+        pm_barrier(); /* restored data and bits durable before the log goes */
     if (tx_log_used(tx)) /* U6: settled, whatever its records look like */
         tx_set_state(tx, SLOT_IDLE);
     reset(tx, u);
