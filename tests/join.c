@@ -11,7 +11,8 @@
  *          open in this process), roll it back when A's join table does not
  *          hold its seq (the table changed by hand, as if A had not
  *          committed), and refuse to open with TXN_E_INDOUBT, naming A's
- *          file, while A is missing.
+ *          file, while A is missing, and while A is open here only as a
+ *          view (a view's table is not the file's).
  * kill:    a child runs joined transactions over A and B, each adding one
  *          to a counter in both roots (and rewriting a 4 KiB object in
  *          each), acknowledging each commit; SIGKILL after 1 to 30 ms;
@@ -177,6 +178,23 @@ START_TEST(test_api)
     CHECK_RC(txn_join(tx, pb, &part), TXN_E_NESTED);
     txn_abort(tx);
     txn_abort(again);
+
+    /* nothing of a view is joined: its writes stay private, while the
+     * real pool's seqs go on (a view of B, then a view of A) */
+    txn_pool_close(pb);
+    CHECK_OK(txn_pool_view(b.name, LAYOUT, &pb));
+    CHECK_OK(txn_begin(pa, &tx));
+    part = NULL;
+    CHECK_RC(txn_join(tx, pb, &part), TXN_E_NOTSUP);
+    ck_assert_ptr_null(part);
+    txn_abort(tx);
+    txn_pool_close(pb);
+    txn_pool_close(pa);
+    CHECK_OK(txn_pool_open(b.name, LAYOUT, &pb));
+    CHECK_OK(txn_pool_view(a.name, LAYOUT, &pa));
+    CHECK_OK(txn_begin(pa, &tx));
+    CHECK_RC(txn_join(tx, pb, &part), TXN_E_NOTSUP);
+    txn_abort(tx);
 
     /* closed and opened again, B first */
     txn_pool_close(pa);
@@ -366,8 +384,16 @@ START_TEST(test_indoubt)
     ck_assert_uint_eq(count_of(pc), 8);
     txn_pool_close(pc);
 
-    /* A missing: C does not open, and says why; A back: it does */
+    /* A open here only as a view, where a private commit made its table
+     * forget C's seq: C's recovery does not take the view's word, and the
+     * real A cannot be opened beside it: refused */
     leave_c_prepared(t, 11);
+    CHECK_OK(txn_pool_view(t[0].name, LAYOUT, &pa));
+    forget_in_table(pa);
+    CHECK_RC(txn_pool_open(t[2].name, LAYOUT, &pc), TXN_E_INDOUBT);
+    txn_pool_close(pa);
+
+    /* A missing: C does not open, and says why; A back: it does */
     char moved[TEST_PATH_LEN + 8];
     snprintf(moved, sizeof moved, "%s.away", t[0].path);
     ck_assert_int_eq(rename(t[0].path, moved), 0);

@@ -420,6 +420,7 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     txn_pool *p = pool_new();
     if (!p)
         return TXN_E_NOMEM;
+    p->view = view;
     int was_view = opening_view;
     opening_view = view;
     rc = eng_pool_open(p, file, layout, view);
@@ -742,8 +743,11 @@ int join_decide(txn_pool *p, const struct join_ref *ref)
     uint64_t me = eng_pool_uuid(p);
     int rc;
     pthread_mutex_lock(&open_lock);
+    /* a view's table may hold what its own private commits put there:
+     * only a real pool's recovery may trust it (a view's, being private
+     * too, may) */
     txn_pool *c = open_pools;
-    while (c && c->uuid != ref->uuid)
+    while (c && (c->uuid != ref->uuid || (c->view && !opening_view)))
         c = c->next_open;
     if (c) { /* open here: recovered at its open, its table as committed (J2) */
         pthread_mutex_lock(&c->join_lock);
@@ -775,7 +779,9 @@ int txn_join(txn *tx, txn_pool *other, txn **part)
 {
     if (!tx || !other)
         return TXN_E_INVAL;
-    if (!eng_joins || !tx->p->uuid || !other->uuid)
+    /* a view's prepared part or table entry would never reach its file,
+     * while the real pool's seqs go on: nothing of a view is joined */
+    if (!eng_joins || !tx->p->uuid || !other->uuid || tx->p->view || other->view)
         return TXN_E_NOTSUP;
     if (!mine(tx) || tx->coord || other == tx->p)
         return TXN_E_INVAL;

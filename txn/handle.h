@@ -87,6 +87,9 @@ struct txn_pool {
     txn_pool *next_open;      /* the process's open pools (api.c's lock) */
     pthread_mutex_t join_lock; /* held through a commit that writes the
                                   pool's join table (txn_join) */
+    int view;                 /* open: a view (txn_pool_view): its writes
+                                 stay private, so it neither joins nor
+                                 answers a real pool's recovery */
     /* atomic, on a line of its own (bumped where blocks are freed, read
      * at every txn_begin): blocks given back to the allocator so far,
      * counted before any of them can be reserved again (R1, api.c) */
