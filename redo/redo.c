@@ -407,7 +407,7 @@ int eng_prepare(struct txn *tx, struct join_ref *ref)
     ref->seq = 0;
     if (nothing_written(tx, r))
         return 0;
-    ref->seq = tx_join_seq(tx);
+    tx_join_seq(tx, ref);
     int rc = log_durable(tx, ref);
     if (rc) {
         ref->seq = 0;

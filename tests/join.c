@@ -43,8 +43,9 @@
 /* root: {count, bulk object} */
 enum { R_COUNT = 0, R_BULK = 8, ROOT_SIZE = 64 };
 /* the meta object's word with the join table's handle, and an entry's
- * bytes: {participant uuid, seq} (txn.h: word 7; docs/join.md) */
-enum { META_JOIN = 56, ENTRY = 16, ENTRIES = 256 };
+ * bytes: {participant uuid, context index, seq} (txn.h: word 7;
+ * docs/join.md) */
+enum { META_JOIN = 56, ENTRY = 24, ENTRIES = 256 };
 
 static int joins(void)
 {
@@ -321,13 +322,12 @@ static void leave_c_prepared(struct test_pool *t, uint64_t v)
 }
 
 /* A's table entries as if A had not committed its last transaction: each
- * seq one version older (the same context bits). B's is of no concern:
- * B finished. */
+ * seq one version older. B's is of no concern: B finished. */
 static void forget_in_table(txn_pool *pa)
 {
     txn *tx;
     txn_obj *t;
-    uint64_t e[2];
+    uint64_t e[3];
     int n = 0;
     CHECK_OK(txn_begin(pa, &tx));
     CHECK_OK(txn_read(tx, txn_meta_root(pa), META_JOIN, &t, sizeof t));
@@ -335,7 +335,7 @@ static void forget_in_table(txn_pool *pa)
     for (size_t k = 0; k < ENTRIES; k++) {
         CHECK_OK(txn_read(tx, t, k * ENTRY, e, sizeof e));
         if (e[0] && ++n)
-            CHECK_OK(txn_write_u64(tx, t, k * ENTRY + 8, e[1] - 1024));
+            CHECK_OK(txn_write_u64(tx, t, k * ENTRY + 16, e[2] - 1));
     }
     ck_assert_int_eq(n, 2); /* B's context and C's */
     CHECK_OK(txn_commit(tx));

@@ -639,9 +639,8 @@ static int fail(struct txn *tx, int rc)
 /* ---- one transaction over several pools (txn_join; docs/join.md).
  *
  * J1 A coordinator pool's join table holds, per participant context
- *    (pool uuid, and its index in the low JOIN_SLOT_BITS bits of seq), the
- *    seq of the last joined transaction of that context the coordinator
- *    committed. An entry changes only in a commit of the coordinator that
+ *    (pool uuid and context index), the seq of the last joined
+ *    transaction of that context the coordinator committed. An entry changes only in a commit of the coordinator that
  *    names a newer prepared transaction of the same context; that context
  *    runs one transaction at a time, and its prepared one is settled (its
  *    eng_finish, or its pool's recovery) before the next can prepare. So
@@ -652,7 +651,6 @@ static int fail(struct txn *tx, int rc)
  *    abort: every entry in place is a committed one when the lock is free,
  *    and two commits never take one free entry. */
 
-#define JOIN_SLOT_MASK ((1ull << JOIN_SLOT_BITS) - 1)
 
 /* The table of tx's pool, read into e (all zero when it has none yet),
  * and its handle in *t (NULL then). */
@@ -665,13 +663,13 @@ static int join_table(struct txn *tx, txn_obj **t, struct join_entry *e)
     return rc;
 }
 
-/* The entry of participant `uuid`'s context in seq's low bits, else a
- * free one; -1 when the table is full. */
-static int join_find(const struct join_entry *e, uint64_t uuid, uint64_t seq, int free_ok)
+/* The entry of participant `uuid`'s context ctx, else a free one; -1
+ * when the table is full. */
+static int join_find(const struct join_entry *e, uint64_t uuid, uint64_t ctx, int free_ok)
 {
     int spare = -1;
     for (int k = 0; k < JOIN_ENTRIES; k++) {
-        if (e[k].uuid == uuid && (e[k].seq & JOIN_SLOT_MASK) == (seq & JOIN_SLOT_MASK))
+        if (e[k].uuid == uuid && e[k].ctx == ctx)
             return k;
         if (spare < 0 && !e[k].uuid && free_ok)
             spare = k;
@@ -681,7 +679,7 @@ static int join_find(const struct join_entry *e, uint64_t uuid, uint64_t seq, in
 
 /* In the coordinator's transaction tx (J2: its join_lock held): each
  * prepared part's seq into its entry. */
-static int join_record(struct txn *tx, const uint64_t *seqs)
+static int join_record(struct txn *tx, const struct join_ref *refs)
 {
     txn_obj *t;
     /* malloc'ed: thread-local buffers took the static TLS that a dlopen'ed
@@ -694,16 +692,16 @@ static int join_record(struct txn *tx, const uint64_t *seqs)
         !(rc = txn_alloc(tx, JOIN_ENTRIES * sizeof e[0], &t)))
         rc = txn__write(tx, eng_pool_meta(tx->p), JOIN_META_OFF, &t, sizeof t);
     for (size_t i = 0; !rc && i < tx->parts.n; i++) {
-        if (!seqs[i])
+        if (!refs[i].seq)
             continue; /* it wrote nothing */
         struct txn *part = *(struct txn **)vec_at(&tx->parts, i);
-        int k = join_find(e, part->p->uuid, seqs[i], 1);
+        int k = join_find(e, part->p->uuid, refs[i].ctx, 1);
         if (k < 0) {
             rc = TXN_E_NOSPACE;
             break;
         }
-        assert(seqs[i] > e[k].seq && "J1: an entry only moves to a newer transaction");
-        e[k] = (struct join_entry){part->p->uuid, seqs[i]};
+        assert(refs[i].seq > e[k].seq && "J1: an entry only moves to a newer transaction");
+        e[k] = (struct join_entry){part->p->uuid, refs[i].ctx, refs[i].seq};
         rc = txn__write(tx, t, (size_t)k * sizeof e[0], &e[k], sizeof e[k]);
     }
     free(e);
@@ -729,7 +727,7 @@ static int join_committed(txn_pool *c, uint64_t me, const struct join_ref *ref)
         return rc;
     }
     if (!(rc = join_table(tx, &table, e))) {
-        int k = join_find(e, me, ref->seq, 0);
+        int k = join_find(e, me, ref->ctx, 0);
         rc = k >= 0 && e[k].seq == ref->seq;
     }
     if (own)
@@ -829,19 +827,18 @@ static void abort_parts(struct txn *tx)
 static int commit_joined(struct txn *tx)
 {
     size_t n = tx->parts.n;
-    uint64_t *seqs = calloc(n, sizeof *seqs);
-    int rc = seqs ? 0 : TXN_E_NOMEM;
+    struct join_ref *refs = calloc(n, sizeof *refs);
+    int rc = refs ? 0 : TXN_E_NOMEM;
     if (!rc && tx->err)
         rc = TXN_E_STATE;
-    struct join_ref ref = {tx->p->uuid, 0, tx->p->file, tx->p->layout};
     for (size_t i = 0; !rc && i < n; i++) {
         struct txn *t = *(struct txn **)vec_at(&tx->parts, i);
-        rc = t->err ? TXN_E_STATE : eng_prepare(t, &ref);
-        seqs[i] = ref.seq;
+        refs[i] = (struct join_ref){tx->p->uuid, 0, 0, tx->p->file, tx->p->layout};
+        rc = t->err ? TXN_E_STATE : eng_prepare(t, &refs[i]);
     }
     if (!rc) {
         pthread_mutex_lock(&tx->p->join_lock);
-        if ((rc = join_record(tx, seqs)))
+        if ((rc = join_record(tx, refs)))
             eng_abort(tx);
         else
             rc = eng_commit(tx); /* the joined transaction's commit point */
@@ -849,7 +846,7 @@ static int commit_joined(struct txn *tx)
     } else {
         eng_abort(tx);
     }
-    free(seqs);
+    free(refs);
     if (rc) {
         abort_parts(tx);
         end_tx(tx, 0);

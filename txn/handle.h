@@ -65,7 +65,9 @@ struct txn {
 
 struct join_entry {
     uint64_t uuid; /* participant pool; 0: a free entry */
-    uint64_t seq;  /* of its context's last transaction committed here */
+    uint64_t ctx;  /* its context's index */
+    uint64_t seq;  /* that context's last transaction committed here: its
+                      version (struct join_ref) */
 };
 
 struct txn_pool {

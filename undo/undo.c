@@ -363,7 +363,7 @@ int eng_prepare(struct txn *tx, struct join_ref *ref)
 #ifndef NDEBUG
     assert_rollback(tx, u);
 #endif
-    ref->seq = tx_join_seq(tx);
+    tx_join_seq(tx, ref);
     int rc = tx_log_prepare(tx, ref);
     if (rc) {
         ref->seq = 0;

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "format.h"
 #include "handle.h"
 #include "layout_int.h"
 #include "sim.h"
@@ -63,6 +64,7 @@ static struct {
     txn_pool *a, *b;
     struct expect ex;
     uint64_t rng, every; /* an image about every `every` events */
+    uint64_t last_seq;   /* B's entry in A's table after the last commit */
     int failing;         /* in failing_step's commit, */
     uint64_t fail_from, fail_len; /* from that event; the last one's events */
     void *buf;
@@ -421,6 +423,46 @@ static int failing_step(void)
     return rc ? rc : TXN_E_STATE;
 }
 
+/* B's context's versions start just below 2^54, so that each run's steps
+ * cross it: a seq made of the version shifted up by the context index's
+ * bits lost the version's high bits there, and its entry in A's table
+ * moved backwards. Set outside any transaction, before tracing. */
+#define WRAP (1ull << 54)
+static void near_wrap(txn_pool *b)
+{
+    struct txn *c = b->ctxs; /* the only one: this thread's (fresh) */
+    TX_FMT(c)->version = WRAP - STEPS_PER_RUN / 2;
+    TX_FMT(c)->version_end = WRAP + ((uint64_t)1 << 32);
+    TX_FMT(c)->slot->next_version = TX_FMT(c)->version_end;
+}
+
+/* J1 as seen from outside: B's entry in A's table moves to a newer seq at
+ * each commit that prepared B's part (1: it did not). */
+static int entry_moved_on(void)
+{
+    txn *tx;
+    txn_obj *t = NULL;
+    struct join_entry e;
+    int bad = 1;
+    if (txn_begin(S.a, &tx))
+        return 1;
+    if (!txn_read(tx, txn_meta_root(S.a), JOIN_META_OFF, &t, sizeof t) && t)
+        for (size_t k = 0; k < JOIN_ENTRIES; k++) {
+            if (txn_read(tx, t, k * sizeof e, &e, sizeof e))
+                break;
+            if (e.uuid == S.b->uuid) {
+                bad = e.seq <= S.last_seq;
+                if (bad)
+                    fprintf(stderr, "joinsim: B's entry in A's table went from %#llx to %#llx\n",
+                            (unsigned long long)S.last_seq, (unsigned long long)e.seq);
+                S.last_seq = e.seq;
+                break;
+            }
+        }
+    txn_abort(tx);
+    return bad;
+}
+
 static int step(void)
 {
     txn *tx, *part;
@@ -457,6 +499,8 @@ static int step(void)
     if (!rc)
         S.ex.committed = n + 1;
     S.ex.in_commit = 0;
+    if (!rc && entry_moved_on())
+        rc = TXN_E_CORRUPT;
     return rc;
 }
 
@@ -475,6 +519,8 @@ static uint64_t run(int images)
         return 0;
     }
     S.ex = (struct expect){0, 0};
+    S.last_seq = 0;
+    near_wrap(S.b);
     if (trace_attach(S.a->base, POOL_SIZE, NULL) || trace_attach_more(S.b->base, POOL_SIZE, NULL)) {
         fprintf(stderr, "joinsim: cannot trace\n");
         return 0;
