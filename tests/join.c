@@ -8,7 +8,8 @@
  *          and C and ends itself from B's TXN_ON_COMMIT action, after A
  *          committed and B finished, before C did: C is left prepared.
  *          C's recovery must then keep it (A closed: C's open opens A; A
- *          open in this process), roll it back when A's join table does not
+ *          open in this process, even with the opening thread's
+ *          transaction on A failed), roll it back when A's join table does not
  *          hold its seq (the table changed by hand, as if A had not
  *          committed), and refuse to open with TXN_E_INDOUBT, naming A's
  *          file, while A is missing, and while A is open here only as a
@@ -359,10 +360,16 @@ START_TEST(test_indoubt)
     ck_assert_uint_eq(count_of(pc), 7);
     txn_pool_close(pc);
 
-    /* committed, A open here */
+    /* committed, A open here, and this thread's transaction on A failed
+     * already: A's table is still read (not through that transaction) */
     leave_c_prepared(t, 8);
     CHECK_OK(txn_pool_open(t[0].name, LAYOUT, &pa));
+    txn *failed;
+    CHECK_OK(txn_begin(pa, &failed));
+    CHECK_RC(txn_write_u64(failed, txn_root(pa), txn_obj_size(pa, txn_root(pa)), 1),
+             TXN_E_INVAL);
     CHECK_OK(txn_pool_open(t[2].name, LAYOUT, &pc));
+    txn_abort(failed);
     ck_assert_uint_eq(count_of(pc), 8);
     txn_pool_close(pc);
 

@@ -708,30 +708,29 @@ static int join_record(struct txn *tx, const struct join_ref *refs)
     return rc;
 }
 
-/* Whether coordinator c committed ref (J1), read through a transaction of
- * c by this thread (its running one, if any). */
+/* Whether coordinator c committed ref (J1). Read in place with no
+ * transaction, under c's join_lock (J2: every entry is a committed one
+ * then): a transaction of this thread on c might not be had (all of c's
+ * contexts in use, or this thread's running one failed already). */
 static int join_committed(txn_pool *c, uint64_t me, const struct join_ref *ref)
 {
+    txn_obj *table;
+    size_t n = JOIN_ENTRIES * sizeof(struct join_entry);
     int rc = 0;
-    struct txn *tx = get_ctx(c, &rc);
-    if (!tx)
-        return rc;
-    struct join_entry *e = malloc(JOIN_ENTRIES * sizeof *e);
+    struct join_entry *e = malloc(n);
     if (!e)
         return TXN_E_NOMEM;
-    int own = !tx->active;
-    txn *t = tx;
-    txn_obj *table;
-    if (own && (rc = txn_begin(c, &t))) {
-        free(e);
-        return rc;
-    }
-    if (!(rc = join_table(tx, &table, e))) {
+    pthread_mutex_lock(&c->join_lock);
+    eng_read_committed(c, eng_pool_meta(c), JOIN_META_OFF, &table, sizeof table);
+    if (table && eng_obj_size(c, table) < n)
+        rc = REFUSE(TXN_E_CORRUPT, "%s: its join table %p is not one", c->file, (void *)table);
+    else if (table)
+        eng_read_committed(c, table, 0, e, n);
+    pthread_mutex_unlock(&c->join_lock);
+    if (!rc && table) {
         int k = join_find(e, me, ref->ctx, 0);
         rc = k >= 0 && e[k].seq == ref->seq;
     }
-    if (own)
-        txn_abort(tx); /* read only */
     free(e);
     return rc;
 }
@@ -747,10 +746,8 @@ int join_decide(txn_pool *p, const struct join_ref *ref)
     txn_pool *c = open_pools;
     while (c && (c->uuid != ref->uuid || (c->view && !opening_view)))
         c = c->next_open;
-    if (c) { /* open here: recovered at its open, its table as committed (J2) */
-        pthread_mutex_lock(&c->join_lock);
+    if (c) { /* open here: recovered at its open */
         rc = join_committed(c, me, ref);
-        pthread_mutex_unlock(&c->join_lock);
         pthread_mutex_unlock(&open_lock);
     } else {
         pthread_mutex_unlock(&open_lock);

@@ -259,6 +259,13 @@ struct join_ref {
  * only eng_finish or eng_abort. */
 int eng_prepare(struct txn *tx, struct join_ref *ref);
 
+/* The committed bytes [off, off+n) of o, read with no transaction: a
+ * participant's recovery reads its coordinator's join table so (api.c,
+ * J2: in place, every entry is a committed one while the coordinator's
+ * join_lock is held by the reader). The default reads the object in place
+ * (undo's objects are their payload). */
+void eng_read_committed(txn_pool *p, txn_obj *o, size_t off, void *dst, size_t n);
+
 /* Phase two: the coordinator committed (its commit named ref->seq): the
  * prepared transaction commits, one store and barrier. Never fails. */
 void eng_finish(struct txn *tx);
