@@ -8,8 +8,9 @@
  *          and C and ends itself from B's TXN_ON_COMMIT action, after A
  *          committed and B finished, before C did: C is left prepared.
  *          C's recovery must then keep it (A closed: C's open opens A; A
- *          open in this process, even with the opening thread's
- *          transaction on A failed), roll it back when A's join table does not
+ *          open in this process, even with all of A's contexts taken by
+ *          other threads, or the opening thread's transaction on A
+ *          failed), roll it back when A's join table does not
  *          hold its seq (the table changed by hand, as if A had not
  *          committed), and refuse to open with TXN_E_INDOUBT, naming A's
  *          file, while A is missing, and while A is open here only as a
@@ -322,6 +323,57 @@ static void leave_c_prepared(struct test_pool *t, uint64_t v)
                   "child status 0x%x (10 open, 11 join, 12 write, 13 no action)", (unsigned)status);
 }
 
+/* Threads each holding a transaction on one pool until told, to take all
+ * its contexts (those whose txn_begin fails TXN_E_THREADS hold nothing). */
+enum { HOLDERS = 8 };
+
+struct holders {
+    txn_pool *p;
+    pthread_barrier_t held, go;
+    int begun; /* under the barrier's order: counted before `held` */
+    pthread_mutex_t mu;
+    pthread_t t[HOLDERS];
+};
+
+static void *hold(void *arg)
+{
+    struct holders *h = arg;
+    txn *tx;
+    int rc = txn_begin(h->p, &tx);
+    pthread_mutex_lock(&h->mu);
+    h->begun += !rc;
+    pthread_mutex_unlock(&h->mu);
+    pthread_barrier_wait(&h->held);
+    pthread_barrier_wait(&h->go);
+    if (!rc)
+        txn_abort(tx);
+    return NULL;
+}
+
+static void hold_all(struct holders *h, txn_pool *p)
+{
+    h->p = p;
+    h->begun = 0;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_barrier_init(&h->held, NULL, HOLDERS + 1);
+    pthread_barrier_init(&h->go, NULL, HOLDERS + 1);
+    for (int i = 0; i < HOLDERS; i++)
+        ck_assert_int_eq(pthread_create(&h->t[i], NULL, hold, h), 0);
+    pthread_barrier_wait(&h->held);
+    ck_assert_int_gt(h->begun, 0);
+    ck_assert_int_lt(h->begun, HOLDERS); /* some refused: none left */
+}
+
+static void release_all(struct holders *h)
+{
+    pthread_barrier_wait(&h->go);
+    for (int i = 0; i < HOLDERS; i++)
+        pthread_join(h->t[i], NULL);
+    pthread_barrier_destroy(&h->held);
+    pthread_barrier_destroy(&h->go);
+    pthread_mutex_destroy(&h->mu);
+}
+
 /* A's table entries as if A had not committed its last transaction: each
  * seq one version older. B's is of no concern: B finished. */
 static void forget_in_table(txn_pool *pa)
@@ -359,6 +411,18 @@ START_TEST(test_indoubt)
     CHECK_OK(txn_pool_open(t[2].name, LAYOUT, &pc));
     ck_assert_uint_eq(count_of(pc), 7);
     txn_pool_close(pc);
+
+    /* committed, A open here with all its contexts taken by other
+     * threads: A's table is still read (with no context of A) */
+    struct holders h;
+    leave_c_prepared(t, 8);
+    CHECK_OK(txn_pool_open(t[0].name, LAYOUT, &pa));
+    hold_all(&h, pa);
+    CHECK_OK(txn_pool_open(t[2].name, LAYOUT, &pc));
+    release_all(&h);
+    ck_assert_uint_eq(count_of(pc), 8);
+    txn_pool_close(pc);
+    txn_pool_close(pa);
 
     /* committed, A open here, and this thread's transaction on A failed
      * already: A's table is still read (not through that transaction) */
