@@ -640,9 +640,10 @@ static int fail(struct txn *tx, int rc)
  *
  * J1 A coordinator pool's join table holds, per participant context
  *    (pool uuid and context index), the seq of the last joined
- *    transaction of that context the coordinator committed. An entry changes only in a commit of the coordinator that
- *    names a newer prepared transaction of the same context; that context
- *    runs one transaction at a time, and its prepared one is settled (its
+ *    transaction of that context the coordinator committed. An entry
+ *    changes only in a commit of the coordinator that names a newer
+ *    prepared transaction of the same context; that context runs one
+ *    transaction at a time, and its prepared one is settled (its
  *    eng_finish, or its pool's recovery) before the next can prepare. So
  *    while a prepared transaction is unsettled its entry holds its seq
  *    exactly when its coordinator committed it.
@@ -650,7 +651,6 @@ static int fail(struct txn *tx, int rc)
  *    join_lock, held from the read through the coordinator's commit or
  *    abort: every entry in place is a committed one when the lock is free,
  *    and two commits never take one free entry. */
-
 
 /* The table of tx's pool, read into e (all zero when it has none yet),
  * and its handle in *t (NULL then). */
@@ -740,9 +740,9 @@ int join_decide(txn_pool *p, const struct join_ref *ref)
     uint64_t me = eng_pool_uuid(p);
     int rc;
     pthread_mutex_lock(&open_lock);
-    /* a view's table may hold what its own private commits put there:
-     * only a real pool's recovery may trust it (a view's, being private
-     * too, may) */
+    /* a view's table may hold what its own private commits put there: a
+     * real pool's recovery must not take its word (a view's recovery,
+     * private too, may) */
     txn_pool *c = open_pools;
     while (c && (c->uuid != ref->uuid || (c->view && !opening_view)))
         c = c->next_open;
