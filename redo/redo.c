@@ -236,6 +236,13 @@ static int lookup(struct redo_tx *r, txn_obj *o, char *a, void *dst, size_t n)
     return 0;
 }
 
+/* Applied at every commit before its IDLE: in place is committed. */
+void eng_read_committed(txn_pool *p, txn_obj *o, size_t off, void *dst, size_t n)
+{
+    (void)p;
+    memcpy(dst, payload(o) + off, n);
+}
+
 int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
 {
     struct redo_tx *r = tx->eng;
@@ -407,7 +414,7 @@ int eng_prepare(struct txn *tx, struct join_ref *ref)
     ref->seq = 0;
     if (nothing_written(tx, r))
         return 0;
-    ref->seq = tx_join_seq(tx);
+    tx_join_seq(tx, ref);
     int rc = log_durable(tx, ref);
     if (rc) {
         ref->seq = 0;

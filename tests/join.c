@@ -8,10 +8,13 @@
  *          and C and ends itself from B's TXN_ON_COMMIT action, after A
  *          committed and B finished, before C did: C is left prepared.
  *          C's recovery must then keep it (A closed: C's open opens A; A
- *          open in this process), roll it back when A's join table does not
+ *          open in this process, even with all of A's contexts taken by
+ *          other threads, or the opening thread's transaction on A
+ *          failed), roll it back when A's join table does not
  *          hold its seq (the table changed by hand, as if A had not
  *          committed), and refuse to open with TXN_E_INDOUBT, naming A's
- *          file, while A is missing.
+ *          file, while A is missing, and while A is open here only as a
+ *          view (a view's table is not the file's).
  * kill:    a child runs joined transactions over A and B, each adding one
  *          to a counter in both roots (and rewriting a 4 KiB object in
  *          each), acknowledging each commit; SIGKILL after 1 to 30 ms;
@@ -42,8 +45,9 @@
 /* root: {count, bulk object} */
 enum { R_COUNT = 0, R_BULK = 8, ROOT_SIZE = 64 };
 /* the meta object's word with the join table's handle, and an entry's
- * bytes: {participant uuid, seq} (txn.h: word 7; docs/join.md) */
-enum { META_JOIN = 56, ENTRY = 16, ENTRIES = 256 };
+ * bytes: {participant uuid, context index, seq} (txn.h: word 7;
+ * docs/join.md) */
+enum { META_JOIN = 56, ENTRY = 24, ENTRIES = 256 };
 
 static int joins(void)
 {
@@ -178,6 +182,23 @@ START_TEST(test_api)
     txn_abort(tx);
     txn_abort(again);
 
+    /* nothing of a view is joined: its writes stay private, while the
+     * real pool's seqs go on (a view of B, then a view of A) */
+    txn_pool_close(pb);
+    CHECK_OK(txn_pool_view(b.name, LAYOUT, &pb));
+    CHECK_OK(txn_begin(pa, &tx));
+    part = NULL;
+    CHECK_RC(txn_join(tx, pb, &part), TXN_E_NOTSUP);
+    ck_assert_ptr_null(part);
+    txn_abort(tx);
+    txn_pool_close(pb);
+    txn_pool_close(pa);
+    CHECK_OK(txn_pool_open(b.name, LAYOUT, &pb));
+    CHECK_OK(txn_pool_view(a.name, LAYOUT, &pa));
+    CHECK_OK(txn_begin(pa, &tx));
+    CHECK_RC(txn_join(tx, pb, &part), TXN_E_NOTSUP);
+    txn_abort(tx);
+
     /* closed and opened again, B first */
     txn_pool_close(pa);
     txn_pool_close(pb);
@@ -302,14 +323,64 @@ static void leave_c_prepared(struct test_pool *t, uint64_t v)
                   "child status 0x%x (10 open, 11 join, 12 write, 13 no action)", (unsigned)status);
 }
 
+/* Threads each holding a transaction on one pool until told, to take all
+ * its contexts (those whose txn_begin fails TXN_E_THREADS hold nothing). */
+enum { HOLDERS = 8 };
+
+struct holders {
+    txn_pool *p;
+    pthread_barrier_t held, go;
+    int begun; /* under the barrier's order: counted before `held` */
+    pthread_mutex_t mu;
+    pthread_t t[HOLDERS];
+};
+
+static void *hold(void *arg)
+{
+    struct holders *h = arg;
+    txn *tx;
+    int rc = txn_begin(h->p, &tx);
+    pthread_mutex_lock(&h->mu);
+    h->begun += !rc;
+    pthread_mutex_unlock(&h->mu);
+    pthread_barrier_wait(&h->held);
+    pthread_barrier_wait(&h->go);
+    if (!rc)
+        txn_abort(tx);
+    return NULL;
+}
+
+static void hold_all(struct holders *h, txn_pool *p)
+{
+    h->p = p;
+    h->begun = 0;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_barrier_init(&h->held, NULL, HOLDERS + 1);
+    pthread_barrier_init(&h->go, NULL, HOLDERS + 1);
+    for (int i = 0; i < HOLDERS; i++)
+        ck_assert_int_eq(pthread_create(&h->t[i], NULL, hold, h), 0);
+    pthread_barrier_wait(&h->held);
+    ck_assert_int_gt(h->begun, 0);
+    ck_assert_int_lt(h->begun, HOLDERS); /* some refused: none left */
+}
+
+static void release_all(struct holders *h)
+{
+    pthread_barrier_wait(&h->go);
+    for (int i = 0; i < HOLDERS; i++)
+        pthread_join(h->t[i], NULL);
+    pthread_barrier_destroy(&h->held);
+    pthread_barrier_destroy(&h->go);
+    pthread_mutex_destroy(&h->mu);
+}
+
 /* A's table entries as if A had not committed its last transaction: each
- * seq one version older (the same context bits). B's is of no concern:
- * B finished. */
+ * seq one version older. B's is of no concern: B finished. */
 static void forget_in_table(txn_pool *pa)
 {
     txn *tx;
     txn_obj *t;
-    uint64_t e[2];
+    uint64_t e[3];
     int n = 0;
     CHECK_OK(txn_begin(pa, &tx));
     CHECK_OK(txn_read(tx, txn_meta_root(pa), META_JOIN, &t, sizeof t));
@@ -317,7 +388,7 @@ static void forget_in_table(txn_pool *pa)
     for (size_t k = 0; k < ENTRIES; k++) {
         CHECK_OK(txn_read(tx, t, k * ENTRY, e, sizeof e));
         if (e[0] && ++n)
-            CHECK_OK(txn_write_u64(tx, t, k * ENTRY + 8, e[1] - 1024));
+            CHECK_OK(txn_write_u64(tx, t, k * ENTRY + 16, e[2] - 1));
     }
     ck_assert_int_eq(n, 2); /* B's context and C's */
     CHECK_OK(txn_commit(tx));
@@ -341,10 +412,28 @@ START_TEST(test_indoubt)
     ck_assert_uint_eq(count_of(pc), 7);
     txn_pool_close(pc);
 
-    /* committed, A open here */
+    /* committed, A open here with all its contexts taken by other
+     * threads: A's table is still read (with no context of A) */
+    struct holders h;
     leave_c_prepared(t, 8);
     CHECK_OK(txn_pool_open(t[0].name, LAYOUT, &pa));
+    hold_all(&h, pa);
     CHECK_OK(txn_pool_open(t[2].name, LAYOUT, &pc));
+    release_all(&h);
+    ck_assert_uint_eq(count_of(pc), 8);
+    txn_pool_close(pc);
+    txn_pool_close(pa);
+
+    /* committed, A open here, and this thread's transaction on A failed
+     * already: A's table is still read (not through that transaction) */
+    leave_c_prepared(t, 8);
+    CHECK_OK(txn_pool_open(t[0].name, LAYOUT, &pa));
+    txn *failed;
+    CHECK_OK(txn_begin(pa, &failed));
+    CHECK_RC(txn_write_u64(failed, txn_root(pa), txn_obj_size(pa, txn_root(pa)), 1),
+             TXN_E_INVAL);
+    CHECK_OK(txn_pool_open(t[2].name, LAYOUT, &pc));
+    txn_abort(failed);
     ck_assert_uint_eq(count_of(pc), 8);
     txn_pool_close(pc);
 
@@ -366,8 +455,16 @@ START_TEST(test_indoubt)
     ck_assert_uint_eq(count_of(pc), 8);
     txn_pool_close(pc);
 
-    /* A missing: C does not open, and says why; A back: it does */
+    /* A open here only as a view, where a private commit made its table
+     * forget C's seq: C's recovery does not take the view's word, and the
+     * real A cannot be opened beside it: refused */
     leave_c_prepared(t, 11);
+    CHECK_OK(txn_pool_view(t[0].name, LAYOUT, &pa));
+    forget_in_table(pa);
+    CHECK_RC(txn_pool_open(t[2].name, LAYOUT, &pc), TXN_E_INDOUBT);
+    txn_pool_close(pa);
+
+    /* A missing: C does not open, and says why; A back: it does */
     char moved[TEST_PATH_LEN + 8];
     snprintf(moved, sizeof moved, "%s.away", t[0].path);
     ck_assert_int_eq(rename(t[0].path, moved), 0);

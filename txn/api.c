@@ -422,6 +422,7 @@ static int pool_open(const char *path, const char *layout, int view, txn_pool **
     txn_pool *p = pool_new();
     if (!p)
         return TXN_E_NOMEM;
+    p->view = view;
     int was_view = opening_view;
     opening_view = view;
     rc = eng_pool_open(p, file, layout, view);
@@ -640,11 +641,11 @@ static int fail(struct txn *tx, int rc)
 /* ---- one transaction over several pools (txn_join; docs/join.md).
  *
  * J1 A coordinator pool's join table holds, per participant context
- *    (pool uuid, and its index in the low JOIN_SLOT_BITS bits of seq), the
- *    seq of the last joined transaction of that context the coordinator
- *    committed. An entry changes only in a commit of the coordinator that
- *    names a newer prepared transaction of the same context; that context
- *    runs one transaction at a time, and its prepared one is settled (its
+ *    (pool uuid and context index), the seq of the last joined
+ *    transaction of that context the coordinator committed. An entry
+ *    changes only in a commit of the coordinator that names a newer
+ *    prepared transaction of the same context; that context runs one
+ *    transaction at a time, and its prepared one is settled (its
  *    eng_finish, or its pool's recovery) before the next can prepare. So
  *    while a prepared transaction is unsettled its entry holds its seq
  *    exactly when its coordinator committed it.
@@ -652,15 +653,6 @@ static int fail(struct txn *tx, int rc)
  *    join_lock, held from the read through the coordinator's commit or
  *    abort: every entry in place is a committed one when the lock is free,
  *    and two commits never take one free entry. */
-
-#define JOIN_ENTRIES 256 /* participant contexts a coordinator pool keeps */
-#define JOIN_META_OFF 56 /* the meta object's word with the table's handle */
-#define JOIN_SLOT_MASK ((1ull << JOIN_SLOT_BITS) - 1)
-
-struct join_entry {
-    uint64_t uuid; /* participant pool; 0: a free entry */
-    uint64_t seq;  /* of its context's last transaction committed here */
-};
 
 /* The table of tx's pool, read into e (all zero when it has none yet),
  * and its handle in *t (NULL then). */
@@ -673,13 +665,13 @@ static int join_table(struct txn *tx, txn_obj **t, struct join_entry *e)
     return rc;
 }
 
-/* The entry of participant `uuid`'s context in seq's low bits, else a
- * free one; -1 when the table is full. */
-static int join_find(const struct join_entry *e, uint64_t uuid, uint64_t seq, int free_ok)
+/* The entry of participant `uuid`'s context ctx, else a free one; -1
+ * when the table is full. */
+static int join_find(const struct join_entry *e, uint64_t uuid, uint64_t ctx, int free_ok)
 {
     int spare = -1;
     for (int k = 0; k < JOIN_ENTRIES; k++) {
-        if (e[k].uuid == uuid && (e[k].seq & JOIN_SLOT_MASK) == (seq & JOIN_SLOT_MASK))
+        if (e[k].uuid == uuid && e[k].ctx == ctx)
             return k;
         if (spare < 0 && !e[k].uuid && free_ok)
             spare = k;
@@ -689,7 +681,7 @@ static int join_find(const struct join_entry *e, uint64_t uuid, uint64_t seq, in
 
 /* In the coordinator's transaction tx (J2: its join_lock held): each
  * prepared part's seq into its entry. */
-static int join_record(struct txn *tx, const uint64_t *seqs)
+static int join_record(struct txn *tx, const struct join_ref *refs)
 {
     txn_obj *t;
     /* malloc'ed: thread-local buffers took the static TLS that a dlopen'ed
@@ -702,46 +694,45 @@ static int join_record(struct txn *tx, const uint64_t *seqs)
         !(rc = txn_alloc(tx, JOIN_ENTRIES * sizeof e[0], &t)))
         rc = txn__write(tx, eng_pool_meta(tx->p), JOIN_META_OFF, &t, sizeof t);
     for (size_t i = 0; !rc && i < tx->parts.n; i++) {
-        if (!seqs[i])
+        if (!refs[i].seq)
             continue; /* it wrote nothing */
         struct txn *part = *(struct txn **)vec_at(&tx->parts, i);
-        int k = join_find(e, part->p->uuid, seqs[i], 1);
+        int k = join_find(e, part->p->uuid, refs[i].ctx, 1);
         if (k < 0) {
             rc = TXN_E_NOSPACE;
             break;
         }
-        assert(seqs[i] > e[k].seq && "J1: an entry only moves to a newer transaction");
-        e[k] = (struct join_entry){part->p->uuid, seqs[i]};
+        assert(refs[i].seq > e[k].seq && "J1: an entry only moves to a newer transaction");
+        e[k] = (struct join_entry){part->p->uuid, refs[i].ctx, refs[i].seq};
         rc = txn__write(tx, t, (size_t)k * sizeof e[0], &e[k], sizeof e[k]);
     }
     free(e);
     return rc;
 }
 
-/* Whether coordinator c committed ref (J1), read through a transaction of
- * c by this thread (its running one, if any). */
+/* Whether coordinator c committed ref (J1). Read in place with no
+ * transaction, under c's join_lock (J2: every entry is a committed one
+ * then): a transaction of this thread on c might not be had (all of c's
+ * contexts in use, or this thread's running one failed already). */
 static int join_committed(txn_pool *c, uint64_t me, const struct join_ref *ref)
 {
+    txn_obj *table;
+    size_t n = JOIN_ENTRIES * sizeof(struct join_entry);
     int rc = 0;
-    struct txn *tx = get_ctx(c, &rc);
-    if (!tx)
-        return rc;
-    struct join_entry *e = malloc(JOIN_ENTRIES * sizeof *e);
+    struct join_entry *e = malloc(n);
     if (!e)
         return TXN_E_NOMEM;
-    int own = !tx->active;
-    txn *t = tx;
-    txn_obj *table;
-    if (own && (rc = txn_begin(c, &t))) {
-        free(e);
-        return rc;
-    }
-    if (!(rc = join_table(tx, &table, e))) {
-        int k = join_find(e, me, ref->seq, 0);
+    pthread_mutex_lock(&c->join_lock);
+    eng_read_committed(c, eng_pool_meta(c), JOIN_META_OFF, &table, sizeof table);
+    if (table && eng_obj_size(c, table) < n)
+        rc = REFUSE(TXN_E_CORRUPT, "%s: its join table %p is not one", c->file, (void *)table);
+    else if (table)
+        eng_read_committed(c, table, 0, e, n);
+    pthread_mutex_unlock(&c->join_lock);
+    if (!rc && table) {
+        int k = join_find(e, me, ref->ctx, 0);
         rc = k >= 0 && e[k].seq == ref->seq;
     }
-    if (own)
-        txn_abort(tx); /* read only */
     free(e);
     return rc;
 }
@@ -751,13 +742,14 @@ int join_decide(txn_pool *p, const struct join_ref *ref)
     uint64_t me = eng_pool_uuid(p);
     int rc;
     pthread_mutex_lock(&open_lock);
+    /* a view's table may hold what its own private commits put there: a
+     * real pool's recovery must not take its word (a view's recovery,
+     * private too, may) */
     txn_pool *c = open_pools;
-    while (c && c->uuid != ref->uuid)
+    while (c && (c->uuid != ref->uuid || (c->view && !opening_view)))
         c = c->next_open;
-    if (c) { /* open here: recovered at its open, its table as committed (J2) */
-        pthread_mutex_lock(&c->join_lock);
+    if (c) { /* open here: recovered at its open */
         rc = join_committed(c, me, ref);
-        pthread_mutex_unlock(&c->join_lock);
         pthread_mutex_unlock(&open_lock);
     } else {
         pthread_mutex_unlock(&open_lock);
@@ -784,7 +776,9 @@ int txn_join(txn *tx, txn_pool *other, txn **part)
 {
     if (!tx || !other)
         return TXN_E_INVAL;
-    if (!eng_joins || !tx->p->uuid || !other->uuid)
+    /* a view's prepared part or table entry would never reach its file,
+     * while the real pool's seqs go on: nothing of a view is joined */
+    if (!eng_joins || !tx->p->uuid || !other->uuid || tx->p->view || other->view)
         return TXN_E_NOTSUP;
     if (!mine(tx) || tx->coord || other == tx->p)
         return TXN_E_INVAL;
@@ -832,19 +826,18 @@ static void abort_parts(struct txn *tx)
 static int commit_joined(struct txn *tx)
 {
     size_t n = tx->parts.n;
-    uint64_t *seqs = calloc(n, sizeof *seqs);
-    int rc = seqs ? 0 : TXN_E_NOMEM;
+    struct join_ref *refs = calloc(n, sizeof *refs);
+    int rc = refs ? 0 : TXN_E_NOMEM;
     if (!rc && tx->err)
         rc = TXN_E_STATE;
-    struct join_ref ref = {tx->p->uuid, 0, tx->p->file, tx->p->layout};
     for (size_t i = 0; !rc && i < n; i++) {
         struct txn *t = *(struct txn **)vec_at(&tx->parts, i);
-        rc = t->err ? TXN_E_STATE : eng_prepare(t, &ref);
-        seqs[i] = ref.seq;
+        refs[i] = (struct join_ref){tx->p->uuid, 0, 0, tx->p->file, tx->p->layout};
+        rc = t->err ? TXN_E_STATE : eng_prepare(t, &refs[i]);
     }
     if (!rc) {
         pthread_mutex_lock(&tx->p->join_lock);
-        if ((rc = join_record(tx, seqs)))
+        if ((rc = join_record(tx, refs)))
             eng_abort(tx);
         else
             rc = eng_commit(tx); /* the joined transaction's commit point */
@@ -852,7 +845,7 @@ static int commit_joined(struct txn *tx)
     } else {
         eng_abort(tx);
     }
-    free(seqs);
+    free(refs);
     if (rc) {
         abort_parts(tx);
         end_tx(tx, 0);

@@ -240,10 +240,13 @@ int eng_sync(txn_pool *p);
 extern const int eng_joins;
 
 /* Who decides a prepared transaction: the coordinator pool's uuid, its
- * file (a full path) and layout name, and the transaction's seq. */
+ * file (a full path) and layout name; and which transaction it is: its
+ * version (seq, all 64 bits: never reused in its slot) and its context's
+ * index (ctx: its slot). */
 struct join_ref {
     uint64_t uuid;
     uint64_t seq;
+    uint32_t ctx;
     const char *file;
     const char *layout;
 };
@@ -251,13 +254,19 @@ struct join_ref {
 /* Phase one of a participant: everything the transaction wrote (and its
  * allocator bits) durable, with its log and a LOG_PREPARE record naming
  * `ref`, all behind one barrier; the transaction stays uncommitted (a
- * crash now leaves recovery to ask join_decide). Sets ref->seq: never 0,
- * never the seq of another transaction of the pool, its low
- * JOIN_SLOT_BITS bits the context's index (so that a coordinator keeps
- * one entry per participant context). A transaction that wrote nothing
- * is not prepared: ref->seq 0. After it, only eng_finish or eng_abort. */
-#define JOIN_SLOT_BITS 10 /* TXN_MAX_THREADS contexts */
+ * crash now leaves recovery to ask join_decide). Sets ref->seq (never 0,
+ * never the seq of another transaction of its context) and ref->ctx, so
+ * that a coordinator keeps one entry per participant context. A
+ * transaction that wrote nothing is not prepared: ref->seq 0. After it,
+ * only eng_finish or eng_abort. */
 int eng_prepare(struct txn *tx, struct join_ref *ref);
+
+/* The committed bytes [off, off+n) of o, read with no transaction: a
+ * participant's recovery reads its coordinator's join table so (api.c,
+ * J2: in place, every entry is a committed one while the coordinator's
+ * join_lock is held by the reader). The default reads the object in place
+ * (undo's objects are their payload). */
+void eng_read_committed(txn_pool *p, txn_obj *o, size_t off, void *dst, size_t n);
 
 /* Phase two: the coordinator committed (its commit named ref->seq): the
  * prepared transaction commits, one store and barrier. Never fails. */
@@ -366,7 +375,9 @@ enum log_type {
     LOG_FREE = 3,   /* block at addr of aux bytes was freed */
     LOG_OBJ = 5,    /* object at addr opened for writing; aux: its copy */
     LOG_PREPARE = 6, /* the transaction is prepared (txn_join): addr: its
-                        coordinator's uuid, aux: its seq, payload: the
+                        coordinator's uuid, aux: the context's
+                        index (the record's version is the
+                        transaction's: ref's seq), payload: the
                         coordinator's file and layout, each NUL-ended */
 };
 
@@ -444,9 +455,9 @@ int tx_rec_valid(txn_pool *p, const struct log_rec *r);
  * for something else since: alloc_apply() leaves such a block alone). */
 int alloc_record_valid(txn_pool *p, uint64_t blk, uint64_t size);
 
-/* A prepared transaction (eng_prepare): its seq for `ref`, and the
- * LOG_PREPARE record naming ref (not flushed). */
-uint64_t tx_join_seq(const struct txn *tx);
+/* A prepared transaction (eng_prepare): its seq and ctx into `ref`, and
+ * the LOG_PREPARE record naming ref (not flushed). */
+void tx_join_seq(const struct txn *tx, struct join_ref *ref);
 int tx_log_prepare(struct txn *tx, const struct join_ref *ref);
 /* Recovery: whether r is a well-formed LOG_PREPARE record, and the
  * coordinator it names (ref's strings point into the record). */

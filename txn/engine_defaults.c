@@ -43,6 +43,13 @@ __attribute__((weak)) int eng_read(struct txn *tx, txn_obj *o, size_t off, void 
     return 0;
 }
 
+__attribute__((weak)) void eng_read_committed(txn_pool *p, txn_obj *o, size_t off, void *dst,
+                                              size_t n)
+{
+    (void)p;
+    memcpy(dst, (char *)o + off, n);
+}
+
 /* Every access calls the engine. */
 __attribute__((weak)) const int eng_inlines = 0;
 

@@ -58,6 +58,18 @@ struct txn {
  * transactions on it. "open" means set by the open or create, before any
  * context exists, and only read until the close, which runs when no other
  * call is in progress. */
+/* txn_join's table in a coordinator pool (api.c; the crash simulator
+ * fills it to make a joined commit fail after its parts prepared). */
+#define JOIN_ENTRIES 256 /* participant contexts a coordinator pool keeps */
+#define JOIN_META_OFF 56 /* the meta object's word with the table's handle */
+
+struct join_entry {
+    uint64_t uuid; /* participant pool; 0: a free entry */
+    uint64_t ctx;  /* its context's index */
+    uint64_t seq;  /* that context's last transaction committed here: its
+                      version (struct join_ref) */
+};
+
 struct txn_pool {
     char *base;               /* open: where the file is mapped */
     size_t size;              /* bytes of the file and its mapping: set at
@@ -77,6 +89,9 @@ struct txn_pool {
     txn_pool *next_open;      /* the process's open pools (api.c's lock) */
     pthread_mutex_t join_lock; /* held through a commit that writes the
                                   pool's join table (txn_join) */
+    int view;                 /* open: a view (txn_pool_view): its writes
+                                 stay private, so it neither joins nor
+                                 answers a real pool's recovery */
     /* atomic, on a line of its own (bumped where blocks are freed, read
      * at every txn_begin): blocks given back to the allocator so far,
      * counted before any of them can be reserved again (R1, api.c) */

@@ -19,8 +19,8 @@
  *     undo another thread's later allocation.
  *  U5 Versions are never reused (tx_next_version), so records left from an
  *     older transaction never join the log of a newer one.
- *  U6 An aborted transaction restores its ranges, fences, then marks its
- *     version settled in the state word and fences again: its records can
+ *  U6 An aborted transaction restores its ranges (and, when prepared, its
+ *     allocator bits), fences, then marks its version settled in the state word and fences again: its records can
  *     never be rolled back later over data that other transactions changed
  *     since, even if a torn first record of the next transaction makes
  *     them look valid again (so the state word, not the log, says it).
@@ -43,8 +43,8 @@
  *   => N + 2 (lazy; N + 3 when the last alloc/free follows the last
  *   logged write), N + 4 (eager, with allocations); read-only: 0.
  * Abort: restore ranges -> barrier; state settled -> barrier (only the
- * second when it logged ALLOC/FREE records alone, none when it logged
- * nothing). Writes to blocks allocated by the same transaction log nothing.
+ * second when it logged ALLOC/FREE records alone and was not prepared,
+ * none when it logged nothing). Writes to blocks allocated by the same transaction log nothing.
  *
  * A participant of a transaction over several pools (txn_join) commits in
  * two phases. eng_prepare: as commit up to barrier (1), the allocator bits
@@ -281,8 +281,8 @@ static void rollback(struct txn *tx, struct undo_tx *u, int bits)
     }
     if (bits)
         tx_unapply_allocs(tx);
-    if (u->recs.n)
-        pm_barrier(); /* restored data durable before the log goes */
+    if (u->recs.n || bits)
+        pm_barrier(); /* restored data and bits durable before the log goes */
     if (tx_log_used(tx)) /* U6: settled, whatever its records look like */
         tx_set_state(tx, SLOT_IDLE);
     reset(tx, u);
@@ -363,7 +363,7 @@ int eng_prepare(struct txn *tx, struct join_ref *ref)
 #ifndef NDEBUG
     assert_rollback(tx, u);
 #endif
-    ref->seq = tx_join_seq(tx);
+    tx_join_seq(tx, ref);
     int rc = tx_log_prepare(tx, ref);
     if (rc) {
         ref->seq = 0;

@@ -9,7 +9,8 @@
  * A step adds one to a counter in both roots and rewrites a 512-byte
  * object of each with the counter's byte; one step in four also replaces
  * a small object of B (allocated, stamped, the old one freed); one in
- * eight aborts. A recovered pair must hold the same counter in both
+ * eight aborts; one step in eight fails after B's part is prepared
+ * (failing_step). A recovered pair must hold the same counter in both
  * pools, the last committed one or, while a commit is in flight, that
  * one, with both objects whole and B's small object the one of that
  * state; each pool's allocator must hold exactly what it reaches. Half the checks open A first, half B first (whose recovery then
@@ -36,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "format.h"
 #include "handle.h"
 #include "layout_int.h"
 #include "sim.h"
@@ -62,6 +64,9 @@ static struct {
     txn_pool *a, *b;
     struct expect ex;
     uint64_t rng, every; /* an image about every `every` events */
+    uint64_t last_seq;   /* B's entry in A's table after the last commit */
+    int failing;         /* in failing_step's commit, */
+    uint64_t fail_from, fail_len; /* from that event; the last one's events */
     void *buf;
     uint64_t images, bad, untraced, recovery_crashes;
     int req, res; /* pipes to and from the checker */
@@ -333,9 +338,14 @@ static int put_image(int region, const char *tmp, const char *path, size_t size)
 
 static void take_image(uint64_t event, void *arg)
 {
-    (void)event;
     (void)arg;
-    if (trace_mix(&S.rng) % S.every)
+    /* one in two of the last events of a failing step's commit (its
+     * parts' abort after their prepare: a few events of a run's
+     * thousands), as long as the last such commit */
+    uint64_t every = S.every;
+    if (S.failing && S.fail_len && event - S.fail_from + 8 >= S.fail_len)
+        every = 2;
+    if (trace_mix(&S.rng) % every)
         return;
     struct check_req q = {.b_first = (int)(trace_mix(&S.rng) & 1),
                           .recovery_crash = trace_mix(&S.rng) % 4 == 0,
@@ -371,6 +381,86 @@ static int fresh(txn_pool *p)
     TRY(txn_alloc(tx, BULK, &o));
     TRY(txn_write(tx, txn_root(p), R_BULK, &o, sizeof o));
     return txn_commit(tx);
+}
+
+/* A step that fails after B's part is prepared: A's join table is filled
+ * with strangers in the same transaction, so that the coordinator's
+ * commit finds no entry for B's context (TXN_E_NOSPACE) and rolls all
+ * back. B's part only frees its small object: its abort has allocator
+ * bits to restore and no data, and those bits must be durable before its
+ * slot reads settled (docs/join.md, "A part aborted after its prepare"). */
+static int failing_step(void)
+{
+    txn *tx, *part;
+    txn_obj *t = NULL, *small = NULL;
+    int rc = txn_begin(S.a, &tx);
+    if (rc)
+        return rc;
+    TRY(txn_join(tx, S.b, &part));
+    TRY(txn_read(tx, txn_meta_root(S.a), JOIN_META_OFF, &t, sizeof t));
+    TRY(txn_read(tx, txn_root(S.b), R_SMALL, &small, sizeof small));
+    if (!t || !small) { /* no joined commit yet */
+        txn_abort(tx);
+        return 0;
+    }
+    for (uint64_t k = 0; k < JOIN_ENTRIES; k++) {
+        size_t off = k * sizeof(struct join_entry) + offsetof(struct join_entry, uuid);
+        uint64_t uuid;
+        TRY(txn_read_u64(tx, t, off, &uuid));
+        if (!uuid || uuid == S.b->uuid)
+            TRY(txn_write_u64(tx, t, off, 0x5eed000000000000ull + k + 1));
+    }
+    TRY(txn_free(tx, small));
+    S.failing = 1;
+    S.fail_from = trace_events();
+    rc = txn_commit(tx);
+    S.failing = 0;
+    S.fail_len = trace_events() - S.fail_from;
+    if (rc == TXN_E_NOSPACE)
+        return 0;
+    fprintf(stderr, "joinsim: a commit with a full join table: %s\n",
+            rc ? txn_strerror(rc) : "done");
+    return rc ? rc : TXN_E_STATE;
+}
+
+/* B's context's versions start just below 2^54, so that each run's steps
+ * cross it: a seq made of the version shifted up by the context index's
+ * bits lost the version's high bits there, and its entry in A's table
+ * moved backwards. Set outside any transaction, before tracing. */
+#define WRAP (1ull << 54)
+static void near_wrap(txn_pool *b)
+{
+    struct txn *c = b->ctxs; /* the only one: this thread's (fresh) */
+    TX_FMT(c)->version = WRAP - STEPS_PER_RUN / 2;
+    TX_FMT(c)->version_end = WRAP + ((uint64_t)1 << 32);
+    TX_FMT(c)->slot->next_version = TX_FMT(c)->version_end;
+}
+
+/* J1 as seen from outside: B's entry in A's table moves to a newer seq at
+ * each commit that prepared B's part (1: it did not). */
+static int entry_moved_on(void)
+{
+    txn *tx;
+    txn_obj *t = NULL;
+    struct join_entry e;
+    int bad = 1;
+    if (txn_begin(S.a, &tx))
+        return 1;
+    if (!txn_read(tx, txn_meta_root(S.a), JOIN_META_OFF, &t, sizeof t) && t)
+        for (size_t k = 0; k < JOIN_ENTRIES; k++) {
+            if (txn_read(tx, t, k * sizeof e, &e, sizeof e))
+                break;
+            if (e.uuid == S.b->uuid) {
+                bad = e.seq <= S.last_seq;
+                if (bad)
+                    fprintf(stderr, "joinsim: B's entry in A's table went from %#llx to %#llx\n",
+                            (unsigned long long)S.last_seq, (unsigned long long)e.seq);
+                S.last_seq = e.seq;
+                break;
+            }
+        }
+    txn_abort(tx);
+    return bad;
 }
 
 static int step(void)
@@ -409,6 +499,8 @@ static int step(void)
     if (!rc)
         S.ex.committed = n + 1;
     S.ex.in_commit = 0;
+    if (!rc && entry_moved_on())
+        rc = TXN_E_CORRUPT;
     return rc;
 }
 
@@ -429,6 +521,8 @@ static uint64_t run(int images)
         return 0;
     }
     S.ex = (struct expect){0, 0};
+    S.last_seq = 0;
+    near_wrap(S.b);
     if (trace_attach(S.a->base, POOL_SIZE, NULL) || trace_attach_more(S.b->base, POOL_SIZE, NULL)) {
         fprintf(stderr, "joinsim: cannot trace\n");
         return 0;
@@ -437,7 +531,7 @@ static uint64_t run(int images)
         trace_on_event(take_image, NULL);
     int rc = 0;
     for (int i = 0; i < STEPS_PER_RUN && !rc; i++)
-        rc = step();
+        rc = trace_mix(&S.rng) % 8 == 0 ? failing_step() : step();
     trace_on_event(NULL, NULL);
     events = trace_events();
     trace_lock();

@@ -333,11 +333,14 @@ __attribute__((constructor)) static void tx_config(void)
     txn_cfg.log_batch = (int)setting_get(SET_LOG_BATCH, 1);
 }
 
-uint64_t tx_join_seq(const struct txn *tx)
+void tx_join_seq(const struct txn *tx, struct join_ref *ref)
 {
     /* versions are never reused in a slot (tx_claim_versions), and the
-     * slot's index tells slots apart */
-    return TX_FMT(tx)->version << JOIN_SLOT_BITS | tx->slot_idx;
+     * slot's index tells slots apart; kept apart, not packed in one word
+     * (a version shifted up lost its high bits once a slot had claimed
+     * 2^54 versions) */
+    ref->seq = TX_FMT(tx)->version;
+    ref->ctx = tx->slot_idx;
 }
 
 int tx_log_prepare(struct txn *tx, const struct join_ref *ref)
@@ -348,7 +351,8 @@ int tx_log_prepare(struct txn *tx, const struct join_ref *ref)
         return TXN_E_INVAL;
     memcpy(buf, ref->file, nf);
     memcpy(buf + nf, ref->layout, nl);
-    return log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, LOG_PREPARE, ref->uuid, ref->seq,
+    assert(ref->seq == TX_FMT(tx)->version && ref->ctx == tx->slot_idx);
+    return log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, LOG_PREPARE, ref->uuid, ref->ctx,
                       buf, (uint32_t)(nf + nl), NULL);
 }
 
@@ -356,9 +360,10 @@ int tx_prepare_rec_get(const struct log_rec *r, struct join_ref *ref)
 {
     const char *s = (const char *)(r + 1);
     size_t nf = r->len ? strnlen(s, r->len) : 0;
-    if (r->type != LOG_PREPARE || !r->addr || !r->aux || nf == 0 || nf + 2 > r->len ||
-        s[r->len - 1] || strlen(s + nf + 1) + nf + 2 != r->len || s[0] != '/')
+    if (r->type != LOG_PREPARE || !r->addr || !r->version || r->aux >= TXN_MAX_THREADS ||
+        nf == 0 || nf + 2 > r->len || s[r->len - 1] || strlen(s + nf + 1) + nf + 2 != r->len ||
+        s[0] != '/')
         return 0;
-    *ref = (struct join_ref){r->addr, r->aux, s, s + nf + 1};
+    *ref = (struct join_ref){r->addr, r->version, (uint32_t)r->aux, s, s + nf + 1};
     return 1;
 }

@@ -329,8 +329,9 @@ void *txn_open(txn *tx, txn_obj *o, int mode);
  * commits all the joined pools as one, txn_abort(tx) rolls all back;
  * txn_commit and txn_abort of *part are refused (TXN_E_INVAL, nothing
  * done), and *part is gone with tx. Joining a pool twice gives the same
- * part. TXN_E_NOTSUP on an engine that cannot (all but undo and redo), or a
- * pool without a uuid; TXN_E_INVAL for tx's own pool, a part, or a
+ * part. TXN_E_NOTSUP on an engine that cannot (all but undo and redo), a
+ * pool without a uuid, or when either pool is a view (txn_pool_view: its
+ * writes never reach the file); TXN_E_INVAL for tx's own pool, a part, or a
  * transaction of another thread; txn_begin's errors on `other`.
  *
  * All or nothing after a crash: the commit is two-phase. Each part that
@@ -339,7 +340,8 @@ void *txn_open(txn *tx, txn_obj *o, int mode);
  * coordinator's transaction commits with, in its pool's join table (kept
  * under txn_meta_root(), word 7), the seq of each part; then the parts
  * commit. The rule: recovery of a pool that finds a prepared, unsettled
- * part opens its coordinator (or uses it when this process has it open),
+ * part opens its coordinator (or uses it when this process has it open,
+ * not as a view),
  * which recovers on its own first, and keeps the part if the coordinator's
  * table holds its seq, else rolls it back. A coordinator that cannot be
  * opened (gone, moved, open in another process, another pool under its
