@@ -5,19 +5,23 @@
  * Without TXN_CHECK_TRACE in the environment it records nothing: the hooks
  * take and drop the lock and the program runs as with txn-<engine>.
  *
- * The library's sources are compiled with txn_begin, txn_commit,
- * txn_abort, txn_sync, txn_alloc and txn_pool_close renamed (chk_real_*,
- * CMake's -D): the exported calls are the wrappers below, which record the
- * call around the real one (txn_pool_close: the leak check, in CMD).
+ * The library's sources are compiled with txn_begin, txn__begin,
+ * txn_commit, txn_abort, txn_sync, txn_alloc and txn_pool_close renamed
+ * (chk_real_*, CMake's -D): the exported calls are the wrappers below, which
+ * record the call around the real one (txn__begin, what txn.h's inline
+ * txn_begin calls, records as txn_begin; txn_pool_close: the leak check, in
+ * CMD).
  * The pool is found through the library's own mmap, munmap, renameat2 and
  * link, wrapped by the linker (--wrap): nothing in txn/ knows the
  * recorder. */
 #undef txn_begin
+#undef txn__begin
 #undef txn_commit
 #undef txn_abort
 #undef txn_sync
 #undef txn_alloc
 #undef txn_pool_close
+#define TXN_NO_INLINE /* txn_begin is defined below, as a function */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -394,6 +398,11 @@ int txn_begin(txn_pool *p, txn **out)
     }
     pthread_mutex_unlock(&lock);
     return rc;
+}
+
+int txn__begin(txn_pool *p, txn **out)
+{
+    return txn_begin(p, out);
 }
 
 int txn_commit(txn *tx)

@@ -92,9 +92,10 @@ endfunction()
 # engine as txn-crashcheck checks it (docs/crashcheck.md): the runtime,
 # pmtx's pool format, the retention layer and the engine compiled again
 # with the persist layer's hooks on (PMTX_TRACE) and the recorder
-# (check/record.c) behind them; txn_begin, txn_commit, txn_abort,
-# txn_sync, txn_alloc and txn_pool_close renamed so that the recorder's
-# wrappers are the exported calls;
+# (check/record.c) behind them; txn_begin (and txn__begin, which txn.h's
+# inline txn_begin calls), txn_commit, txn_abort, txn_sync, txn_alloc and
+# txn_pool_close renamed so that the recorder's wrappers are the exported
+# calls;
 # mmap, munmap, renameat2, link and getrandom wrapped by the linker, so
 # that the recorder finds the pool. pmtx::NAME-check, txn-NAME-check.pc.
 # (pmdk, OWN_POOL, has none: libpmemobj's stores do not go through the
@@ -107,8 +108,8 @@ function(pmtx_check_library name sources libs exports)
               ${PMTX_LAYOUT_SOURCES} ${sources} ${PROJECT_SOURCE_DIR}/check/sched.c
               ${PROJECT_SOURCE_DIR}/check/record.c)
   target_compile_definitions(${lib} PRIVATE PMTX_ENGINE_NAME="${name}"
-    txn_begin=chk_real_txn_begin txn_commit=chk_real_txn_commit
-    txn_abort=chk_real_txn_abort txn_sync=chk_real_txn_sync
+    txn_begin=chk_real_txn_begin txn__begin=chk_real_txn__begin
+    txn_commit=chk_real_txn_commit txn_abort=chk_real_txn_abort txn_sync=chk_real_txn_sync
     txn_alloc=chk_real_txn_alloc txn_pool_close=chk_real_txn_pool_close
     PUBLIC PMTX_TRACE)
   # the engine whose crash-simulator campaigns take no switch point inside a

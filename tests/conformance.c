@@ -1150,7 +1150,11 @@ START_TEST(test_nested_begin)
     txn *tx = begin(p), *inner = NULL;
 
     CHECK_OK(txn_write_u64(tx, root, 0, 5));
+    inner = tx; /* a failed begin sets it to NULL, which txn_abort ignores */
     CHECK_RC(txn_begin(p, &inner), TXN_E_NESTED);
+    ck_assert_ptr_null(inner);
+    txn_abort(inner);
+    CHECK_RC(txn_begin(p, NULL), TXN_E_INVAL);
     /* the outer transaction is unharmed */
     ck_assert_uint_eq(read_u64(tx, root, 0), 5);
     CHECK_OK(txn_write_u64(tx, root, 8, 6));
@@ -1433,6 +1437,21 @@ START_TEST(test_stats_count_commits_aborts)
         commit_u64(p, txn_root(p), 0, (uint64_t)i);
     txn_stats_get(&s1);
     ck_assert_uint_eq(s1.commits - s0.commits, 5);
+
+    /* the words a committed transaction wrote are counted stored, those
+     * the inline path stored too (txn.h adds them up per transaction, the
+     * library counts them when it ends);
+     * pmdk's stores are libpmemobj's, not counted */
+    if (strcmp(txn_engine_name(), "pmdk")) {
+        txn_stats_get(&s0);
+        tx = begin(p);
+        (void)read_u64(tx, txn_root(p), 0); /* a read fills the object's way */
+        for (size_t w = 0; w < 4; w++)
+            CHECK_OK(txn_write_u64(tx, txn_root(p), 8 * w, 40 + w));
+        CHECK_OK(txn_commit(tx));
+        txn_stats_get(&s1);
+        ck_assert_uint_ge(s1.bytes_stored - s0.bytes_stored, 32);
+    }
 
     txn_stats_reset();
     txn_stats_get(&s1);

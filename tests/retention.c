@@ -88,7 +88,7 @@ static const txn_type v1_changed_types[] = {
 /* build the v1 list of keys 1..n, key k at position k (head = n) */
 static void fill_v1(txn_pool *p, unsigned n)
 {
-    txn *tx;
+    txn *tx = NULL; /* set at k = 1; the compiler cannot tell */
     txn_obj *head = NULL;
     for (unsigned k = 1; k <= n; k++) {
         if (k % 50 == 1)

@@ -72,7 +72,7 @@ static void way_end(struct txn *tx, unsigned i)
     if (tx->way_keep[i] < 0)
         w->obj = TXN__NO_OBJ;
     else
-        w->wmode = (uint8_t)tx->way_keep[i];
+        w->wmode = (uint32_t)tx->way_keep[i];
 }
 
 /* Only the ways listed as moving are visited: with 129 ways, a walk of
@@ -157,7 +157,7 @@ static void way_fill(struct txn *tx, txn_obj *o, size_t size)
         return;
     way_set(&tx->hot.way[i], &nw);
     way_set(&tx->hot.way[0], &nw);
-    if (k != nw.wmode && tx->ways_move++ < TXN__MOVED)
+    if (k != (int)nw.wmode && tx->ways_move++ < TXN__MOVED)
         tx->moved[tx->ways_move - 1] = (uint8_t)i;
     tx->way_keep[i] = tx->way_keep[0] = (signed char)k;
     tx->ways_kept |= k >= 0;
@@ -544,6 +544,8 @@ static void end_tx(struct txn *tx, int committed)
 {
     if (tx->ways_move)
         ways_end(tx);
+    txn__stored_inline += tx->hot.stored;
+    tx->hot.stored = 0;
     eng_pool_end(tx, committed);
     tx->active = 0;
     if (committed)
@@ -554,7 +556,7 @@ static void end_tx(struct txn *tx, int committed)
         defers_run(&tx->defers, committed ? TXN_ON_COMMIT : TXN_ON_ABORT);
 }
 
-int txn_begin(txn_pool *p, txn **out)
+int txn__begin(txn_pool *p, txn **out)
 {
     if (!p || !out)
         return TXN_E_INVAL;
@@ -991,6 +993,17 @@ int txn_write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v)
     if (off % 8)
         return txn__fail(tx, TXN_E_INVAL);
     return txn__write(tx, o, off, &v, sizeof v);
+}
+
+/* txn.h's slow path of txn_write_u64 (its alignment checked already) */
+int txn__write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v)
+{
+    return txn__write(tx, o, off, &v, sizeof v);
+}
+
+int txn_begin(txn_pool *p, txn **tx)
+{
+    return txn__begin(p, tx);
 }
 
 int txn_alloc(txn *tx, size_t n, txn_obj **out)

@@ -75,7 +75,8 @@ struct pm_counters {
 #define PM_TLS __thread __attribute__((tls_model("initial-exec")))
 extern PM_TLS struct pm_counters pm_ctr;
 /* txn__stored_inline (txn.h): bytes stored by the inline paths of txn.h
- * and of a public engine header (incll.h), counted in txn_stats. */
+ * (added as each transaction ends) and of a public engine header
+ * (incll.h), counted in txn_stats. */
 
 /* The flush instruction, as libpmem chooses it (PMEM_NO_* honoured). */
 enum pm_insn { PM_CLWB, PM_CLFLUSHOPT, PM_CLFLUSH, PM_NOFLUSH };

@@ -287,8 +287,8 @@ int txn_pool_inspect(const char *path, txn_pool_info *info);
  * Begin a transaction on `p` for the calling thread and return it in *tx.
  * TXN_E_NESTED if this thread already runs one on `p`; TXN_E_THREADS if all
  * log slots are taken. A thread keeps its slot until it exits or the pool
- * is closed. */
-int txn_begin(txn_pool *p, txn **tx);
+ * is closed. On failure *tx is NULL. Inline (see the end of this file). */
+TXN__API int txn_begin(txn_pool *p, txn **tx);
 
 /* Commit. On 0 the transaction is durable (see Durability), its deferred
  * TXN_ON_COMMIT and TXN_ON_END actions have run, and `tx` is gone.
@@ -454,13 +454,21 @@ const char *txn_flush_name(void);
 #define TXN__W_SAVE 2   /* record (address, old word) in the write log, store */
 #define TXN__W_LOG 3    /* record (address, new word) and mark its filter byte */
 
+/* The inline path stores words to the pool and the write log as uint64_t
+ * and never through a character type, and the state it reads between
+ * those stores has types such a store cannot alias (pointers, uint32_t and
+ * this one, which is not uint64_t's type where uint64_t is unsigned long):
+ * so the compiler keeps that state in registers across the stores instead
+ * of reloading it after each one. */
+typedef unsigned long long txn__ull;
+
 /* One cached object: accessible inline until the library refills the way
  * or the transaction ends or fails. */
 struct txn__way {
     const void *obj;  /* the txn_obj, or TXN__NO_OBJ */
     char *base;       /* its payload as this transaction reads it */
-    size_t lim;       /* payload bytes - 8 (payloads have at least 8) */
-    uint8_t wmode;    /* TXN__W_*; with TXN__W_LOG, a read of a word the filter
+    txn__ull lim;     /* payload bytes - 8 (payloads have at least 8) */
+    uint32_t wmode;   /* TXN__W_*; with TXN__W_LOG, a read of a word the filter
                          marks calls the library */
 };
 
@@ -475,6 +483,9 @@ struct txn__hot {
     uint32_t gate;    /* nonzero: direct writes call the library (undo: a
                          record awaits its barrier) */
     uint32_t ways;    /* nonzero: the engine fills ways */
+    txn__ull stored;  /* bytes stored to pools inline by this transaction;
+                         the library adds them to txn__stored_inline when it
+                         ends (a field: no thread-local access per store) */
 };
 
 /* Bytes the calling thread stored to pools inline (txn_stats). */
@@ -484,6 +495,8 @@ extern __thread uint64_t txn__stored_inline __attribute__((tls_model("initial-ex
 int txn__read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n);
 int txn__write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n);
 int txn__fail(txn *tx, int err); /* records err as the transaction's error */
+int txn__write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v);
+int txn__begin(txn_pool *p, txn **tx);
 
 /* The first of the two ways of o's set. */
 static inline struct txn__way *txn__set(struct txn__hot *h, const txn_obj *o)
@@ -527,6 +540,20 @@ static inline int txn__written(const struct txn__hot *h, const char *a, size_t n
 }
 
 #ifndef TXN_NO_INLINE
+/* The library stores the transaction into a variable of this function, not
+ * the caller's: the caller's `tx` then does not escape, and the compiler
+ * keeps it in a register across the stores and calls of the accesses
+ * (else it reloads it from the stack before each). */
+static inline int txn_begin(txn_pool *p, txn **tx)
+{
+    txn *t = (txn *)0;
+    if (!tx)
+        return txn__begin(p, tx); /* TXN_E_INVAL */
+    int rc = txn__begin(p, &t);
+    *tx = t; /* NULL after a failure: a txn_abort of it does nothing */
+    return rc;
+}
+
 static inline int txn_read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
 {
     struct txn__hot *h = (struct txn__hot *)tx;
@@ -550,41 +577,47 @@ static inline int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v)
     if (h && v && (w = txn__find(h, o)) && off <= w->lim) {
         const char *a = w->base + off;
         if (w->wmode != TXN__W_LOG || !*txn__mark(h, a)) {
-            __builtin_memcpy(v, a, 8);
+            *v = *(const uint64_t *)(const void *)a;
             return 0;
         }
     }
-    return txn__read(tx, o, off, v, 8);
+    /* through a variable of its own, so that the caller's *v does not
+     * escape and stays in a register */
+    uint64_t t;
+    int rc = txn__read(tx, o, off, &t, 8);
+    if (!rc)
+        *v = t;
+    return rc;
 }
 
 /* The inline write of the 8 bytes at src to a, an aligned word of w's
  * object: 0 when done, else the library must do it. */
 static inline int txn__write_word(struct txn__hot *h, const struct txn__way *w, char *a,
-                                  const void *src)
+                                  uint64_t v)
 {
-    uint64_t *e = h->wl;
-    if (w->wmode == TXN__W_LOG) {
-        if (e >= h->wl_end)
-            return 1;
-        e[0] = (uint64_t)(uintptr_t)a;
-        __builtin_memcpy(&e[1], src, 8);
-        h->wl = e + 2;
-        *txn__mark(h, a) = 1;
-        return 0;
-    }
+    uint64_t *e = h->wl, *p = (uint64_t *)(void *)a;
     if (w->wmode == TXN__W_SAVE) {
         if (e >= h->wl_end)
             return 1;
         e[0] = (uint64_t)(uintptr_t)a;
-        __builtin_memcpy(&e[1], a, 8);
-        __builtin_memcpy(a, src, 8);
+        e[1] = *p;
+        *p = v;
         h->wl = e + 2;
-        txn__stored_inline += 8;
+        h->stored += 8;
+        return 0;
+    }
+    if (w->wmode == TXN__W_LOG) {
+        if (e >= h->wl_end)
+            return 1;
+        e[0] = (uint64_t)(uintptr_t)a;
+        e[1] = v;
+        h->wl = e + 2;
+        *txn__mark(h, a) = 1;
         return 0;
     }
     if (w->wmode == TXN__W_DIRECT && !h->gate) {
-        __builtin_memcpy(a, src, 8);
-        txn__stored_inline += 8;
+        *p = v;
+        h->stored += 8;
         return 0;
     }
     return 1;
@@ -604,7 +637,7 @@ static inline int txn__write_words(struct txn__hot *h, const struct txn__way *w,
     if (w->wmode == TXN__W_SAVE) {
         __builtin_memcpy(&e[2], a, n);
         __builtin_memcpy(a, src, n);
-        txn__stored_inline += n;
+        h->stored += n;
     } else {
         __builtin_memcpy(&e[2], src, n);
         for (size_t i = 0; i < n; i += 8)
@@ -621,11 +654,13 @@ static inline int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, si
     if (h && src && (w = txn__find(h, o)) && n <= w->lim + 8 && off <= w->lim + 8 - n) {
         char *a = w->base + off;
         if (n == 8 && !(off & 7)) {
-            if (!txn__write_word(h, w, a, src))
+            uint64_t v;
+            __builtin_memcpy(&v, src, 8);
+            if (!txn__write_word(h, w, a, v))
                 return 0;
         } else if (w->wmode == TXN__W_DIRECT && !h->gate) {
             __builtin_memcpy(a, src, n);
-            txn__stored_inline += n;
+            h->stored += n;
             return 0;
         } else if (!(off & 7) && !(n & 7) && n && n <= 64 &&
                    !txn__write_words(h, w, a, src, n)) {
@@ -641,9 +676,9 @@ static inline int txn_write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v)
     const struct txn__way *w;
     if (off & 7)
         return txn__fail(tx, TXN_E_INVAL);
-    if (h && (w = txn__find(h, o)) && off <= w->lim && !txn__write_word(h, w, w->base + off, &v))
+    if (h && (w = txn__find(h, o)) && off <= w->lim && !txn__write_word(h, w, w->base + off, v))
         return 0;
-    return txn__write(tx, o, off, &v, 8);
+    return txn__write_u64(tx, o, off, v); /* v by value: no spill on the inline path */
 }
 #endif /* TXN_NO_INLINE */
 
