@@ -37,6 +37,12 @@
 #define TYPE_LAYOUT 0x5459414c58544d50ull  /* "PMTXLAYT": the meta object
                                               of pools made before seal */
 
+/* Set by a thread while it opens a pool on a private view only to check it
+ * (pmdk_pool.c): libpmemobj's flushes and fences reach nothing durable
+ * then, so the libpmem functions (pmdk_libpmem.c) pass none of them on,
+ * and a tracer never takes that mapping for the pool's. */
+extern _Thread_local int pmdk_private_open;
+
 /* What a pool keeps that PMDK does not: an internal object of its own. */
 struct meta {
     uint64_t magic;     /* META_SEALED once eng_pool_seal ran; META_V1 in

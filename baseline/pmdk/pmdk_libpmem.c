@@ -16,9 +16,14 @@
 #include <string.h>
 
 #include "persist.h"
+#include "pmdk_int.h"
+
+_Thread_local int pmdk_private_open;
 
 void pmem_flush(const void *addr, size_t len)
 {
+    if (pmdk_private_open)
+        return;
     pm_flush(addr, len);
 }
 
@@ -26,16 +31,21 @@ void pmem_flush(const void *addr, size_t len)
  * under emulation it writes back the same lines. */
 void pmem_deep_flush(const void *addr, size_t len)
 {
+    if (pmdk_private_open)
+        return;
     pm_flush(addr, len);
 }
 
 void pmem_drain(void)
 {
-    pm_barrier();
+    if (!pmdk_private_open)
+        pm_barrier();
 }
 
 void pmem_persist(const void *addr, size_t len)
 {
+    if (pmdk_private_open)
+        return;
     pm_persist(addr, len);
 }
 
@@ -44,7 +54,7 @@ void pmem_persist(const void *addr, size_t len)
  * is a plain one: non-temporal stores are an optimisation, not a rule. */
 static void flush_copy(const void *dst, size_t len, unsigned flags)
 {
-    if (flags & PMEM_F_MEM_NOFLUSH)
+    if ((flags & PMEM_F_MEM_NOFLUSH) || pmdk_private_open)
         return;
     pm_flush(dst, len);
     if (!(flags & PMEM_F_MEM_NODRAIN))
@@ -53,7 +63,10 @@ static void flush_copy(const void *dst, size_t len, unsigned flags)
 
 void *pmem_memcpy(void *dst, const void *src, size_t len, unsigned flags)
 {
-    pm_memcpy(dst, src, len);
+    if (pmdk_private_open)
+        memcpy(dst, src, len);
+    else
+        pm_memcpy(dst, src, len);
     flush_copy(dst, len, flags);
     return dst;
 }
@@ -67,7 +80,10 @@ void *pmem_memmove(void *dst, const void *src, size_t len, unsigned flags)
 
 void *pmem_memset(void *dst, int c, size_t len, unsigned flags)
 {
-    pm_memset(dst, c, len);
+    if (pmdk_private_open)
+        memset(dst, c, len);
+    else
+        pm_memset(dst, c, len);
     flush_copy(dst, len, flags);
     return dst;
 }

@@ -20,8 +20,8 @@
  * 1. Nothing volatile is stored in the pool: handles are offsets, and the
  *    object map is rebuilt at open from PMDK's heap after PMDK recovered.
  * 2. Open writes nothing until every check PMDK would fail only after it
- *    has written has passed (layout, descriptor checksum, truncation).
- *    PMDK keeps run-time state inside the mapped file before its later
+ *    has written has passed (layout, descriptor checksum, truncation, and
+ *    the heap as recovery leaves it, seen first on a private view). PMDK keeps run-time state inside the mapped file before its later
  *    checks (heap), so if pmemobj_open fails anyway the file's first bytes
  *    are put back as they were. A view (txn_pool_view) writes nothing at
  *    all: PMDK maps it copy-on-write.
@@ -603,6 +603,21 @@ static PMEMobjpool *open_pop(const char *file, const char *layout, int view)
     return pop;
 }
 
+/* PMDK's recovery writes anywhere in the file before the heap can be
+ * checked, and a damaged heap is only refused after it (invariant 2). So
+ * an open for writing first recovers and checks the heap on a private
+ * view, writing nothing when it refuses. */
+static int preflight(const char *file, const char *layout, size_t size)
+{
+    pmdk_private_open = 1;
+    PMEMobjpool *pop = open_pop(file, layout, 1);
+    int rc = pop ? check_heap((const unsigned char *)pop, size) : open_error(file, errno);
+    if (pop)
+        pmemobj_close(pop);
+    pmdk_private_open = 0;
+    return rc;
+}
+
 int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
 {
     struct prefix *f = malloc(sizeof *f);
@@ -610,6 +625,8 @@ int eng_pool_open(txn_pool *p, const char *file, const char *layout, int view)
         return TXN_E_NOMEM;
     int rc = read_prefix(file, layout, f);
     if (rc)
+        goto done;
+    if (!view && (rc = preflight(file, layout, f->file_size)))
         goto done;
     PMEMobjpool *pop = open_pop(file, layout, view);
     if (!pop) {
