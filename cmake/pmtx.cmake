@@ -219,3 +219,41 @@ function(pmtx_engine_exe name engine)
   target_link_libraries(${name} PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS
     ${ENGINE_LIBS_${engine}} Threads::Threads ${CMAKE_DL_LIBS})
 endfunction()
+
+# pmtx_add_test(NAME COMMAND cmd... [ENV VAR=value...] [TIMEOUT s]
+#               [PROPERTIES prop value...])
+#   Every test of the project is declared here, so that all run in the same
+#   environment: pools treated as persistent memory (PMEM_IS_PMEM_FORCE=1),
+#   check's per-test timeout, then the test's own ENV (a later setting of a
+#   variable wins); TIMEOUT 600 s unless given; other test PROPERTIES as
+#   set_tests_properties takes them. The command's arguments are passed as
+#   written, an empty one or one holding a semicolon (a script for sh -c)
+#   included.
+function(pmtx_add_test name)
+  cmake_parse_arguments(PARSE_ARGV 1 A "" "TIMEOUT" "COMMAND;ENV;PROPERTIES")
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 600)
+  endif()
+  # each argument as a bracket argument, so that none is split or dropped
+  set(code "add_test(NAME [==[${name}]==] COMMAND")
+  list(LENGTH A_COMMAND n)
+  set(i 0)
+  while(i LESS n)
+    list(GET A_COMMAND ${i} arg)
+    string(APPEND code " [==[${arg}]==]")
+    math(EXPR i "${i} + 1")
+  endwhile()
+  cmake_language(EVAL CODE "${code})")
+  string(REPLACE "\\;" ";" env "${A_ENV}")
+  set_tests_properties(${name} PROPERTIES
+    ENVIRONMENT "PMEM_IS_PMEM_FORCE=1;CK_DEFAULT_TIMEOUT=120;${env}" TIMEOUT ${A_TIMEOUT})
+  list(LENGTH A_PROPERTIES n)
+  set(i 0)
+  while(i LESS n)
+    list(GET A_PROPERTIES ${i} key)
+    math(EXPR i "${i} + 1")
+    list(GET A_PROPERTIES ${i} value)
+    math(EXPR i "${i} + 1")
+    set_tests_properties(${name} PROPERTIES ${key} "${value}")
+  endwhile()
+endfunction()
