@@ -496,6 +496,178 @@ static int cmd_getex(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
     return rc;
 }
 
+/* ---- LCS: the longest common subsequence of two strings, by the table
+ * of prefix LCS lengths (O(len a * len b) time and 4-byte cells, as
+ * Redis's, which bounds the table by proto-max-bulk-len). A missing key is
+ * the empty string. */
+
+struct lcs_match {
+    uint32_t a0, a1, b0, b1;
+};
+
+/* Walk the table back from its corner, as Redis does (down i when the
+ * cell above is larger, else left), writing the subsequence into out
+ * (NULL: not wanted) and each run of consecutive matched bytes, last
+ * first, into m (NULL: not wanted; *nm counts them, runs shorter than
+ * minlen left out). */
+static int lcs_walk(const uint32_t *dp, const char *a, uint32_t alen, const char *b,
+                    uint32_t blen, char *out, struct lcs_match **m, size_t *nm,
+                    uint64_t minlen)
+{
+#define CELL(i, j) dp[(size_t)(i) * ((size_t)blen + 1) + (j)]
+    uint32_t i = alen, j = blen, k = CELL(alen, blen);
+    int open = 0; /* a run is being extended backwards */
+    struct lcs_match cur = {0, 0, 0, 0};
+    size_t cap = 0;
+    while (i > 0 && j > 0) {
+        int close = 0;
+        if (a[i - 1] == b[j - 1]) {
+            if (out)
+                out[k - 1] = a[i - 1];
+            if (!open) {
+                cur = (struct lcs_match){i - 1, i - 1, j - 1, j - 1};
+                open = 1;
+            } else {
+                cur.a0 = i - 1;
+                cur.b0 = j - 1;
+            }
+            close = i == 1 || j == 1; /* nothing left before it */
+            k--, i--, j--;
+        } else {
+            if (CELL(i - 1, j) > CELL(i, j - 1))
+                i--;
+            else
+                j--;
+            close = open;
+        }
+        if (close && open) {
+            open = 0;
+            if (m && cur.a1 - cur.a0 + 1 >= minlen) {
+                if (*nm == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    struct lcs_match *g = realloc(*m, cap * sizeof *g);
+                    if (!g)
+                        return TXN_E_NOMEM;
+                    *m = g;
+                }
+                (*m)[(*nm)++] = cur;
+            }
+        }
+    }
+#undef CELL
+    return 0;
+}
+
+static int cmd_lcs(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    struct val x = {0}, y = {0};
+    int rc = get_val(t, argv[1], &x);
+    if (rc >= 0)
+        rc = get_val(t, argv[2], &y);
+    if (rc == KV_E_WRONGTYPE) {
+        reply_error(&c->out, "ERR The specified keys must contain string values");
+        rc = 0;
+        goto out;
+    }
+    if (rc < 0)
+        goto out;
+    rc = 0;
+    int idx = 0, len = 0, withlen = 0;
+    long long minlen = 0;
+    for (size_t i = 3; i < argc; i++) {
+        if (arg_is(&argv[i], "idx")) {
+            idx = 1;
+        } else if (arg_is(&argv[i], "len")) {
+            len = 1;
+        } else if (arg_is(&argv[i], "withmatchlen")) {
+            withlen = 1;
+        } else if (arg_is(&argv[i], "minmatchlen") && i + 1 < argc) {
+            if (parse_ll(&argv[++i], &minlen)) {
+                reply_error(&c->out, "ERR value is not an integer or out of range");
+                goto out;
+            }
+            if (minlen < 0)
+                minlen = 0;
+        } else {
+            reply_error(&c->out, "ERR syntax error");
+            goto out;
+        }
+    }
+    if (idx && len) {
+        reply_error(&c->out, "ERR If you want both the length and indexes, please just use IDX.");
+        goto out;
+    }
+    if (x.n >= UINT32_MAX - 1 || y.n >= UINT32_MAX - 1) {
+        reply_error(&c->out, "ERR String too long for LCS");
+        goto out;
+    }
+    uint32_t alen = (uint32_t)x.n, blen = (uint32_t)y.n;
+    uint64_t cells = ((uint64_t)alen + 1) * ((uint64_t)blen + 1);
+    if (cells * sizeof(uint32_t) > MAX_STRING) {
+        reply_error(&c->out,
+                    "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+        goto out;
+    }
+    uint32_t *dp = malloc(cells * sizeof *dp);
+    if (!dp) {
+        reply_error(&c->out, "ERR Insufficient memory, failed allocating transient memory for LCS");
+        goto out;
+    }
+    size_t w = (size_t)blen + 1;
+    for (uint32_t i = 0; i <= alen; i++)
+        for (uint32_t j = 0; j <= blen; j++) {
+            uint32_t v = 0;
+            if (i && j) {
+                if (x.p[i - 1] == y.p[j - 1])
+                    v = dp[(i - 1) * w + j - 1] + 1;
+                else {
+                    uint32_t up = dp[(i - 1) * w + j], left = dp[i * w + j - 1];
+                    v = up > left ? up : left;
+                }
+            }
+            dp[i * w + j] = v;
+        }
+    uint32_t n = dp[alen * w + blen];
+    if (len) {
+        reply_int(&c->out, n);
+    } else if (idx) {
+        struct lcs_match *m = NULL;
+        size_t nm = 0;
+        rc = lcs_walk(dp, x.p, alen, y.p, blen, NULL, &m, &nm, (uint64_t)minlen);
+        if (rc >= 0) {
+            reply_array(&c->out, 4);
+            reply_bulk(&c->out, "matches", 7);
+            reply_array(&c->out, nm);
+            for (size_t i = 0; i < nm; i++) {
+                reply_array(&c->out, 2 + (size_t)withlen);
+                reply_array(&c->out, 2);
+                reply_int(&c->out, m[i].a0);
+                reply_int(&c->out, m[i].a1);
+                reply_array(&c->out, 2);
+                reply_int(&c->out, m[i].b0);
+                reply_int(&c->out, m[i].b1);
+                if (withlen)
+                    reply_int(&c->out, (long long)m[i].a1 - m[i].a0 + 1);
+            }
+            reply_bulk(&c->out, "len", 3);
+            reply_int(&c->out, n);
+        }
+        free(m);
+    } else {
+        char *out = malloc(n ? n : 1);
+        if (!out)
+            rc = TXN_E_NOMEM;
+        else if ((rc = lcs_walk(dp, x.p, alen, y.p, blen, out, NULL, NULL, 0)) >= 0)
+            reply_bulk(&c->out, out, n);
+        free(out);
+    }
+    free(dp);
+out:
+    free(x.p);
+    free(y.p);
+    return rc;
+}
+
 /* ---- the table */
 
 #define W CMD_WRITE
@@ -526,5 +698,6 @@ const struct command string_commands[] = {
     {"setex", cmd_setex, 4, W | M, ACL_STRING, {1, 1, 1}},
     {"psetex", cmd_setex, 4, W | M, ACL_STRING, {1, 1, 1}},
     {"getex", cmd_getex, -2, W | F, ACL_STRING, {1, 1, 1}},
+    {"lcs", cmd_lcs, -3, R, ACL_STRING, {1, 2, 1}},
 };
 const size_t string_ncommands = sizeof string_commands / sizeof *string_commands;
