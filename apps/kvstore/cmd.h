@@ -38,6 +38,8 @@ enum {
     /* not COMMAND's: how the dispatcher runs the command */
     CMD_RESERVE = 1u << 24, /* may add a key per key argument: the table
                                grows first (kv_reserve, outside any lock) */
+    CMD_PUBSUB_OK = 1u << 25, /* runs in a subscribed connection's context
+                                 (RESP2 allows only these there) */
 };
 
 /* ACL categories, as COMMAND INFO names them (cmd_acl_names, in this

@@ -21,6 +21,7 @@
 
 #include "commands.h"
 #include "keys.h"
+#include "pubsub.h"
 #include "t_hash.h"
 #include "t_string.h"
 
@@ -36,10 +37,15 @@ static int cmd_ping(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
     (void)t;
     if (argc > 2)
         return reply_error(&c->out, "ERR wrong number of arguments for 'ping' command"), 0;
-    if (argc == 2)
+    if (pubsub_subscribed(c)) { /* RESP2's form in a subscribed context */
+        reply_array(&c->out, 2);
+        reply_bulk(&c->out, "pong", 4);
+        reply_bulk(&c->out, argc == 2 ? argv[1].p : "", argc == 2 ? argv[1].n : 0);
+    } else if (argc == 2) {
         reply_bulk(&c->out, argv[1].p, argv[1].n);
-    else
+    } else {
         reply_simple(&c->out, "PONG");
+    }
     return 0;
 }
 
@@ -572,6 +578,7 @@ static int cmd_exec(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
 static int cmd_discard(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv);
 static int cmd_watch(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv);
 static int cmd_unwatch(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv);
+static int cmd_reset(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv);
 
 /* The table: each type's file has its own part (adding a type adds a
  * line here); lookup is through an index by name's hash. */
@@ -586,11 +593,12 @@ static int cmd_unwatch(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
  * are containers: no flags or keys of their own (their subcommands have
  * them) */
 static const struct command server_commands[] = {
-    {"ping", cmd_ping, -1, F, ACL_CONNECTION, {0, 0, 0}},
+    {"ping", cmd_ping, -1, F | CMD_PUBSUB_OK, ACL_CONNECTION, {0, 0, 0}},
     {"echo", cmd_echo, 2, L | S | F, ACL_CONNECTION, {0, 0, 0}},
     {"select", cmd_select, 2, L | S | F, ACL_CONNECTION, {0, 0, 0}},
     {"hello", cmd_hello, -1, NS | L | S | F | CMD_NO_AUTH | B, ACL_CONNECTION, {0, 0, 0}},
-    {"quit", cmd_quit, -1, NS | L | S | F | CMD_NO_AUTH | B, ACL_CONNECTION, {0, 0, 0}},
+    {"quit", cmd_quit, -1, NS | L | S | F | CMD_NO_AUTH | B | CMD_PUBSUB_OK, ACL_CONNECTION,
+     {0, 0, 0}},
     {"client", cmd_client, -2, 0, 0, {0, 0, 0}},
     {"function", cmd_function, -2, 0, 0, {0, 0, 0}},
     {"script", cmd_function, -2, 0, 0, {0, 0, 0}},
@@ -605,6 +613,8 @@ static const struct command server_commands[] = {
     {"multi", cmd_multi, 1, NS | L | S | F | B, ACL_TRANSACTION, {0, 0, 0}},
     {"exec", cmd_exec, 1, NS | L | S | CMD_SKIP_SLOWLOG, ACL_TRANSACTION, {0, 0, 0}},
     {"discard", cmd_discard, 1, NS | L | S | F | B, ACL_TRANSACTION, {0, 0, 0}},
+    {"reset", cmd_reset, 1, NS | L | S | F | CMD_NO_AUTH | B | CMD_PUBSUB_OK, ACL_CONNECTION,
+     {0, 0, 0}},
     {"watch", cmd_watch, -2, NS | L | S | F | B, ACL_TRANSACTION, {1, -1, 1}},
     {"unwatch", cmd_unwatch, 1, NS | L | S | F | B, ACL_TRANSACTION, {0, 0, 0}},
 };
@@ -618,6 +628,7 @@ static const struct {
     {string_commands, &string_ncommands},
     {key_commands, &key_ncommands},
     {hash_commands, &hash_ncommands},
+    {pubsub_commands, &pubsub_ncommands},
 };
 #define NPARTS (sizeof parts / sizeof *parts)
 
@@ -988,6 +999,22 @@ static int cmd_discard(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
     return 0;
 }
 
+/* RESET: the connection as it was when it opened: no MULTI, no WATCH, no
+ * name, no subscription (RESP2 and database 0 are all this server has). */
+static int cmd_reset(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)t;
+    (void)argc, (void)argv;
+    if (c->multi) {
+        queue_clear(c->multi);
+        watch_clear(c->multi);
+    }
+    client_set_name(c, NULL, 0);
+    pubsub_forget(c);
+    reply_simple(&c->out, "RESET");
+    return 0;
+}
+
 static int cmd_unwatch(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)t;
@@ -1194,7 +1221,12 @@ void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
         return reply_error(&c->out, "ERR wrong number of arguments for '%s' command",
                            cmd->name);
     }
-    if (m && cmd->proc != cmd_exec && cmd->proc != cmd_discard && cmd->proc != cmd_quit) {
+    if (pubsub_subscribed(c) && !(cmd->flags & CMD_PUBSUB_OK))
+        return reply_error(&c->out, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
+                           "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                           cmd->name);
+    if (m && cmd->proc != cmd_exec && cmd->proc != cmd_discard && cmd->proc != cmd_quit &&
+        cmd->proc != cmd_reset) {
         if (cmd->proc == cmd_multi)
             return reply_error(&c->out, "ERR MULTI calls can not be nested");
         if (cmd->proc == cmd_watch)

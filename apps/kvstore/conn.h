@@ -18,6 +18,9 @@
 /* memcached's "stats" counters: how many (struct mc_stats) */
 #define MC_STATS 17
 
+struct conn;
+struct pubsub_client; /* pubsub.c */
+
 /* How replies wait for durability. */
 enum ack_mode {
     ACK_SYNC,   /* txn_sync() once per batch of requests that changed the
@@ -54,6 +57,11 @@ struct server {
     /* the acknowledgement point (ACK_SYNC): txn_sync calls, and the
      * replies they held back (a group commit's size is their ratio) */
     _Atomic uint64_t ack_syncs, ack_held;
+    /* Have c's owner move the messages published to it into its replies
+     * and send them (pubsub.c calls it from any thread, c being alive
+     * while it holds Pub/Sub's lock). NULL: connections cannot be woken
+     * (--io threads), so none may subscribe. */
+    void (*wake_conn)(struct conn *c);
     /* memcached's protocol (memcache.c): where it listens, its counters */
     const char *mc_unix_path; /* NULL: none */
     int mc_port;              /* 0: none */
@@ -99,6 +107,12 @@ struct conn {
     kv_txn *exec;    /* EXEC's store transaction while it runs its queue */
     int mc;          /* speaks memcached's text protocol, not RESP */
     size_t mc_swallow; /* bytes of refused data still to skip (memcache.c) */
+    struct pubsub_client *ps; /* its subscriptions (pubsub.c), NULL: none;
+                                 set by its owner under Pub/Sub's lock */
+    void *owner;                 /* the worker serving it (server.c) */
+    struct conn *next_mail;      /* the owner's list of connections with
+                                    messages; guarded by the owner's qlock */
+    int mail_listed;             /* on that list (the owner's qlock) */
     struct conn *next_flush, *next_resume, *prev, *next; /* owner's lists */
 };
 

@@ -55,6 +55,7 @@
 
 #include "commands.h"
 #include "memcache.h"
+#include "pubsub.h"
 #include "server.h"
 
 #define READ_CHUNK (16u << 10)
@@ -108,6 +109,7 @@ static void client_drop(int fd)
 /* Close the connection and free what it holds, but not c itself. */
 static void conn_release(struct conn *c)
 {
+    pubsub_forget(c); /* no publisher reaches c after this */
     close(c->fd);
     fd_freed();
     buf_free(&c->in);
@@ -166,6 +168,8 @@ static void conn_process(struct conn *c)
             held++;
             continue;
         }
+        if (pubsub_subscribed(c))
+            pubsub_drain(c); /* messages published before this request first */
         enum resp_status st = resp_parse(&c->rp, req, avail, &srv.lim);
         if (st == RESP_MORE) {
             if (avail > srv.max_query) {
@@ -255,9 +259,10 @@ static int make_durable(void)
 struct worker {
     pthread_t th;
     int epfd, wake_fd;
-    pthread_mutex_t qlock; /* guards q: fds from the acceptor */
-    int *q;
+    pthread_mutex_t qlock; /* guards q, mail and the conns' mail links */
+    int *q;                /* fds from the acceptor */
     size_t qn, qcap;
+    struct conn *mail;     /* connections Pub/Sub sent messages to */
     struct conn *all;    /* every connection this worker owns */
     struct conn *flush;  /* to send to (or close) at the end of the round */
     struct conn *resume; /* stalled, replies sent: run their requests */
@@ -287,6 +292,16 @@ static void list_flush(struct worker *w, struct conn *c)
 
 static void worker_close(struct worker *w, struct conn *c)
 {
+    if (c->ps) { /* off the mail list once no publisher can list it again */
+        pubsub_forget(c);
+        pthread_mutex_lock(&w->qlock);
+        for (struct conn **at = &w->mail; *at; at = &(*at)->next_mail)
+            if (*at == c) {
+                *at = c->next_mail;
+                break;
+            }
+        pthread_mutex_unlock(&w->qlock);
+    }
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -306,7 +321,17 @@ static void worker_adopt(struct worker *w)
     size_t qn = w->qn;
     w->q = NULL;
     w->qn = w->qcap = 0;
+    struct conn *mail = w->mail;
+    w->mail = NULL;
+    for (struct conn *c = mail; c; c = c->next_mail)
+        c->mail_listed = 0;
     pthread_mutex_unlock(&w->qlock);
+    /* the list is this thread's now: only this thread closes its conns */
+    for (struct conn *c = mail, *next; c; c = next) {
+        next = c->next_mail;
+        pubsub_drain(c);
+        list_flush(w, c);
+    }
     for (size_t i = 0; i < qn; i++) {
         struct conn *c = conn_new(q[i]);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
@@ -318,6 +343,7 @@ static void worker_adopt(struct worker *w)
             continue;
         }
         c->events = EPOLLIN;
+        c->owner = w;
         c->next = w->all;
         if (w->all)
             w->all->prev = c;
@@ -460,6 +486,22 @@ static void wake(struct worker *w)
     uint64_t one = 1;
     if (write(w->wake_fd, &one, sizeof one) < 0)
         perror("kvstore: wake");
+}
+
+/* srv.wake_conn of the epoll workers (pubsub.c) */
+static void wake_conn(struct conn *c)
+{
+    struct worker *w = c->owner;
+    pthread_mutex_lock(&w->qlock);
+    int listed = c->mail_listed;
+    if (!listed) {
+        c->mail_listed = 1;
+        c->next_mail = w->mail;
+        w->mail = c;
+    }
+    pthread_mutex_unlock(&w->qlock);
+    if (!listed)
+        wake(w);
 }
 
 static void workers_hand(int fd)
@@ -841,6 +883,7 @@ int server_run(void)
     int sfd = signalfd(-1, &stop, SFD_CLOEXEC), rc = 0;
     srv.stop_fd = eventfd(0, EFD_CLOEXEC);
     resume_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    srv.wake_conn = srv.io == IO_EPOLL ? wake_conn : NULL;
     if (sfd < 0 || srv.stop_fd < 0 || resume_fd < 0 ||
         (srv.io == IO_EPOLL && workers_start()) || expire_start())
         rc = -1;

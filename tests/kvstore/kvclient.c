@@ -23,6 +23,9 @@
  *   kvclient redis SERVER   inline quoting and malformed lengths answered
  *                           byte for byte as redis-server answers them (exit
  *                           77 without redis-server)
+ *   kvclient pubsub SERVER  Pub/Sub over three connections, byte for byte
+ *                           as redis-server answers it (pubsub_cmp.c; exit 77
+ *                           without redis-server)
  *   kvclient shutdown SERVER  SHUTDOWN and SIGTERM with clients mid-pipeline,
  *                           both --io modes; a start that fails for want of
  *                           log slots stops its workers and its listeners
@@ -2979,7 +2982,7 @@ static int exchange(int fd, const char *req, size_t n, struct bytes *out)
 }
 
 /* Start redis-server on a free port (no persistence); 0 or -1. */
-static int redis_start(struct server *s, pid_t *pid, int *port)
+int redis_start(struct server *s, pid_t *pid, int *port)
 {
     char portarg[16];
     *port = free_port();
@@ -3568,6 +3571,8 @@ int main(int argc, char **argv)
         return run_fdlimit(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "redis"))
         return run_redis(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "pubsub"))
+        return run_pubsub(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "shutdown"))
         return run_shutdown(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "load"))
@@ -3576,7 +3581,7 @@ int main(int argc, char **argv)
         return run_mc_replay(argc, argv);
     if (argc == 3 && !strcmp(argv[1], "mc-kill"))
         return run_mc_kill(argv[2]);
-    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|expire-kill|shared-kill|fdlimit|redis|shutdown|load|mc-kill "
+    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|expire-kill|shared-kill|fdlimit|redis|pubsub|shutdown|load|mc-kill "
                     "SERVER | kvclient mc-replay PORT <SCRIPT | "
                     "kvclient freeport\n");
     return 2;

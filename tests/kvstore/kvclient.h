@@ -77,6 +77,12 @@ int kill_rounds(const char *var, int dflt, unsigned *seed);
  * the buffer the words point into, for free() after the test. */
 char *server_env_args(const char **extra, int *n, int cap);
 
+/* Start redis-server (no persistence) on a free TCP port, logging to s's
+ * log: 0 once it answers PING, else -1. */
+int redis_start(struct server *s, pid_t *pid, int *port);
+/* pubsub_cmp.c's mode */
+int run_pubsub(const char *bin);
+
 /* mcclient.c's modes */
 int run_mc_replay(int argc, char **argv);
 int run_mc_kill(const char *bin);

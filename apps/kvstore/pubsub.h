@@ -1,0 +1,33 @@
+/* pubsub.h - Redis's Pub/Sub (pubsub.c): SUBSCRIBE, PSUBSCRIBE, their
+ * UNSUBSCRIBEs, PUBLISH and PUBSUB, and what the dispatcher and the
+ * network need of a subscribed connection. Not persistent, as in Redis: a
+ * restart forgets every subscription. */
+#ifndef KV_PUBSUB_H
+#define KV_PUBSUB_H
+
+#include <stddef.h>
+
+#include "cmd.h"
+
+extern const struct command pubsub_commands[];
+extern const size_t pubsub_ncommands;
+
+/* c subscribed to a channel or a pattern: only the commands flagged
+ * CMD_PUBSUB_OK run (RESP2's rule). Owner thread only. */
+static inline int pubsub_subscribed(const struct conn *c)
+{
+    return c->ps != NULL;
+}
+
+/* Leave every channel and pattern and drop undelivered messages: at close
+ * and RESET. After it returns no publisher reaches c. */
+void pubsub_forget(struct conn *c);
+
+/* Move the messages published to c into c->out, in order (owner thread:
+ * the network's wake-up, and before each request of a subscribed
+ * connection, so that a reply never overtakes an earlier message). A
+ * subscriber that let messages pile up past Redis's pubsub output limit
+ * (32 MiB) is closed, as Redis closes it. */
+void pubsub_drain(struct conn *c);
+
+#endif

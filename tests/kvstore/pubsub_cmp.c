@@ -1,0 +1,222 @@
+/* pubsub_cmp.c - kvclient pubsub SERVER: Pub/Sub as redis-server 7.0
+ * answers it, byte for byte, over three connections at once (issue #44,
+ * item 5). A script of steps, each a request on one connection; after
+ * each, every open connection is sent a PING with the step's number and
+ * read up to its reply, so that what a connection receives (replies,
+ * messages another connection published) is compared step by step and no
+ * wait on a clock decides what counts. The server runs two workers, so
+ * publisher and subscriber are often served by different threads. */
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kvclient.h"
+
+#define NCONN 3
+
+static const struct step {
+    int who;
+    const char *req; /* inline commands */
+    int held;        /* `who` is left in a MULTI block: not sent the marker
+                        (it would be queued) until a later step */
+} script[] = {
+    {0, "SUBSCRIBE", 0},
+    {0, "UNSUBSCRIBE", 0},
+    {0, "PUNSUBSCRIBE", 0},
+    {0, "SUBSCRIBE c1 c2 c1", 0},
+    {0, "GET x", 0},
+    {0, "PING hi", 0},
+    {0, "PING a b", 0},
+    {0, "FOO", 0},
+    {0, "MULTI", 0},
+    {0, "SET", 0},
+    {0, "PSUBSCRIBE c* h?llo", 0},
+    {0, "ECHO x", 0},
+    {0, "UNSUBSCRIBE c2 zz", 0},
+    {1, "PUBLISH c1 hello", 0},
+    {1, "PUBLISH cx m", 0},
+    {1, "PUBLISH hello m2", 0},
+    {1, "PUBLISH nobody m3", 0},
+    {1, "PUBSUB CHANNELS", 0},
+    {1, "PUBSUB CHANNELS c?", 0},
+    {1, "PUBSUB CHANNELS z*", 0},
+    {1, "PUBSUB NUMSUB c1 c2 zz", 0},
+    {1, "PUBSUB NUMSUB", 0},
+    {1, "PUBSUB NUMPAT", 0},
+    {1, "PUBSUB NUMPAT x", 0},
+    {1, "PUBSUB FOO", 0},
+    {1, "PUBSUB", 0},
+    {1, "PUBSUB CHANNELS a b", 0},
+    {1, "PUBSUB HELP", 0},
+    {1, "PUBSUB help x", 0},
+    {1, "PUBLISH a", 0},
+    {2, "PSUBSCRIBE c*", 0},
+    {1, "PUBLISH c1 both", 0},
+    {1, "PUBSUB NUMPAT", 0},
+    {2, "PUNSUBSCRIBE", 0},
+    {1, "PUBSUB NUMPAT", 0},
+    {0, "PUNSUBSCRIBE", 0},
+    {0, "UNSUBSCRIBE", 0},
+    {0, "GET ps:none", 0},
+    {0, "MULTI", 1},
+    {0, "SUBSCRIBE q", 1},
+    {0, "EXEC", 0},
+    {1, "PUBLISH q via-exec", 0},
+    {0, "RESET", 0},
+    {1, "PUBLISH q gone", 0},
+    {2, "MULTI", 1},
+    {2, "SET ps:a 1", 1},
+    {2, "RESET", 0},
+    {2, "EXEC", 0},
+    {2, "GET ps:a", 0},
+    {2, "SUBSCRIBE x y", 0},
+    {1, "PUBLISH x to-2", 0},
+    {2, "QUIT", 0},
+    {1, "PUBSUB NUMSUB x y", 0},
+    {0, "SUBSCRIBE big", 0},
+    {1, "PUBLISH big ", 0}, /* + 5,000 bytes */
+};
+#define NSTEPS (sizeof script / sizeof script[0])
+
+/* Read fd up to the reply to the marker PING (plain or, subscribed,
+ * RESP2's array form), which is left out; 1 if the connection closed, 0
+ * after the marker, -1 on neither within 3 s. */
+static int read_to_marker(int fd, const char *mark, struct bytes *out)
+{
+    char plain[64], sub[96];
+    int lp = snprintf(plain, sizeof plain, "$%zu\r\n%s\r\n", strlen(mark), mark);
+    int ls = snprintf(sub, sizeof sub, "*2\r\n$4\r\npong\r\n$%zu\r\n%s\r\n", strlen(mark), mark);
+    out->n = 0;
+    for (uint64_t end = now_ms() + 3000;;) {
+        if (out->n >= (size_t)lp && !memcmp(out->p + out->n - lp, plain, (size_t)lp)) {
+            out->n -= (size_t)lp;
+            return 0;
+        }
+        if (out->n >= (size_t)ls && !memcmp(out->p + out->n - ls, sub, (size_t)ls)) {
+            out->n -= (size_t)ls;
+            return 0;
+        }
+        uint64_t now = now_ms();
+        struct pollfd pf = {fd, POLLIN, 0};
+        if (now >= end || poll(&pf, 1, (int)(end - now)) <= 0)
+            return -1;
+        char b[8192];
+        ssize_t k = recv(fd, b, sizeof b, 0);
+        if (k <= 0)
+            return 1;
+        bytes_add(out, b, (size_t)k);
+    }
+}
+
+/* The script through one server (RESP over fds[]); got[i][k] is what
+ * connection k received at step i. */
+static void play(int *fds, struct bytes got[][NCONN], int closed[][NCONN])
+{
+    int gone[NCONN] = {0};
+    char big[5000];
+    memset(big, 'z', sizeof big);
+    for (size_t i = 0; i < NSTEPS; i++) {
+        struct bytes req = {0};
+        bytes_add(&req, script[i].req, strlen(script[i].req));
+        if (!strcmp(script[i].req, "PUBLISH big "))
+            bytes_add(&req, big, sizeof big);
+        bytes_add(&req, "\r\n", 2);
+        int w = script[i].who;
+        if (!gone[w] && send_all(fds[w], req.p, req.n))
+            gone[w] = 1;
+        free(req.p);
+        char mark[32];
+        snprintf(mark, sizeof mark, "step-%zu", i);
+        char ping[64];
+        int n = snprintf(ping, sizeof ping, "PING %s\r\n", mark);
+        /* the sender first: its request has run before the others' PINGs */
+        for (int j = 0; j < NCONN; j++) {
+            int k = j == 0 ? w : j <= w ? j - 1 : j;
+            closed[i][k] = gone[k];
+            if (gone[k] || (k == w && script[i].held))
+                continue;
+            if (k == w && !strcmp(script[i].req, "QUIT")) { /* read to the close */
+                closed[i][k] = gone[k] = read_to_marker(fds[k], mark, &got[i][k]);
+                continue;
+            }
+            if (send_all(fds[k], ping, (size_t)n)) {
+                closed[i][k] = gone[k] = 1;
+                continue;
+            }
+            int r = read_to_marker(fds[k], mark, &got[i][k]);
+            if (r)
+                closed[i][k] = gone[k] = r > 0 ? 1 : -1;
+        }
+    }
+}
+
+static void show(const char *who, const struct bytes *b)
+{
+    printf("  %s: \"", who);
+    for (size_t i = 0; i < b->n && i < 300; i++) {
+        unsigned char ch = (unsigned char)b->p[i];
+        if (ch >= 32 && ch < 127 && ch != '\\')
+            putchar(ch);
+        else
+            printf("\\x%02x", ch);
+    }
+    printf("%s\"\n", b->n > 300 ? "..." : "");
+}
+
+int run_pubsub(const char *bin)
+{
+    if (system("command -v redis-server >/dev/null 2>&1")) {
+        printf("redis-server is not installed: skipped\n");
+        return 77;
+    }
+    struct server s;
+    pid_t rpid;
+    int rport;
+    server_names(&s, bin, "pubsub");
+    const char *extra[] = {"--pool-size", "16M", "--threads", "2", NULL};
+    if (server_start(&s, extra) || redis_start(&s, &rpid, &rport)) {
+        CHECK(0, "start %s and redis-server", bin);
+        server_cleanup(&s);
+        return 1;
+    }
+    static struct bytes ours[NSTEPS][NCONN], theirs[NSTEPS][NCONN];
+    static int oc[NSTEPS][NCONN], tc[NSTEPS][NCONN];
+    int a[NCONN], b[NCONN];
+    for (int k = 0; k < NCONN; k++) {
+        a[k] = connect_unix(s.sock);
+        b[k] = connect_tcp(rport);
+    }
+    play(a, ours, oc);
+    play(b, theirs, tc);
+    for (size_t i = 0; i < NSTEPS; i++)
+        for (int k = 0; k < NCONN; k++) {
+            int same = oc[i][k] == tc[i][k] && ours[i][k].n == theirs[i][k].n &&
+                       !memcmp(ours[i][k].p, theirs[i][k].p, ours[i][k].n);
+            CHECK(same, "step %zu (%d: %s), connection %d as redis-server", i, script[i].who,
+                  script[i].req, k);
+            if (!same) {
+                show("kvstore", &ours[i][k]);
+                show("redis-server", &theirs[i][k]);
+            }
+            free(ours[i][k].p);
+            free(theirs[i][k].p);
+        }
+    for (int k = 0; k < NCONN; k++) {
+        if (a[k] >= 0)
+            close(a[k]);
+        if (b[k] >= 0)
+            close(b[k]);
+    }
+    kill(rpid, SIGTERM);
+    waitpid(rpid, NULL, 0);
+    int st = server_stop(&s, SIGTERM);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "clean exit (status %d)", st);
+    server_cleanup(&s);
+    printf("kvstore pubsub (%s): %d passed, %d failed\n", bin, passed, failed);
+    return failed ? 1 : 0;
+}
