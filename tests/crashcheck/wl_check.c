@@ -83,9 +83,8 @@ int sim_threads(void)
 }
 
 /* wl_sqlite is weak (NULL when SQLite is not built in): skipped then */
-static const struct workload *const workloads[] = {&wl_slots, &wl_list,      &wl_mix,
-                                                   &wl_kv,    &wl_churn,     &wl_churn_grow,
-                                                   &wl_masstree, &wl_sqlite};
+static const struct workload *const workloads[] = {
+    &wl_slots, &wl_list, &wl_mix, &wl_kv, &wl_churn, &wl_churn_grow, &wl_masstree, &wl_sqlite};
 
 /* The run: the pool made as the simulator makes it for one thread, the
  * workload's setup, `steps` transactions. The commits the setup ends at in
