@@ -1,5 +1,6 @@
 /* wl_check.c - a crash simulator workload (tests/crashsim/sim.h: slots,
- * list, mix, kv, churn, and churn-grow, whose pool grows) run as a program of its own, linked with
+ * list, mix, kv, churn, churn-grow, whose pool grows, masstree, and sqlite
+ * where SQLite is built) run as a program of its own, linked with
  * libtxn-<engine>-check, and checked by txn-crashcheck with the workload's
  * own oracle (docs/crashcheck.md: our campaigns through the one checker):
  *
@@ -81,8 +82,9 @@ int sim_threads(void)
     return 1;
 }
 
-static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix, &wl_kv,
-                                                   &wl_churn, &wl_churn_grow};
+/* wl_sqlite is weak (NULL when SQLite is not built in): skipped then */
+static const struct workload *const workloads[] = {
+    &wl_slots, &wl_list, &wl_mix, &wl_kv, &wl_churn, &wl_churn_grow, &wl_masstree, &wl_sqlite};
 
 /* The run: the pool made as the simulator makes it for one thread, the
  * workload's setup, `steps` transactions. The commits the setup ends at in
@@ -200,7 +202,7 @@ int main(int argc, char **argv)
             check = 1;
         } else if (i + 1 < argc - 1 && !strcmp(argv[i], "--workload")) {
             for (size_t k = 0; k < sizeof workloads / sizeof workloads[0]; k++)
-                if (!strcmp(workloads[k]->name, argv[i + 1]))
+                if (workloads[k] && !strcmp(workloads[k]->name, argv[i + 1]))
                     w = workloads[k];
             i++;
         } else if (i + 1 < argc - 1 && !strcmp(argv[i], "--steps")) {
@@ -212,9 +214,8 @@ int main(int argc, char **argv)
         }
     }
     if (!w || i != argc - 1) {
-        fputs("usage: wl_check --workload slots|list|mix|kv|churn|churn-grow [--steps N] "
-              "[--seed S] "
-              "[--verify] POOL\n",
+        fputs("usage: wl_check --workload slots|list|mix|kv|churn|churn-grow|masstree|sqlite "
+              "[--steps N] [--seed S] [--verify] POOL\n",
               stderr);
         return 2;
     }
