@@ -61,6 +61,7 @@ struct expect {
 static struct {
     char pa[256], pb[256]; /* the pools' files, and their images' */
     char ia[272], ib[272];
+    char px[256];          /* a third pool, never imaged (J3's check) */
     txn_pool *a, *b;
     struct expect ex;
     uint64_t rng, every; /* an image about every `every` events */
@@ -164,10 +165,47 @@ static int check_leaks(txn_pool *p, char name)
     return bad;
 }
 
+/* A joined commit over A and X (X's root only): it needs an entry of A's
+ * table, all of which are strangers' but B's (prefill). */
+static int commit_x(txn_pool *a, txn_pool *x)
+{
+    txn *tx;
+    int rc = txn_begin(a, &tx);
+    if (rc)
+        return rc;
+    if ((rc = txn_join(tx, x, NULL)) || (rc = txn_write_u64(tx, txn_root(x), R_COUNT, 1))) {
+        txn_abort(tx);
+        return rc;
+    }
+    return txn_commit(tx);
+}
+
+/* J3 after a crash: with A open and B not, B's entry (its part perhaps
+ * prepared and unsettled) is not given to X; once B is open (recovered),
+ * it is. Returns 0 when so. */
+static int check_x(txn_pool *a, txn_pool *b)
+{
+    txn_pool *x;
+    int rc = txn_pool_open(S.px, LAYOUT, &x);
+    if (rc) {
+        fprintf(stderr, "  open X: %s\n", txn_pool_strerror(rc));
+        return 1;
+    }
+    rc = commit_x(a, x);
+    txn_pool_close(x);
+    if (rc != (b ? 0 : TXN_E_NOSPACE)) {
+        fprintf(stderr, "  a commit over A and X with B %s: %s, not %s\n", b ? "open" : "not open",
+                txn_strerror(rc), txn_strerror(b ? 0 : TXN_E_NOSPACE));
+        return 1;
+    }
+    return 0;
+}
+
 static int check_pair(const struct check_req *q)
 {
     txn_pool *p[2] = {NULL, NULL}; /* A, B */
     const char *path[2] = {q->pa, q->pb};
+    int bad = 0;
     for (int k = 0; k < 2; k++) {
         int i = q->b_first ? 1 - k : k;
         int rc = txn_pool_open(path[i], LAYOUT, &p[i]);
@@ -176,9 +214,13 @@ static int check_pair(const struct check_req *q)
                     txn_pool_strerror(rc));
             return 1;
         }
+        if (i == 0 && p[0]) /* A open: X's commit, B open or not */
+            bad |= check_x(p[0], p[1]);
     }
     uint64_t na = 0, nb = 0;
-    int bad = read_pool(p[0], 0, &na) | read_pool(p[1], 1, &nb);
+    if (q->b_first == 0) /* B's entry, free to go now that B is open */
+        bad |= check_x(p[0], p[1]);
+    bad |= read_pool(p[0], 0, &na) | read_pool(p[1], 1, &nb);
     bad |= check_leaks(p[0], 'A') | check_leaks(p[1], 'B');
     if (na != nb || !(na == q->ex.committed || (q->ex.in_commit && na == q->ex.committed + 1))) {
         fprintf(stderr, "  A holds %llu, B %llu; committed %llu%s\n", (unsigned long long)na,
@@ -423,6 +465,32 @@ static int failing_step(void)
     return rc ? rc : TXN_E_STATE;
 }
 
+/* A's table made full before tracing: B's entry (a joined commit that
+ * changes nothing), and strangers in every other. So every joined commit
+ * of a check but B's must take B's entry (J3's check, check_x). */
+static int prefill(void)
+{
+    txn *tx;
+    txn_obj *t;
+    uint64_t u;
+    int rc = txn_begin(S.a, &tx);
+    if (rc)
+        return rc;
+    TRY(txn_join(tx, S.b, NULL));
+    TRY(txn_write_u64(tx, txn_root(S.a), R_COUNT, 0));
+    TRY(txn_write_u64(tx, txn_root(S.b), R_COUNT, 0));
+    if ((rc = txn_commit(tx)) || (rc = txn_begin(S.a, &tx)))
+        return rc;
+    TRY(txn_read(tx, txn_meta_root(S.a), JOIN_META_OFF, &t, sizeof t));
+    for (uint64_t k = 0; t && k < JOIN_ENTRIES; k++) {
+        size_t off = k * sizeof(struct join_entry) + offsetof(struct join_entry, uuid);
+        TRY(txn_read_u64(tx, t, off, &u));
+        if (!u)
+            TRY(txn_write_u64(tx, t, off, 0x5eed000000000000ull + k + 1));
+    }
+    return txn_commit(tx);
+}
+
 /* B's context's versions start just below 2^54, so that each run's steps
  * cross it: a seq made of the version shifted up by the context index's
  * bits lost the version's high bits there, and its entry in A's table
@@ -520,6 +588,14 @@ static uint64_t run(int images)
         fprintf(stderr, "joinsim: pools: %s\n", txn_pool_strerror(TXN_E_IO));
         return 0;
     }
+    txn_pool *x;
+    txn_pool_opts ox = {.root_size = ROOT_SIZE, .threads = 1};
+    ox.size = ox.max_size = txn_pool_min_size(&ox);
+    unlink(S.px);
+    if (txn_pool_create(S.px, LAYOUT, &ox, &x) || (txn_pool_close(x), prefill())) {
+        fprintf(stderr, "joinsim: pool X, or A's table: %s\n", txn_pool_strerror(TXN_E_IO));
+        return 0;
+    }
     S.ex = (struct expect){0, 0};
     S.last_seq = 0;
     near_wrap(S.b);
@@ -542,6 +618,7 @@ static uint64_t run(int images)
     txn_pool_close(S.b);
     unlink(S.pa); /* the last images, or the pools */
     unlink(S.pb);
+    unlink(S.px);
     if (rc) {
         fprintf(stderr, "joinsim: step: %s\n", txn_strerror(rc));
         return 0;
@@ -572,6 +649,9 @@ int main(int argc, char **argv)
         return 2;
     snprintf(name, sizeof name, "pmtx-joinsim-%ld-b", (long)getpid());
     if (txn_pool_path(name, S.pb, sizeof S.pb))
+        return 2;
+    snprintf(name, sizeof name, "pmtx-joinsim-%ld-x", (long)getpid());
+    if (txn_pool_path(name, S.px, sizeof S.px))
         return 2;
     snprintf(S.ia, sizeof S.ia, "%s.img", S.pa);
     snprintf(S.ib, sizeof S.ib, "%s.img", S.pb);
