@@ -15,6 +15,9 @@
  *          committed), and refuse to open with TXN_E_INDOUBT, naming A's
  *          file, while A is missing, and while A is open here only as a
  *          view (a view's table is not the file's).
+ * threads_full: three threads, each alternating participants B and C,
+ *          over a table with three entries not strangers': no commit
+ *          refused (an entry whose part is still finishing is not given).
  * many:    300 fresh participant pools joined one after the other to one
  *          coordinator (reopened after 260): at most one entry of its
  *          table in use (J3 of api.c); an entry a crash left is given to
@@ -326,8 +329,8 @@ static uint64_t first_uuid(txn_pool *pa)
     return u;
 }
 
-/* Every free entry of A's table given to a stranger, by hand. */
-static void fill_table(txn_pool *pa)
+/* Every free entry of A's table but `keep` given to a stranger, by hand. */
+static void fill_table(txn_pool *pa, int keep)
 {
     txn *tx;
     txn_obj *t;
@@ -337,7 +340,9 @@ static void fill_table(txn_pool *pa)
     ck_assert_ptr_nonnull(t);
     for (size_t k = 0; k < ENTRIES; k++) {
         CHECK_OK(txn_read_u64(tx, t, k * ENTRY, &u));
-        if (!u)
+        if (!u && keep > 0)
+            keep--;
+        else if (!u)
             CHECK_OK(txn_write_u64(tx, t, k * ENTRY, 0x5eed000000000000ull + k + 1));
     }
     CHECK_OK(txn_commit(tx));
@@ -411,7 +416,7 @@ START_TEST(test_many)
     CHECK_OK(txn_pool_open(t[0].name, LAYOUT, &pa));
     ck_assert_int_eq(table_used(pa, 0, &has), 1);
     uint64_t ub = first_uuid(pa);
-    fill_table(pa); /* all strangers but B */
+    fill_table(pa, 0); /* all strangers but B */
     struct test_pool x;
     txn_pool *px;
     txn_pool_opts o = {.root_size = ROOT_SIZE, .threads = 1};
@@ -433,6 +438,78 @@ START_TEST(test_many)
     test_pool_remove(x.name);
     for (int i = 0; i < 2; i++)
         test_pool_remove(t[i].name);
+}
+END_TEST
+
+/* Free threads on a table of three usable entries: each thread's commits
+ * alternate between participants B and C, so nearly every commit needs an
+ * entry another context left, while the other threads' parts may be
+ * finishing (their entries pending: J3). Three entries always suffice:
+ * at most two are another thread's pending one. */
+struct rotor {
+    txn_pool *a, *q[2];
+    int t, rc;
+};
+
+static void *rotate(void *arg)
+{
+    struct rotor *w = arg;
+    for (uint64_t i = 1; i <= 200 && !w->rc; i++) {
+        txn *tx;
+        txn_pool *q = w->q[i % 2];
+        size_t off = 8 * (size_t)(w->t + 1);
+        if ((w->rc = txn_begin(w->a, &tx)))
+            break;
+        if ((w->rc = txn_join(tx, q, NULL)) || (w->rc = txn_write_u64(tx, txn_root(w->a), off, i)) ||
+            (w->rc = txn_write_u64(tx, txn_root(q), off, i))) {
+            txn_abort(tx);
+            break;
+        }
+        w->rc = txn_commit(tx);
+    }
+    return NULL;
+}
+
+START_TEST(test_threads_full)
+{
+    struct test_pool t[3];
+    txn_pool *p[3];
+    pthread_t th[THREADS];
+    struct rotor w[THREADS];
+    int has;
+    if (!joins())
+        return;
+    make_pools(t, 3);
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(txn_pool_open(t[i].name, LAYOUT, &p[i]));
+    CHECK_OK(commit_with(p[0], p[1], 0)); /* A's table made, B's entry in it */
+    fill_table(p[0], 2);
+    ck_assert_int_eq(table_used(p[0], 0, &has), ENTRIES - 2);
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (struct rotor){p[0], {p[1], p[2]}, i, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, rotate, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+        CHECK_OK(w[i].rc);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        txn *tx;
+        uint64_t v[3];
+        CHECK_OK(txn_begin(p[0], &tx));
+        CHECK_OK(txn_join(tx, p[1], NULL));
+        CHECK_OK(txn_join(tx, p[2], NULL));
+        for (int k = 0; k < 3; k++)
+            CHECK_OK(txn_read_u64(tx, txn_root(p[k]), 8 * (size_t)(i + 1), &v[k]));
+        txn_abort(tx);
+        ck_assert_uint_eq(v[0], 200);
+        ck_assert_uint_eq(v[1], 200); /* B took the even ones */
+        ck_assert_uint_eq(v[2], 199);
+    }
+    for (int i = 0; i < 3; i++) {
+        txn_pool_close(p[i]);
+        test_pool_remove(t[i].name);
+    }
 }
 END_TEST
 
@@ -769,6 +846,7 @@ int main(void)
     tcase_add_test(tc, test_indoubt);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_many);
+    tcase_add_test(tc, test_threads_full);
     tc = test_tcase(s, "kill", 30.0 + 0.5 * (double)env_u64("JOIN_KILL_ROUNDS", 15));
     tcase_add_test(tc, test_kill);
     return test_run(s, CK_FORK_GETENV, "join");
