@@ -15,6 +15,13 @@
  *          committed), and refuse to open with TXN_E_INDOUBT, naming A's
  *          file, while A is missing, and while A is open here only as a
  *          view (a view's table is not the file's).
+ * threads_full: three threads, each alternating participants B and C,
+ *          over a table with three entries not strangers': no commit
+ *          refused (an entry whose part is still finishing is not given).
+ * many:    300 fresh participant pools joined one after the other to one
+ *          coordinator (reopened after 260): at most one entry of its
+ *          table in use (J3 of api.c); an entry a crash left is given to
+ *          another context only once its participant is open here.
  * kill:    a child runs joined transactions over A and B, each adding one
  *          to a counter in both roots (and rewriting a 4 KiB object in
  *          each), acknowledging each commit; SIGKILL after 1 to 30 ms;
@@ -284,6 +291,225 @@ START_TEST(test_threads)
     txn_pool_close(pb);
     for (int i = 0; i < 2; i++)
         test_pool_remove(t[i].name);
+}
+END_TEST
+
+/* ---- many: more participant contexts over time than the table holds */
+
+/* Entries of A's table in use, and whether one is participant `uuid`'s. */
+static int table_used(txn_pool *pa, uint64_t uuid, int *has)
+{
+    txn *tx;
+    txn_obj *t;
+    uint64_t e[3];
+    int n = 0;
+    *has = 0;
+    CHECK_OK(txn_begin(pa, &tx));
+    CHECK_OK(txn_read(tx, txn_meta_root(pa), META_JOIN, &t, sizeof t));
+    for (size_t k = 0; t && k < ENTRIES; k++) {
+        CHECK_OK(txn_read(tx, t, k * ENTRY, e, sizeof e));
+        n += e[0] != 0;
+        *has |= e[0] == uuid;
+    }
+    txn_abort(tx);
+    return n;
+}
+
+/* The participant of the first entry in use of A's table. */
+static uint64_t first_uuid(txn_pool *pa)
+{
+    txn *tx;
+    txn_obj *t;
+    uint64_t u = 0;
+    CHECK_OK(txn_begin(pa, &tx));
+    CHECK_OK(txn_read(tx, txn_meta_root(pa), META_JOIN, &t, sizeof t));
+    for (size_t k = 0; t && !u && k < ENTRIES; k++)
+        CHECK_OK(txn_read_u64(tx, t, k * ENTRY, &u));
+    txn_abort(tx);
+    return u;
+}
+
+/* Every free entry of A's table but `keep` given to a stranger, by hand. */
+static void fill_table(txn_pool *pa, int keep)
+{
+    txn *tx;
+    txn_obj *t;
+    uint64_t u;
+    CHECK_OK(txn_begin(pa, &tx));
+    CHECK_OK(txn_read(tx, txn_meta_root(pa), META_JOIN, &t, sizeof t));
+    ck_assert_ptr_nonnull(t);
+    for (size_t k = 0; k < ENTRIES; k++) {
+        CHECK_OK(txn_read_u64(tx, t, k * ENTRY, &u));
+        if (!u && keep > 0)
+            keep--;
+        else if (!u)
+            CHECK_OK(txn_write_u64(tx, t, k * ENTRY, 0x5eed000000000000ull + k + 1));
+    }
+    CHECK_OK(txn_commit(tx));
+}
+
+/* A joined commit of counter v over A and q (q's root only). */
+static int commit_with(txn_pool *pa, txn_pool *q, uint64_t v)
+{
+    txn *tx;
+    int rc = txn_begin(pa, &tx);
+    if (rc)
+        return rc;
+    if ((rc = txn_join(tx, q, NULL)) || (rc = txn_write_u64(tx, txn_root(q), R_COUNT, v))) {
+        txn_abort(tx);
+        return rc;
+    }
+    return txn_commit(tx);
+}
+
+/* A fresh participant (made while A is open: their ranges differ), one
+ * joined commit, closed and removed: a new pool uuid each time. */
+static void one_stranger(txn_pool *pa, uint64_t v)
+{
+    struct test_pool x;
+    txn_pool *px;
+    txn_pool_opts o = {.root_size = ROOT_SIZE, .threads = 1};
+    o.size = txn_pool_min_size(&o);
+    CHECK_OK(test_pool_new(&x, "join"));
+    CHECK_OK(txn_pool_create(x.name, LAYOUT, &o, &px));
+    CHECK_OK(commit_with(pa, px, v));
+    ck_assert_uint_eq(count_of(px), v);
+    txn_pool_close(px);
+    test_pool_remove(x.name);
+}
+
+START_TEST(test_many)
+{
+    struct test_pool t[2];
+    txn_pool *pa, *pb;
+    int has;
+    if (!joins())
+        return;
+    make_pools(t, 2);
+    CHECK_OK(txn_pool_open(t[0].name, LAYOUT, &pa));
+    /* 260 distinct participant contexts (more than the table's entries),
+     * then A reopened and 40 more: each commit's entry is cleared by the
+     * next one, the last by the close (J3) */
+    for (uint64_t i = 1; i <= 300; i++) {
+        one_stranger(pa, i);
+        ck_assert_int_le(table_used(pa, 0, &has), 1);
+        if (i == 260) {
+            txn_pool_close(pa);
+            CHECK_OK(txn_pool_open(t[0].name, LAYOUT, &pa));
+        }
+    }
+    txn_pool_close(pa); /* clears the last stranger's entry */
+    CHECK_OK(txn_pool_open(t[0].name, LAYOUT, &pa));
+    ck_assert_int_eq(table_used(pa, 0, &has), 0);
+    txn_pool_close(pa);
+    /* an entry left by an earlier life of A (B's: a child commits over A
+     * and B and ends with no close) is given to another context only
+     * once B is open here, its recovery done */
+    int status;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(txn_pool_open(t[0].name, LAYOUT, &pa) || txn_pool_open(t[1].name, LAYOUT, &pb) ||
+              commit_with(pa, pb, 1));
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_OK(txn_pool_open(t[0].name, LAYOUT, &pa));
+    ck_assert_int_eq(table_used(pa, 0, &has), 1);
+    uint64_t ub = first_uuid(pa);
+    fill_table(pa, 0); /* all strangers but B */
+    struct test_pool x;
+    txn_pool *px;
+    txn_pool_opts o = {.root_size = ROOT_SIZE, .threads = 1};
+    o.size = txn_pool_min_size(&o);
+    CHECK_OK(test_pool_new(&x, "join"));
+    CHECK_OK(txn_pool_create(x.name, LAYOUT, &o, &px));
+    CHECK_RC(commit_with(pa, px, 2), TXN_E_NOSPACE); /* B not open here */
+    CHECK_OK(txn_pool_open(t[1].name, LAYOUT, &pb));
+    ck_assert_int_eq(table_used(pa, ub, &has), ENTRIES);
+    ck_assert(has);
+    CHECK_OK(commit_with(pa, px, 2)); /* B's entry given to X */
+    ck_assert_int_eq(table_used(pa, ub, &has), ENTRIES);
+    ck_assert(!has);
+    ck_assert_uint_eq(count_of(px), 2);
+    ck_assert_uint_eq(count_of(pb), 1);
+    txn_pool_close(px);
+    txn_pool_close(pa);
+    txn_pool_close(pb);
+    test_pool_remove(x.name);
+    for (int i = 0; i < 2; i++)
+        test_pool_remove(t[i].name);
+}
+END_TEST
+
+/* Free threads on a table of three usable entries: each thread's commits
+ * alternate between participants B and C, so nearly every commit needs an
+ * entry another context left, while the other threads' parts may be
+ * finishing (their entries pending: J3). Three entries always suffice:
+ * at most two are another thread's pending one. */
+struct rotor {
+    txn_pool *a, *q[2];
+    int t, rc;
+};
+
+static void *rotate(void *arg)
+{
+    struct rotor *w = arg;
+    for (uint64_t i = 1; i <= 200 && !w->rc; i++) {
+        txn *tx;
+        txn_pool *q = w->q[i % 2];
+        size_t off = 8 * (size_t)(w->t + 1);
+        if ((w->rc = txn_begin(w->a, &tx)))
+            break;
+        if ((w->rc = txn_join(tx, q, NULL)) || (w->rc = txn_write_u64(tx, txn_root(w->a), off, i)) ||
+            (w->rc = txn_write_u64(tx, txn_root(q), off, i))) {
+            txn_abort(tx);
+            break;
+        }
+        w->rc = txn_commit(tx);
+    }
+    return NULL;
+}
+
+START_TEST(test_threads_full)
+{
+    struct test_pool t[3];
+    txn_pool *p[3];
+    pthread_t th[THREADS];
+    struct rotor w[THREADS];
+    int has;
+    if (!joins())
+        return;
+    make_pools(t, 3);
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(txn_pool_open(t[i].name, LAYOUT, &p[i]));
+    CHECK_OK(commit_with(p[0], p[1], 0)); /* A's table made, B's entry in it */
+    fill_table(p[0], 2);
+    ck_assert_int_eq(table_used(p[0], 0, &has), ENTRIES - 2);
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (struct rotor){p[0], {p[1], p[2]}, i, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, rotate, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+        CHECK_OK(w[i].rc);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        txn *tx;
+        uint64_t v[3];
+        CHECK_OK(txn_begin(p[0], &tx));
+        CHECK_OK(txn_join(tx, p[1], NULL));
+        CHECK_OK(txn_join(tx, p[2], NULL));
+        for (int k = 0; k < 3; k++)
+            CHECK_OK(txn_read_u64(tx, txn_root(p[k]), 8 * (size_t)(i + 1), &v[k]));
+        txn_abort(tx);
+        ck_assert_uint_eq(v[0], 200);
+        ck_assert_uint_eq(v[1], 200); /* B took the even ones */
+        ck_assert_uint_eq(v[2], 199);
+    }
+    for (int i = 0; i < 3; i++) {
+        txn_pool_close(p[i]);
+        test_pool_remove(t[i].name);
+    }
 }
 END_TEST
 
@@ -619,6 +845,8 @@ int main(void)
     tcase_add_test(tc, test_api);
     tcase_add_test(tc, test_indoubt);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_many);
+    tcase_add_test(tc, test_threads_full);
     tc = test_tcase(s, "kill", 30.0 + 0.5 * (double)env_u64("JOIN_KILL_ROUNDS", 15));
     tcase_add_test(tc, test_kill);
     return test_run(s, CK_FORK_GETENV, "join");

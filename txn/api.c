@@ -312,6 +312,7 @@ static void pool_drop(txn_pool *p)
     free(p->ctx_used);
     free(p->file);
     free(p->layout);
+    free(p->join_marks);
     pthread_mutex_destroy(&p->ctx_lock);
     pthread_mutex_destroy(&p->join_lock);
     free(p);
@@ -474,10 +475,13 @@ int txn_pool_view(const char *path, const char *layout, txn_pool **out)
     return pool_refused(pool_open(path, layout, 1, out));
 }
 
+static void join_tidy(txn_pool *p);
+
 void txn_pool_close(txn_pool *p)
 {
     if (!p)
         return;
+    join_tidy(p);
     eng_sync(p);
     pool_end(p);
 }
@@ -646,15 +650,24 @@ static int fail(struct txn *tx, int rc)
  *    (pool uuid and context index), the seq of the last joined
  *    transaction of that context the coordinator committed. An entry
  *    changes only in a commit of the coordinator that names a newer
- *    prepared transaction of the same context; that context runs one
- *    transaction at a time, and its prepared one is settled (its
- *    eng_finish, or its pool's recovery) before the next can prepare. So
- *    while a prepared transaction is unsettled its entry holds its seq
- *    exactly when its coordinator committed it.
+ *    prepared transaction of the same context, or that drops it under J3;
+ *    that context runs one transaction at a time, and its prepared one is
+ *    settled (its eng_finish, or its pool's recovery) before the next can
+ *    prepare. So while a prepared transaction is unsettled its entry holds
+ *    its seq exactly when its coordinator committed it.
  * J2 The table is read and written only under the coordinator's
  *    join_lock, held from the read through the coordinator's commit or
  *    abort: every entry in place is a committed one when the lock is free,
- *    and two commits never take one free entry. */
+ *    and two commits never take one free entry.
+ * J3 An entry is dropped (cleared, or given to another participant
+ *    context) only when the part its seq names is settled durably, so that
+ *    no recovery can ask for it again: either this handle's commit wrote
+ *    it and the part's eng_finish has returned since (JOIN_SETTLED, the
+ *    entry unchanged), or the participant pool is open in this process as
+ *    a real pool, whose open recovered every part prepared before it, and
+ *    no commit of this handle wrote the entry (so it is not one whose part
+ *    is still finishing). Settled entries this handle knows of are cleared
+ *    by its next joined commit, so that a restart finds them free. */
 
 /* The table of tx's pool, read into e (all zero when it has none yet),
  * and its handle in *t (NULL then). */
@@ -681,35 +694,156 @@ static int join_find(const struct join_entry *e, uint64_t uuid, uint64_t ctx, in
     return spare;
 }
 
-/* In the coordinator's transaction tx (J2: its join_lock held): each
- * prepared part's seq into its entry. */
-static int join_record(struct txn *tx, const struct join_ref *refs)
+/* The uuids of the real pools open in this process (J3), taken before
+ * the coordinator's join_lock: join_decide holds open_lock while it
+ * takes a join_lock. */
+struct open_set {
+    uint64_t *uuid;
+    size_t n;
+};
+
+static int open_set_take(struct open_set *o)
 {
+    o->n = 0;
+    o->uuid = NULL;
+    pthread_mutex_lock(&open_lock);
+    size_t n = 0;
+    for (txn_pool *q = open_pools; q; q = q->next_open)
+        n++;
+    if (n && (o->uuid = malloc(n * sizeof *o->uuid)))
+        for (txn_pool *q = open_pools; q; q = q->next_open)
+            if (!q->view && q->uuid)
+                o->uuid[o->n++] = q->uuid;
+    pthread_mutex_unlock(&open_lock);
+    return n && !o->uuid ? TXN_E_NOMEM : 0;
+}
+
+/* Whether entry k of p's table (holding e) may be dropped (J3); under
+ * p's join_lock. */
+static int join_droppable(const txn_pool *p, int k, const struct join_entry *e,
+                          const struct open_set *o)
+{
+    const struct join_mark *m = &p->join_marks[k];
+    int same = !memcmp(&m->e, e, sizeof *e);
+    if (same && m->state == JOIN_SETTLED)
+        return 1;
+    if (same && m->state == JOIN_PENDING)
+        return 0;
+    for (size_t i = 0; i < o->n; i++)
+        if (o->uuid[i] == e->uuid)
+            return 1;
+    return 0;
+}
+
+/* In the coordinator's transaction tx (J2: its join_lock held): each
+ * prepared part's seq into its entry (at[i] its index), and the entries
+ * this handle knows settled cleared (J3). */
+static int join_record(struct txn *tx, const struct join_ref *refs, int *at,
+                       const struct open_set *o)
+{
+    txn_pool *p = tx->p;
     txn_obj *t;
     /* malloc'ed: thread-local buffers took the static TLS that a dlopen'ed
      * library (the SQLite extension) has, and the shell could not load it */
     struct join_entry *e = malloc(JOIN_ENTRIES * sizeof *e);
     if (!e)
         return TXN_E_NOMEM;
+    if (!p->join_marks && !(p->join_marks = calloc(JOIN_ENTRIES, sizeof *p->join_marks))) {
+        free(e);
+        return TXN_E_NOMEM;
+    }
     int rc = join_table(tx, &t, e);
     if (!rc && !t &&
         !(rc = txn_alloc(tx, JOIN_ENTRIES * sizeof e[0], &t)))
-        rc = txn__write(tx, eng_pool_meta(tx->p), JOIN_META_OFF, &t, sizeof t);
+        rc = txn__write(tx, eng_pool_meta(p), JOIN_META_OFF, &t, sizeof t);
+    /* taken[k]: written by this commit, neither cleared nor given again */
+    unsigned char taken[JOIN_ENTRIES] = {0};
     for (size_t i = 0; !rc && i < tx->parts.n; i++) {
+        at[i] = -1;
         if (!refs[i].seq)
             continue; /* it wrote nothing */
         struct txn *part = *(struct txn **)vec_at(&tx->parts, i);
         int k = join_find(e, part->p->uuid, refs[i].ctx, 1);
+        for (int j = 0; k < 0 && j < JOIN_ENTRIES; j++)
+            if (!taken[j] && join_droppable(p, j, &e[j], o))
+                k = j;
         if (k < 0) {
             rc = TXN_E_NOSPACE;
             break;
         }
-        assert(refs[i].seq > e[k].seq && "J1: an entry only moves to a newer transaction");
+        int same = e[k].uuid == part->p->uuid && e[k].ctx == refs[i].ctx;
+        (void)same; /* read by the asserts only (none under NDEBUG) */
+        assert((!same || refs[i].seq > e[k].seq) && "J1: an entry only moves to a newer transaction");
+        assert((same || !e[k].uuid || join_droppable(p, k, &e[k], o)) &&
+               "J3: an entry is given to another context only once its part settled");
         e[k] = (struct join_entry){part->p->uuid, refs[i].ctx, refs[i].seq};
+        taken[k] = 1;
+        at[i] = k;
         rc = txn__write(tx, t, (size_t)k * sizeof e[0], &e[k], sizeof e[k]);
+    }
+    for (int k = 0; !rc && k < JOIN_ENTRIES; k++) {
+        const struct join_mark *m = &p->join_marks[k];
+        if (taken[k] || m->state != JOIN_SETTLED || memcmp(&m->e, &e[k], sizeof e[k]))
+            continue;
+        assert(join_droppable(p, k, &e[k], o) && "J3: only a settled part's entry is cleared");
+        static const struct join_entry none;
+        rc = txn__write(tx, t, (size_t)k * sizeof e[0], &none, sizeof none);
     }
     free(e);
     return rc;
+}
+
+/* After the coordinator's commit of join_record's writes (J2: its
+ * join_lock held): the marks follow the table. */
+static void join_marks_committed(txn_pool *p, struct txn *tx, const struct join_ref *refs,
+                                 const int *at)
+{
+    unsigned char taken[JOIN_ENTRIES] = {0};
+    for (size_t i = 0; i < tx->parts.n; i++)
+        if (at[i] >= 0) {
+            struct txn *part = *(struct txn **)vec_at(&tx->parts, i);
+            p->join_marks[at[i]] = (struct join_mark){
+                {part->p->uuid, refs[i].ctx, refs[i].seq}, JOIN_PENDING};
+            taken[at[i]] = 1;
+        }
+    for (int k = 0; k < JOIN_ENTRIES; k++)
+        if (!taken[k] && p->join_marks[k].state == JOIN_SETTLED)
+            p->join_marks[k].state = JOIN_UNKNOWN; /* cleared, or changed by hand */
+}
+
+/* At the close of a coordinator: the entries this handle knows settled
+ * cleared in one transaction (J3), so that the next open finds them free
+ * (it knows nothing of them). A failure leaves them: an entry kept is
+ * never wrong, only not free. */
+static void join_tidy(txn_pool *p)
+{
+    txn *tx;
+    txn_obj *t;
+    int n = 0;
+    if (!p->join_marks || p->view)
+        return;
+    for (int k = 0; k < JOIN_ENTRIES; k++)
+        n += p->join_marks[k].state == JOIN_SETTLED;
+    if (!n || txn_begin(p, &tx))
+        return;
+    pthread_mutex_lock(&p->join_lock);
+    struct join_entry e, none = {0, 0, 0};
+    int rc = txn__read(tx, eng_pool_meta(p), JOIN_META_OFF, &t, sizeof t);
+    for (int k = 0; !rc && t && k < JOIN_ENTRIES; k++) {
+        const struct join_mark *m = &p->join_marks[k];
+        if (m->state != JOIN_SETTLED)
+            continue;
+        rc = txn__read(tx, t, (size_t)k * sizeof e, &e, sizeof e);
+        if (!rc && !memcmp(&m->e, &e, sizeof e))
+            rc = txn__write(tx, t, (size_t)k * sizeof e, &none, sizeof none);
+    }
+    if (rc)
+        txn_abort(tx);
+    else if (!txn_commit(tx))
+        for (int k = 0; k < JOIN_ENTRIES; k++)
+            if (p->join_marks[k].state == JOIN_SETTLED)
+                p->join_marks[k].state = JOIN_UNKNOWN;
+    pthread_mutex_unlock(&p->join_lock);
 }
 
 /* Whether coordinator c committed ref (J1). Read in place with no
@@ -829,7 +963,9 @@ static int commit_joined(struct txn *tx)
 {
     size_t n = tx->parts.n;
     struct join_ref *refs = calloc(n, sizeof *refs);
-    int rc = refs ? 0 : TXN_E_NOMEM;
+    int *at = calloc(n, sizeof *at);
+    struct open_set open = {NULL, 0};
+    int rc = refs && at ? 0 : TXN_E_NOMEM;
     if (!rc && tx->err)
         rc = TXN_E_STATE;
     for (size_t i = 0; !rc && i < n; i++) {
@@ -837,28 +973,41 @@ static int commit_joined(struct txn *tx)
         refs[i] = (struct join_ref){tx->p->uuid, 0, 0, tx->p->file, tx->p->layout};
         rc = t->err ? TXN_E_STATE : eng_prepare(t, &refs[i]);
     }
+    if (!rc)
+        rc = open_set_take(&open);
     if (!rc) {
         pthread_mutex_lock(&tx->p->join_lock);
-        if ((rc = join_record(tx, refs)))
+        if ((rc = join_record(tx, refs, at, &open)))
             eng_abort(tx);
-        else
-            rc = eng_commit(tx); /* the joined transaction's commit point */
+        else if (!(rc = eng_commit(tx))) /* the joined transaction's commit point */
+            join_marks_committed(tx->p, tx, refs, at);
         pthread_mutex_unlock(&tx->p->join_lock);
     } else {
         eng_abort(tx);
     }
-    free(refs);
+    free(open.uuid);
     if (rc) {
+        free(refs);
+        free(at);
         abort_parts(tx);
         end_tx(tx, 0);
         return rc;
     }
     for (size_t i = 0; i < n; i++) {
         struct txn *t = *(struct txn **)vec_at(&tx->parts, i);
-        eng_finish(t);
+        eng_finish(t); /* durable when it returns: the part is settled */
+        if (at[i] >= 0) { /* J3: only now may its entry be dropped */
+            pthread_mutex_lock(&tx->p->join_lock);
+            struct join_mark *m = &tx->p->join_marks[at[i]];
+            assert(m->state == JOIN_PENDING && m->e.seq == refs[i].seq);
+            m->state = JOIN_SETTLED;
+            pthread_mutex_unlock(&tx->p->join_lock);
+        }
         t->coord = NULL;
         end_tx(t, 1);
     }
+    free(refs);
+    free(at);
     tx->parts.n = 0;
     end_tx(tx, 1);
     return 0;

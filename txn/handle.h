@@ -70,6 +70,13 @@ struct join_entry {
                       version (struct join_ref) */
 };
 
+/* What a coordinator's handle knows of one entry of its table (J3). */
+struct join_mark {
+    struct join_entry e; /* the entry as this handle's commit wrote it */
+    int state;           /* JOIN_UNKNOWN, JOIN_PENDING, JOIN_SETTLED */
+};
+enum { JOIN_UNKNOWN, JOIN_PENDING, JOIN_SETTLED };
+
 struct txn_pool {
     char *base;               /* open: where the file is mapped */
     size_t size;              /* bytes of the file and its mapping: set at
@@ -89,6 +96,10 @@ struct txn_pool {
     txn_pool *next_open;      /* the process's open pools (api.c's lock) */
     pthread_mutex_t join_lock; /* held through a commit that writes the
                                   pool's join table (txn_join) */
+    struct join_mark *join_marks; /* join_lock: per entry of the table, what
+                                     this handle's commits put there and
+                                     whether its part has settled (J3);
+                                     NULL until the first joined commit */
     int view;                 /* open: a view (txn_pool_view): its writes
                                  stay private, so it neither joins nor
                                  answers a real pool's recovery */

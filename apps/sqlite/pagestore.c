@@ -586,8 +586,10 @@ static int by_addr(const void *a, const void *b)
 }
 
 /* The staged changes of every store in one transaction over their pools:
- * begun on the first, the others joined (txn_join). Each store's lock is
- * taken, in address order (no two commits wait for each other). */
+ * begun on the first store's, the other pools joined (txn_join); stores
+ * on one pool apply to that pool's one transaction (its own for the
+ * first pool, the part for another). Each store's lock is taken, in
+ * address order (no two commits wait for each other). */
 static int commit_joined(pgs **s, size_t n)
 {
     pgs *order[PGS_COMMIT_MAX];
@@ -602,7 +604,9 @@ static int commit_joined(pgs **s, size_t n)
     if (!rc && (rc = txn_begin(s[0]->p, &tx[0])))
         fail(rc, "beginning the commit: %s", txn_strerror(rc));
     for (size_t i = 1; !rc && i < n; i++)
-        if ((rc = txn_join(tx[0], s[i]->p, &tx[i])) && rc != TXN_E_NOTSUP)
+        if (s[i]->p == s[0]->p) /* txn_join takes no pool twice: its own is tx[0] */
+            tx[i] = tx[0];
+        else if ((rc = txn_join(tx[0], s[i]->p, &tx[i])) && rc != TXN_E_NOTSUP)
             fail(rc, "joining a database's pool to the commit: %s", txn_strerror(rc));
     for (size_t i = 0; !rc && i < n; i++)
         if ((rc = apply(s[i], tx[i])))
@@ -628,7 +632,7 @@ int pgs_commit_many(pgs **s, size_t n)
 {
     pgs *w[PGS_COMMIT_MAX];
     size_t k = 0;
-    int alone = 0; /* a store whose host ends its commits, or sharing a pool */
+    int alone = 0; /* a store whose host ends its commits */
     if (n > PGS_COMMIT_MAX)
         return fail(TXN_E_INVAL, "%zu stores in one commit: at most %u", n, PGS_COMMIT_MAX);
     for (size_t i = 0; i < n; i++) /* the stores with something staged, once each */
@@ -636,10 +640,8 @@ int pgs_commit_many(pgs **s, size_t n)
             alone = 1;
         } else if (s[i]->st.active) {
             int seen = 0;
-            for (size_t j = 0; j < k; j++) {
+            for (size_t j = 0; j < k; j++)
                 seen |= w[j] == s[i];
-                alone |= w[j] != s[i] && w[j]->p == s[i]->p; /* one pool, two stores */
-            }
             if (!seen)
                 w[k++] = s[i];
         }

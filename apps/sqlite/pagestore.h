@@ -71,9 +71,11 @@ int pgs_commit(pgs *s);
 
 /* pgs_commit of the n stores (each with one writer, the caller's) as one
  * transaction over their pools (txn_join): all or none, whatever crashes;
- * a store with nothing staged takes no part. Where the engine cannot
- * join (TXN_E_NOTSUP), one of them is pgs_adopt's with a commit hook, or
- * two share a pool, they commit one after the other, each as pgs_commit. At most PGS_COMMIT_MAX stores. */
+ * a store with nothing staged takes no part; stores on one pool (pgs_adopt's)
+ * share that pool's transaction. Where the engine cannot join pools
+ * (TXN_E_NOTSUP), or one of them is pgs_adopt's with a commit hook, they
+ * commit one after the other, each as pgs_commit. At most PGS_COMMIT_MAX
+ * stores. */
 #define PGS_COMMIT_MAX 16
 int pgs_commit_many(pgs **s, size_t n);
 

@@ -4,7 +4,7 @@
  * is global), crash images of both pools taken at the same event, each
  * pair recovered in a fresh process and checked.
  *
- *   joinsim-<engine> [--images N] [--seed S]
+ *   joinsim-<engine> [--images N] [--seed S] [--threads T]
  *
  * A step adds one to a counter in both roots and rewrites a 512-byte
  * object of each with the counter's byte; one step in four also replaces
@@ -13,8 +13,24 @@
  * (failing_step). A recovered pair must hold the same counter in both
  * pools, the last committed one or, while a commit is in flight, that
  * one, with both objects whole and B's small object the one of that
- * state; each pool's allocator must hold exactly what it reaches. Half the checks open A first, half B first (whose recovery then
- * opens A when it finds a prepared transaction: join_decide).
+ * state; each pool's allocator must hold exactly what it reaches. Half
+ * the checks open A first, half B first (whose recovery then opens A when
+ * it finds a prepared transaction: join_decide).
+ *
+ * --threads T (2 to 4): T threads under the baton scheduler (sched.c:
+ * switches at sim_lock, sim_unlock, sim_point and, inside transactions,
+ * sim_point_txn; the order a function of the seed) share SLOTS slots,
+ * each a counter, a 512-byte object and B's small object as above; a
+ * step takes two slots' locks (in order) and adds one to both slots'
+ * counters in both pools, one transaction over A and B from the thread's
+ * own contexts, all committing through A's one join table. Per slot the
+ * same rule holds; the commit in flight (one at most: no switch inside
+ * the library) has moved all its slots or none. No failing steps.
+ *
+ * A's join table is full before the run (prefill): one check in four
+ * also commits over A and a third pool X (check_x), refused while A is open
+ * and B not (B's entries may be wanted by B's recovery: J3 of api.c), and
+ * done once B is open.
  *
  * The record of a prepared transaction names its coordinator's file: a
  * pair of images is put in place of the pools' own files (renamed over
@@ -30,6 +46,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,27 +65,35 @@
 #define STEPS_PER_RUN 60
 #define IMAGES_PER_RUN 40
 #define BULK 512u
+#define MAX_THREADS 4
+#define SLOTS 4 /* shared slots of a threaded run (one otherwise) */
 
-/* root: {count, bulk object, small object} */
-enum { R_COUNT = 0, R_BULK = 8, R_SMALL = 16, ROOT_SIZE = 64, SMALL = 64 };
+/* root: per slot s, at s * SLOT: {count, bulk object, small object} */
+enum { R_COUNT = 0, R_BULK = 8, R_SMALL = 16, SLOT = 24, ROOT_SIZE = 128, SMALL = 64 };
 
-/* What a recovered pair may hold. */
+/* What a recovered pair may hold, per slot. At most one commit is in
+ * flight (threads switch only outside the library): the slots it
+ * touches have all advanced by one, or none has. */
 struct expect {
-    uint64_t committed; /* the last committed counter */
-    int in_commit;      /* a commit of committed + 1 is in flight */
+    uint64_t committed[SLOTS]; /* the last committed counter */
+    int in_commit[SLOTS];      /* a commit of committed + 1 is in flight */
 };
 
 static struct {
     char pa[256], pb[256]; /* the pools' files, and their images' */
     char ia[272], ib[272];
+    char px[256];          /* a third pool, never imaged (J3's check) */
     txn_pool *a, *b;
+    int threads, slots;   /* --threads; SLOTS when above 1, else 1 */
     struct expect ex;
     uint64_t rng, every; /* an image about every `every` events */
     uint64_t last_seq;   /* B's entry in A's table after the last commit */
+    uint64_t last_count; /* the counter when last_seq was read */
     int failing;         /* in failing_step's commit, */
     uint64_t fail_from, fail_len; /* from that event; the last one's events */
     void *buf;
     uint64_t images, bad, untraced, recovery_crashes;
+    uint64_t switches; /* threaded runs: times the baton moved */
     int req, res; /* pipes to and from the checker */
     pid_t checker;
 } S;
@@ -80,6 +105,7 @@ struct check_req {
     char pa[256], pb[256], ia[272], ib[272];
     int b_first;
     int recovery_crash; /* crash the recovery first, then check */
+    int slots;
     uint64_t rng;
     void *base[2]; /* where A and B are mapped */
     struct expect ex;
@@ -87,52 +113,44 @@ struct check_req {
 
 static int put_image(int region, const char *tmp, const char *path, size_t size);
 
-static int read_pool(txn_pool *p, int is_b, uint64_t *n)
+static int read_slot(txn *tx, txn_pool *p, int is_b, int sl, uint64_t *n)
 {
-    txn *tx;
     txn_obj *bulk, *small;
     unsigned char buf[BULK];
-    int bad = 0;
-    if (txn_begin(p, &tx))
-        return 1;
     txn_obj *root = txn_root(p);
-    if (txn_read_u64(tx, root, R_COUNT, n) || txn_read(tx, root, R_BULK, &bulk, sizeof bulk) ||
-        txn_read(tx, bulk, 0, buf, sizeof buf) || txn_read(tx, root, R_SMALL, &small, sizeof small)) {
-        txn_abort(tx);
+    size_t at = (size_t)sl * SLOT;
+    if (txn_read_u64(tx, root, at + R_COUNT, n) || txn_read(tx, root, at + R_BULK, &bulk, sizeof bulk) ||
+        txn_read(tx, bulk, 0, buf, sizeof buf) ||
+        txn_read(tx, root, at + R_SMALL, &small, sizeof small))
         return 1;
-    }
     for (size_t i = 0; i < BULK; i++)
         if (buf[i] != (unsigned char)*n) {
-            fprintf(stderr, "  pool %c: counter %llu, byte %zu of its object %u\n", is_b ? 'B' : 'A',
-                    (unsigned long long)*n, i, buf[i]);
-            bad = 1;
-            break;
+            fprintf(stderr, "  pool %c slot %d: counter %llu, byte %zu of its object %u\n",
+                    is_b ? 'B' : 'A', sl, (unsigned long long)*n, i, buf[i]);
+            return 1;
         }
     /* B's small object: made by the step to counter v, v % 4 == 1 */
     uint64_t want = *n ? *n - (*n - 1) % 4 : 0, stamp = 0;
     if (is_b && want && (!small || txn_obj_size(p, small) < SMALL ||
                          txn_read_u64(tx, small, 0, &stamp) || stamp != want)) {
-        fprintf(stderr, "  pool B: counter %llu, small object %p stamped %llu, not %llu\n",
-                (unsigned long long)*n, (void *)small, (unsigned long long)stamp,
+        fprintf(stderr, "  pool B slot %d: counter %llu, small object %p stamped %llu, not %llu\n",
+                sl, (unsigned long long)*n, (void *)small, (unsigned long long)stamp,
                 (unsigned long long)want);
-        bad = 1;
+        return 1;
     }
-    txn_abort(tx);
-    return bad;
+    return 0;
 }
 
-int reach_add(struct reach *r, txn_obj *o)
+static int read_pool(txn_pool *p, int is_b, int slots, uint64_t *n)
 {
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 16;
-        txn_obj **a = realloc(r->o, cap * sizeof *a);
-        if (!a)
-            return -1;
-        r->o = a;
-        r->cap = cap;
-    }
-    r->o[r->n++] = o;
-    return 0;
+    txn *tx;
+    int bad = 0;
+    if (txn_begin(p, &tx))
+        return 1;
+    for (int sl = 0; sl < slots; sl++)
+        bad |= read_slot(tx, p, is_b, sl, &n[sl]);
+    txn_abort(tx);
+    return bad;
 }
 
 static int reach_cb(txn_obj *o, void *arg)
@@ -143,19 +161,22 @@ static int reach_cb(txn_obj *o, void *arg)
 /* The allocator holds what the pool reaches, nothing else (sim_pool.c):
  * the objects of the root, and those of the meta object (the layout's
  * record and txn_join's table). */
-static int check_leaks(txn_pool *p, char name)
+static int check_leaks(txn_pool *p, char name, int slots)
 {
     struct reach r = {0};
     txn *tx;
-    txn_obj *bulk = NULL, *small = NULL;
     int bad = txn_begin(p, &tx);
-    if (!bad) {
-        bad = txn_read(tx, txn_root(p), R_BULK, &bulk, sizeof bulk) ||
-              txn_read(tx, txn_root(p), R_SMALL, &small, sizeof small);
-        txn_abort(tx);
+    if (bad)
+        return 1;
+    for (int sl = 0; !bad && sl < slots; sl++) {
+        txn_obj *bulk = NULL, *small = NULL;
+        size_t at = (size_t)sl * SLOT;
+        bad = txn_read(tx, txn_root(p), at + R_BULK, &bulk, sizeof bulk) ||
+              txn_read(tx, txn_root(p), at + R_SMALL, &small, sizeof small) ||
+              reach_add(&r, bulk) || (small && reach_add(&r, small));
     }
-    bad = bad || reach_add(&r, bulk) || (small && reach_add(&r, small)) ||
-          layout_objects(p, reach_cb, &r);
+    txn_abort(tx);
+    bad = bad || layout_objects(p, reach_cb, &r);
     if (!bad && sim_check_alloc(p, &r)) {
         fprintf(stderr, "  pool %c: the allocator disagrees with what the pool reaches\n", name);
         bad = 1;
@@ -164,10 +185,68 @@ static int check_leaks(txn_pool *p, char name)
     return bad;
 }
 
+/* A joined commit over A and X (X's root only): it needs an entry of A's
+ * table, all of which are strangers' but B's contexts' (prefill), or
+ * free ones where the last commit cleared some. */
+static int commit_x(txn_pool *a, txn_pool *x)
+{
+    txn *tx;
+    int rc = txn_begin(a, &tx);
+    if (rc)
+        return rc;
+    if ((rc = txn_join(tx, x, NULL)) || (rc = txn_write_u64(tx, txn_root(x), R_COUNT, 1))) {
+        txn_abort(tx);
+        return rc;
+    }
+    return txn_commit(tx);
+}
+
+/* Free entries in A's table. */
+static int table_free(txn_pool *a)
+{
+    txn *tx;
+    txn_obj *t = NULL;
+    uint64_t u;
+    int n = 0;
+    if (txn_begin(a, &tx))
+        return -1;
+    if (!txn_read(tx, txn_meta_root(a), JOIN_META_OFF, &t, sizeof t))
+        for (uint64_t k = 0; t && k < JOIN_ENTRIES; k++)
+            if (!txn_read_u64(tx, t, k * sizeof(struct join_entry), &u))
+                n += !u;
+    txn_abort(tx);
+    return n;
+}
+
+/* J3 after a crash: with A open and B not, B's entries (a part perhaps
+ * prepared and unsettled) are not given to X; once B is open (recovered),
+ * one is. Returns 0 when so. */
+static int check_x(txn_pool *a, txn_pool *b)
+{
+    txn_pool *x;
+    int free_ = table_free(a);
+    int rc = txn_pool_open(S.px, LAYOUT, &x);
+    if (rc) {
+        fprintf(stderr, "  open X: %s\n", txn_pool_strerror(rc));
+        return 1;
+    }
+    rc = commit_x(a, x);
+    txn_pool_close(x);
+    int want = b || free_ > 0 ? 0 : TXN_E_NOSPACE;
+    if (rc != want) {
+        fprintf(stderr, "  a commit over A and X with B %s (%d entries free): %s, not %s\n",
+                b ? "open" : "not open", free_, txn_strerror(rc), txn_strerror(want));
+        return 1;
+    }
+    return 0;
+}
+
 static int check_pair(const struct check_req *q)
 {
     txn_pool *p[2] = {NULL, NULL}; /* A, B */
     const char *path[2] = {q->pa, q->pb};
+    int bad = 0;
+    int with_x = q->rng % 4 == 0; /* X's pool opened twice: one check in four */
     for (int k = 0; k < 2; k++) {
         int i = q->b_first ? 1 - k : k;
         int rc = txn_pool_open(path[i], LAYOUT, &p[i]);
@@ -176,15 +255,26 @@ static int check_pair(const struct check_req *q)
                     txn_pool_strerror(rc));
             return 1;
         }
+        if (i == 0 && with_x) /* A open: X's commit, B open or not */
+            bad |= check_x(p[0], p[1]);
     }
-    uint64_t na = 0, nb = 0;
-    int bad = read_pool(p[0], 0, &na) | read_pool(p[1], 1, &nb);
-    bad |= check_leaks(p[0], 'A') | check_leaks(p[1], 'B');
-    if (na != nb || !(na == q->ex.committed || (q->ex.in_commit && na == q->ex.committed + 1))) {
-        fprintf(stderr, "  A holds %llu, B %llu; committed %llu%s\n", (unsigned long long)na,
-                (unsigned long long)nb, (unsigned long long)q->ex.committed,
-                q->ex.in_commit ? ", the next in flight" : "");
-        bad = 1;
+    uint64_t na[SLOTS] = {0}, nb[SLOTS] = {0};
+    if (with_x && q->b_first == 0) /* B's entry, free to go now that B is open */
+        bad |= check_x(p[0], p[1]);
+    bad |= read_pool(p[0], 0, q->slots, na) | read_pool(p[1], 1, q->slots, nb);
+    bad |= check_leaks(p[0], 'A', q->slots) | check_leaks(p[1], 'B', q->slots);
+    int advanced = -1; /* of the slots in flight: all advanced (1) or none (0) */
+    for (int sl = 0; sl < q->slots; sl++) {
+        uint64_t c = q->ex.committed[sl];
+        int in = q->ex.in_commit[sl], adv = na[sl] == c + 1;
+        if (na[sl] != nb[sl] || !(na[sl] == c || (in && adv)) || (in && advanced >= 0 && adv != advanced)) {
+            fprintf(stderr, "  slot %d: A holds %llu, B %llu; committed %llu%s\n", sl,
+                    (unsigned long long)na[sl], (unsigned long long)nb[sl], (unsigned long long)c,
+                    in ? ", the next in flight" : "");
+            bad = 1;
+        }
+        if (in)
+            advanced = adv;
     }
     txn_pool_close(p[0]);
     txn_pool_close(p[1]);
@@ -351,6 +441,7 @@ static void take_image(uint64_t event, void *arg)
                           .recovery_crash = trace_mix(&S.rng) % 4 == 0,
                           .rng = trace_mix(&S.rng),
                           .base = {S.a->base, S.b->base},
+                          .slots = S.slots,
                           .ex = S.ex};
     snprintf(q.pa, sizeof q.pa, "%s", S.pa);
     snprintf(q.pb, sizeof q.pb, "%s", S.pb);
@@ -363,9 +454,9 @@ static void take_image(uint64_t event, void *arg)
         !xfer(S.req, &q, sizeof q, 1) && !xfer(S.res, &rc, sizeof rc, 0) && !rc)
         return;
     if (S.bad++ < 5)
-        fprintf(stderr, "inconsistent image %llu (committed %llu%s, %s opened first%s, exit %d)\n",
-                (unsigned long long)S.images, (unsigned long long)S.ex.committed,
-                S.ex.in_commit ? ", next in flight" : "", q.b_first ? "B" : "A",
+        fprintf(stderr, "inconsistent image %llu (slot 0 committed %llu%s, %s opened first%s, exit %d)\n",
+                (unsigned long long)S.images, (unsigned long long)S.ex.committed[0],
+                S.ex.in_commit[0] ? ", next in flight" : "", q.b_first ? "B" : "A",
                 q.recovery_crash ? ", recovery crashed" : "", rc);
 }
 
@@ -378,8 +469,10 @@ static int fresh(txn_pool *p)
     int rc = txn_begin(p, &tx);
     if (rc)
         return rc;
-    TRY(txn_alloc(tx, BULK, &o));
-    TRY(txn_write(tx, txn_root(p), R_BULK, &o, sizeof o));
+    for (int sl = 0; sl < S.slots; sl++) {
+        TRY(txn_alloc(tx, BULK, &o));
+        TRY(txn_write(tx, txn_root(p), (size_t)sl * SLOT + R_BULK, &o, sizeof o));
+    }
     return txn_commit(tx);
 }
 
@@ -423,6 +516,35 @@ static int failing_step(void)
     return rc ? rc : TXN_E_STATE;
 }
 
+/* A's table made full before tracing: B's entry (a joined commit that
+ * changes nothing), and strangers in every other. When threads run, their
+ * contexts on B are not this thread's: each of their commits is given the
+ * entry of the context that committed last, its part settled (J3, in the
+ * traced run). A joined commit of a check over A and another pool must
+ * take one of B's entries (check_x). */
+static int prefill(void)
+{
+    txn *tx;
+    txn_obj *t;
+    uint64_t u;
+    int rc = txn_begin(S.a, &tx);
+    if (rc)
+        return rc;
+    TRY(txn_join(tx, S.b, NULL));
+    TRY(txn_write_u64(tx, txn_root(S.a), R_COUNT, 0));
+    TRY(txn_write_u64(tx, txn_root(S.b), R_COUNT, 0));
+    if ((rc = txn_commit(tx)) || (rc = txn_begin(S.a, &tx)))
+        return rc;
+    TRY(txn_read(tx, txn_meta_root(S.a), JOIN_META_OFF, &t, sizeof t));
+    for (uint64_t k = 0; t && k < JOIN_ENTRIES; k++) {
+        size_t off = k * sizeof(struct join_entry) + offsetof(struct join_entry, uuid);
+        TRY(txn_read_u64(tx, t, off, &u));
+        if (!u)
+            TRY(txn_write_u64(tx, t, off, 0x5eed000000000000ull + k + 1));
+    }
+    return txn_commit(tx);
+}
+
 /* B's context's versions start just below 2^54, so that each run's steps
  * cross it: a seq made of the version shifted up by the context index's
  * bits lost the version's high bits there, and its entry in A's table
@@ -463,44 +585,129 @@ static int entry_moved_on(void)
     return bad;
 }
 
-static int step(void)
+/* Slot sl's counter n + 1 into both pools in tx, and its objects. */
+static int step_slot(txn *tx, txn *part, int sl)
 {
-    txn *tx, *part;
     txn_pool *p[2] = {S.a, S.b};
     uint64_t n;
     unsigned char buf[BULK];
+    size_t at = (size_t)sl * SLOT;
+    int rc = 0;
+    TRY(txn_read_u64(tx, txn_root(S.a), at + R_COUNT, &n));
+    memset(buf, (int)(unsigned char)(n + 1), sizeof buf);
+    for (int i = 0; i < 2; i++) {
+        txn_obj *r = txn_root(p[i]), *o;
+        TRY(txn_write_u64(tx, r, at + R_COUNT, n + 1));
+        TRY(txn_read(tx, r, at + R_BULK, &o, sizeof o));
+        TRY(txn_write(tx, o, 0, buf, sizeof buf));
+        sim_point_txn();
+    }
+    if (n % 4 == 0) { /* B's small object replaced: allocator records in a part */
+        txn_obj *old, *o, *rb = txn_root(S.b);
+        TRY(txn_read(tx, rb, at + R_SMALL, &old, sizeof old));
+        TRY(txn_alloc(part, SMALL, &o));
+        TRY(txn_write_u64(tx, o, 0, n + 1));
+        TRY(txn_write(tx, rb, at + R_SMALL, &o, sizeof o));
+        if (old)
+            TRY(txn_free(tx, old));
+    }
+    return rc;
+}
+
+/* One joined transaction over the slots sl[0..n-1] (their locks held
+ * when threads run): each one's counter up by one in both pools. */
+static int step_on(const int *sl, int n, uint64_t *rng)
+{
+    txn *tx, *part;
     int rc = txn_begin(S.a, &tx);
     if (rc)
         return rc;
     TRY(txn_join(tx, S.b, &part));
-    TRY(txn_read_u64(tx, txn_root(S.a), R_COUNT, &n));
-    memset(buf, (int)(unsigned char)(n + 1), sizeof buf);
-    for (int i = 0; i < 2; i++) {
-        txn_obj *r = txn_root(p[i]), *o;
-        TRY(txn_write_u64(tx, r, R_COUNT, n + 1));
-        TRY(txn_read(tx, r, R_BULK, &o, sizeof o));
-        TRY(txn_write(tx, o, 0, buf, sizeof buf));
-    }
-    if (n % 4 == 0) { /* B's small object replaced: allocator records in a part */
-        txn_obj *old, *o, *rb = txn_root(S.b);
-        TRY(txn_read(tx, rb, R_SMALL, &old, sizeof old));
-        TRY(txn_alloc(part, SMALL, &o));
-        TRY(txn_write_u64(tx, o, 0, n + 1));
-        TRY(txn_write(tx, rb, R_SMALL, &o, sizeof o));
-        if (old)
-            TRY(txn_free(tx, old));
-    }
-    if (trace_mix(&S.rng) % 8 == 0) {
+    for (int i = 0; i < n; i++)
+        if ((rc = step_slot(tx, part, sl[i])))
+            return rc; /* aborted */
+    if (trace_mix(rng) % 8 == 0) {
         txn_abort(tx);
         return 0;
     }
-    S.ex.in_commit = 1;
+    for (int i = 0; i < n; i++) /* no switch point from here to the commit's end */
+        S.ex.in_commit[sl[i]] = 1;
     rc = txn_commit(tx);
-    if (!rc)
-        S.ex.committed = n + 1;
-    S.ex.in_commit = 0;
-    if (!rc && entry_moved_on())
-        rc = TXN_E_CORRUPT;
+    for (int i = 0; i < n; i++) {
+        if (!rc)
+            S.ex.committed[sl[i]]++;
+        S.ex.in_commit[sl[i]] = 0;
+    }
+    return rc;
+}
+
+static int step(void)
+{
+    int sl = 0;
+    int rc = step_on(&sl, 1, &S.rng);
+    if (!rc && S.ex.committed[0] != S.last_count) {
+        S.last_count = S.ex.committed[0];
+        if (entry_moved_on())
+            rc = TXN_E_CORRUPT;
+    }
+    return rc;
+}
+
+/* A threaded run's thread t: steps over two shared slots each, under
+ * their locks (taken in order), switching where the scheduler says. */
+struct worker {
+    int t, rc;
+    uint64_t rng;
+    pthread_t tid;
+};
+static struct worker W[MAX_THREADS];
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    sched_enter(w->t);
+    for (int i = 0; i < STEPS_PER_RUN / S.threads && !w->rc; i++) {
+        int sl[2];
+        sl[0] = (int)(sim_rand(&w->rng) % SLOTS);
+        sl[1] = (sl[0] + 1 + (int)(sim_rand(&w->rng) % (SLOTS - 1))) % SLOTS;
+        if (sl[0] > sl[1]) {
+            int x = sl[0];
+            sl[0] = sl[1];
+            sl[1] = x;
+        }
+        sim_lock(sl[0]);
+        sim_lock(sl[1]);
+        w->rc = step_on(sl, 2, &w->rng);
+        sim_unlock(sl[1]);
+        sim_unlock(sl[0]);
+        sim_point();
+    }
+    sched_exit(w->t, 1);
+    return NULL;
+}
+
+static int join_worker(int t)
+{
+    return pthread_join(W[t].tid, NULL);
+}
+
+static int run_threads(void)
+{
+    uint64_t seed = trace_mix(&S.rng);
+    int rc = 0;
+    sched_begin(S.threads, seed, 1);
+    for (int t = 0; t < S.threads; t++) {
+        W[t] = (struct worker){t, 0, seed * 31 + (uint64_t)t, 0};
+        if (pthread_create(&W[t].tid, NULL, work, &W[t])) {
+            fprintf(stderr, "joinsim: cannot start a thread\n"); /* the scheduler waits for it */
+            exit(2);
+        }
+    }
+    for (int t = 0; t < S.threads; t++)
+        sched_reap(join_worker);
+    S.switches += sched_end();
+    for (int t = 0; t < S.threads; t++)
+        rc = rc ? rc : W[t].rc;
     return rc;
 }
 
@@ -511,7 +718,7 @@ static uint64_t run(int images)
 {
     /* a pool that does not grow: an image is the file at its traced size */
     txn_pool_opts o = {.size = POOL_SIZE, .max_size = POOL_SIZE, .root_size = ROOT_SIZE,
-                       .threads = 2};
+                       .threads = (unsigned)S.threads + 2};
     uint64_t events = 0;
     unlink(S.pa);
     unlink(S.pb);
@@ -520,9 +727,19 @@ static uint64_t run(int images)
         fprintf(stderr, "joinsim: pools: %s\n", txn_pool_strerror(TXN_E_IO));
         return 0;
     }
-    S.ex = (struct expect){0, 0};
+    txn_pool *x;
+    txn_pool_opts ox = {.root_size = ROOT_SIZE, .threads = 1};
+    ox.size = ox.max_size = txn_pool_min_size(&ox);
+    unlink(S.px);
+    if (txn_pool_create(S.px, LAYOUT, &ox, &x) || (txn_pool_close(x), prefill())) {
+        fprintf(stderr, "joinsim: pool X, or A's table: %s\n", txn_pool_strerror(TXN_E_IO));
+        return 0;
+    }
+    S.ex = (struct expect){{0}, {0}};
     S.last_seq = 0;
-    near_wrap(S.b);
+    S.last_count = 0;
+    if (S.threads == 1)
+        near_wrap(S.b);
     if (trace_attach(S.a->base, POOL_SIZE, NULL) || trace_attach_more(S.b->base, POOL_SIZE, NULL)) {
         fprintf(stderr, "joinsim: cannot trace\n");
         return 0;
@@ -530,7 +747,9 @@ static uint64_t run(int images)
     if (images)
         trace_on_event(take_image, NULL);
     int rc = 0;
-    for (int i = 0; i < STEPS_PER_RUN && !rc; i++)
+    if (S.threads > 1)
+        rc = run_threads();
+    for (int i = 0; S.threads == 1 && i < STEPS_PER_RUN && !rc; i++)
         rc = trace_mix(&S.rng) % 8 == 0 ? failing_step() : step();
     trace_on_event(NULL, NULL);
     events = trace_events();
@@ -542,6 +761,7 @@ static uint64_t run(int images)
     txn_pool_close(S.b);
     unlink(S.pa); /* the last images, or the pools */
     unlink(S.pb);
+    unlink(S.px);
     if (rc) {
         fprintf(stderr, "joinsim: step: %s\n", txn_strerror(rc));
         return 0;
@@ -553,25 +773,35 @@ int main(int argc, char **argv)
 {
     uint64_t want = 300, seed = (uint64_t)time(NULL) ^ (uint64_t)getpid();
     static const struct option opts[] = {
-        {"images", required_argument, NULL, 'n'}, {"seed", required_argument, NULL, 's'}, {0}};
+        {"images", required_argument, NULL, 'n'}, {"seed", required_argument, NULL, 's'},
+        {"threads", required_argument, NULL, 't'}, {0}};
+    S.threads = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         if (c == 'n')
             want = strtoull(optarg, NULL, 0);
         else if (c == 's')
             seed = strtoull(optarg, NULL, 0);
+        else if (c == 't' && atoi(optarg) >= 1 && atoi(optarg) <= MAX_THREADS)
+            S.threads = atoi(optarg);
         else {
-            fprintf(stderr, "usage: %s [--images N] [--seed S]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--images N] [--seed S] [--threads 1-%d]\n", argv[0],
+                    MAX_THREADS);
             return 2;
         }
     }
+    S.slots = S.threads > 1 ? SLOTS : 1;
     S.rng = seed;
-    printf("joinsim: engine %s, seed %llu\n", txn_engine_name(), (unsigned long long)seed);
+    printf("joinsim: engine %s, seed %llu, threads %d\n", txn_engine_name(), (unsigned long long)seed,
+           S.threads);
     char name[64];
     snprintf(name, sizeof name, "pmtx-joinsim-%ld-a", (long)getpid());
     if (txn_pool_path(name, S.pa, sizeof S.pa))
         return 2;
     snprintf(name, sizeof name, "pmtx-joinsim-%ld-b", (long)getpid());
     if (txn_pool_path(name, S.pb, sizeof S.pb))
+        return 2;
+    snprintf(name, sizeof name, "pmtx-joinsim-%ld-x", (long)getpid());
+    if (txn_pool_path(name, S.px, sizeof S.px))
         return 2;
     snprintf(S.ia, sizeof S.ia, "%s.img", S.pa);
     snprintf(S.ib, sizeof S.ib, "%s.img", S.pb);
@@ -590,6 +820,8 @@ int main(int argc, char **argv)
     unlink(S.ia);
     unlink(S.ib);
     printf("recoveries crashed: %llu\n", (unsigned long long)S.recovery_crashes);
+    if (S.threads > 1)
+        printf("thread switches: %llu\n", (unsigned long long)S.switches);
     printf("crash images: %llu, inconsistent: %llu, untraced stores: %llu\n",
            (unsigned long long)S.images, (unsigned long long)S.bad,
            (unsigned long long)S.untraced);

@@ -3,7 +3,9 @@
  * cutting, cutting then growing again in one write set), commits,
  * discards and reopens; after each step the staged and the committed
  * views must read exactly as the model's two byte arrays. Then a pool that
- * fills up: the commit that does not fit fails and changes nothing.
+ * fills up: the commit that does not fit fails and changes nothing. Then
+ * two stores in one pool (pgs_adopt) committed together (pgs_commit_many):
+ * one transaction, so a failure of the second's part undoes the first's.
  * Built for every engine. PGS_MODEL_STEPS (default 5000) and
  * PGS_MODEL_SEED repeat a run. */
 #include <check.h>
@@ -230,11 +232,66 @@ START_TEST(test_full)
 }
 END_TEST
 
+/* Two stores hosted in one pool committed by pgs_commit_many: as one
+ * transaction of that pool (on every engine: no pool is joined), so when
+ * the second store's changes do not fit, the first's are not committed
+ * either. */
+START_TEST(test_one_pool)
+{
+    struct test_pool t;
+    txn_pool_opts po = {.size = (size_t)8 << 20, .max_size = (size_t)8 << 20};
+    static unsigned char big[(size_t)12 << 20], back[4096];
+    txn_pool *p;
+    txn *tx;
+    txn_obj *root[2];
+    pgs *st[2];
+    size_t got;
+    if (po.size < txn_pool_min_size(&po))
+        po.size = po.max_size = txn_pool_min_size(&po);
+    CHECK_OK(test_pool_new(&t, "pgsmodel"));
+    CHECK_OK(txn_pool_create(t.name, PGS_LAYOUT, &po, &p));
+    CHECK_OK(txn_begin(p, &tx));
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(txn_alloc(tx, PGS_ROOT_SIZE, &root[i]));
+    CHECK_OK(txn_commit(tx));
+    for (int i = 0; i < 2; i++) {
+        struct pgs_host h = {.pool = p, .root = root[i], .max_bytes = (uint64_t)64 << 20};
+        ck_assert_msg(pgs_adopt(&h, &st[i]) == 0, "%s", pgs_why());
+    }
+    /* both commit */
+    for (int i = 0; i < 2; i++) {
+        memset(back, 'a' + i, sizeof back);
+        CHECK_OK(pgs_stage_write(st[i], back, sizeof back, 0));
+    }
+    ck_assert_msg(pgs_commit_many(st, 2) == 0, "%s", pgs_why());
+    /* the second's changes cannot fit: neither commits */
+    memset(back, 'x', sizeof back);
+    CHECK_OK(pgs_stage_write(st[0], back, sizeof back, 0));
+    memset(big, 'y', sizeof big);
+    CHECK_OK(pgs_stage_write(st[1], big, sizeof big, 0));
+    int rc = pgs_commit_many(st, 2);
+    ck_assert_msg(rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL, "commit returned %d (%s): %s", rc,
+                  txn_strerror(rc), pgs_why());
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(pgs_read(st[i], 0, back, sizeof back, 0, &got));
+        ck_assert_uint_eq(got, sizeof back);
+        ck_assert_msg(back[0] == 'a' + i && back[sizeof back - 1] == 'a' + i,
+                      "store %d holds '%c' after a failed commit of both", i, back[0]);
+        ck_assert_uint_eq(pgs_size(st[i], 0), sizeof back);
+    }
+    for (int i = 0; i < 2; i++)
+        pgs_close(st[i]);
+    txn_pool_close(p);
+    ck_assert_int_eq(unlink(t.path), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pagestore_model");
     TCase *tc = test_tcase(s, "model", 300);
     tcase_add_test(tc, test_model);
     tcase_add_test(tc, test_full);
+    tcase_add_test(tc, test_one_pool);
     return test_run(s, CK_FORK_GETENV, "pgsmodel");
 }

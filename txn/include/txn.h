@@ -215,7 +215,9 @@ int txn_pool_view(const char *path, const char *layout, txn_pool **out);
 /* Close a pool. No transaction of any thread may be running on it, and no
  * other call on it (txn_sync included) may be in progress.
  * Everything committed is durable (engines with deferred durability sync
- * first). Handles of the pool become invalid. */
+ * first). A pool that coordinated joined transactions (txn_join) first
+ * frees, in one transaction, its join table's entries whose parts have
+ * settled. Handles of the pool become invalid. */
 void txn_pool_close(txn_pool *p);
 
 /* The root object, created with the pool: the entry point from which a
@@ -347,7 +349,11 @@ void *txn_open(txn *tx, txn_obj *o, int mode);
  * opened (gone, moved, open in another process, another pool under its
  * name) fails the open with TXN_E_INDOUBT, txn_pool_strerror() naming it:
  * nothing is guessed. Joined commits on one coordinator pool are
- * serialised. docs/join.md has the details. */
+ * serialised. The table holds 256 participant contexts (pool and thread
+ * context); an entry is freed once its part has settled, and a commit
+ * that finds none free fails TXN_E_NOSPACE, rolled back: only entries of
+ * parts still finishing, or left by a crash while their participant is
+ * not open in this process, stay taken. docs/join.md has the details. */
 int txn_join(txn *tx, txn_pool *other, txn **part);
 
 /* The pool a transaction runs on. */
