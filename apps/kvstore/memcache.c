@@ -52,12 +52,21 @@ static uint64_t get_le(const char *p, int n)
     return v;
 }
 
+/* The item header's CAS word also keeps two states of the meta commands
+ * in its top bits (CAS values, from the clock in ns, stay below 2^62
+ * until 2116): the item is stale (md I, ms I: X), and a client was told
+ * it won the right to recache it (W; later ones get Z). */
+#define CAS_STALE (1ull << 63)
+#define CAS_WON (1ull << 62)
+#define CAS_MASK (CAS_WON - 1)
+
 /* An item as memcached sees a key: found (a string or an item), its flags,
  * CAS and bytes (a copy). */
 struct item {
     int found, foreign; /* foreign: a value memcached does not see (a hash) */
     uint32_t flags;
     uint64_t cas;
+    uint64_t state; /* the meta commands' CAS_STALE and CAS_WON */
     struct val v; /* v.p: the whole value; data/n: its bytes */
     const char *data;
     size_t n;
@@ -72,7 +81,9 @@ static int item_get(kv_txn *t, struct kv_slice key, struct item *it)
         return rc;
     if (type == KV_ITEM && it->v.n >= KV_ITEM_HDR) {
         it->flags = (uint32_t)get_le(it->v.p, 4);
-        it->cas = get_le(it->v.p + 4, 8);
+        uint64_t w = get_le(it->v.p + 4, 8);
+        it->cas = w & CAS_MASK;
+        it->state = w & ~CAS_MASK;
         it->data = it->v.p + KV_ITEM_HDR;
         it->n = it->v.n - KV_ITEM_HDR;
     } else if (type == KV_STRING) {
@@ -92,24 +103,32 @@ static int item_get(kv_txn *t, struct kv_slice key, struct item *it)
     return 1;
 }
 
-/* Write key as an item of `flags` holding a (then b), with a new CAS,
- * expiring at `at` (KV_KEEPTTL: as it was); *cas gets the CAS. */
-static int item_put(kv_txn *t, struct kv_slice key, uint32_t flags, struct kv_slice a,
-                    struct kv_slice b, uint64_t at, uint64_t *cas)
+/* Write key as an item of `flags` holding a (then b), with CAS `cas` and
+ * meta state `state`, expiring at `at` (KV_KEEPTTL: as it was). */
+static int item_write(kv_txn *t, struct kv_slice key, uint32_t flags, struct kv_slice a,
+                      struct kv_slice b, uint64_t at, uint64_t cas, uint64_t state)
 {
     size_t n = KV_ITEM_HDR + a.n + b.n;
     char *p = malloc(n);
     if (!p)
         return TXN_E_NOMEM;
-    *cas = new_cas();
     put_le(p, flags, 4);
-    put_le(p + 4, *cas, 8);
-    memcpy(p + KV_ITEM_HDR, a.p, a.n);
+    put_le(p + 4, cas | state, 8);
+    if (a.n)
+        memcpy(p + KV_ITEM_HDR, a.p, a.n);
     if (b.n)
         memcpy(p + KV_ITEM_HDR + a.n, b.p, b.n);
     int rc = kv_txn_write(t, key, (struct kv_slice){p, n}, at, KV_ITEM);
     free(p);
     return rc;
+}
+
+/* item_write with a new CAS (to *cas) and no meta state */
+static int item_put(kv_txn *t, struct kv_slice key, uint32_t flags, struct kv_slice a,
+                    struct kv_slice b, uint64_t at, uint64_t *cas)
+{
+    *cas = new_cas();
+    return item_write(t, key, flags, a, b, at, *cas, 0);
 }
 
 /* ---- the command line */
@@ -306,38 +325,49 @@ static int full(int rc)
            !txn_sync(kv_pool(srv.kv));
 }
 
-static int store_once(int op, struct kv_slice key, uint32_t flags, uint64_t at,
-                      struct kv_slice data, uint64_t cas_in, const char **reply)
+/* One storage command in a transaction of its own; `check`: compare the
+ * item's CAS with cas_in first (cas, and the meta set's C with any mode);
+ * `invalidate` (ms I): an older cas_in is taken too, and the item stored
+ * stale. *reply is memcached's word, *cas the stored item's new CAS. */
+static int store_once(int op, int check, int invalidate, struct kv_slice key, uint32_t flags,
+                      uint64_t at, struct kv_slice data, uint64_t cas_in, const char **reply,
+                      uint64_t *cas)
 {
+    uint64_t state = 0;
     kv_txn *t;
     struct item it;
-    uint64_t cas;
     int rc = kv_txn_begin(srv.kv, 1, &key, 1, &t);
     if (rc)
         return rc;
     *reply = "STORED\r\n";
+    *cas = 0;
+    if (op == CAS)
+        op = SET, check = 1;
     if ((rc = item_get(t, key, &it)) >= 0) {
         int there = it.found || it.foreign; /* add: a hash is there too */
         rc = 0;
-        if ((op == ADD && there) ||
-            ((op == REPLACE || op == APPEND || op == PREPEND) && !it.found))
-            *reply = "NOT_STORED\r\n";
-        else if (op == CAS && !it.found)
+        if (check && invalidate && it.found && cas_in < it.cas)
+            state = CAS_STALE;
+        if (check && !it.found)
             *reply = "NOT_FOUND\r\n";
-        else if (op == CAS && it.cas != cas_in)
+        else if (check && it.cas != cas_in && !state)
             *reply = "EXISTS\r\n";
+        else if ((op == ADD && there) ||
+                 ((op == REPLACE || op == APPEND || op == PREPEND) && !it.found))
+            *reply = "NOT_STORED\r\n";
         else if ((op == APPEND || op == PREPEND) && it.n + data.n > srv.lim.max_bulk)
             *reply = "NOT_STORED\r\n"; /* no larger than --max-value */
         else if (op == APPEND)
             rc = item_put(t, key, it.flags, (struct kv_slice){it.data, it.n}, data,
-                          KV_KEEPTTL, &cas);
+                          KV_KEEPTTL, cas);
         else if (op == PREPEND)
             rc = item_put(t, key, it.flags, data, (struct kv_slice){it.data, it.n},
-                          KV_KEEPTTL, &cas);
+                          KV_KEEPTTL, cas);
         else if (at == 1) /* stored and expired at once: gone */
             rc = (rc = kv_txn_del(t, key)) < 0 ? rc : 0;
         else
-            rc = item_put(t, key, flags, data, (struct kv_slice){NULL, 0}, at, &cas);
+            rc = item_write(t, key, flags, data, (struct kv_slice){NULL, 0}, at,
+                            *cas = new_cas(), state);
     }
     free(it.v.p);
     return kv_txn_end(t, rc);
@@ -353,7 +383,9 @@ static void store(struct conn *c, int op, struct kv_slice key, uint32_t flags, l
     mc_thread.cmd_set++;
     /* evicting random items empties few of the allocator's runs: the room
      * a value of another size needs may take several rounds */
-    while ((rc = store_once(op, key, flags, at, data, cas_in, &reply)) < 0 && full(rc))
+    uint64_t cas;
+    while ((rc = store_once(op, 0, 0, key, flags, at, data, cas_in, &reply, &cas)) < 0 &&
+           full(rc))
         ;
     if (op == CAS && rc >= 0)
         *(reply[0] == 'S' ? &mc_thread.cas_hits : reply[0] == 'E' ? &mc_thread.cas_badval
@@ -664,6 +696,488 @@ static void memlimit(struct conn *c, const struct line *l)
     out(c, "OK\r\n");
 }
 
+/* ---- the meta commands: mn, mg, ms, md, ma, me (1.6's protocol.txt,
+ * "Meta Commands"; replies as memcached 1.6.18's). A request is a command,
+ * a key, for ms a length, then flags: one letter each, some with a token
+ * glued to it. Flags that ask for something are answered in the order
+ * given. Not kept: whether an item was fetched and when (h answers 0, l
+ * 0: docs/kvstore.md). */
+
+#define OPAQUE_MAX 32
+
+struct meta {
+    struct kv_slice key;       /* the key to look up (decoded with b) */
+    struct kv_slice key_given; /* as sent: what k returns */
+    char raw[KEY_MAX + 1];     /* the decoded key's bytes */
+    const struct kv_slice *tok[128]; /* each flag's token (past its letter) */
+    char order[24];            /* the flags, in the request's order */
+    size_t n;
+};
+
+static int b64_value(unsigned char ch)
+{
+    if (ch >= 'A' && ch <= 'Z')
+        return ch - 'A';
+    if (ch >= 'a' && ch <= 'z')
+        return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9')
+        return ch - '0' + 52;
+    return ch == '+' ? 62 : ch == '/' ? 63 : -1;
+}
+
+/* Decode base64 s into out (at most cap bytes): the length, or -1. */
+static long b64_decode(const struct kv_slice *s, char *out, size_t cap)
+{
+    if (!s->n || s->n % 4)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i += 4) {
+        int v[4], pad = 0;
+        for (int k = 0; k < 4; k++) {
+            unsigned char ch = (unsigned char)s->p[i + k];
+            if (ch == '=' && i + 4 == s->n && k >= 2) {
+                v[k] = 0;
+                pad++;
+            } else if (pad || (v[k] = b64_value(ch)) < 0) {
+                return -1;
+            }
+        }
+        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
+                     (uint32_t)v[3];
+        for (int k = 0; k < 3 - pad; k++) {
+            if (n == cap)
+                return -1;
+            out[n++] = (char)(w >> (16 - 8 * k));
+        }
+    }
+    return (long)n;
+}
+
+/* Read the flags of tokens l->tok[first...] allowed by `valid`; the key is
+ * l->tok[1]. NULL, or memcached's error line. */
+static const char *meta_parse(const struct line *l, size_t first, const char *valid,
+                              struct meta *m)
+{
+    memset(m->tok, 0, sizeof m->tok);
+    m->n = 0;
+    for (size_t i = first; i < l->n; i++) {
+        unsigned char ch = (unsigned char)l->tok[i].p[0];
+        if (ch >= 128 || !strchr(valid, ch))
+            return "CLIENT_ERROR invalid flag\r\n";
+        if (m->tok[ch])
+            return "CLIENT_ERROR duplicate flag\r\n";
+        m->tok[ch] = &l->tok[i];
+        m->order[m->n++] = (char)ch;
+    }
+    if (m->tok['O'] && m->tok['O']->n - 1 > OPAQUE_MAX)
+        return "CLIENT_ERROR opaque token too long\r\n";
+    m->key_given = l->tok[1];
+    m->key = l->tok[1];
+    if (m->tok['b']) {
+        long n = b64_decode(&l->tok[1], m->raw, KEY_MAX);
+        if (n <= 0)
+            return "CLIENT_ERROR error decoding key\r\n";
+        m->key = (struct kv_slice){m->raw, (size_t)n};
+    }
+    if (m->key.n > KEY_MAX)
+        return "CLIENT_ERROR bad command line format\r\n";
+    return NULL;
+}
+
+/* Flag ch's token as a number: 0, or -1 when absent-or-bad (*present
+ * tells which). Signed for TTLs. */
+static int meta_num(const struct meta *m, char ch, int sign, long long *v, int *present)
+{
+    const struct kv_slice *t = m->tok[(unsigned char)ch];
+    *present = t != NULL;
+    if (!t)
+        return 0;
+    struct kv_slice s = {t->p + 1, t->n - 1};
+    if (sign)
+        return parse_i(&s, v);
+    uint64_t u;
+    if (parse_u(&s, 64, &u))
+        return -1;
+    *v = (long long)u;
+    return 0;
+}
+
+/* What an answered flag needs of the item. */
+struct meta_item {
+    int found;
+    uint64_t cas;
+    uint32_t flags;
+    size_t size;
+    long long ttl; /* seconds left, -1 none */
+};
+
+/* The flags that return something, in the request's order. On a miss
+ * only O and k come back, as in memcached. */
+static void meta_flags(struct conn *c, const struct meta *m, const struct meta_item *it,
+                       const char *skip)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        char ch = m->order[i];
+        const struct kv_slice *t = m->tok[(unsigned char)ch];
+        if (strchr(skip, ch))
+            continue;
+        if (ch == 'O')
+            outf(c, " %.*s", (int)t->n, t->p);
+        else if (ch == 'k')
+            outf(c, " k%.*s%s", (int)m->key_given.n, m->key_given.p, m->tok['b'] ? " b" : "");
+        else if (!it->found)
+            continue;
+        else if (ch == 'c')
+            outf(c, " c%llu", (unsigned long long)it->cas);
+        else if (ch == 'f')
+            outf(c, " f%u", (unsigned)it->flags);
+        else if (ch == 's')
+            outf(c, " s%zu", it->size);
+        else if (ch == 't')
+            outf(c, " t%lld", it->ttl);
+        else if (ch == 'h' || ch == 'l')
+            outf(c, " %c0", ch);
+    }
+}
+
+static long long ttl_left(kv_txn *t, struct kv_slice key)
+{
+    uint64_t at = 0;
+    if (kv_txn_ttl(t, key, &at) <= 0 || !at)
+        return -1;
+    uint64_t now = now_ms();
+    return at <= now ? 0 : (long long)((at - now + 999) / 1000);
+}
+
+/* mg <key> <flags>* */
+static void meta_get(struct conn *c, struct line *l)
+{
+    struct meta m;
+    if (l->n < 2)
+        return out(c, "ERROR\r\n");
+    const char *err = meta_parse(l, 2, "bcfhklOqstuvENRTPL", &m);
+    if (err)
+        return out(c, err);
+    long long ttl_new = 0, vivify = 0, recache = 0;
+    int has_t = 0, has_n = 0, has_r = 0;
+    if (meta_num(&m, 'T', 1, &ttl_new, &has_t) || meta_num(&m, 'N', 1, &vivify, &has_n) ||
+        meta_num(&m, 'R', 1, &recache, &has_r))
+        return out(c, "CLIENT_ERROR bad token in command line format\r\n");
+    kv_txn *t;
+    struct item it;
+    struct meta_item mi;
+    int won, rc;
+    /* a read, unless it changes the item: T, N, or a win to record (then
+     * read again in a write transaction) */
+    for (int write = has_t || has_n;; write = 1) {
+        memset(&mi, 0, sizeof mi);
+        won = 0;
+        if ((rc = kv_txn_begin(srv.kv, 1, &m.key, write, &t)))
+            return server_error(c, rc);
+        if ((rc = item_get(t, m.key, &it)) > 0) {
+            mi = (struct meta_item){1, it.cas, it.flags, it.n, ttl_left(t, m.key)};
+            rc = 0;
+            /* a stale item, or one whose TTL is under R, goes to the first
+             * client that asks: W, later ones Z */
+            won = !(it.state & CAS_WON) &&
+                  ((it.state & CAS_STALE) || (has_r && mi.ttl != -1 && mi.ttl < recache));
+            if (won && !write) {
+                free(it.v.p);
+                kv_txn_end(t, 0);
+                continue;
+            }
+            if (won)
+                rc = item_write(t, m.key, it.flags, (struct kv_slice){it.data, it.n},
+                                (struct kv_slice){NULL, 0}, KV_KEEPTTL, it.cas,
+                                it.state | CAS_WON);
+            if (rc >= 0 && has_t) {
+                uint64_t at = expiry_of(ttl_new);
+                rc = at == 1 ? kv_txn_del(t, m.key) : kv_txn_expire(t, m.key, at);
+            }
+        } else if (rc == 0 && has_n) { /* vivify: an empty item, won by this client */
+            uint64_t at = expiry_of(vivify), cas = new_cas();
+            rc = item_write(t, m.key, 0, (struct kv_slice){NULL, 0}, (struct kv_slice){NULL, 0},
+                            at, cas, CAS_WON);
+            mi = (struct meta_item){1, cas, 0, 0, vivify ? vivify : -1};
+            it.data = "";
+            won = 1;
+        }
+        break;
+    }
+    rc = kv_txn_end(t, rc);
+    mc_thread.cmd_get++;
+    mi.found ? mc_thread.get_hits++ : mc_thread.get_misses++;
+    if (rc < 0) {
+        free(it.v.p);
+        return server_error(c, rc);
+    }
+    if (!mi.found) {
+        if (!m.tok['q']) {
+            out(c, "EN");
+            meta_flags(c, &m, &mi, "");
+            out(c, "\r\n");
+        }
+    } else {
+        int stale = (it.state & CAS_STALE) != 0;
+        if (m.tok['v'])
+            outf(c, "VA %zu", mi.size);
+        else
+            out(c, "HD");
+        meta_flags(c, &m, &mi, "");
+        /* memcached's order: X W for a win, Z X after one */
+        if (won)
+            out(c, stale ? " X W" : " W");
+        else if (it.state & CAS_WON)
+            out(c, stale ? " Z X" : " Z");
+        else if (stale)
+            out(c, " X");
+        out(c, "\r\n");
+        if (m.tok['v']) {
+            buf_add(&c->out, it.data, mi.size);
+            out(c, "\r\n");
+        }
+    }
+    free(it.v.p);
+}
+
+/* ms <key> <datalen> <flags>*: 1 run (or refused), 0 wait for the data */
+static int meta_set(struct conn *c, struct line *l, size_t line_len, const char *p, size_t n,
+                    size_t *used)
+{
+    struct meta m;
+    long long bytes;
+    *used = line_len;
+    if (l->n < 2)
+        return out(c, "ERROR\r\n"), 1;
+    if (l->n < 3 || parse_i(&l->tok[2], &bytes) || bytes < 0 || bytes > INT32_MAX - 2)
+        return out(c, "CLIENT_ERROR bad command line format\r\n"), 1;
+    const char *err = meta_parse(l, 3, "bcCEFIkOqsSTMPL", &m);
+    long long ttl = 0, flags = 0, cas_in = 0;
+    int has_t = 0, has_f = 0, has_c = 0;
+    if (!err && meta_num(&m, 'F', 0, &flags, &has_f))
+        err = "CLIENT_ERROR bad command line format\r\n";
+    if (!err && (meta_num(&m, 'T', 1, &ttl, &has_t) || meta_num(&m, 'C', 0, &cas_in, &has_c)))
+        err = "CLIENT_ERROR bad token in command line format\r\n";
+    int op = SET; /* C compares in any mode (store_once's check) */
+    const struct kv_slice *mode = m.tok['M'];
+    if (!err && mode) {
+        char ch = mode->n == 2 ? mode->p[1] : 0;
+        if (ch == 'E' || ch == 'e')
+            op = ADD;
+        else if (ch == 'A' || ch == 'a')
+            op = APPEND;
+        else if (ch == 'P' || ch == 'p')
+            op = PREPEND;
+        else if (ch == 'R' || ch == 'r')
+            op = REPLACE;
+        else if (ch != 'S' && ch != 's')
+            err = "CLIENT_ERROR invalid mode for ms M token\r\n";
+    }
+    size_t total = line_len + (size_t)bytes + 2;
+    if (err || (size_t)bytes > srv.lim.max_bulk) {
+        /* the data that follows is skipped as it comes */
+        out(c, err ? err : "SERVER_ERROR object too large for cache\r\n");
+        c->mc_swallow = (size_t)bytes + 2;
+        return 1;
+    }
+    if (n < total)
+        return 0;
+    *used = total;
+    const char *data = p + line_len;
+    if (data[bytes] != '\r' || data[bytes + 1] != '\n')
+        return out(c, "CLIENT_ERROR bad data chunk\r\n"), 1;
+    const char *reply = "STORED\r\n";
+    uint64_t at = expiry_of(ttl), cas = 0;
+    struct kv_slice d = {data, (size_t)bytes};
+    make_room(d.n + m.key.n + 64);
+    mc_thread.cmd_set++;
+    int rc;
+    while ((rc = store_once(op, has_c, m.tok['I'] != NULL, m.key, (uint32_t)flags, at, d,
+                            (uint64_t)cas_in, &reply, &cas)) < 0 &&
+           full(rc))
+        ;
+    if (rc < 0)
+        return server_error(c, rc), 1;
+    /* c answers 0 when nothing was stored, as memcached */
+    struct meta_item mi = {1, reply[0] == 'S' ? cas : 0, (uint32_t)flags, d.n, -1};
+    const char *code = reply[0] == 'S'   ? "HD"
+                       : reply[0] == 'E' ? "EX"
+                       : reply[4] == 'F' ? "NF"
+                                         : "NS";
+    if (m.tok['q'] && code[0] == 'H')
+        return 1;
+    out(c, code);
+    meta_flags(c, &m, &mi, "fst");
+    out(c, "\r\n");
+    return 1;
+}
+
+/* md <key> <flags>* */
+static void meta_delete(struct conn *c, struct line *l)
+{
+    struct meta m;
+    if (l->n < 2)
+        return out(c, "ERROR\r\n");
+    const char *err = meta_parse(l, 2, "bCEIkOqTxPL", &m);
+    long long cas_in = 0, ttl = 0;
+    int has_c = 0, has_t = 0;
+    if (!err && (meta_num(&m, 'C', 0, &cas_in, &has_c) || meta_num(&m, 'T', 1, &ttl, &has_t)))
+        err = "CLIENT_ERROR invalid or duplicate flag\r\n";
+    if (err)
+        return out(c, err);
+    kv_txn *t;
+    struct item it;
+    const char *code = "NF";
+    int rc = kv_txn_begin(srv.kv, 1, &m.key, 1, &t);
+    if (rc)
+        return server_error(c, rc);
+    if ((rc = item_get(t, m.key, &it)) > 0) {
+        rc = 0;
+        if (has_c && it.cas != (uint64_t)cas_in) {
+            code = "EX";
+        } else if (m.tok['I']) { /* kept, stale, with a new CAS (and T) */
+            code = "HD";
+            uint64_t at = has_t ? expiry_of(ttl) : KV_KEEPTTL;
+            rc = at == 1 ? kv_txn_del(t, m.key)
+                         : item_write(t, m.key, it.flags, (struct kv_slice){it.data, it.n},
+                                      (struct kv_slice){NULL, 0}, at, new_cas(), CAS_STALE);
+        } else {
+            code = "HD";
+            rc = kv_txn_del(t, m.key);
+        }
+    }
+    free(it.v.p);
+    rc = kv_txn_end(t, rc);
+    code[0] == 'H' ? mc_thread.delete_hits++ : mc_thread.delete_misses++;
+    if (rc < 0)
+        return server_error(c, rc);
+    if (m.tok['q'] && code[0] == 'H')
+        return;
+    struct meta_item mi = {0};
+    out(c, code);
+    meta_flags(c, &m, &mi, "");
+    out(c, "\r\n");
+}
+
+/* ma <key> <flags>* */
+static void meta_arith(struct conn *c, struct line *l)
+{
+    struct meta m;
+    if (l->n < 2)
+        return out(c, "ERROR\r\n");
+    const char *err = meta_parse(l, 2, "bCENJDTMqtcvkOPL", &m);
+    long long cas_in = 0, vivify = 0, init = 0, delta = 1, ttl = 0;
+    int has_c = 0, has_n = 0, has_j = 0, has_d = 0, has_t = 0;
+    if (!err && (meta_num(&m, 'C', 0, &cas_in, &has_c) || meta_num(&m, 'N', 1, &vivify, &has_n) ||
+                 meta_num(&m, 'J', 0, &init, &has_j) || meta_num(&m, 'D', 0, &delta, &has_d) ||
+                 meta_num(&m, 'T', 1, &ttl, &has_t)))
+        err = "CLIENT_ERROR invalid or duplicate flag\r\n";
+    int incr = 1;
+    const struct kv_slice *mode = m.tok['M'];
+    if (!err && mode) {
+        char ch = mode->n == 2 ? mode->p[1] : 0;
+        if (ch == 'D' || ch == 'd' || ch == '-')
+            incr = 0;
+        else if (ch != 'I' && ch != 'i' && ch != '+')
+            err = "CLIENT_ERROR invalid mode for ma M token\r\n";
+    }
+    if (err)
+        return out(c, err);
+    kv_txn *t;
+    struct item it;
+    struct meta_item mi = {0};
+    const char *code = "NF";
+    char num[24] = "";
+    int rc = kv_txn_begin(srv.kv, 1, &m.key, 1, &t);
+    if (rc)
+        return server_error(c, rc);
+    if ((rc = item_get(t, m.key, &it)) > 0) {
+        size_t a = 0, e;
+        uint64_t v;
+        while (a < it.n && isspace((unsigned char)it.data[a]))
+            a++;
+        for (e = a; e < it.n && !isspace((unsigned char)it.data[e]);)
+            e++;
+        struct kv_slice digits = {it.data + a, e - a};
+        rc = 0;
+        if (has_c && it.cas != (uint64_t)cas_in) {
+            code = "EX";
+        } else if (parse_u(&digits, 64, &v)) {
+            code = NULL;
+        } else {
+            uint64_t d = (uint64_t)delta;
+            v = incr ? v + d : v < d ? 0 : v - d;
+            int len = snprintf(num, sizeof num, "%llu", (unsigned long long)v);
+            uint64_t cas;
+            rc = item_put(t, m.key, it.flags, (struct kv_slice){num, (size_t)len},
+                          (struct kv_slice){NULL, 0}, KV_KEEPTTL, &cas);
+            if (rc >= 0 && has_t)
+                rc = kv_txn_expire(t, m.key, expiry_of(ttl));
+            code = "HD";
+            mi = (struct meta_item){1, cas, it.flags, (size_t)len, 0};
+        }
+    } else if (rc == 0 && has_n) { /* created on a miss, holding J */
+        int len = snprintf(num, sizeof num, "%llu", (unsigned long long)init);
+        uint64_t cas;
+        rc = item_put(t, m.key, 0, (struct kv_slice){num, (size_t)len},
+                      (struct kv_slice){NULL, 0}, expiry_of(vivify), &cas);
+        code = "HD";
+        mi = (struct meta_item){1, cas, 0, (size_t)len, 0};
+    }
+    if (rc >= 0 && mi.found)
+        mi.ttl = ttl_left(t, m.key);
+    free(it.v.p);
+    rc = kv_txn_end(t, rc);
+    incr ? (mi.found ? mc_thread.incr_hits++ : mc_thread.incr_misses++)
+         : (mi.found ? mc_thread.decr_hits++ : mc_thread.decr_misses++);
+    if (rc < 0)
+        return server_error(c, rc);
+    if (!code)
+        return out(c, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+    if (m.tok['q'] && code[0] == 'H')
+        return;
+    if (code[0] == 'H' && m.tok['v'])
+        outf(c, "VA %zu", strlen(num));
+    else
+        out(c, code);
+    meta_flags(c, &m, &mi, "fs");
+    out(c, "\r\n");
+    if (code[0] == 'H' && m.tok['v'])
+        outf(c, "%s\r\n", num);
+}
+
+/* me <key> [b]: the item's metadata, for people; memcached's fields, ours
+ * where the store has none (la 0, fetch no, class 1) */
+static void meta_debug(struct conn *c, struct line *l)
+{
+    struct meta m;
+    if (l->n < 2)
+        return out(c, "CLIENT_ERROR bad command line format\r\n");
+    const char *err = meta_parse(l, 2, "b", &m);
+    if (err)
+        return out(c, err);
+    kv_txn *t;
+    struct item it;
+    long long ttl = -1;
+    int rc = kv_txn_begin(srv.kv, 1, &m.key, 0, &t);
+    if (rc)
+        return server_error(c, rc);
+    if ((rc = item_get(t, m.key, &it)) > 0)
+        ttl = ttl_left(t, m.key);
+    rc = kv_txn_end(t, rc);
+    if (rc < 0) {
+        free(it.v.p);
+        return server_error(c, rc);
+    }
+    if (!it.found)
+        out(c, "EN\r\n");
+    else
+        outf(c, "ME %.*s exp=%lld la=0 cas=%llu fetch=no cls=1 size=%zu\r\n",
+             (int)m.key_given.n, m.key_given.p, ttl, (unsigned long long)it.cas,
+             it.n + m.key.n + 48);
+    free(it.v.p);
+}
+
 /* Does memcached take this line's last word as noreply? It does for the
  * commands that have one, given a word count it runs them with; it then
  * sends no reply at all, not even an error: a client that sent noreply
@@ -724,7 +1238,20 @@ size_t mc_run(struct conn *c, const char *p, size_t n)
     if (op <= CAS) {
         if (!storage(c, &l, op, line_len, p, n, &used))
             return 0; /* its data block is not all here */
-    } else if (is(cmd, "get") || is(cmd, "gets") || is(cmd, "gat") || is(cmd, "gats"))
+    } else if (is(cmd, "ms")) {
+        if (!meta_set(c, &l, line_len, p, n, &used))
+            return 0;
+    } else if (is(cmd, "mg"))
+        meta_get(c, &l);
+    else if (is(cmd, "md"))
+        meta_delete(c, &l);
+    else if (is(cmd, "ma"))
+        meta_arith(c, &l);
+    else if (is(cmd, "me"))
+        meta_debug(c, &l);
+    else if (is(cmd, "mn"))
+        out(c, "MN\r\n");
+    else if (is(cmd, "get") || is(cmd, "gets") || is(cmd, "gat") || is(cmd, "gats"))
         retrieve(c, &l, is(cmd, "gets") || is(cmd, "gats"), cmd->p[1] == 'a');
     else if (is(cmd, "delete"))
         del(c, &l);

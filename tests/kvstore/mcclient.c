@@ -31,7 +31,8 @@
  * A script line is one request, sent with CR LF after it. Escapes: \r \n
  * \t \\ \xHH; \{N:c} is the character c N times (long keys, large
  * values); \- is nothing (a line of only \- sends an empty line); \C is
- * the CAS of the last VALUE line this connection received; \c at the end
+ * the CAS of the last VALUE line (or meta reply's c token) this connection
+ * received; \c at the end
  * sends the line without CR LF and ends the connection after the reply (a
  * request cut short). Lines starting with '#' are comments, except
  * "#@sleep MS", which waits; blank lines are skipped.
@@ -199,6 +200,27 @@ static void render(struct replay *r, const char *p, size_t n, struct bytes *o)
                 (!strcmp(line + k, "\r\n"))) {
                 snprintf(r->cas, sizeof r->cas, "%s", cas);
                 snprintf(line, sizeof line, "VALUE %s %llu %llu <cas>\r\n", key, flags, len);
+                put_escaped(o, line, strlen(line));
+                at = next;
+                continue;
+            }
+        }
+        if (next - at < sizeof line && next - at > 2 &&
+            (!strncmp(p + at, "HD", 2) || !strncmp(p + at, "VA ", 3) ||
+             !strncmp(p + at, "EN", 2))) {
+            /* a meta reply: its c token is the item's CAS (remembered) */
+            char *cas_at = NULL;
+            memcpy(line, p + at, next - at);
+            line[next - at] = 0;
+            for (char *w = strchr(line, ' '); w; w = strchr(w + 1, ' '))
+                if (w[1] == 'c' && w[2] >= '0' && w[2] <= '9')
+                    cas_at = w + 2;
+            if (cas_at) {
+                size_t d = strspn(cas_at, "0123456789");
+                snprintf(r->cas, sizeof r->cas, "%.*s", (int)d, cas_at);
+                char tail[600];
+                snprintf(tail, sizeof tail, "%s", cas_at + d);
+                snprintf(cas_at, sizeof line - (size_t)(cas_at - line), "<cas>%s", tail);
                 put_escaped(o, line, strlen(line));
                 at = next;
                 continue;

@@ -196,7 +196,7 @@ int run_pubsub(const char *bin)
     for (size_t i = 0; i < NSTEPS; i++)
         for (int k = 0; k < NCONN; k++) {
             int same = oc[i][k] == tc[i][k] && ours[i][k].n == theirs[i][k].n &&
-                       !memcmp(ours[i][k].p, theirs[i][k].p, ours[i][k].n);
+                       (!ours[i][k].n || !memcmp(ours[i][k].p, theirs[i][k].p, ours[i][k].n));
             CHECK(same, "step %zu (%d: %s), connection %d as redis-server", i, script[i].who,
                   script[i].req, k);
             if (!same) {
