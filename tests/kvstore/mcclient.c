@@ -348,8 +348,8 @@ int run_mc_replay(int argc, char **argv)
  *
  * MC_CONNS connections, each on its own keys (key % MC_CONNS), pipeline
  * MC_DEPTH requests: set, delete, gets then cas (or add where the key is
- * absent) on value keys; set and incr on counter keys (every
- * MC_COUNTER_EVERY-th). One request at a time per key, so each key's
+ * absent), and the meta ms and md, on value keys; set, incr and the meta ma
+ * on counter keys (every MC_COUNTER_EVERY-th). One request at a time per key, so each key's
  * acknowledged state is known, and so is what its request in flight at the
  * kill would make of it. After the restart every key must hold its
  * acknowledged state or, if a request on it was in flight, that request's
@@ -359,8 +359,9 @@ int run_mc_replay(int argc, char **argv)
 
 enum { MC_CONNS = 4, MC_DEPTH = 8, MC_KEYS = 4000, MC_COUNTER_EVERY = 5, MC_BIG_EVERY = 25 };
 
-enum mop_kind { M_SET, M_DEL, M_GETS, M_CAS, M_ADD, M_INCR, M_SETNUM };
-static const char *const mop_name[] = {"set", "delete", "gets", "cas", "add", "incr", "set"};
+enum mop_kind { M_SET, M_DEL, M_GETS, M_CAS, M_ADD, M_INCR, M_SETNUM, M_MS, M_MD, M_MA };
+static const char *const mop_name[] = {"set", "delete", "gets", "cas", "add",
+                                       "incr", "set", "ms", "md", "ma"};
 
 /* What a key holds: a value key its version, a counter its number. */
 struct mstate {
@@ -440,13 +441,13 @@ static void mc_key_name(char *k, size_t size, int key)
 static struct mstate mc_apply(struct mstate s, const struct mop *op, uint32_t ver, uint64_t num)
 {
     switch (op->kind) {
-    case M_SET: case M_CAS: case M_ADD:
+    case M_SET: case M_CAS: case M_ADD: case M_MS:
         return (struct mstate){1, ver, 0};
     case M_SETNUM:
         return (struct mstate){1, 0, num};
-    case M_DEL:
+    case M_DEL: case M_MD:
         return (struct mstate){0, 0, 0};
-    case M_INCR:
+    case M_INCR: case M_MA:
         s.num += op->delta;
         return s;
     default: /* M_GETS reads */
@@ -479,12 +480,23 @@ static void mc_send(struct mconn *m, int key, int kind, uint64_t cas, unsigned *
     uint32_t ver = 0;
     uint64_t num = 0;
     mc_key_name(k, sizeof k, key);
-    if (kind == M_SET || kind == M_CAS || kind == M_ADD) {
+    if (kind == M_SET || kind == M_CAS || kind == M_ADD || kind == M_MS) {
         struct bytes v = {0};
         ver = mc_next_ver++;
         mc_value(key, ver, &v);
-        mc_send_store(m, kind == M_SET ? "set" : kind == M_CAS ? "cas" : "add", key,
-                      mc_flags(key, ver), v.p, v.n, kind == M_CAS ? cas : 0);
+        if (kind == M_MS) { /* the meta set: ms <key> <len> F<flags> */
+            struct bytes b = {0};
+            int n = snprintf(line, sizeof line, "ms %s %zu F%u\r\n", k, v.n,
+                             mc_flags(key, ver));
+            bytes_add(&b, line, (size_t)n);
+            bytes_add(&b, v.p, v.n);
+            bytes_add(&b, "\r\n", 2);
+            send_all(m->c.fd, b.p, b.n);
+            free(b.p);
+        } else {
+            mc_send_store(m, kind == M_SET ? "set" : kind == M_CAS ? "cas" : "add", key,
+                          mc_flags(key, ver), v.p, v.n, kind == M_CAS ? cas : 0);
+        }
         free(v.p);
     } else if (kind == M_SETNUM) {
         num = rand_r(seed) % 100000;
@@ -493,7 +505,10 @@ static void mc_send(struct mconn *m, int key, int kind, uint64_t cas, unsigned *
     } else {
         op.delta = 1 + rand_r(seed) % 1000;
         int n = kind == M_DEL    ? snprintf(line, sizeof line, "delete %s\r\n", k)
+                : kind == M_MD   ? snprintf(line, sizeof line, "md %s\r\n", k)
                 : kind == M_GETS ? snprintf(line, sizeof line, "gets %s\r\n", k)
+                : kind == M_MA   ? snprintf(line, sizeof line, "ma %s D%llu\r\n", k,
+                                            (unsigned long long)op.delta)
                                  : snprintf(line, sizeof line, "incr %s %llu\r\n", k,
                                             (unsigned long long)op.delta);
         send_all(m->c.fd, line, (size_t)n);
@@ -512,10 +527,21 @@ static void mc_send_new(struct mconn *m, int idx, unsigned *seed)
     while (mkeys[key].inflight);
     int r = (int)(rand_r(seed) % 100);
     if (is_counter(key))
-        mc_send(m, key, !mkeys[key].acked.present ? M_SETNUM : r < 90 ? M_INCR : M_DEL, 0,
-                seed);
+        mc_send(m, key,
+                !mkeys[key].acked.present ? M_SETNUM
+                : r < 70                  ? M_INCR
+                : r < 90                  ? M_MA
+                                          : M_DEL,
+                0, seed);
     else
-        mc_send(m, key, r < 50 ? M_SET : r < 65 ? M_DEL : r < 85 ? M_GETS : M_SET, 0, seed);
+        mc_send(m, key,
+                r < 35   ? M_SET
+                : r < 50 ? M_MS
+                : r < 60 ? M_DEL
+                : r < 65 ? M_MD
+                : r < 85 ? M_GETS
+                         : M_SET,
+                0, seed);
 }
 
 /* ---- memcached replies */
@@ -651,6 +677,13 @@ static int mc_take(struct mconn *m, struct mc_totals *t, uint64_t *gets)
     switch (op->kind) {
     case M_DEL:
         ok = unit_is(&u, mk->acked.present ? "DELETED" : "NOT_FOUND");
+        break;
+    case M_MD:
+        ok = unit_is(&u, mk->acked.present ? "HD" : "NF");
+        break;
+    case M_MS:
+    case M_MA:
+        ok = unit_is(&u, "HD");
         break;
     case M_INCR:
         snprintf(want, sizeof want, "%llu", (unsigned long long)mk->after.num);
