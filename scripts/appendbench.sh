@@ -26,16 +26,8 @@ done
 engines=${*:-undo redo redo1 cow incll}
 BUILD_DIR=${BUILD_DIR:-build}
 export PMEM_IS_PMEM_FORCE=1 TXN_PDOM=1
-for tool in redis-server redis-cli; do
-    command -v "$tool" >/dev/null || { echo "appendbench: $tool is missing" >&2; exit 1; }
-done
-dir=$(mktemp -d /dev/shm/appendbench.XXXXXX)
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT
+. scripts/pipelib.sh
+pipe_init appendbench
 
 # the requests, in RESP (what redis-cli --pipe sends as it is)
 value=$(head -c "$size" /dev/zero | tr '\0' 'a')
@@ -51,25 +43,6 @@ awk -v n="$count" -v v="$value" -v s="$size" 'BEGIN {
     }
 }' >"$dir/setrange.resp"
 
-# seconds of one pipe of requests to the socket
-timed_pipe() {
-    local start end
-    start=$(date +%s.%N)
-    redis-cli -s "$dir/sock" --pipe <"$1" >"$dir/pipe.out"
-    end=$(date +%s.%N)
-    grep -q 'errors: 0,' "$dir/pipe.out" || { echo "appendbench: errors: $(cat "$dir/pipe.out")" >&2; exit 1; }
-    awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }'
-}
-
-wait_sock() {
-    for _ in $(seq 100); do
-        redis-cli -s "$dir/sock" ping >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    echo "appendbench: $1 did not start" >&2
-    exit 1
-}
-
 # measure NAME: both pipes against the server on $dir/sock, then its lengths
 measure() {
     local a s la ls
@@ -84,18 +57,9 @@ measure() {
     echo "$a $s"
 }
 
-stop() {
-    redis-cli -s "$dir/sock" shutdown nosave >/dev/null 2>&1 || true
-    wait "$pid" 2>/dev/null || true
-    pid=
-}
-
-redis-server --port 0 --unixsocket "$dir/sock" --save '' --appendonly no \
-    --dir "$dir" >"$dir/redis.log" 2>&1 &
-pid=$!
-wait_sock redis-server
+pipe_redis
 read -r ra rs < <(measure redis-server)
-stop
+pipe_stop
 
 echo "$count APPENDs and $count growing SETRANGEs of $size bytes, one key each, redis-cli --pipe"
 echo
@@ -103,15 +67,9 @@ echo "| server | APPEND s | ratio | SETRANGE s | ratio |"
 echo "| --- | ---: | ---: | ---: | ---: |"
 echo "| redis-server | $ra | 1.00 | $rs | 1.00 |"
 for e in $engines; do
-    bin=$BUILD_DIR/bin/kvstore-$e
-    [ -x "$bin" ] || { echo "appendbench: $bin is missing" >&2; exit 1; }
-    rm -f "$dir/pool" "$dir/sock"
-    "$bin" --pool "$dir/pool" --unix "$dir/sock" --port 0 --pool-size 512M \
-        >"$dir/kv.log" 2>&1 &
-    pid=$!
-    wait_sock "kvstore-$e"
+    pipe_kvstore "$e"
     read -r ka ks < <(measure "kvstore-$e")
-    stop
+    pipe_stop
     awk -v e="$e" -v ka="$ka" -v ks="$ks" -v ra="$ra" -v rs="$rs" 'BEGIN {
         printf "| kvstore-%s | %s | %.2f | %s | %.2f |\n", e, ka, ka / ra, ks, ks / rs }'
 done

@@ -25,16 +25,8 @@ done
 engines=${*:-undo redo redo1 cow incll}
 BUILD_DIR=${BUILD_DIR:-build}
 export PMEM_IS_PMEM_FORCE=1 TXN_PDOM=1
-for tool in redis-server redis-cli; do
-    command -v "$tool" >/dev/null || { echo "rangebench: $tool is missing" >&2; exit 1; }
-done
-dir=$(mktemp -d /dev/shm/rangebench.XXXXXX)
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT
+. scripts/pipelib.sh
+pipe_init rangebench
 
 len=$((mib * 1048576))
 mid=$((len / 2))
@@ -53,25 +45,6 @@ awk -v n="$count" 'BEGIN {
         printf "*2\r\n$6\r\nSTRLEN\r\n$1\r\nk\r\n"
 }' >"$dir/strlen.resp"
 
-# seconds of one pipe of requests to the socket
-timed_pipe() {
-    local start end
-    start=$(date +%s.%N)
-    redis-cli -s "$dir/sock" --pipe <"$1" >"$dir/pipe.out"
-    end=$(date +%s.%N)
-    grep -q 'errors: 0,' "$dir/pipe.out" || { echo "rangebench: errors: $(cat "$dir/pipe.out")" >&2; exit 1; }
-    awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }'
-}
-
-wait_sock() {
-    for _ in $(seq 100); do
-        redis-cli -s "$dir/sock" ping >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    echo "rangebench: $1 did not start" >&2
-    exit 1
-}
-
 # measure NAME: the load (not timed), then both timed pipes
 measure() {
     local g s l
@@ -83,18 +56,9 @@ measure() {
     echo "$g $s"
 }
 
-stop() {
-    redis-cli -s "$dir/sock" shutdown nosave >/dev/null 2>&1 || true
-    wait "$pid" 2>/dev/null || true
-    pid=
-}
-
-redis-server --port 0 --unixsocket "$dir/sock" --save '' --appendonly no \
-    --dir "$dir" >"$dir/redis.log" 2>&1 &
-pid=$!
-wait_sock redis-server
+pipe_redis
 read -r rg rs < <(measure redis-server)
-stop
+pipe_stop
 
 echo "$count GETRANGEs of 10 bytes and $count STRLENs of a $mib MiB string, redis-cli --pipe"
 echo
@@ -102,15 +66,9 @@ echo "| server | GETRANGE s | ratio | STRLEN s | ratio |"
 echo "| --- | ---: | ---: | ---: | ---: |"
 echo "| redis-server | $rg | 1.00 | $rs | 1.00 |"
 for e in $engines; do
-    bin=$BUILD_DIR/bin/kvstore-$e
-    [ -x "$bin" ] || { echo "rangebench: $bin is missing" >&2; exit 1; }
-    rm -f "$dir/pool" "$dir/sock"
-    "$bin" --pool "$dir/pool" --unix "$dir/sock" --port 0 --pool-size 512M \
-        >"$dir/kv.log" 2>&1 &
-    pid=$!
-    wait_sock "kvstore-$e"
+    pipe_kvstore "$e"
     read -r kg ks < <(measure "kvstore-$e")
-    stop
+    pipe_stop
     awk -v e="$e" -v kg="$kg" -v ks="$ks" -v rg="$rg" -v rs="$rs" 'BEGIN {
         printf "| kvstore-%s | %s | %.2f | %s | %.2f |\n", e, kg, kg / rg, ks, ks / rs }'
 done
