@@ -3055,7 +3055,7 @@ static const struct {
 #undef RC2
 };
 
-static void show_bytes(const char *what, const struct bytes *b, int closed)
+void show_bytes(const char *what, const struct bytes *b, int closed)
 {
     printf("  %s (%s): \"", what, closed > 0 ? "closed" : closed < 0 ? "no answer" : "open");
     for (size_t i = 0; i < b->n; i++) {
@@ -3068,22 +3068,31 @@ static void show_bytes(const char *what, const struct bytes *b, int closed)
     printf("\"\n");
 }
 
-static int run_redis(const char *bin)
+int redis_pair_start(struct server *s, const char *bin, const char *tag,
+                     const char *const *extra, pid_t *rpid, int *rport)
 {
     if (system("command -v redis-server >/dev/null 2>&1")) {
         printf("redis-server is not installed: skipped\n");
         return 77;
     }
+    server_names(s, bin, tag);
+    if (server_start(s, extra) || redis_start(s, rpid, rport)) {
+        CHECK(0, "start %s and redis-server", bin);
+        server_cleanup(s);
+        return 1;
+    }
+    return 0;
+}
+
+static int run_redis(const char *bin)
+{
     struct server s;
     pid_t rpid;
     int rport;
-    server_names(&s, bin, "redis");
     const char *extra[] = {"--pool-size", "16M", NULL};
-    if (server_start(&s, extra) || redis_start(&s, &rpid, &rport)) {
-        CHECK(0, "start %s and redis-server", bin);
-        server_cleanup(&s);
-        return 1;
-    }
+    int rc = redis_pair_start(&s, bin, "redis", extra, &rpid, &rport);
+    if (rc)
+        return rc;
     struct bytes ours = {0}, theirs = {0};
     for (size_t i = 0; i < sizeof redis_cases / sizeof redis_cases[0]; i++) {
         int a = connect_unix(s.sock), b = connect_tcp(rport);

@@ -80,6 +80,13 @@ char *server_env_args(const char **extra, int *n, int cap);
 /* Start redis-server (no persistence) on a free TCP port, logging to s's
  * log: 0 once it answers PING, else -1. */
 int redis_start(struct server *s, pid_t *pid, int *port);
+/* The server under test (server_names with tag, then extra arguments) and
+ * redis-server beside it: 0 both answer, 77 no redis-server (skip), 1 a
+ * start failed (counted, cleaned up). */
+int redis_pair_start(struct server *s, const char *bin, const char *tag,
+                     const char *const *extra, pid_t *rpid, int *rport);
+/* Bytes as the comparisons print them; closed: >0 closed, <0 no answer */
+void show_bytes(const char *what, const struct bytes *b, int closed);
 /* pubsub_cmp.c's mode */
 int run_pubsub(const char *bin);
 

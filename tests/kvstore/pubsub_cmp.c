@@ -155,35 +155,15 @@ static void play(int *fds, struct bytes got[][NCONN], int closed[][NCONN])
     }
 }
 
-static void show(const char *who, const struct bytes *b)
-{
-    printf("  %s: \"", who);
-    for (size_t i = 0; i < b->n && i < 300; i++) {
-        unsigned char ch = (unsigned char)b->p[i];
-        if (ch >= 32 && ch < 127 && ch != '\\')
-            putchar(ch);
-        else
-            printf("\\x%02x", ch);
-    }
-    printf("%s\"\n", b->n > 300 ? "..." : "");
-}
-
 int run_pubsub(const char *bin)
 {
-    if (system("command -v redis-server >/dev/null 2>&1")) {
-        printf("redis-server is not installed: skipped\n");
-        return 77;
-    }
     struct server s;
     pid_t rpid;
     int rport;
-    server_names(&s, bin, "pubsub");
     const char *extra[] = {"--pool-size", "16M", "--threads", "2", NULL};
-    if (server_start(&s, extra) || redis_start(&s, &rpid, &rport)) {
-        CHECK(0, "start %s and redis-server", bin);
-        server_cleanup(&s);
-        return 1;
-    }
+    int rc = redis_pair_start(&s, bin, "pubsub", extra, &rpid, &rport);
+    if (rc)
+        return rc;
     static struct bytes ours[NSTEPS][NCONN], theirs[NSTEPS][NCONN];
     static int oc[NSTEPS][NCONN], tc[NSTEPS][NCONN];
     int a[NCONN], b[NCONN];
@@ -200,8 +180,8 @@ int run_pubsub(const char *bin)
             CHECK(same, "step %zu (%d: %s), connection %d as redis-server", i, script[i].who,
                   script[i].req, k);
             if (!same) {
-                show("kvstore", &ours[i][k]);
-                show("redis-server", &theirs[i][k]);
+                show_bytes("kvstore", &ours[i][k], oc[i][k]);
+                show_bytes("redis-server", &theirs[i][k], tc[i][k]);
             }
             free(ours[i][k].p);
             free(theirs[i][k].p);
