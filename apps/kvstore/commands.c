@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -128,12 +129,16 @@ static void client_line(struct conn *c, void *arg)
     struct buf *b = arg;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    char line[512];
+    char line[640];
+    size_t sub, psub;
+    pubsub_counts(c, &sub, &psub);
     int n = snprintf(line, sizeof line,
-                     "id=%llu addr=%s fd=%d name=%s age=%lld idle=0 flags=N db=0 sub=0 "
-                     "psub=0 ssub=0 multi=-1 qbuf=0 obl=0 oll=0 omem=0 events=r cmd=client\n",
-                     (unsigned long long)c->id, srv.unix_path ? "unix" : "tcp", c->fd,
-                     c->name ? c->name : "", (long long)ts.tv_sec - c->since);
+                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=0 flags=%s%s db=0 "
+                     "sub=%zu psub=%zu ssub=0 multi=-1 qbuf=0 obl=0 oll=0 omem=0 events=r "
+                     "cmd=client\n",
+                     (unsigned long long)c->id, c->addr, c->laddr, c->fd,
+                     c->name ? c->name : "", (long long)ts.tv_sec - c->since,
+                     sub + psub ? "P" : "N", c->no_evict ? "e" : "", sub, psub);
     if (n > 0)
         buf_add(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
@@ -161,7 +166,97 @@ static void reply_unknown_sub(struct buf *b, const struct kv_slice *sub, const c
                 (int)(sub->n > 64 ? 64 : sub->n), sub->p, help);
 }
 
-/* CLIENT SETNAME | GETNAME | ID | LIST | INFO */
+/* CLIENT KILL: what its filters name, as Redis 7.0 reads them. */
+struct kill_filter {
+    struct conn *self;
+    uint64_t id;            /* 0: any */
+    int type;               /* -1 any, 0 normal, 1 pubsub, 2 none (replicas) */
+    const struct kv_slice *addr, *laddr;
+    int skipme;
+    long long killed;
+};
+
+static int slice_is(const struct kv_slice *a, const char *s)
+{
+    return a->n == strlen(s) && !memcmp(a->p, s, a->n);
+}
+
+/* Under the client registry's lock: c cannot be freed nor its descriptor
+ * closed meanwhile (conn_release unregisters first). Another connection
+ * is shut down, which its owner sees as the end of the connection, in
+ * either --io mode; the caller itself is closed after this reply. */
+static void kill_one(struct conn *c, void *arg)
+{
+    struct kill_filter *f = arg;
+    size_t sub, psub;
+    pubsub_counts(c, &sub, &psub);
+    int type = sub + psub ? 1 : 0;
+    if ((f->id && c->id != f->id) || (f->type >= 0 && f->type != type) ||
+        (f->addr && !slice_is(f->addr, c->addr)) || (f->laddr && !slice_is(f->laddr, c->laddr)) ||
+        (f->skipme && c == f->self) || c->mc)
+        return;
+    f->killed++;
+    if (c == f->self)
+        c->closing = 1;
+    else
+        shutdown(c->fd, SHUT_RDWR);
+    pubsub_kill(c); /* gone for PUBLISH and PUBSUB now, as in Redis */
+}
+
+static void client_kill(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    struct kill_filter f = {c, 0, -1, NULL, NULL, 1, 0};
+    if (argc == 3) { /* the old form: CLIENT KILL addr:port */
+        f.addr = &argv[2];
+        f.skipme = 0;
+        clients_each(kill_one, &f);
+        if (!f.killed)
+            return reply_error(&c->out, "ERR No such client");
+        return reply_simple(&c->out, "OK");
+    }
+    if (argc % 2) /* an option without its value */
+        return reply_error(&c->out, argc == 3 ? "ERR No such client" : "ERR syntax error");
+    for (size_t i = 2; i + 1 < argc; i += 2) {
+        const struct kv_slice *o = &argv[i], *v = &argv[i + 1];
+        long long id;
+        if (arg_is(o, "ID")) {
+            if (parse_ll(v, &id) || id <= 0)
+                return reply_error(&c->out, "ERR client-id should be greater than 0");
+            f.id = (uint64_t)id;
+        } else if (arg_is(o, "TYPE")) {
+            if (arg_is(v, "normal"))
+                f.type = 0;
+            else if (arg_is(v, "pubsub"))
+                f.type = 1;
+            else if (arg_is(v, "master") || arg_is(v, "slave") || arg_is(v, "replica"))
+                f.type = 2;
+            else
+                return reply_error(&c->out, "ERR Unknown client type '%.*s'",
+                                   (int)(v->n > 64 ? 64 : v->n), v->p);
+        } else if (arg_is(o, "USER")) {
+            if (!slice_is(v, "default"))
+                return reply_error(&c->out, "ERR No such user '%.*s'",
+                                   (int)(v->n > 64 ? 64 : v->n), v->p);
+        } else if (arg_is(o, "ADDR")) {
+            f.addr = v;
+        } else if (arg_is(o, "LADDR")) {
+            f.laddr = v;
+        } else if (arg_is(o, "SKIPME")) {
+            if (arg_is(v, "yes"))
+                f.skipme = 1;
+            else if (arg_is(v, "no"))
+                f.skipme = 0;
+            else
+                return reply_error(&c->out, "ERR syntax error");
+        } else {
+            return reply_error(&c->out, "ERR syntax error");
+        }
+    }
+    clients_each(kill_one, &f);
+    reply_int(&c->out, f.killed);
+}
+
+/* CLIENT SETNAME | GETNAME | ID | LIST | INFO | KILL | REPLY | NO-EVICT */
 static int cmd_client(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)t;
@@ -170,7 +265,13 @@ static int cmd_client(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         "GETNAME", "    The name of this connection, or nil.",
         "ID", "    The id of this connection.",
         "INFO", "    This connection's line of CLIENT LIST.",
+        "KILL <ip:port>", "    Close the connection at that address.",
+        "KILL <option> <value> [<option> <value> [...]]",
+        "    Close the connections matching every filter: ID, TYPE (normal, pubsub), ADDR,",
+        "    LADDR, USER (default), SKIPME (yes, the default, or no).",
         "LIST", "    A line about each connection.",
+        "NO-EVICT (ON|OFF)", "    Kept for clients that set it; no connection is evicted here.",
+        "REPLY (ON|OFF|SKIP)", "    Send replies, none, or none for the next command.",
         "SETNAME <name>", "    Name this connection (\"\": no name).",
         NULL,
     };
@@ -204,6 +305,24 @@ static int cmd_client(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         clients_each(client_line, &b);
         reply_bulk(&c->out, b.p ? b.p : "", b.len);
         buf_free(&b);
+        return 0;
+    }
+    if (arg_is(sub, "KILL"))
+        return client_kill(c, argc, argv), 0;
+    if (arg_is(sub, "REPLY") || arg_is(sub, "NO-EVICT")) {
+        if (argc != 3)
+            return reply_subcommand_arity(&c->out, "client", sub), 0;
+        int reply = arg_is(sub, "REPLY");
+        const struct kv_slice *v = &argv[2];
+        if (!arg_is(v, "ON") && !arg_is(v, "OFF") && !(reply && arg_is(v, "SKIP")))
+            return reply_error(&c->out, "ERR syntax error"), 0;
+        if (!reply)
+            c->no_evict = arg_is(v, "ON");
+        else if (arg_is(v, "SKIP"))
+            c->reply_skip = 2; /* this reply and the next command's */
+        else
+            c->reply_off = arg_is(v, "OFF");
+        reply_simple(&c->out, "OK");
         return 0;
     }
     reply_unknown_sub(&c->out, sub, "CLIENT");
@@ -1196,7 +1315,20 @@ static int run(struct conn *c, const struct command *cmd, size_t argc, struct kv
     return rc < 0 ? rc : 0;
 }
 
+static void dispatch(struct conn *c, size_t argc, struct kv_slice *argv);
+
 void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    size_t mark = c->out.len;
+    dispatch(c, argc, argv);
+    if (c->reply_off || c->reply_skip) { /* CLIENT REPLY OFF or SKIP: errors too */
+        c->out.len = mark;
+        if (c->reply_skip)
+            c->reply_skip--;
+    }
+}
+
+static void dispatch(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     thread_commands++;
     const struct command *cmd = lookup_command(&argv[0]);

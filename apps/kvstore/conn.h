@@ -100,6 +100,12 @@ struct conn {
     pthread_t th;    /* --io threads: the thread serving it */
     struct multi *multi; /* MULTI's queue and WATCH's keys, or NULL */
     uint64_t id;     /* CLIENT ID: 1, 2, ... in order of connection */
+    char addr[64], laddr[64]; /* the peer's and our end, as CLIENT LIST
+                                 writes them; set before it is registered */
+    int reply_off;   /* CLIENT REPLY OFF (owner thread) */
+    int reply_skip;  /* replies still to drop: CLIENT REPLY SKIP's own and
+                        the next command's (owner thread) */
+    int no_evict;    /* CLIENT NO-EVICT (kept; nothing evicts clients) */
     long long since; /* seconds, CLOCK_MONOTONIC, at connection */
     char *name;      /* CLIENT SETNAME's, or NULL; changed and read under
                         the client registry's lock (CLIENT LIST reads it) */

@@ -12,7 +12,8 @@
  * then whatever srv.wake_conn takes. A connection's `ps` pointer is set and
  * cleared by its owner thread, under g.lock; publishers reach a client
  * only through the registry, so once pubsub_forget has returned none
- * holds it.
+ * holds it. CLIENT LIST reads the counts under the client registry's lock,
+ * which is therefore taken before g.lock, never after.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -49,6 +50,8 @@ struct pubsub_client {
     pthread_mutex_t mail_lock; /* guards mail and overflow */
     struct buf mail;
     int overflow; /* past MAIL_LIMIT: the owner closes the connection */
+    int dead;     /* killed (CLIENT KILL): counted and sent nothing while
+                     its owner closes it (g.lock) */
 };
 
 static struct {
@@ -178,6 +181,23 @@ static void client_drop_if_idle(struct conn *c)
     buf_free(&ps->mail);
     pthread_mutex_destroy(&ps->mail_lock);
     free(ps);
+}
+
+/* x's subscribers not killed (g.lock held) */
+static size_t live(const struct topic *x)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < x->nsubs; i++)
+        n += !((const struct pubsub_client *)x->subs[i])->dead;
+    return n;
+}
+
+void pubsub_kill(struct conn *c)
+{
+    pthread_mutex_lock(&g.lock);
+    if (c->ps)
+        c->ps->dead = 1;
+    pthread_mutex_unlock(&g.lock);
 }
 
 /* The subscription replies: [kind, name or nil, subscriptions left]. */
@@ -351,8 +371,11 @@ static int cmd_publish(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
     }
     pthread_mutex_lock(&g.lock);
     struct topic *x = table_find(&g.chans, ch->p, ch->n, hash_of(ch->p, ch->n));
-    for (size_t i = 0; x && i < x->nsubs; i++, n++)
-        deliver((struct pubsub_client *)x->subs[i], &msg);
+    for (size_t i = 0; x && i < x->nsubs; i++) {
+        struct pubsub_client *ps = x->subs[i];
+        if (!ps->dead)
+            deliver(ps, &msg), n++;
+    }
     for (size_t b = 0; b < g.pats.nb; b++)
         for (struct topic *p = g.pats.b[b]; p; p = p->next) {
             if (!glob_match(p->name, p->n, ch->p, ch->n))
@@ -363,14 +386,25 @@ static int cmd_publish(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
             reply_bulk(&pmsg, p->name, p->n);
             reply_bulk(&pmsg, ch->p, ch->n);
             reply_bulk(&pmsg, m->p, m->n);
-            for (size_t i = 0; !pmsg.oom && i < p->nsubs; i++, n++)
-                deliver((struct pubsub_client *)p->subs[i], &pmsg);
+            for (size_t i = 0; !pmsg.oom && i < p->nsubs; i++) {
+                struct pubsub_client *ps = p->subs[i];
+                if (!ps->dead)
+                    deliver(ps, &pmsg), n++;
+            }
         }
     pthread_mutex_unlock(&g.lock);
     buf_free(&msg);
     buf_free(&pmsg);
     reply_int(&c->out, n);
     return 0;
+}
+
+void pubsub_counts(struct conn *c, size_t *channels, size_t *patterns)
+{
+    pthread_mutex_lock(&g.lock);
+    *channels = c->ps ? c->ps->nch : 0;
+    *patterns = c->ps ? c->ps->npat : 0;
+    pthread_mutex_unlock(&g.lock);
 }
 
 void pubsub_drain(struct conn *c)
@@ -419,7 +453,7 @@ static int cmd_pubsub(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         pthread_mutex_lock(&g.lock);
         for (size_t b = 0; arg_is(sub, "channels") && b < g.chans.nb; b++)
             for (struct topic *x = g.chans.b[b]; x; x = x->next)
-                if (argc == 2 || glob_match(argv[2].p, argv[2].n, x->name, x->n)) {
+                if (live(x) && (argc == 2 || glob_match(argv[2].p, argv[2].n, x->name, x->n))) {
                     reply_bulk(&names, x->name, x->n);
                     k++;
                 }
@@ -441,7 +475,7 @@ static int cmd_pubsub(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
                                     : table_find(&g.chans, argv[i].p, argv[i].n,
                                                  hash_of(argv[i].p, argv[i].n));
             reply_bulk(&c->out, argv[i].p, argv[i].n);
-            reply_int(&c->out, x ? (long long)x->nsubs : 0);
+            reply_int(&c->out, x ? (long long)live(x) : 0);
         }
         pthread_mutex_unlock(&g.lock);
         return 0;
@@ -450,8 +484,11 @@ static int cmd_pubsub(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         if (argc != 2)
             return reply_error(&c->out, "ERR wrong number of arguments for 'pubsub|numpat' "
                                         "command"), 0;
+        size_t n = 0;
         pthread_mutex_lock(&g.lock);
-        size_t n = g.pats.count;
+        for (size_t b = 0; b < g.pats.nb; b++)
+            for (struct topic *p = g.pats.b[b]; p; p = p->next)
+                n += live(p) > 0;
         pthread_mutex_unlock(&g.lock);
         reply_int(&c->out, (long long)n);
         return 0;

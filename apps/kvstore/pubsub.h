@@ -23,6 +23,14 @@ static inline int pubsub_subscribed(const struct conn *c)
  * and RESET. After it returns no publisher reaches c. */
 void pubsub_forget(struct conn *c);
 
+/* c was killed (CLIENT KILL, another thread): from now on it receives
+ * nothing and counts for no channel, until its owner closes it. */
+void pubsub_kill(struct conn *c);
+
+/* How many channels and patterns c is subscribed to (any thread: CLIENT
+ * LIST's sub= and psub=; takes Pub/Sub's lock, so never call it under it). */
+void pubsub_counts(struct conn *c, size_t *channels, size_t *patterns);
+
 /* Move the messages published to c into c->out, in order (owner thread:
  * the network's wake-up, and before each request of a subscribed
  * connection, so that a reply never overtakes an earlier message). A

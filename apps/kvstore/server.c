@@ -36,6 +36,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -78,6 +79,24 @@ static _Thread_local uint64_t held; /* requests this thread ran since its
 
 /* ---- one connection, whoever serves it */
 
+/* An address as Redis's CLIENT LIST writes it: ip:port, [ip6]:port, or
+ * a UNIX socket's path:0. */
+static void addr_text(const struct sockaddr_storage *a, char *out, size_t n)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (a->ss_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const void *)a;
+        inet_ntop(AF_INET, &v4->sin_addr, ip, sizeof ip);
+        snprintf(out, n, "%s:%u", ip, ntohs(v4->sin_port));
+    } else if (a->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const void *)a;
+        inet_ntop(AF_INET6, &v6->sin6_addr, ip, sizeof ip);
+        snprintf(out, n, "[%s]:%u", ip, ntohs(v6->sin6_port));
+    } else {
+        snprintf(out, n, "%s:0", srv.unix_path ? srv.unix_path : "");
+    }
+}
+
 static struct conn *conn_new(int fd)
 {
     struct conn *c = calloc(1, sizeof *c);
@@ -85,6 +104,17 @@ static struct conn *conn_new(int fd)
         return NULL;
     c->fd = fd & ~FD_MC;
     c->mc = (fd & FD_MC) != 0;
+    struct sockaddr_storage a;
+    socklen_t len = sizeof a;
+    memset(&a, 0, sizeof a);
+    if (getpeername(c->fd, (struct sockaddr *)&a, &len))
+        a.ss_family = AF_UNIX;
+    addr_text(&a, c->addr, sizeof c->addr);
+    len = sizeof a;
+    memset(&a, 0, sizeof a);
+    if (getsockname(c->fd, (struct sockaddr *)&a, &len))
+        a.ss_family = AF_UNIX;
+    addr_text(&a, c->laddr, sizeof c->laddr);
     resp_init(&c->rp);
     client_register(c);
     return c;
@@ -109,7 +139,8 @@ static void client_drop(int fd)
 /* Close the connection and free what it holds, but not c itself. */
 static void conn_release(struct conn *c)
 {
-    pubsub_forget(c); /* no publisher reaches c after this */
+    pubsub_forget(c);     /* no publisher reaches c after this */
+    client_unregister(c); /* nor CLIENT KILL, before its fd is closed */
     close(c->fd);
     fd_freed();
     buf_free(&c->in);
@@ -117,7 +148,6 @@ static void conn_release(struct conn *c)
     resp_free(&c->rp);
     free(c->argv);
     multi_free(c);
-    client_unregister(c);
     atomic_fetch_sub(&srv.clients, 1);
 }
 

@@ -3050,6 +3050,10 @@ static const struct {
     RC("*1\r\n$4\r\nPINGxxyy\r\n"),
     RC("*2\r\n$4\r\nECHOxx\r\n$1\r\na\r\n"),
     RC("*1\r\n+PING\r\n"),
+    /* CLIENT REPLY: SKIP drops its own reply and the next command's, OFF
+     * every reply (errors too) until ON, whose OK is sent */
+    RC("CLIENT REPLY SKIP\r\nPING\r\nPING x\r\n"),
+    RC("CLIENT REPLY OFF\r\nPING\r\nFOO\r\nGET\r\nCLIENT REPLY ON\r\nPING\r\n"),
     RC2("FOO a\0b c\r\n", "*3\r\n$3\r\nFOO\r\n$3\r\na\0b\r\n$1\r\nc\r\n"),
 #undef RC
 #undef RC2

@@ -5,7 +5,9 @@
  * read up to its reply, so that what a connection receives (replies,
  * messages another connection published) is compared step by step and no
  * wait on a clock decides what counts. The server runs two workers, so
- * publisher and subscriber are often served by different threads. */
+ * publisher and subscriber are often served by different threads. The
+ * script ends with CLIENT KILL by type (addresses and ids differ between
+ * the two servers), of another connection and then of the caller. */
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -80,6 +82,11 @@ static const struct step {
     {1, "PUBSUB NUMSUB x y", 0},
     {0, "SUBSCRIBE big", 0},
     {1, "PUBLISH big ", 0}, /* + 5,000 bytes */
+    {1, "CLIENT KILL TYPE master", 0},
+    {1, "CLIENT KILL TYPE pubsub", 0},    /* connection 0, subscribed */
+    {1, "PUBSUB NUMSUB big", 0},
+    {1, "CLIENT KILL TYPE normal", 0},    /* not itself: SKIPME yes */
+    {1, "CLIENT KILL TYPE normal SKIPME no", 0}, /* itself, after the reply */
 };
 #define NSTEPS (sizeof script / sizeof script[0])
 
