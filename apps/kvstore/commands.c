@@ -256,7 +256,41 @@ static void client_kill(struct conn *c, size_t argc, struct kv_slice *argv)
     reply_int(&c->out, f.killed);
 }
 
-/* CLIENT SETNAME | GETNAME | ID | LIST | INFO | KILL | REPLY | NO-EVICT */
+/* CLIENT PAUSE's state: when it ends (ms, CLOCK_MONOTONIC; 0: none) and
+ * whether it holds back writes only. Any thread reads and sets them. */
+static _Atomic long long pause_end;
+static _Atomic int pause_writes;
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void client_pause(struct conn *c, size_t argc, struct kv_slice *argv)
+{
+    long long ms;
+    if (argc != 3 && argc != 4)
+        return reply_subcommand_arity(&c->out, "client", &argv[1]);
+    if (parse_ll(&argv[2], &ms))
+        return reply_error(&c->out, "ERR timeout is not an integer or out of range");
+    if (ms < 0)
+        return reply_error(&c->out, "ERR timeout is negative");
+    int writes = 0;
+    if (argc == 4) {
+        if (arg_is(&argv[3], "WRITE"))
+            writes = 1;
+        else if (!arg_is(&argv[3], "ALL"))
+            return reply_error(&c->out, "ERR CLIENT PAUSE mode must be WRITE or ALL");
+    }
+    atomic_store(&pause_writes, writes);
+    atomic_store(&pause_end, mono_ms() + ms);
+    reply_simple(&c->out, "OK");
+}
+
+/* CLIENT SETNAME | GETNAME | ID | LIST | INFO | KILL | REPLY | NO-EVICT |
+ * PAUSE | UNPAUSE */
 static int cmd_client(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)t;
@@ -271,8 +305,11 @@ static int cmd_client(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         "    LADDR, USER (default), SKIPME (yes, the default, or no).",
         "LIST", "    A line about each connection.",
         "NO-EVICT (ON|OFF)", "    Kept for clients that set it; no connection is evicted here.",
+        "PAUSE <timeout> [WRITE|ALL]",
+        "    Hold back every command (ALL, the default) or those that write, for <timeout> ms.",
         "REPLY (ON|OFF|SKIP)", "    Send replies, none, or none for the next command.",
         "SETNAME <name>", "    Name this connection (\"\": no name).",
+        "UNPAUSE", "    End a CLIENT PAUSE.",
         NULL,
     };
     if (arg_is(sub, "HELP"))
@@ -309,6 +346,16 @@ static int cmd_client(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     }
     if (arg_is(sub, "KILL"))
         return client_kill(c, argc, argv), 0;
+    if (arg_is(sub, "PAUSE"))
+        return client_pause(c, argc, argv), 0;
+    if (arg_is(sub, "UNPAUSE")) {
+        if (argc != 2)
+            return reply_subcommand_arity(&c->out, "client", sub), 0;
+        atomic_store(&pause_end, 0);
+        if (srv.wake_all)
+            srv.wake_all();
+        return reply_simple(&c->out, "OK"), 0;
+    }
     if (arg_is(sub, "REPLY") || arg_is(sub, "NO-EVICT")) {
         if (argc != 3)
             return reply_subcommand_arity(&c->out, "client", sub), 0;
@@ -1130,6 +1177,8 @@ static int cmd_reset(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
     }
     client_set_name(c, NULL, 0);
     pubsub_forget(c);
+    c->reply_off = c->reply_skip = 0;
+    c->no_evict = 0;
     reply_simple(&c->out, "RESET");
     return 0;
 }
@@ -1253,12 +1302,17 @@ static int cmd_exec(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
         return reply_error(&c->out,
                            "EXECABORT Transaction discarded because of previous errors."), 0;
     }
+    pubsub_hold(c);
     int rc = exec_block(c, m);
     /* a full pool rolled the block back: expired keys first, then again */
     for (int tries = 0; (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL) && tries < RECLAIM_TRIES &&
                         expire_reclaim((unsigned)tries);
-         tries++)
+         tries++) {
+        pubsub_release(c, 0);
+        pubsub_hold(c);
         rc = exec_block(c, m);
+    }
+    pubsub_release(c, rc == 0); /* its PUBLISHes once committed */
     queue_clear(m);
     watch_clear(m);
     if (rc == 1)
@@ -1313,6 +1367,28 @@ static int run(struct conn *c, const struct command *cmd, size_t argc, struct kv
         reply_store_error(&c->out, rc);
     }
     return rc < 0 ? rc : 0;
+}
+
+long long command_pause_left(void)
+{
+    long long end = atomic_load(&pause_end), now = end ? mono_ms() : 0;
+    return end > now ? end - now : 0;
+}
+
+int command_paused(size_t argc, struct kv_slice *argv, long long *left)
+{
+    long long end = atomic_load(&pause_end), now;
+    if (!end || (now = mono_ms()) >= end)
+        return 0;
+    if (atomic_load(&pause_writes)) {
+        const struct command *cmd = argc ? lookup_command(&argv[0]) : NULL;
+        /* writes, EXEC (its block may write) and PUBLISH, as Redis */
+        if (!cmd || (!(cmd->flags & CMD_WRITE) && cmd->proc != cmd_exec &&
+                     !arg_is(&argv[0], "publish")))
+            return 0;
+    }
+    *left = end - now;
+    return 1;
 }
 
 static void dispatch(struct conn *c, size_t argc, struct kv_slice *argv);

@@ -16,6 +16,13 @@ int commands_init(void);
 /* Run one request (argv[0] is the command name); replies go to c->out. */
 void command_run(struct conn *c, size_t argc, struct kv_slice *argv);
 
+/* CLIENT PAUSE: 1 if this request must wait (every command, or with
+ * WRITE those that write or publish), until the pause ends or CLIENT
+ * UNPAUSE; its ms left goes to *left. */
+int command_paused(size_t argc, struct kv_slice *argv, long long *left);
+/* ms until CLIENT PAUSE ends, 0 when none holds */
+long long command_pause_left(void);
+
 /* Free what MULTI and WATCH hold (the connection closes). */
 void multi_free(struct conn *c);
 

@@ -62,6 +62,9 @@ struct server {
      * while it holds Pub/Sub's lock). NULL: connections cannot be woken
      * (--io threads), so none may subscribe. */
     void (*wake_conn)(struct conn *c);
+    /* Have every thread that serves connections look again at the ones
+     * CLIENT PAUSE held back (CLIENT UNPAUSE); NULL: nothing to wake. */
+    void (*wake_all)(void);
     /* memcached's protocol (memcache.c): where it listens, its counters */
     const char *mc_unix_path; /* NULL: none */
     int mc_port;              /* 0: none */
@@ -95,6 +98,8 @@ struct conn {
     size_t sent;
     int closing;     /* close once `out` is sent: QUIT, protocol error, EOF */
     int stalled;     /* requests left unrun while replies piled up */
+    int paused;      /* a request held back by CLIENT PAUSE (owner) */
+    int pause_listed; /* on its worker's list of those (owner) */
     unsigned events; /* epoll interest */
     int listed;      /* on the worker's flush list */
     pthread_t th;    /* --io threads: the thread serving it */
@@ -115,6 +120,9 @@ struct conn {
     size_t mc_swallow; /* bytes of refused data still to skip (memcache.c) */
     struct pubsub_client *ps; /* its subscriptions (pubsub.c), NULL: none;
                                  set by its owner under Pub/Sub's lock */
+    int pub_hold;                /* PUBLISH inside EXEC: held until the
+                                    block commits (pubsub.c; owner) */
+    struct buf pub_held;         /* those messages (owner) */
     void *owner;                 /* the worker serving it (server.c) */
     struct conn *next_mail;      /* the owner's list of connections with
                                     messages; guarded by the owner's qlock */

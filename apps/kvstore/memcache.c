@@ -92,7 +92,7 @@ static int item_get(kv_txn *t, struct kv_slice key, struct item *it)
         uint64_t h = 0xcbf29ce484222325ULL;
         for (size_t i = 0; i < it->v.n; i++)
             h = (h ^ (unsigned char)it->v.p[i]) * 0x100000001b3ULL;
-        it->cas = h >> 1 | 1;
+        it->cas = h >> 2 | 1; /* below CAS_WON: no meta state bit */
         it->data = it->v.p;
         it->n = it->v.n;
     } else {
@@ -894,7 +894,7 @@ static void meta_get(struct conn *c, struct line *l)
                 uint64_t at = expiry_of(ttl_new);
                 rc = at == 1 ? kv_txn_del(t, m.key) : kv_txn_expire(t, m.key, at);
             }
-        } else if (rc == 0 && has_n) { /* vivify: an empty item, won by this client */
+        } else if (rc == 0 && has_n && !it.foreign) { /* vivify: an empty item, this client won */
             uint64_t at = expiry_of(vivify), cas = new_cas();
             rc = item_write(t, m.key, 0, (struct kv_slice){NULL, 0}, (struct kv_slice){NULL, 0},
                             at, cas, CAS_WON);
@@ -1116,7 +1116,7 @@ static void meta_arith(struct conn *c, struct line *l)
             code = "HD";
             mi = (struct meta_item){1, cas, it.flags, (size_t)len, 0};
         }
-    } else if (rc == 0 && has_n) { /* created on a miss, holding J */
+    } else if (rc == 0 && has_n && !it.foreign) { /* created on a miss, holding J */
         int len = snprintf(num, sizeof num, "%llu", (unsigned long long)init);
         uint64_t cas;
         rc = item_put(t, m.key, 0, (struct kv_slice){num, (size_t)len},

@@ -175,6 +175,7 @@ static void client_drop_if_idle(struct conn *c)
     struct pubsub_client *ps = c->ps;
     if (!ps || subscriptions(ps))
         return;
+    pubsub_drain(c); /* what was published before its last UNSUBSCRIBE */
     c->ps = NULL;
     free(ps->chans);
     free(ps->pats);
@@ -354,11 +355,10 @@ static void deliver(struct pubsub_client *ps, const struct buf *msg)
     srv.wake_conn(ps->c);
 }
 
-static int cmd_publish(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+/* Send m on channel ch to every live subscriber (send 0: only count
+ * them): the receivers, or TXN_E_NOMEM. */
+static long long publish(const struct kv_slice *ch, const struct kv_slice *m, int send)
 {
-    (void)t;
-    (void)argc;
-    const struct kv_slice *ch = &argv[1], *m = &argv[2];
     struct buf msg = {0}, pmsg = {0};
     long long n = 0;
     reply_array(&msg, 3);
@@ -373,8 +373,9 @@ static int cmd_publish(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
     struct topic *x = table_find(&g.chans, ch->p, ch->n, hash_of(ch->p, ch->n));
     for (size_t i = 0; x && i < x->nsubs; i++) {
         struct pubsub_client *ps = x->subs[i];
-        if (!ps->dead)
-            deliver(ps, &msg), n++;
+        if (!ps->dead && send)
+            deliver(ps, &msg);
+        n += !ps->dead;
     }
     for (size_t b = 0; b < g.pats.nb; b++)
         for (struct topic *p = g.pats.b[b]; p; p = p->next) {
@@ -388,13 +389,61 @@ static int cmd_publish(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
             reply_bulk(&pmsg, m->p, m->n);
             for (size_t i = 0; !pmsg.oom && i < p->nsubs; i++) {
                 struct pubsub_client *ps = p->subs[i];
-                if (!ps->dead)
-                    deliver(ps, &pmsg), n++;
+                if (!ps->dead && send)
+                    deliver(ps, &pmsg);
+                n += !ps->dead;
             }
         }
     pthread_mutex_unlock(&g.lock);
     buf_free(&msg);
     buf_free(&pmsg);
+    return n;
+}
+
+/* A held message: its channel's and its own length, then their bytes. */
+static void hold(struct conn *c, const struct kv_slice *ch, const struct kv_slice *m)
+{
+    size_t len[2] = {ch->n, m->n};
+    buf_add(&c->pub_held, len, sizeof len);
+    buf_add(&c->pub_held, ch->p, ch->n);
+    buf_add(&c->pub_held, m->p, m->n);
+}
+
+void pubsub_hold(struct conn *c)
+{
+    c->pub_hold = 1;
+    c->pub_held.len = 0;
+}
+
+void pubsub_release(struct conn *c, int send)
+{
+    for (size_t at = 0; send && at + 2 * sizeof(size_t) <= c->pub_held.len;) {
+        size_t len[2];
+        memcpy(len, c->pub_held.p + at, sizeof len);
+        at += sizeof len;
+        struct kv_slice ch = {c->pub_held.p + at, len[0]};
+        struct kv_slice m = {c->pub_held.p + at + len[0], len[1]};
+        at += len[0] + len[1];
+        publish(&ch, &m, 1);
+    }
+    c->pub_hold = 0;
+    buf_free(&c->pub_held);
+}
+
+/* PUBLISH: at once, or inside EXEC once the block has committed (a block
+ * rolled back and run again must not send twice, nor one that failed at
+ * all); the reply counts the receivers when it runs. */
+static int cmd_publish(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)t;
+    (void)argc;
+    long long n = publish(&argv[1], &argv[2], !c->pub_hold);
+    if (n < 0)
+        return (int)n;
+    if (c->pub_hold)
+        hold(c, &argv[1], &argv[2]);
+    if (c->pub_held.oom)
+        return TXN_E_NOMEM;
     reply_int(&c->out, n);
     return 0;
 }

@@ -23,6 +23,12 @@ static inline int pubsub_subscribed(const struct conn *c)
  * and RESET. After it returns no publisher reaches c. */
 void pubsub_forget(struct conn *c);
 
+/* Inside EXEC (commands.c): PUBLISH counts its receivers but sends only at
+ * pubsub_release(c, 1), when the block has committed; pubsub_release(c, 0)
+ * drops what was held (the block rolled back). Owner thread. */
+void pubsub_hold(struct conn *c);
+void pubsub_release(struct conn *c, int send);
+
 /* c was killed (CLIENT KILL, another thread): from now on it receives
  * nothing and counts for no channel, until its owner closes it. */
 void pubsub_kill(struct conn *c);

@@ -145,6 +145,7 @@ static void conn_release(struct conn *c)
     fd_freed();
     buf_free(&c->in);
     buf_free(&c->out);
+    buf_free(&c->pub_held);
     resp_free(&c->rp);
     free(c->argv);
     multi_free(c);
@@ -183,6 +184,7 @@ static int conn_read(struct conn *c)
 static void conn_process(struct conn *c)
 {
     c->stalled = 0;
+    c->paused = 0;
     while (!c->closing) {
         if (c->out.len - c->sent >= OUT_HIGH) {
             c->stalled = 1;
@@ -198,8 +200,11 @@ static void conn_process(struct conn *c)
             held++;
             continue;
         }
-        if (pubsub_subscribed(c))
+        if (pubsub_subscribed(c)) {
             pubsub_drain(c); /* messages published before this request first */
+            if (c->closing) /* dropped for owing too much */
+                break;
+        }
         enum resp_status st = resp_parse(&c->rp, req, avail, &srv.lim);
         if (st == RESP_MORE) {
             if (avail > srv.max_query) {
@@ -226,12 +231,22 @@ static void conn_process(struct conn *c)
             }
             for (size_t i = 0; i < c->rp.argc; i++)
                 c->argv[i] = (struct kv_slice){req + c->rp.argv[i].off, c->rp.argv[i].len};
+            long long left;
+            while (command_paused(c->rp.argc, c->argv, &left)) {
+                if (srv.io == IO_EPOLL) { /* parsed again once let through */
+                    c->paused = 1;
+                    resp_reset(&c->rp);
+                    goto held_back;
+                }
+                usleep(left < 10 ? (useconds_t)left * 1000 : 10000); /* its own thread */
+            }
             command_run(c, c->rp.argc, c->argv);
             held++;
         }
         c->start += c->rp.pos;
         resp_reset(&c->rp);
     }
+held_back:
     if (c->out.oom)
         c->closing = 1, c->out.len = c->sent = 0;
     if (c->start == c->in.len) {
@@ -296,6 +311,7 @@ struct worker {
     struct conn *all;    /* every connection this worker owns */
     struct conn *flush;  /* to send to (or close) at the end of the round */
     struct conn *resume; /* stalled, replies sent: run their requests */
+    struct conn *paused; /* held back by CLIENT PAUSE (next_resume links) */
     int init_rc;
 };
 
@@ -322,16 +338,23 @@ static void list_flush(struct worker *w, struct conn *c)
 
 static void worker_close(struct worker *w, struct conn *c)
 {
-    if (c->ps) { /* off the mail list once no publisher can list it again */
-        pubsub_forget(c);
-        pthread_mutex_lock(&w->qlock);
+    if (c->pause_listed)
+        for (struct conn **at = &w->paused; *at; at = &(*at)->next_resume)
+            if (*at == c) {
+                *at = c->next_resume;
+                break;
+            }
+    /* off the mail list once no publisher can list it again (it may be
+     * listed after its last UNSUBSCRIBE: a message came first) */
+    pubsub_forget(c);
+    pthread_mutex_lock(&w->qlock);
+    if (c->mail_listed)
         for (struct conn **at = &w->mail; *at; at = &(*at)->next_mail)
             if (*at == c) {
                 *at = c->next_mail;
                 break;
             }
-        pthread_mutex_unlock(&w->qlock);
-    }
+    pthread_mutex_unlock(&w->qlock);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -340,6 +363,8 @@ static void worker_close(struct worker *w, struct conn *c)
         c->next->prev = c->prev;
     conn_free(c); /* close() also takes it out of the epoll set */
 }
+
+static void wake(struct worker *w);
 
 static void worker_adopt(struct worker *w)
 {
@@ -351,14 +376,23 @@ static void worker_adopt(struct worker *w)
     size_t qn = w->qn;
     w->q = NULL;
     w->qn = w->qcap = 0;
-    struct conn *mail = w->mail;
-    w->mail = NULL;
-    for (struct conn *c = mail; c; c = c->next_mail)
-        c->mail_listed = 0;
     pthread_mutex_unlock(&w->qlock);
-    /* the list is this thread's now: only this thread closes its conns */
-    for (struct conn *c = mail, *next; c; c = next) {
-        next = c->next_mail;
+    /* one at a time under the lock: a publisher may list a connection
+     * again meanwhile; a bounded number a wake-up, then wake again */
+    for (int k = 0;; k++) {
+        pthread_mutex_lock(&w->qlock);
+        struct conn *c = k < 1024 ? w->mail : NULL;
+        if (c) {
+            w->mail = c->next_mail;
+            c->mail_listed = 0;
+        }
+        int more = !c && w->mail;
+        pthread_mutex_unlock(&w->qlock);
+        if (!c) {
+            if (more)
+                wake(w);
+            break;
+        }
         pubsub_drain(c);
         list_flush(w, c);
     }
@@ -401,6 +435,10 @@ static void round_end(struct worker *w)
         if (!r && c->stalled) {
             c->next_resume = w->resume;
             w->resume = c;
+        } else if (c->paused && !c->pause_listed) {
+            c->pause_listed = 1;
+            c->next_resume = w->paused;
+            w->paused = c;
         }
     }
     w->flush = NULL;
@@ -413,8 +451,15 @@ static void round_end(struct worker *w)
  * file). After a round without work it sleeps at once. */
 static int wait_events(struct worker *w, struct epoll_event *ev, int busy)
 {
-    if (!busy || !srv.spin_ns)
-        return epoll_wait(w->epfd, ev, MAX_EVENTS, w->resume ? 0 : -1);
+    int idle = -1; /* how long to sleep: for ever, or until a pause ends */
+    if (w->paused) {
+        long long left = command_pause_left();
+        idle = left > INT32_MAX ? INT32_MAX : (int)left;
+    }
+    if (w->resume)
+        idle = 0;
+    if (!busy || !srv.spin_ns || idle >= 0)
+        return epoll_wait(w->epfd, ev, MAX_EVENTS, idle);
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
@@ -443,6 +488,15 @@ static void *worker_main(void *arg)
         if (n < 0 && errno != EINTR)
             break;
         busy = n > 0;
+        /* the held back: tried again each time the worker wakes (the
+         * pause's end is its timeout; CLIENT UNPAUSE wakes it) */
+        while (w->paused) {
+            struct conn *p = w->paused;
+            w->paused = p->next_resume;
+            p->pause_listed = 0;
+            p->next_resume = w->resume;
+            w->resume = p;
+        }
         struct conn *r = w->resume;
         w->resume = NULL;
         for (struct conn *next; r; r = next) {
@@ -516,6 +570,13 @@ static void wake(struct worker *w)
     uint64_t one = 1;
     if (write(w->wake_fd, &one, sizeof one) < 0)
         perror("kvstore: wake");
+}
+
+/* srv.wake_all of the epoll workers (CLIENT UNPAUSE) */
+static void wake_workers(void)
+{
+    for (unsigned i = 0; i < nworkers; i++)
+        wake(&workers[i]);
 }
 
 /* srv.wake_conn of the epoll workers (pubsub.c) */
@@ -914,6 +975,7 @@ int server_run(void)
     srv.stop_fd = eventfd(0, EFD_CLOEXEC);
     resume_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     srv.wake_conn = srv.io == IO_EPOLL ? wake_conn : NULL;
+    srv.wake_all = srv.io == IO_EPOLL ? wake_workers : NULL;
     if (sfd < 0 || srv.stop_fd < 0 || resume_fd < 0 ||
         (srv.io == IO_EPOLL && workers_start()) || expire_start())
         rc = -1;

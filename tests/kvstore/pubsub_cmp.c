@@ -7,7 +7,8 @@
  * wait on a clock decides what counts. The server runs two workers, so
  * publisher and subscriber are often served by different threads. The
  * script ends with CLIENT KILL by type (addresses and ids differ between
- * the two servers), of another connection and then of the caller. */
+ * the two servers), of another connection and then of the caller, after
+ * a write held back by CLIENT PAUSE WRITE until CLIENT UNPAUSE. */
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,8 +25,9 @@
 static const struct step {
     int who;
     const char *req; /* inline commands */
-    int held;        /* `who` is left in a MULTI block: not sent the marker
-                        (it would be queued) until a later step */
+    int quiet;       /* connections not sent the marker after this step
+                        (bit k: connection k), as it would wait behind a
+                        request still queued (MULTI) or held (CLIENT PAUSE) */
 } script[] = {
     {0, "SUBSCRIBE", 0},
     {0, "UNSUBSCRIBE", 0},
@@ -65,14 +67,14 @@ static const struct step {
     {0, "PUNSUBSCRIBE", 0},
     {0, "UNSUBSCRIBE", 0},
     {0, "GET ps:none", 0},
-    {0, "MULTI", 1},
-    {0, "SUBSCRIBE q", 1},
+    {0, "MULTI", 1 << 0},
+    {0, "SUBSCRIBE q", 1 << 0},
     {0, "EXEC", 0},
     {1, "PUBLISH q via-exec", 0},
     {0, "RESET", 0},
     {1, "PUBLISH q gone", 0},
-    {2, "MULTI", 1},
-    {2, "SET ps:a 1", 1},
+    {2, "MULTI", 1 << 2},
+    {2, "SET ps:a 1", 1 << 2},
     {2, "RESET", 0},
     {2, "EXEC", 0},
     {2, "GET ps:a", 0},
@@ -80,6 +82,13 @@ static const struct step {
     {1, "PUBLISH x to-2", 0},
     {2, "QUIT", 0},
     {1, "PUBSUB NUMSUB x y", 0},
+    /* CLIENT PAUSE WRITE: a read passes, a write waits for UNPAUSE */
+    {1, "CLIENT PAUSE 100000 WRITE", 0},
+    {0, "GET ps:p", 0},
+    {0, "SET ps:p held", 1 << 0},
+    {1, "GET ps:p", 1 << 0},
+    {1, "CLIENT UNPAUSE", 0},
+    {1, "GET ps:p", 0},
     {0, "SUBSCRIBE big", 0},
     {1, "PUBLISH big ", 0}, /* + 5,000 bytes */
     {1, "CLIENT KILL TYPE master", 0},
@@ -145,17 +154,17 @@ static void play(int *fds, struct bytes got[][NCONN], int closed[][NCONN])
         for (int j = 0; j < NCONN; j++) {
             int k = j == 0 ? w : j <= w ? j - 1 : j;
             closed[i][k] = gone[k];
-            if (gone[k] || (k == w && script[i].held))
+            if (gone[k] || (script[i].quiet >> k & 1))
                 continue;
             if (k == w && !strcmp(script[i].req, "QUIT")) { /* read to the close */
                 closed[i][k] = gone[k] = read_to_marker(fds[k], mark, &got[i][k]);
                 continue;
             }
-            if (send_all(fds[k], ping, (size_t)n)) {
-                closed[i][k] = gone[k] = 1;
-                continue;
-            }
-            int r = read_to_marker(fds[k], mark, &got[i][k]);
+            /* a connection the server closed still has its last replies
+             * to read when the marker cannot be sent */
+            int r = send_all(fds[k], ping, (size_t)n) ? 1 : 0;
+            int got_r = read_to_marker(fds[k], mark, &got[i][k]);
+            r = r ? 1 : got_r;
             if (r)
                 closed[i][k] = gone[k] = r > 0 ? 1 : -1;
         }
