@@ -1014,9 +1014,9 @@ static int commit_joined(struct txn *tx)
 }
 
 /* The part of tx that o is an object of, when it is none of tx's pool. */
-static struct txn *part_of(struct txn *tx, const txn_obj *o)
+static __attribute__((noinline)) struct txn *part_find(struct txn *tx, const txn_obj *o)
 {
-    if (!tx->parts.n || !o || obj_size(tx, o))
+    if (!o || obj_size(tx, o))
         return NULL;
     for (size_t i = 0; i < tx->parts.n; i++) {
         struct txn *t = *(struct txn **)vec_at(&tx->parts, i);
@@ -1024,6 +1024,15 @@ static struct txn *part_of(struct txn *tx, const txn_obj *o)
             return t;
     }
     return NULL;
+}
+
+/* The participant of a joined transaction that o belongs to, else NULL.
+ * The test for no participant is inline: as a call that saved four
+ * registers it was a tenth of incll's instructions on Array, paid by
+ * every transaction for the rare joined one (docs/access.md). */
+static inline struct txn *part_of(struct txn *tx, const txn_obj *o)
+{
+    return __builtin_expect(tx->parts.n != 0, 0) ? part_find(tx, o) : NULL;
 }
 
 int txn__fail(txn *tx, int err)
@@ -1051,7 +1060,9 @@ size_t txn_obj_size(txn_pool *p, const txn_obj *o)
 static size_t obj_size(struct txn *tx, const txn_obj *o)
 {
     if (o != tx->last_obj) {
-        tx->last_size = txn_obj_size(tx->p, o);
+        /* not through txn_obj_size: an exported function is called
+         * through the PLT even from inside the library */
+        tx->last_size = o ? eng_obj_size(tx->p, o) : 0;
         tx->last_obj = o;
     }
     return tx->last_size;
