@@ -23,6 +23,7 @@
 #include "config.h"
 #include "keys.h"
 #include "t_hash.h"
+#include "t_set.h"
 #include "t_string.h"
 
 /* A write that found the pool full runs again after expire_reclaim, up to
@@ -574,6 +575,7 @@ static const struct {
     {string_commands, &string_ncommands},
     {key_commands, &key_ncommands},
     {hash_commands, &hash_ncommands},
+    {set_commands, &set_ncommands},
     {config_commands, &config_ncommands},
 };
 #define NPARTS (sizeof parts / sizeof *parts)
