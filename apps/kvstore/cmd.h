@@ -1,8 +1,9 @@
 /* cmd.h - what a command needs: the command table's entry (name, arity,
  * flags, ACL categories, key spec), the form of a command's function, and
  * the helpers the command files share (argument parsing, store errors,
- * values). Above conn.h; the command files (t_string.c, keys.c, t_hash.c)
- * and memcache.c are above it, the dispatcher (commands.c) above them.
+ * values). Above conn.h; the command files (t_string.c, keys.c, t_hash.c,
+ * t_set.c, config.c) and memcache.c are above it, the dispatcher
+ * (commands.c) above them.
  *
  * Adding a type: a file with its commands and an array of their entries,
  * declared in its own header, and one line in commands.c's list of

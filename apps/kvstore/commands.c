@@ -21,9 +21,11 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "config.h"
 #include "keys.h"
 #include "pubsub.h"
 #include "t_hash.h"
+#include "t_set.h"
 #include "t_string.h"
 
 /* A write that found the pool full runs again after expire_reclaim, up to
@@ -692,50 +694,6 @@ static int cmd_info(struct conn *c, kv_txn *tx, size_t argc, struct kv_slice *ar
     return 0;
 }
 
-/* CONFIG GET: what redis-benchmark asks (save, appendonly) and a few more
- * that describe this server; CONFIG SET changes nothing here. */
-static int cmd_config(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
-{
-    (void)t;
-    static const char *const help[] = {
-        "GET <pattern>", "    The parameters matching the glob-style <pattern>, with their values.",
-        NULL,
-    };
-    if (arg_is(&argv[1], "HELP"))
-        return reply_help(&c->out, argc, "CONFIG", help), 0;
-    if (!arg_is(&argv[1], "GET"))
-        return reply_error(&c->out, "ERR unknown subcommand '%.*s'. Try CONFIG HELP.",
-                           (int)(argv[1].n > 64 ? 64 : argv[1].n), argv[1].p), 0;
-    if (argc < 3)
-        return reply_error(&c->out, "ERR wrong number of arguments for 'config|get' command"), 0;
-    char v[6][32];
-    snprintf(v[0], sizeof v[0], "%zu", srv.lim.max_bulk);
-    snprintf(v[1], sizeof v[1], "%u", srv.max_clients);
-    snprintf(v[2], sizeof v[2], "%d", srv.port);
-    snprintf(v[3], sizeof v[3], "%u", srv.threads);
-    snprintf(v[4], sizeof v[4], "%zu", srv.max_query);
-    const char *params[][2] = {
-        {"save", ""},       {"appendonly", "no"},  {"databases", "1"},
-        {"proto-max-bulk-len", v[0]}, {"maxclients", v[1]}, {"port", v[2]},
-        {"io-threads", v[3]}, {"client-query-buffer-limit", v[4]},
-        {"unixsocket", srv.unix_path ? srv.unix_path : ""},
-    };
-    size_t np = sizeof params / sizeof *params, hits = 0;
-    struct buf items = {0};
-    for (size_t p = 0; p < np; p++)
-        for (size_t i = 2; i < argc; i++)
-            if (glob_match(argv[i].p, argv[i].n, params[p][0], strlen(params[p][0]))) {
-                reply_bulk(&items, params[p][0], strlen(params[p][0]));
-                reply_bulk(&items, params[p][1], strlen(params[p][1]));
-                hits++;
-                break;
-            }
-    reply_array(&c->out, 2 * hits);
-    buf_add(&c->out, items.p, items.len);
-    buf_free(&items);
-    return 0;
-}
-
 /* ---- COMMAND */
 
 static int cmd_command(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv);
@@ -755,7 +713,7 @@ static int cmd_reset(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
 #define S CMD_STALE
 #define NS CMD_NOSCRIPT
 #define B CMD_ALLOW_BUSY
-/* Redis's CLIENT, FUNCTION, SCRIPT, LATENCY, SLOWLOG, CONFIG and COMMAND
+/* Redis's CLIENT, FUNCTION, SCRIPT, LATENCY, SLOWLOG and COMMAND
  * are containers: no flags or keys of their own (their subcommands have
  * them) */
 static const struct command server_commands[] = {
@@ -770,7 +728,6 @@ static const struct command server_commands[] = {
     {"script", cmd_function, -2, 0, 0, {0, 0, 0}},
     {"latency", cmd_latency, -2, 0, 0, {0, 0, 0}},
     {"slowlog", cmd_slowlog, -2, 0, 0, {0, 0, 0}},
-    {"config", cmd_config, -2, 0, 0, {0, 0, 0}},
     {"command", cmd_command, -1, L | S, ACL_CONNECTION, {0, 0, 0}},
     {"time", cmd_time, 1, L | S | F, 0, {0, 0, 0}},
     {"debug", cmd_debug, -2, CMD_ADMIN | NS | L | S, 0, {0, 0, 0}},
@@ -795,6 +752,8 @@ static const struct {
     {key_commands, &key_ncommands},
     {hash_commands, &hash_ncommands},
     {pubsub_commands, &pubsub_ncommands},
+    {set_commands, &set_ncommands},
+    {config_commands, &config_ncommands},
 };
 #define NPARTS (sizeof parts / sizeof *parts)
 
@@ -834,6 +793,7 @@ int commands_init(void)
 {
     if (ncommands)
         return 0;
+    config_init();
     for (size_t p = 0; p < NPARTS; p++)
         for (size_t i = 0; i < *parts[p].n; i++) {
             const struct command *cmd = &parts[p].cmds[i];

@@ -70,7 +70,8 @@ struct server {
     int mc_port;              /* 0: none */
     _Atomic uint64_t max_memory; /* bytes the keys may use before
                                     memcached's storage commands evict (0:
-                                    no limit); cache_memlimit sets it */
+                                    no limit); cache_memlimit and CONFIG
+                                    SET maxmemory set it */
     _Atomic uint64_t mc[MC_STATS]; /* struct mc_stats, published */
 };
 

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "keys.h"
+#include "t_set.h"
 
 /* ---- keys and values */
 
@@ -122,7 +123,8 @@ static int cmd_scan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
                 return reply_error(&c->out, "ERR syntax error"), 0;
         } else if (arg_is(&argv[i], "TYPE"))
             l.type = arg_is(&argv[i + 1], "string") ? KV_STRING
-                     : arg_is(&argv[i + 1], "hash") ? KV_HASH : KV_NO_TYPE;
+                     : arg_is(&argv[i + 1], "hash") ? KV_HASH
+                     : arg_is(&argv[i + 1], "set") ? KV_SET : KV_NO_TYPE;
         else
             return reply_error(&c->out, "ERR syntax error"), 0;
     }
@@ -256,7 +258,7 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
 
 /* OBJECT ENCODING key: strings are kept as the bytes given ("raw"), a
  * hash as one packed record of its fields (t_hash.c: as Redis's
- * "listpack") */
+ * "listpack"), a set says what Redis would have made of it (t_set.c) */
 static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     static const char *const help[] = {
@@ -273,11 +275,17 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         return reply_error(&c->out, "ERR wrong number of arguments for 'object|encoding' "
                                     "command"), 0;
     int rc = 0;
-    unsigned type;
-    if ((rc = kv_txn_read(t, argv[2], NULL, NULL, &type)) > 0)
-        type == KV_HASH ? reply_bulk(&c->out, "listpack", 8) : reply_bulk(&c->out, "raw", 3);
+    unsigned type = KV_STRING;
+    struct val x = {0};
+    if ((rc = kv_txn_read(t, argv[2], cmd_val_cb, &x, &type)) > 0 && x.oom)
+        rc = TXN_E_NOMEM;
+    const char *enc = type == KV_HASH ? "listpack" : type == KV_SET ? set_encoding(x.p, x.n)
+                                                                     : "raw";
+    if (rc > 0)
+        reply_bulk(&c->out, enc, strlen(enc));
     else if (!rc)
         reply_nil(&c->out);
+    free(x.p);
     return rc;
 }
 

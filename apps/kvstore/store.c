@@ -19,7 +19,10 @@
  *            kv_type: 0 a string, 1 a hash, 2 an item; version 3, whose stores of
  *            earlier versions hold only strings and are marked 3 in the
  *            same way). Bit 60 (KF_PIECES): val is a piece table (version
- *            4, stores of earlier versions marked 4 in the same way)
+ *            4, stores of earlier versions marked 4 in the same way). Bit
+ *            59 (KF_TYPE_HI) is the type's third bit, for types past 3 (a
+ *            set: version 5; earlier stores have it clear, and are marked
+ *            5 in the same way)
  *   pieces   a string kv_txn_splice made longer than PIECE bytes: val =
  *            piece table {n, piece[capacity]} (capacity from the object's
  *            size, made a power of two), n = ceil(vlen / PIECE); piece i
@@ -95,12 +98,13 @@
 
 #define LAYOUT "pmtx-kvstore"
 #define KV_MAGIC 0x31766b78746d70ULL /* "pmtxkv1" */
-#define KV_VERSION 4                 /* of this layout and kv_hash */
+#define KV_VERSION 5                 /* of this layout and kv_hash */
 #define KF_TTL (1ULL << 63)          /* node.klen: an expiry time follows */
 #define KF_TYPE_SHIFT 61             /* node.klen: the value's kv_type */
 #define KF_TYPE (3ULL << KF_TYPE_SHIFT)
 #define KF_PIECES (1ULL << 60)       /* node.klen: val is a piece table */
-#define KF_ALL (KF_TTL | KF_TYPE | KF_PIECES)
+#define KF_TYPE_HI (1ULL << 59)      /* node.klen: the kv_type's bit 2 */
+#define KF_ALL (KF_TTL | KF_TYPE | KF_PIECES | KF_TYPE_HI)
 
 #define STRIPE_BITS 8
 #define STRIPES (1u << STRIPE_BITS)
@@ -147,7 +151,13 @@ static inline uint64_t klen_of(const struct node_hdr *h)
 
 static inline unsigned type_of(const struct node_hdr *h)
 {
-    return (unsigned)((h->klen & KF_TYPE) >> KF_TYPE_SHIFT);
+    return (unsigned)((h->klen & KF_TYPE) >> KF_TYPE_SHIFT) | (h->klen & KF_TYPE_HI ? 4u : 0u);
+}
+
+/* A kv_type's bits in node.klen (KF_TYPE and KF_TYPE_HI) */
+static inline uint64_t type_bits(unsigned type)
+{
+    return (uint64_t)(type & 3) << KF_TYPE_SHIFT | (type & 4 ? KF_TYPE_HI : 0);
 }
 
 static inline int pieced(const struct node_hdr *h)
@@ -747,7 +757,7 @@ static int node_make(struct op *o, uint64_t hash, struct kv_slice k, struct kv_s
 {
     int sep = v.n > INLINE_MAX;
     struct node_hdr h = {next, hash,
-                         k.n | (at ? KF_TTL : 0) | (uint64_t)type << KF_TYPE_SHIFT, v.n, NULL};
+                         k.n | (at ? KF_TTL : 0) | type_bits(type), v.n, NULL};
     txn_obj *node;
     size_t size = key_off(&h) + k.n + (sep ? 0 : v.n);
     int rc = alloc(o, size, &node);
@@ -1486,7 +1496,7 @@ int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg)
 int kv_txn_write(kv_txn *t, struct kv_slice key, struct kv_slice value, uint64_t at,
                  unsigned type)
 {
-    if (!t->write || !txn_holds(t, key) || type > KV_ITEM)
+    if (!t->write || !txn_holds(t, key) || type > KV_TYPE_MAX)
         return TXN_E_STATE;
     return set_one(&t->o, key, value, at, type);
 }
@@ -1582,7 +1592,7 @@ int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice 
          * past that, in the node's header (its key, expiry and place in
          * the chain stay) */
         txn_obj *nv;
-        uint64_t cap = piece_room(want), flags = (uint64_t)KV_STRING << KF_TYPE_SHIFT;
+        uint64_t cap = piece_room(want), flags = type_bits(KV_STRING);
         if (cap > max)
             cap = max; /* >= want */
         if (want > PIECE) {
@@ -1596,7 +1606,7 @@ int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice 
             rc = txn_free(o->tx, hit.h.val);
         }
         /* klen (the type becomes a string's), vlen, val */
-        uint64_t w[3] = {(hit.h.klen & ~(KF_TYPE | KF_PIECES)) | flags, want,
+        uint64_t w[3] = {(hit.h.klen & ~(KF_TYPE | KF_TYPE_HI | KF_PIECES)) | flags, want,
                          (uint64_t)(uintptr_t)nv};
         if (!rc)
             rc = wr(o, hit.node, offsetof(struct node_hdr, klen), w, sizeof w);
@@ -2148,7 +2158,7 @@ static int obj_ok(struct checker *c, txn_obj *o, size_t n)
 static int node_ok(struct checker *c, txn_obj *node, const struct node_hdr *h)
 {
     size_t size = txn_obj_size(c->o.s->p, node);
-    if (size < key_off(h) || klen_of(h) > size - key_off(h) || type_of(h) > KV_ITEM)
+    if (size < key_off(h) || klen_of(h) > size - key_off(h) || type_of(h) > KV_TYPE_MAX)
         return 0;
     if (!h->val)
         return !pieced(h) && h->vlen <= INLINE_MAX && h->vlen <= size - val_off(h);

@@ -1,0 +1,31 @@
+/* config.h - CONFIG GET/SET (config.c): the parameters clients and test
+ * suites read and set, in one table, and the values the command files
+ * read. Beside the command files, above cmd.h. */
+#ifndef KV_CONFIG_H
+#define KV_CONFIG_H
+
+#include <stddef.h>
+
+#include "cmd.h"
+
+/* The settable parameters' values: CONFIG SET writes them while commands
+ * read them on other threads; no lock guards them (each field is atomic,
+ * and a command reads a field once). Their defaults are in config.c's
+ * table. */
+struct kv_config {
+    _Atomic long long set_max_intset_entries;   /* t_set.c: an intset's most members */
+    _Atomic long long hash_max_listpack_entries;
+    _Atomic long long hash_max_listpack_value;
+    _Atomic long long list_max_listpack_size;
+    _Atomic long long zset_max_listpack_entries;
+    _Atomic long long zset_max_listpack_value;
+    _Atomic long long maxmemory_policy; /* an index into config.c's policy names */
+};
+extern struct kv_config cfg;
+/* Set every parameter to its default: once, before the workers start. */
+void config_init(void);
+
+extern const struct command config_commands[];
+extern const size_t config_ncommands;
+
+#endif
