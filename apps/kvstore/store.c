@@ -19,7 +19,10 @@
  *            kv_type: 0 a string, 1 a hash, 2 an item; version 3, whose stores of
  *            earlier versions hold only strings and are marked 3 in the
  *            same way). Bit 60 (KF_PIECES): val is a piece table (version
- *            4, stores of earlier versions marked 4 in the same way)
+ *            4, stores of earlier versions marked 4 in the same way).
+ *            Bit 59 is the type's third bit, for types 4 to 7 (version
+ *            5: a sorted set is 5; an earlier program would take it for
+ *            a key length, so it refuses the version)
  *   pieces   a string kv_txn_splice made longer than PIECE bytes: val =
  *            piece table {n, piece[capacity]} (capacity from the object's
  *            size, made a power of two), n = ceil(vlen / PIECE); piece i
@@ -95,10 +98,12 @@
 
 #define LAYOUT "pmtx-kvstore"
 #define KV_MAGIC 0x31766b78746d70ULL /* "pmtxkv1" */
-#define KV_VERSION 4                 /* of this layout and kv_hash */
+#define KV_VERSION 5                 /* of this layout and kv_hash */
 #define KF_TTL (1ULL << 63)          /* node.klen: an expiry time follows */
 #define KF_TYPE_SHIFT 61             /* node.klen: the value's kv_type */
-#define KF_TYPE (3ULL << KF_TYPE_SHIFT)
+#define KF_TYPE_HI 59                /* node.klen: the kv_type's third bit */
+#define KF_TYPE (3ULL << KF_TYPE_SHIFT | 1ULL << KF_TYPE_HI)
+#define TYPE_MAX 7                   /* the most KF_TYPE's bits hold */
 #define KF_PIECES (1ULL << 60)       /* node.klen: val is a piece table */
 #define KF_ALL (KF_TTL | KF_TYPE | KF_PIECES)
 
@@ -147,7 +152,12 @@ static inline uint64_t klen_of(const struct node_hdr *h)
 
 static inline unsigned type_of(const struct node_hdr *h)
 {
-    return (unsigned)((h->klen & KF_TYPE) >> KF_TYPE_SHIFT);
+    return (unsigned)((h->klen >> KF_TYPE_SHIFT & 3) | (h->klen >> KF_TYPE_HI & 1) << 2);
+}
+
+static inline uint64_t type_bits(unsigned type)
+{
+    return (uint64_t)(type & 3) << KF_TYPE_SHIFT | (uint64_t)(type >> 2 & 1) << KF_TYPE_HI;
 }
 
 static inline int pieced(const struct node_hdr *h)
@@ -747,7 +757,7 @@ static int node_make(struct op *o, uint64_t hash, struct kv_slice k, struct kv_s
 {
     int sep = v.n > INLINE_MAX;
     struct node_hdr h = {next, hash,
-                         k.n | (at ? KF_TTL : 0) | (uint64_t)type << KF_TYPE_SHIFT, v.n, NULL};
+                         k.n | (at ? KF_TTL : 0) | type_bits(type), v.n, NULL};
     txn_obj *node;
     size_t size = key_off(&h) + k.n + (sep ? 0 : v.n);
     int rc = alloc(o, size, &node);
@@ -1486,7 +1496,7 @@ int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg)
 int kv_txn_write(kv_txn *t, struct kv_slice key, struct kv_slice value, uint64_t at,
                  unsigned type)
 {
-    if (!t->write || !txn_holds(t, key) || type > KV_ITEM)
+    if (!t->write || !txn_holds(t, key) || type > TYPE_MAX)
         return TXN_E_STATE;
     return set_one(&t->o, key, value, at, type);
 }
@@ -1582,7 +1592,7 @@ int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice 
          * past that, in the node's header (its key, expiry and place in
          * the chain stay) */
         txn_obj *nv;
-        uint64_t cap = piece_room(want), flags = (uint64_t)KV_STRING << KF_TYPE_SHIFT;
+        uint64_t cap = piece_room(want), flags = type_bits(KV_STRING);
         if (cap > max)
             cap = max; /* >= want */
         if (want > PIECE) {
@@ -2148,7 +2158,7 @@ static int obj_ok(struct checker *c, txn_obj *o, size_t n)
 static int node_ok(struct checker *c, txn_obj *node, const struct node_hdr *h)
 {
     size_t size = txn_obj_size(c->o.s->p, node);
-    if (size < key_off(h) || klen_of(h) > size - key_off(h) || type_of(h) > KV_ITEM)
+    if (size < key_off(h) || klen_of(h) > size - key_off(h))
         return 0;
     if (!h->val)
         return !pieced(h) && h->vlen <= INLINE_MAX && h->vlen <= size - val_off(h);
