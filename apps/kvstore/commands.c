@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "keys.h"
 #include "t_hash.h"
+#include "t_zset.h"
 #include "t_string.h"
 
 /* A write that found the pool full runs again after expire_reclaim, up to
@@ -618,6 +619,7 @@ static const struct {
     {string_commands, &string_ncommands},
     {key_commands, &key_ncommands},
     {hash_commands, &hash_ncommands},
+    {zset_commands, &zset_ncommands},
 };
 #define NPARTS (sizeof parts / sizeof *parts)
 

@@ -122,7 +122,8 @@ static int cmd_scan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
                 return reply_error(&c->out, "ERR syntax error"), 0;
         } else if (arg_is(&argv[i], "TYPE"))
             l.type = arg_is(&argv[i + 1], "string") ? KV_STRING
-                     : arg_is(&argv[i + 1], "hash") ? KV_HASH : KV_NO_TYPE;
+                     : arg_is(&argv[i + 1], "hash") ? KV_HASH
+                     : arg_is(&argv[i + 1], "zset") ? KV_ZSET : KV_NO_TYPE;
         else
             return reply_error(&c->out, "ERR syntax error"), 0;
     }
@@ -261,7 +262,7 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
 {
     static const char *const help[] = {
         "ENCODING <key>",
-        "    How the value at <key> is kept: raw (a string) or listpack (a hash).",
+        "    How the value at <key> is kept: raw (a string) or listpack (a hash, a sorted set).",
         NULL,
     };
     if (arg_is(&argv[1], "HELP"))
@@ -275,7 +276,8 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     int rc = 0;
     unsigned type;
     if ((rc = kv_txn_read(t, argv[2], NULL, NULL, &type)) > 0)
-        type == KV_HASH ? reply_bulk(&c->out, "listpack", 8) : reply_bulk(&c->out, "raw", 3);
+        type == KV_HASH || type == KV_ZSET ? reply_bulk(&c->out, "listpack", 8)
+                                           : reply_bulk(&c->out, "raw", 3);
     else if (!rc)
         reply_nil(&c->out);
     return rc;

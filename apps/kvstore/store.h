@@ -93,7 +93,8 @@ int kv_objects(kv_store *s, int (*fn)(txn_obj *o, void *arg), void *arg);
  * string the server encodes (t_hash.c); an item is a string stored by
  * memcached's protocol (memcache.c), after KV_ITEM_HDR bytes of its flags
  * and CAS value, and reads as a string without them. */
-enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_ITEM = 2 };
+enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_ITEM = 2,
+               KV_ZSET = 5 /* a sorted set (t_zset.c) */ };
 #define KV_ITEM_HDR 12 /* 4 bytes of flags, 8 of CAS, little endian */
 
 /* A call that wants a string found a value of another type. */
