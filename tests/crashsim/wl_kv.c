@@ -213,7 +213,8 @@ static int put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng,
     e->vh = value_hash(vbuf[t], e->len);
     e->at = at != KV_KEEPTTL ? at : e->present ? e->at : 0;
     e->present = 1;
-    e->type = (uint32_t)(sim_rand(rng) % 3); /* a string, a hash, an item */
+    /* a string, a hash, an item, a sorted set (its type's third bit) */
+    e->type = (uint32_t)(sim_rand(rng) % 4) == 3 ? KV_ZSET : (uint32_t)(sim_rand(rng) % 3);
     return kv_txn_write(x, key, (struct kv_slice){vbuf[t], e->len}, at, e->type);
 }
 
