@@ -658,7 +658,8 @@ static int pick_add(struct pick *p, const struct zent *x, size_t cap)
  * replace their destination; the reply is its size. */
 static int store_picked(struct conn *c, kv_txn *t, struct kv_slice dst, struct zent *e, size_t n)
 {
-    qsort(e, n, sizeof *e, cmp_ent);
+    if (n) /* e may be NULL then */
+        qsort(e, n, sizeof *e, cmp_ent);
     struct zset z = {{0}, e, n, n};
     int rc = store(t, dst, &z, 0);
     if (!rc)
@@ -1037,7 +1038,8 @@ static int setop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv, 
             rc = TXN_E_NOMEM;
             break;
         }
-        memcpy(src[i].by_m, src[i].z.e, src[i].z.n * sizeof *src[i].by_m);
+        if (src[i].z.n) /* a missing key's e is NULL */
+            memcpy(src[i].by_m, src[i].z.e, src[i].z.n * sizeof *src[i].by_m);
         qsort(src[i].by_m, src[i].z.n, sizeof *src[i].by_m, by_member);
     }
     if (rc)
