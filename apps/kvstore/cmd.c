@@ -214,6 +214,8 @@ int format_ld(long double v, char *buf)
 
 const char *type_name(unsigned type)
 {
+    if (type == KV_ZSET)
+        return "zset";
     return type == KV_HASH ? "hash" : type == KV_SET ? "set" : "string"; /* an item is a string */
 }
 

@@ -26,6 +26,7 @@
 #include "pubsub.h"
 #include "t_hash.h"
 #include "t_set.h"
+#include "t_zset.h"
 #include "t_string.h"
 
 /* A write that found the pool full runs again after expire_reclaim, up to
@@ -754,6 +755,7 @@ static const struct {
     {pubsub_commands, &pubsub_ncommands},
     {set_commands, &set_ncommands},
     {config_commands, &config_ncommands},
+    {zset_commands, &zset_ncommands},
 };
 #define NPARTS (sizeof parts / sizeof *parts)
 

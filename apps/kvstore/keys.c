@@ -124,7 +124,9 @@ static int cmd_scan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
         } else if (arg_is(&argv[i], "TYPE"))
             l.type = arg_is(&argv[i + 1], "string") ? KV_STRING
                      : arg_is(&argv[i + 1], "hash") ? KV_HASH
-                     : arg_is(&argv[i + 1], "set") ? KV_SET : KV_NO_TYPE;
+                     : arg_is(&argv[i + 1], "set")  ? KV_SET
+                     : arg_is(&argv[i + 1], "zset") ? KV_ZSET
+                                                    : KV_NO_TYPE;
         else
             return reply_error(&c->out, "ERR syntax error"), 0;
     }
@@ -263,7 +265,7 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
 {
     static const char *const help[] = {
         "ENCODING <key>",
-        "    How the value at <key> is kept: raw (a string) or listpack (a hash).",
+        "    How the value at <key> is kept: raw (a string) or listpack (a hash, a sorted set).",
         NULL,
     };
     if (arg_is(&argv[1], "HELP"))
@@ -279,8 +281,9 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     struct val x = {0};
     if ((rc = kv_txn_read(t, argv[2], cmd_val_cb, &x, &type)) > 0 && x.oom)
         rc = TXN_E_NOMEM;
-    const char *enc = type == KV_HASH ? "listpack" : type == KV_SET ? set_encoding(x.p, x.n)
-                                                                     : "raw";
+    const char *enc = type == KV_HASH || type == KV_ZSET ? "listpack"
+                      : type == KV_SET                   ? set_encoding(x.p, x.n)
+                                                         : "raw";
     if (rc > 0)
         reply_bulk(&c->out, enc, strlen(enc));
     else if (!rc)

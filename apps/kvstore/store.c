@@ -21,8 +21,8 @@
  *            same way). Bit 60 (KF_PIECES): val is a piece table (version
  *            4, stores of earlier versions marked 4 in the same way). Bit
  *            59 (KF_TYPE_HI) is the type's third bit, for types past 3 (a
- *            set: version 5; earlier stores have it clear, and are marked
- *            5 in the same way)
+ *            set, 4, a sorted set, 5: version 5; earlier stores have it
+ *            clear, and are marked 5 in the same way)
  *   pieces   a string kv_txn_splice made longer than PIECE bytes: val =
  *            piece table {n, piece[capacity]} (capacity from the object's
  *            size, made a power of two), n = ceil(vlen / PIECE); piece i

@@ -89,12 +89,14 @@ int kv_check(kv_store *s, FILE *out);
  * allocator's audit (crash simulator). Single-threaded, like kv_check. */
 int kv_objects(kv_store *s, int (*fn)(txn_obj *o, void *arg), void *arg);
 
-/* What a value is: the store keeps the type with the key; a hash and a
- * set are strings the server encodes (t_hash.c, t_set.c); an item is a
- * string stored by memcached's protocol (memcache.c), after KV_ITEM_HDR
- * bytes of its flags and CAS value, and reads as a string without them. */
+/* What a value is: the store keeps the type with the key; a hash, a set
+ * and a sorted set are strings the server encodes (t_hash.c, t_set.c,
+ * t_zset.c); an item is a string stored by memcached's protocol
+ * (memcache.c), after KV_ITEM_HDR bytes of its flags and CAS value, and
+ * reads as a string without them. */
 enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_ITEM = 2,
                KV_SET = 4,
+               KV_ZSET = 5,
 };
 #define KV_TYPE_MAX 7 /* the store keeps 3 bits of type */
 #define KV_ITEM_HDR 12 /* 4 bytes of flags, 8 of CAS, little endian */

@@ -213,9 +213,10 @@ static int put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng,
     e->vh = value_hash(vbuf[t], e->len);
     e->at = at != KV_KEEPTTL ? at : e->present ? e->at : 0;
     e->present = 1;
-    /* a string, a hash, an item, a set (type 4: the node's third type bit) */
-    static const uint32_t types[] = {KV_STRING, KV_HASH, KV_ITEM, KV_SET};
-    e->type = types[sim_rand(rng) % 4];
+    /* a string, a hash, an item, a set, a sorted set (the last two: the
+     * node's third type bit) */
+    static const uint32_t types[] = {KV_STRING, KV_HASH, KV_ITEM, KV_SET, KV_ZSET};
+    e->type = types[sim_rand(rng) % 5];
     return kv_txn_write(x, key, (struct kv_slice){vbuf[t], e->len}, at, e->type);
 }
 

@@ -44,6 +44,9 @@
  *                           incr, gets+cas, add; mcclient.c): every
  *                           acknowledged one there after the restart;
  *                           KV_MC_KILLS rounds (default 10)
+ *   kvclient zset-kill SERVER SIGKILL under ZADD, ZINCRBY, ZREM and
+ *                           ZPOPMIN: the sorted set as acknowledged after
+ *                           the restart; KV_ZSET_KILLS rounds (default 10)
  *   kvclient freeport       print a free TCP port on 127.0.0.1
  *
  * Each run makes its own socket directory and pool names (pid) and
@@ -3627,6 +3630,157 @@ static int run_load(const char *bin)
     return failed ? 1 : 0;
 }
 
+/* ---- SIGKILL under sorted set writes (issue #44)
+ *
+ * One connection runs random ZADD, ZINCRBY, ZREM and ZPOPMIN on one
+ * sorted set of up to ZK_MEMBERS members (integer scores), each reply
+ * checked against a model of the acknowledged commands, until a child
+ * SIGKILLs the server 20 to 300 ms in. After the restart the whole set
+ * (ZRANGE WITHSCORES) must be the model, or the model with the command
+ * that was in flight at the kill applied whole. KV_ZSET_KILLS rounds
+ * (default 10). */
+#define ZK_MEMBERS 64
+
+struct zmodel {
+    int in[ZK_MEMBERS];
+    long long s[ZK_MEMBERS];
+};
+
+/* the member with the lowest (score, name), or -1: ZPOPMIN's */
+static int zk_min(const struct zmodel *m)
+{
+    int b = -1;
+    for (int j = 0; j < ZK_MEMBERS; j++)
+        if (m->in[j] && (b < 0 || m->s[j] < m->s[b]))
+            b = j;
+    return b;
+}
+
+/* op 0 ZADD, 1 ZINCRBY, 2 ZREM, 3 ZPOPMIN */
+static void zk_apply(struct zmodel *m, int op, int j, long long v)
+{
+    if (op == 0)
+        m->in[j] = 1, m->s[j] = v;
+    else if (op == 1)
+        m->s[j] = (m->in[j] ? m->s[j] : 0) + v, m->in[j] = 1;
+    else if (op == 2)
+        m->in[j] = 0;
+    else if ((j = zk_min(m)) >= 0)
+        m->in[j] = 0;
+}
+
+/* Does ZRANGE's reply r hold exactly the model's members and scores, in
+ * order? */
+static int zk_same(const struct reply *r, const struct zmodel *m)
+{
+    struct zmodel left = *m;
+    size_t k = 0;
+    for (int j; (j = zk_min(&left)) >= 0; left.in[j] = 0, k += 2) {
+        char name[16], score[32];
+        snprintf(name, sizeof name, "m%02d", j);
+        snprintf(score, sizeof score, "%lld", left.s[j]);
+        if (k + 1 >= r->n || !is_bulk(&r->el[k], name, strlen(name)) ||
+            !is_bulk(&r->el[k + 1], score, strlen(score)))
+            return 0;
+    }
+    return k == r->n;
+}
+
+static int run_zset_kill(const char *bin)
+{
+    unsigned seed;
+    int rounds = kill_rounds("KV_ZSET_KILLS", 10, &seed);
+    printf("zset kill test: %s, %d rounds, KV_SEED=%u\n", bin, rounds, seed);
+    struct server s;
+    server_names(&s, bin, "zkill");
+    struct zmodel m = {{0}, {0}}, with;
+    int op = -1, j = 0;
+    long long v = 0, acked = 0, applied = 0;
+    uint64_t t0 = now_ms();
+    for (int round = 1; round <= rounds + 1; round++) {
+        if (server_start(&s, NULL)) {
+            CHECK(0, "round %d: server starts", round);
+            break;
+        }
+        struct cli c;
+        struct reply r;
+        server_cli(&s, &c);
+        with = m;
+        if (op >= 0)
+            zk_apply(&with, op, j, v);
+        int ok = !CMD(&c, &r, "ZRANGE", "zk", "0", "-1", "WITHSCORES") && r.type == '*';
+        if (ok && op >= 0 && !zk_same(&r, &m) && zk_same(&r, &with))
+            m = with, applied++;
+        CHECK(ok && zk_same(&r, &m), "round %d: the set is what was acknowledged (%s)", round,
+              show(&r));
+        reply_free(&r);
+        op = -1;
+        if (round > rounds) {
+            cli_close(&c);
+            server_stop(&s, SIGTERM);
+            break;
+        }
+        pid_t killer = fork();
+        if (!killer) {
+            usleep(20000 + (unsigned)(rand_r(&seed) % 280000));
+            kill(s.pid, SIGKILL);
+            _exit(0);
+        }
+        for (;;) {
+            char name[16], num[24];
+            op = (int)(rand_r(&seed) % 4);
+            j = (int)(rand_r(&seed) % ZK_MEMBERS);
+            v = (long long)(rand_r(&seed) % 2001) - 1000;
+            snprintf(name, sizeof name, "m%02d", j);
+            snprintf(num, sizeof num, "%lld", v);
+            int rc = op == 0   ? CMD(&c, &r, "ZADD", "zk", num, name)
+                     : op == 1 ? CMD(&c, &r, "ZINCRBY", "zk", num, name)
+                     : op == 2 ? CMD(&c, &r, "ZREM", "zk", name)
+                               : CMD(&c, &r, "ZPOPMIN", "zk");
+            if (rc || r.type == 0) {
+                reply_free(&r);
+                break; /* killed: op is in flight */
+            }
+            /* each reply as the model has it */
+            int good, k = zk_min(&m);
+            char want[32];
+            snprintf(want, sizeof want, "%lld", (m.in[j] ? m.s[j] : 0) + v);
+            if (op == 0)
+                good = is_int(&r, !m.in[j]);
+            else if (op == 1)
+                good = is_bulk(&r, want, strlen(want));
+            else if (op == 2)
+                good = is_int(&r, m.in[j]);
+            else if (k < 0)
+                good = r.type == '*' && r.n == 0;
+            else
+                snprintf(name, sizeof name, "m%02d", k),
+                    snprintf(want, sizeof want, "%lld", m.s[k]),
+                    good = r.type == '*' && r.n == 2 && is_bulk(&r.el[0], name, 3) &&
+                           is_bulk(&r.el[1], want, strlen(want));
+            CHECK(good, "round %d: op %d on m%02d answered as the model says (%s)", round, op,
+                  j, show(&r));
+            reply_free(&r);
+            zk_apply(&m, op, j, v);
+            acked++;
+            op = -1;
+            if (!good)
+                break;
+        }
+        cli_close(&c);
+        int st;
+        waitpid(killer, &st, 0);
+        waitpid(s.pid, &st, 0);
+        s.pid = 0;
+    }
+    printf("zset kill test: %d kills in %.1f s, %lld commands acknowledged, %lld of the ones "
+           "in flight applied whole\n", rounds, (double)(now_ms() - t0) / 1000, acked, applied);
+    CHECK(acked >= rounds, "commands were acknowledged (%lld)", acked);
+    server_cleanup(&s);
+    printf("kvstore zset kill (%s): %d passed, %d failed\n", bin, passed, failed);
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -3659,7 +3813,9 @@ int main(int argc, char **argv)
         return run_mc_replay(argc, argv);
     if (argc == 3 && !strcmp(argv[1], "mc-kill"))
         return run_mc_kill(argv[2]);
-    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|expire-kill|shared-kill|fdlimit|redis|pubsub|shutdown|load|mc-kill "
+    if (argc == 3 && !strcmp(argv[1], "zset-kill"))
+        return run_zset_kill(argv[2]);
+    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|expire-kill|shared-kill|fdlimit|redis|pubsub|zset-kill|shutdown|load|mc-kill "
                     "SERVER | kvclient mc-replay PORT <SCRIPT | "
                     "kvclient freeport\n");
     return 2;
