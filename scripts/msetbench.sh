@@ -8,7 +8,9 @@
 # figure is the median of R rounds (default 3) of the whole sequence.
 # Prints, per server and N, the MSET and DEL times in seconds and their
 # ratio to redis-server's (no persistence), and checks DBSIZE after each
-# command (N, then 0).
+# command (N, then 0); then the same for the CPU time the server's threads
+# used during each command, which a host shared with other work inflates
+# far less than the time from sending to reply.
 #
 # Then, per engine, a GET of another key sent 50 ms after a 200,000-key
 # MSET was: its time, from sending to reply, with the MSET's (the issue's
@@ -89,18 +91,26 @@ stop() {
     pid=
 }
 
+# ns of CPU the server ($pid) has used, all its threads
+cpu_ns() {
+    cat /proc/"$pid"/task/*/schedstat | awk '{ s += $1 } END { printf "%d", s }'
+}
+
 # timed FILE: seconds that redis-cli --pipe takes to send FILE and read the
-# reply (which must not be an error)
+# reply (which must not be an error), then the server's CPU seconds in it
 timed() {
-    local t0 t1 out
+    local t0 t1 c0 c1 out
+    c0=$(cpu_ns)
     t0=$(date +%s%N)
     out=$(redis-cli -s "$sock" --pipe --pipe-timeout 0 <"$1" 2>&1)
     t1=$(date +%s%N)
+    c1=$(cpu_ns)
     if ! grep -q "errors: 0" <<<"$out"; then
         echo "msetbench: $1: $out" >&2
         exit 1
     fi
-    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }'
+    awk -v a="$t0" -v b="$t1" -v c="$c0" -v d="$c1" \
+        'BEGIN { printf "%.4f,%.4f", (b - a) / 1e9, (d - c) / 1e9 }'
 }
 
 dbsize_is() {
@@ -121,7 +131,7 @@ run() {
         dbsize_is "$n" "$1 after MSET of $n"
         d=$(timed "$tmp/del-$n")
         dbsize_is 0 "$1 after DEL of $n"
-        echo "$1,$n,$m,$d" >>"$tmp/raw.csv"
+        echo "$1,$n,${m%,*},${d%,*},${m#*,},${d#*,}" >>"$tmp/raw.csv"
     done
 }
 
@@ -156,11 +166,14 @@ for round in $(seq "$rounds"); do
     stop
 done
 
-echo "# MSET and DEL of N keys in one command ($(redis-server --version | cut -d' ' -f1-3); kvstore TXN_PDOM=1"
-echo "# --threads 2; medians of $rounds rounds; $(nproc) cores shared; $(date -u +%Y-%m-%d))"
+# table COLUMN WHAT: the medians of raw.csv's columns COLUMN (MSET) and
+# COLUMN + 1 (DEL)
+table() {
+echo "# MSET and DEL of N keys in one command, $2 ($(redis-server --version | cut -d' ' -f1-3);"
+echo "# kvstore TXN_PDOM=1 --threads 2; medians of $rounds rounds; $(nproc) cores shared; $(date -u +%Y-%m-%d))"
 printf "%-26s %8s %9s %9s %9s %9s\n" server keys mset_s del_s mset_x del_x
-awk -F, '{ k = $1 FS $2; if (!(k in c)) order[++no] = k
-           i = ++c[k]; m[k, i] = $3; d[k, i] = $4 }
+awk -F, -v col="$1" '{ k = $1 FS $2; if (!(k in c)) order[++no] = k
+           i = ++c[k]; m[k, i] = $col; d[k, i] = $(col + 1) }
      function med(a, k, n,   i, j, t, v) {
          for (i = 1; i <= n; i++) v[i] = a[k, i] + 0
          for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
@@ -173,6 +186,10 @@ awk -F, '{ k = $1 FS $2; if (!(k in c)) order[++no] = k
              printf "%-26s %8d %9.4f %9.4f %9.2f %9.2f\n", f[1], f[2], M[k], D[k], M[k] / M[r], D[k] / D[r]
          }
      }' "$tmp/raw.csv"
+}
+table 3 "seconds from sending to reply"
+echo
+table 5 "CPU seconds of the server's threads"
 
 # a GET of another key while a 200,000-key MSET runs (--threads 2)
 big=$tmp/mset-200000

@@ -228,6 +228,59 @@ START_TEST(test_same_range_twice)
 }
 END_TEST
 
+/* Ranges are remembered word by word (LG1 in undo.c): a write inside
+ * words logged whole by an earlier record logs nothing, wherever it
+ * starts and across the map's 512-byte spans; a word written only in part
+ * is logged again at its next write, since no record holds all of it.
+ * Committed (_i = 0) or aborted (_i = 1): the bytes must then be the
+ * writes', or all back. */
+START_TEST(test_words_logged)
+{
+    static const struct {
+        size_t off, n;
+        int logs; /* 1: this write must add a record and its barrier */
+    } w[] = {
+        {0, 576, 1}, /* longer than a span: across a span boundary */
+        {496, 8, 0}, {528, 16, 0}, {2, 2, 0}, /* inside it */
+        {600, 4, 1},  {604, 4, 1},  /* halves of a word: each logged */
+        {600, 8, 1},  /* that word, still never logged whole */
+        {600, 8, 0},  /* now it is */
+    };
+    enum { N = sizeof w / sizeof w[0] };
+    txn_obj *o = make_object(MAX_RANGES * STRIDE);
+    unsigned char init[MAX_RANGES * STRIDE], want[MAX_RANGES * STRIDE], got[MAX_RANGES * STRIDE];
+    fill(init, sizeof init, 0);
+    memcpy(want, init, sizeof want);
+    uint64_t logs = 0;
+    measure_start();
+    txn *tx = begin();
+    for (int i = 0; i < N; i++) {
+        unsigned char buf[576];
+        fill(buf, w[i].n, 50u + (unsigned)i);
+        uint64_t b0 = measured().barriers;
+        CHECK_OK(txn_write(tx, o, w[i].off, buf, w[i].n));
+        ck_assert_msg(measured().barriers - b0 == (uint64_t)w[i].logs,
+                      "write %d (%zu bytes at %zu): %llu barriers, want %d", i, w[i].n, w[i].off,
+                      (unsigned long long)(measured().barriers - b0), w[i].logs);
+        memcpy(want + w[i].off, buf, w[i].n);
+        logs += (uint64_t)w[i].logs;
+    }
+    if (_i) {
+        txn_abort(tx);
+        memcpy(want, init, sizeof want);
+    } else {
+        CHECK_OK(txn_commit(tx));
+    }
+    ck_assert_uint_eq(measured().barriers, logs + 2);
+    tx = begin();
+    CHECK_OK(txn_read(tx, o, 0, got, sizeof got));
+    CHECK_OK(txn_commit(tx));
+    for (size_t i = 0; i < sizeof got; i++)
+        ck_assert_msg(got[i] == want[i], "%s: byte %zu is %u, want %u", _i ? "aborted" : "committed",
+                      i, got[i], want[i]);
+}
+END_TEST
+
 START_TEST(test_read_only)
 {
     struct target t;
@@ -412,6 +465,7 @@ static Suite *barriers_suite(void)
     tcase_add_test(tc, test_pdom_from_env);
     tcase_add_loop_test(tc, test_distinct_ranges, 0, 2);
     tcase_add_test(tc, test_same_range_twice);
+    tcase_add_loop_test(tc, test_words_logged, 0, 2);
     tcase_add_test(tc, test_read_only);
     tcase_add_loop_test(tc, test_abort, 0, 2);
     tcase_add_test(tc, test_alloc_and_free);

@@ -88,7 +88,9 @@ struct urec {
 struct undo_tx {
     struct vec recs;       /* struct urec: DATA records: the ranges to
                               flush at commit, to restore at abort */
-    struct addrmap logged; /* range start -> longest length logged */
+    struct addrmap logged; /* LOGGED_SPAN-aligned address -> a bit per 8-byte
+                              word of that span whose old bytes a record
+                              of this transaction holds (LG1) */
     struct addrmap whole;  /* objects logged whole by txn_open(TXN_RW) */
     const void *opened;    /* the last of them: txn_open's way fill asks
                               right after, and skips the map */
@@ -149,6 +151,58 @@ static void reset(struct txn *tx, struct undo_tx *u)
     addrmap_clear(&u->whole);
     u->opened = NULL;
     u->prepared = 0;
+}
+
+/* LG1 A word's bit in u->logged is set only once a record holding every
+ *     byte the word had before the transaction is appended and fenced: a
+ *     write whose words all have their bit logs nothing (U1 holds by the
+ *     earlier record). Only words a logged range covers whole get a bit.
+ *     A debug build checks it before each commit (assert_rollback: the
+ *     records give back every byte the transaction wrote).
+ * One entry per span of 64 words, not per range written: a DEL of many
+ * keys writes a range per key at scattered addresses, and a map with an
+ * entry each outgrew the caches (a miss per probe); the buckets it writes
+ * lie in few segments, so their spans are few and the map stays small
+ * (docs/kvstore.md, section 18d). */
+#define LOGGED_SPAN 512u
+
+/* The bits of the words of [a, a+n) within the span at g: touched (any
+ * byte) or, with whole, covered entirely. */
+static uint64_t span_words(uintptr_t g, uintptr_t a, uintptr_t end, int whole)
+{
+    uintptr_t lo = a > g ? a : g, hi = end < g + LOGGED_SPAN ? end : g + LOGGED_SPAN;
+    size_t first = whole ? (lo - g + 7) / 8 : (lo - g) / 8;
+    size_t last = whole ? (hi - g) / 8 : (hi - g + 7) / 8; /* one past */
+    if (last <= first)
+        return 0;
+    uint64_t upto = last == 64 ? ~0ull : (1ull << last) - 1;
+    return upto & ~((1ull << first) - 1);
+}
+
+/* 1 when every word [a, a+n) touches is logged (LG1), else 0. */
+static int logged_all(struct undo_tx *u, uintptr_t a, size_t n)
+{
+    for (uintptr_t g = a & ~(uintptr_t)(LOGGED_SPAN - 1); g < a + n; g += LOGGED_SPAN) {
+        uint64_t *bits = addrmap_find(&u->logged, g);
+        uint64_t want = span_words(g, a, a + n, 0);
+        if (!bits || (*bits & want) != want)
+            return 0;
+    }
+    return 1;
+}
+
+/* LG1: the words [a, a+n) covers whole, now logged. */
+static int logged_set(struct undo_tx *u, uintptr_t a, size_t n)
+{
+    for (uintptr_t g = a & ~(uintptr_t)(LOGGED_SPAN - 1); g < a + n; g += LOGGED_SPAN) {
+        uint64_t w = span_words(g, a, a + n, 1);
+        uint64_t *bits = w ? addrmap_slot(&u->logged, g) : NULL;
+        if (w && !bits)
+            return TXN_E_NOMEM;
+        if (w)
+            *bits |= w;
+    }
+    return 0;
 }
 
 /* U1, U2: the records appended so far durable, then the tail hint. */
@@ -229,15 +283,13 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
         if (tx->hot.gate)
             fence_records(tx); /* the batch, before its first change */
     } else if (!tx_is_new(tx, o)) {
-        uint64_t *logged = addrmap_slot(&u->logged, (uint64_t)(uintptr_t)a);
-        if (!logged)
-            return TXN_E_NOMEM;
-        if (*logged < n) {
+        if (!logged_all(u, (uintptr_t)a, n)) {
             int rc = append_old(tx, u, a, n);
             if (rc)
                 return rc;
             fence_records(tx);
-            *logged = n;
+            if ((rc = logged_set(u, (uintptr_t)a, n)))
+                return rc;
         }
     }
     pm_memcpy(a, src, n);

@@ -162,9 +162,12 @@ static int count_keys(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
 {
     int rc = 0;
     long long n = 0;
-    for (size_t i = 1; i < argc && rc >= 0; i++)
+    for (size_t i = 1; i < argc && rc >= 0; i++) {
+        if (i + KV_PREFETCH_AHEAD < argc)
+            kv_txn_prefetch(t, argv[i + KV_PREFETCH_AHEAD]);
         if ((rc = del ? kv_txn_del(t, argv[i]) : kv_txn_get(t, argv[i], NULL, NULL)) > 0)
             n++;
+    }
     if (rc >= 0)
         reply_int(&c->out, n);
     return rc;

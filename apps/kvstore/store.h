@@ -147,6 +147,11 @@ int kv_txn_write(kv_txn *t, struct kv_slice key, struct kv_slice value, uint64_t
                  unsigned type);
 /* 1 deleted, 0 missing, or an error */
 int kv_txn_del(kv_txn *t, struct kv_slice key);
+/* A hint for a command of many keys, KV_PREFETCH_AHEAD keys ahead of the
+ * one it works on: start loading key's bucket. Changes nothing; does
+ * nothing for a key the transaction does not hold. */
+void kv_txn_prefetch(kv_txn *t, struct kv_slice key);
+#define KV_PREFETCH_AHEAD 8
 /* Its expiry in *at (0: none): 1 found, 0 missing, or an error. */
 int kv_txn_ttl(kv_txn *t, struct kv_slice key, uint64_t *at);
 /* Make key expire at `at` (0: never): 1 done, 0 missing, or an error. */
