@@ -17,9 +17,9 @@
  * handle.h, common.h, util.h), persist.h for every store, flush and fence,
  * atomics.h, and addrmap.h. Nothing else: the front end's ctxreg.h, the
  * crash simulator's trace hooks and the pool format's headers
- * (txn/format/) are not an engine's business; the engines that log in
- * pmtx's format still include its format.h until engine.h offers what
- * they use (docs/format.md).
+ * (txn/format/) are not an engine's business. No engine folder has
+ * txn/format/ on its include path, and tests/engine_includes.c checks
+ * that none includes one of its headers (docs/format.md).
  *
  * How the engines map onto txn.h (one API, no engine-specific calls):
  *
