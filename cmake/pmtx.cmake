@@ -1,6 +1,6 @@
 # pmtx.cmake - how engines and programs are declared.
 #
-# pmtx_engine(SOURCES src... [PERSISTENT] [OWN_POOL] [FORMAT_HEADERS] [LIBS lib...]
+# pmtx_engine(SOURCES src... [PERSISTENT] [OWN_POOL] [LIBS lib...]
 #             [EXPORTS map] [HEADERS h...] [CRASHSIM_ARGS arg...]
 #             [CRASHSIM_SHARED_ARGS arg...])
 #   Called by an engine folder's CMakeLists.txt; the folder's name is the
@@ -9,9 +9,7 @@
 #   SOURCES), its pkg-config file and its CMake target pmtx::NAME, and
 #   records the engine for the programs, tests and crash simulator:
 #   PERSISTENT (it keeps a log; crash and kill tests run on it), OWN_POOL
-#   (it implements engine.h's eng_pool_* layer itself), FORMAT_HEADERS (it
-#   still includes the headers of pmtx's format, txn/format/, until engine.h
-#   offers what it uses: docs/format.md), LIBS (what it links
+#   (it implements engine.h's eng_pool_* layer itself), LIBS (what it links
 #   privately), EXPORTS (its linker version script; default txn.h's calls
 #   only), HEADERS (public headers it installs beside txn.h),
 #   CRASHSIM_ARGS (what its crash-simulator campaigns add),
@@ -19,7 +17,7 @@
 #   add instead). A barriers.h in the folder is its barrier formula
 #   (tests/barrier_counts.c).
 function(pmtx_engine)
-  cmake_parse_arguments(A "PERSISTENT;OWN_POOL;FORMAT_HEADERS" "EXPORTS"
+  cmake_parse_arguments(A "PERSISTENT;OWN_POOL" "EXPORTS"
                         "SOURCES;LIBS;HEADERS;CRASHSIM_ARGS;CRASHSIM_SHARED_ARGS" ${ARGN})
   set(dir ${CMAKE_CURRENT_SOURCE_DIR})
   get_filename_component(name ${dir} NAME)
@@ -54,9 +52,6 @@ function(pmtx_engine)
            $<BUILD_INTERFACE:${dir}>
            $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
     PRIVATE ${PROJECT_SOURCE_DIR}/txn)
-  if(A_FORMAT_HEADERS)
-    target_include_directories(txn-${name} PRIVATE ${PROJECT_SOURCE_DIR}/txn/format)
-  endif()
   target_link_libraries(txn-${name}
     PUBLIC Threads::Threads
     PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS ${A_LIBS} ${CMAKE_DL_LIBS})

@@ -110,7 +110,6 @@
 
 #include "addrmap.h"
 #include "engine.h"
-#include "format.h" /* until engine.h offers what it uses (docs/format.md) */
 #include "incll.h"
 #include "incll_int.h"
 #include "persist.h"
@@ -120,7 +119,7 @@ const int eng_persistent = 1;
 
 #define OBJ_HDR 8u   /* the epoch tag */
 _Static_assert(OBJ_HDR == INCLL_OBJ_HDR, "incll.h knows where payloads start");
-#define W_EPOCH 0    /* pool_hdr.eng_words words */
+#define W_EPOCH 0    /* tx_pool_eng_words */
 #define W_NFAILED 1
 #define W_FAILED 2
 #define FAILED_RING 6
@@ -151,7 +150,7 @@ struct dirty {
  * after its predecessor's records instead of overwriting them. Touched
  * only inside a transaction of the slot's owner or at quiescence. */
 struct islot {
-    struct log log;      /* the epoch's log, rewound at each epoch end */
+    struct log *log;     /* the epoch's log, rewound at each epoch end */
     struct vec dirty;    /* struct dirty */
     struct addrmap dmap; /* block -> index + 1 in dirty */
     struct vec metas;    /* struct tx_block: allocator words to flush */
@@ -204,7 +203,7 @@ struct ipool {
     unsigned epoch_ms;
     int whole, stats;
     struct islot **slots; /* per slot, created by its first transaction */
-    struct alloc_cache rel; /* to hand deferred frees back */
+    struct alloc_cache *rel; /* to hand deferred frees back */
     struct vec limbo;       /* struct limbo: freed, durable, awaiting the grace */
     size_t limbo_head;      /* of the oldest still waiting */
     uint64_t n_epochs, flush_ns, flush_ns_max, flush_lines;
@@ -316,7 +315,7 @@ static void flush_live(void *blk, size_t size, void *arg)
 {
     txn_pool *p = arg;
     pm_flush(blk, size);
-    alloc_flush_meta(p, (uint64_t)(uintptr_t)blk, size);
+    tx_block_flush_meta(p, (uint64_t)(uintptr_t)blk, size);
 }
 
 static void flush_epoch_data(struct ipool *st)
@@ -329,8 +328,8 @@ static void flush_epoch_data(struct ipool *st)
 #endif
     int whole = st->whole || st->overflow;
     if (whole)
-        alloc_foreach_live(p, flush_live, p);
-    for (size_t s = 0; s < POOL_FMT(p)->hdr->nslots; s++) {
+        tx_foreach_live(p, flush_live, p);
+    for (size_t s = 0; s < tx_pool_slots(p); s++) {
         struct islot *isl = st->slots[s];
         if (!isl)
             continue;
@@ -341,7 +340,7 @@ static void flush_epoch_data(struct ipool *st)
         /* bits cleared by frees are in no live block's words */
         for (size_t i = 0; i < isl->metas.n; i++) {
             struct tx_block *b = vec_at(&isl->metas, i);
-            alloc_flush_meta(p, (uint64_t)(uintptr_t)b->blk, b->size);
+            tx_block_flush_meta(p, (uint64_t)(uintptr_t)b->blk, b->size);
         }
     }
 }
@@ -355,7 +354,7 @@ static void release_later(struct ipool *st, void *blk, int grace, uint64_t token
     if (l)
         *l = (struct limbo){blk, token};
     else if (!grace)
-        alloc_release(st->p, &st->rel, blk);
+        tx_cache_release(st->p, st->rel, blk);
 }
 
 /* Blocks of the limbo whose grace has passed (all of them: `all`, when
@@ -368,7 +367,7 @@ static void release_limbo(struct ipool *st, const incll_grace *g, int all)
         struct limbo *l = vec_at(&st->limbo, st->limbo_head);
         if (!all && !g->passed(g->arg, l->token))
             break; /* tokens grow: the later ones wait too */
-        alloc_release(st->p, &st->rel, l->blk);
+        tx_cache_release(st->p, st->rel, l->blk);
         st->limbo_head++;
     }
     if (st->limbo_head == st->limbo.n) {
@@ -402,7 +401,7 @@ static void gran_drop(struct ipool *st, void *blk, size_t size)
 static void clear_marks(struct ipool *st)
 {
     int all = __atomic_load_n(&st->gran_lost, __ATOMIC_RELAXED);
-    for (size_t s = 0; s < POOL_FMT(st->p)->hdr->nslots; s++) {
+    for (size_t s = 0; s < tx_pool_slots(st->p); s++) {
         struct islot *isl = st->slots[s];
         for (size_t i = 0; isl && !all && i < isl->grans.n; i++) {
             struct gran *gr = *(struct gran **)vec_at(&isl->grans, i);
@@ -426,8 +425,8 @@ static void end_epoch(struct ipool *st)
     uint64_t t0 = now_ns(), l0 = pm_ctr.lines_flushed;
     flush_epoch_data(st);
     pm_barrier(); /* (1) */
-    pm_store64(&POOL_FMT(p)->hdr->eng_words[W_EPOCH], st->epoch + 1);
-    pm_persist(&POOL_FMT(p)->hdr->eng_words[W_EPOCH], 8); /* (2): the log is truncated */
+    pm_store64(&tx_pool_eng_words(p)[W_EPOCH], st->epoch + 1);
+    pm_persist(&tx_pool_eng_words(p)[W_EPOCH], 8); /* (2): the log is truncated */
     uint64_t dt = now_ns() - t0;
     st->n_epochs++;
     st->flush_ns += dt;
@@ -443,7 +442,7 @@ static void end_epoch(struct ipool *st)
     pthread_rwlock_rdlock(&g_grace_lock);
     incll_grace g = g_grace;
     uint64_t token = g.now ? g.now(g.arg) : 0;
-    for (size_t s = 0; s < POOL_FMT(p)->hdr->nslots; s++) {
+    for (size_t s = 0; s < tx_pool_slots(p); s++) {
         struct islot *isl = st->slots[s];
         if (!isl)
             continue;
@@ -454,11 +453,11 @@ static void end_epoch(struct ipool *st)
         }
         isl->dirty.n = isl->metas.n = isl->frees.n = 0;
         addrmap_clear(&isl->dmap);
-        log_rewind(&isl->log);
+        tx_slot_log_rewind(isl->log);
     }
     release_limbo(st, &g, 0);
     pthread_rwlock_unlock(&g_grace_lock);
-    alloc_cache_drain(p, &st->rel);
+    tx_cache_drain(p, st->rel);
     g_epochs_ended++;
     st->overflow = 0;
 }
@@ -466,7 +465,7 @@ static void end_epoch(struct ipool *st)
 /* Whether a transaction runs (P); lk held, advancing set. */
 static int pinned(struct ipool *st)
 {
-    for (size_t s = 0; s < POOL_FMT(st->p)->hdr->nslots; s++)
+    for (size_t s = 0; s < tx_pool_slots(st->p); s++)
         if (__atomic_load_n(&st->pins[s].in, __ATOMIC_SEQ_CST))
             return 1;
     return 0;
@@ -591,15 +590,16 @@ static void *epoch_main(void *arg)
 static struct ipool *state_new(txn_pool *p)
 {
     struct ipool *st = calloc(1, sizeof *st);
-    if (!st || !(st->slots = calloc(POOL_FMT(p)->hdr->nslots, sizeof *st->slots)) ||
-        !(st->pins = aligned_alloc(sizeof(struct pin), POOL_FMT(p)->hdr->nslots * sizeof(struct pin)))) {
+    if (!st || !(st->slots = calloc(tx_pool_slots(p), sizeof *st->slots)) ||
+        !(st->pins = aligned_alloc(sizeof(struct pin), tx_pool_slots(p) * sizeof(struct pin)))) {
         if (st)
             free(st->slots);
         free(st);
         return NULL;
     }
-    memset(st->pins, 0, POOL_FMT(p)->hdr->nslots * sizeof(struct pin));
-    if (addrmap_init(&st->gmap, 16)) {
+    memset(st->pins, 0, tx_pool_slots(p) * sizeof(struct pin));
+    if (addrmap_init(&st->gmap, 16) || !(st->rel = tx_cache_new())) {
+        addrmap_free(&st->gmap);
         free(st->pins);
         free(st->slots);
         free(st);
@@ -615,7 +615,7 @@ static struct ipool *state_new(txn_pool *p)
     st->stats = (int)setting_get(SET_INCLL_STATS, 0);
     st->t_start = st->t_last = now_ns();
     vec_init(&st->limbo, sizeof(struct limbo));
-    uint64_t *w = POOL_FMT(p)->hdr->eng_words;
+    uint64_t *w = tx_pool_eng_words(p);
     if (w[W_EPOCH] == 0) { /* a new pool: epoch 0 never tags a record */
         pm_store64(&w[W_EPOCH], 1);
         pm_persist(&w[W_EPOCH], 8);
@@ -640,6 +640,7 @@ static void islot_free(struct islot *isl)
     vec_free(&isl->frees);
     vec_free(&isl->grans);
     addrmap_free(&isl->dmap);
+    tx_slot_log_free(isl->log);
     free(isl);
 }
 
@@ -655,7 +656,7 @@ static void state_destroy(struct ipool *st)
     }
     end_if_work(st);
     release_limbo(st, NULL, 1); /* the structure's readers are gone */
-    alloc_cache_drain(p, &st->rel);
+    tx_cache_free(p, st->rel);
     vec_free(&st->limbo);
     if (st->stats && st->n_epochs) {
         double n = (double)st->n_epochs, run = (double)(now_ns() - st->t_start);
@@ -666,7 +667,7 @@ static void state_destroy(struct ipool *st)
                 st->flush_ns_max / 1e3, (double)st->flush_lines / n,
                 100.0 * (double)st->flush_ns / run, st->whole ? "whole" : "tracked");
     }
-    for (size_t s = 0; s < POOL_FMT(p)->hdr->nslots; s++)
+    for (size_t s = 0; s < tx_pool_slots(p); s++)
         if (st->slots[s])
             islot_free(st->slots[s]);
     for (size_t i = 0; i < st->gmap.cap; i++)
@@ -763,7 +764,10 @@ static __attribute__((noinline)) struct islot *islot_get(struct txn *tx, struct 
     vec_init(&isl->metas, sizeof(struct tx_block));
     vec_init(&isl->frees, sizeof(struct tx_block));
     vec_init(&isl->grans, sizeof(struct gran *));
-    log_attach(&isl->log, tx->p, TX_FMT(tx)->slot);
+    if (!(isl->log = tx_slot_log_new(tx->p, tx->slot_idx))) {
+        islot_free(isl);
+        return NULL;
+    }
     st->slots[tx->slot_idx] = isl;
     return isl;
 }
@@ -911,8 +915,8 @@ static int log_small(struct itx *t, txn_obj *o, size_t size)
     const uint64_t *w = (const uint64_t *)o;
     for (size_t i = 0; i < size / 8; i++)
         buf[i] = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
-    int rc = log_append(&t->isl->log, t->epoch, LOG_DATA, (uint64_t)(uintptr_t)o, 0, buf,
-                        (uint32_t)size, NULL);
+    int rc = tx_slot_log_append(t->isl->log, t->epoch, LOG_DATA, (uint64_t)(uintptr_t)o, 0, buf,
+                                (uint32_t)size);
     if (!rc)
         t->unfenced = t->touched = 1;
     return rc;
@@ -1006,8 +1010,8 @@ static int log_granule(struct itx *t, struct gran *gr, size_t g, int *added)
     *added = !gran_logged(t, gr, g);
     if (!*added)
         return 0;
-    int rc = log_append(&t->isl->log, t->epoch, LOG_DATA, (uint64_t)(uintptr_t)(gr->blk + lo), 0,
-                        buf, (uint32_t)(hi - lo), NULL);
+    int rc = tx_slot_log_append(t->isl->log, t->epoch, LOG_DATA,
+                                (uint64_t)(uintptr_t)(gr->blk + lo), 0, buf, (uint32_t)(hi - lo));
     if (!rc)
         t->unfenced = t->touched = 1;
     return rc;
@@ -1127,7 +1131,7 @@ static int drain(struct txn *tx, struct itx *t, int save)
     if (save && reserve_old(t, t->bw.n, t->bbytes.n))
         return TXN_E_NOMEM;
     if (t->unfenced) {
-        log_flush(&t->isl->log); /* once: see log.h */
+        tx_slot_log_flush(t->isl->log); /* once: see log.h */
         pm_barrier(); /* (a) I1, L2 */
         t->unfenced = 0;
     }
@@ -1334,13 +1338,13 @@ int eng_alloc(struct txn *tx, size_t n, txn_obj **out)
     struct tx_block b;
     if (n > SIZE_MAX - OBJ_HDR)
         return TXN_E_NOSPACE;
-    if (vec_reserve(&t->isl->metas, TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n + 1))
+    if (vec_reserve(&t->isl->metas, tx_block_count(tx) + 1))
         return TXN_E_NOMEM;
     int rc = tx_reserve(tx, n + OBJ_HDR, &b);
     if (rc)
         return rc;
-    rc = log_append(&t->isl->log, t->epoch, LOG_ALLOC, (uint64_t)(uintptr_t)b.blk,
-                    b.size, NULL, 0, NULL);
+    rc = tx_slot_log_append(t->isl->log, t->epoch, LOG_ALLOC, (uint64_t)(uintptr_t)b.blk, b.size,
+                            NULL, 0);
     if (rc) {
         tx_unreserve(tx);
         return rc;
@@ -1359,12 +1363,13 @@ int eng_free(struct txn *tx, txn_obj *o)
     struct itx *t = tx->eng;
     struct islot *isl = t->isl;
     struct tx_block b;
-    size_t k = TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n + 1;
-    if (vec_reserve(&isl->metas, k) || vec_reserve(&isl->frees, TX_FMT(tx)->frees.n + 1))
+    size_t nf;
+    tx_frees(tx, &nf);
+    if (vec_reserve(&isl->metas, tx_block_count(tx) + 1) || vec_reserve(&isl->frees, nf + 1))
         return TXN_E_NOMEM;
     int rc = tx_mark_free(tx, o, &b);
-    if (!rc && (rc = log_append(&isl->log, t->epoch, LOG_FREE, (uint64_t)(uintptr_t)b.blk,
-                                b.size, NULL, 0, NULL)))
+    if (!rc && (rc = tx_slot_log_append(isl->log, t->epoch, LOG_FREE,
+                                        (uint64_t)(uintptr_t)b.blk, b.size, NULL, 0)))
         tx_unmark_free(tx);
     if (!rc)
         t->unfenced = t->touched = 1;
@@ -1384,16 +1389,14 @@ static size_t commit_allocs(struct txn *tx, struct itx *t)
 {
     struct islot *isl = t->isl;
     size_t freed = 0;
+    size_t na, nf;
+    const struct tx_block *al = tx_allocs(tx, &na), *fr = tx_frees(tx, &nf);
     tx_apply_allocs(tx, 1);
-    for (size_t i = 0; i < TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n; i++) {
-        struct tx_block *b = i < TX_FMT(tx)->allocs.n ? vec_at(&TX_FMT(tx)->allocs, i)
-                                              : vec_at(&TX_FMT(tx)->frees, i - TX_FMT(tx)->allocs.n);
-        *(struct tx_block *)vec_push(&isl->metas) = *b; /* reserved */
-    }
-    for (size_t i = 0; i < TX_FMT(tx)->frees.n; i++) {
-        struct tx_block *b = vec_at(&TX_FMT(tx)->frees, i);
-        *(struct tx_block *)vec_push(&isl->frees) = *b; /* reserved */
-        freed += b->size;
+    for (size_t i = 0; i < na + nf; i++)
+        *(struct tx_block *)vec_push(&isl->metas) = i < na ? al[i] : fr[i - na]; /* reserved */
+    for (size_t i = 0; i < nf; i++) {
+        *(struct tx_block *)vec_push(&isl->frees) = fr[i]; /* reserved */
+        freed += fr[i].size;
     }
     tx_take_blocks(tx); /* frees released at the epoch's end, not by end_tx */
     return freed;
@@ -1404,28 +1407,29 @@ static __attribute__((noinline)) int commit_changes(struct txn *tx)
 {
     struct itx *t = tx->eng;
     struct ipool *st = t->st;
-    int allocs = TX_FMT(tx)->allocs.n || TX_FMT(tx)->frees.n;
+    int allocs = tx_block_count(tx) != 0;
     size_t freed = 0;
     if (t->pend.n || (allocs && t->unfenced))
         drain(tx, t, 0); /* cannot fail without `save` */
     if (allocs)
         freed = commit_allocs(tx, t);
     int touched = t->touched;
-    uint64_t sixteenth = pool_heap_chunks(tx->p) * (uint64_t)CHUNK_SIZE / 16; /* of the heap it has */
-    int log_big = t->isl->log.used > sixteenth;
+    uint64_t sixteenth = tx_pool_heap_bytes(tx->p) / 16; /* of the heap it has */
+    int log_big = tx_slot_log_used(t->isl->log) > sixteenth;
     reset(t);
     leave(st, &st->pins[tx->slot_idx], touched, freed);
     /* a pool being created is durable on return (the root allocation);
      * frees or a log beyond 1/16 of the heap end the epoch, so that the
      * space they hold comes back now rather than 64 ms later (a log that
      * grew without bound would fill the pool) */
-    int now = !POOL_FMT(tx->p)->hdr->root || __atomic_load_n(&st->held, __ATOMIC_RELAXED) > sixteenth ||
+    int creating = !eng_pool_root(tx->p);
+    int now = creating || __atomic_load_n(&st->held, __ATOMIC_RELAXED) > sixteenth ||
               log_big;
     if (now) {
         pthread_mutex_lock(&st->lk);
         st->n_early++;
         pthread_mutex_unlock(&st->lk);
-        if (!POOL_FMT(tx->p)->hdr->root)
+        if (creating)
             advance_past(st, t->epoch);
         else
             advance_unless_pinned(st, t->epoch);
@@ -1436,7 +1440,7 @@ static __attribute__((noinline)) int commit_changes(struct txn *tx)
 int eng_commit(struct txn *tx)
 {
     struct itx *t = tx->eng;
-    if (TX_FMT(tx)->allocs.n || TX_FMT(tx)->frees.n || t->touched)
+    if (tx_block_count(tx) || t->touched)
         return commit_changes(tx);
     leave(t->st, &t->st->pins[tx->slot_idx], 0, 0); /* InCLL changes only, or none */
     return 0;
@@ -1468,13 +1472,15 @@ static int is_failed(const uint64_t *w, uint64_t v)
 
 static int relevant(txn_pool *p, uint64_t v)
 {
-    const uint64_t *w = POOL_FMT(p)->hdr->eng_words;
+    const uint64_t *w = tx_pool_eng_words(p);
     return v == w[W_EPOCH] || is_failed(w, v);
 }
 
 int eng_rec_valid(txn_pool *p, const struct log_rec *r)
 {
-    if (!relevant(p, r->version))
+    struct tx_rec t;
+    tx_rec_get(r, &t);
+    if (!relevant(p, t.version))
         return 0; /* stale: an ended epoch's record, never applied */
     return tx_rec_valid(p, r);
 }
@@ -1482,7 +1488,7 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r)
 /* I7: mark the crashed epoch failed, then move past it. */
 static void fail_epoch(txn_pool *p, uint64_t e)
 {
-    uint64_t *w = POOL_FMT(p)->hdr->eng_words;
+    uint64_t *w = tx_pool_eng_words(p);
     pm_store64(&w[W_FAILED + w[W_NFAILED] % FAILED_RING], e);
     pm_store64(&w[W_NFAILED], w[W_NFAILED] + 1);
     pm_flush(w, 8 * 8);
@@ -1508,16 +1514,20 @@ struct restore_part {
 static void restore_range(void *arg)
 {
     struct restore_part *q = arg;
-    for (size_t i = 0; i < q->n; i++)
-        if (q->r[i]->len) {
-            const volatile char *a = (const char *)(uintptr_t)q->r[i]->addr;
+    struct tx_rec t;
+    for (size_t i = 0; i < q->n; i++) {
+        tx_rec_get(q->r[i], &t);
+        if (t.len) {
+            const volatile char *a = (const char *)(uintptr_t)t.addr;
             (void)a[0];
-            (void)a[q->r[i]->len - 1];
+            (void)a[t.len - 1];
         }
+    }
     for (size_t i = q->n; i-- > 0;) {
-        pm_memcpy_flush((void *)(uintptr_t)q->r[i]->addr, log_payload(q->r[i]), q->r[i]->len);
-        q->count += q->r[i]->len > 0;
-        q->bytes += q->r[i]->len;
+        tx_rec_get(q->r[i], &t);
+        pm_memcpy_flush((void *)(uintptr_t)t.addr, t.payload, t.len);
+        q->count += t.len > 0;
+        q->bytes += t.len;
     }
     pm_order(); /* before the part is handed back: recover()'s barrier
                    runs in the opening thread */
@@ -1538,7 +1548,9 @@ static void restore_range(void *arg)
 
 static int failed_data(txn_pool *p, const struct log_rec *r)
 {
-    return r->type == LOG_DATA && is_failed(POOL_FMT(p)->hdr->eng_words, r->version);
+    struct tx_rec t;
+    tx_rec_get(r, &t);
+    return t.type == LOG_DATA && is_failed(tx_pool_eng_words(p), t.version);
 }
 
 /* A failed epoch's record, as the one pass over the log's headers found it. */
@@ -1563,14 +1575,17 @@ static void list_failed(txn_pool *p, struct log_rec **r, struct failed_list *l)
     l->na = l->n;
     l->lo = UINT64_MAX;
     l->hi = 0;
+    const uint64_t *w = tx_pool_eng_words(p);
     for (size_t i = 0; i < l->n; i++) {
-        if (!is_failed(POOL_FMT(p)->hdr->eng_words, r[i]->version))
+        struct tx_rec t;
+        tx_rec_get(r[i], &t);
+        if (!is_failed(w, t.version))
             continue;
-        if (r[i]->type == LOG_DATA) {
-            l->f[l->nd++] = (struct failed_rec){r[i]->addr, r[i]};
-            l->lo = r[i]->addr < l->lo ? r[i]->addr : l->lo;
-            l->hi = r[i]->addr > l->hi ? r[i]->addr : l->hi;
-        } else if (r[i]->type == LOG_ALLOC || r[i]->type == LOG_FREE) {
+        if (t.type == LOG_DATA) {
+            l->f[l->nd++] = (struct failed_rec){t.addr, r[i]};
+            l->lo = t.addr < l->lo ? t.addr : l->lo;
+            l->hi = t.addr > l->hi ? t.addr : l->hi;
+        } else if (t.type == LOG_ALLOC || t.type == LOG_FREE) {
             l->f[--l->na] = (struct failed_rec){0, r[i]};
         }
     }
@@ -1617,8 +1632,10 @@ static void undo_allocs(txn_pool *p, struct log_rec **r, const struct failed_lis
     for (int pass = 0; pass < 2; pass++)
         for (size_t k = 0; k < n; k++) {
             struct log_rec *a = l->f ? l->f[l->n - 1 - k].r : r[k];
-            if (a->type == (pass ? LOG_ALLOC : LOG_FREE) &&
-                is_failed(POOL_FMT(p)->hdr->eng_words, a->version))
+            struct tx_rec t;
+            tx_rec_get(a, &t);
+            if (t.type == (pass ? LOG_ALLOC : LOG_FREE) &&
+                is_failed(tx_pool_eng_words(p), t.version))
                 tx_undo_alloc_rec(p, a);
         }
 }
@@ -1670,20 +1687,18 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
     vec_init(&all, sizeof(struct log_rec *));
     int rc = 0;
     uint64_t t0 = now_ns(), t1 = 0, failed = 0, bytes = 0;
-    for (size_t s = 0; !rc && s < POOL_FMT(p)->hdr->nslots; s++) {
-        const struct vec *v = POOL_FMT(p)->open_recs ? &POOL_FMT(p)->open_recs[s] : NULL;
-        if (!v)
-            rc = log_scan(p, pool_slot(p, s), &all);
-        else if (vec_append(&all, v->a, v->n))
-            rc = TXN_E_NOMEM;
-    }
+    for (size_t s = 0; !rc && s < tx_pool_slots(p); s++)
+        rc = tx_slot_recs(p, s, &all);
     if (!rc) {
-        uint64_t e = POOL_FMT(p)->hdr->eng_words[W_EPOCH];
-        for (size_t i = 0; i < all.n; i++)
-            if ((*(struct log_rec **)vec_at(&all, i))->version == e) {
+        uint64_t e = tx_pool_eng_words(p)[W_EPOCH];
+        for (size_t i = 0; i < all.n; i++) {
+            struct tx_rec t;
+            tx_rec_get(*(struct log_rec **)vec_at(&all, i), &t);
+            if (t.version == e) {
                 fail_epoch(p, e);
                 break;
             }
+        }
         t1 = now_ns();
         failed = restore(p, (struct log_rec **)all.a, all.n, &bytes);
         p->eng = &recovered;
@@ -1723,7 +1738,7 @@ uint64_t incll__first_epoch(txn *tx)
  * oldest entry is in it; before that, only the ones still in it. */
 int incll__epoch_failed(txn *tx, uint64_t e)
 {
-    const uint64_t *w = POOL_FMT(tx->p)->hdr->eng_words;
+    const uint64_t *w = tx_pool_eng_words(tx->p);
     if (is_failed(w, e))
         return 1;
     if (w[W_NFAILED] <= FAILED_RING)
@@ -1741,12 +1756,11 @@ int incll__mark(txn *tx)
     struct itx *t = tx->eng;
     if (t->marked == t->epoch)
         return 0;
-    int rc = log_append(&t->isl->log, t->epoch, LOG_DATA,
-                        (uint64_t)(uintptr_t)(tx->p->base + POOL_FMT(tx->p)->hdr->heap_off), 0, NULL, 0,
-                        NULL);
+    int rc = tx_slot_log_append(t->isl->log, t->epoch, LOG_DATA,
+                                (uint64_t)(uintptr_t)tx_pool_heap(tx->p), 0, NULL, 0);
     if (rc)
         return rc;
-    log_flush(&t->isl->log);
+    tx_slot_log_flush(t->isl->log);
     pm_barrier();
     t->marked = t->epoch;
     t->touched = 1;

@@ -42,7 +42,6 @@
 
 #include "addrmap.h"
 #include "engine.h"
-#include "format.h" /* until engine.h offers what it uses (docs/format.md) */
 #include "atomics.h"
 #include "persist.h"
 
@@ -52,11 +51,16 @@ const int eng_persistent = 1;
 #define OBJ_HDR 8u /* the writers bitmap */
 #define NO_REC (~0ull)
 
-/* A write of this transaction: its record and the previous write of the
- * same object (index into `writes`, or NO_REC). */
+/* A write of this transaction: where its bytes go, where they lie in the
+ * log (its record's payload: reads take them from there, with no call into
+ * the format), its object, and the previous write of the same object
+ * (index into `writes`, or NO_REC). */
 struct write {
-    struct log_rec *r;
+    uint64_t addr;
+    const char *bytes;
+    uint64_t obj;
     uint64_t prev;
+    uint32_t len;
 };
 
 struct redo_tx {
@@ -142,9 +146,9 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
     return payload(o);
 }
 
-static struct log_rec *rec_at(struct redo_tx *r, uint64_t i)
+static struct write *rec_at(struct redo_tx *r, uint64_t i)
 {
-    return ((struct write *)vec_at(&r->writes, i))->r;
+    return vec_at(&r->writes, i);
 }
 
 /* Lay o's writes over [lo, hi) in dst (which holds the bytes in place),
@@ -156,8 +160,8 @@ static int overlay_chain(struct redo_tx *r, txn_obj *o, uint64_t from, uint64_t 
 {
     uint64_t hits[64], nh = 0, i = from;
     size_t steps = 0;
-    for (; i != NO_REC; i = ((struct write *)vec_at(&r->writes, i))->prev) {
-        struct log_rec *rec = rec_at(r, i);
+    for (; i != NO_REC; i = rec_at(r, i)->prev) {
+        const struct write *rec = rec_at(r, i);
         if (++steps > max)
             return 1;
         if (rec->addr >= hi || rec->addr + rec->len <= lo)
@@ -172,20 +176,20 @@ static int overlay_chain(struct redo_tx *r, txn_obj *o, uint64_t from, uint64_t 
         /* a long chain of partial overlaps: fall back to applying every
          * record of the object up to `from` in order */
         for (size_t k = 0; k <= from; k++) {
-            struct log_rec *rec = rec_at(r, k);
-            if (rec->aux == (uint64_t)(uintptr_t)o && rec->addr < hi && rec->addr + rec->len > lo) {
+            const struct write *rec = rec_at(r, k);
+            if (rec->obj == (uint64_t)(uintptr_t)o && rec->addr < hi && rec->addr + rec->len > lo) {
                 uint64_t s = rec->addr > lo ? rec->addr : lo;
                 uint64_t e = rec->addr + rec->len < hi ? rec->addr + rec->len : hi;
-                memcpy(dst + (s - lo), (char *)log_payload(rec) + (s - rec->addr), e - s);
+                memcpy(dst + (s - lo), rec->bytes + (s - rec->addr), e - s);
             }
         }
         return 0;
     }
     while (nh--) {
-        struct log_rec *rec = rec_at(r, hits[nh]);
+        const struct write *rec = rec_at(r, hits[nh]);
         uint64_t s = rec->addr > lo ? rec->addr : lo;
         uint64_t e = rec->addr + rec->len < hi ? rec->addr + rec->len : hi;
-        memcpy(dst + (s - lo), (char *)log_payload(rec) + (s - rec->addr), e - s);
+        memcpy(dst + (s - lo), rec->bytes + (s - rec->addr), e - s);
     }
     return 0;
 }
@@ -196,7 +200,7 @@ static int index_words(struct redo_tx *r)
 {
     r->windex = 1;
     for (; r->indexed < r->writes.n; r->indexed++) {
-        struct log_rec *rec = rec_at(r, r->indexed);
+        const struct write *rec = rec_at(r, r->indexed);
         for (uint64_t w = rec->addr & ~7ull; w < rec->addr + rec->len; w += 8)
             if (addrmap_put(&r->words, w, r->indexed))
                 return TXN_E_NOMEM;
@@ -226,10 +230,10 @@ static int lookup(struct redo_tx *r, txn_obj *o, char *a, void *dst, size_t n)
         uint64_t *at = addrmap_find(&r->words, w);
         if (!at)
             continue; /* not written by this transaction */
-        struct log_rec *rec = rec_at(r, *at);
+        const struct write *rec = rec_at(r, *at);
         uint64_t s = w > lo ? w : lo, e = w + 8 < hi ? w + 8 : hi;
         if (rec->addr <= s && rec->addr + rec->len >= e)
-            memcpy((char *)dst + (s - lo), (char *)log_payload(rec) + (s - rec->addr), e - s);
+            memcpy((char *)dst + (s - lo), rec->bytes + (s - rec->addr), e - s);
         else
             overlay_chain(r, o, *at, s, e, (char *)dst + (s - lo), SIZE_MAX);
     }
@@ -263,11 +267,14 @@ static int log_write(struct txn *tx, struct redo_tx *r, txn_obj *o, char *a,
         struct write *w = vec_push(&r->writes);
         if (!w)
             return TXN_E_NOMEM;
-        int rc = log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, LOG_DATA,
-                            (uint64_t)(uintptr_t)(a + done), key, src + done, len, &w->r);
+        struct log_rec *rec;
+        int rc = tx_log(tx, LOG_DATA, (uint64_t)(uintptr_t)(a + done), key, src + done, len,
+                        &rec);
         uint64_t *head = rc ? NULL : addrmap_find(&r->latest, key);
         if (!rc) {
-            w->prev = head ? *head : NO_REC;
+            struct tx_rec t;
+            tx_rec_get(rec, &t);
+            *w = (struct write){t.addr, t.payload, key, head ? *head : NO_REC, len};
             rc = addrmap_put(&r->latest, key, r->writes.n - 1);
         }
         if (rc) {
@@ -311,14 +318,21 @@ int eng_free(struct txn *tx, txn_obj *o)
     return tx_mark_free(tx, o, NULL);
 }
 
+/* Replay a record (recovery: DATA, ALLOC, FREE) or a write (commit). */
+static void apply_data(uint64_t addr, const void *bytes, size_t len)
+{
+    pm_memcpy((void *)(uintptr_t)addr, bytes, len);
+    pm_flush((void *)(uintptr_t)addr, len);
+}
+
 static void apply(txn_pool *p, const struct log_rec *rec)
 {
-    if (rec->type == LOG_DATA) {
-        pm_memcpy((void *)(uintptr_t)rec->addr, log_payload((struct log_rec *)rec), rec->len);
-        pm_flush((void *)(uintptr_t)rec->addr, rec->len);
-    } else if (rec->type == LOG_ALLOC || rec->type == LOG_FREE) {
+    struct tx_rec t;
+    tx_rec_get(rec, &t);
+    if (t.type == LOG_DATA)
+        apply_data(t.addr, t.payload, t.len);
+    else if (t.type == LOG_ALLOC || t.type == LOG_FREE)
         tx_redo_alloc_rec(p, rec);
-    }
 }
 
 #ifndef NDEBUG
@@ -333,15 +347,15 @@ static void assert_replay(struct txn *tx, struct redo_tx *r)
     if (r->writes.n > REPLAY_CHECK_MAX)
         return;
     for (size_t i = 0; i < r->writes.n; i++) {
-        const struct log_rec *rec = ((struct write *)vec_at(&r->writes, i))->r;
-        const char *bytes = log_payload((struct log_rec *)rec);
-        assert(!tx_is_new(tx, (const void *)(uintptr_t)rec->aux) &&
+        const struct write *rec = rec_at(r, i);
+        const char *bytes = rec->bytes;
+        assert(!tx_is_new(tx, (const void *)(uintptr_t)rec->obj) &&
                "R4: a write to a block of the transaction was logged");
         for (uint64_t b = 0; b < rec->len; b++) {
             uint64_t a = rec->addr + b;
             int later = 0;
             for (size_t j = i + 1; j < r->writes.n && !later; j++) {
-                const struct log_rec *q = ((struct write *)vec_at(&r->writes, j))->r;
+                const struct write *q = rec_at(r, j);
                 later = a >= q->addr && a < q->addr + q->len;
             }
             assert((later || *(const char *)(uintptr_t)a == bytes[b]) &&
@@ -356,8 +370,10 @@ static void commit_logged(struct txn *tx, struct redo_tx *r)
 {
     tx_set_state(tx, SLOT_COMMITTED); /* (2) */
     tx_apply_allocs(tx, 1); /* its atomics before any flush of (3) */
-    for (size_t i = 0; i < r->writes.n; i++)
-        apply(tx->p, ((struct write *)vec_at(&r->writes, i))->r);
+    for (size_t i = 0; i < r->writes.n; i++) {
+        const struct write *w = rec_at(r, i);
+        apply_data(w->addr, w->bytes, w->len);
+    }
 #ifndef NDEBUG
     assert_replay(tx, r);
 #endif
@@ -368,7 +384,7 @@ static void commit_logged(struct txn *tx, struct redo_tx *r)
 
 static int nothing_written(struct txn *tx, struct redo_tx *r)
 {
-    return !r->writes.n && !TX_FMT(tx)->allocs.n && !TX_FMT(tx)->frees.n;
+    return !r->writes.n && !tx_block_count(tx);
 }
 
 /* Step (1): the log (with `ref`'s LOG_PREPARE record when a participant)
@@ -380,7 +396,7 @@ static int log_durable(struct txn *tx, const struct join_ref *ref)
         rc = tx_log_prepare(tx, ref);
     if (rc)
         return rc;
-    log_flush(&TX_FMT(tx)->log);
+    tx_log_flush(tx);
     tx_flush_new_blocks(tx);
     pm_barrier();                                  /* (1) R1 */
     return 0;
@@ -433,19 +449,21 @@ void eng_finish(struct txn *tx)
         finish(r);
 }
 
-int eng_rec_valid(txn_pool *p, const struct log_rec *r)
+int eng_rec_valid(txn_pool *p, const struct log_rec *rec)
 {
-    switch (r->type) {
+    struct tx_rec r;
+    tx_rec_get(rec, &r);
+    switch (r.type) {
     case LOG_DATA:
         /* aux: the object whose writers bitmap recovery clears */
-        return pool_contains(p, (void *)(uintptr_t)r->addr, r->len) && r->aux % 8 == 0 &&
-                       pool_contains(p, (void *)(uintptr_t)r->aux, OBJ_HDR) ? 0 : TXN_E_CORRUPT;
+        return tx_pool_contains(p, (void *)(uintptr_t)r.addr, r.len) && r.aux % 8 == 0 &&
+                       tx_pool_contains(p, (void *)(uintptr_t)r.aux, OBJ_HDR) ? 0 : TXN_E_CORRUPT;
     case LOG_ALLOC:
     case LOG_FREE:
-        return tx_alloc_rec_valid(p, r) ? 0 : TXN_E_CORRUPT;
+        return tx_alloc_rec_valid(p, rec) ? 0 : TXN_E_CORRUPT;
     case LOG_PREPARE: {
         struct join_ref ref;
-        return tx_prepare_rec_get(r, &ref) ? 0 : TXN_E_CORRUPT;
+        return tx_prepare_rec_get(rec, &ref) ? 0 : TXN_E_CORRUPT;
     }
     default:
         return TXN_E_CORRUPT;
@@ -454,10 +472,12 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *r)
 
 int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_t n)
 {
-    uint64_t v = recs[0]->version;
-    int replay = slot->state == slot_state(v, SLOT_COMMITTED); /* R3 */
+    struct tx_rec r;
+    tx_rec_get(recs[0], &r);
+    int state = tx_slot_state(slot, r.version);
+    int replay = state == (int)SLOT_COMMITTED; /* R3 */
     struct join_ref ref;
-    if (!replay && tx_slot_state(slot, v) < 0 && tx_prepare_rec_get(recs[n - 1], &ref)) {
+    if (state < 0 && tx_prepare_rec_get(recs[n - 1], &ref)) {
         int rc = join_decide(p, &ref); /* R5 */
         if (rc < 0)
             return rc;
@@ -470,9 +490,10 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
      * starts a live block: an abort leaves no state, so records of a
      * settled transaction look unsettled, and their object may have been
      * freed since (its chunk a run now, its first word the run's bitmap) */
-    for (size_t i = 0; i < n; i++)
-        if (recs[i]->type == LOG_DATA &&
-            alloc_block_size(p, (const void *)(uintptr_t)recs[i]->aux, 1))
-            pm_store64((void *)(uintptr_t)recs[i]->aux, 0);
+    for (size_t i = 0; i < n; i++) {
+        tx_rec_get(recs[i], &r);
+        if (r.type == LOG_DATA && alloc_block_size(p, (const void *)(uintptr_t)r.aux, 1))
+            pm_store64((void *)(uintptr_t)r.aux, 0);
+    }
     return 0;
 }

@@ -66,7 +66,7 @@
  * Barriers of a commit, whatever the number of writes: (1). Read-only: 0.
  * Abort: 0. One more, (0), when the blocks it allocated exceed NEW_LOGGED
  * bytes (Q3), and one when the ring grows into a new heap chunk (the
- * chunk table entry, alloc_log_chunk). A context's end: 1 (its pending
+ * chunk table entry, tx_seg_new). A context's end: 1 (its pending
  * lines); the pool's last context: 1 more (the floor).
  */
 #include <assert.h>
@@ -78,7 +78,6 @@
 #include "addrmap.h"
 #include "atomics.h"
 #include "engine.h"
-#include "format.h" /* until engine.h offers what it uses (docs/format.md) */
 #include "persist.h"
 #include "redo1_log.h"
 #include "wlog.h"
@@ -87,8 +86,7 @@ const char eng_name[] = PMTX_ENGINE_NAME;
 const int eng_inlines = 1;
 const int eng_persistent = 1;
 
-#define W_FLOOR 0                        /* pool_hdr.eng_words */
-#define SEG_DATA 64u                     /* parts start after the seg_hdr */
+#define W_FLOOR 0                        /* tx_pool_eng_words */
 #define FIRST_LOG_WORDS 1024u
 #define FILTER_PER_WORD 2u /* filter bytes per word of the DRAM log */
 #define MIN_PART 256u      /* a segment with less room left is not begun */
@@ -99,8 +97,8 @@ const int eng_persistent = 1;
 
 /* A segment of a slot's chain, in chain order. */
 struct seg {
-    char *at;     /* its seg_hdr */
-    size_t cap;   /* bytes after it */
+    char *at;     /* its first usable byte (tx_slot_seg) */
+    size_t cap;   /* usable bytes */
     uint64_t top; /* highest version of a part written in it, this open */
 };
 
@@ -187,7 +185,7 @@ struct wimg {
 
 static uint64_t *floor_word(txn_pool *p)
 {
-    return &POOL_FMT(p)->hdr->eng_words[W_FLOOR];
+    return &tx_pool_eng_words(p)[W_FLOOR];
 }
 
 static void slot_free(struct rslot *sl)
@@ -205,7 +203,7 @@ static void release_held(txn_pool *p, struct rslot *sl, struct alloc_cache *c, u
         struct held *h = vec_at(&sl->held, sl->held_head);
         if (h->v > water)
             break;
-        alloc_release(p, c, h->blk);
+        tx_cache_release(p, c, h->blk);
         sl->held_head++;
     }
     if (sl->held_head == sl->held.n)
@@ -217,18 +215,14 @@ static int slot_segments(txn_pool *p, struct rslot *sl, size_t idx)
 {
     if (sl->segs.n)
         return 0;
-    struct seg_hdr *sh = (struct seg_hdr *)((char *)pool_slot(p, idx) + sizeof(struct slot_hdr));
-    size_t cap = POOL_FMT(p)->hdr->slot_size - sizeof(struct slot_hdr) - SEG_DATA;
-    for (;;) {
+    size_t cap;
+    for (char *g = tx_slot_seg(p, idx, &cap); g; g = tx_seg_next(g), cap = tx_seg_chunk_cap) {
         struct seg *s = vec_push(&sl->segs);
         if (!s)
             return TXN_E_NOMEM;
-        *s = (struct seg){(char *)sh, cap, 0};
-        if (!sh->next)
-            return 0;
-        sh = (struct seg_hdr *)(uintptr_t)sh->next;
-        cap = CHUNK_SIZE - SEG_DATA;
+        *s = (struct seg){g, cap, 0};
     }
+    return 0;
 }
 
 static struct rpool *state_get(txn_pool *p)
@@ -267,15 +261,13 @@ static void state_put(txn_pool *p, struct rpool *st)
     if (--st->users == 0) {
         pm_store64(floor_word(p), atomic_load(&st->clock));
         pm_persist(floor_word(p), 8);
-        struct alloc_cache *c = calloc(1, sizeof *c);
+        struct alloc_cache *c = tx_cache_new();
         for (unsigned i = 0; i < st->nslots; i++) {
             if (c) /* settled by the floor; out of memory, back at the next open */
                 release_held(p, &st->slots[i], c, UINT64_MAX);
             slot_free(&st->slots[i]);
         }
-        if (c)
-            alloc_cache_drain(p, c);
-        free(c);
+        tx_cache_free(p, c);
         free(st->slots);
         free(st);
         p->eng = NULL;
@@ -404,7 +396,7 @@ static void flush_pending(txn_pool *p, struct rslot *sl)
     for (size_t i = 0; i < sl->pend.n; i++) {
         struct range *r = vec_at(&sl->pend, i);
         if (r->meta)
-            alloc_flush_meta(p, (uint64_t)(uintptr_t)r->a, r->n);
+            tx_block_flush_meta(p, (uint64_t)(uintptr_t)r->a, r->n);
         else
             pm_flush(r->a, r->n);
     }
@@ -704,10 +696,10 @@ static int next_segment(struct txn *tx, struct rtx *t, uint64_t v)
     if (reuse_segment(sl, v))
         return 0;
     struct seg *last = vec_at(&sl->segs, n - 1), *s = vec_push(&sl->segs);
-    void *chunk;
+    char *chunk;
     if (!s)
         return TXN_E_NOMEM;
-    int rc = alloc_log_chunk(tx->p, &chunk);
+    int rc = tx_seg_new(tx->p, &chunk);
     if (rc) {
         sl->segs.n--;
         /* the pool is full: settle, reuse. Another thread's transaction in
@@ -723,10 +715,8 @@ static int next_segment(struct txn *tx, struct rtx *t, uint64_t v)
         return rc;
     }
     last = vec_at(&sl->segs, n - 1); /* the push may have moved it */
-    struct seg_hdr *lh = (struct seg_hdr *)last->at;
-    pm_store64(&lh->next, (uint64_t)(uintptr_t)chunk);
-    pm_flush(&lh->next, sizeof lh->next); /* durable at (1), with the part */
-    *s = (struct seg){chunk, CHUNK_SIZE - SEG_DATA, v};
+    tx_seg_link(last->at, chunk); /* durable at (1), with the part */
+    *s = (struct seg){chunk, tx_seg_chunk_cap, v};
     sl->cur = n;
     sl->off = 0;
     return 0;
@@ -746,7 +736,7 @@ static int place_parts(struct txn *tx, struct rtx *t, const char *ent, size_t le
             struct cut *c = vec_push(cuts);
             if (!c)
                 return TXN_E_NOMEM;
-            *c = (struct cut){s->at + SEG_DATA + sl->off, from, len};
+            *c = (struct cut){s->at + sl->off, from, len};
             sl->off += (sizeof(struct r1_part) + (len - from) + 63) & ~(size_t)63;
             s->top = v;
             return 0;
@@ -775,7 +765,7 @@ static int place_parts(struct txn *tx, struct rtx *t, const char *ent, size_t le
             to += w;
         }
         if (to == from && to < len) { /* not even one: a fresh segment */
-            if (sl->off == 0 && s->cap >= CHUNK_SIZE - SEG_DATA)
+            if (sl->off == 0 && s->cap >= tx_seg_chunk_cap)
                 return TXN_E_LOGFULL;
             int rc = next_segment(tx, t, v);
             if (rc)
@@ -785,7 +775,7 @@ static int place_parts(struct txn *tx, struct rtx *t, const char *ent, size_t le
         struct cut *c = vec_push(cuts);
         if (!c)
             return TXN_E_NOMEM;
-        *c = (struct cut){s->at + SEG_DATA + sl->off, from, to};
+        *c = (struct cut){s->at + sl->off, from, to};
         sl->off += (sizeof(struct r1_part) + (to - from) + 63) & ~(size_t)63;
         s->top = v;
         from = to;
@@ -812,9 +802,10 @@ static void write_parts(const char *ent, const struct vec *cuts, uint64_t v, uin
 /* Bytes of the blocks the transaction allocated. */
 static size_t new_bytes(const struct txn *tx)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++)
-        n += ((const struct tx_block *)vec_at(&TX_FMT(tx)->allocs, i))->size;
+    size_t n = 0, na;
+    const struct tx_block *a = tx_allocs(tx, &na);
+    for (size_t i = 0; i < na; i++)
+        n += a[i].size;
     return n;
 }
 
@@ -827,12 +818,14 @@ static size_t new_bytes(const struct txn *tx)
 static void assert_q3(struct txn *tx, struct rtx *t)
 {
     struct wl_ent e;
-    if ((uint64_t)wlog_used(tx, t->wl) * TX_FMT(tx)->allocs.n > Q3_CHECK_MAX)
+    size_t na;
+    const struct tx_block *a = tx_allocs(tx, &na);
+    if ((uint64_t)wlog_used(tx, t->wl) * na > Q3_CHECK_MAX)
         return; /* a big transaction: unchecked, as assert_replay does */
     for (const uint64_t *p = t->wl->a; p < tx->hot.wl;) {
         p = wlog_next(p, &e);
-        for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
-            const struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
+        for (size_t i = 0; i < na; i++) {
+            const struct tx_block *b = &a[i];
             assert((e.addr + e.len <= (char *)b->blk || e.addr >= (char *)b->blk + b->size) &&
                    "Q3: a write to a block of the transaction was logged");
         }
@@ -847,7 +840,9 @@ static void assert_q3(struct txn *tx, struct rtx *t)
  * order. */
 static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, size_t *len)
 {
-    size_t blocks = TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n, logged = wlog_used(tx, t->wl), words = 0;
+    size_t na, nf;
+    const struct tx_block *al = tx_allocs(tx, &na), *fr = tx_frees(tx, &nf);
+    size_t blocks = na + nf, logged = wlog_used(tx, t->wl), words = 0;
     if (!blocks) {
         *ent = (const char *)t->wl->a;
         *len = logged * 8;
@@ -856,13 +851,13 @@ static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, s
 #ifndef NDEBUG
     assert_q3(tx, t);
 #endif
-    size_t need = logged + 2 * blocks + (whole ? 2 * TX_FMT(tx)->allocs.n + new_bytes(tx) / 8 : 0);
+    size_t need = logged + 2 * blocks + (whole ? 2 * na + new_bytes(tx) / 8 : 0);
     t->image.n = 0;
     if (vec_reserve(&t->image, need * 8))
         return TXN_E_NOMEM;
     uint64_t *w = (uint64_t *)t->image.a;
-    for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
-        struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
+    for (size_t i = 0; i < na; i++) {
+        const struct tx_block *b = &al[i];
         w[words++] = WL_ALLOC | b->size;
         w[words++] = (uint64_t)(uintptr_t)b->blk;
         if (whole) { /* sizes are multiples of 16 */
@@ -874,8 +869,8 @@ static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, s
     }
     memcpy(&w[words], t->wl->a, logged * 8);
     words += logged;
-    for (size_t i = 0; i < TX_FMT(tx)->frees.n; i++) {
-        struct tx_block *b = vec_at(&TX_FMT(tx)->frees, i);
+    for (size_t i = 0; i < nf; i++) {
+        const struct tx_block *b = &fr[i];
         w[words++] = WL_FREE | b->size;
         w[words++] = (uint64_t)(uintptr_t)b->blk;
     }
@@ -904,21 +899,22 @@ static void apply(struct txn *tx, struct rtx *t)
     }
     sl->plo = t->wl->a;
     sl->phi = tx->hot.wl;
-    size_t blocks = TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n;
+    size_t na, nf;
+    const struct tx_block *al = tx_allocs(tx, &na), *fr = tx_frees(tx, &nf);
+    size_t blocks = na + nf;
     if (!blocks)
         return;
-    int keep = !vec_reserve(&sl->pend, 2 * TX_FMT(tx)->allocs.n + TX_FMT(tx)->frees.n);
+    int keep = !vec_reserve(&sl->pend, 2 * na + nf);
     tx_apply_allocs(tx, !keep);
     for (size_t i = 0; i < blocks; i++) {
-        struct tx_block *b = i < TX_FMT(tx)->allocs.n ? vec_at(&TX_FMT(tx)->allocs, i)
-                                              : vec_at(&TX_FMT(tx)->frees, i - TX_FMT(tx)->allocs.n);
+        const struct tx_block *b = i < na ? &al[i] : &fr[i - na];
         if (!keep) {
-            if (i < TX_FMT(tx)->allocs.n)
+            if (i < na)
                 pm_flush(b->blk, b->size);
             continue;
         }
         *(struct range *)vec_push(&sl->pend) = (struct range){b->blk, b->size, 1};
-        if (i < TX_FMT(tx)->allocs.n) /* its contents, when they were logged (Q3) */
+        if (i < na) /* its contents, when they were logged (Q3) */
             *(struct range *)vec_push(&sl->pend) = (struct range){b->blk, b->size, 0};
     }
 }
@@ -965,10 +961,12 @@ static void switch_log(struct txn *tx, struct rtx *t)
  * (out of memory, one is lost until the next open). */
 static void hold_frees(struct txn *tx, struct rslot *sl, uint64_t v)
 {
-    for (size_t i = 0; i < TX_FMT(tx)->frees.n; i++) {
+    size_t nf;
+    const struct tx_block *fr = tx_frees(tx, &nf);
+    for (size_t i = 0; i < nf; i++) {
         struct held *h = vec_push(&sl->held);
         if (h)
-            *h = (struct held){((struct tx_block *)vec_at(&TX_FMT(tx)->frees, i))->blk, v};
+            *h = (struct held){fr[i].blk, v};
     }
     tx_take_blocks(tx);
 }
@@ -977,7 +975,7 @@ int eng_commit(struct txn *tx)
 {
     struct rtx *t = tx->eng;
     struct rslot *sl = t->sl;
-    if (tx->hot.wl == t->wl->a && !TX_FMT(tx)->allocs.n && !TX_FMT(tx)->frees.n)
+    if (tx->hot.wl == t->wl->a && !tx_block_count(tx))
         return 0; /* read-only */
     const char *ent;
     size_t len;
@@ -1033,7 +1031,7 @@ int eng_commit(struct txn *tx)
     assert_replay(ent, len);
 #endif
     hold_frees(tx, sl, v);
-    release_held(tx->p, sl, &TX_FMT(tx)->cache, water);
+    release_held(tx->p, sl, tx_cache(tx), water);
     unlock_slot(sl);
     switch_log(tx, t);
     return 0;
@@ -1091,7 +1089,7 @@ static uint64_t settle(struct txn *tx, struct rtx *t, uint64_t inflight)
         own->water = water;
     for (size_t i = 0; i < t->helped.n; i++) {
         struct rslot *s = *(struct rslot **)vec_at(&t->helped, i);
-        release_held(tx->p, s, &TX_FMT(tx)->cache, water);
+        release_held(tx->p, s, tx_cache(tx), water);
         if (s != own)
             unlock_slot(s);
     }
@@ -1137,7 +1135,7 @@ static int scan_slot(txn_pool *p, size_t s, struct vec *found)
     int rc = slot_segments(p, &sl, s);
     for (size_t i = 0; !rc && i < sl.segs.n; i++) {
         struct seg *g = vec_at(&sl.segs, i);
-        char *d = g->at + SEG_DATA;
+        char *d = g->at;
         for (size_t off = 0; off + sizeof(struct r1_part) <= g->cap; off += 64) {
             const struct r1_part *h = (const struct r1_part *)(d + off);
             if (!part_valid(h, g->cap - off))
@@ -1172,7 +1170,7 @@ static int part_entries_valid(txn_pool *p, const struct r1_part *h, size_t slot)
         if (n)
             wlog_next(w, &e);
         int ok = n && (e.type ? alloc_record_valid(p, (uint64_t)(uintptr_t)e.addr, e.len)
-                              : pool_contains(p, e.addr, e.len));
+                              : tx_pool_contains(p, e.addr, e.len));
         if (!ok)
             return REFUSE(TXN_E_CORRUPT, "log slot %zu: entry %zu of transaction %llu "
                           "(part %u of %u) is not one this engine wrote", slot, k,
@@ -1189,8 +1187,7 @@ static void replay(txn_pool *p, const struct r1_part *h)
     while (w < end) {
         w = wlog_next(w, &e);
         if (e.type) {
-            alloc_apply(p, (uint64_t)(uintptr_t)e.addr, e.len,
-                        e.type == WL_ALLOC ? ALLOC_SET : ALLOC_CLEAR, 1);
+            tx_block_apply(p, (uint64_t)(uintptr_t)e.addr, e.len, e.type == WL_ALLOC, 1);
         } else {
             pm_memcpy(e.addr, e.bytes, e.len);
             pm_flush(e.addr, e.len);
@@ -1205,7 +1202,7 @@ int eng_recover_logs(txn_pool *p)
     struct vec found;
     vec_init(&found, sizeof(struct found));
     int rc = 0;
-    for (size_t s = 0; !rc && s < POOL_FMT(p)->hdr->nslots; s++)
+    for (size_t s = 0; !rc && s < tx_pool_slots(p); s++)
         rc = scan_slot(p, s, &found);
     uint64_t water = *floor_word(p), top = water;
     for (size_t i = 0; !rc && i < found.n; i++) {
@@ -1238,12 +1235,12 @@ int eng_recover_logs(txn_pool *p)
         i += k;
     }
     if (!rc && logs) {
-        uint8_t *slots = calloc(POOL_FMT(p)->hdr->nslots, 1);
+        uint8_t *slots = calloc(tx_pool_slots(p), 1);
         for (size_t i = 0; i < logs; i++) {
             const struct found *f = vec_at(&found, i);
             replay(p, f->h);
             if (slots && !slots[f->slot]++)
-                POOL_FMT(p)->recovered_slots++;
+                tx_recovered_slot(p);
         }
         free(slots);
         pm_barrier(); /* Q8: replayed data durable before the floor */

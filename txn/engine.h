@@ -17,9 +17,9 @@
  * handle.h, common.h, util.h), persist.h for every store, flush and fence,
  * atomics.h, and addrmap.h. Nothing else: the front end's ctxreg.h, the
  * crash simulator's trace hooks and the pool format's headers
- * (txn/format/) are not an engine's business; the engines that log in
- * pmtx's format still include its format.h until engine.h offers what
- * they use (docs/format.md).
+ * (txn/format/) are not an engine's business. No engine folder has
+ * txn/format/ on its include path, and tests/engine_includes.c checks
+ * that none includes one of its headers (docs/format.md).
  *
  * How the engines map onto txn.h (one API, no engine-specific calls):
  *
@@ -472,6 +472,89 @@ uint64_t tx_pool_boot(txn_pool *p);
 
 /* Blocks the running transaction reserved and freed so far. */
 size_t tx_block_count(const struct txn *tx);
+
+/* The blocks the running transaction reserved and freed so far, oldest
+ * first: arrays valid until its next call that reserves or frees. */
+const struct tx_block *tx_allocs(const struct txn *tx, size_t *n);
+const struct tx_block *tx_frees(const struct txn *tx, size_t *n);
+
+/* ---- what pmtx's format offers the engines that keep logs of their own
+ * in its slots (redo1: a ring of parts; incll: an epoch's records) and
+ * give freed blocks back themselves, later (tx_take_blocks) */
+
+/* The pool's log slots (as many as p->max_ctx). */
+size_t tx_pool_slots(txn_pool *p);
+
+/* The eight mutable words of the pool's header that the engine owns
+ * (incll: its durable epoch and failed epochs; redo1: its version floor),
+ * zero in a new pool; the engine stores and persists them itself. */
+uint64_t *tx_pool_eng_words(txn_pool *p);
+
+/* The first address of the heap, and the bytes of the heap the pool has
+ * now (a growth raises it). */
+char *tx_pool_heap(txn_pool *p);
+size_t tx_pool_heap_bytes(txn_pool *p);
+
+/* Count a slot whose transaction the engine's recovery settled (pool.c
+ * reports how many; eng_recover_logs). */
+void tx_recovered_slot(txn_pool *p);
+
+/* A cache of free blocks, the format's (opaque): where blocks the engine
+ * gives back go, a batch at a time, rather than one by one under the
+ * allocator's lock. tx_cache(tx) is the context's own (drained at its
+ * detach); one of tx_cache_new's is the engine's to drain and free. */
+struct alloc_cache;
+struct alloc_cache *tx_cache(struct txn *tx);
+struct alloc_cache *tx_cache_new(void);
+void tx_cache_free(txn_pool *p, struct alloc_cache *c); /* drained first */
+/* Give back a block no transaction holds any more; any thread, but one
+ * at a time per cache. */
+void tx_cache_release(txn_pool *p, struct alloc_cache *c, void *blk);
+/* Every block of c back to the pool's shared lists. */
+void tx_cache_drain(txn_pool *p, struct alloc_cache *c);
+
+/* Set (`set`) or clear the allocator's persistent bit of the block blk
+ * of `size` usable bytes (as an ALLOC or FREE record names it), flushed
+ * if `flush` (not fenced); idempotent. */
+void tx_block_apply(txn_pool *p, uint64_t blk, uint64_t size, int set, int flush);
+/* Flush the allocator's persistent words of that block (not fenced). */
+void tx_block_flush_meta(txn_pool *p, uint64_t blk, uint64_t size);
+/* fn for every persistently allocated block (its start, usable size). */
+void tx_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *arg), void *arg);
+
+/* A slot's chain of log segments, raw, for an engine that writes its own
+ * log there (redo1): a segment is named by its first usable byte; `cap`:
+ * its usable bytes. The slot's first segment is inside the slot; the
+ * others are heap chunks of tx_seg_chunk_cap usable bytes each, linked
+ * after it, which every open keeps as the slot's (log_chain). */
+char *tx_slot_seg(txn_pool *p, size_t idx, size_t *cap);
+/* The segment linked after seg, or NULL at the chain's end. */
+char *tx_seg_next(const char *seg);
+/* A fresh chunk for a chain (one barrier: its link word zero and durable
+ * before the chunk counts as a log's), or TXN_E_NOSPACE. */
+int tx_seg_new(txn_pool *p, char **seg);
+/* Link next after seg: stored and flushed, not fenced. */
+void tx_seg_link(char *seg, const char *next);
+extern const size_t tx_seg_chunk_cap;
+
+/* A slot's log in the format's records (log.h), written by an engine with
+ * its own versions (incll: its epochs); opaque. The log starts at the
+ * slot's first segment; rewound, it writes there again (the old records
+ * stay readable until overwritten: versions tell them apart). */
+struct log;
+struct log *tx_slot_log_new(txn_pool *p, size_t idx);
+void tx_slot_log_free(struct log *l);
+/* Append a record of version v (not flushed); as tx_log. */
+int tx_slot_log_append(struct log *l, uint64_t v, uint32_t type, uint64_t addr, uint64_t aux,
+                       const void *src, uint32_t len);
+void tx_slot_log_flush(struct log *l);
+void tx_slot_log_rewind(struct log *l);
+/* Bytes appended since the last rewind. */
+size_t tx_slot_log_used(const struct log *l);
+/* Recovery: slot idx's valid records (struct log_rec * items appended to
+ * recs): those pool.c's open already validated when it has them, else
+ * scanned (log_scan); 0 or TXN_E_CORRUPT, TXN_E_NOMEM. Writes nothing. */
+int tx_slot_recs(txn_pool *p, size_t idx, struct vec *recs);
 
 /* Payload bytes of an object that is a heap block with `hdr` bytes of
  * engine header in front of its payload; 0 if it is no block. */

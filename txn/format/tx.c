@@ -367,3 +367,158 @@ int tx_prepare_rec_get(const struct log_rec *r, struct join_ref *ref)
     *ref = (struct join_ref){r->addr, r->version, (uint32_t)r->aux, s, s + nf + 1};
     return 1;
 }
+
+/* ---- the block lists, the allocator and the slots' raw logs, for the
+ * engines that keep logs of their own (engine.h) */
+
+const struct tx_block *tx_allocs(const struct txn *tx, size_t *n)
+{
+    *n = TX_FMT(tx)->allocs.n;
+    return (const struct tx_block *)TX_FMT(tx)->allocs.a;
+}
+
+const struct tx_block *tx_frees(const struct txn *tx, size_t *n)
+{
+    *n = TX_FMT(tx)->frees.n;
+    return (const struct tx_block *)TX_FMT(tx)->frees.a;
+}
+
+size_t tx_pool_slots(txn_pool *p)
+{
+    return POOL_FMT(p)->hdr->nslots;
+}
+
+uint64_t *tx_pool_eng_words(txn_pool *p)
+{
+    return POOL_FMT(p)->hdr->eng_words;
+}
+
+char *tx_pool_heap(txn_pool *p)
+{
+    return p->base + POOL_FMT(p)->hdr->heap_off;
+}
+
+size_t tx_pool_heap_bytes(txn_pool *p)
+{
+    return pool_heap_chunks(p) * (size_t)CHUNK_SIZE;
+}
+
+void tx_recovered_slot(txn_pool *p)
+{
+    POOL_FMT(p)->recovered_slots++;
+}
+
+struct alloc_cache *tx_cache(struct txn *tx)
+{
+    return &TX_FMT(tx)->cache;
+}
+
+struct alloc_cache *tx_cache_new(void)
+{
+    return calloc(1, sizeof(struct alloc_cache));
+}
+
+void tx_cache_free(txn_pool *p, struct alloc_cache *c)
+{
+    if (c)
+        alloc_cache_drain(p, c);
+    free(c);
+}
+
+void tx_cache_release(txn_pool *p, struct alloc_cache *c, void *blk)
+{
+    alloc_release(p, c, blk);
+}
+
+void tx_cache_drain(txn_pool *p, struct alloc_cache *c)
+{
+    alloc_cache_drain(p, c);
+}
+
+void tx_block_apply(txn_pool *p, uint64_t blk, uint64_t size, int set, int flush)
+{
+    alloc_apply(p, blk, size, set ? ALLOC_SET : ALLOC_CLEAR, flush);
+}
+
+void tx_block_flush_meta(txn_pool *p, uint64_t blk, uint64_t size)
+{
+    alloc_flush_meta(p, blk, size);
+}
+
+void tx_foreach_live(txn_pool *p, void (*fn)(void *blk, size_t size, void *arg), void *arg)
+{
+    alloc_foreach_live(p, fn, arg);
+}
+
+const size_t tx_seg_chunk_cap = CHUNK_SIZE - sizeof(struct seg_hdr);
+
+char *tx_slot_seg(txn_pool *p, size_t idx, size_t *cap)
+{
+    char *sh = (char *)pool_slot(p, idx) + sizeof(struct slot_hdr);
+    *cap = POOL_FMT(p)->hdr->slot_size - sizeof(struct slot_hdr) - sizeof(struct seg_hdr);
+    return sh + sizeof(struct seg_hdr);
+}
+
+char *tx_seg_next(const char *seg)
+{
+    const struct seg_hdr *h = (const struct seg_hdr *)seg - 1;
+    return h->next ? (char *)(uintptr_t)h->next + sizeof(struct seg_hdr) : NULL;
+}
+
+int tx_seg_new(txn_pool *p, char **seg)
+{
+    void *chunk;
+    int rc = alloc_log_chunk(p, &chunk);
+    if (!rc)
+        *seg = (char *)chunk + sizeof(struct seg_hdr);
+    return rc;
+}
+
+void tx_seg_link(char *seg, const char *next)
+{
+    struct seg_hdr *h = (struct seg_hdr *)seg - 1;
+    pm_store64(&h->next, (uint64_t)(uintptr_t)(next - sizeof(struct seg_hdr)));
+    pm_flush(&h->next, sizeof h->next);
+}
+
+struct log *tx_slot_log_new(txn_pool *p, size_t idx)
+{
+    struct log *l = calloc(1, sizeof *l);
+    if (l)
+        log_attach(l, p, pool_slot(p, idx));
+    return l;
+}
+
+void tx_slot_log_free(struct log *l)
+{
+    free(l);
+}
+
+int tx_slot_log_append(struct log *l, uint64_t v, uint32_t type, uint64_t addr, uint64_t aux,
+                       const void *src, uint32_t len)
+{
+    return log_append(l, v, type, addr, aux, src, len, NULL);
+}
+
+void tx_slot_log_flush(struct log *l)
+{
+    log_flush(l);
+}
+
+void tx_slot_log_rewind(struct log *l)
+{
+    log_rewind(l);
+}
+
+size_t tx_slot_log_used(const struct log *l)
+{
+    return l->used;
+}
+
+int tx_slot_recs(txn_pool *p, size_t idx, struct vec *recs)
+{
+    const struct vec *v = POOL_FMT(p)->open_recs ? &POOL_FMT(p)->open_recs[idx] : NULL;
+    if (!v)
+        return log_scan(p, pool_slot(p, idx), recs);
+    return vec_append(recs, v->a, v->n) ? TXN_E_NOMEM : 0;
+}
