@@ -214,7 +214,7 @@ int format_ld(long double v, char *buf)
 
 const char *type_name(unsigned type)
 {
-    return type == KV_HASH ? "hash" : "string"; /* an item is a string */
+    return type == KV_HASH ? "hash" : type == KV_LIST ? "list" : "string"; /* an item is a string */
 }
 
 int get_any(kv_txn *t, struct kv_slice k, struct val *x, unsigned *type)

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "keys.h"
 #include "t_hash.h"
+#include "t_list.h"
 #include "t_string.h"
 
 /* A write that found the pool full runs again after expire_reclaim, up to
@@ -618,6 +619,7 @@ static const struct {
     {string_commands, &string_ncommands},
     {key_commands, &key_ncommands},
     {hash_commands, &hash_ncommands},
+    {list_commands, &list_ncommands},
 };
 #define NPARTS (sizeof parts / sizeof *parts)
 

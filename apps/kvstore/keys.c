@@ -122,7 +122,8 @@ static int cmd_scan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
                 return reply_error(&c->out, "ERR syntax error"), 0;
         } else if (arg_is(&argv[i], "TYPE"))
             l.type = arg_is(&argv[i + 1], "string") ? KV_STRING
-                     : arg_is(&argv[i + 1], "hash") ? KV_HASH : KV_NO_TYPE;
+                     : arg_is(&argv[i + 1], "hash") ? KV_HASH
+                     : arg_is(&argv[i + 1], "list") ? KV_LIST : KV_NO_TYPE;
         else
             return reply_error(&c->out, "ERR syntax error"), 0;
     }
@@ -256,12 +257,13 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
 
 /* OBJECT ENCODING key: strings are kept as the bytes given ("raw"), a
  * hash as one packed record of its fields (t_hash.c: as Redis's
- * "listpack") */
+ * "listpack"); a list, packed too (t_list.c), says "quicklist", Redis
+ * 7.0's only encoding of lists */
 static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     static const char *const help[] = {
         "ENCODING <key>",
-        "    How the value at <key> is kept: raw (a string) or listpack (a hash).",
+        "    How the value at <key> is kept: raw (a string), listpack (a hash) or quicklist (a list).",
         NULL,
     };
     if (arg_is(&argv[1], "HELP"))
@@ -275,7 +277,9 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     int rc = 0;
     unsigned type;
     if ((rc = kv_txn_read(t, argv[2], NULL, NULL, &type)) > 0)
-        type == KV_HASH ? reply_bulk(&c->out, "listpack", 8) : reply_bulk(&c->out, "raw", 3);
+        type == KV_HASH   ? reply_bulk(&c->out, "listpack", 8)
+        : type == KV_LIST ? reply_bulk(&c->out, "quicklist", 9)
+                          : reply_bulk(&c->out, "raw", 3);
     else if (!rc)
         reply_nil(&c->out);
     return rc;

@@ -16,7 +16,7 @@
  *            whose nodes never have it, is a valid version 2 one and is
  *            marked 2 when a program of version 2 opens it for writing).
  *            Bits 61-62 of klen (KF_TYPE) are the value's type (enum
- *            kv_type: 0 a string, 1 a hash, 2 an item; version 3, whose stores of
+ *            kv_type: 0 a string, 1 a hash, 2 an item, 3 a list; version 3, whose stores of
  *            earlier versions hold only strings and are marked 3 in the
  *            same way). Bit 60 (KF_PIECES): val is a piece table (version
  *            4, stores of earlier versions marked 4 in the same way)
@@ -1486,7 +1486,7 @@ int kv_txn_get(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg)
 int kv_txn_write(kv_txn *t, struct kv_slice key, struct kv_slice value, uint64_t at,
                  unsigned type)
 {
-    if (!t->write || !txn_holds(t, key) || type > KV_ITEM)
+    if (!t->write || !txn_holds(t, key) || type > KV_LIST)
         return TXN_E_STATE;
     return set_one(&t->o, key, value, at, type);
 }
@@ -2148,7 +2148,7 @@ static int obj_ok(struct checker *c, txn_obj *o, size_t n)
 static int node_ok(struct checker *c, txn_obj *node, const struct node_hdr *h)
 {
     size_t size = txn_obj_size(c->o.s->p, node);
-    if (size < key_off(h) || klen_of(h) > size - key_off(h) || type_of(h) > KV_ITEM)
+    if (size < key_off(h) || klen_of(h) > size - key_off(h) || type_of(h) > KV_LIST)
         return 0;
     if (!h->val)
         return !pieced(h) && h->vlen <= INLINE_MAX && h->vlen <= size - val_off(h);

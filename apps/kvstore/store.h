@@ -90,10 +90,10 @@ int kv_check(kv_store *s, FILE *out);
 int kv_objects(kv_store *s, int (*fn)(txn_obj *o, void *arg), void *arg);
 
 /* What a value is: the store keeps the type with the key; a hash is a
- * string the server encodes (t_hash.c); an item is a string stored by
+ * string the server encodes (t_hash.c), and so is a list (t_list.c); an item is a string stored by
  * memcached's protocol (memcache.c), after KV_ITEM_HDR bytes of its flags
  * and CAS value, and reads as a string without them. */
-enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_ITEM = 2 };
+enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_ITEM = 2, KV_LIST = 3 };
 #define KV_ITEM_HDR 12 /* 4 bytes of flags, 8 of CAS, little endian */
 
 /* A call that wants a string found a value of another type. */

@@ -54,7 +54,7 @@ static void string_cb(void *arg, const char *v, size_t n)
     struct string_reply *r = arg;
     if (v && r->type == KV_ITEM && n >= KV_ITEM_HDR) /* read raw: its string */
         v += KV_ITEM_HDR, n -= KV_ITEM_HDR;
-    bulk_cb(r->b, r->type == KV_HASH ? NULL : v, n);
+    bulk_cb(r->b, r->type != KV_STRING && r->type != KV_ITEM ? NULL : v, n);
 }
 
 static int cmd_mget(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
