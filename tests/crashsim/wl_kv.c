@@ -15,7 +15,9 @@
  * never expiring, expiring far in the future or keeping their expiry
  * (KV_KEEPTTL); deletes; expiry set far ahead or removed (kv_txn_expire);
  * reads of a value or an expiry, checked against the transaction's own
- * writes.
+ * writes; a list's push or pop as the server's LPUSH ... RPOP run one
+ * (list_op: the record read, changed, written back as KV_LIST, deleted
+ * when emptied).
  *
  * CRASHSIM_KV_LONG=1: the first LONG keys are strings that only APPEND
  * and SETRANGE (kv_txn_splice) write, of up to SPLICE_MAX bytes each;
@@ -213,8 +215,93 @@ static int put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng,
     e->vh = value_hash(vbuf[t], e->len);
     e->at = at != KV_KEEPTTL ? at : e->present ? e->at : 0;
     e->present = 1;
-    e->type = (uint32_t)(sim_rand(rng) % 3); /* a string, a hash, an item */
+    e->type = (uint32_t)(sim_rand(rng) % 3); /* a string, a hash, an item (lists: list_op) */
     return kv_txn_write(x, key, (struct kv_slice){vbuf[t], e->len}, at, e->type);
+}
+
+/* A push or pop on key k's list as t_list.c runs one: its record (a
+ * 4-byte count, then a 4-byte length and the bytes of each element, head
+ * first) read in the transaction and checked against the mirror, one
+ * element of 1 to 40 bytes added at an end or one taken from an end,
+ * written back with its expiry kept, the key deleted when the list
+ * empties. A key of another type is left alone (WRONGTYPE); a record
+ * that would pass BIG_MAX bytes pops. */
+struct copy {
+    char *p;
+    size_t n;
+    int found;
+};
+
+static void copy_value(void *arg, const char *v, size_t n)
+{
+    struct copy *c = arg;
+    c->found = v != NULL;
+    c->n = n;
+    if (v && n <= BIG_MAX)
+        memcpy(c->p, v, n);
+}
+
+static uint32_t get_le32(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+}
+
+static void put_le32(char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (char)(v >> (8 * i));
+}
+
+static int list_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
+{
+    struct entry *e = &next[t][k];
+    char *v = vbuf[t];
+    struct copy got = {v, 0, 0};
+    unsigned type = 0;
+    int rc = kv_txn_read(x, key, copy_value, &got, &type);
+    if (rc < 0)
+        return rc;
+    if (rc != e->present || (rc && (got.n != e->len || value_hash(v, got.n) != e->vh)))
+        return drift(t, k, "a list's record");
+    if (rc && type != KV_LIST)
+        return 0;
+    uint32_t n = rc ? get_le32(v) : 0, len = rc ? (uint32_t)got.n : 4;
+    size_t add = 1 + (size_t)(sim_rand(rng) % 40);
+    int tail = (int)(sim_rand(rng) % 2), push = !n || sim_rand(rng) % 3 > 0;
+    if (len + 4 + add > BIG_MAX)
+        push = 0;
+    if (push) {
+        char *at = tail ? v + len : v + 4;
+        memmove(at + 4 + add, at, (size_t)(v + len - at));
+        put_le32(at, (uint32_t)add);
+        sim_bytes(rng, at + 4, add);
+        n++, len += 4 + (uint32_t)add;
+    } else {
+        /* the tail's element: walk to the last one */
+        char *at = v + 4;
+        for (uint32_t i = 0; tail && i + 1 < n; i++)
+            at += 4 + get_le32(at);
+        uint32_t gone = 4 + get_le32(at);
+        memmove(at, at + gone, (size_t)(v + len - at - gone));
+        n--, len -= gone;
+    }
+    if (!n) {
+        if ((rc = kv_txn_del(x, key)) != 1)
+            return rc < 0 ? rc : drift(t, k, "a list's delete");
+        e->present = 0;
+        return 0;
+    }
+    put_le32(v, n);
+    if ((rc = kv_txn_write(x, key, (struct kv_slice){v, len}, KV_KEEPTTL, KV_LIST)))
+        return rc;
+    if (!e->present)
+        e->at = 0;
+    e->present = 1;
+    e->type = KV_LIST;
+    e->len = len;
+    e->vh = value_hash(v, len);
+    return 0;
 }
 
 struct got {
@@ -265,7 +352,7 @@ static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
         e->present = 0;
         return 0;
     }
-    if (dice < 80) {
+    if (dice < 72) {
         uint64_t at = pick_at(rng, 0);
         if ((rc = kv_txn_expire(x, key, at)) < 0)
             return rc;
@@ -274,6 +361,8 @@ static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
         e->at = e->present ? at : 0;
         return 0;
     }
+    if (dice < 85 && k >= nlong)
+        return list_op(t, x, k, key, rng);
     struct entry seen = {0};
     if ((rc = read_key(x, key, &seen)) < 0)
         return rc;
