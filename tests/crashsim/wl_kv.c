@@ -20,7 +20,9 @@
  * when emptied).
  *
  * CRASHSIM_KV_LONG=1: the first LONG keys are strings that only APPEND
- * and SETRANGE (kv_txn_splice) write, of up to SPLICE_MAX bytes each;
+ * and SETRANGE (kv_txn_splice) write, of up to SPLICE_MAX bytes each (the
+ * third is a list's value, which kv_txn_splice_as writes as a big list's
+ * ends are written, t_list.c, after a kv_txn_write makes it);
  * setup makes them about as long as a piece of the store (LONG_START),
  * and every other step's first key is one of them, so that runs cross the
  * length where the store cuts a string into pieces, and piece boundaries;
@@ -59,7 +61,7 @@
 enum { KEYS = 200, PRELOAD = 100, BATCH = 64, MAX_OPS = 10, KEY_MAX = 40, SMALL = 200,
        BIG_MIN = 300, BIG_MAX = 3000, TABLE = 8192, RESIZE_KEYS = TABLE + KEYS,
        RESERVE = 4 * TABLE };
-enum { LONG = 2, LONG_MAX = 192 << 10, SPLICE_MAX = 16000, LONG_START = 56000,
+enum { LONG = 3, LONG_MAX = 192 << 10, SPLICE_MAX = 16000, LONG_START = 56000,
        SBUF = LONG_START + 6000 };
 #define FAR_MS 4102444800000ull /* 2100-01-01 00:00 UTC, in ms since the epoch */
 #define SPREAD_MS 31536000000ull /* expiry times: up to a year later */
@@ -183,19 +185,26 @@ static int splice_long(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64
     if (off + n > LONG_MAX)
         return 0;
     sim_bytes(rng, sbuf[t], n);
-    int rc = kv_txn_splice(x, key, append ? KV_SPLICE_END : off, (struct kv_slice){sbuf[t], n},
-                           LONG_MAX, &len);
-    if (rc < 0)
-        return rc;
-    if (rc != e->present)
-        return drift(t, k, "a splice's answer");
     if (off > have)
         memset(v + have, 0, off - have);
     memcpy(v + off, sbuf[t], n);
+    unsigned type = k == 2 ? KV_LIST : KV_STRING; /* preloaded, as key 0 */
+    int rc;
+    if (type == KV_LIST && !e->present) { /* kv_txn_splice_as makes no list */
+        len = off + n;
+        rc = kv_txn_write(x, key, (struct kv_slice){v, (size_t)len}, 0, KV_LIST);
+    } else {
+        rc = kv_txn_splice_as(x, key, type, append ? KV_SPLICE_END : off,
+                              (struct kv_slice){sbuf[t], n}, LONG_MAX, &len);
+        if (rc >= 0 && rc != e->present)
+            return drift(t, k, "a splice's answer");
+    }
+    if (rc < 0)
+        return rc;
     if (!e->present)
         e->at = 0; /* made as SET makes it */
     e->present = 1;
-    e->type = KV_STRING;
+    e->type = type;
     e->len = (uint32_t)(off + n > have ? off + n : have);
     e->vh = value_hash(v, e->len);
     return len == e->len ? 0 : drift(t, k, "a splice's length");
