@@ -741,7 +741,8 @@ static int cmd_lrem(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
                     removed++;
                 else
                     l.e[--kept] = l.e[i];
-            memmove(l.e, l.e + kept, (l.n - kept) * sizeof *l.e);
+            if (l.n) /* a missing key has no array to slide */
+                memmove(l.e, l.e + kept, (l.n - kept) * sizeof *l.e);
             kept = l.n - kept;
         }
         l.n = kept;
