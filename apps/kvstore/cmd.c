@@ -216,6 +216,8 @@ const char *type_name(unsigned type)
 {
     if (type == KV_ZSET)
         return "zset";
+    if (type == KV_LIST)
+        return "list";
     return type == KV_HASH ? "hash" : type == KV_SET ? "set" : "string"; /* an item is a string */
 }
 

@@ -25,6 +25,7 @@
 #include "keys.h"
 #include "pubsub.h"
 #include "t_hash.h"
+#include "t_list.h"
 #include "t_set.h"
 #include "t_zset.h"
 #include "t_string.h"
@@ -752,6 +753,7 @@ static const struct {
     {string_commands, &string_ncommands},
     {key_commands, &key_ncommands},
     {hash_commands, &hash_ncommands},
+    {list_commands, &list_ncommands},
     {pubsub_commands, &pubsub_ncommands},
     {set_commands, &set_ncommands},
     {config_commands, &config_ncommands},

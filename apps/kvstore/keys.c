@@ -124,6 +124,7 @@ static int cmd_scan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
         } else if (arg_is(&argv[i], "TYPE"))
             l.type = arg_is(&argv[i + 1], "string") ? KV_STRING
                      : arg_is(&argv[i + 1], "hash") ? KV_HASH
+                     : arg_is(&argv[i + 1], "list") ? KV_LIST
                      : arg_is(&argv[i + 1], "set")  ? KV_SET
                      : arg_is(&argv[i + 1], "zset") ? KV_ZSET
                                                     : KV_NO_TYPE;
@@ -263,12 +264,15 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
 
 /* OBJECT ENCODING key: strings are kept as the bytes given ("raw"), a
  * hash as one packed record of its fields (t_hash.c: as Redis's
- * "listpack"), a set says what Redis would have made of it (t_set.c) */
+ * "listpack"), a set says what Redis would have made of it (t_set.c); a
+ * list, packed too (t_list.c), says "quicklist", Redis 7.0's only encoding
+ * of lists */
 static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     static const char *const help[] = {
         "ENCODING <key>",
-        "    How the value at <key> is kept: raw (a string) or listpack (a hash, a sorted set).",
+        "    How the value at <key> is kept: raw (a string), listpack (a hash, a sorted set),",
+        "    quicklist (a list), intset or hashtable (a set).",
         NULL,
     };
     if (arg_is(&argv[1], "HELP"))
@@ -285,6 +289,7 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     if ((rc = kv_txn_read(t, argv[2], cmd_val_cb, &x, &type)) > 0 && x.oom)
         rc = TXN_E_NOMEM;
     const char *enc = type == KV_HASH || type == KV_ZSET ? "listpack"
+                      : type == KV_LIST                  ? "quicklist"
                       : type == KV_SET                   ? set_encoding(x.p, x.n)
                                                          : "raw";
     if (rc > 0)

@@ -16,18 +16,20 @@
  *            whose nodes never have it, is a valid version 2 one and is
  *            marked 2 when a program of version 2 opens it for writing).
  *            Bits 61-62 of klen (KF_TYPE) are the value's type (enum
- *            kv_type: 0 a string, 1 a hash, 2 an item; version 3, whose stores of
- *            earlier versions hold only strings and are marked 3 in the
- *            same way). Bit 60 (KF_PIECES): val is a piece table (version
- *            4, stores of earlier versions marked 4 in the same way). Bit
- *            59 (KF_TYPE_HI) is the type's third bit, for types past 3 (a
- *            set, 4, a sorted set, 5: version 5; earlier stores have it
- *            clear, and are marked 5 in the same way)
- *   pieces   a string kv_txn_splice made longer than PIECE bytes: val =
- *            piece table {n, piece[capacity]} (capacity from the object's
- *            size, made a power of two), n = ceil(vlen / PIECE); piece i
- *            holds bytes [i * PIECE, (i + 1) * PIECE), so all but the last
- *            are full and only the last has room ("strings in pieces")
+ *            kv_type: 0 a string, 1 a hash, 2 an item: version 3, whose
+ *            stores of earlier versions hold only strings and are marked
+ *            3 in the same way; 3 a list: version 5). Bit 60 (KF_PIECES):
+ *            val is a piece table (version 4, stores of earlier versions
+ *            marked 4 in the same way). Bit 59 (KF_TYPE_HI) is the type's
+ *            third bit, for types past 3 (a set, 4, a sorted set, 5:
+ *            version 5; earlier stores have it clear, and are marked 5 in
+ *            the same way)
+ *   pieces   a string (or a list: t_list.c) kv_txn_splice made longer
+ *            than PIECE bytes: val = piece table {n, piece[capacity]}
+ *            (capacity from the object's size, made a power of two), n =
+ *            ceil(vlen / PIECE); piece i holds bytes [i * PIECE, (i + 1) *
+ *            PIECE), so all but the last are full and only the last has
+ *            room ("strings in pieces")
  *
  * Hashing and locks. A key's bucket is the top `bits` bits of its 64-bit
  * hash and its stripe the top STRIPE_BITS bits, so every stripe owns a
@@ -1433,6 +1435,19 @@ int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsig
 int kv_txn_getrange(kv_txn *t, struct kv_slice key, uint64_t off, uint64_t n, kv_value_fn fn,
                     void *arg, uint64_t *len)
 {
+    return kv_txn_getrange_as(t, key, KV_STRING, off, n, fn, arg, len);
+}
+
+/* as: KV_STRING (a string or an item) or the one type the key must
+ * hold */
+static int type_ok(unsigned type, unsigned as)
+{
+    return as == KV_STRING ? type == KV_STRING || type == KV_ITEM : type == as;
+}
+
+int kv_txn_getrange_as(kv_txn *t, struct kv_slice key, unsigned as, uint64_t off, uint64_t n,
+                       kv_value_fn fn, void *arg, uint64_t *len)
+{
     *len = 0;
     if (!txn_holds(t, key))
         return TXN_E_STATE;
@@ -1444,7 +1459,7 @@ int kv_txn_getrange(kv_txn *t, struct kv_slice key, uint64_t off, uint64_t n, kv
         return rc;
     }
     unsigned type = type_of(&hit.h);
-    if (type != KV_STRING && type != KV_ITEM)
+    if (!type_ok(type, as))
         return KV_E_WRONGTYPE;
     /* an item reads as its string: without its header */
     uint64_t skip = type == KV_ITEM ? (hit.h.vlen < KV_ITEM_HDR ? hit.h.vlen : KV_ITEM_HDR) : 0;
@@ -1464,7 +1479,7 @@ int kv_txn_getrange(kv_txn *t, struct kv_slice key, uint64_t off, uint64_t n, kv
     char small[INLINE_MAX], *v = n <= sizeof small ? small : malloc(n);
     if (!v)
         return TXN_E_NOMEM;
-    if (pieced(&hit.h)) /* a string: skip 0 */
+    if (pieced(&hit.h)) /* a string or a list: skip 0 */
         rc = pieces_read(&t->o, hit.node, &hit.h, off, n, v);
     else if (n)
         rc = hit.h.val ? rd(&t->o, hit.h.val, (size_t)(skip + off), v, n)
@@ -1561,6 +1576,12 @@ int kv_txn_del(kv_txn *t, struct kv_slice key)
 int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice src,
                   uint64_t max, uint64_t *len)
 {
+    return kv_txn_splice_as(t, key, KV_STRING, off, src, max, len);
+}
+
+int kv_txn_splice_as(kv_txn *t, struct kv_slice key, unsigned as, uint64_t off,
+                     struct kv_slice src, uint64_t max, uint64_t *len)
+{
     struct bref b;
     struct hit hit;
     int found = find_change(t, key, &b, &hit, 0), rc, append = off == KV_SPLICE_END;
@@ -1568,7 +1589,10 @@ int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice 
         return found;
     struct op *o = &t->o;
     unsigned type = found ? type_of(&hit.h) : KV_STRING;
-    if (type != KV_STRING && type != KV_ITEM)
+    *len = 0;
+    if (!found && as != KV_STRING)
+        return 0; /* only a string is made here */
+    if (!type_ok(type, as))
         return KV_E_WRONGTYPE;
     /* an item reads as its string: without its header */
     uint64_t skip = type == KV_ITEM ? (hit.h.vlen < KV_ITEM_HDR ? hit.h.vlen : KV_ITEM_HDR) : 0;
@@ -1582,11 +1606,11 @@ int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice 
         return KV_E_TOOBIG;
     uint64_t want = off + src.n > have ? off + src.n : have;
     *len = want;
-    if (found && pieced(&hit.h)) /* a string (skip 0) */
+    if (found && pieced(&hit.h)) /* a string or a list (skip 0) */
         return (rc = pieces_splice(o, &hit, off, src, want)) ? rc : 1;
     /* in place: a value object with room, which keeps its node and
      * expiry; only the new bytes and the length are written */
-    if (found && type == KV_STRING && hit.h.val && want <= txn_obj_size(o->s->p, hit.h.val) &&
+    if (found && type == as && hit.h.val && want <= txn_obj_size(o->s->p, hit.h.val) &&
         want <= PIECE) {
         if ((off > have && (rc = wr_zeros(o, hit.h.val, have, off - have))) ||
             (rc = wr(o, hit.h.val, (size_t)off, src.p, src.n)))
@@ -1604,13 +1628,13 @@ int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice 
         memcpy(v + off, src.p, src.n);
     if (!rc && (!found || want <= INLINE_MAX)) {
         /* a new key is made as SET makes it; a short value stays inline */
-        rc = set_one(o, key, (struct kv_slice){v, want}, KV_KEEPTTL, KV_STRING);
+        rc = set_one(o, key, (struct kv_slice){v, want}, KV_KEEPTTL, as);
     } else if (!rc) {
         /* a value object with room to grow (up to PIECE bytes), or pieces
          * past that, in the node's header (its key, expiry and place in
          * the chain stay) */
         txn_obj *nv;
-        uint64_t cap = piece_room(want), flags = type_bits(KV_STRING);
+        uint64_t cap = piece_room(want), flags = type_bits(as);
         if (cap > max)
             cap = max; /* >= want */
         if (want > PIECE) {
@@ -1623,7 +1647,7 @@ int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice 
             o->dbytes -= (int64_t)txn_obj_size(o->s->p, hit.h.val);
             rc = txn_free(o->tx, hit.h.val);
         }
-        /* klen (the type becomes a string's), vlen, val */
+        /* klen (its type becomes `as`: an item's a string's), vlen, val */
         uint64_t w[3] = {(hit.h.klen & ~(KF_TYPE | KF_TYPE_HI | KF_PIECES)) | flags, want,
                          (uint64_t)(uintptr_t)nv};
         if (!rc)
@@ -2181,7 +2205,7 @@ static int node_ok(struct checker *c, txn_obj *node, const struct node_hdr *h)
     if (!h->val)
         return !pieced(h) && h->vlen <= INLINE_MAX && h->vlen <= size - val_off(h);
     if (pieced(h)) /* its table and pieces: check_pieces */
-        return h->vlen > PIECE && type_of(h) == KV_STRING;
+        return h->vlen > PIECE && (type_of(h) == KV_STRING || type_of(h) == KV_LIST);
     return h->vlen > INLINE_MAX && obj_ok(c, h->val, h->vlen);
 }
 

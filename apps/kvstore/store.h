@@ -89,12 +89,12 @@ int kv_check(kv_store *s, FILE *out);
  * allocator's audit (crash simulator). Single-threaded, like kv_check. */
 int kv_objects(kv_store *s, int (*fn)(txn_obj *o, void *arg), void *arg);
 
-/* What a value is: the store keeps the type with the key; a hash, a set
- * and a sorted set are strings the server encodes (t_hash.c, t_set.c,
- * t_zset.c); an item is a string stored by memcached's protocol
- * (memcache.c), after KV_ITEM_HDR bytes of its flags and CAS value, and
- * reads as a string without them. */
-enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_ITEM = 2,
+/* What a value is: the store keeps the type with the key; a hash, a list,
+ * a set and a sorted set are strings the server encodes (t_hash.c,
+ * t_list.c, t_set.c, t_zset.c); an item is a string stored by memcached's
+ * protocol (memcache.c), after KV_ITEM_HDR bytes of its flags and CAS
+ * value, and reads as a string without them. */
+enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_ITEM = 2, KV_LIST = 3,
                KV_SET = 4,
                KV_ZSET = 5,
 };
@@ -171,6 +171,15 @@ int kv_txn_expire(kv_txn *t, struct kv_slice key, uint64_t at);
 #define KV_E_TOOBIG (-1001)
 int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice src,
                   uint64_t max, uint64_t *len);
+/* kv_txn_getrange and kv_txn_splice on a value of type `as`, which the key
+ * must hold (KV_STRING: a string or an item, as the calls above): a
+ * list's record (t_list.c) is read and written in the pieces a range
+ * touches, its type kept. kv_txn_splice_as makes only strings: with
+ * another type a missing key is 0 and nothing is written. */
+int kv_txn_getrange_as(kv_txn *t, struct kv_slice key, unsigned as, uint64_t off, uint64_t n,
+                       kv_value_fn fn, void *arg, uint64_t *len);
+int kv_txn_splice_as(kv_txn *t, struct kv_slice key, unsigned as, uint64_t off,
+                     struct kv_slice src, uint64_t max, uint64_t *len);
 /* Expiry is passive and exact: a key whose time has come reads as missing
  * and is deleted by the transaction that finds it (a read-only one too);
  * kv_expire_cycle reclaims the keys nobody asks for. */

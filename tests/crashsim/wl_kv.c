@@ -15,10 +15,14 @@
  * never expiring, expiring far in the future or keeping their expiry
  * (KV_KEEPTTL); deletes; expiry set far ahead or removed (kv_txn_expire);
  * reads of a value or an expiry, checked against the transaction's own
- * writes.
+ * writes; a list's push or pop as the server's LPUSH ... RPOP run one
+ * (list_op: the record read, changed, written back as KV_LIST, deleted
+ * when emptied).
  *
  * CRASHSIM_KV_LONG=1: the first LONG keys are strings that only APPEND
- * and SETRANGE (kv_txn_splice) write, of up to SPLICE_MAX bytes each;
+ * and SETRANGE (kv_txn_splice) write, of up to SPLICE_MAX bytes each (the
+ * third is a list's value, which kv_txn_splice_as writes as a big list's
+ * ends are written, t_list.c, after a kv_txn_write makes it);
  * setup makes them about as long as a piece of the store (LONG_START),
  * and every other step's first key is one of them, so that runs cross the
  * length where the store cuts a string into pieces, and piece boundaries;
@@ -57,7 +61,7 @@
 enum { KEYS = 200, PRELOAD = 100, BATCH = 64, MAX_OPS = 10, KEY_MAX = 40, SMALL = 200,
        BIG_MIN = 300, BIG_MAX = 3000, TABLE = 8192, RESIZE_KEYS = TABLE + KEYS,
        RESERVE = 4 * TABLE };
-enum { LONG = 2, LONG_MAX = 192 << 10, SPLICE_MAX = 16000, LONG_START = 56000,
+enum { LONG = 3, LONG_MAX = 192 << 10, SPLICE_MAX = 16000, LONG_START = 56000,
        SBUF = LONG_START + 6000 };
 #define FAR_MS 4102444800000ull /* 2100-01-01 00:00 UTC, in ms since the epoch */
 #define SPREAD_MS 31536000000ull /* expiry times: up to a year later */
@@ -181,19 +185,26 @@ static int splice_long(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64
     if (off + n > LONG_MAX)
         return 0;
     sim_bytes(rng, sbuf[t], n);
-    int rc = kv_txn_splice(x, key, append ? KV_SPLICE_END : off, (struct kv_slice){sbuf[t], n},
-                           LONG_MAX, &len);
-    if (rc < 0)
-        return rc;
-    if (rc != e->present)
-        return drift(t, k, "a splice's answer");
     if (off > have)
         memset(v + have, 0, off - have);
     memcpy(v + off, sbuf[t], n);
+    unsigned type = k == 2 ? KV_LIST : KV_STRING; /* preloaded, as key 0 */
+    int rc;
+    if (type == KV_LIST && !e->present) { /* kv_txn_splice_as makes no list */
+        len = off + n;
+        rc = kv_txn_write(x, key, (struct kv_slice){v, (size_t)len}, 0, KV_LIST);
+    } else {
+        rc = kv_txn_splice_as(x, key, type, append ? KV_SPLICE_END : off,
+                              (struct kv_slice){sbuf[t], n}, LONG_MAX, &len);
+        if (rc >= 0 && rc != e->present)
+            return drift(t, k, "a splice's answer");
+    }
+    if (rc < 0)
+        return rc;
     if (!e->present)
         e->at = 0; /* made as SET makes it */
     e->present = 1;
-    e->type = KV_STRING;
+    e->type = type;
     e->len = (uint32_t)(off + n > have ? off + n : have);
     e->vh = value_hash(v, e->len);
     return len == e->len ? 0 : drift(t, k, "a splice's length");
@@ -214,10 +225,95 @@ static int put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng,
     e->at = at != KV_KEEPTTL ? at : e->present ? e->at : 0;
     e->present = 1;
     /* a string, a hash, an item, a set, a sorted set (the last two: the
-     * node's third type bit) */
+     * node's third type bit); lists: list_op */
     static const uint32_t types[] = {KV_STRING, KV_HASH, KV_ITEM, KV_SET, KV_ZSET};
     e->type = types[sim_rand(rng) % 5];
     return kv_txn_write(x, key, (struct kv_slice){vbuf[t], e->len}, at, e->type);
+}
+
+/* A push or pop on key k's list as t_list.c runs one: its record (a
+ * 4-byte count, then a 4-byte length and the bytes of each element, head
+ * first) read in the transaction and checked against the mirror, one
+ * element of 1 to 40 bytes added at an end or one taken from an end,
+ * written back with its expiry kept, the key deleted when the list
+ * empties. A key of another type is left alone (WRONGTYPE); a record
+ * that would pass BIG_MAX bytes pops. */
+struct copy {
+    char *p;
+    size_t n;
+    int found;
+};
+
+static void copy_value(void *arg, const char *v, size_t n)
+{
+    struct copy *c = arg;
+    c->found = v != NULL;
+    c->n = n;
+    if (v && n <= BIG_MAX)
+        memcpy(c->p, v, n);
+}
+
+static uint32_t get_le32(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+}
+
+static void put_le32(char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (char)(v >> (8 * i));
+}
+
+static int list_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
+{
+    struct entry *e = &next[t][k];
+    char *v = vbuf[t];
+    struct copy got = {v, 0, 0};
+    unsigned type = 0;
+    int rc = kv_txn_read(x, key, copy_value, &got, &type);
+    if (rc < 0)
+        return rc;
+    if (rc != e->present || (rc && (got.n != e->len || value_hash(v, got.n) != e->vh)))
+        return drift(t, k, "a list's record");
+    if (rc && type != KV_LIST)
+        return 0;
+    uint32_t n = rc ? get_le32(v) : 0, len = rc ? (uint32_t)got.n : 4;
+    size_t add = 1 + (size_t)(sim_rand(rng) % 40);
+    int tail = (int)(sim_rand(rng) % 2), push = !n || sim_rand(rng) % 3 > 0;
+    if (len + 4 + add > BIG_MAX)
+        push = 0;
+    if (push) {
+        char *at = tail ? v + len : v + 4;
+        memmove(at + 4 + add, at, (size_t)(v + len - at));
+        put_le32(at, (uint32_t)add);
+        sim_bytes(rng, at + 4, add);
+        n++, len += 4 + (uint32_t)add;
+    } else {
+        /* the tail's element: walk to the last one */
+        char *at = v + 4;
+        for (uint32_t i = 0; tail && i + 1 < n; i++)
+            at += 4 + get_le32(at);
+        uint32_t gone = 4 + get_le32(at);
+        memmove(at, at + gone, (size_t)(v + len - at - gone));
+        n--, len -= gone;
+    }
+    if (!n) {
+        if ((rc = kv_txn_del(x, key)) != 1)
+            return rc < 0 ? rc : drift(t, k, "a list's delete");
+        e->present = 0;
+        return 0;
+    }
+    put_le32(v, n);
+    if ((rc = kv_txn_write(x, key, (struct kv_slice){v, len}, KV_KEEPTTL, KV_LIST)))
+        return rc;
+    if (!e->present)
+        e->at = 0;
+    e->present = 1;
+    e->type = KV_LIST;
+    e->len = len;
+    e->vh = value_hash(v, len);
+    return 0;
 }
 
 struct got {
@@ -268,7 +364,7 @@ static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
         e->present = 0;
         return 0;
     }
-    if (dice < 80) {
+    if (dice < 72) {
         uint64_t at = pick_at(rng, 0);
         if ((rc = kv_txn_expire(x, key, at)) < 0)
             return rc;
@@ -277,6 +373,8 @@ static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
         e->at = e->present ? at : 0;
         return 0;
     }
+    if (dice < 85 && k >= nlong)
+        return list_op(t, x, k, key, rng);
     struct entry seen = {0};
     if ((rc = read_key(x, key, &seen)) < 0)
         return rc;

@@ -11,6 +11,10 @@
  *                           acknowledged write is there with its latest
  *                           value and that --check passes; KV_KILLS rounds
  *                           (default 10), KV_SEED fixes the randomness
+ *   kvclient list-kill SERVER  SIGKILL amid LPUSH/RPUSH and LMOVE/RPOPLPUSH
+ *                           between 4 connections: no acknowledged element
+ *                           lost, none twice; KV_LIST_KILLS rounds (default
+ *                           10)
  *   kvclient shared-kill SERVER  SIGKILL while 6 pipelined connections
  *                           share a few keys (INCR, HINCRBY, MULTI/EXEC
  *                           transfers, SET with and without PX, DEL): counts,
@@ -2114,6 +2118,208 @@ static int run_exec_kill(const char *bin)
     return failed ? 1 : 0;
 }
 
+/* ---- SIGKILL amid list pushes and moves: no acknowledged element lost
+ * or duplicated
+ *
+ * Two pushers send RPUSH (pusher 0) or LPUSH (pusher 1) of 1 to 3 new
+ * elements ("p<pusher>:<seq>") onto lk:q; two movers take elements from
+ * lk:q into their own list with LMOVE lk:q lk:t0 LEFT RIGHT (mover 0) or
+ * RPOPLPUSH lk:q lk:t1 (mover 1). Each connection has one request in
+ * flight; the server is SIGKILLed 20 to 300 ms in. After the restart the
+ * three lists together hold every element whose push was acknowledged,
+ * an element whose move was acknowledged in that mover's list, no
+ * element twice, a push in flight whole or not at all, and nothing of an
+ * earlier round (each round's lists are deleted once checked).
+ * KV_LIST_KILLS rounds (default 10). */
+#define LK_SEQS (1 << 20)
+
+enum { LK_UNSENT, LK_INFLIGHT, LK_PUSHED, LK_MOVED0, LK_MOVED1, LK_DONE };
+
+static unsigned char lk_state[2][LK_SEQS];
+static unsigned char lk_seen[2][LK_SEQS];
+
+struct lkconn {
+    struct cli c;
+    int inflight;
+    long first, n; /* a push in flight: its seqs */
+};
+
+static long lk_next[2], lk_round_start[2];
+
+static void lk_send(struct lkconn *k, int role, unsigned *seed)
+{
+    const char *argv[6];
+    char names[3][32];
+    struct bytes b = {0};
+    int argc;
+    if (role < 2) { /* a pusher */
+        int n = 1 + (int)(rand_r(seed) % 3);
+        argv[0] = role ? "LPUSH" : "RPUSH", argv[1] = "lk:q";
+        k->first = lk_next[role], k->n = n;
+        for (int i = 0; i < n; i++) {
+            long seq = lk_next[role]++;
+            snprintf(names[i], sizeof names[i], "p%d:%ld", role, seq);
+            lk_state[role][seq] = LK_INFLIGHT;
+            argv[2 + i] = names[i];
+        }
+        argc = 2 + n;
+    } else if (role == 2) {
+        argv[0] = "LMOVE", argv[1] = "lk:q", argv[2] = "lk:t0", argv[3] = "LEFT";
+        argv[4] = "RIGHT", argc = 5;
+    } else {
+        argv[0] = "RPOPLPUSH", argv[1] = "lk:q", argv[2] = "lk:t1", argc = 3;
+    }
+    encode(&b, argc, argv, NULL);
+    send_all(k->c.fd, b.p, b.n);
+    free(b.p);
+    k->inflight = 1;
+}
+
+/* An element's name: its pusher and seq, or -1. */
+static int lk_parse(const char *s, long *seq)
+{
+    char *end;
+    if ((s[0] != 'p') || (s[1] != '0' && s[1] != '1') || s[2] != ':')
+        return -1;
+    *seq = strtol(s + 3, &end, 10);
+    return *end || *seq < 0 || *seq >= LK_SEQS ? -1 : s[1] - '0';
+}
+
+/* Read a reply if there is one; 1 when the request in flight answered. */
+static int lk_poll(struct lkconn *k, int role, int wait_ms)
+{
+    struct reply r;
+    if (!k->inflight || cli_read(&k->c, &r, wait_ms))
+        return 0;
+    if (role < 2) {
+        CHECK(r.type == ':' && r.i >= k->n, "push: %s", show(&r));
+        for (long i = 0; i < k->n; i++)
+            lk_state[role][k->first + i] = LK_PUSHED;
+    } else if (r.type == '$') {
+        long seq;
+        int p = lk_parse(r.s, &seq);
+        CHECK(p >= 0, "move: an element of no pusher: %s", show(&r));
+        if (p >= 0)
+            lk_state[p][seq] = role == 2 ? LK_MOVED0 : LK_MOVED1;
+    } else {
+        CHECK(r.type == 0, "move: %s", show(&r));
+    }
+    reply_free(&r);
+    k->inflight = 0;
+    return 1;
+}
+
+/* The round's lists after the restart, checked, then deleted; the
+ * round's elements are LK_DONE after it. *found counts the elements. */
+static void lk_verify(struct server *s, struct lkconn *k, long *found)
+{
+    static const char *const lists[] = {"lk:q", "lk:t0", "lk:t1"};
+    struct cli c;
+    struct reply r;
+    int dup = 0, stray = 0, misplaced = 0;
+    server_cli(s, &c);
+    for (int l = 0; l < 3; l++) {
+        CMD(&c, &r, "LRANGE", lists[l], "0", "-1");
+        CHECK(r.type == '*', "LRANGE %s: %s", lists[l], show(&r));
+        for (size_t i = 0; r.type == '*' && i < r.n; i++) {
+            long seq;
+            int p = lk_parse(r.el[i].s, &seq);
+            if (p < 0 || lk_state[p][seq] == LK_UNSENT || lk_state[p][seq] == LK_DONE) {
+                if (stray++ < 3)
+                    printf("list kill: %s holds %s, never pushed or of an earlier round\n",
+                           lists[l], r.el[i].s);
+                continue;
+            }
+            if (lk_seen[p][seq]++ && dup++ < 3)
+                printf("list kill: %s twice\n", r.el[i].s);
+            int st = lk_state[p][seq];
+            if (((st == LK_MOVED0 && l != 1) || (st == LK_MOVED1 && l != 2)) &&
+                misplaced++ < 3)
+                printf("list kill: %s, moved to lk:t%d, is in %s\n", r.el[i].s,
+                       st == LK_MOVED0 ? 0 : 1, lists[l]);
+            ++*found;
+        }
+        reply_free(&r);
+    }
+    int lost = 0, torn = 0;
+    for (int p = 0; p < 2; p++) {
+        for (long seq = lk_round_start[p]; seq < lk_next[p]; seq++)
+            if (lk_state[p][seq] >= LK_PUSHED && lk_state[p][seq] != LK_DONE &&
+                !lk_seen[p][seq] && lost++ < 3)
+                printf("list kill: p%d:%ld acknowledged, lost\n", p, seq);
+        /* the push in flight at the kill: all its elements or none */
+        long in = 0;
+        for (long i = 0; k[p].inflight && i < k[p].n; i++)
+            in += lk_seen[p][k[p].first + i] != 0;
+        if (in && in != k[p].n && torn++ < 3)
+            printf("list kill: pusher %d's push in flight applied in part (%ld of %ld)\n", p,
+                   in, k[p].n);
+        for (long seq = lk_round_start[p]; seq < lk_next[p]; seq++)
+            lk_state[p][seq] = LK_DONE, lk_seen[p][seq] = 0;
+        lk_round_start[p] = lk_next[p];
+    }
+    CHECK(!dup && !stray && !misplaced && !lost && !torn,
+          "lists after the kill: %d duplicated, %d stray, %d misplaced, %d lost, %d torn", dup,
+          stray, misplaced, lost, torn);
+    CMD(&c, &r, "DEL", "lk:q", "lk:t0", "lk:t1");
+    CHECK(r.type == ':', "DEL of the round's lists: %s", show(&r));
+    reply_free(&r);
+    cli_close(&c);
+}
+
+static int run_list_kill(const char *bin)
+{
+    unsigned seed;
+    int rounds = kill_rounds("KV_LIST_KILLS", 10, &seed);
+    printf("list kill test: %s, %d rounds, KV_SEED=%u\n", bin, rounds, seed);
+    struct server s;
+    server_names(&s, bin, "lkill");
+    struct lkconn k[4];
+    long acked = 0, in_flight = 0, found = 0;
+    uint64_t t0 = now_ms();
+    for (int round = 1; round <= rounds + 1; round++) {
+        if (server_start(&s, NULL)) {
+            CHECK(0, "round %d: server starts", round);
+            break;
+        }
+        if (round > 1)
+            lk_verify(&s, k, &found);
+        if (round > rounds || lk_next[0] > LK_SEQS - 100000 || lk_next[1] > LK_SEQS - 100000) {
+            server_stop(&s, SIGTERM);
+            break;
+        }
+        memset(k, 0, sizeof k);
+        for (int i = 0; i < 4; i++) {
+            server_cli(&s, &k[i].c);
+            lk_send(&k[i], i, &seed);
+        }
+        uint64_t end = now_ms() + 20 + rand_r(&seed) % 280;
+        while (now_ms() < end)
+            for (int i = 0; i < 4; i++)
+                if (lk_poll(&k[i], i, 1)) {
+                    acked++;
+                    lk_send(&k[i], i, &seed);
+                }
+        kill(s.pid, SIGKILL);
+        int st;
+        waitpid(s.pid, &st, 0);
+        s.pid = 0;
+        for (int i = 0; i < 4; i++) { /* replies sent before the kill count */
+            if (lk_poll(&k[i], i, 0))
+                acked++;
+            in_flight += k[i].inflight;
+            cli_close(&k[i].c);
+        }
+    }
+    printf("list kill test: %d kills in %.1f s, %ld pushes and moves acknowledged, %ld in "
+           "flight at the kills, %ld elements found after the restarts\n",
+           rounds, (double)(now_ms() - t0) / 1000, acked, in_flight, found);
+    CHECK(acked >= rounds, "requests were acknowledged (%ld)", acked);
+    server_cleanup(&s);
+    printf("kvstore list kill (%s): %d passed, %d failed\n", bin, passed, failed);
+    return failed ? 1 : 0;
+}
+
 /* ---- SIGKILL and expiry: none lost before its time, none back after it
  *
  * Each round sets new keys, one at a time, each with a random PX of 20 to
@@ -3795,6 +4001,8 @@ int main(int argc, char **argv)
         return run_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "exec-kill"))
         return run_exec_kill(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "list-kill"))
+        return run_list_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "expire-kill"))
         return run_expire_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "shared-kill"))
@@ -3815,7 +4023,7 @@ int main(int argc, char **argv)
         return run_mc_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "zset-kill"))
         return run_zset_kill(argv[2]);
-    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|expire-kill|shared-kill|fdlimit|redis|pubsub|zset-kill|shutdown|load|mc-kill "
+    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|list-kill|expire-kill|shared-kill|fdlimit|redis|pubsub|zset-kill|shutdown|load|mc-kill "
                     "SERVER | kvclient mc-replay PORT <SCRIPT | "
                     "kvclient freeport\n");
     return 2;

@@ -1,0 +1,953 @@
+/* t_list.c - the list commands (LPUSH ... LMPOP): Redis 7.0's replies and
+ * error texts, each in one store transaction (its own or EXEC's).
+ *
+ * A list is one value of type KV_LIST in one of two forms (little endian
+ * numbers), chosen by its size as Redis's list-max-listpack-size -2
+ * chooses (8 KB):
+ *  - packed, up to PACKED_MAX bytes: a 4-byte element count, then per
+ *    element a 4-byte length and its bytes, head first, as a hash is
+ *    packed (t_hash.c). A change writes the record again: O(its bytes).
+ *  - big: a header {BIG_MAGIC (4 bytes, never a packed count: it would
+ *    need 16 GiB), 4 unused, count, head, end (8 bytes each)}, then free
+ *    room, then the elements from byte `head` to byte `end`, each as its
+ *    length, its bytes and its length again (so that the tail's last one
+ *    is found from `end`), then free room. A push or a pop at either end
+ *    writes the element's bytes and the header only (kv_txn_splice_as; a
+ *    value past 64 KiB is in pieces, store.c, so only the pieces touched
+ *    are read and written): O(1) element work. LPUSH takes the room before
+ *    `head`; when there is none, or when the free room outgrows twice the
+ *    elements, the list is written again with half its size free in
+ *    front (amortized O(1)). The other commands read and write the whole
+ *    list, as their Redis counterparts are O(n) too.
+ * A big list that shrinks to PACKED_BACK bytes is packed again (the gap
+ * keeps a list at the threshold from changing form at each push and pop);
+ * an emptied list is deleted, as in Redis. Either change happens inside
+ * the command's transaction, so a crash sees the old form or the new. The
+ * blocking forms (BLPOP ...) are not here. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "t_list.h"
+
+/* A list read out of the store: its elements point into `raw` or into
+ * the request's arguments. */
+struct list {
+    struct val raw;
+    struct kv_slice *e;
+    size_t n, cap;
+    int big; /* read from a big list */
+};
+
+#define PACKED_MAX 8192
+#define PACKED_BACK 4096
+#define BIG_MAGIC 0xffffffffu
+#define HDR 32
+#define LIST_MAX_BYTES (1ULL << 40) /* kv_txn_splice_as's limit */
+
+/* A big list's header, and the bytes of its value. */
+struct big {
+    uint64_t count, head, end, size;
+};
+
+static uint32_t get32(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+}
+
+static void put32(char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (char)(v >> (8 * i));
+}
+
+static uint64_t get64(const char *p)
+{
+    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+static void put64(char *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static int room(struct list *l, size_t n)
+{
+    if (n <= l->cap)
+        return 0;
+    size_t cap = l->cap ? l->cap : 8;
+    while (cap < n)
+        cap *= 2;
+    struct kv_slice *e = realloc(l->e, cap * sizeof *e);
+    if (!e)
+        return TXN_E_NOMEM;
+    l->e = e;
+    l->cap = cap;
+    return 0;
+}
+
+/* A big list's elements, from its whole value. */
+static int decode_big(struct list *l)
+{
+    const char *v = l->raw.p;
+    if (l->raw.n < HDR)
+        return TXN_E_CORRUPT;
+    uint64_t count = get64(v + 8), p = get64(v + 16), end = get64(v + 24);
+    if (p < HDR || p > end || end > l->raw.n || count > (end - p) / 8)
+        return TXN_E_CORRUPT;
+    int rc = room(l, count);
+    for (uint64_t i = 0; i < count && !rc; i++) {
+        uint32_t len;
+        if (end - p < 8 || end - p - 8 < (len = get32(v + p)) || get32(v + p + 4 + len) != len)
+            return TXN_E_CORRUPT;
+        l->e[l->n++] = (struct kv_slice){v + p + 4, len};
+        p += 8 + (uint64_t)len;
+    }
+    l->big = 1;
+    return rc ? rc : p == end ? 0 : TXN_E_CORRUPT;
+}
+
+/* Split the record into elements; a record that does not parse is
+ * damage. */
+static int decode(struct list *l)
+{
+    const char *p = l->raw.p, *end = p + l->raw.n;
+    if (l->raw.n < 4)
+        return TXN_E_CORRUPT;
+    if (get32(p) == BIG_MAGIC)
+        return decode_big(l);
+    size_t n = get32(p);
+    p += 4;
+    if (n > l->raw.n / 4)
+        return TXN_E_CORRUPT;
+    int rc = room(l, n);
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (end - p < 4 || (size_t)(end - p - 4) < get32(p))
+            return TXN_E_CORRUPT;
+        l->e[l->n++] = (struct kv_slice){p + 4, get32(p)};
+        p += 4 + get32(p);
+    }
+    return rc ? rc : p == end ? 0 : TXN_E_CORRUPT;
+}
+
+/* Load key's list: 1 (l filled), 0 missing (l empty), <0 an error
+ * (KV_E_WRONGTYPE for another type). */
+static int load(kv_txn *t, struct kv_slice key, struct list *l)
+{
+    unsigned type;
+    memset(l, 0, sizeof *l);
+    int rc = get_any(t, key, &l->raw, &type);
+    if (rc <= 0)
+        return rc;
+    if (type != KV_LIST)
+        return KV_E_WRONGTYPE;
+    return (rc = decode(l)) ? rc : 1;
+}
+
+static void list_free(struct list *l)
+{
+    free(l->raw.p);
+    free(l->e);
+}
+
+/* Write the list back (its expiry kept), packed or big by its size, or
+ * delete the key if it is empty. */
+static int store(kv_txn *t, struct kv_slice key, const struct list *l)
+{
+    if (!l->n) {
+        int rc = kv_txn_del(t, key);
+        return rc < 0 ? rc : 0;
+    }
+    size_t bytes = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->e[i].n > UINT32_MAX - 8)
+            return TXN_E_NOSPACE;
+        bytes += l->e[i].n;
+    }
+    size_t packed = 4 + 4 * l->n + bytes, body = 8 * l->n + bytes;
+    int big = packed > (l->big ? PACKED_BACK : PACKED_MAX);
+    if (!big && l->n > UINT32_MAX)
+        return TXN_E_NOSPACE;
+    size_t gap = big ? body / 2 + 64 : 0, len = big ? HDR + gap + body : packed;
+    char *p = big ? calloc(1, len) : malloc(len), *q = p;
+    if (!p)
+        return TXN_E_NOMEM;
+    if (big) {
+        put32(q, BIG_MAGIC);
+        put64(q + 8, l->n);
+        put64(q + 16, HDR + gap);
+        put64(q + 24, len);
+        q += HDR + gap;
+    } else {
+        put32(q, (uint32_t)l->n);
+        q += 4;
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        put32(q, (uint32_t)l->e[i].n);
+        memcpy(q + 4, l->e[i].p, l->e[i].n);
+        q += 4 + l->e[i].n;
+        if (big)
+            put32(q, (uint32_t)l->e[i].n), q += 4;
+    }
+    int rc = kv_txn_write(t, key, (struct kv_slice){p, len}, KV_KEEPTTL, KV_LIST);
+    free(p);
+    return rc;
+}
+
+/* ---- a big list's ends, read and written in place */
+
+struct span {
+    char *p;
+    size_t want, got;
+};
+
+static void span_cb(void *arg, const char *v, size_t n)
+{
+    struct span *s = arg;
+    s->got = v ? n : 0;
+    if (v && n)
+        memcpy(s->p, v, n < s->want ? n : s->want);
+}
+
+/* Bytes [off, off + n) of key's big list into out. */
+static int read_at(kv_txn *t, struct kv_slice key, uint64_t off, size_t n, char *out)
+{
+    struct span s = {out, n, 0};
+    uint64_t size;
+    if (!n)
+        return 0;
+    int rc = kv_txn_getrange_as(t, key, KV_LIST, off, n, span_cb, &s, &size);
+    return rc < 0 ? rc : rc == 0 || s.got != n ? TXN_E_CORRUPT : 0;
+}
+
+static int write_at(kv_txn *t, struct kv_slice key, uint64_t off, const char *p, size_t n)
+{
+    uint64_t size;
+    int rc = kv_txn_splice_as(t, key, KV_LIST, off, (struct kv_slice){p, n}, LIST_MAX_BYTES,
+                              &size);
+    return rc < 0 ? rc : rc == 0 ? TXN_E_CORRUPT : 0;
+}
+
+static int write_hdr(kv_txn *t, struct kv_slice key, const struct big *b)
+{
+    char h[HDR] = {0};
+    put32(h, BIG_MAGIC);
+    put64(h + 8, b->count);
+    put64(h + 16, b->head);
+    put64(h + 24, b->end);
+    return write_at(t, key, 0, h, HDR);
+}
+
+/* What key holds: 0 nothing, 1 a packed list, 2 a big one (*b read), <0
+ * an error (KV_E_WRONGTYPE: another type). */
+static int probe(kv_txn *t, struct kv_slice key, struct big *b)
+{
+    char h[HDR];
+    struct span s = {h, HDR, 0};
+    int rc = kv_txn_getrange_as(t, key, KV_LIST, 0, HDR, span_cb, &s, &b->size);
+    if (rc <= 0)
+        return rc;
+    if (s.got < 4 || get32(h) != BIG_MAGIC)
+        return 1;
+    if (s.got < HDR)
+        return TXN_E_CORRUPT;
+    b->count = get64(h + 8), b->head = get64(h + 16), b->end = get64(h + 24);
+    if (b->head < HDR || b->head > b->end || b->end > b->size || !b->count ||
+        b->count > (b->end - b->head) / 8)
+        return TXN_E_CORRUPT;
+    return 2;
+}
+
+/* The length of the element whose record starts at off (from_end: ends
+ * at off), checked against the list's bounds. */
+static int rec_len(kv_txn *t, struct kv_slice key, const struct big *b, uint64_t off,
+                   int from_end, uint32_t *len)
+{
+    char w[4];
+    int rc;
+    if (from_end ? off - b->head < 8 : b->end - off < 8)
+        return TXN_E_CORRUPT;
+    if ((rc = read_at(t, key, from_end ? off - 4 : off, 4, w)))
+        return rc;
+    *len = get32(w);
+    return (from_end ? off - b->head : b->end - off) - 8 < *len ? TXN_E_CORRUPT : 0;
+}
+
+/* Where element i's record starts, walking from the nearer end. */
+static int seek(kv_txn *t, struct kv_slice key, const struct big *b, uint64_t i, uint64_t *off)
+{
+    uint32_t len;
+    int rc = 0;
+    if (i < b->count / 2) {
+        *off = b->head;
+        for (uint64_t k = 0; k < i && !rc; k++)
+            if (!(rc = rec_len(t, key, b, *off, 0, &len)))
+                *off += 8 + (uint64_t)len;
+    } else {
+        *off = b->end;
+        for (uint64_t k = b->count; k > i && !rc; k--)
+            if (!(rc = rec_len(t, key, b, *off, 1, &len)))
+                *off -= 8 + (uint64_t)len;
+    }
+    return rc;
+}
+
+/* Read the element whose record starts at off into a malloc'd *out. */
+static int read_elem(kv_txn *t, struct kv_slice key, const struct big *b, uint64_t off,
+                     struct kv_slice *out)
+{
+    uint32_t len;
+    int rc = rec_len(t, key, b, off, 0, &len);
+    char *p = rc ? NULL : malloc(len ? len : 1);
+    if (!rc && !p)
+        rc = TXN_E_NOMEM;
+    if (!rc && (rc = read_at(t, key, off + 4, len, p)))
+        free(p), p = NULL;
+    *out = (struct kv_slice){p, len};
+    return rc;
+}
+
+/* Elements a pop took: each malloc'd, in the order they left. */
+struct popped {
+    struct kv_slice *e;
+    size_t n;
+};
+
+static void popped_free(struct popped *x)
+{
+    for (size_t i = 0; i < x->n; i++)
+        free((char *)x->e[i].p);
+    free(x->e);
+    memset(x, 0, sizeof *x);
+}
+
+/* Take up to count elements off an end of a big list; its header, or the
+ * list written again when it is small enough to pack or mostly free
+ * room, or deleted when empty. */
+static int pop_big(kv_txn *t, struct kv_slice key, struct big *b, int tail, uint64_t count,
+                   struct popped *x)
+{
+    uint64_t k = count < b->count ? count : b->count;
+    int rc = (x->e = malloc((size_t)k * sizeof *x->e)) ? 0 : TXN_E_NOMEM;
+    for (uint64_t i = 0; i < k && !rc; i++) {
+        uint32_t len;
+        uint64_t off = tail ? b->end : b->head;
+        if ((rc = rec_len(t, key, b, off, tail, &len)))
+            break;
+        if (tail)
+            off -= 8 + (uint64_t)len;
+        if ((rc = read_elem(t, key, b, off, &x->e[x->n])))
+            break;
+        x->n++;
+        if (tail)
+            b->end = off;
+        else
+            b->head = off + 8 + len;
+        b->count--;
+    }
+    if (rc)
+        return rc;
+    if (!b->count)
+        return (rc = kv_txn_del(t, key)) < 0 ? rc : 0;
+    uint64_t live = b->end - b->head, unused = b->size - live - HDR;
+    if (4 + live - 4 * b->count > PACKED_BACK && unused <= 2 * live + 65536)
+        return write_hdr(t, key, b);
+    struct list l; /* pack it, or write it again with less room */
+    memset(&l, 0, sizeof l);
+    if (!(rc = write_hdr(t, key, b)) && (rc = get_any(t, key, &l.raw, &(unsigned){0})) > 0 &&
+        !(rc = decode(&l)))
+        rc = store(t, key, &l);
+    list_free(&l);
+    return rc < 0 ? rc : 0;
+}
+
+/* Push e[0..k) at an end of a big list (at the head each in turn, so the
+ * last ends first, as LPUSH): 0, 1 when the head has no room, <0. */
+static int push_big(kv_txn *t, struct kv_slice key, struct big *b, int tail,
+                    const struct kv_slice *e, size_t k)
+{
+    uint64_t need = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (e[i].n > UINT32_MAX - 8)
+            return TXN_E_NOSPACE;
+        need += 8 + e[i].n;
+    }
+    if (!tail && b->head - HDR < need)
+        return 1;
+    char *buf = malloc(need), *q = buf;
+    if (!buf)
+        return TXN_E_NOMEM;
+    for (size_t i = 0; i < k; i++) {
+        const struct kv_slice *x = &e[tail ? i : k - 1 - i];
+        put32(q, (uint32_t)x->n);
+        memcpy(q + 4, x->p, x->n);
+        put32(q + 4 + x->n, (uint32_t)x->n);
+        q += 8 + x->n;
+    }
+    uint64_t off = tail ? b->end : b->head - need;
+    int rc = write_at(t, key, off, buf, need);
+    free(buf);
+    if (rc)
+        return rc;
+    if (tail)
+        b->end += need;
+    else
+        b->head -= need;
+    b->count += k;
+    return write_hdr(t, key, b);
+}
+
+/* Put v before position i (0: the head, l->n: the tail). */
+static int insert_at(struct list *l, size_t i, struct kv_slice v)
+{
+    int rc = room(l, l->n + 1);
+    if (rc)
+        return rc;
+    memmove(&l->e[i + 1], &l->e[i], (l->n - i) * sizeof *l->e);
+    l->e[i] = v;
+    l->n++;
+    return 0;
+}
+
+/* Take n elements away from position i. */
+static void remove_at(struct list *l, size_t i, size_t n)
+{
+    memmove(&l->e[i], &l->e[i + n], (l->n - i - n) * sizeof *l->e);
+    l->n -= n;
+}
+
+static int same(struct kv_slice a, struct kv_slice b)
+{
+    return a.n == b.n && (!a.n || !memcmp(a.p, b.p, a.n));
+}
+
+static void reply_null_array(struct buf *b)
+{
+    buf_add(b, "*-1\r\n", 5);
+}
+
+/* LEFT or RIGHT: 0 the head, 1 the tail, -1 neither */
+static int side(const struct kv_slice *a)
+{
+    return arg_is(a, "LEFT") ? 0 : arg_is(a, "RIGHT") ? 1 : -1;
+}
+
+/* Redis's (start, end) of LRANGE and LTRIM on a list of n elements: the
+ * first and last index kept, or *first > *last for none. */
+static void clamp(long long start, long long end, size_t n, long long *first, long long *last)
+{
+    long long len = (long long)n;
+    if (start < 0)
+        start += len;
+    if (end < 0)
+        end += len;
+    if (start < 0)
+        start = 0;
+    if (start > end || start >= len) {
+        *first = 1, *last = 0;
+        return;
+    }
+    *first = start;
+    *last = end >= len ? len - 1 : end;
+}
+
+/* Push e[0..k) at an end of key's list (only_existing: not onto a
+ * missing key); its new length in *len. 1 pushed, 0 not (only_existing),
+ * <0. */
+static int push(kv_txn *t, struct kv_slice key, int tail, const struct kv_slice *e, size_t k,
+                int only_existing, uint64_t *len)
+{
+    struct big b;
+    int rc = probe(t, key, &b);
+    *len = 0;
+    if (rc < 0 || (rc == 0 && only_existing))
+        return rc;
+    if (rc == 2 && (rc = push_big(t, key, &b, tail, e, k)) <= 0) {
+        *len = b.count;
+        return rc < 0 ? rc : 1;
+    }
+    struct list l; /* packed, missing, or big without room at the head */
+    rc = load(t, key, &l);
+    for (size_t i = 0; i < k && rc >= 0; i++)
+        rc = insert_at(&l, tail ? l.n : 0, e[i]);
+    if (rc >= 0 && !(rc = store(t, key, &l)))
+        *len = l.n, rc = 1;
+    list_free(&l);
+    return rc;
+}
+
+/* Take up to count elements off an end of key's list into *x: 1 found, 0
+ * missing, <0. */
+static int pop(kv_txn *t, struct kv_slice key, int tail, uint64_t count, struct popped *x)
+{
+    struct big b;
+    memset(x, 0, sizeof *x);
+    int rc = probe(t, key, &b);
+    if (rc == 2)
+        return (rc = pop_big(t, key, &b, tail, count, x)) ? rc : 1;
+    if (rc <= 0)
+        return rc;
+    struct list l;
+    if ((rc = load(t, key, &l)) > 0) {
+        size_t k = count < l.n ? (size_t)count : l.n;
+        rc = (x->e = malloc((k ? k : 1) * sizeof *x->e)) ? 0 : TXN_E_NOMEM;
+        for (size_t i = 0; i < k && !rc; i++) {
+            const struct kv_slice *y = tail ? &l.e[l.n - 1 - i] : &l.e[i];
+            char *p = malloc(y->n ? y->n : 1);
+            if (!p) {
+                rc = TXN_E_NOMEM;
+                break;
+            }
+            memcpy(p, y->p, y->n);
+            x->e[x->n++] = (struct kv_slice){p, y->n};
+        }
+        if (!rc) {
+            remove_at(&l, tail ? l.n - k : 0, k);
+            rc = (rc = store(t, key, &l)) ? rc : 1;
+        }
+    }
+    list_free(&l);
+    return rc;
+}
+
+static void reply_popped(struct buf *b, const struct popped *x)
+{
+    reply_array(b, x->n);
+    for (size_t i = 0; i < x->n; i++)
+        reply_bulk(b, x->e[i].p, x->e[i].n);
+}
+
+/* ---- the commands */
+
+/* LPUSH, RPUSH, LPUSHX, RPUSHX key element [element ...]: the new length */
+static int cmd_push(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    int tail = argv[0].p[0] == 'r' || argv[0].p[0] == 'R';
+    int only_existing = argv[0].n == 6; /* the X forms */
+    uint64_t len;
+    int rc = push(t, argv[1], tail, &argv[2], argc - 2, only_existing, &len);
+    if (rc >= 0)
+        reply_int(&c->out, (long long)len), rc = 0;
+    return rc;
+}
+
+/* LPOP, RPOP key [count]: one element (a bulk), or an array of up to
+ * count */
+static int cmd_pop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    int tail = argv[0].p[0] == 'r' || argv[0].p[0] == 'R';
+    long long count = 1;
+    if (argc > 3)
+        return reply_error(&c->out, "ERR wrong number of arguments for '%s' command",
+                           tail ? "rpop" : "lpop"), 0;
+    if (argc == 3 && (parse_ll(&argv[2], &count) || count < 0))
+        return reply_error(&c->out, "ERR value is out of range, must be positive"), 0;
+    struct popped x = {0};
+    int rc = argc == 3 && !count ? probe(t, argv[1], &(struct big){0})
+                                 : pop(t, argv[1], tail, (uint64_t)count, &x);
+    if (rc == 0)
+        argc == 3 ? reply_null_array(&c->out) : reply_nil(&c->out);
+    else if (rc > 0 && argc == 3)
+        reply_popped(&c->out, &x);
+    else if (rc > 0)
+        reply_bulk(&c->out, x.e[0].p, x.e[0].n);
+    popped_free(&x);
+    return rc < 0 ? rc : 0;
+}
+
+/* LLEN key */
+static int cmd_llen(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    struct big b;
+    struct list l;
+    int rc = probe(t, argv[1], &b);
+    if (rc == 2)
+        return reply_int(&c->out, (long long)b.count), 0;
+    if (rc < 0)
+        return rc;
+    if ((rc = load(t, argv[1], &l)) >= 0)
+        reply_int(&c->out, (long long)l.n), rc = 0;
+    list_free(&l);
+    return rc;
+}
+
+/* Reply elements [first, last] of a big list, read from where the first
+ * one's record starts. */
+static int reply_big_range(struct buf *out, kv_txn *t, struct kv_slice key, const struct big *b,
+                           uint64_t first, uint64_t last)
+{
+    uint64_t off;
+    int rc = seek(t, key, b, first, &off);
+    for (uint64_t i = first; i <= last && !rc; i++) {
+        struct kv_slice e;
+        if (!(rc = read_elem(t, key, b, off, &e))) {
+            reply_bulk(out, e.p, e.n);
+            off += 8 + e.n;
+            free((char *)e.p);
+        }
+    }
+    return rc;
+}
+
+/* LRANGE key start stop */
+static int cmd_lrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    long long start, end, first, last;
+    if (parse_ll(&argv[2], &start) || parse_ll(&argv[3], &end))
+        return reply_error(&c->out, "ERR value is not an integer or out of range"), 0;
+    struct big b;
+    int rc = probe(t, argv[1], &b);
+    if (rc == 2) {
+        clamp(start, end, (size_t)b.count, &first, &last);
+        reply_array(&c->out, first > last ? 0 : (size_t)(last - first + 1));
+        return first > last ? 0
+                            : reply_big_range(&c->out, t, argv[1], &b, (uint64_t)first,
+                                              (uint64_t)last);
+    }
+    struct list l;
+    if (rc < 0)
+        return rc;
+    if ((rc = load(t, argv[1], &l)) >= 0) {
+        rc = 0;
+        clamp(start, end, l.n, &first, &last);
+        reply_array(&c->out, first > last ? 0 : (size_t)(last - first + 1));
+        for (long long i = first; i <= last; i++)
+            reply_bulk(&c->out, l.e[i].p, l.e[i].n);
+    }
+    list_free(&l);
+    return rc;
+}
+
+/* An index as LINDEX and LSET read it, from the tail if negative: the
+ * position, or -1 outside the list. */
+static long long position(long long index, size_t n)
+{
+    if (index < 0)
+        index += (long long)n;
+    return index < 0 || index >= (long long)n ? -1 : index;
+}
+
+/* LINDEX key index: the key is looked up before the index is read, as
+ * Redis does (a missing key is nil whatever the index) */
+static int cmd_lindex(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    long long index;
+    struct big b;
+    int rc = probe(t, argv[1], &b);
+    if (rc == 0)
+        return reply_nil(&c->out), 0;
+    if (rc > 0 && parse_ll(&argv[2], &index))
+        return reply_error(&c->out, "ERR value is not an integer or out of range"), 0;
+    if (rc == 2) {
+        if ((index = position(index, (size_t)b.count)) < 0)
+            return reply_nil(&c->out), 0;
+        return reply_big_range(&c->out, t, argv[1], &b, (uint64_t)index, (uint64_t)index);
+    }
+    struct list l;
+    if (rc < 0)
+        return rc;
+    if ((rc = load(t, argv[1], &l)) > 0) {
+        rc = 0;
+        if ((index = position(index, l.n)) < 0)
+            reply_nil(&c->out);
+        else
+            reply_bulk(&c->out, l.e[index].p, l.e[index].n);
+    }
+    list_free(&l);
+    return rc;
+}
+
+/* LSET key index element */
+static int cmd_lset(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    long long index;
+    struct list l;
+    int rc = load(t, argv[1], &l);
+    if (rc == 0) {
+        reply_error(&c->out, "ERR no such key");
+    } else if (rc > 0) {
+        rc = 0;
+        if (parse_ll(&argv[2], &index))
+            reply_error(&c->out, "ERR value is not an integer or out of range");
+        else if ((index = position(index, l.n)) < 0)
+            reply_error(&c->out, "ERR index out of range");
+        else if (l.e[index] = argv[3], !(rc = store(t, argv[1], &l)))
+            reply_simple(&c->out, "OK");
+    }
+    list_free(&l);
+    return rc;
+}
+
+/* LINSERT key BEFORE|AFTER pivot element: the new length, -1 without the
+ * pivot, 0 without the key */
+static int cmd_linsert(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    int after = arg_is(&argv[2], "AFTER");
+    if (!after && !arg_is(&argv[2], "BEFORE"))
+        return reply_error(&c->out, "ERR syntax error"), 0;
+    struct list l;
+    int rc = load(t, argv[1], &l);
+    if (rc == 0) {
+        reply_int(&c->out, 0);
+    } else if (rc > 0) {
+        size_t i = 0;
+        while (i < l.n && !same(l.e[i], argv[3]))
+            i++;
+        rc = 0;
+        if (i == l.n)
+            reply_int(&c->out, -1);
+        else if (!(rc = insert_at(&l, i + (size_t)after, argv[4])) &&
+                 !(rc = store(t, argv[1], &l)))
+            reply_int(&c->out, (long long)l.n);
+    }
+    list_free(&l);
+    return rc;
+}
+
+/* LREM key count element: count > 0 from the head, < 0 from the tail, 0
+ * all of them */
+static int cmd_lrem(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    long long count;
+    if (parse_ll(&argv[2], &count))
+        return reply_error(&c->out, "ERR value is not an integer or out of range"), 0;
+    struct list l;
+    int rc = load(t, argv[1], &l);
+    if (rc >= 0) {
+        unsigned long long limit = count < 0 ? 0ULL - (unsigned long long)count
+                                   : (unsigned long long)count;
+        unsigned long long removed = 0;
+        size_t kept = 0;
+        rc = 0;
+        if (count >= 0) {
+            for (size_t i = 0; i < l.n; i++)
+                if (same(l.e[i], argv[3]) && (!limit || removed < limit))
+                    removed++;
+                else
+                    l.e[kept++] = l.e[i];
+        } else {
+            /* from the tail: keep the survivors at the end, then slide */
+            kept = l.n;
+            for (size_t i = l.n; i-- > 0;)
+                if (same(l.e[i], argv[3]) && removed < limit)
+                    removed++;
+                else
+                    l.e[--kept] = l.e[i];
+            if (l.n) /* a missing key has no array to slide */
+                memmove(l.e, l.e + kept, (l.n - kept) * sizeof *l.e);
+            kept = l.n - kept;
+        }
+        l.n = kept;
+        if (!removed || !(rc = store(t, argv[1], &l)))
+            reply_int(&c->out, (long long)removed);
+    }
+    list_free(&l);
+    return rc;
+}
+
+/* LTRIM key start stop */
+static int cmd_ltrim(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    long long start, end, first, last;
+    if (parse_ll(&argv[2], &start) || parse_ll(&argv[3], &end))
+        return reply_error(&c->out, "ERR value is not an integer or out of range"), 0;
+    struct list l;
+    int rc = load(t, argv[1], &l);
+    if (rc >= 0) {
+        rc = 0;
+        clamp(start, end, l.n, &first, &last);
+        size_t n0 = l.n;
+        if (first > last) {
+            l.n = 0;
+        } else {
+            remove_at(&l, (size_t)last + 1, l.n - (size_t)last - 1);
+            remove_at(&l, 0, (size_t)first);
+        }
+        if (l.n == n0 || !(rc = store(t, argv[1], &l)))
+            reply_simple(&c->out, "OK");
+    }
+    list_free(&l);
+    return rc;
+}
+
+/* LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len] */
+static int cmd_lpos(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    long long rank = 1, count = -1, maxlen = 0; /* count -1: no COUNT */
+    for (size_t j = 3; j < argc; j++) {
+        int more = j + 1 < argc;
+        if (more && arg_is(&argv[j], "RANK")) {
+            if (parse_ll(&argv[++j], &rank))
+                return reply_error(&c->out, "ERR value is not an integer or out of range"), 0;
+            if (rank == 0)
+                return reply_error(&c->out, "ERR RANK can't be zero: use 1 to start from the "
+                                            "first match, 2 from the second ... or use "
+                                            "negative to start from the end of the list"), 0;
+            /* Redis 7.0 negates it into itself, searches from the tail
+             * and takes the first match: rank -1 does that */
+            if (rank == LLONG_MIN)
+                rank = -1;
+        } else if (more && arg_is(&argv[j], "COUNT")) {
+            if (parse_ll(&argv[++j], &count) || count < 0)
+                return reply_error(&c->out, "ERR COUNT can't be negative"), 0;
+        } else if (more && arg_is(&argv[j], "MAXLEN")) {
+            if (parse_ll(&argv[++j], &maxlen) || maxlen < 0)
+                return reply_error(&c->out, "ERR MAXLEN can't be negative"), 0;
+        } else {
+            return reply_error(&c->out, "ERR syntax error"), 0;
+        }
+    }
+    int from_tail = rank < 0;
+    if (from_tail)
+        rank = -rank;
+    struct list l;
+    int rc = load(t, argv[1], &l);
+    if (rc == 0) {
+        count != -1 ? reply_array(&c->out, 0) : reply_nil(&c->out);
+    } else if (rc > 0) {
+        rc = 0;
+        /* the matching positions, gathered first: the array's length
+         * goes before them */
+        size_t nfound = 0, *found = NULL;
+        long long matches = 0, scanned = 0;
+        if (count != -1 && !(found = malloc((l.n ? l.n : 1) * sizeof *found)))
+            rc = TXN_E_NOMEM;
+        long long at = -1;
+        for (size_t k = 0; !rc && k < l.n && (maxlen == 0 || scanned < maxlen); k++, scanned++) {
+            size_t i = from_tail ? l.n - 1 - k : k;
+            if (!same(l.e[i], argv[2]) || ++matches < rank)
+                continue;
+            if (count == -1) {
+                at = (long long)i;
+                break;
+            }
+            found[nfound++] = i;
+            if (count && matches - rank + 1 >= count)
+                break;
+        }
+        if (!rc && count == -1) {
+            at < 0 ? reply_nil(&c->out) : reply_int(&c->out, at);
+        } else if (!rc) {
+            reply_array(&c->out, nfound);
+            for (size_t i = 0; i < nfound; i++)
+                reply_int(&c->out, (long long)found[i]);
+        }
+        free(found);
+    }
+    list_free(&l);
+    return rc;
+}
+
+/* Move one element from src's `from` end to dst's `to` end (the same key:
+ * a rotation): LMOVE, RPOPLPUSH. The element, or nil without src. dst's
+ * type is checked before anything is taken, as Redis does. */
+static int move(struct conn *c, kv_txn *t, struct kv_slice *src, struct kv_slice *dst, int from,
+                int to)
+{
+    struct popped x = {0};
+    uint64_t len;
+    int rc = probe(t, *src, &(struct big){0});
+    if (rc > 0)
+        rc = probe(t, *dst, &(struct big){0});
+    if (rc >= 0 && (rc = pop(t, *src, from, 1, &x)) == 0)
+        reply_nil(&c->out);
+    else if (rc > 0 && (rc = push(t, *dst, to, &x.e[0], 1, 0, &len)) >= 0)
+        reply_bulk(&c->out, x.e[0].p, x.e[0].n);
+    popped_free(&x);
+    return rc < 0 ? rc : 0;
+}
+
+/* LMOVE source destination LEFT|RIGHT LEFT|RIGHT */
+static int cmd_lmove(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    int from = side(&argv[3]), to = side(&argv[4]);
+    if (from < 0 || to < 0)
+        return reply_error(&c->out, "ERR syntax error"), 0;
+    return move(c, t, &argv[1], &argv[2], from, to);
+}
+
+/* RPOPLPUSH source destination: LMOVE source destination RIGHT LEFT */
+static int cmd_rpoplpush(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)argc;
+    return move(c, t, &argv[1], &argv[2], 1, 0);
+}
+
+/* LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: up to count
+ * elements of the first key that holds a list, with its name; nil (an
+ * array) when none does. The entry names every argument after numkeys as
+ * a key (the table's key spec has no key count), which locks at most a
+ * few stripes more than needed. */
+static int cmd_lmpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    long long numkeys, count = -1;
+    if (parse_ll(&argv[1], &numkeys) || numkeys < 1)
+        return reply_error(&c->out, "ERR numkeys should be greater than 0"), 0;
+    if ((unsigned long long)numkeys >= argc - 2)
+        return reply_error(&c->out, "ERR syntax error"), 0;
+    size_t where = 2 + (size_t)numkeys;
+    int tail = side(&argv[where]);
+    if (tail < 0)
+        return reply_error(&c->out, "ERR syntax error"), 0;
+    for (size_t j = where + 1; j < argc; j++) {
+        if (count == -1 && j + 1 < argc && arg_is(&argv[j], "COUNT")) {
+            if (parse_ll(&argv[++j], &count) || count < 1)
+                return reply_error(&c->out, "ERR count should be greater than 0"), 0;
+        } else {
+            return reply_error(&c->out, "ERR syntax error"), 0;
+        }
+    }
+    if (count == -1)
+        count = 1;
+    for (size_t k = 2; k < where; k++) {
+        struct popped x;
+        int rc = pop(t, argv[k], tail, (uint64_t)count, &x);
+        if (rc > 0) {
+            reply_array(&c->out, 2);
+            reply_bulk(&c->out, argv[k].p, argv[k].n);
+            reply_popped(&c->out, &x);
+        }
+        popped_free(&x);
+        if (rc)
+            return rc < 0 ? rc : 0;
+    }
+    reply_null_array(&c->out);
+    return 0;
+}
+
+/* ---- the table */
+
+#define W CMD_WRITE
+#define R CMD_READONLY
+#define M CMD_DENYOOM
+#define F CMD_FAST
+const struct command list_commands[] = {
+    {"lpush", cmd_push, -3, W | M | F, ACL_LIST, {1, 1, 1}},
+    {"rpush", cmd_push, -3, W | M | F, ACL_LIST, {1, 1, 1}},
+    {"lpushx", cmd_push, -3, W | M | F, ACL_LIST, {1, 1, 1}},
+    {"rpushx", cmd_push, -3, W | M | F, ACL_LIST, {1, 1, 1}},
+    {"lpop", cmd_pop, -2, W | F, ACL_LIST, {1, 1, 1}},
+    {"rpop", cmd_pop, -2, W | F, ACL_LIST, {1, 1, 1}},
+    {"llen", cmd_llen, 2, R | F, ACL_LIST, {1, 1, 1}},
+    {"lrange", cmd_lrange, 4, R, ACL_LIST, {1, 1, 1}},
+    {"lindex", cmd_lindex, 3, R, ACL_LIST, {1, 1, 1}},
+    {"lset", cmd_lset, 4, W | M, ACL_LIST, {1, 1, 1}},
+    {"linsert", cmd_linsert, 5, W | M, ACL_LIST, {1, 1, 1}},
+    {"lrem", cmd_lrem, 4, W, ACL_LIST, {1, 1, 1}},
+    {"ltrim", cmd_ltrim, 4, W, ACL_LIST, {1, 1, 1}},
+    {"lpos", cmd_lpos, -3, R, ACL_LIST, {1, 1, 1}},
+    {"lmove", cmd_lmove, 5, W | M, ACL_LIST, {1, 2, 1}},
+    {"rpoplpush", cmd_rpoplpush, 3, W | M, ACL_LIST, {1, 2, 1}},
+    {"lmpop", cmd_lmpop, -4, W, ACL_LIST, {2, -1, 1}},
+};
+const size_t list_ncommands = sizeof list_commands / sizeof *list_commands;
