@@ -298,7 +298,7 @@ static int seek(kv_txn *t, struct kv_slice key, const struct big *b, uint64_t i,
 static int read_elem(kv_txn *t, struct kv_slice key, const struct big *b, uint64_t off,
                      struct kv_slice *out)
 {
-    uint32_t len;
+    uint32_t len = 0;
     int rc = rec_len(t, key, b, off, 0, &len);
     char *p = rc ? NULL : malloc(len ? len : 1);
     if (!rc && !p)
