@@ -386,7 +386,18 @@ START_TEST(test_many)
     if (!joins())
         return;
     make_pools(t, 2);
+    /* X, the participant of the end, is made while A and B are open so
+     * that its address range is neither's (ranges are drawn at creation) */
+    struct test_pool x;
+    txn_pool *px;
+    txn_pool_opts o = {.root_size = ROOT_SIZE, .threads = 1};
+    o.size = txn_pool_min_size(&o);
     CHECK_OK(txn_pool_open(t[0].name, LAYOUT, &pa));
+    CHECK_OK(txn_pool_open(t[1].name, LAYOUT, &pb));
+    CHECK_OK(test_pool_new(&x, "join"));
+    CHECK_OK(txn_pool_create(x.name, LAYOUT, &o, &px));
+    txn_pool_close(px);
+    txn_pool_close(pb);
     /* 260 distinct participant contexts (more than the table's entries),
      * then A reopened and 40 more: each commit's entry is cleared by the
      * next one, the last by the close (J3) */
@@ -417,12 +428,7 @@ START_TEST(test_many)
     ck_assert_int_eq(table_used(pa, 0, &has), 1);
     uint64_t ub = first_uuid(pa);
     fill_table(pa, 0); /* all strangers but B */
-    struct test_pool x;
-    txn_pool *px;
-    txn_pool_opts o = {.root_size = ROOT_SIZE, .threads = 1};
-    o.size = txn_pool_min_size(&o);
-    CHECK_OK(test_pool_new(&x, "join"));
-    CHECK_OK(txn_pool_create(x.name, LAYOUT, &o, &px));
+    CHECK_OK(txn_pool_open(x.name, LAYOUT, &px));
     CHECK_RC(commit_with(pa, px, 2), TXN_E_NOSPACE); /* B not open here */
     CHECK_OK(txn_pool_open(t[1].name, LAYOUT, &pb));
     ck_assert_int_eq(table_used(pa, ub, &has), ENTRIES);
