@@ -227,7 +227,29 @@ static void server_error(struct conn *c, int rc)
         outf(c, "SERVER_ERROR store: %s\r\n", txn_strerror(rc));
 }
 
-/* ---- retrieval: get, gets, gat, gats */
+/* ---- retrieval: get, gets, gat, gats (and the binary protocol's) */
+
+/* Look key up in a transaction of its own; with `touch`, then give it
+ * expiry `at` (1: in the past, so it goes). *it is the item as it was
+ * before the touch: gat shows it, then touches it. Counted as memcached
+ * counts a get or a touch. */
+static int fetch_once(struct kv_slice k, int touch, uint64_t at, struct item *it)
+{
+    kv_txn *t;
+    memset(it, 0, sizeof *it);
+    int rc = kv_txn_begin(srv.kv, 1, &k, touch, &t);
+    if (rc)
+        return rc;
+    if ((rc = item_get(t, k, it)) > 0 && touch)
+        rc = at == 1 ? kv_txn_del(t, k) : kv_txn_expire(t, k, at);
+    rc = kv_txn_end(t, rc);
+    if (touch)
+        it->found ? mc_thread.touch_hits++ : mc_thread.touch_misses++;
+    else
+        it->found ? mc_thread.get_hits++ : mc_thread.get_misses++;
+    touch ? mc_thread.cmd_touch++ : mc_thread.cmd_get++;
+    return rc;
+}
 
 static void retrieve(struct conn *c, struct line *l, int cas, int touch)
 {
@@ -242,37 +264,17 @@ static void retrieve(struct conn *c, struct line *l, int cas, int touch)
         for (size_t i = first; i < l->n; i++) {
             struct kv_slice k = l->tok[i];
             struct item it;
-            kv_txn *t;
             if (k.n > KEY_MAX) {
                 c->out.len = mark;
                 return out(c, "CLIENT_ERROR bad command line format\r\n");
             }
-            int rc = kv_txn_begin(srv.kv, 1, &k, touch, &t);
-            if (rc) {
-                c->out.len = mark;
-                return server_error(c, rc);
-            }
-            int shown = 0;
-            if ((rc = item_get(t, k, &it)) > 0) {
-                uint64_t at = expiry_of(e);
-                shown = 1; /* as it was: gat shows the item, then touches it */
-                if (touch && at == 1) /* touched into the past: gone */
-                    rc = kv_txn_del(t, k);
-                else if (touch)
-                    rc = kv_txn_expire(t, k, at);
-            }
-            rc = kv_txn_end(t, rc);
+            int rc = fetch_once(k, touch, expiry_of(e), &it);
             if (rc < 0) {
                 free(it.v.p);
                 c->out.len = mark;
                 return server_error(c, rc);
             }
-            if (touch)
-                it.found ? mc_thread.touch_hits++ : mc_thread.touch_misses++;
-            else
-                it.found ? mc_thread.get_hits++ : mc_thread.get_misses++;
-            touch ? mc_thread.cmd_touch++ : mc_thread.cmd_get++; /* as memcached counts */
-            if (shown) {
+            if (it.found) {
                 outf(c, "VALUE %.*s %u %zu", (int)k.n, k.p, (unsigned)it.flags, it.n);
                 if (cas)
                     outf(c, " %llu", (unsigned long long)it.cas);
@@ -373,23 +375,34 @@ static int store_once(int op, int check, int invalidate, struct kv_slice key, ui
     return kv_txn_end(t, rc);
 }
 
-static void store(struct conn *c, int op, struct kv_slice key, uint32_t flags, long long e,
-                  struct kv_slice data, uint64_t cas_in, int noreply)
+/* store_once until it runs, making room (a full pool: expired keys
+ * reclaimed, then evictions) between tries; counted as memcached counts. */
+static int store_retry(int op, int check, int invalidate, struct kv_slice key, uint32_t flags,
+                       uint64_t at, struct kv_slice data, uint64_t cas_in, const char **reply,
+                       uint64_t *cas)
 {
-    const char *reply = "STORED\r\n";
-    uint64_t at = expiry_of(e);
     int rc;
     make_room(data.n + key.n + 64);
     mc_thread.cmd_set++;
     /* evicting random items empties few of the allocator's runs: the room
      * a value of another size needs may take several rounds */
-    uint64_t cas;
-    while ((rc = store_once(op, 0, 0, key, flags, at, data, cas_in, &reply, &cas)) < 0 &&
+    while ((rc = store_once(op, check, invalidate, key, flags, at, data, cas_in, reply, cas)) <
+               0 &&
            full(rc))
         ;
     if (op == CAS && rc >= 0)
-        *(reply[0] == 'S' ? &mc_thread.cas_hits : reply[0] == 'E' ? &mc_thread.cas_badval
-                                                                   : &mc_thread.cas_misses) += 1;
+        *(**reply == 'S'   ? &mc_thread.cas_hits
+          : **reply == 'E' ? &mc_thread.cas_badval
+                           : &mc_thread.cas_misses) += 1;
+    return rc;
+}
+
+static void store(struct conn *c, int op, struct kv_slice key, uint32_t flags, long long e,
+                  struct kv_slice data, uint64_t cas_in, int noreply)
+{
+    const char *reply = "STORED\r\n";
+    uint64_t cas;
+    int rc = store_retry(op, 0, 0, key, flags, expiry_of(e), data, cas_in, &reply, &cas);
     if (noreply)
         return;
     if (rc < 0)
@@ -451,6 +464,33 @@ static int storage(struct conn *c, struct line *l, int op, size_t line_len, cons
 
 /* ---- the others */
 
+/* Delete key, unless `check` and its CAS is not cas_in: *code 'D'
+ * deleted, 'N' not found, 'E' its CAS differs. */
+static int delete_once(struct kv_slice key, int check, uint64_t cas_in, char *code)
+{
+    kv_txn *t;
+    struct item it;
+    *code = 'N';
+    int rc = kv_txn_begin(srv.kv, 1, &key, 1, &t);
+    if (rc)
+        return rc;
+    if ((rc = item_get(t, key, &it)) > 0) {
+        if (check && it.cas != cas_in) {
+            *code = 'E';
+            rc = 0;
+        } else if ((rc = kv_txn_del(t, key)) >= 0) {
+            *code = 'D';
+        }
+    } else if (!rc && it.foreign && !check) { /* a RESP hash or list: delete takes it too */
+        if ((rc = kv_txn_del(t, key)) > 0)
+            *code = 'D';
+    }
+    free(it.v.p);
+    rc = kv_txn_end(t, rc);
+    *code == 'D' ? mc_thread.delete_hits++ : mc_thread.delete_misses++;
+    return rc;
+}
+
 static void del(struct conn *c, struct line *l)
 {
     int noreply = l->n >= 3 && is(&l->tok[l->n - 1], "noreply");
@@ -462,75 +502,120 @@ static void del(struct conn *c, struct line *l)
                                  "[noreply]\r\n");
     if (l->tok[1].n > KEY_MAX)
         return out(c, "CLIENT_ERROR bad command line format\r\n");
-    kv_txn *t;
-    int rc = kv_txn_begin(srv.kv, 1, &l->tok[1], 1, &t);
-    int found = 0;
-    if (!rc) {
-        found = rc = kv_txn_del(t, l->tok[1]);
-        rc = kv_txn_end(t, rc);
-    }
-    found > 0 ? mc_thread.delete_hits++ : mc_thread.delete_misses++;
+    char code;
+    int rc = delete_once(l->tok[1], 0, 0, &code);
     if (noreply)
         return;
     if (rc < 0)
         return server_error(c, rc);
-    out(c, found > 0 ? "DELETED\r\n" : "NOT_FOUND\r\n");
+    out(c, code == 'D' ? "DELETED\r\n" : "NOT_FOUND\r\n");
+}
+
+/* An incr or decr: what is asked, and (below the line) what came of it. */
+struct arith {
+    int incr;              /* else decr (down to 0, never below) */
+    uint64_t delta;
+    int check;             /* compare the item's CAS with cas_in first */
+    uint64_t cas_in;
+    int vivify;            /* a miss creates the item holding init, expiring at vivify_at */
+    uint64_t init, vivify_at;
+    int set_ttl;           /* a hit also gets expiry `at` (ma's T) */
+    uint64_t at;
+    /* ---- */
+    char code;             /* 'H' done, 'N' not found, 'E' CAS differs, 'V' not a number */
+    int existed;           /* the key held an item before */
+    uint32_t flags;        /* the item's, after */
+    uint64_t value, cas;   /* the number and CAS stored */
+    long long ttl;         /* seconds left, -1 none (ttl_left) */
+    char num[24];          /* the number as stored */
+};
+
+static long long ttl_left(kv_txn *t, struct kv_slice key)
+{
+    uint64_t at = 0;
+    if (kv_txn_ttl(t, key, &at) <= 0 || !at)
+        return -1;
+    uint64_t now = now_ms();
+    return at <= now ? 0 : (long long)((at - now + 999) / 1000);
+}
+
+/* One incr or decr in a transaction of its own. The number is the item's
+ * bytes read as memcached's safe_strtoull reads them: spaces before the
+ * digits, and anything after a space following them, pass. */
+static int arith_once(struct kv_slice key, struct arith *a)
+{
+    kv_txn *t;
+    struct item it;
+    a->code = 'N';
+    a->existed = 0;
+    a->num[0] = 0;
+    a->ttl = -1;
+    int rc = kv_txn_begin(srv.kv, 1, &key, 1, &t);
+    if (rc)
+        return rc;
+    if ((rc = item_get(t, key, &it)) > 0) {
+        size_t b = 0, e;
+        uint64_t v;
+        while (b < it.n && isspace((unsigned char)it.data[b]))
+            b++;
+        for (e = b; e < it.n && !isspace((unsigned char)it.data[e]);)
+            e++;
+        struct kv_slice digits = {it.data + b, e - b};
+        a->existed = 1;
+        rc = 0;
+        if (a->check && it.cas != a->cas_in) {
+            a->code = 'E';
+        } else if (parse_u(&digits, 64, &v)) {
+            a->code = 'V';
+        } else {
+            a->value = a->incr ? v + a->delta : v < a->delta ? 0 : v - a->delta;
+            int len = snprintf(a->num, sizeof a->num, "%llu", (unsigned long long)a->value);
+            a->flags = it.flags;
+            rc = item_put(t, key, it.flags, (struct kv_slice){a->num, (size_t)len},
+                          (struct kv_slice){NULL, 0}, KV_KEEPTTL, &a->cas);
+            if (rc >= 0 && a->set_ttl)
+                rc = kv_txn_expire(t, key, a->at);
+            a->code = 'H';
+        }
+    } else if (rc == 0 && a->vivify && !it.foreign) {
+        a->value = a->init;
+        int len = snprintf(a->num, sizeof a->num, "%llu", (unsigned long long)a->init);
+        a->flags = 0;
+        rc = item_put(t, key, 0, (struct kv_slice){a->num, (size_t)len},
+                      (struct kv_slice){NULL, 0}, a->vivify_at, &a->cas);
+        a->code = 'H';
+    }
+    if (rc >= 0 && a->code == 'H')
+        a->ttl = ttl_left(t, key);
+    free(it.v.p);
+    return kv_txn_end(t, rc);
 }
 
 static void arith(struct conn *c, struct line *l, int incr)
 {
-    uint64_t delta, v;
+    struct arith a = {.incr = incr};
     /* a fourth word that is not noreply is ignored, as memcached does */
     int noreply = l->n == 4 && is(&l->tok[3], "noreply");
     if (l->n != 3 && l->n != 4)
         return out(c, "ERROR\r\n");
     if (l->tok[1].n > KEY_MAX)
         return out(c, "CLIENT_ERROR bad command line format\r\n");
-    if (parse_u(&l->tok[2], 64, &delta))
+    if (parse_u(&l->tok[2], 64, &a.delta))
         return out(c, "CLIENT_ERROR invalid numeric delta argument\r\n");
-    kv_txn *t;
-    struct item it;
-    char num[24];
-    const char *reply = NULL;
-    int rc = kv_txn_begin(srv.kv, 1, &l->tok[1], 1, &t);
-    if (rc)
-        return noreply ? (void)0 : server_error(c, rc);
-    if ((rc = item_get(t, l->tok[1], &it)) > 0) {
-        /* memcached's safe_strtoull: spaces before the digits, and
-         * anything after a space following them, pass */
-        size_t a = 0, n;
-        while (a < it.n && isspace((unsigned char)it.data[a]))
-            a++;
-        for (n = a; n < it.n && !isspace((unsigned char)it.data[n]);)
-            n++;
-        struct kv_slice digits = {it.data + a, n - a};
-        if (parse_u(&digits, 64, &v)) {
-            reply = "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n";
-            rc = 0;
-        } else {
-            v = incr ? v + delta : v < delta ? 0 : v - delta;
-            int len = snprintf(num, sizeof num, "%llu", (unsigned long long)v);
-            uint64_t cas;
-            rc = item_put(t, l->tok[1], it.flags, (struct kv_slice){num, (size_t)len},
-                          (struct kv_slice){NULL, 0}, KV_KEEPTTL, &cas);
-        }
-    } else if (!rc) {
-        reply = "NOT_FOUND\r\n";
-    }
-    int found = it.found;
-    free(it.v.p);
-    rc = kv_txn_end(t, rc);
+    int rc = arith_once(l->tok[1], &a);
     if (incr)
-        found ? mc_thread.incr_hits++ : mc_thread.incr_misses++;
+        a.existed ? mc_thread.incr_hits++ : mc_thread.incr_misses++;
     else
-        found ? mc_thread.decr_hits++ : mc_thread.decr_misses++;
+        a.existed ? mc_thread.decr_hits++ : mc_thread.decr_misses++;
     if (noreply)
         return;
     if (rc < 0)
         return server_error(c, rc);
-    if (reply)
-        return out(c, reply);
-    outf(c, "%s\r\n", num);
+    if (a.code == 'V')
+        return out(c, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+    if (a.code == 'N')
+        return out(c, "NOT_FOUND\r\n");
+    outf(c, "%s\r\n", a.num);
 }
 
 static void touch(struct conn *c, struct line *l)
@@ -543,25 +628,14 @@ static void touch(struct conn *c, struct line *l)
         return out(c, "CLIENT_ERROR bad command line format\r\n");
     if (parse_i(&l->tok[2], &e))
         return out(c, "CLIENT_ERROR invalid exptime argument\r\n");
-    kv_txn *t;
     struct item it;
-    int rc = kv_txn_begin(srv.kv, 1, &l->tok[1], 1, &t);
-    if (rc)
-        return noreply ? (void)0 : server_error(c, rc);
-    int found = 0;
-    if ((found = rc = item_get(t, l->tok[1], &it)) > 0) {
-        uint64_t at = expiry_of(e);
-        rc = at == 1 ? kv_txn_del(t, l->tok[1]) : kv_txn_expire(t, l->tok[1], at);
-    }
+    int rc = fetch_once(l->tok[1], 1, expiry_of(e), &it);
     free(it.v.p);
-    rc = kv_txn_end(t, rc);
-    mc_thread.cmd_touch++;
-    found > 0 ? mc_thread.touch_hits++ : mc_thread.touch_misses++;
     if (noreply)
         return;
     if (rc < 0)
         return server_error(c, rc);
-    out(c, found > 0 ? "TOUCHED\r\n" : "NOT_FOUND\r\n");
+    out(c, it.found ? "TOUCHED\r\n" : "NOT_FOUND\r\n");
 }
 
 /* A flush_all with a delay: when it is due (ms since the epoch, 0: none).
@@ -840,15 +914,6 @@ static void meta_flags(struct conn *c, const struct meta *m, const struct meta_i
     }
 }
 
-static long long ttl_left(kv_txn *t, struct kv_slice key)
-{
-    uint64_t at = 0;
-    if (kv_txn_ttl(t, key, &at) <= 0 || !at)
-        return -1;
-    uint64_t now = now_ms();
-    return at <= now ? 0 : (long long)((at - now + 999) / 1000);
-}
-
 /* mg <key> <flags>* */
 static void meta_get(struct conn *c, struct line *l)
 {
@@ -989,13 +1054,8 @@ static int meta_set(struct conn *c, struct line *l, size_t line_len, const char 
     const char *reply = "STORED\r\n";
     uint64_t at = expiry_of(ttl), cas = 0;
     struct kv_slice d = {data, (size_t)bytes};
-    make_room(d.n + m.key.n + 64);
-    mc_thread.cmd_set++;
-    int rc;
-    while ((rc = store_once(op, has_c, m.tok['I'] != NULL, m.key, (uint32_t)flags, at, d,
-                            (uint64_t)cas_in, &reply, &cas)) < 0 &&
-           full(rc))
-        ;
+    int rc = store_retry(op, has_c, m.tok['I'] != NULL, m.key, (uint32_t)flags, at, d,
+                         (uint64_t)cas_in, &reply, &cas);
     if (rc < 0)
         return server_error(c, rc), 1;
     /* c answers 0 when nothing was stored, as memcached */
@@ -1083,67 +1143,36 @@ static void meta_arith(struct conn *c, struct line *l)
     }
     if (err)
         return out(c, err);
-    kv_txn *t;
-    struct item it;
+    struct arith a = {.incr = incr,
+                      .delta = (uint64_t)delta,
+                      .check = has_c,
+                      .cas_in = (uint64_t)cas_in,
+                      .vivify = has_n,
+                      .init = (uint64_t)init,
+                      .vivify_at = expiry_of(vivify),
+                      .set_ttl = has_t,
+                      .at = expiry_of(ttl)};
+    int rc = arith_once(m.key, &a);
     struct meta_item mi = {0};
-    const char *code = "NF";
-    char num[24] = "";
-    int rc = kv_txn_begin(srv.kv, 1, &m.key, 1, &t);
-    if (rc)
-        return server_error(c, rc);
-    if ((rc = item_get(t, m.key, &it)) > 0) {
-        size_t a = 0, e;
-        uint64_t v;
-        while (a < it.n && isspace((unsigned char)it.data[a]))
-            a++;
-        for (e = a; e < it.n && !isspace((unsigned char)it.data[e]);)
-            e++;
-        struct kv_slice digits = {it.data + a, e - a};
-        rc = 0;
-        if (has_c && it.cas != (uint64_t)cas_in) {
-            code = "EX";
-        } else if (parse_u(&digits, 64, &v)) {
-            code = NULL;
-        } else {
-            uint64_t d = (uint64_t)delta;
-            v = incr ? v + d : v < d ? 0 : v - d;
-            int len = snprintf(num, sizeof num, "%llu", (unsigned long long)v);
-            uint64_t cas;
-            rc = item_put(t, m.key, it.flags, (struct kv_slice){num, (size_t)len},
-                          (struct kv_slice){NULL, 0}, KV_KEEPTTL, &cas);
-            if (rc >= 0 && has_t)
-                rc = kv_txn_expire(t, m.key, expiry_of(ttl));
-            code = "HD";
-            mi = (struct meta_item){1, cas, it.flags, (size_t)len, 0};
-        }
-    } else if (rc == 0 && has_n && !it.foreign) { /* created on a miss, holding J */
-        int len = snprintf(num, sizeof num, "%llu", (unsigned long long)init);
-        uint64_t cas;
-        rc = item_put(t, m.key, 0, (struct kv_slice){num, (size_t)len},
-                      (struct kv_slice){NULL, 0}, expiry_of(vivify), &cas);
-        code = "HD";
-        mi = (struct meta_item){1, cas, 0, (size_t)len, 0};
-    }
-    if (rc >= 0 && mi.found)
-        mi.ttl = ttl_left(t, m.key);
-    free(it.v.p);
-    rc = kv_txn_end(t, rc);
+    if (a.code == 'H')
+        mi = (struct meta_item){1, a.cas, a.flags, strlen(a.num), a.ttl};
     incr ? (mi.found ? mc_thread.incr_hits++ : mc_thread.incr_misses++)
          : (mi.found ? mc_thread.decr_hits++ : mc_thread.decr_misses++);
     if (rc < 0)
         return server_error(c, rc);
-    if (!code)
+    if (a.code == 'V')
         return out(c, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+    const char *code = a.code == 'H' ? "HD" : a.code == 'E' ? "EX" : "NF";
     if (m.tok['q'] && code[0] == 'H')
         return;
     if (code[0] == 'H' && m.tok['v'])
-        outf(c, "VA %zu", strlen(num));
+        outf(c, "VA %zu", strlen(a.num));
     else
         out(c, code);
     meta_flags(c, &m, &mi, "fs");
     out(c, "\r\n");
     if (code[0] == 'H' && m.tok['v'])
-        outf(c, "%s\r\n", num);
+        outf(c, "%s\r\n", a.num);
 }
 
 /* me <key> [b]: the item's metadata, for people; memcached's fields, ours
