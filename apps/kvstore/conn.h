@@ -119,6 +119,8 @@ struct conn {
     kv_txn *exec;    /* EXEC's store transaction while it runs its queue */
     int mc;          /* speaks memcached's text protocol, not RESP */
     size_t mc_swallow; /* bytes of refused data still to skip (memcache.c) */
+    int mc_proto;      /* memcached's protocol, from its first byte: 0 not yet,
+                          1 text, 2 binary (memcache.c) */
     struct pubsub_client *ps; /* its subscriptions (pubsub.c), NULL: none;
                                  set by its owner under Pub/Sub's lock */
     int pub_hold;                /* PUBLISH inside EXEC: held until the

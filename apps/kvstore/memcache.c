@@ -227,6 +227,109 @@ static void server_error(struct conn *c, int rc)
         outf(c, "SERVER_ERROR store: %s\r\n", txn_strerror(rc));
 }
 
+/* ---- the binary protocol's frame (1.6's protocol_binary.h): a 24-byte
+ * header, big endian, then extras, key and value. A connection whose first
+ * byte is 0x80 speaks it (memcached decides so too, once per connection). */
+
+#define BIN_HDR 24
+#define BIN_REQ 0x80
+#define BIN_RES 0x81
+
+/* A status and its text, as memcached 1.6.18 sends them. */
+#define BIN_STATUSES(X)                                                                 \
+    X(BIN_OK, 0x00, "")                                                                \
+    X(BIN_ENOENT, 0x01, "Not found")                                                   \
+    X(BIN_EEXISTS, 0x02, "Data exists for key.")                                       \
+    X(BIN_E2BIG, 0x03, "Too large.")                                                   \
+    X(BIN_EINVAL, 0x04, "Invalid arguments")                                           \
+    X(BIN_NOT_STORED, 0x05, "Not stored.")                                             \
+    X(BIN_DELTA_BADVAL, 0x06, "Non-numeric server-side value for incr or decr")        \
+    X(BIN_UNKNOWN, 0x81, "Unknown command")                                            \
+    X(BIN_ENOMEM, 0x82, "Out of memory")                                               \
+    X(BIN_EINTERNAL, 0x84, "Internal error")
+
+enum bin_status {
+#define BIN_ENUM(name, code, text) name = code,
+    BIN_STATUSES(BIN_ENUM)
+#undef BIN_ENUM
+};
+
+static const char *bin_text(enum bin_status st)
+{
+    switch (st) {
+#define BIN_CASE(name, code, text)                                                      \
+    case name:                                                                         \
+        return text;
+        BIN_STATUSES(BIN_CASE)
+#undef BIN_CASE
+    }
+    return "Unknown error";
+}
+
+/* A request's header as received (its opaque goes back unread). */
+struct bin_hdr {
+    uint8_t op, extlen;
+    uint16_t keylen;
+    uint32_t bodylen;
+    uint8_t opaque[4];
+    uint64_t cas;
+};
+
+static void put_be(char *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (char)(v >> (8 * (n - 1 - i)));
+}
+
+static uint64_t get_be(const char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = v << 8 | (unsigned char)p[i];
+    return v;
+}
+
+/* One response to request h: extras, key and value, any of them empty. */
+static void bin_reply(struct conn *c, const struct bin_hdr *h, enum bin_status st, const void *ext,
+                      size_t extlen, const void *key, size_t keylen, const void *val, size_t n,
+                      uint64_t cas)
+{
+    char hdr[BIN_HDR];
+    hdr[0] = (char)BIN_RES;
+    hdr[1] = (char)h->op;
+    put_be(hdr + 2, keylen, 2);
+    hdr[4] = (char)extlen;
+    hdr[5] = 0; /* data type: raw bytes */
+    put_be(hdr + 6, st, 2);
+    put_be(hdr + 8, extlen + keylen + n, 4);
+    memcpy(hdr + 12, h->opaque, 4);
+    put_be(hdr + 16, cas, 8);
+    buf_add(&c->out, hdr, BIN_HDR);
+    if (extlen)
+        buf_add(&c->out, ext, extlen);
+    if (keylen)
+        buf_add(&c->out, key, keylen);
+    if (n)
+        buf_add(&c->out, val, n);
+}
+
+/* An error response: the status and its text. */
+static void bin_error(struct conn *c, const struct bin_hdr *h, enum bin_status st)
+{
+    const char *t = bin_text(st);
+    bin_reply(c, h, st, NULL, 0, NULL, 0, t, strlen(t), 0);
+}
+
+/* A store error (rc < 0), as the text protocol's server_error. */
+static void bin_server_error(struct conn *c, const struct bin_hdr *h, int rc)
+{
+    if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL)
+        return bin_error(c, h, BIN_ENOMEM);
+    char t[160];
+    int n = snprintf(t, sizeof t, "store: %s", txn_strerror(rc));
+    bin_reply(c, h, BIN_EINTERNAL, NULL, 0, NULL, 0, t, n < 0 ? 0 : (size_t)n, 0);
+}
+
 /* ---- retrieval: get, gets, gat, gats (and the binary protocol's) */
 
 /* Look key up in a transaction of its own; with `touch`, then give it
@@ -571,7 +674,18 @@ static int arith_once(struct kv_slice key, struct arith *a)
             a->value = a->incr ? v + a->delta : v < a->delta ? 0 : v - a->delta;
             int len = snprintf(a->num, sizeof a->num, "%llu", (unsigned long long)a->value);
             a->flags = it.flags;
-            rc = item_put(t, key, it.flags, (struct kv_slice){a->num, (size_t)len},
+            /* memcached writes a number no longer than the old value over
+             * it, padded with spaces to its length (10 decremented reads
+             * "9 "); a longer one replaces it */
+            char pad[64];
+            size_t plen = (size_t)len;
+            if (plen < it.n && it.n <= sizeof pad) {
+                memset(pad, ' ', it.n);
+                memcpy(pad, a->num, plen);
+                plen = it.n;
+            }
+            rc = item_put(t, key, it.flags,
+                          (struct kv_slice){plen > (size_t)len ? pad : a->num, plen},
                           (struct kv_slice){NULL, 0}, KV_KEEPTTL, &a->cas);
             if (rc >= 0 && a->set_ttl)
                 rc = kv_txn_expire(t, key, a->at);
@@ -692,45 +806,72 @@ static uint64_t mc_maxbytes(const struct kv_info *ki)
     return limit ? limit : ki->pool_max_size;
 }
 
-static void mc_stats_general(struct conn *c)
+/* A stat: text "STAT name value", binary (h not NULL) a response whose key
+ * is the name and value the value; stats_end ends the list. */
+static void stat_put(struct conn *c, const struct bin_hdr *h, const char *name, const char *fmt,
+                     ...) __attribute__((format(printf, 4, 5)));
+static void stat_put(struct conn *c, const struct bin_hdr *h, const char *name, const char *fmt,
+                     ...)
+{
+    char v[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(v, sizeof v, fmt, ap);
+    va_end(ap);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof v ? (size_t)n : sizeof v - 1;
+    if (h)
+        return bin_reply(c, h, BIN_OK, NULL, 0, name, strlen(name), v, len, 0);
+    outf(c, "STAT %s %.*s\r\n", name, (int)len, v);
+}
+
+static void stats_end(struct conn *c, const struct bin_hdr *h)
+{
+    if (h)
+        return bin_reply(c, h, BIN_OK, NULL, 0, NULL, 0, NULL, 0, 0);
+    out(c, "END\r\n");
+}
+
+static void mc_stats_general(struct conn *c, const struct bin_hdr *h)
 {
     struct kv_info ki;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     stats_publish(); /* this thread's own counts too */
     kv_info(srv.kv, &ki);
-    outf(c, "STAT pid %d\r\n", (int)getpid());
-    outf(c, "STAT uptime %lld\r\n", (long long)ts.tv_sec - srv.started);
-    outf(c, "STAT time %lld\r\n", (long long)(now_ms() / 1000));
-    out(c, "STAT version " MC_VERSION "\r\n");
-    outf(c, "STAT pointer_size %d\r\n", (int)(8 * sizeof(void *)));
-    outf(c, "STAT max_connections %u\r\n", srv.max_clients);
-    outf(c, "STAT curr_connections %llu\r\n", (unsigned long long)atomic_load(&srv.clients));
-    outf(c, "STAT total_connections %llu\r\n",
-         (unsigned long long)atomic_load(&srv.conns_total));
-    outf(c, "STAT rejected_connections %llu\r\n",
-         (unsigned long long)atomic_load(&srv.rejected));
+    stat_put(c, h, "pid", "%d", (int)getpid());
+    stat_put(c, h, "uptime", "%lld", (long long)ts.tv_sec - srv.started);
+    stat_put(c, h, "time", "%lld", (long long)(now_ms() / 1000));
+    stat_put(c, h, "version", "%s", MC_VERSION);
+    stat_put(c, h, "pointer_size", "%d", (int)(8 * sizeof(void *)));
+    stat_put(c, h, "max_connections", "%u", srv.max_clients);
+    stat_put(c, h, "curr_connections", "%llu", (unsigned long long)atomic_load(&srv.clients));
+    stat_put(c, h, "total_connections", "%llu",
+             (unsigned long long)atomic_load(&srv.conns_total));
+    stat_put(c, h, "rejected_connections", "%llu",
+             (unsigned long long)atomic_load(&srv.rejected));
     for (int i = 0; i < MC_STATS; i++)
-        outf(c, "STAT %s %llu\r\n", stat_names[i], (unsigned long long)atomic_load(&srv.mc[i]));
-    outf(c, "STAT threads %u\r\n", srv.threads);
-    outf(c, "STAT limit_maxbytes %llu\r\n", (unsigned long long)mc_maxbytes(&ki));
-    outf(c, "STAT bytes %llu\r\n", (unsigned long long)ki.bytes);
-    outf(c, "STAT curr_items %llu\r\n", (unsigned long long)ki.keys);
-    outf(c, "STAT evictions %llu\r\nEND\r\n", (unsigned long long)ki.evictions);
+        stat_put(c, h, stat_names[i], "%llu", (unsigned long long)atomic_load(&srv.mc[i]));
+    stat_put(c, h, "threads", "%u", srv.threads);
+    stat_put(c, h, "limit_maxbytes", "%llu", (unsigned long long)mc_maxbytes(&ki));
+    stat_put(c, h, "bytes", "%llu", (unsigned long long)ki.bytes);
+    stat_put(c, h, "curr_items", "%llu", (unsigned long long)ki.keys);
+    stat_put(c, h, "evictions", "%llu", (unsigned long long)ki.evictions);
+    stats_end(c, h);
 }
 
-static void mc_stats_settings(struct conn *c)
+static void mc_stats_settings(struct conn *c, const struct bin_hdr *h)
 {
     struct kv_info ki;
     kv_info(srv.kv, &ki);
-    outf(c, "STAT maxconns %u\r\n", srv.max_clients);
-    outf(c, "STAT tcpport %d\r\n", srv.mc_port);
-    outf(c, "STAT domain_socket %s\r\n", srv.mc_unix_path ? srv.mc_unix_path : "NULL");
-    outf(c, "STAT item_size_max %zu\r\n", srv.lim.max_bulk);
-    outf(c, "STAT num_threads %u\r\n", srv.threads);
-    outf(c, "STAT maxbytes %llu\r\n", (unsigned long long)mc_maxbytes(&ki));
-    outf(c, "STAT evictions %s\r\n", srv.max_memory ? "on" : "off");
-    out(c, "STAT cas_enabled yes\r\nEND\r\n");
+    stat_put(c, h, "maxconns", "%u", srv.max_clients);
+    stat_put(c, h, "tcpport", "%d", srv.mc_port);
+    stat_put(c, h, "domain_socket", "%s", srv.mc_unix_path ? srv.mc_unix_path : "NULL");
+    stat_put(c, h, "item_size_max", "%zu", srv.lim.max_bulk);
+    stat_put(c, h, "num_threads", "%u", srv.threads);
+    stat_put(c, h, "maxbytes", "%llu", (unsigned long long)mc_maxbytes(&ki));
+    stat_put(c, h, "evictions", "%s", srv.max_memory ? "on" : "off");
+    stat_put(c, h, "cas_enabled", "yes");
+    stats_end(c, h);
 }
 
 static void mc_stats_reset(void)
@@ -740,18 +881,27 @@ static void mc_stats_reset(void)
         atomic_store(&srv.mc[i], 0);
 }
 
+/* stats [ARG]: 0, or -1 for an argument it does not know */
+static int stats_of(struct conn *c, const struct bin_hdr *h, const struct kv_slice *arg)
+{
+    if (!arg)
+        return mc_stats_general(c, h), 0;
+    if (is(arg, "settings"))
+        return mc_stats_settings(c, h), 0;
+    if (is(arg, "items") || is(arg, "slabs") || is(arg, "sizes") || is(arg, "conns"))
+        return stats_end(c, h), 0; /* no slab classes here */
+    if (is(arg, "reset")) {
+        mc_stats_reset();
+        h ? stats_end(c, h) : out(c, "RESET\r\n");
+        return 0;
+    }
+    return -1;
+}
+
 static void stats(struct conn *c, struct line *l)
 {
-    if (l->n == 1)
-        return mc_stats_general(c);
-    if (l->n == 2 && is(&l->tok[1], "settings"))
-        return mc_stats_settings(c);
-    if (l->n == 2 && (is(&l->tok[1], "items") || is(&l->tok[1], "slabs") ||
-                      is(&l->tok[1], "sizes") || is(&l->tok[1], "conns")))
-        return out(c, "END\r\n"); /* no slab classes here */
-    if (l->n == 2 && is(&l->tok[1], "reset"))
-        return mc_stats_reset(), out(c, "RESET\r\n");
-    out(c, "ERROR\r\n");
+    if (l->n > 2 || stats_of(c, NULL, l->n == 2 ? &l->tok[1] : NULL))
+        out(c, "ERROR\r\n");
 }
 
 /* cache_memlimit MEGABYTES [noreply]: memcached's -m at run time, the
@@ -1207,6 +1357,258 @@ static void meta_debug(struct conn *c, struct line *l)
     free(it.v.p);
 }
 
+/* ---- the binary protocol's commands */
+
+enum bin_kind { B_GET, B_GAT, B_TOUCH, B_STORE, B_CAT, B_DELETE, B_ARITH, B_QUIT, B_FLUSH,
+                B_NOOP, B_VERSION, B_STAT };
+
+/* What a kind of request carries: the extras lengths it takes (a bit per
+ * length: 1 << len), its key (0 none, 1 one, 2 one or none) and whether a
+ * value follows. Anything else is "Invalid arguments", and memcached then
+ * closes the connection. */
+static const struct {
+    uint32_t ext;
+    uint8_t key, value;
+} bin_shape[] = {
+    [B_GET] = {1u << 0, 1, 0},      [B_GAT] = {1u << 4, 1, 0},   [B_TOUCH] = {1u << 4, 1, 0},
+    [B_STORE] = {1u << 8, 1, 1},    [B_CAT] = {1u << 0, 1, 1},   [B_DELETE] = {1u << 0, 1, 0},
+    [B_ARITH] = {1u << 20, 1, 0},   [B_QUIT] = {1u << 0, 0, 0},  [B_FLUSH] = {1u << 0 | 1u << 4, 0, 0},
+    [B_NOOP] = {1u << 0, 0, 0},     [B_VERSION] = {1u << 0, 0, 0}, [B_STAT] = {1u << 0, 2, 0},
+};
+
+#define BQ 1 /* quiet: no response when it succeeds (a get: when it misses) */
+#define BK 2 /* the response names the key (getk, gatk) */
+
+/* The opcodes served (anything else, verbosity and SASL included, is
+ * "Unknown command" as in memcached 1.6.18): kind, the text protocol's
+ * storage op or incr (1) / decr (0), flags. */
+static const struct {
+    uint8_t kind, sub, flags;
+} bin_ops[256] = {
+    [0x00] = {B_GET, 0, 0},          [0x09] = {B_GET, 0, BQ},
+    [0x0c] = {B_GET, 0, BK},         [0x0d] = {B_GET, 0, BQ | BK},
+    [0x1d] = {B_GAT, 0, 0},          [0x1e] = {B_GAT, 0, BQ},
+    [0x23] = {B_GAT, 0, BK},         [0x24] = {B_GAT, 0, BQ | BK},
+    [0x1c] = {B_TOUCH, 0, 0},
+    [0x01] = {B_STORE, SET, 0},      [0x11] = {B_STORE, SET, BQ},
+    [0x02] = {B_STORE, ADD, 0},      [0x12] = {B_STORE, ADD, BQ},
+    [0x03] = {B_STORE, REPLACE, 0},  [0x13] = {B_STORE, REPLACE, BQ},
+    [0x0e] = {B_CAT, APPEND, 0},     [0x19] = {B_CAT, APPEND, BQ},
+    [0x0f] = {B_CAT, PREPEND, 0},    [0x1a] = {B_CAT, PREPEND, BQ},
+    [0x04] = {B_DELETE, 0, 0},       [0x14] = {B_DELETE, 0, BQ},
+    [0x05] = {B_ARITH, 1, 0},        [0x15] = {B_ARITH, 1, BQ},
+    [0x06] = {B_ARITH, 0, 0},        [0x16] = {B_ARITH, 0, BQ},
+    [0x07] = {B_QUIT, 0, 0},         [0x17] = {B_QUIT, 0, BQ},
+    [0x08] = {B_FLUSH, 0, 0},        [0x18] = {B_FLUSH, 0, BQ},
+    [0x0a] = {B_NOOP, 0, 0},         [0x0b] = {B_VERSION, 0, 0},
+    [0x10] = {B_STAT, 0, 0},
+};
+/* kind 0 is B_GET: an opcode is served when its row is set */
+static int bin_served(uint8_t op)
+{
+    return op == 0x00 || bin_ops[op].kind || bin_ops[op].sub || bin_ops[op].flags;
+}
+
+/* A get, gat or touch. */
+static void bin_fetch(struct conn *c, const struct bin_hdr *h, struct kv_slice key,
+                      const char *ext)
+{
+    int kind = bin_ops[h->op].kind, fl = bin_ops[h->op].flags;
+    struct item it;
+    uint64_t at = kind == B_GET ? 0 : expiry_of((long long)get_be(ext, 4));
+    int rc = fetch_once(key, kind != B_GET, at, &it);
+    if (rc < 0) {
+        bin_server_error(c, h, rc);
+    } else if (it.found) {
+        char flags[4];
+        put_be(flags, it.flags, 4);
+        bin_reply(c, h, BIN_OK, flags, 4, key.p, fl & BK ? key.n : 0, it.data,
+                  kind == B_TOUCH ? 0 : it.n, it.cas);
+    } else if (!(fl & BQ)) {
+        if (fl & BK) /* getk's miss names the key, with no text */
+            bin_reply(c, h, BIN_ENOENT, NULL, 0, key.p, key.n, NULL, 0, 0);
+        else
+            bin_error(c, h, BIN_ENOENT);
+    }
+    free(it.v.p);
+}
+
+/* set, add, replace (a CAS in the header makes them compare it first),
+ * append, prepend. */
+static void bin_store(struct conn *c, const struct bin_hdr *h, struct kv_slice key,
+                      const char *ext, struct kv_slice data)
+{
+    int op = bin_ops[h->op].sub, check = h->cas != 0;
+    uint32_t flags = 0;
+    uint64_t at = 0, cas = 0;
+    const char *reply = "STORED\r\n";
+    if (ext) {
+        flags = (uint32_t)get_be(ext, 4);
+        at = expiry_of((long long)get_be(ext + 4, 4));
+    }
+    if (op == SET && check)
+        op = CAS;
+    int rc = store_retry(op, check, 0, key, flags, at, data, h->cas, &reply, &cas);
+    if (rc < 0)
+        return bin_server_error(c, h, rc);
+    enum bin_status st = reply[0] == 'S'   ? BIN_OK
+                         : reply[0] == 'E' ? BIN_EEXISTS
+                         : op == ADD       ? BIN_EEXISTS /* "not stored": it is there */
+                         : op == APPEND || op == PREPEND ? BIN_NOT_STORED
+                         : BIN_ENOENT; /* replace, or a CAS, of a missing key */
+    if (st != BIN_OK)
+        return bin_error(c, h, st);
+    if (!(bin_ops[h->op].flags & BQ))
+        bin_reply(c, h, BIN_OK, NULL, 0, NULL, 0, NULL, 0, cas);
+}
+
+static void bin_delete(struct conn *c, const struct bin_hdr *h, struct kv_slice key)
+{
+    char code;
+    int rc = delete_once(key, h->cas != 0, h->cas, &code);
+    if (rc < 0)
+        return bin_server_error(c, h, rc);
+    if (code != 'D')
+        return bin_error(c, h, code == 'E' ? BIN_EEXISTS : BIN_ENOENT);
+    if (!(bin_ops[h->op].flags & BQ))
+        bin_reply(c, h, BIN_OK, NULL, 0, NULL, 0, NULL, 0, 0);
+}
+
+/* incr, decr: delta, initial value and expiry in the extras; a miss
+ * creates the item holding the initial value unless the expiry is
+ * 0xffffffff. */
+static void bin_arith(struct conn *c, const struct bin_hdr *h, struct kv_slice key,
+                      const char *ext)
+{
+    uint64_t exp = get_be(ext + 16, 4);
+    struct arith a = {.incr = bin_ops[h->op].sub,
+                      .delta = get_be(ext, 8),
+                      .check = h->cas != 0,
+                      .cas_in = h->cas,
+                      .vivify = exp != 0xffffffffu,
+                      .init = get_be(ext + 8, 8),
+                      .vivify_at = expiry_of((long long)exp)};
+    int rc = arith_once(key, &a);
+    if (a.incr)
+        a.existed ? mc_thread.incr_hits++ : mc_thread.incr_misses++;
+    else
+        a.existed ? mc_thread.decr_hits++ : mc_thread.decr_misses++;
+    if (rc < 0)
+        return bin_server_error(c, h, rc);
+    if (a.code != 'H')
+        return bin_error(c, h,
+                         a.code == 'E' ? BIN_EEXISTS : a.code == 'V' ? BIN_DELTA_BADVAL : BIN_ENOENT);
+    if (!(bin_ops[h->op].flags & BQ)) {
+        char v[8];
+        put_be(v, a.value, 8);
+        bin_reply(c, h, BIN_OK, NULL, 0, NULL, 0, v, 8, a.cas);
+    }
+}
+
+/* One binary request at p[0, n): the bytes it took (0: not all here). */
+static size_t bin_run(struct conn *c, const char *p, size_t n)
+{
+    if (n < BIN_HDR)
+        return 0;
+    struct bin_hdr h = {.op = (uint8_t)p[1],
+                        .keylen = (uint16_t)get_be(p + 2, 2),
+                        .extlen = (uint8_t)p[4],
+                        .bodylen = (uint32_t)get_be(p + 8, 4),
+                        .cas = get_be(p + 16, 8)};
+    memcpy(h.opaque, p + 12, 4);
+    /* a request that closes the connection takes its header only, so that
+       what it takes never depends on how much else has arrived */
+    if ((unsigned char)p[0] != BIN_REQ) { /* memcached closes on a bad magic byte */
+        c->closing = 1;
+        return BIN_HDR;
+    }
+    flush_if_due();
+    thread_commands++;
+    size_t body = h.bodylen, head = (size_t)h.keylen + h.extlen;
+    if (head > body) { /* memcached: "Unknown command", and it closes */
+        bin_error(c, &h, BIN_UNKNOWN);
+        c->closing = 1;
+        return BIN_HDR;
+    }
+    size_t vlen = body - head;
+    if (!bin_served(h.op)) { /* answered; the body skipped as it comes (mc_run) */
+        bin_error(c, &h, BIN_UNKNOWN);
+        c->mc_swallow = body;
+        return BIN_HDR;
+    }
+    int kind = bin_ops[h.op].kind;
+    if (h.extlen > 20 || !(bin_shape[kind].ext >> h.extlen & 1) || h.keylen > KEY_MAX ||
+        (bin_shape[kind].key == 1 && !h.keylen) || (!bin_shape[kind].key && h.keylen) ||
+        (!bin_shape[kind].value && vlen)) {
+        bin_error(c, &h, BIN_EINVAL);
+        c->closing = 1;
+        return BIN_HDR;
+    }
+    if (bin_shape[kind].value && vlen > srv.lim.max_bulk) {
+        /* as the text protocol: refused, the data skipped, and a set's
+           key loses its old value (so its key is waited for) */
+        if (n - BIN_HDR < head)
+            return 0;
+        bin_error(c, &h, BIN_E2BIG);
+        if (bin_ops[h.op].sub == SET && kind == B_STORE)
+            drop((struct kv_slice){p + BIN_HDR + h.extlen, h.keylen});
+        c->mc_swallow = vlen;
+        return BIN_HDR + head;
+    }
+    if (n - BIN_HDR < body)
+        return 0;
+    const char *ext = h.extlen ? p + BIN_HDR : NULL;
+    struct kv_slice key = {p + BIN_HDR + h.extlen, h.keylen};
+    struct kv_slice data = {p + BIN_HDR + head, vlen};
+    int quiet = bin_ops[h.op].flags & BQ;
+    switch (kind) {
+    case B_GET:
+    case B_GAT:
+    case B_TOUCH:
+        bin_fetch(c, &h, key, ext);
+        break;
+    case B_STORE:
+    case B_CAT:
+        bin_store(c, &h, key, ext, data);
+        break;
+    case B_DELETE:
+        bin_delete(c, &h, key);
+        break;
+    case B_ARITH:
+        bin_arith(c, &h, key, ext);
+        break;
+    case B_QUIT:
+        if (!quiet)
+            bin_reply(c, &h, BIN_OK, NULL, 0, NULL, 0, NULL, 0, 0);
+        c->closing = 1;
+        break;
+    case B_FLUSH: {
+        long long delay = ext ? (long long)get_be(ext, 4) : 0;
+        int rc = 0;
+        if (delay > 0)
+            atomic_store(&flush_due, expiry_of(delay));
+        else
+            rc = flush_now();
+        if (rc < 0)
+            bin_server_error(c, &h, rc);
+        else if (!quiet)
+            bin_reply(c, &h, BIN_OK, NULL, 0, NULL, 0, NULL, 0, 0);
+        break;
+    }
+    case B_NOOP:
+        bin_reply(c, &h, BIN_OK, NULL, 0, NULL, 0, NULL, 0, 0);
+        break;
+    case B_VERSION:
+        bin_reply(c, &h, BIN_OK, NULL, 0, NULL, 0, MC_VERSION, strlen(MC_VERSION), 0);
+        break;
+    case B_STAT:
+        if (stats_of(c, &h, key.n ? &key : NULL))
+            bin_error(c, &h, BIN_ENOENT);
+        break;
+    }
+    return BIN_HDR + body;
+}
+
 /* Does memcached take this line's last word as noreply? It does for the
  * commands that have one, given a word count it runs them with; it then
  * sends no reply at all, not even an error: a client that sent noreply
@@ -1235,6 +1637,10 @@ size_t mc_run(struct conn *c, const char *p, size_t n)
         c->mc_swallow -= k;
         return k;
     }
+    if (!c->mc_proto && n)
+        c->mc_proto = (unsigned char)p[0] == BIN_REQ ? 2 : 1;
+    if (c->mc_proto == 2)
+        return bin_run(c, p, n);
     const char *lf = memchr(p, '\n', n < LINE_MAX_BYTES ? n : LINE_MAX_BYTES);
     if (!lf) {
         if (n >= LINE_MAX_BYTES) {

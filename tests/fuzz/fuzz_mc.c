@@ -1,4 +1,4 @@
-/* fuzz_mc.c - libFuzzer target over the kvstore's memcached protocol
+/* fuzz_mc.c - libFuzzer target over the kvstore's memcached protocols (text and binary)
  * (apps/kvstore/memcache.c), with the server's code and a real store on
  * undo under it: the sibling of fuzz_resp.c.
  *

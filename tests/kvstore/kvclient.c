@@ -44,6 +44,8 @@
  *   kvclient mc-replay PORT memcached's text protocol: a script's requests
  *                           and their replies (mcclient.c; the client of
  *                           mc_compat/run.sh)
+ *   kvclient mc-bin-replay PORT  the same for the binary protocol
+ *                           (mcclient.c; mc_compat/binary.mc)
  *   kvclient mc-kill SERVER SIGKILL under memcached's writes (set, delete,
  *                           incr, gets+cas, add; mcclient.c): every
  *                           acknowledged one there after the restart;
@@ -225,6 +227,8 @@ int send_all(int fd, const void *p, size_t n)
 
 void bytes_add(struct bytes *b, const void *p, size_t n)
 {
+    if (!n) /* p may be NULL then (an empty buffer's) */
+        return;
     if (b->cap - b->n < n) {
         while (b->cap - b->n < n)
             b->cap = b->cap ? 2 * b->cap : 4096;
@@ -4017,14 +4021,14 @@ int main(int argc, char **argv)
         return run_shutdown(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "load"))
         return run_load(argv[2]);
-    if (argc >= 2 && !strcmp(argv[1], "mc-replay"))
+    if (argc >= 2 && (!strcmp(argv[1], "mc-replay") || !strcmp(argv[1], "mc-bin-replay")))
         return run_mc_replay(argc, argv);
     if (argc == 3 && !strcmp(argv[1], "mc-kill"))
         return run_mc_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "zset-kill"))
         return run_zset_kill(argv[2]);
     fprintf(stderr, "usage: kvclient proto|kill|exec-kill|list-kill|expire-kill|shared-kill|fdlimit|redis|pubsub|zset-kill|shutdown|load|mc-kill "
-                    "SERVER | kvclient mc-replay PORT <SCRIPT | "
+                    "SERVER | kvclient mc-replay|mc-bin-replay PORT <SCRIPT | "
                     "kvclient freeport\n");
     return 2;
 }

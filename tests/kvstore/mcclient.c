@@ -1,10 +1,11 @@
-/* mcclient.c - kvclient's memcached text protocol modes (issue #32):
+/* mcclient.c - kvclient's memcached protocol modes (issue #32):
  *
  *   kvclient mc-replay PORT  the requests of a script (standard input) sent
  *                           one at a time to 127.0.0.1:PORT, each reply
  *                           printed on a line of its own: the client of
  *                           mc_compat/run.sh, which runs it against
  *                           memcached and kvstore and compares
+ *   kvclient mc-bin-replay PORT  the same in the binary protocol
  *   kvclient mc-kill SERVER  SIGKILL the server under pipelined set,
  *                           delete, incr, gets+cas and add on its memcached
  *                           port, restart it, check every acknowledged write
@@ -310,12 +311,240 @@ static int replay_one(struct replay *r, int lineno, const char *text)
     return 0;
 }
 
+/* ---- mc-bin-replay
+ *
+ * The binary protocol's replay: a script line is one request or more,
+ * separated by " | ", each an opcode (a name below or 0xNN) and fields:
+ * k=KEY v=VALUE (escapes as mc-replay's; a space is \x20), f=FLAGS e=EXPIRY
+ * (set, add, replace; e also touch, gat and flush), d=DELTA i=INITIAL
+ * (incr, decr: e defaults to 0), c=CAS (c=\C: the last CAS received),
+ * o=OPAQUE, x=HEX (the extras as given, instead), kl=N and bl=N (key and
+ * body lengths as sent, instead of the true ones). A noop follows the
+ * line's requests; its response ends theirs. Output: "LINE<TAB>" then
+ * each response as "[op st k= x= v= cas o]" (a CAS as <cas>), the STAT
+ * responses of a stat with keys as one "[stats]", and " <closed>" or
+ * " <timeout>" as mc-replay prints them. */
+
+static const struct {
+    const char *name;
+    uint8_t op;
+} bin_names[] = {
+    {"get", 0x00},     {"set", 0x01},      {"add", 0x02},      {"replace", 0x03},
+    {"delete", 0x04},  {"incr", 0x05},     {"decr", 0x06},     {"quit", 0x07},
+    {"flush", 0x08},   {"getq", 0x09},     {"noop", 0x0a},     {"version", 0x0b},
+    {"getk", 0x0c},    {"getkq", 0x0d},    {"append", 0x0e},   {"prepend", 0x0f},
+    {"stat", 0x10},    {"setq", 0x11},     {"addq", 0x12},     {"replaceq", 0x13},
+    {"deleteq", 0x14}, {"incrq", 0x15},    {"decrq", 0x16},    {"quitq", 0x17},
+    {"flushq", 0x18},  {"appendq", 0x19},  {"prependq", 0x1a}, {"verbosity", 0x1b},
+    {"touch", 0x1c},   {"gat", 0x1d},      {"gatq", 0x1e},     {"gatk", 0x23},
+    {"gatkq", 0x24},
+};
+
+#define BIN_MARK 0x4d41524bu /* the closing noop's opaque */
+
+static void be_put(struct bytes *b, uint64_t v, int n)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        char ch = (char)(v >> (8 * i));
+        bytes_add(b, &ch, 1);
+    }
+}
+
+static uint64_t be_get(const char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = v << 8 | (unsigned char)p[i];
+    return v;
+}
+
+/* One request of a line into b: 0, or -1 (a bad field). */
+static int bin_request(char *text, const char *cas, struct bytes *b)
+{
+    struct bytes key = {0}, val = {0}, ext = {0};
+    unsigned long long f = 0, e = 0, d = 0, ini = 0, c = 0, o = 0, kl = 0, bl = 0;
+    int has_e = 0, has_x = 0, has_kl = 0, has_bl = 0, op = -1, cut, rc = 0;
+    char *save, *w = strtok_r(text, " ", &save);
+    for (size_t i = 0; w && i < sizeof bin_names / sizeof *bin_names; i++)
+        if (!strcmp(w, bin_names[i].name))
+            op = bin_names[i].op;
+    if (w && op < 0 && !strncmp(w, "0x", 2))
+        op = (int)strtol(w, NULL, 16);
+    if (op < 0 || op > 255)
+        return -1;
+    while (!rc && (w = strtok_r(NULL, " ", &save))) {
+        char *eq = strchr(w, '=');
+        if (!eq)
+            return -1;
+        *eq++ = 0;
+        struct bytes *to = !strcmp(w, "k") ? &key : !strcmp(w, "v") ? &val : NULL;
+        if (to) {
+            rc = expand(eq, cas, to, &cut) || cut;
+            to->n -= rc ? 0 : 2; /* expand's CR LF */
+        } else if (!strcmp(w, "c")) {
+            c = strcmp(eq, "\\C") ? strtoull(eq, NULL, 0) : strtoull(cas, NULL, 10);
+        } else if (!strcmp(w, "x")) {
+            has_x = 1;
+            for (size_t i = 0; eq[i] && eq[i + 1]; i += 2) {
+                char ch = (char)(hexval(eq[i]) << 4 | hexval(eq[i + 1]));
+                bytes_add(&ext, &ch, 1);
+            }
+        } else {
+            unsigned long long v = strtoull(eq, NULL, 0);
+            if (!strcmp(w, "f")) f = v;
+            else if (!strcmp(w, "e")) e = v, has_e = 1;
+            else if (!strcmp(w, "d")) d = v;
+            else if (!strcmp(w, "i")) ini = v;
+            else if (!strcmp(w, "o")) o = v;
+            else if (!strcmp(w, "kl")) kl = v, has_kl = 1;
+            else if (!strcmp(w, "bl")) bl = v, has_bl = 1;
+            else rc = -1;
+        }
+    }
+    if (!rc && !has_x) {
+        int base = op & ~0x10; /* the quiet forms are 0x10 above most */
+        if (op == 0x01 || op == 0x02 || op == 0x03 || op == 0x11 || op == 0x12 || op == 0x13)
+            be_put(&ext, f, 4), be_put(&ext, e, 4);
+        else if (base == 0x05 || base == 0x06)
+            be_put(&ext, d, 8), be_put(&ext, ini, 8), be_put(&ext, e, 4);
+        else if (op == 0x1c || op == 0x1d || op == 0x1e || op == 0x23 || op == 0x24 ||
+                 ((op == 0x08 || op == 0x18) && has_e))
+            be_put(&ext, e, 4);
+    }
+    if (!rc) {
+        char h[2] = {(char)0x80, (char)op};
+        bytes_add(b, h, 2);
+        be_put(b, has_kl ? kl : key.n, 2);
+        h[0] = (char)ext.n, h[1] = 0;
+        bytes_add(b, h, 2);
+        be_put(b, 0, 2); /* vbucket */
+        be_put(b, has_bl ? bl : ext.n + key.n + val.n, 4);
+        be_put(b, o, 4);
+        be_put(b, c, 8);
+        bytes_add(b, ext.p, ext.n);
+        bytes_add(b, key.p, key.n);
+        bytes_add(b, val.p, val.n);
+    }
+    free(key.p);
+    free(val.p);
+    free(ext.p);
+    return rc ? -1 : 0;
+}
+
+/* The responses in p[0, n) as printed; *done: the marker was among them;
+ * the return: the bytes taken (whole responses only). */
+static size_t bin_render(struct replay *r, const char *p, size_t n, struct bytes *o, int *done)
+{
+    size_t at = 0;
+    int in_stats = 0;
+    *done = 0;
+    while (!*done && n - at >= 24) {
+        const char *h = p + at;
+        size_t kl = be_get(h + 2, 2), el = (unsigned char)h[4], bl = be_get(h + 8, 4);
+        if (n - at < 24 + bl)
+            break;
+        unsigned op = (unsigned char)h[1], st = (unsigned)be_get(h + 6, 2);
+        uint64_t opaque = be_get(h + 12, 4), cas = be_get(h + 16, 8);
+        at += 24 + bl;
+        if (op == 0x0a && opaque == BIN_MARK) {
+            *done = 1;
+            break;
+        }
+        if (op == 0x10 && !st && kl) { /* a stat: the list as one */
+            if (!in_stats)
+                bytes_add(o, "[stats]", 7);
+            in_stats = 1;
+            continue;
+        }
+        in_stats = 0;
+        char t[96];
+        bytes_add(o, t, (size_t)snprintf(t, sizeof t, "%s[%02x st=%04x", o->n ? " " : "", op, st));
+        bytes_add(o, " k=", 3);
+        put_escaped(o, h + 24 + el, kl);
+        bytes_add(o, " x=", 3);
+        for (size_t i = 0; i < el; i++)
+            bytes_add(o, t, (size_t)snprintf(t, sizeof t, "%02x", (unsigned char)h[24 + i]));
+        bytes_add(o, " v=", 3);
+        put_escaped(o, h + 24 + el + kl, bl < el + kl ? 0 : bl - el - kl);
+        if (cas)
+            snprintf(r->cas, sizeof r->cas, "%llu", (unsigned long long)cas);
+        bytes_add(o, t, (size_t)snprintf(t, sizeof t, " %s o=%llu]", cas ? "<cas>" : "cas=0",
+                                         (unsigned long long)opaque));
+    }
+    return at;
+}
+
+static int bin_replay_one(struct replay *r, int lineno, const char *line)
+{
+    struct bytes req = {0}, o = {0};
+    char text[4096];
+    if (strlen(line) >= sizeof text) {
+        fprintf(stderr, "mc-bin-replay: line %d: longer than %zu bytes\n", lineno, sizeof text);
+        return -1;
+    }
+    snprintf(text, sizeof text, "%s", line);
+    for (char *part = text, *bar; part; part = bar) {
+        bar = strstr(part, " | ");
+        if (bar)
+            *bar = 0, bar += 3;
+        if (bin_request(part, r->cas, &req)) {
+            fprintf(stderr, "mc-bin-replay: line %d: a bad request: %s\n", lineno, part);
+            free(req.p);
+            return -1;
+        }
+    }
+    char mark[24] = {(char)0x80, 0x0a};
+    for (int i = 0; i < 4; i++)
+        mark[12 + i] = (char)(BIN_MARK >> (24 - 8 * i));
+    bytes_add(&req, mark, sizeof mark);
+    if (r->c.fd < 0 && replay_connect(r)) {
+        fprintf(stderr, "mc-bin-replay: cannot connect to port %d\n", r->port);
+        free(req.p);
+        return -1;
+    }
+    send_all(r->c.fd, req.p, req.n);
+    uint64_t end = now_ms() + REPLAY_WAIT_MS;
+    int done = 0, closed = 0;
+    size_t used = 0;
+    while (!done) {
+        used += bin_render(r, r->c.buf + used, r->c.len - used, &o, &done);
+        if (done)
+            break;
+        uint64_t now = now_ms();
+        struct pollfd pf = {r->c.fd, POLLIN, 0};
+        if (now >= end || poll(&pf, 1, (int)(end - now)) <= 0)
+            break;
+        if (r->c.cap - r->c.len < 65536) {
+            r->c.cap = r->c.cap ? 2 * r->c.cap + 65536 : 65536;
+            r->c.buf = realloc(r->c.buf, r->c.cap);
+        }
+        ssize_t k = recv(r->c.fd, r->c.buf + r->c.len, r->c.cap - r->c.len, 0);
+        if (k <= 0) {
+            closed = 1;
+            break;
+        }
+        r->c.len += (size_t)k;
+    }
+    printf("%d\t%.*s%s\n", lineno, (int)o.n, o.p,
+           done ? "" : closed ? " <closed>" : " <timeout>");
+    if (!done || used < r->c.len)
+        cli_close(&r->c);
+    else
+        r->c.len = 0;
+    free(req.p);
+    free(o.p);
+    return 0;
+}
+
+/* Both replays: the script's lines one at a time. */
 int run_mc_replay(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: kvclient mc-replay PORT <SCRIPT\n");
+        fprintf(stderr, "usage: kvclient mc-replay|mc-bin-replay PORT <SCRIPT\n");
         return 2;
     }
+    int (*one)(struct replay *, int, const char *) =
+        strcmp(argv[1], "mc-bin-replay") ? replay_one : bin_replay_one;
     struct replay r = {.port = atoi(argv[2])};
     cli_init(&r.c, -1);
     char *line = NULL;
@@ -334,7 +563,7 @@ int run_mc_replay(int argc, char **argv)
         }
         if (!n || line[0] == '#')
             continue;
-        if (replay_one(&r, lineno, line)) {
+        if (one(&r, lineno, line)) {
             status = 2;
             break;
         }

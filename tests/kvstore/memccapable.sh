@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# memccapable.sh SERVER KVCLIENT - libmemcached's conformance test of the
-# text protocol (memccapable -a) against kvstore-<engine>'s memcached port
+# memccapable.sh SERVER KVCLIENT - libmemcached's conformance tests of the
+# text protocol (memccapable -a) and of the binary protocol (memccapable
+# -b) against kvstore-<engine>'s memcached port
 # (issue #32). Passes on "All tests passed" and a clean SIGTERM exit; skips
 # (77) without memccapable. TCP only: memccapable 1.1 resolves a host name
 # and has no way to name a UNIX socket.
@@ -18,14 +19,16 @@ pid=$!
 pids=$pid
 mc_wait "$port" "$pid" || { tail "$dir/server.log"; exit 1; }
 
-memccapable -a -h 127.0.0.1 -p "$port" -t 10 >"$dir/out" 2>&1
-tail -n 3 "$dir/out"
 status=0
-if ! grep -q '^All tests passed' "$dir/out"; then
-    echo "FAIL: memccapable -a:"
-    grep -v '\[pass\]' "$dir/out"
-    status=1
-fi
+for proto in a b; do
+    memccapable -$proto -h 127.0.0.1 -p "$port" -t 10 >"$dir/out" 2>&1
+    tail -n 3 "$dir/out"
+    if ! grep -q '^All tests passed' "$dir/out"; then
+        echo "FAIL: memccapable -$proto:"
+        grep -v '\[pass\]' "$dir/out"
+        status=1
+    fi
+done
 kill -TERM "$pid"
 wait "$pid"
 rc=$?

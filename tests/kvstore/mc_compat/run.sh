@@ -19,16 +19,21 @@
 # K differ unexpectedly". Fails (exit 1) when K > 0, when a listed request
 # now gets memcached's reply (remove it from the list), when an entry of
 # the list names nothing in the script, when the script has fewer than 200
+# (COMPAT_MIN)
 # requests or when a server does not start or dies. Skips (exit 77)
 # without memcached, or when memcached is not 1.6.18.
 # The comparison is ../compat.awk's, each reply as normal.awk makes it.
 # COMPAT_KEEP=1 keeps the work directory (both outputs) and prints it.
+# COMPAT_REPLAY=mc-bin-replay with COMPAT_SCRIPT=binary.mc compares the
+# binary protocol (its known differences: COMPAT_KNOWN=binary_unsupported.txt).
 set -uo pipefail
 server=$1
 kvclient=$2
 here=$(cd "$(dirname "$0")" && pwd)
 script=${COMPAT_SCRIPT:-$here/commands.mc}
 known=${COMPAT_KNOWN:-$here/unsupported.txt}
+replay=${COMPAT_REPLAY:-mc-replay} # mc-bin-replay: the binary protocol (binary.mc)
+min=${COMPAT_MIN:-200}
 bash "$here/../deps.sh" memcached || exit
 version=$(memcached --version | sed -n 's/^memcached \([0-9.]*\).*/\1/p')
 if [ "$version" != 1.6.18 ]; then
@@ -59,15 +64,15 @@ awk -v cmds="$dir/cmds" '
 n=$(wc -l <"$dir/cmds")
 echo "script: $n requests ($(basename "$script")), memcached $version, $(basename "$server")"
 
-"$kvclient" mc-replay "$mc_port" <"$script" >"$dir/memcached.out" &
+"$kvclient" "$replay" "$mc_port" <"$script" >"$dir/memcached.out" &
 mc_replay=$!
-"$kvclient" mc-replay "$kv_port" <"$script" >"$dir/kv.out"
+"$kvclient" "$replay" "$kv_port" <"$script" >"$dir/kv.out"
 kv_rc=$?
 wait "$mc_replay"
 mc_rc=$?
 status=0
 [ "$mc_rc" -eq 0 ] && [ "$kv_rc" -eq 0 ] ||
-    { echo "FAIL: kvclient mc-replay exited $mc_rc (memcached), $kv_rc (kvstore)"; status=1; }
+    { echo "FAIL: kvclient $replay exited $mc_rc (memcached), $kv_rc (kvstore)"; status=1; }
 for p in $mc_pid $kv_pid; do
     if ! kill -0 "$p" 2>/dev/null; then
         echo "FAIL: a server died during the script (pid $p)"
@@ -78,5 +83,5 @@ done
 [ "$status" -eq 0 ] || exit 1
 
 awk -v cmds="$dir/cmds" -v ref="$dir/memcached.out" -v ours="$dir/kv.out" -v known="$known" \
-    -v refname=memcached -v unit=requests -v min=200 -f "$here/../compat.awk" \
+    -v refname=memcached -v unit=requests -v min="$min" -f "$here/../compat.awk" \
     -f "$here/normal.awk"
