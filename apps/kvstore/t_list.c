@@ -2,9 +2,9 @@
  * error texts, each in one store transaction (its own or EXEC's).
  *
  * A list is one value of type KV_LIST in one of two forms (little endian
- * numbers), chosen by its size as Redis's list-max-listpack-size -2
- * chooses (8 KB):
- *  - packed, up to PACKED_MAX bytes: a 4-byte element count, then per
+ * numbers), chosen by its size as Redis's list-max-listpack-size chooses
+ * a node's (-2, 8 KB, by default; CONFIG SET changes it):
+ *  - packed, up to the limit of packs() (8 KB by default): a 4-byte element count, then per
  *    element a 4-byte length and its bytes, head first, as a hash is
  *    packed (t_hash.c). A change writes the record again: O(its bytes).
  *  - big: a header {BIG_MAGIC (4 bytes, never a packed count: it would
@@ -19,7 +19,7 @@
  *    elements, the list is written again with half its size free in
  *    front (amortized O(1)). The other commands read and write the whole
  *    list, as their Redis counterparts are O(n) too.
- * A big list that shrinks to PACKED_BACK bytes is packed again (the gap
+ * A big list that shrinks to half that limit is packed again (the gap
  * keeps a list at the threshold from changing form at each push and pop);
  * an emptied list is deleted, as in Redis. Either change happens inside
  * the command's transaction, so a crash sees the old form or the new. The
@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "t_list.h"
 
 /* A list read out of the store: its elements point into `raw` or into
@@ -39,8 +40,18 @@ struct list {
     int big; /* read from a big list */
 };
 
-#define PACKED_MAX 8192
-#define PACKED_BACK 4096
+/* The packed form's limit, list-max-listpack-size read as Redis reads it
+ * for a quicklist node: -1 to -5 (and below) 4, 8, 16, 32, 64 KB of
+ * record; a positive N, at most N elements within Redis's 8 KB safety
+ * limit. A big list is packed again at half the limit (`back`). */
+static int packs(size_t bytes, size_t n, int back)
+{
+    long long v = atomic_load(&cfg.list_max_listpack_size);
+    size_t max = v >= 0 ? 8192 : (size_t)4096 << (v < -5 ? 4 : -v - 1);
+    if (back)
+        return bytes <= max / 2 && (v <= 0 || n <= (size_t)v / 2);
+    return bytes <= max && (v <= 0 || n <= (size_t)v);
+}
 #define BIG_MAGIC 0xffffffffu
 #define HDR 32
 #define LIST_MAX_BYTES (1ULL << 40) /* kv_txn_splice_as's limit */
@@ -167,7 +178,7 @@ static int store(kv_txn *t, struct kv_slice key, const struct list *l)
         bytes += l->e[i].n;
     }
     size_t packed = 4 + 4 * l->n + bytes, body = 8 * l->n + bytes;
-    int big = packed > (l->big ? PACKED_BACK : PACKED_MAX);
+    int big = !packs(packed, l->n, l->big);
     if (!big && l->n > UINT32_MAX)
         return TXN_E_NOSPACE;
     size_t gap = big ? body / 2 + 64 : 0, len = big ? HDR + gap + body : packed;
@@ -352,7 +363,7 @@ static int pop_big(kv_txn *t, struct kv_slice key, struct big *b, int tail, uint
     if (!b->count)
         return (rc = kv_txn_del(t, key)) < 0 ? rc : 0;
     uint64_t live = b->end - b->head, unused = b->size - live - HDR;
-    if (4 + live - 4 * b->count > PACKED_BACK && unused <= 2 * live + 65536)
+    if (!packs(4 + live - 4 * b->count, b->count, 1) && unused <= 2 * live + 65536)
         return write_hdr(t, key, b);
     struct list l; /* pack it, or write it again with less room */
     memset(&l, 0, sizeof l);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # list_random.sh SERVER [SEED] - random list commands (LIST_RANDOM_N, 2000)
 # on three keys, whose elements of 0 to 800 bytes take the lists past the
-# 8 KB where t_list.c changes a packed list into a big one and back, and
+# limit where t_list.c changes a packed list into a big one and back (8 KB,
+# and others that CONFIG SET list-max-listpack-size gives it), and
 # past the 64 KiB where the store keeps a value in pieces,
 # through redis-server 7.0 and SERVER, the replies compared command by
 # command (compat/run.sh, with no known differences). SEED (default 1)
@@ -28,6 +29,8 @@ awk -v seed="$seed" -v n="$n" '
     BEGIN {
         srand(seed)
         pad = sprintf("%400s", ""); gsub(/ /, "p", pad)
+        # the packed form'"'"'s limit as CONFIG SET changes it: 2 elements to 64 KB
+        split("-1 -2 -5 -7 2 5 100", sizes, " ")
         print "FLUSHALL"
         print "SET r:s str"
         for (i = 0; i < n; i++) {
@@ -54,7 +57,8 @@ awk -v seed="$seed" -v n="$n" '
             else if (d < 89) print "LMPOP 2 " k " " key() (r(2) ? " LEFT" : " RIGHT") (r(2) ? "" : " COUNT " 1 + r(5))
             else if (d < 91) print "LPUSH r:s x"
             else if (d < 93) print "TYPE " k
-            else if (d < 95) print "OBJECT ENCODING " k
+            else if (d < 94) print "OBJECT ENCODING " k
+            else if (d < 95) print "CONFIG SET list-max-listpack-size " sizes[1 + r(7)]
             else print "LRANGE " k " 0 -1"
         }
         print "FLUSHALL"
