@@ -176,7 +176,13 @@ void block_signal(const struct kv_slice *keys, size_t n)
     pthread_mutex_unlock(&g.lock);
 }
 
-void block_done(struct conn *c)
+void block_rerun(struct conn *c)
+{
+    if (c->blk)
+        atomic_store(&c->blk->woken, 0);
+}
+
+void block_done(struct conn *c, int pass_on)
 {
     struct blocked *b = c->blk;
     c->blk_armed = 0;
@@ -194,9 +200,9 @@ void block_done(struct conn *c)
         g.tail = b->prev;
     c->blk = NULL;
     atomic_fetch_sub(&nblocked, 1);
-    /* a wake-up it took and did not use goes to the next waiter (when it
-     * popped, the dispatcher signals the keys it wrote anyway) */
-    if (atomic_load(&b->woken))
+    /* a wake-up it did not take goes to the next waiter (when it popped,
+     * the dispatcher signals the keys it wrote) */
+    if (pass_on || atomic_load(&b->woken))
         for (size_t i = 0; i < b->n; i++)
             wake_first(&b->keys[i]);
     pthread_mutex_unlock(&g.lock);

@@ -48,10 +48,15 @@ int block_nothing(struct conn *c, const struct kv_slice *keys, size_t n, long lo
  * TXN_E_NOMEM. */
 int block_wait(struct conn *c, const struct kv_slice *keys, size_t n, long long ms);
 
-/* c is no longer blocked (served, timed out, closed): off the registry,
- * and the keys it was woken for passed on to the next waiter. Owner
- * thread; nothing when c is not blocked. */
-void block_done(struct conn *c);
+/* c is no longer blocked (served, timed out, unblocked, closed): off the
+ * registry. A wake-up it has not taken (block_rerun), or with pass_on any,
+ * goes on to the next waiter of its keys, so that none is lost with it.
+ * Owner thread; nothing when c is not blocked. */
+void block_done(struct conn *c, int pass_on);
+
+/* c's blocked request is run again: it takes its wake-up (a write after
+ * this wakes it once more). Owner thread. */
+void block_rerun(struct conn *c);
 
 /* c's request waits, still blocked: 1 c is blocked and not due (woken,
  * timed out or unblocked), else 0. *deadline gets its deadline (ms,

@@ -1394,10 +1394,14 @@ static void dispatch(struct conn *c, size_t argc, struct kv_slice *argv);
 void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     size_t mark = c->out.len;
+    /* a blocked request run again: an answer other than an element (an
+     * error) passes its wake-up on; a timeout still pops what is there */
+    int unblocked = block_state(c) == BLOCK_ERROR;
+    block_rerun(c);
     c->blk_armed = 0;
     dispatch(c, argc, argv);
     if (c->blk && !c->blk_armed) /* a blocked request that answered */
-        block_done(c);
+        block_done(c, unblocked);
     if (c->reply_off || c->reply_skip) { /* CLIENT REPLY OFF or SKIP: errors too */
         c->out.len = mark;
         if (c->reply_skip)

@@ -141,7 +141,7 @@ static void client_drop(int fd)
 /* Close the connection and free what it holds, but not c itself. */
 static void conn_release(struct conn *c)
 {
-    block_done(c);        /* no writer wakes c after this */
+    block_done(c, 0);     /* no writer wakes c after this */
     pubsub_forget(c);     /* no publisher reaches c after this */
     client_unregister(c); /* nor CLIENT KILL, before its fd is closed */
     close(c->fd);

@@ -924,7 +924,7 @@ static int mpop_args(struct conn *c, size_t argc, const struct kv_slice *argv, s
 static int pop_first(struct conn *c, kv_txn *t, const struct kv_slice *keys, size_t n, int tail,
                      long long count, int mpop)
 {
-    int waiting = block_state(c) == BLOCK_WAITING;
+    int again = block_state(c) != BLOCK_NONE;
     for (size_t k = 0; k < n; k++) {
         struct popped x;
         int rc = pop(t, keys[k], tail, (uint64_t)count, &x);
@@ -937,7 +937,7 @@ static int pop_first(struct conn *c, kv_txn *t, const struct kv_slice *keys, siz
                 reply_bulk(&c->out, x.e[0].p, x.e[0].n);
         }
         popped_free(&x);
-        if (rc == KV_E_WRONGTYPE && waiting)
+        if (rc == KV_E_WRONGTYPE && again)
             continue;
         if (rc)
             return rc;
@@ -977,7 +977,7 @@ static int cmd_bpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
     int tail = argv[0].p[1] == 'r' || argv[0].p[1] == 'R';
     if (block_timeout(c, &argv[argc - 1], &ms) || block_error(c))
         return 0;
-    int rc = block_state(c) == BLOCK_TIMEOUT ? 0 : pop_first(c, t, &argv[1], argc - 2, tail, 1, 0);
+    int rc = pop_first(c, t, &argv[1], argc - 2, tail, 1, 0);
     return rc ? (rc < 0 ? rc : 0) : block_nothing(c, &argv[1], argc - 2, ms);
 }
 
@@ -991,9 +991,8 @@ static int cmd_blmove(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         return reply_error(&c->out, "ERR syntax error"), 0;
     if (block_timeout(c, &argv[argc - 1], &ms) || block_error(c))
         return 0;
-    enum block_state st = block_state(c);
-    int rc = st == BLOCK_TIMEOUT ? 0 : probe(t, argv[1], &(struct big){0});
-    if (rc == KV_E_WRONGTYPE && st == BLOCK_WAITING)
+    int rc = probe(t, argv[1], &(struct big){0});
+    if (rc == KV_E_WRONGTYPE && block_state(c) != BLOCK_NONE)
         rc = 0;
     if (rc > 0)
         return move(c, t, &argv[1], &argv[2], from, to);
@@ -1009,7 +1008,7 @@ static int cmd_blmpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     if (block_timeout(c, &argv[1], &ms) || mpop_args(c, argc, argv, 2, &first, &n, &tail, &count) ||
         block_error(c))
         return 0;
-    int rc = block_state(c) == BLOCK_TIMEOUT ? 0 : pop_first(c, t, &argv[first], n, tail, count, 1);
+    int rc = pop_first(c, t, &argv[first], n, tail, count, 1);
     return rc ? (rc < 0 ? rc : 0) : block_nothing(c, &argv[first], n, ms);
 }
 

@@ -1281,10 +1281,10 @@ static int cmd_bzpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
     if (block_timeout(c, &argv[argc - 1], &ms) || block_error(c))
         return 0;
     enum block_state st = block_state(c);
-    for (size_t k = 1; st != BLOCK_TIMEOUT && k < argc - 1; k++) {
+    for (size_t k = 1; k < argc - 1; k++) {
         size_t mark = c->out.len;
         int rc = zpop(c, t, &argv[k], 1, arg_is(&argv[0], "bzpopmax"), 1, 0);
-        if (rc == KV_E_WRONGTYPE && st == BLOCK_WAITING)
+        if (rc == KV_E_WRONGTYPE && st != BLOCK_NONE)
             continue; /* Redis 7.0 leaves the client blocked */
         if (rc < 0)
             return rc;
@@ -1315,21 +1315,15 @@ static int cmd_bzpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
 static int cmd_bzmpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     long long ms, numkeys;
-    if (block_timeout(c, &argv[1], &ms))
+    if (block_timeout(c, &argv[1], &ms) || block_error(c))
         return 0;
     size_t mark = c->out.len;
-    enum block_state st = block_state(c);
-    int rc = 0;
-    if (st != BLOCK_TIMEOUT) {
-        rc = cmd_zmpop(c, t, argc - 1, argv + 1);
-        if (rc == KV_E_WRONGTYPE && st == BLOCK_WAITING)
-            rc = 0, c->out.len = mark;
-        if (rc < 0 || c->out.len - mark != 5 || memcmp(c->out.p + mark, "*-1\r\n", 5))
-            return rc; /* popped, an error, or ZMPOP's own error reply */
-        c->out.len = mark;
-    }
-    if (block_error(c))
-        return 0;
+    int rc = cmd_zmpop(c, t, argc - 1, argv + 1);
+    if (rc == KV_E_WRONGTYPE && block_state(c) != BLOCK_NONE)
+        rc = 0, buf_add(&c->out, "*-1\r\n", 5); /* still blocked, as Redis 7.0 */
+    if (rc < 0 || c->out.len - mark != 5 || memcmp(c->out.p + mark, "*-1\r\n", 5))
+        return rc; /* popped, an error, or ZMPOP's own error reply */
+    c->out.len = mark;
     /* ZMPOP checked numkeys: the keys are argv[3 .. 3 + numkeys) */
     if (parse_ll(&argv[2], &numkeys) || numkeys < 1 || (size_t)numkeys > argc - 4)
         return reply_error(&c->out, ERR_SYNTAX), 0;

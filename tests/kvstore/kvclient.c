@@ -15,6 +15,10 @@
  *                           between 4 connections: no acknowledged element
  *                           lost, none twice; KV_LIST_KILLS rounds (default
  *                           10)
+ *   kvclient blocking SERVER  blocking pops between clients (BLPOP ...
+ *                           served by another's push or EXEC, first blocked
+ *                           first, timeouts, hang-ups, CLIENT UNBLOCK),
+ *                           both --io modes
  *   kvclient shared-kill SERVER  SIGKILL while 6 pipelined connections
  *                           share a few keys (INCR, HINCRBY, MULTI/EXEC
  *                           transfers, SET with and without PX, DEL): counts,
@@ -3987,6 +3991,247 @@ static int run_zset_kill(const char *bin)
     return failed ? 1 : 0;
 }
 
+/* ---- blocking pops between clients (issue #44): a client blocked on
+ * empty keys is served by another client's push (also EXEC's), the
+ * first blocked first; a timeout answers nil; a client that hangs up
+ * while blocked leaves no trace; CLIENT UNBLOCK; INFO's blocked_clients;
+ * a request pipelined after a blocked one waits for it. Run with the
+ * server's epoll workers, then with a thread per connection. */
+
+/* Send a command without reading its reply. */
+static void send_cmdv(struct cli *c, int argc, const char *const *argv)
+{
+    struct bytes b = {0};
+    encode(&b, argc, argv, NULL);
+    send_all(c->fd, b.p, b.n);
+    free(b.p);
+}
+#define SEND(c, ...)                                                          \
+    send_cmdv(c, (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *)), \
+              (const char *[]){__VA_ARGS__})
+
+/* No reply within ms: the client is blocked. */
+static int bk_silent(struct cli *c, int ms)
+{
+    struct reply r;
+    if (cli_read(c, &r, ms))
+        return 1;
+    printf("  unexpected reply: %s\n", show(&r));
+    reply_free(&r);
+    return 0;
+}
+
+/* The reply is an array of bulks equal to the words of want. */
+static int bk_is(struct cli *c, const char *const *want, size_t n, int ms)
+{
+    struct reply r;
+    int ok = !cli_read(c, &r, ms) && r.type == '*' && r.n == n;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = r.el[i].type == '$' && !strcmp(r.el[i].s, want[i]);
+    if (!ok)
+        printf("  got %s\n", show(&r));
+    reply_free(&r);
+    return ok;
+}
+#define BK_IS(c, ...)                                                          \
+    bk_is(c, (const char *[]){__VA_ARGS__},                                   \
+          sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *), 5000)
+
+static long long bk_blocked(struct cli *b)
+{
+    struct reply r;
+    long long n = -1;
+    CMD(b, &r, "INFO", "clients");
+    const char *p = r.type == '$' ? strstr(r.s, "blocked_clients:") : NULL;
+    if (p)
+        n = atoll(p + 16);
+    reply_free(&r);
+    return n;
+}
+
+/* Wait until n clients are blocked (2 s at most). */
+static int bk_wait_blocked(struct cli *b, long long n)
+{
+    for (int i = 0; i < 200; i++) {
+        if (bk_blocked(b) == n)
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+static void bk_round(struct server *s, const char *mode)
+{
+    struct cli a, b, c, d;
+    struct reply r;
+    server_cli(s, &a);
+    server_cli(s, &b);
+    server_cli(s, &c);
+    /* A blocks; a second waiter on one of its keys; B's push serves A */
+    SEND(&a, "BLPOP", "bq:1", "bq:2", "0");
+    CHECK(bk_wait_blocked(&b, 1) && bk_silent(&a, 50), "%s: BLPOP on empty keys blocks", mode);
+    SEND(&c, "BLPOP", "bq:1", "0");
+    CHECK(bk_wait_blocked(&b, 2), "%s: two clients blocked", mode);
+    CMD(&b, &r, "RPUSH", "bq:1", "x");
+    CHECK(is_int(&r, 1), "%s: RPUSH onto the awaited key: %s", mode, show(&r));
+    reply_free(&r);
+    CHECK(BK_IS(&a, "bq:1", "x"), "%s: the first blocked client gets the element", mode);
+    CHECK(bk_silent(&c, 100), "%s: the second still waits", mode);
+    CMD(&b, &r, "LPUSH", "bq:2", "y");
+    reply_free(&r);
+    CHECK(bk_silent(&c, 50), "%s: a push to another key does not wake it", mode);
+    CMD(&b, &r, "RPUSH", "bq:1", "z");
+    reply_free(&r);
+    CHECK(BK_IS(&c, "bq:1", "z"), "%s: the second blocked client is served next", mode);
+    CMD(&b, &r, "EXISTS", "bq:1");
+    CHECK(is_int(&r, 0), "%s: the served element left the list: %s", mode, show(&r));
+    reply_free(&r);
+    /* a timeout answers nil, not before it */
+    uint64_t t0 = now_ms();
+    CMD(&a, &r, "BRPOP", "bq:none", "0.2");
+    uint64_t took = now_ms() - t0;
+    CHECK(r.type == 0 && took >= 190 && took < 3000, "%s: BRPOP 0.2 on nothing: %s after %llu ms",
+          mode, show(&r), (unsigned long long)took);
+    reply_free(&r);
+    /* a client that hangs up while blocked is forgotten; the element
+     * stays in the list */
+    server_cli(s, &d);
+    SEND(&d, "BLPOP", "bq:d", "0");
+    CHECK(bk_wait_blocked(&b, 1), "%s: D blocked", mode);
+    cli_close(&d);
+    CHECK(bk_wait_blocked(&b, 0), "%s: D's hang-up unblocks it", mode);
+    CMD(&b, &r, "RPUSH", "bq:d", "e");
+    reply_free(&r);
+    CMD(&b, &r, "LLEN", "bq:d");
+    CHECK(is_int(&r, 1), "%s: nothing popped for a gone client: LLEN %s", mode, show(&r));
+    reply_free(&r);
+    /* CLIENT UNBLOCK: as a timeout, with an error, 0 for a client not
+     * blocked */
+    CMD(&a, &r, "CLIENT", "ID");
+    char id[32];
+    snprintf(id, sizeof id, "%lld", r.i);
+    reply_free(&r);
+    SEND(&a, "BLPOP", "bq:u", "0");
+    bk_wait_blocked(&b, 1);
+    CMD(&b, &r, "CLIENT", "UNBLOCK", id);
+    CHECK(is_int(&r, 1), "%s: CLIENT UNBLOCK: %s", mode, show(&r));
+    reply_free(&r);
+    CHECK(!cli_read(&a, &r, 5000) && r.type == 0, "%s: unblocked: nil: %s", mode, show(&r));
+    reply_free(&r);
+    SEND(&a, "BZPOPMIN", "bq:u", "0");
+    bk_wait_blocked(&b, 1);
+    CMD(&b, &r, "CLIENT", "UNBLOCK", id, "ERROR");
+    CHECK(is_int(&r, 1), "%s: CLIENT UNBLOCK ERROR: %s", mode, show(&r));
+    reply_free(&r);
+    CHECK(!cli_read(&a, &r, 5000) && is_error(&r, "UNBLOCKED client unblocked via CLIENT UNBLOCK"),
+          "%s: unblocked with an error: %s", mode, show(&r));
+    reply_free(&r);
+    CMD(&b, &r, "CLIENT", "UNBLOCK", id);
+    CHECK(is_int(&r, 0), "%s: CLIENT UNBLOCK of a client not blocked: %s", mode, show(&r));
+    reply_free(&r);
+    /* EXEC's pushes wake it; BRPOPLPUSH moves */
+    SEND(&a, "BRPOPLPUSH", "bq:e", "bq:f", "0");
+    bk_wait_blocked(&b, 1);
+    CMD(&b, &r, "MULTI");
+    reply_free(&r);
+    CMD(&b, &r, "RPUSH", "bq:e", "1", "2");
+    reply_free(&r);
+    CMD(&b, &r, "EXEC");
+    CHECK(r.type == '*', "%s: EXEC: %s", mode, show(&r));
+    reply_free(&r);
+    CHECK(!cli_read(&a, &r, 5000) && is_bulk(&r, "2", 1), "%s: EXEC's push served BRPOPLPUSH: %s",
+          mode, show(&r));
+    reply_free(&r);
+    CMD(&b, &r, "LRANGE", "bq:f", "0", "-1");
+    CHECK(r.type == '*' && r.n == 1 && !strcmp(r.el[0].s, "2"), "%s: moved: %s", mode, show(&r));
+    reply_free(&r);
+    /* a move into a key another client waits for wakes that one too */
+    SEND(&a, "BLMOVE", "bq:c1", "bq:c2", "LEFT", "LEFT", "0");
+    SEND(&c, "BLPOP", "bq:c2", "0");
+    bk_wait_blocked(&b, 2);
+    CMD(&b, &r, "RPUSH", "bq:c1", "v");
+    reply_free(&r);
+    CHECK(!cli_read(&a, &r, 5000) && is_bulk(&r, "v", 1), "%s: BLMOVE: %s", mode, show(&r));
+    reply_free(&r);
+    CHECK(BK_IS(&c, "bq:c2", "v"), "%s: BLMOVE's push served the next waiter", mode);
+    /* sorted sets, and the forms with a count */
+    SEND(&a, "BZPOPMAX", "bz:1", "0");
+    bk_wait_blocked(&b, 1);
+    CMD(&b, &r, "ZADD", "bz:1", "5", "m");
+    reply_free(&r);
+    CHECK(BK_IS(&a, "bz:1", "m", "5"), "%s: BZPOPMAX woken by ZADD", mode);
+    SEND(&a, "BZMPOP", "0", "1", "bz:2", "MAX", "COUNT", "2");
+    bk_wait_blocked(&b, 1);
+    CMD(&b, &r, "ZADD", "bz:2", "1", "a", "2", "b", "3", "c");
+    reply_free(&r);
+    CHECK(!cli_read(&a, &r, 5000) && r.type == '*' && r.n == 2 && r.el[1].type == '*' &&
+              r.el[1].n == 2 && !strcmp(r.el[1].el[0].el[0].s, "c"),
+          "%s: BZMPOP woken by ZADD: %s", mode, show(&r));
+    reply_free(&r);
+    SEND(&a, "BLMPOP", "0", "2", "bq:m1", "bq:m2", "RIGHT", "COUNT", "5");
+    bk_wait_blocked(&b, 1);
+    CMD(&b, &r, "RPUSH", "bq:m2", "a", "b");
+    reply_free(&r);
+    CHECK(!cli_read(&a, &r, 5000) && r.type == '*' && r.n == 2 && r.el[1].n == 2 &&
+              !strcmp(r.el[1].el[0].s, "b"),
+          "%s: BLMPOP woken by RPUSH: %s", mode, show(&r));
+    reply_free(&r);
+    /* another type on the awaited key: still blocked, as Redis 7.0 */
+    SEND(&a, "BLPOP", "bq:w", "0");
+    bk_wait_blocked(&b, 1);
+    CMD(&b, &r, "SET", "bq:w", "str");
+    reply_free(&r);
+    CHECK(bk_silent(&a, 100), "%s: a string on the key leaves it blocked", mode);
+    CMD(&b, &r, "DEL", "bq:w");
+    reply_free(&r);
+    /* a request pipelined behind a blocked one waits for it */
+    SEND(&a, "PING");
+    CHECK(bk_silent(&a, 50), "%s: PING behind the blocked BLPOP waits", mode);
+    CMD(&b, &r, "RPUSH", "bq:w", "k");
+    reply_free(&r);
+    CHECK(BK_IS(&a, "bq:w", "k"), "%s: BLPOP served after the type changed back", mode);
+    CHECK(!cli_read(&a, &r, 5000) && is_status(&r, "PONG"), "%s: then PONG: %s", mode, show(&r));
+    reply_free(&r);
+    /* five waiters, served in the order they blocked */
+    struct cli w[5];
+    for (int i = 0; i < 5; i++) {
+        server_cli(s, &w[i]);
+        SEND(&w[i], "BLPOP", "bq:five", "0");
+        bk_wait_blocked(&b, i + 1);
+    }
+    CMD(&b, &r, "RPUSH", "bq:five", "0", "1", "2", "3", "4");
+    reply_free(&r);
+    for (int i = 0; i < 5; i++) {
+        char e[4];
+        snprintf(e, sizeof e, "%d", i);
+        CHECK(BK_IS(&w[i], "bq:five", e), "%s: waiter %d gets element %d", mode, i, i);
+        cli_close(&w[i]);
+    }
+    CHECK(bk_blocked(&b) == 0, "%s: none blocked at the end", mode);
+    cli_close(&a);
+    cli_close(&b);
+    cli_close(&c);
+}
+
+static int run_blocking(const char *bin)
+{
+    static const char *const modes[][3] = {{"--threads", "2", NULL}, {"--io", "threads", NULL}};
+    for (int m = 0; m < 2; m++) {
+        struct server s;
+        server_names(&s, bin, m ? "blockt" : "blocke");
+        if (server_start(&s, modes[m])) {
+            CHECK(0, "server starts");
+            break;
+        }
+        bk_round(&s, m ? "threads" : "epoll");
+        int st = server_stop(&s, SIGTERM);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "clean shutdown (status %d)", st);
+        server_cleanup(&s);
+    }
+    printf("kvstore blocking (%s): %d passed, %d failed\n", bin, passed, failed);
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -4023,7 +4268,9 @@ int main(int argc, char **argv)
         return run_mc_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "zset-kill"))
         return run_zset_kill(argv[2]);
-    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|list-kill|expire-kill|shared-kill|fdlimit|redis|pubsub|zset-kill|shutdown|load|mc-kill "
+    if (argc == 3 && !strcmp(argv[1], "blocking"))
+        return run_blocking(argv[2]);
+    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|list-kill|blocking|expire-kill|shared-kill|fdlimit|redis|pubsub|zset-kill|shutdown|load|mc-kill "
                     "SERVER | kvclient mc-replay PORT <SCRIPT | "
                     "kvclient freeport\n");
     return 2;
