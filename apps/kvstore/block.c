@@ -13,9 +13,11 @@
  *
  * Invariants (asserted where relied on):
  *  1. an entry is on the list exactly while its connection's blk points
- *     to it;
- *  2. the list is in the order the clients blocked: an entry is only ever
- *     appended, and stays in place while it waits again.
+ *     to it (block_done unlinks through it);
+ *  2. the list is in the order the clients blocked (wake_first's "first
+ *     blocked, first served"): an entry is only ever appended, with a
+ *     number above its predecessor's, and stays in place while it waits
+ *     again.
  *
  * Lock order: a store transaction's stripe locks, then g.lock, then what
  * srv.wake_blocked takes (a worker's wake-up). g.lock is never held while
@@ -34,6 +36,7 @@ struct blocked {
     struct kv_slice *keys;  /* copies, fixed while listed */
     size_t n;
     long long deadline;     /* ms CLOCK_MONOTONIC, 0: none (owner only) */
+    uint64_t seq;           /* order of blocking (fixed, set under g.lock) */
     _Atomic int woken;      /* set by a signal (under g.lock), cleared by
                                the owner when it waits again */
     _Atomic int unblock;    /* BLOCK_TIMEOUT or BLOCK_ERROR: CLIENT UNBLOCK
@@ -44,6 +47,7 @@ struct blocked {
 static struct {
     pthread_mutex_t lock;        /* guards head, tail and the links */
     struct blocked *head, *tail; /* in the order the clients blocked */
+    uint64_t seq;                /* the last entry's number */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic uint64_t nblocked; /* entries listed; read without g.lock
@@ -133,6 +137,8 @@ int block_wait(struct conn *c, const struct kv_slice *keys, size_t n, long long 
     if (b->deadline < 0) /* past what the clock can reach: for ever */
         b->deadline = 0;
     pthread_mutex_lock(&g.lock);
+    b->seq = ++g.seq;
+    assert(!g.tail || g.tail->seq < b->seq); /* invariant 2 */
     b->prev = g.tail;
     if (g.tail)
         g.tail->next = b;
@@ -157,6 +163,7 @@ static int has_key(const struct blocked *b, const struct kv_slice *k)
 static void wake_first(const struct kv_slice *key)
 {
     for (struct blocked *b = g.head; b; b = b->next) {
+        assert(!b->next || b->seq < b->next->seq); /* invariant 2 */
         if (atomic_load(&b->woken) || !has_key(b, key))
             continue;
         atomic_store(&b->woken, 1);
@@ -190,6 +197,7 @@ void block_done(struct conn *c, int pass_on)
         return;
     assert(b->c == c); /* invariant 1 */
     pthread_mutex_lock(&g.lock);
+    assert(b->prev ? b->prev->next == b : g.head == b);
     if (b->prev)
         b->prev->next = b->next;
     else

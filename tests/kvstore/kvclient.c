@@ -688,7 +688,7 @@ static const struct info_section {
     {"server", "# Server",
      {"redis_version", "server", "process_id", "io_mode", "io_threads", "tcp_port",
       "uptime_in_seconds"}},
-    {"clients", "# Clients", {"connected_clients", "maxclients"}},
+    {"clients", "# Clients", {"connected_clients", "maxclients", "blocked_clients"}},
     {"memory", "# Memory", {"used_memory", "pool_size", "pool_max_size", "hash_buckets", "hash_resizing"}},
     {"persistence", "# Persistence",
      {"engine", "pdom", "pdom_barrier_ns", "flush_instruction", "ack", "aof_enabled",
