@@ -141,8 +141,9 @@ struct conn {
     struct conn *next_blocked; /* the owner's list of blocked connections
                                   (epoll worker) */
     int blocked_listed;  /* on that list (owner) */
-    int wake_fd;         /* --io threads: an eventfd that wakes its thread
-                            while it is blocked; -1 otherwise */
+    _Atomic int wake_fd; /* --io threads: an eventfd that wakes its thread
+                            while it is blocked, made when it first blocks
+                            (its owner); -1: none */
 };
 
 /* The client registry: every open connection, for CLIENT LIST and

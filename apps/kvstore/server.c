@@ -722,25 +722,35 @@ static struct conn *threads_done; /* their threads ended or ending: to join */
 static void wake_blocked_thread(struct conn *c)
 {
     uint64_t one = 1;
-    if (write(c->wake_fd, &one, sizeof one) < 0)
+    int fd = atomic_load(&c->wake_fd); /* -1: its thread polls (blocked_sleep) */
+    if (fd >= 0 && write(fd, &one, sizeof one) < 0)
         perror("kvstore: wake");
 }
 
 /* A blocked connection's thread waits for its wake-up, its deadline or
  * its socket (read on, so that a client that hangs up is seen): -1 when
- * the connection is over, else 0. */
+ * the connection is over, else 0. Its eventfd is made when it first
+ * blocks (a connection that never blocks holds one descriptor, which the
+ * client cap counts on); the waker reads wake_fd after setting the flag
+ * that block_pending reads after wake_fd is set, so one of them sees the
+ * other. Without a descriptor to spare it looks every 10 ms. */
 static int blocked_sleep(struct conn *c)
 {
     long long d;
+    if (atomic_load(&c->wake_fd) < 0)
+        atomic_store(&c->wake_fd, eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!block_pending(c, &d))
         return 0;
-    struct pollfd pf[2] = {{c->fd, POLLIN, 0}, {c->wake_fd, POLLIN, 0}};
+    int wfd = atomic_load(&c->wake_fd);
+    struct pollfd pf[2] = {{c->fd, POLLIN, 0}, {wfd, POLLIN, 0}};
     long long left = d ? d - block_now() : -1;
     if (d && left < 0)
         left = 0;
+    if (wfd < 0 && (left < 0 || left > 10))
+        left = 10;
     int n = poll(pf, 2, left > INT32_MAX ? INT32_MAX : (int)left);
     uint64_t v;
-    if (n > 0 && pf[1].revents && read(c->wake_fd, &v, sizeof v) < 0)
+    if (n > 0 && pf[1].revents && read(wfd, &v, sizeof v) < 0)
         (void)0; /* another wake-up drained it */
     if (n > 0 && pf[0].revents) {
         int fl = fcntl(c->fd, F_GETFL);
@@ -811,10 +821,6 @@ static void threads_hand(int fd)
     int fl = fcntl(fd & ~FD_MC, F_GETFL);
     struct conn *c =
         fl < 0 || fcntl(fd & ~FD_MC, F_SETFL, fl & ~O_NONBLOCK) ? NULL : conn_new(fd);
-    if (c && (c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-        conn_free(c); /* closes fd and counts the client gone */
-        return;
-    }
     if (!c) {
         client_drop(fd & ~FD_MC);
         return;
