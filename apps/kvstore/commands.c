@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "block.h"
 #include "commands.h"
 #include "config.h"
 #include "keys.h"
@@ -313,6 +314,8 @@ static int cmd_client(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         "    Hold back every command (ALL, the default) or those that write, for <timeout> ms.",
         "REPLY (ON|OFF|SKIP)", "    Send replies, none, or none for the next command.",
         "SETNAME <name>", "    Name this connection (\"\": no name).",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+        "    Unblock a client blocked in a blocking command: as its timeout would, or with an error.",
         "UNPAUSE", "    End a CLIENT PAUSE.",
         NULL,
     };
@@ -359,6 +362,18 @@ static int cmd_client(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         if (srv.wake_all)
             srv.wake_all();
         return reply_simple(&c->out, "OK"), 0;
+    }
+    if (arg_is(sub, "UNBLOCK")) {
+        long long id;
+        int error = 0;
+        if (argc != 3 && argc != 4)
+            return reply_subcommand_arity(&c->out, "client", sub), 0;
+        if (parse_ll(&argv[2], &id))
+            return reply_error(&c->out, "ERR value is not an integer or out of range"), 0;
+        if (argc == 4 && !arg_is(&argv[3], "TIMEOUT") && !(error = arg_is(&argv[3], "ERROR")))
+            return reply_error(&c->out,
+                               "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"), 0;
+        return reply_int(&c->out, block_unblock((uint64_t)id, error)), 0;
     }
     if (arg_is(sub, "REPLY") || arg_is(sub, "NO-EVICT")) {
         if (argc != 3)
@@ -566,8 +581,10 @@ static void info_clients(struct info_text *t, const struct kv_info *ki)
     info_add(t,
              "# Clients\r\n"
              "connected_clients:%llu\r\n"
-             "maxclients:%u\r\n",
-             (unsigned long long)atomic_load(&srv.clients), srv.max_clients);
+             "maxclients:%u\r\n"
+             "blocked_clients:%llu\r\n",
+             (unsigned long long)atomic_load(&srv.clients), srv.max_clients,
+             (unsigned long long)block_count());
 }
 
 static void info_memory(struct info_text *t, const struct kv_info *ki)
@@ -1253,6 +1270,15 @@ static int exec_block(struct conn *c, struct multi *m)
     return rc;
 }
 
+/* A write committed: wake the first client blocked on each of its keys
+ * (block.h); they run their pops again after it. */
+static void signal_keys(const struct command *cmd, size_t argc, const struct kv_slice *argv)
+{
+    size_t nk = cmd_nkeys(&cmd->keys, argc);
+    for (size_t i = 0; i < nk; i++)
+        block_signal(&argv[cmd_key(&cmd->keys, i)], 1);
+}
+
 static int cmd_exec(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)t;
@@ -1277,6 +1303,9 @@ static int cmd_exec(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
         rc = exec_block(c, m);
     }
     pubsub_release(c, rc == 0); /* its PUBLISHes once committed */
+    for (size_t i = 0; rc == 0 && i < m->nq; i++)
+        if (m->q[i].cmd->flags & CMD_WRITE)
+            signal_keys(m->q[i].cmd, m->q[i].argc, m->q[i].argv);
     queue_clear(m);
     watch_clear(m);
     if (rc == 1)
@@ -1321,6 +1350,11 @@ static int run(struct conn *c, const struct command *cmd, size_t argc, struct kv
     rc = cmd->proc(c, t, argc, argv);
     if (t && t != c->exec) {
         rc = kv_txn_end(t, rc);
+        if (rc < 0)
+            c->blk_armed = 0; /* it answers the error: not blocked */
+        /* a write that committed wakes the clients blocked on its keys */
+        if (rc >= 0 && !c->blk_armed && (cmd->flags & CMD_WRITE))
+            signal_keys(cmd, argc, argv);
     } else if (t && rc < 0 && rc != KV_E_WRONGTYPE) {
         kv_txn_end(t, rc); /* the block cannot commit in part */
         exec_error = rc;
@@ -1360,7 +1394,14 @@ static void dispatch(struct conn *c, size_t argc, struct kv_slice *argv);
 void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     size_t mark = c->out.len;
+    /* a blocked request run again: an answer other than an element (an
+     * error) passes its wake-up on; a timeout still pops what is there */
+    int unblocked = block_state(c) == BLOCK_ERROR;
+    block_rerun(c);
+    c->blk_armed = 0;
     dispatch(c, argc, argv);
+    if (c->blk && !c->blk_armed) /* a blocked request that answered */
+        block_done(c, unblocked);
     if (c->reply_off || c->reply_skip) { /* CLIENT REPLY OFF or SKIP: errors too */
         c->out.len = mark;
         if (c->reply_skip)

@@ -20,6 +20,7 @@
 
 struct conn;
 struct pubsub_client; /* pubsub.c */
+struct blocked;       /* block.c */
 
 /* How replies wait for durability. */
 enum ack_mode {
@@ -65,6 +66,9 @@ struct server {
     /* Have every thread that serves connections look again at the ones
      * CLIENT PAUSE held back (CLIENT UNPAUSE); NULL: nothing to wake. */
     void (*wake_all)(void);
+    /* Have c's owner look at c's blocked request again (block.c calls it
+     * from any thread under its registry's lock, c being listed there). */
+    void (*wake_blocked)(struct conn *c);
     /* memcached's protocol (memcache.c): where it listens, its counters */
     const char *mc_unix_path; /* NULL: none */
     int mc_port;              /* 0: none */
@@ -131,6 +135,17 @@ struct conn {
                                     messages; guarded by the owner's qlock */
     int mail_listed;             /* on that list (the owner's qlock) */
     struct conn *next_flush, *next_resume, *prev, *next; /* owner's lists */
+    struct blocked *blk; /* its entry in the registry of blocked clients
+                            (block.c), NULL: not blocked; set and cleared
+                            by its owner under the registry's lock */
+    int blk_armed;       /* the request just run blocked: it stays in `in`
+                            to be run again (owner) */
+    struct conn *next_blocked; /* the owner's list of blocked connections
+                                  (epoll worker) */
+    int blocked_listed;  /* on that list (owner) */
+    _Atomic int wake_fd; /* --io threads: an eventfd that wakes its thread
+                            while it is blocked, made when it first blocks
+                            (its owner); -1: none */
 };
 
 /* The client registry: every open connection, for CLIENT LIST and

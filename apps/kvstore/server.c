@@ -54,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "block.h"
 #include "commands.h"
 #include "memcache.h"
 #include "pubsub.h"
@@ -104,6 +105,7 @@ static struct conn *conn_new(int fd)
         return NULL;
     c->fd = fd & ~FD_MC;
     c->mc = (fd & FD_MC) != 0;
+    c->wake_fd = -1;
     struct sockaddr_storage a;
     socklen_t len = sizeof a;
     memset(&a, 0, sizeof a);
@@ -139,6 +141,7 @@ static void client_drop(int fd)
 /* Close the connection and free what it holds, but not c itself. */
 static void conn_release(struct conn *c)
 {
+    block_done(c, 0);     /* no writer wakes c after this */
     pubsub_forget(c);     /* no publisher reaches c after this */
     client_unregister(c); /* nor CLIENT KILL, before its fd is closed */
     close(c->fd);
@@ -146,6 +149,8 @@ static void conn_release(struct conn *c)
     buf_free(&c->in);
     buf_free(&c->out);
     buf_free(&c->pub_held);
+    if (c->wake_fd >= 0)
+        close(c->wake_fd);
     resp_free(&c->rp);
     free(c->argv);
     multi_free(c);
@@ -180,9 +185,13 @@ static int conn_read(struct conn *c)
 }
 
 /* Run the complete requests in the input buffer, in order, until replies
- * pile up (stalled) or the connection is to close. */
+ * pile up (stalled), the connection is to close or a request blocks (it
+ * stays first in the buffer: run again once due, block.h). */
 static void conn_process(struct conn *c)
 {
+    long long deadline;
+    if (block_pending(c, &deadline))
+        return; /* what came meanwhile waits behind the blocked request */
     c->stalled = 0;
     c->paused = 0;
     while (!c->closing) {
@@ -242,6 +251,10 @@ static void conn_process(struct conn *c)
             }
             command_run(c, c->rp.argc, c->argv);
             held++;
+            if (c->blk_armed) { /* blocked: parsed again when run again */
+                resp_reset(&c->rp);
+                break;
+            }
         }
         c->start += c->rp.pos;
         resp_reset(&c->rp);
@@ -312,6 +325,9 @@ struct worker {
     struct conn *flush;  /* to send to (or close) at the end of the round */
     struct conn *resume; /* stalled, replies sent: run their requests */
     struct conn *paused; /* held back by CLIENT PAUSE (next_resume links) */
+    struct conn *blocked; /* blocked on keys (next_blocked links) */
+    long long blk_next;   /* the nearest of their deadlines (ms, 0: none) */
+    _Atomic int blk_poke; /* one of them was woken (srv.wake_blocked) */
     int init_rc;
 };
 
@@ -338,6 +354,12 @@ static void list_flush(struct worker *w, struct conn *c)
 
 static void worker_close(struct worker *w, struct conn *c)
 {
+    if (c->blocked_listed)
+        for (struct conn **at = &w->blocked; *at; at = &(*at)->next_blocked)
+            if (*at == c) {
+                *at = c->next_blocked;
+                break;
+            }
     if (c->pause_listed)
         for (struct conn **at = &w->paused; *at; at = &(*at)->next_resume)
             if (*at == c) {
@@ -432,6 +454,13 @@ static void round_end(struct worker *w)
             continue;
         }
         set_events(w, c, r ? EPOLLOUT : EPOLLIN);
+        if (c->blk && !c->blocked_listed) {
+            c->blocked_listed = 1;
+            c->next_blocked = w->blocked;
+            w->blocked = c;
+            if (c->blk_armed)
+                atomic_store(&w->blk_poke, 1); /* its deadline: looked at next round */
+        }
         if (!r && c->stalled) {
             c->next_resume = w->resume;
             w->resume = c;
@@ -456,7 +485,13 @@ static int wait_events(struct worker *w, struct epoll_event *ev, int busy)
         long long left = command_pause_left();
         idle = left > INT32_MAX ? INT32_MAX : (int)left;
     }
-    if (w->resume)
+    if (w->blk_next) {
+        long long left = w->blk_next - block_now();
+        left = left < 0 ? 0 : left > INT32_MAX ? INT32_MAX : left;
+        if (idle < 0 || left < idle)
+            idle = (int)left;
+    }
+    if (w->resume || atomic_load(&w->blk_poke))
         idle = 0;
     if (!busy || !srv.spin_ns || idle >= 0)
         return epoll_wait(w->epfd, ev, MAX_EVENTS, idle);
@@ -471,6 +506,31 @@ static int wait_events(struct worker *w, struct epoll_event *ev, int busy)
             break;
     }
     return epoll_wait(w->epfd, ev, MAX_EVENTS, -1);
+}
+
+/* Run again the blocked requests that are due (woken, timed out,
+ * unblocked); drop from the list the connections no longer blocked; note
+ * the nearest deadline of those still waiting. */
+static void blocked_run(struct worker *w)
+{
+    long long next = 0, d;
+    for (struct conn **at = &w->blocked; *at;) {
+        struct conn *c = *at;
+        if (c->blk && !block_pending(c, &d)) {
+            conn_process(c);
+            list_flush(w, c);
+        }
+        if (!c->blk) {
+            *at = c->next_blocked;
+            c->blocked_listed = 0;
+            continue;
+        }
+        block_pending(c, &d);
+        if (d && (!next || d < next))
+            next = d;
+        at = &c->next_blocked;
+    }
+    w->blk_next = next;
 }
 
 static void *worker_main(void *arg)
@@ -497,6 +557,8 @@ static void *worker_main(void *arg)
             p->next_resume = w->resume;
             w->resume = p;
         }
+        if (atomic_exchange(&w->blk_poke, 0) || (w->blk_next && block_now() >= w->blk_next))
+            blocked_run(w);
         struct conn *r = w->resume;
         w->resume = NULL;
         for (struct conn *next; r; r = next) {
@@ -579,6 +641,14 @@ static void wake_workers(void)
         wake(&workers[i]);
 }
 
+/* srv.wake_blocked of the epoll workers (block.c) */
+static void wake_blocked_worker(struct conn *c)
+{
+    struct worker *w = c->owner;
+    if (!atomic_exchange(&w->blk_poke, 1))
+        wake(w);
+}
+
 /* srv.wake_conn of the epoll workers (pubsub.c) */
 static void wake_conn(struct conn *c)
 {
@@ -648,10 +718,57 @@ static pthread_cond_t threads_gone = PTHREAD_COND_INITIALIZER;
 static struct conn *threads_all;  /* live connections, for shutdown */
 static struct conn *threads_done; /* their threads ended or ending: to join */
 
+/* srv.wake_blocked of --io threads (block.c) */
+static void wake_blocked_thread(struct conn *c)
+{
+    uint64_t one = 1;
+    int fd = atomic_load(&c->wake_fd); /* -1: its thread polls (blocked_sleep) */
+    if (fd >= 0 && write(fd, &one, sizeof one) < 0)
+        perror("kvstore: wake");
+}
+
+/* A blocked connection's thread waits for its wake-up, its deadline or
+ * its socket (read on, so that a client that hangs up is seen): -1 when
+ * the connection is over, else 0. Its eventfd is made when it first
+ * blocks (a connection that never blocks holds one descriptor, which the
+ * client cap counts on); the waker reads wake_fd after setting the flag
+ * that block_pending reads after wake_fd is set, so one of them sees the
+ * other. Without a descriptor to spare it looks every 10 ms. */
+static int blocked_sleep(struct conn *c)
+{
+    long long d;
+    if (atomic_load(&c->wake_fd) < 0)
+        atomic_store(&c->wake_fd, eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!block_pending(c, &d))
+        return 0;
+    int wfd = atomic_load(&c->wake_fd);
+    struct pollfd pf[2] = {{c->fd, POLLIN, 0}, {wfd, POLLIN, 0}};
+    long long left = d ? d - block_now() : -1;
+    if (d && left < 0)
+        left = 0;
+    if (wfd < 0 && (left < 0 || left > 10))
+        left = 10;
+    int n = poll(pf, 2, left > INT32_MAX ? INT32_MAX : (int)left);
+    uint64_t v;
+    if (n > 0 && pf[1].revents && read(wfd, &v, sizeof v) < 0)
+        (void)0; /* another wake-up drained it */
+    if (n > 0 && pf[0].revents) {
+        int fl = fcntl(c->fd, F_GETFL);
+        /* a read that may find nothing must not wait: poll said readable,
+         * yet stay safe against a spurious wake-up */
+        if (fl >= 0 && !fcntl(c->fd, F_SETFL, fl | O_NONBLOCK)) {
+            int r = conn_read(c);
+            if (fcntl(c->fd, F_SETFL, fl) || r)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 static void *conn_thread(void *arg)
 {
     struct conn *c = arg;
-    while (!c->closing && !conn_read(c)) {
+    while (!c->closing && !(c->blk ? blocked_sleep(c) : conn_read(c))) {
         do {
             conn_process(c);
             if (c->out.len > c->sent && make_durable())
@@ -976,6 +1093,7 @@ int server_run(void)
     resume_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     srv.wake_conn = srv.io == IO_EPOLL ? wake_conn : NULL;
     srv.wake_all = srv.io == IO_EPOLL ? wake_workers : NULL;
+    srv.wake_blocked = srv.io == IO_EPOLL ? wake_blocked_worker : wake_blocked_thread;
     if (sfd < 0 || srv.stop_fd < 0 || resume_fd < 0 ||
         (srv.io == IO_EPOLL && workers_start()) || expire_start())
         rc = -1;

@@ -22,12 +22,17 @@
  * A big list that shrinks to half that limit is packed again (the gap
  * keeps a list at the threshold from changing form at each push and pop);
  * an emptied list is deleted, as in Redis. Either change happens inside
- * the command's transaction, so a crash sees the old form or the new. The
- * blocking forms (BLPOP ...) are not here. */
+ * the command's transaction, so a crash sees the old form or the new.
+ *
+ * The blocking forms (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) pop as the
+ * others when a key holds a list; else they block (block.h) and are run
+ * again, each time in a transaction of their own, when a write wakes
+ * them. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "block.h"
 #include "config.h"
 #include "t_list.h"
 
@@ -894,6 +899,63 @@ static int cmd_rpoplpush(struct conn *c, kv_txn *t, size_t argc, struct kv_slice
     return move(c, t, &argv[1], &argv[2], 1, 0);
 }
 
+/* LMPOP's arguments from argv[at] (numkeys) on: the keys' first index
+ * and count, the end, the count. 0, or -1 with the error replied. */
+static int mpop_args(struct conn *c, size_t argc, const struct kv_slice *argv, size_t at,
+                     size_t *first, size_t *nkeys, int *tail, long long *count)
+{
+    long long numkeys;
+    *count = -1;
+    if (parse_ll(&argv[at], &numkeys) || numkeys < 1)
+        return reply_error(&c->out, "ERR numkeys should be greater than 0"), -1;
+    if ((unsigned long long)numkeys >= argc - at - 1)
+        return reply_error(&c->out, "ERR syntax error"), -1;
+    size_t where = at + 1 + (size_t)numkeys;
+    if ((*tail = side(&argv[where])) < 0)
+        return reply_error(&c->out, "ERR syntax error"), -1;
+    for (size_t j = where + 1; j < argc; j++) {
+        if (*count == -1 && j + 1 < argc && arg_is(&argv[j], "COUNT")) {
+            if (parse_ll(&argv[++j], count) || *count < 1)
+                return reply_error(&c->out, "ERR count should be greater than 0"), -1;
+        } else {
+            return reply_error(&c->out, "ERR syntax error"), -1;
+        }
+    }
+    if (*count == -1)
+        *count = 1;
+    *first = at + 1;
+    *nkeys = (size_t)numkeys;
+    return 0;
+}
+
+/* Pop from the first of keys[0..n) that holds a list: 1 popped (the reply
+ * is in c->out: LMPOP's form with mpop, else BLPOP's [key, element]), 0
+ * none did, <0. A blocked client run again passes over a key of another
+ * type, as Redis 7.0 leaves it blocked then. */
+static int pop_first(struct conn *c, kv_txn *t, const struct kv_slice *keys, size_t n, int tail,
+                     long long count, int mpop)
+{
+    int again = block_state(c) != BLOCK_NONE;
+    for (size_t k = 0; k < n; k++) {
+        struct popped x;
+        int rc = pop(t, keys[k], tail, (uint64_t)count, &x);
+        if (rc > 0) {
+            reply_array(&c->out, 2);
+            reply_bulk(&c->out, keys[k].p, keys[k].n);
+            if (mpop)
+                reply_popped(&c->out, &x);
+            else
+                reply_bulk(&c->out, x.e[0].p, x.e[0].n);
+        }
+        popped_free(&x);
+        if (rc == KV_E_WRONGTYPE && again)
+            continue;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: up to count
  * elements of the first key that holds a list, with its name; nil (an
  * array) when none does. The entry names every argument after numkeys as
@@ -901,39 +963,64 @@ static int cmd_rpoplpush(struct conn *c, kv_txn *t, size_t argc, struct kv_slice
  * few stripes more than needed. */
 static int cmd_lmpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
-    long long numkeys, count = -1;
-    if (parse_ll(&argv[1], &numkeys) || numkeys < 1)
-        return reply_error(&c->out, "ERR numkeys should be greater than 0"), 0;
-    if ((unsigned long long)numkeys >= argc - 2)
+    size_t first, n;
+    int tail;
+    long long count;
+    if (mpop_args(c, argc, argv, 1, &first, &n, &tail, &count))
+        return 0;
+    int rc = pop_first(c, t, &argv[first], n, tail, count, 1);
+    if (rc == 0)
+        reply_null_array(&c->out);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- the blocking forms
+ *
+ * Each answers as its non-blocking form when a key holds a list. Else:
+ * inside EXEC, or once its timeout passed (or CLIENT UNBLOCK), a nil
+ * array; otherwise it blocks (block_wait, under its transaction's locks)
+ * and is run again when one of its keys is written. */
+
+/* BLPOP, BRPOP key [key ...] timeout: [key, element] */
+static int cmd_bpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    long long ms;
+    int tail = argv[0].p[1] == 'r' || argv[0].p[1] == 'R';
+    if (block_timeout(c, &argv[argc - 1], &ms) || block_error(c))
+        return 0;
+    int rc = pop_first(c, t, &argv[1], argc - 2, tail, 1, 0);
+    return rc ? (rc < 0 ? rc : 0) : block_nothing(c, &argv[1], argc - 2, ms);
+}
+
+/* BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout, BRPOPLPUSH
+ * source destination timeout: the element moved */
+static int cmd_blmove(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    long long ms;
+    int from = 1, to = 0;
+    if (argc == 6 && ((from = side(&argv[3])) < 0 || (to = side(&argv[4])) < 0))
         return reply_error(&c->out, "ERR syntax error"), 0;
-    size_t where = 2 + (size_t)numkeys;
-    int tail = side(&argv[where]);
-    if (tail < 0)
-        return reply_error(&c->out, "ERR syntax error"), 0;
-    for (size_t j = where + 1; j < argc; j++) {
-        if (count == -1 && j + 1 < argc && arg_is(&argv[j], "COUNT")) {
-            if (parse_ll(&argv[++j], &count) || count < 1)
-                return reply_error(&c->out, "ERR count should be greater than 0"), 0;
-        } else {
-            return reply_error(&c->out, "ERR syntax error"), 0;
-        }
-    }
-    if (count == -1)
-        count = 1;
-    for (size_t k = 2; k < where; k++) {
-        struct popped x;
-        int rc = pop(t, argv[k], tail, (uint64_t)count, &x);
-        if (rc > 0) {
-            reply_array(&c->out, 2);
-            reply_bulk(&c->out, argv[k].p, argv[k].n);
-            reply_popped(&c->out, &x);
-        }
-        popped_free(&x);
-        if (rc)
-            return rc < 0 ? rc : 0;
-    }
-    reply_null_array(&c->out);
-    return 0;
+    if (block_timeout(c, &argv[argc - 1], &ms) || block_error(c))
+        return 0;
+    int rc = probe(t, argv[1], &(struct big){0});
+    if (rc == KV_E_WRONGTYPE && block_state(c) != BLOCK_NONE)
+        rc = 0;
+    if (rc > 0)
+        return move(c, t, &argv[1], &argv[2], from, to);
+    return rc < 0 ? rc : block_nothing(c, &argv[1], 1, ms);
+}
+
+/* BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count] */
+static int cmd_blmpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    long long ms, count;
+    size_t first, n;
+    int tail;
+    if (block_timeout(c, &argv[1], &ms) || mpop_args(c, argc, argv, 2, &first, &n, &tail, &count) ||
+        block_error(c))
+        return 0;
+    int rc = pop_first(c, t, &argv[first], n, tail, count, 1);
+    return rc ? (rc < 0 ? rc : 0) : block_nothing(c, &argv[first], n, ms);
 }
 
 /* ---- the table */
@@ -960,5 +1047,10 @@ const struct command list_commands[] = {
     {"lmove", cmd_lmove, 5, W | M, ACL_LIST, {1, 2, 1}},
     {"rpoplpush", cmd_rpoplpush, 3, W | M, ACL_LIST, {1, 2, 1}},
     {"lmpop", cmd_lmpop, -4, W, ACL_LIST, {2, -1, 1}},
+    {"blpop", cmd_bpop, -3, W | CMD_NOSCRIPT | CMD_BLOCKING, ACL_LIST, {1, -2, 1}},
+    {"brpop", cmd_bpop, -3, W | CMD_NOSCRIPT | CMD_BLOCKING, ACL_LIST, {1, -2, 1}},
+    {"blmove", cmd_blmove, 6, W | M | CMD_NOSCRIPT | CMD_BLOCKING, ACL_LIST, {1, 2, 1}},
+    {"brpoplpush", cmd_blmove, 4, W | M | CMD_NOSCRIPT | CMD_BLOCKING, ACL_LIST, {1, 2, 1}},
+    {"blmpop", cmd_blmpop, -5, W | CMD_BLOCKING, ACL_LIST, {3, -1, 1}},
 };
 const size_t list_ncommands = sizeof list_commands / sizeof *list_commands;

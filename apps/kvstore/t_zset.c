@@ -1,6 +1,7 @@
 /* t_zset.c - the sorted set commands (ZADD ... ZSCAN): Redis 7.0's
  * replies and error texts, each in one store transaction (its own or
- * EXEC's). The blocking BZPOPMIN, BZPOPMAX and BZMPOP are not here yet.
+ * EXEC's). The blocking BZPOPMIN, BZPOPMAX and BZMPOP (block.h) are at
+ * the end, written against ZPOPMIN's and ZMPOP's replies only.
  *
  * A sorted set is one value of type KV_ZSET: a 4-byte member count, then
  * per member its score (the 8 bytes of an IEEE double), a 4-byte length
@@ -9,6 +10,7 @@
  * change writes the record again, so a command costs O(bytes of the set),
  * as a hash's does (docs/kvstore.md, section 24). An emptied sorted set is
  * deleted, as in Redis. Scores are doubles, never NaN. */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "block.h"
 #include "t_zset.h"
 
 struct zent {
@@ -1266,6 +1269,67 @@ static int cmd_zscan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
     return 0;
 }
 
+/* ---- the blocking forms: ZPOPMIN/ZPOPMAX and ZMPOP when a key holds a
+ * sorted set, else block (block.h) or, inside EXEC or once timed out, a
+ * nil array. Kept apart from the encoding: they read only what zpop and
+ * cmd_zmpop reply. */
+
+/* BZPOPMIN, BZPOPMAX key [key ...] timeout: [key, member, score] */
+static int cmd_bzpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    long long ms;
+    if (block_timeout(c, &argv[argc - 1], &ms) || block_error(c))
+        return 0;
+    enum block_state st = block_state(c);
+    for (size_t k = 1; k < argc - 1; k++) {
+        size_t mark = c->out.len;
+        int rc = zpop(c, t, &argv[k], 1, arg_is(&argv[0], "bzpopmax"), 1, 0);
+        if (rc == KV_E_WRONGTYPE && st != BLOCK_NONE)
+            continue; /* Redis 7.0 leaves the client blocked */
+        if (rc < 0)
+            return rc;
+        if (c->out.len - mark == 4 && !memcmp(c->out.p + mark, "*0\r\n", 4)) {
+            c->out.len = mark; /* no such sorted set */
+            continue;
+        }
+        /* zpop's [member, score] becomes [key, member, score] */
+        assert(c->out.len - mark > 4 && !memcmp(c->out.p + mark, "*2\r\n", 4));
+        struct buf head = {0};
+        reply_array(&head, 3);
+        reply_bulk(&head, argv[k].p, argv[k].n);
+        if (head.oom || buf_reserve(&c->out, head.len - 4)) {
+            buf_free(&head);
+            return TXN_E_NOMEM;
+        }
+        memmove(c->out.p + mark + head.len, c->out.p + mark + 4, c->out.len - mark - 4);
+        memcpy(c->out.p + mark, head.p, head.len);
+        c->out.len += head.len - 4;
+        buf_free(&head);
+        return 0;
+    }
+    return block_nothing(c, &argv[1], argc - 2, ms);
+}
+
+/* BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]: ZMPOP on
+ * the arguments after the timeout; its nil array means "block". */
+static int cmd_bzmpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    long long ms, numkeys;
+    if (block_timeout(c, &argv[1], &ms) || block_error(c))
+        return 0;
+    size_t mark = c->out.len;
+    int rc = cmd_zmpop(c, t, argc - 1, argv + 1);
+    if (rc == KV_E_WRONGTYPE && block_state(c) != BLOCK_NONE)
+        rc = 0, buf_add(&c->out, "*-1\r\n", 5); /* still blocked, as Redis 7.0 */
+    if (rc < 0 || c->out.len - mark != 5 || memcmp(c->out.p + mark, "*-1\r\n", 5))
+        return rc; /* popped, an error, or ZMPOP's own error reply */
+    c->out.len = mark;
+    /* ZMPOP checked numkeys: the keys are argv[3 .. 3 + numkeys) */
+    if (parse_ll(&argv[2], &numkeys) || numkeys < 1 || (size_t)numkeys > argc - 4)
+        return reply_error(&c->out, ERR_SYNTAX), 0;
+    return block_nothing(c, &argv[3], (size_t)numkeys, ms);
+}
+
 /* ---- the table */
 
 #define W CMD_WRITE
@@ -1300,6 +1364,9 @@ const struct command zset_commands[] = {
     {"zpopmin", cmd_zpop, -2, W | F, Z, {1, 1, 1}},
     {"zpopmax", cmd_zpop, -2, W | F, Z, {1, 1, 1}},
     {"zmpop", cmd_zmpop, -4, W, Z, {2, -1, 1}},
+    {"bzpopmin", cmd_bzpop, -3, W | CMD_NOSCRIPT | CMD_BLOCKING | F, Z, {1, -2, 1}},
+    {"bzpopmax", cmd_bzpop, -3, W | CMD_NOSCRIPT | CMD_BLOCKING | F, Z, {1, -2, 1}},
+    {"bzmpop", cmd_bzmpop, -5, W | CMD_BLOCKING, Z, {3, -1, 1}},
     {"zunion", cmd_zsetop, -3, R, Z, {2, -1, 1}},
     {"zinter", cmd_zsetop, -3, R, Z, {2, -1, 1}},
     {"zdiff", cmd_zsetop, -3, R, Z, {2, -1, 1}},
