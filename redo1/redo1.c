@@ -75,7 +75,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addrmap.h"
 #include "atomics.h"
 #include "engine.h"
 #include "persist.h"
@@ -155,6 +154,26 @@ struct cut {
     size_t from, to; /* its entries: offsets into the entries' bytes */
 };
 
+/* The index of the words a long transaction wrote, keyed by 64-byte line:
+ * a read of a bucket or a node header is one probe, and the words of a
+ * line written together (a bucket's two) share one slot, where a map by
+ * word took a probe, a miss in a map of megabytes, per word (a DEL of
+ * 200,000 keys: docs/kvstore.md 18e). Open addressing, emptied in O(1) by
+ * a generation, as txn/addrmap.c's maps. */
+#define LINE_WORDS 8u
+struct lslot {
+    uint64_t line;           /* its address / 64 */
+    uint32_t gen;            /* live when gen == the index's gen */
+    uint32_t at[LINE_WORDS]; /* per word: 0 when not written */
+};
+
+struct lindex {
+    struct lslot *slots;
+    size_t cap; /* power of two */
+    size_t n;   /* live lines */
+    uint32_t gen;
+};
+
 /* Per context. */
 struct rtx {
     struct rpool *st;
@@ -168,9 +187,9 @@ struct rtx {
     struct vec helped;     /* struct rslot *: slots whose lines we flushed */
     struct vec image;      /* char: the parts, built in DRAM */
     struct vec cuts;       /* struct cut: where they go */
-    struct addrmap index;  /* word -> its latest entry's word in the log + 1,
-                              or IMG | an index into `imgs` when entries
-                              write the word in part */
+    struct lindex index;   /* per line, per word: its latest entry's word in
+                              the log + 1, or IMG | an index into `imgs`
+                              when entries write the word in part */
     size_t indexed;        /* words of the log in the index */
     struct vec imgs;       /* struct wimg */
 };
@@ -181,7 +200,88 @@ struct wimg {
     uint64_t bytes;
     uint8_t mask; /* bit i: byte i written */
 };
-#define IMG (1ull << 63)
+#define IMG (1u << 31)
+#define AT_MAX (IMG - 1) /* log positions an index entry can hold: a longer
+                            log is read without the index (overlay) */
+
+static int lindex_init(struct lindex *m, size_t cap)
+{
+    memset(m, 0, sizeof *m);
+    m->cap = cap < 16 ? 16 : cap;
+    m->slots = calloc(m->cap, sizeof *m->slots);
+    m->gen = 1;
+    return m->slots ? 0 : TXN_E_NOMEM;
+}
+
+static void lindex_free(struct lindex *m)
+{
+    free(m->slots);
+    memset(m, 0, sizeof *m);
+}
+
+static void lindex_clear(struct lindex *m)
+{
+    m->n = 0;
+    if (++m->gen == 0) {
+        for (size_t i = 0; i < m->cap; i++)
+            m->slots[i].gen = 0;
+        m->gen = 1;
+    }
+}
+
+static inline size_t lindex_hash(const struct lindex *m, uint64_t line)
+{
+    return (size_t)((line * 0x9e3779b97f4a7c15ull) >> 17) & (m->cap - 1);
+}
+
+/* The slot of line, or NULL. */
+static const struct lslot *lindex_find(const struct lindex *m, uint64_t line)
+{
+    if (!m->n)
+        return NULL;
+    for (size_t i = lindex_hash(m, line);; i = (i + 1) & (m->cap - 1)) {
+        const struct lslot *e = &m->slots[i];
+        if (e->gen != m->gen)
+            return NULL;
+        if (e->line == line)
+            return e;
+    }
+}
+
+/* The slot of line, made (no word written) when missing; NULL when the
+ * index cannot grow. A slot from an earlier call is stale after it. */
+static struct lslot *lindex_slot(struct lindex *m, uint64_t line)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        struct lindex big;
+        if (lindex_init(&big, m->cap * 2))
+            return NULL;
+        for (size_t i = 0; i < m->cap; i++) {
+            const struct lslot *e = &m->slots[i];
+            if (e->gen != m->gen)
+                continue;
+            size_t j = lindex_hash(&big, e->line);
+            while (big.slots[j].gen == big.gen)
+                j = (j + 1) & (big.cap - 1);
+            big.slots[j] = *e;
+            big.slots[j].gen = big.gen;
+            big.n++;
+        }
+        lindex_free(m);
+        *m = big;
+    }
+    size_t i = lindex_hash(m, line);
+    struct lslot *e;
+    while ((e = &m->slots[i])->gen == m->gen && e->line != line)
+        i = (i + 1) & (m->cap - 1);
+    if (e->gen != m->gen) {
+        memset(e, 0, sizeof *e);
+        e->gen = m->gen;
+        e->line = line;
+        m->n++;
+    }
+    return e;
+}
 
 static uint64_t *floor_word(txn_pool *p)
 {
@@ -343,7 +443,7 @@ int eng_tx_init(struct txn *tx)
     vec_init(&t->image, 1);
     vec_init(&t->cuts, sizeof(struct cut));
     vec_init(&t->imgs, sizeof(struct wimg));
-    if (addrmap_init(&t->index, 64)) {
+    if (lindex_init(&t->index, 64)) {
         free(t);
         return TXN_E_NOMEM;
     }
@@ -364,7 +464,7 @@ int eng_tx_init(struct txn *tx)
             state_put(tx->p, t->st);
         wlog_free(&t->logs[0]);
         wlog_free(&t->logs[1]);
-        addrmap_free(&t->index);
+        lindex_free(&t->index);
         free(t->filter);
         free(t);
         return rc;
@@ -430,7 +530,7 @@ void eng_tx_fini(struct txn *tx)
     state_put(tx->p, t->st);
     wlog_free(&t->logs[0]);
     wlog_free(&t->logs[1]);
-    addrmap_free(&t->index);
+    lindex_free(&t->index);
     vec_free(&t->imgs);
     free(t->filter);
     vec_free(&t->helped);
@@ -475,18 +575,21 @@ static int index_word(struct rtx *t, uintptr_t w, const struct wl_ent *e, uint64
 {
     const char *lo = (const char *)w > e->addr ? (const char *)w : e->addr;
     const char *hi = (const char *)w + 8 < e->addr + e->len ? (const char *)w + 8 : e->addr + e->len;
-    if (lo == (const char *)w && hi == (const char *)w + 8)
-        return addrmap_put(&t->index, w, at);
-    uint64_t *v = addrmap_slot(&t->index, w);
-    if (!v)
-        return TXN_E_NOMEM;
+    struct lslot *ls = lindex_slot(&t->index, (uint64_t)w / 64);
+    if (!ls || at > AT_MAX || t->imgs.n >= AT_MAX)
+        return TXN_E_NOMEM; /* the caller reads the log without the index */
+    uint32_t *v = &ls->at[w / 8 % LINE_WORDS];
+    if (lo == (const char *)w && hi == (const char *)w + 8) {
+        *v = (uint32_t)at;
+        return 0;
+    }
     struct wimg *img;
     if (*v & IMG) {
         img = vec_at(&t->imgs, *v & ~IMG);
     } else {
         struct wimg *fresh = vec_push(&t->imgs);
         if (!fresh)
-            return TXN_E_NOMEM; /* *v is as it was, or 0 (inserted): no entry */
+            return TXN_E_NOMEM; /* *v is as it was, or 0 (inserted): not written */
         *fresh = (struct wimg){0, 0};
         if (*v) { /* the word's previous entry covers it whole */
             struct wl_ent prev;
@@ -494,7 +597,7 @@ static int index_word(struct rtx *t, uintptr_t w, const struct wl_ent *e, uint64
             memcpy(&fresh->bytes, (const char *)prev.bytes + ((const char *)w - prev.addr), 8);
             fresh->mask = 0xff;
         }
-        *v = IMG | (t->imgs.n - 1);
+        *v = IMG | (uint32_t)(t->imgs.n - 1);
         img = fresh;
     }
     memcpy((char *)&img->bytes + (lo - (const char *)w), (const char *)e->bytes + (lo - e->addr),
@@ -504,8 +607,8 @@ static int index_word(struct rtx *t, uintptr_t w, const struct wl_ent *e, uint64
     return 0;
 }
 
-/* The index (word -> its latest entry, or its image) caught up with the
- * log. */
+/* The index (per line and word: its latest entry, or its image) caught up
+ * with the log. */
 static int index_log(struct txn *tx, struct rtx *t)
 {
     struct wl_ent e;
@@ -516,7 +619,7 @@ static int index_log(struct txn *tx, struct rtx *t)
              w += 8)
             if (index_word(t, w, &e, at)) {
                 /* a word half done: the index is made again from the start */
-                addrmap_clear(&t->index);
+                lindex_clear(&t->index);
                 t->indexed = 0;
                 t->imgs.n = 0;
                 return TXN_E_NOMEM;
@@ -527,9 +630,9 @@ static int index_log(struct txn *tx, struct rtx *t)
 }
 
 /* [a, a+n) as this transaction wrote it: the bytes in place, then the
- * log's entries over them. A long log is looked up word by word in an
- * index of each word's latest entry, or of the bytes entries wrote in a
- * word they cover in part: O(n / 8) lookups, whatever the log's length. */
+ * log's entries over them. A long log is looked up in an index of each
+ * word's latest entry, or of the bytes entries wrote in a word they cover
+ * in part, a probe per line: O(n / 64) probes, whatever the log's length. */
 int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
 {
     struct rtx *t = tx->eng;
@@ -544,10 +647,19 @@ int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
         overlay(tx, t, a, dst, n);
         return 0;
     }
+    const struct lslot *ls = NULL;
     for (uintptr_t w = (uintptr_t)a & ~(uintptr_t)7; w < (uintptr_t)a + n; w += 8) {
-        uint64_t *at = addrmap_find(&t->index, w);
-        if (!at)
+        if (!ls || ls->line != (uint64_t)w / 64)
+            ls = lindex_find(&t->index, (uint64_t)w / 64);
+        if (!ls) { /* no word of the line written: on to the next line */
+            w = (w | 63) - 7;
             continue;
+        }
+        const uint32_t *at = &ls->at[w / 8 % LINE_WORDS];
+        if (!*at)
+            continue;
+        assert((*at & IMG ? (*at & ~IMG) < t->imgs.n : *at <= t->indexed) &&
+               "the index names an entry of the log it indexed");
         const char *lo = (const char *)w > a ? (const char *)w : a;
         const char *hi = (const char *)w + 8 < a + n ? (const char *)w + 8 : a + n;
         if (*at & IMG) {
@@ -610,7 +722,7 @@ int eng_free(struct txn *tx, txn_obj *o)
 static void filter_clear(struct txn *tx, struct rtx *t)
 {
     if (t->indexed) {
-        addrmap_clear(&t->index);
+        lindex_clear(&t->index);
         t->indexed = 0;
         t->imgs.n = 0;
     }
