@@ -54,6 +54,8 @@ static struct {
     char **prog; /* PROGRAM ARGS..., {pool} replaced */
     char pool[128], trace[128], rtrace[128], out[128], wtrace[128];
     char reach[128]; /* CMD's leak check verdict (CHK_ENV_REACH) */
+    char keep[128];  /* CMD's own file, kept from one image to the next
+                        (TXN_CHECK_CMD_FILE): a reference run's result */
     char engine[32];
 } C = {.images = 200, .seed = 1, .pdom = 1, .replay = -1, .timeout = 10};
 
@@ -64,6 +66,7 @@ static void cleanup(void)
     unlink(C.wtrace);
     unlink(C.out);
     unlink(C.reach);
+    unlink(C.keep);
     if (C.replay < 0)
         unlink(C.pool);
 }
@@ -818,8 +821,14 @@ static void check_image(uint64_t image, uint64_t point, uint64_t points, const s
     snprintf(n2, sizeof n2, "%llu", (unsigned long long)s->inflight);
     snprintf(n3, sizeof n3, "%llu", (unsigned long long)s->synced);
     snprintf(n4, sizeof n4, "%llu", (unsigned long long)s->acked);
+    /* the run's seed too: a CMD can run PROGRAM's schedule again
+     * (tests/crashcheck/wl_check.c's reference run of threads), once, its
+     * result kept in the file named */
+    char n5[32];
+    snprintf(n5, sizeof n5, "%llu", (unsigned long long)C.seed);
     const char *cenv[] = {"TXN_CHECK_COMMITTED", n1, "TXN_CHECK_INFLIGHT", n2,
-                          "TXN_CHECK_SYNCED", n3, "TXN_CHECK_ACKED", n4,
+                          "TXN_CHECK_SYNCED", n3, "TXN_CHECK_ACKED", n4, "TXN_CHECK_RUN_SEED", n5,
+                          "TXN_CHECK_CMD_FILE", C.keep,
                           CHK_ENV_REACH, C.reach, NULL};
     unlink(C.reach);
     char *cmd = subst(C.check);
@@ -937,6 +946,7 @@ int main(int argc, char **argv)
     snprintf(C.out, sizeof C.out, "%s/txn-crashcheck-%d.out", dir, pid);
     snprintf(C.wtrace, sizeof C.wtrace, "%s/txn-crashcheck-%d.wtrace", dir, pid);
     snprintf(C.reach, sizeof C.reach, "%s/txn-crashcheck-%d.reach", dir, pid);
+    snprintf(C.keep, sizeof C.keep, "%s/txn-crashcheck-%d.cmd", dir, pid);
     if (C.replay >= 0)
         snprintf(C.pool, sizeof C.pool, "%s/txn-crashcheck-%llu-%ld.pool", dir,
                  (unsigned long long)C.seed, C.replay);
