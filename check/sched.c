@@ -173,6 +173,8 @@ static __attribute__((noinline)) int internal(const void *ra)
     if (in_lib(ra))
         return 1;
     Dl_info d;
+    if (dladdr(ra, &d) && d.dli_fname && strstr(d.dli_fname, "/libpmemobj.so"))
+        return 1; /* the pmdk engine's own library: its locks are the engine's */
     if (!dladdr(ra, &d) || !d.dli_fname || !strstr(d.dli_fname, "san.so"))
         return 0;
     void *f[12];
