@@ -13,7 +13,20 @@
  * CMD).
  * The pool is found through the library's own mmap, munmap, renameat2 and
  * link, wrapped by the linker (--wrap): nothing in txn/ knows the
- * recorder. */
+ * recorder.
+ *
+ * CHK_INFER (pmdk, whose pool format is libpmemobj's): libpmemobj maps the
+ * pool by libc's mmap and writes it with plain stores, flushing and
+ * draining through libpmem's calls, which the engine's library defines on
+ * the persist layer. So this library exports mmap and munmap (every
+ * caller's: the pool is found whoever maps it), infers the stores from
+ * the pool against what the records explain, at each flush (its lines)
+ * and each fence (the whole pool), and records them as stores: in address
+ * order, so only the fences are crash points (CHK_INFERRED). It exports
+ * open and fstat too: libpmemobj reads a new pool's uuid from the kernel's
+ * file, drawn from the seed here as getrandom is, and its creation time
+ * from the file's, fixed here. No leak check: pmtx's allocator is not in
+ * the library. */
 #undef txn_begin
 #undef txn__begin
 #undef txn_commit
@@ -28,16 +41,20 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
+#ifndef CHK_INFER
 #include "alloc.h" /* alloc_foreach_live: the leak check (this library
                       * is built from the format's sources; no engine) */
+#endif
 #include "chk_sched.h"
 #include "engine.h"
 #include "handle.h"
@@ -54,8 +71,26 @@ int chk_real_txn_sync(txn_pool *p);
 int chk_real_txn_alloc(txn *tx, size_t n, txn_obj **out);
 void chk_real_txn_pool_close(txn_pool *p);
 
+#ifdef CHK_INFER
+/* the kernel's calls: a lookup past this library could allocate, and
+ * malloc map memory, through these very functions */
+static void *real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+static int real_munmap(void *addr, size_t len)
+{
+    return (int)syscall(SYS_munmap, addr, len);
+}
+#define __real_mmap real_mmap
+#define __real_munmap real_munmap
+#define __wrap_mmap mmap
+#define __wrap_munmap munmap
+#else
 void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int __real_munmap(void *addr, size_t len);
+#endif
 int __real_renameat2(int odir, const char *old, int ndir, const char *new, unsigned flags);
 int __real_link(const char *old, const char *new);
 ssize_t __real_getrandom(void *buf, size_t n, unsigned flags);
@@ -180,6 +215,9 @@ static int in_pool(const void *a, size_t n)
     return R.base && x >= b && x < b + R.size && n <= b + R.size - x;
 }
 
+static void audit_range(size_t from, size_t to, uint64_t serial);
+static void audit(uint64_t serial);
+
 /* ---- the persist layer's hooks (persist.h, PMTX_TRACE) */
 void trace_lock(void)
 {
@@ -204,8 +242,13 @@ void trace_store_unlock(const void *dst, size_t n)
 void trace_flush(const void *addr, size_t n)
 {
     pthread_mutex_lock(&lock);
-    if (n && in_pool(addr, n))
-        rec(CHK_FLUSH, (uint64_t)((const char *)addr - R.base), n, NULL, 0);
+    if (n && in_pool(addr, n)) {
+        size_t off = (size_t)((const char *)addr - R.base);
+#ifdef CHK_INFER /* the flushed lines' stores, before their flush */
+        audit_range(off & ~(size_t)63, (off + n + 63) & ~(size_t)63, R.txns);
+#endif
+        rec(CHK_FLUSH, off, n, NULL, 0);
+    }
     pthread_mutex_unlock(&lock);
 }
 
@@ -221,6 +264,9 @@ void trace_discard_locked(const void *addr, size_t n)
 void trace_fence(void)
 {
     pthread_mutex_lock(&lock);
+#ifdef CHK_INFER /* every store before the fence: the image there is exact */
+    audit(R.txns);
+#endif
     if (R.base)
         rec(CHK_FENCE, 0, thread_no(), NULL, 0);
     pthread_mutex_unlock(&lock);
@@ -231,15 +277,17 @@ void trace_fence(void)
 /* ---- untraced stores: the pool against what the traced stores explain,
  * word by word where a line differs; the pool's bytes are taken from then
  * on (the checker's model does the same with the record). Under lock. */
-static void audit(uint64_t serial)
+static void audit_range(size_t from, size_t to, uint64_t serial)
 {
     if (!R.base)
         return;
+    if (to > R.size)
+        to = R.size;
     /* Almost all of the pool is the same at every audit: one comparison a
      * block, the lines only of a block that differs (a call a line made
      * the audit most of a traced run's time). */
-    for (size_t blk = 0; blk < R.size; blk += AUDIT_BLOCK) {
-        size_t end = R.size - blk < AUDIT_BLOCK ? R.size : blk + AUDIT_BLOCK;
+    for (size_t blk = from; blk < to; blk += AUDIT_BLOCK) {
+        size_t end = to - blk < AUDIT_BLOCK ? to : blk + AUDIT_BLOCK;
         if (!memcmp(R.view + blk, R.base + blk, end - blk))
             continue;
         for (size_t pos = blk; pos < end; pos += 64) {
@@ -248,12 +296,23 @@ static void audit(uint64_t serial)
                 continue;
             for (size_t w = pos; w < pos + len; w += 8) {
                 size_t wl = pos + len - w < 8 ? pos + len - w : 8;
-                if (memcmp(R.view + w, R.base + w, wl))
-                    rec(CHK_UNTRACED, w, serial, R.base + w, (uint32_t)wl);
+                if (!memcmp(R.view + w, R.base + w, wl))
+                    continue;
+#ifdef CHK_INFER /* the engine's stores are all plain: stores */
+                rec(CHK_STORE, w, thread_no(), R.base + w, (uint32_t)wl);
+                (void)serial;
+#else
+                rec(CHK_UNTRACED, w, serial, R.base + w, (uint32_t)wl);
+#endif
             }
             memcpy(R.view + pos, R.base + pos, len);
         }
     }
+}
+
+static void audit(uint64_t serial)
+{
+    audit_range(0, R.size, serial);
 }
 
 /* Follow [base, base+size) from here: its contents are durable now. */
@@ -289,6 +348,20 @@ static int same_file(int fd, const char *path)
            a.st_ino == b.st_ino;
 }
 
+/* Whether a mapping of len bytes from fd's start may be the pool's: under
+ * CHK_INFER one of the whole file, not libpmemobj's map of its header. */
+static int whole_file(int fd, size_t len)
+{
+#ifdef CHK_INFER
+    struct stat st;
+    return !fstat(fd, &st) && (uint64_t)st.st_size <= len;
+#else
+    (void)fd;
+    (void)len;
+    return 1;
+#endif
+}
+
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     void *a = __real_mmap(addr, len, prot, flags, fd, off);
@@ -315,9 +388,11 @@ void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
                 fputs("txn-crashcheck: a mapping of the pool's file not at its end: "
                       "its stores are not followed\n", stderr);
         }
-    } else if (!off && !R.base && same_file(fd, R.pool)) {
+    } else if (!off && !R.base && whole_file(fd, len) && same_file(fd, R.pool)) {
         attach(a, len);
-    } else if (!off && !R.base && same_file(fd, R.tmp)) {
+    } else if (!off && !R.base && len > R.pending_size && same_file(fd, R.tmp)) {
+        /* the whole file, not a mapping of its header beside it (libpmemobj
+         * makes one while it creates the pool) */
         R.pending = a;
         R.pending_size = len;
     }
@@ -331,8 +406,10 @@ int __wrap_munmap(void *addr, size_t len)
         pthread_mutex_lock(&lock);
         if (R.base && (char *)addr == R.base)
             detach();
-        if (R.pending && (char *)addr == R.pending)
+        if (R.pending && (char *)addr == R.pending) {
             R.pending = NULL;
+            R.pending_size = 0;
+        }
         pthread_mutex_unlock(&lock);
     }
     return __real_munmap(addr, len);
@@ -347,6 +424,7 @@ static void published(const char *new)
     if (R.pending && !R.base && !strcmp(new, R.pool))
         attach(R.pending, R.pending_size);
     R.pending = NULL;
+    R.pending_size = 0;
     pthread_mutex_unlock(&lock);
 }
 
@@ -388,6 +466,71 @@ uint64_t trace_mix(uint64_t *s)
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
+
+#ifdef CHK_INFER
+#define UUID_FILE "/proc/sys/kernel/random/uuid"
+#define CHK_CRTIME 1796515200 /* 2026-12-06 00:00 UTC: a pool's crtime */
+
+/* Every open of the process (this library exports it). Under the checker,
+ * the kernel's uuid file, libpmemobj's source of a new pool's uuid, reads
+ * a uuid drawn from the seed: a memory file of its text. */
+int open(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    if (R.seeded && !strcmp(path, UUID_FILE)) {
+        unsigned char u[16];
+        char text[40];
+        pthread_mutex_lock(&lock);
+        for (size_t i = 0; i < 16; i += 8) {
+            uint64_t w = trace_mix(&R.seed);
+            memcpy(u + i, &w, 8);
+        }
+        pthread_mutex_unlock(&lock);
+        u[6] = (unsigned char)((u[6] & 0x0f) | 0x40); /* version 4, as the kernel's */
+        u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
+        int n = snprintf(text, sizeof text,
+                         "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n",
+                         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+                         u[12], u[13], u[14], u[15]);
+        int fd = (int)syscall(SYS_memfd_create, "uuid", (unsigned)MFD_CLOEXEC);
+        if (fd >= 0 && (write(fd, text, (size_t)n) != n || lseek(fd, 0, SEEK_SET))) {
+            close(fd);
+            fd = -1;
+        }
+        if (fd >= 0)
+            return fd;
+    }
+    return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+#endif
+
+#ifdef CHK_INFER
+/* Every fstat of the process (exported). Under the checker, the pool's
+ * file (or its creation's temporary) has a fixed change time: libpmemobj
+ * takes a new pool's creation time (its header's crtime) from it. */
+int fstat(int fd, struct stat *st)
+{
+    int rc = (int)syscall(SYS_fstat, fd, st);
+    if (rc || !R.seeded || !S_ISREG(st->st_mode))
+        return rc;
+    const char *names[2] = {R.pool, R.tmp};
+    for (int i = 0; i < 2; i++) {
+        struct stat b;
+        if (names[i][0] && !syscall(SYS_newfstatat, AT_FDCWD, names[i], &b, 0) &&
+            b.st_dev == st->st_dev && b.st_ino == st->st_ino) {
+            st->st_ctim.tv_sec = CHK_CRTIME;
+            st->st_ctim.tv_nsec = 0;
+        }
+    }
+    return 0;
+}
+#endif
 
 /* ---- the calls of txn.h that the checker's oracle needs */
 int txn_begin(txn_pool *p, txn **out)
@@ -509,6 +652,7 @@ void txn_check_ack(uint64_t n)
     pthread_mutex_unlock(&lock);
 }
 
+#ifndef CHK_INFER
 /* ---- the leak check (txn_check.h): the blocks of the objects the program
  * says it reaches (txn_check_reach), compared at the pool's close with the
  * allocator's live blocks: a live block not reached is a leak, a reached
@@ -647,6 +791,21 @@ void txn_pool_close(txn_pool *p)
     chk_real_txn_pool_close(p);
 }
 
+#else
+/* No leak check: the pool's allocator is libpmemobj's (the checker says
+ * on how many images it was made: none). */
+void txn_check_reach_obj(txn_pool *p, const txn_obj *o)
+{
+    (void)p;
+    (void)o;
+}
+
+void txn_pool_close(txn_pool *p)
+{
+    chk_real_txn_pool_close(p);
+}
+#endif
+
 /* A child the program forks records nothing: the trace is the parent's
  * (the child's copy of the buffer is dropped, the file left alone). The
  * fork is made holding the lock, so that the child's copy of it is free. */
@@ -734,6 +893,9 @@ __attribute__((constructor)) static void record_init(void)
             const char *e = txn_engine_name();
             pthread_mutex_lock(&lock);
             rec(CHK_HELLO, CHK_MAGIC, CHK_VERSION, e, (uint32_t)strlen(e) + 1);
+#ifdef CHK_INFER
+            rec(CHK_INFERRED, 0, 0, NULL, 0);
+#endif
             out_flush();
             pthread_mutex_unlock(&lock);
             atexit(at_exit);

@@ -22,7 +22,9 @@
  * the mutex held by another thread, unlock, thread creation, join (while
  * the joined thread runs), a thread's end (its return, pthread_exit, also
  * the main thread's, or a cancellation), and the recorder's txn_begin and
- * txn_commit (chk_sched_point). Where switches inside a transaction are not
+ * txn_commit (chk_sched_point). A program that calls txn_check_mark_only
+ * first (txn_check.h) gets only the waits, its threads' starts and ends,
+ * and the points it marks (txn_check_switch). Where switches inside a transaction are not
  * taken (incll: its txn_sync waits for the running transactions), only the
  * waits are: a lock of a mutex held by another thread, a join. A new thread
  * waits for the baton before its first step. Condition variables,
@@ -47,6 +49,7 @@
 #include <unistd.h>
 
 #include "chk_sched.h"
+#include "txn_check.h"
 #include "ctxreg.h"
 #include "trace.h"
 
@@ -83,6 +86,8 @@ static void *sys(const char *name)
 static struct {
     int on;                /* init: --threads-sched */
     int inside;            /* init: switch points inside transactions taken */
+    int marked;            /* set by txn_check_mark_only before the program's
+                              threads start: switches only where marked */
     uintptr_t lo, hi;      /* init: this library's code, for internal calls */
     pthread_mutex_t mu;
     pthread_cond_t cv;     /* mu: the baton moved */
@@ -114,7 +119,7 @@ static __thread int quiet; /* its end gives back its contexts: the
  * block on it holding the baton). */
 static int may_switch(void)
 {
-    return !quiet && (S.inside || !chk_in_txn());
+    return !quiet && !S.marked && (S.inside || !chk_in_txn());
 }
 
 /* The scheduler's sections run with cancellation off: a cancellation in
@@ -168,6 +173,8 @@ static __attribute__((noinline)) int internal(const void *ra)
     if (in_lib(ra))
         return 1;
     Dl_info d;
+    if (dladdr(ra, &d) && d.dli_fname && strstr(d.dli_fname, "/libpmemobj.so"))
+        return 1; /* the pmdk engine's own library: its locks are the engine's */
     if (!dladdr(ra, &d) || !d.dli_fname || !strstr(d.dli_fname, "san.so"))
         return 0;
     void *f[12];
@@ -309,7 +316,7 @@ static int scheduled(void)
     return S.on && self >= 0 && !forking;
 }
 
-void chk_sched_point(int in_txn)
+static void point(int in_txn)
 {
     if (!scheduled() || (in_txn && !S.inside))
         return;
@@ -318,6 +325,36 @@ void chk_sched_point(int in_txn)
     enter();
     pass(self);
     UNLOCK_S(old);
+}
+
+void chk_sched_point(int in_txn)
+{
+    if (!S.marked)
+        point(in_txn);
+}
+
+/* txn_check.h's: the program's bookkeeping assumes that no other thread
+ * runs between two points it marks (a mirror of the pool updated after
+ * the commit), so the baton passes only at those and where a thread must
+ * wait. */
+void txn_check_mark_only(void)
+{
+    if (!scheduled())
+        return;
+    int old, late;
+    LOCK_S(old);
+    late = S.n > 1; /* read without mu by the threads: set before they start */
+    if (!late)
+        S.marked = 1;
+    UNLOCK_S(old);
+    if (late)
+        fputs("txn-crashcheck: txn_check_marked_switches() after the program's first "
+              "pthread_create: ignored\n", stderr);
+}
+
+void txn_check_switch(void)
+{
+    point(chk_in_txn());
 }
 
 /* ---- the program's mutexes */

@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #define CHK_MAGIC 0x314b434e5854504dull /* "MPTXNCK1" */
-#define CHK_VERSION 4u /* 2: CHK_SWITCH, CHK_UNLOCK; 3: CHK_ALLOC; 4: CHK_GROW */
+#define CHK_VERSION 5u /* 2: CHK_SWITCH, CHK_UNLOCK; 3: CHK_ALLOC; 4: CHK_GROW;
+                          5: CHK_INFERRED */
 
 /* The environment between the checker and the recorder. */
 #define CHK_ENV_TRACE "TXN_CHECK_TRACE"     /* the trace file to write */
@@ -67,6 +68,12 @@ enum chk_type {
                       after its end: off the old size, arg the bytes added;
                       then arg bytes (len is 0, as for CHK_MAP), their
                       contents, durable */
+    CHK_INFERRED,  /* right after HELLO: the library's stores are plain
+                      (pmdk's libpmemobj), inferred from the pool against
+                      what the records explain at each flush (its lines)
+                      and fence (the whole pool), written as CHK_STORE in
+                      address order: only the fences are crash points, at
+                      PDOM 2 */
     CHK_TYPES
 };
 

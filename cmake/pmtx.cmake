@@ -78,12 +78,12 @@ function(pmtx_engine)
                  ${PROJECT_BINARY_DIR}/pkgconfig/txn-${name}.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/txn-${name}.pc
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
-  if(A_PERSISTENT AND NOT A_OWN_POOL)
-    pmtx_check_library(${name} "${A_SOURCES}" "${A_LIBS}" ${A_EXPORTS})
+  if(A_PERSISTENT)
+    pmtx_check_library(${name} "${A_SOURCES}" "${A_LIBS}" ${A_EXPORTS} "${A_OWN_POOL}")
   endif()
 endfunction()
 
-# pmtx_check_library(NAME SOURCES LIBS EXPORTS): libtxn-NAME-check, the
+# pmtx_check_library(NAME SOURCES LIBS EXPORTS OWN_POOL): libtxn-NAME-check, the
 # engine as txn-crashcheck checks it (docs/crashcheck.md): the runtime,
 # pmtx's pool format, the retention layer and the engine compiled again
 # with the persist layer's hooks on (PMTX_TRACE) and the recorder
@@ -93,15 +93,30 @@ endfunction()
 # calls;
 # mmap, munmap, renameat2, link and getrandom wrapped by the linker, so
 # that the recorder finds the pool. pmtx::NAME-check, txn-NAME-check.pc.
-# (pmdk, OWN_POOL, has none: libpmemobj's stores do not go through the
-# persist layer; docs/crashcheck.md.)
-function(pmtx_check_library name sources libs exports)
+# OWN_POOL (pmdk): the engine's pool is written by a library of its own
+# with plain stores and mapped by its own mmap calls: the recorder infers
+# the stores at each flush and fence (CHK_INFER, check/record.c) and exports
+# mmap, munmap, open and fstat (the pool found; libpmemobj's uuid drawn from
+# the seed, its crtime fixed) instead of wrapping them; no leak check
+# (pmtx's allocator is not there). docs/crashcheck.md.
+function(pmtx_check_library name sources libs exports own_pool)
   set(lib txn-${name}-check)
   set_property(GLOBAL APPEND PROPERTY PMTX_CHECK_ENGINES ${name})
+  set(format ${PMTX_FORMAT_SOURCES})
+  set(exported "pthread_create; pthread_exit; pthread_join; pthread_mutex_lock; pthread_mutex_trylock; pthread_mutex_unlock;")
+  set(wraps -Wl,--wrap=mmap,--wrap=munmap,--wrap=renameat2,--wrap=link,--wrap=getrandom)
+  if(own_pool)
+    set(format)
+    string(APPEND exported " mmap; munmap; open; fstat;")
+    set(wraps -Wl,--wrap=renameat2,--wrap=link,--wrap=getrandom)
+  endif()
   # record.c last: its constructor runs after the library's others
-  add_library(${lib} SHARED ${PMTX_RUNTIME_SOURCES} ${PMTX_FORMAT_SOURCES}
+  add_library(${lib} SHARED ${PMTX_RUNTIME_SOURCES} ${format}
               ${PMTX_LAYOUT_SOURCES} ${sources} ${PROJECT_SOURCE_DIR}/check/sched.c
               ${PROJECT_SOURCE_DIR}/check/record.c)
+  if(own_pool)
+    target_compile_definitions(${lib} PRIVATE CHK_INFER)
+  endif()
   target_compile_definitions(${lib} PRIVATE PMTX_ENGINE_NAME="${name}"
     txn_begin=chk_real_txn_begin txn__begin=chk_real_txn__begin
     txn_commit=chk_real_txn_commit txn_abort=chk_real_txn_abort txn_sync=chk_real_txn_sync
@@ -115,8 +130,7 @@ function(pmtx_check_library name sources libs exports)
   endif()
   # the engine's exports and the scheduler's pthread calls (check/sched.c)
   file(READ ${exports} map)
-  string(REPLACE "global:" "global: pthread_create; pthread_exit; pthread_join; pthread_mutex_lock; pthread_mutex_trylock; pthread_mutex_unlock;"
-         map "${map}")
+  string(REPLACE "global:" "global: ${exported}" map "${map}")
   set(check_map ${PROJECT_BINARY_DIR}/check/${lib}.map)
   file(WRITE ${check_map} "${map}")
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${exports})
@@ -141,8 +155,7 @@ function(pmtx_check_library name sources libs exports)
     PRIVATE PkgConfig::PMEM PkgConfig::ATOMIC_OPS ${libs} ${CMAKE_DL_LIBS})
   set_target_properties(${lib} PROPERTIES
     VERSION ${PROJECT_VERSION} SOVERSION 2 EXPORT_NAME ${name}-check LINK_DEPENDS ${check_map})
-  target_link_options(${lib} PRIVATE -Wl,--version-script=${check_map}
-    -Wl,--wrap=mmap,--wrap=munmap,--wrap=renameat2,--wrap=link,--wrap=getrandom)
+  target_link_options(${lib} PRIVATE -Wl,--version-script=${check_map} ${wraps})
   install(TARGETS ${lib} EXPORT pmtxTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
   install(FILES ${PROJECT_SOURCE_DIR}/check/txn_check.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   set(PC_ENGINE ${name}-check)

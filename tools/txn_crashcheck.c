@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/personality.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,11 +50,15 @@ static struct {
     const char *epoch; /* TXN_EPOCH_MS under --threads-sched: "0" (incll's epoch
                           thread is not one the scheduler runs), else as set */
     long replay; /* --replay: the one image to make and keep, or -1 */
+    int inferred; /* the trace's stores are inferred (CHK_INFERRED, pmdk):
+                     crash points at fences only */
     unsigned timeout;
     const char *check;
     char **prog; /* PROGRAM ARGS..., {pool} replaced */
     char pool[128], trace[128], rtrace[128], out[128], wtrace[128];
     char reach[128]; /* CMD's leak check verdict (CHK_ENV_REACH) */
+    char keep[128];  /* CMD's own file, kept from one image to the next
+                        (TXN_CHECK_CMD_FILE): a reference run's result */
     char engine[32];
 } C = {.images = 200, .seed = 1, .pdom = 1, .replay = -1, .timeout = 10};
 
@@ -64,6 +69,7 @@ static void cleanup(void)
     unlink(C.wtrace);
     unlink(C.out);
     unlink(C.reach);
+    unlink(C.keep);
     if (C.replay < 0)
         unlink(C.pool);
 }
@@ -192,10 +198,17 @@ static struct run spawn(char **argv, const char *cmd, const char *const *env, in
                 dup2(fd, 2);
             close(fd);
         }
-        if (cmd)
+        if (cmd) {
             execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        else
+        } else {
+            /* PROGRAM at the same addresses in every run: an engine whose
+             * pool holds its mapping's addresses (pmdk's libpmemobj keeps
+             * pointers in its pool's runtime part) then stores the same
+             * bytes again (--replay, the reruns for source lines); pmtx's
+             * own pools take their address from the seed anyway */
+            personality(ADDR_NO_RANDOMIZE);
             execvp(argv[0], argv);
+        }
         fprintf(stderr, "txn-crashcheck: cannot run %s: %s\n", cmd ? "/bin/sh" : argv[0],
                 strerror(errno));
         _exit(127);
@@ -297,6 +310,8 @@ static const struct chk_rec *next_rec(const struct trace *t, size_t *pos, const 
 
 static int is_point(const struct chk_rec *r)
 {
+    if (C.inferred) /* the stores between two fences are in address order */
+        return r->type == CHK_FENCE;
     return r->type == CHK_STORE || r->type == CHK_FLUSH || r->type == CHK_FENCE;
 }
 
@@ -458,7 +473,7 @@ static int feed(struct state *s, const struct chk_rec *r, const char *pl, int qu
     }
     s->last = r;
     s->last_no = s->no;
-    return 1;
+    return is_point(r);
 }
 
 static void image_of(const struct state *s, char *buf, uint64_t point)
@@ -818,8 +833,14 @@ static void check_image(uint64_t image, uint64_t point, uint64_t points, const s
     snprintf(n2, sizeof n2, "%llu", (unsigned long long)s->inflight);
     snprintf(n3, sizeof n3, "%llu", (unsigned long long)s->synced);
     snprintf(n4, sizeof n4, "%llu", (unsigned long long)s->acked);
+    /* the run's seed too: a CMD can run PROGRAM's schedule again
+     * (tests/crashcheck/wl_check.c's reference run of threads), once, its
+     * result kept in the file named */
+    char n5[32];
+    snprintf(n5, sizeof n5, "%llu", (unsigned long long)C.seed);
     const char *cenv[] = {"TXN_CHECK_COMMITTED", n1, "TXN_CHECK_INFLIGHT", n2,
-                          "TXN_CHECK_SYNCED", n3, "TXN_CHECK_ACKED", n4,
+                          "TXN_CHECK_SYNCED", n3, "TXN_CHECK_ACKED", n4, "TXN_CHECK_RUN_SEED", n5,
+                          "TXN_CHECK_CMD_FILE", C.keep,
                           CHK_ENV_REACH, C.reach, NULL};
     unlink(C.reach);
     char *cmd = subst(C.check);
@@ -937,6 +958,7 @@ int main(int argc, char **argv)
     snprintf(C.out, sizeof C.out, "%s/txn-crashcheck-%d.out", dir, pid);
     snprintf(C.wtrace, sizeof C.wtrace, "%s/txn-crashcheck-%d.wtrace", dir, pid);
     snprintf(C.reach, sizeof C.reach, "%s/txn-crashcheck-%d.reach", dir, pid);
+    snprintf(C.keep, sizeof C.keep, "%s/txn-crashcheck-%d.cmd", dir, pid);
     if (C.replay >= 0)
         snprintf(C.pool, sizeof C.pool, "%s/txn-crashcheck-%llu-%ld.pool", dir,
                  (unsigned long long)C.seed, C.replay);
@@ -989,6 +1011,15 @@ int main(int argc, char **argv)
         die("PROGRAM's library writes trace version %llu, this checker reads %u",
             (unsigned long long)rec->arg, CHK_VERSION);
     snprintf(C.engine, sizeof C.engine, "%.*s", (int)rec->len, pl);
+    size_t after_hello = pos;
+    if ((rec = next_rec(&t, &pos, &pl)) && rec->type == CHK_INFERRED) {
+        C.inferred = 1;
+        if (C.pdom != 2)
+            die("PROGRAM's library (%s) infers its engine's stores at flushes and fences, "
+                "not in their order: it is checked at --pdom 2 only", C.engine);
+    } else {
+        pos = after_hello;
+    }
     /* the run's fingerprint: the same seed gives the same one when the
      * program runs the same way (one thread, or --threads-sched) */
     uint64_t digest = image_sum(t.p, t.n);

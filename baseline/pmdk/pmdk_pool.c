@@ -528,7 +528,7 @@ int eng_pool_create(txn_pool *p, const char *file, const char *layout,
     PMEMoid m;
     unsigned threads = o->threads;
     if (!rc && (pmemobj_xalloc(pop, &m, sizeof(struct meta), TYPE_META, 0, meta_init, &threads) ||
-                pmemobj_alloc(pop, &m, RESERVE_SIZE, TYPE_RESERVE, NULL, NULL)))
+                pmemobj_zalloc(pop, &m, RESERVE_SIZE, TYPE_RESERVE)))
         rc = REFUSE(TXN_E_NOSPACE, "pool size %zu: libpmemobj has no room for the engine's "
                     "own objects", size);
     if (!rc)

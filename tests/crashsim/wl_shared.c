@@ -26,6 +26,15 @@
  * way above) then goes on to its commit, for the crash images to find.
  * CRASHSIM_SHARED_REREAD=0 leaves out the read after a free: a thread then
  * has a way for a freed block only when another thread freed it.
+ *
+ * CRASHSIM_SHARED_EARLY_UNLOCK=1 is a broken variant, for the checkers to
+ * find: a change in place publishes its entry to the mirror and lets the
+ * slot's lock go before its commit, with a switch point between. Another
+ * thread then reads, changes or frees the object whose change is not yet
+ * committed, or commits a state that holds the change; a crash before the
+ * first commit rolls it back under what the second, committed, relied on.
+ * (Only the change in place: a new object's allocation is not another
+ * transaction's to use before it commits, and the run would fail.)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +84,16 @@ static int readback(void)
 {
     static int on = -1;
     return knob("CRASHSIM_SHARED_READBACK", &on);
+}
+
+/* The broken variant: the lock let go before the commit. */
+static int early_unlock(void)
+{
+    static int on = -1;
+    const char *v = getenv("CRASHSIM_SHARED_EARLY_UNLOCK");
+    if (on < 0)
+        on = v && !strcmp(v, "1");
+    return on;
 }
 
 /* Whether a transaction reads an object again after freeing it. */
@@ -314,6 +333,20 @@ static int shared_step(txn_pool *p, int t, uint64_t *rng)
     int rc = txn_begin(p, &tx);
     if (!rc)
         rc = update(tx, slot, op, rng, &ne);
+    if (!rc && op == OP_MODIFY && M.e[slot].size && early_unlock()) {
+        if (sim_rand(rng) % 8 == 0) { /* sim_finish's abort, under the lock */
+            txn_abort(tx);
+            sim_unlock(slot);
+            return 0;
+        }
+        M.e[slot] = ne; /* published, and the lock let go: the bug */
+        sim_unlock(slot);
+        for (int i = 0; i < 4; i++) /* more work before the commit */
+            sim_point_txn();
+        rc = sim_commit(tx, 0, digest_of(M.e));
+        sim_point();
+        return rc;
+    }
     if (!rc) {
         sim_point_txn(); /* before the commit */
         if (op == OP_READ) {
