@@ -76,6 +76,8 @@ static long extra_keys(uint32_t flags, size_t argc, const struct kv_slice *argv,
 size_t cmd_nkeys(const struct command *cmd, size_t argc, const struct kv_slice *argv)
 {
     size_t at;
+    if (cmd->flags & CMD_NOT_KEY)
+        return 0;
     long extra = cmd_movable(cmd->flags) ? extra_keys(cmd->flags, argc, argv, &at) : 0;
     return extra < 0 ? 0 : range_keys(&cmd->keys, argc) + (size_t)extra;
 }

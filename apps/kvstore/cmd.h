@@ -49,6 +49,10 @@ enum {
     CMD_KEYNUM_SHIFT = 26,
     CMD_KEYNUM_MASK = 7u << 26,
     CMD_SORT_STORE = 1u << 29,
+    /* the key spec names arguments that are no keys (Redis's not_key:
+     * shard channels): COMMAND INFO shows it, nothing is locked, COMMAND
+     * GETKEYS finds none */
+    CMD_NOT_KEY = 1u << 30,
 };
 #define CMD_KEYNUM(i) ((uint32_t)(i) << CMD_KEYNUM_SHIFT)
 

@@ -978,7 +978,7 @@ static void command_getkeys(struct conn *c, size_t argc, struct kv_slice *argv)
         return reply_error(&c->out, "ERR Invalid command specified");
     if ((cmd->arity > 0 && n != (size_t)cmd->arity) || (cmd->arity < 0 && n < (size_t)-cmd->arity))
         return reply_error(&c->out, "ERR Invalid number of arguments specified for command");
-    if (cmd->keys.first <= 0 && !cmd_movable(cmd->flags))
+    if ((cmd->keys.first <= 0 && !cmd_movable(cmd->flags)) || (cmd->flags & CMD_NOT_KEY))
         return reply_error(&c->out, "ERR The command has no key arguments");
     size_t nk = cmd_nkeys(cmd, n, argv + 2);
     if (!nk)
@@ -1438,7 +1438,7 @@ int command_paused(size_t argc, struct kv_slice *argv, long long *left)
         const struct command *cmd = argc ? lookup_command(&argv[0]) : NULL;
         /* writes, EXEC (its block may write) and PUBLISH, as Redis */
         if (!cmd || (!(cmd->flags & CMD_WRITE) && cmd->proc != cmd_exec &&
-                     !arg_is(&argv[0], "publish")))
+                     !arg_is(&argv[0], "publish") && !arg_is(&argv[0], "spublish")))
             return 0;
     }
     *left = end - now;
