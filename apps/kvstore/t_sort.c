@@ -384,7 +384,7 @@ static int sort_generic(struct conn *c, kv_txn *t, size_t argc, struct kv_slice 
                 free(num);
         }
     }
-    if (!dontsort && !s.missing) {
+    if (!dontsort && !s.missing && n) { /* (qsort wants an array, even of none) */
         s.by_alpha = s.alpha && sortby;
         cmp_sort = &s;
         qsort(v, n, sizeof *v, item_cmp);
