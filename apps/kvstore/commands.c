@@ -135,15 +135,15 @@ static void client_line(struct conn *c, void *arg)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     char line[640];
-    size_t sub, psub;
-    pubsub_counts(c, &sub, &psub);
+    size_t sub, psub, ssub;
+    pubsub_counts(c, &sub, &psub, &ssub);
     int n = snprintf(line, sizeof line,
                      "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=0 flags=%s%s db=0 "
-                     "sub=%zu psub=%zu ssub=0 multi=-1 qbuf=0 obl=0 oll=0 omem=0 events=r "
+                     "sub=%zu psub=%zu ssub=%zu multi=-1 qbuf=0 obl=0 oll=0 omem=0 events=r "
                      "cmd=client\n",
                      (unsigned long long)c->id, c->addr, c->laddr, c->fd,
                      c->name ? c->name : "", (long long)ts.tv_sec - c->since,
-                     sub + psub ? "P" : "N", c->no_evict ? "e" : "", sub, psub);
+                     sub + psub + ssub ? "P" : "N", c->no_evict ? "e" : "", sub, psub, ssub);
     if (n > 0)
         buf_add(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
@@ -193,9 +193,9 @@ static int slice_is(const struct kv_slice *a, const char *s)
 static void kill_one(struct conn *c, void *arg)
 {
     struct kill_filter *f = arg;
-    size_t sub, psub;
-    pubsub_counts(c, &sub, &psub);
-    int type = sub + psub ? 1 : 0;
+    size_t sub, psub, ssub;
+    pubsub_counts(c, &sub, &psub, &ssub);
+    int type = sub + psub + ssub ? 1 : 0;
     if ((f->id && c->id != f->id) || (f->type >= 0 && f->type != type) ||
         (f->addr && !slice_is(f->addr, c->addr)) || (f->laddr && !slice_is(f->laddr, c->laddr)) ||
         (f->skipme && c == f->self) || c->mc)

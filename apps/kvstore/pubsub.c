@@ -506,11 +506,12 @@ static int cmd_publish(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
     return 0;
 }
 
-void pubsub_counts(struct conn *c, size_t *channels, size_t *patterns)
+void pubsub_counts(struct conn *c, size_t *channels, size_t *patterns, size_t *shards)
 {
     pthread_mutex_lock(&g.lock);
     *channels = c->ps ? c->ps->nch : 0;
     *patterns = c->ps ? c->ps->npat : 0;
+    *shards = c->ps ? c->ps->nsh : 0;
     pthread_mutex_unlock(&g.lock);
 }
 

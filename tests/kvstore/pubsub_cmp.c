@@ -116,9 +116,13 @@ static const struct step {
     {1, "GET ps:p", 0},
     {0, "SUBSCRIBE big", 0},
     {1, "PUBLISH big ", 0}, /* + 5,000 bytes */
+    /* subscribed to a shard channel only: still a pubsub client */
+    {0, "UNSUBSCRIBE", 0},
+    {0, "SSUBSCRIBE sbig", 0},
     {1, "CLIENT KILL TYPE master", 0},
     {1, "CLIENT KILL TYPE pubsub", 0},    /* connection 0, subscribed */
     {1, "PUBSUB NUMSUB big", 0},
+    {1, "PUBSUB SHARDNUMSUB sbig", 0},
     {1, "CLIENT KILL TYPE normal", 0},    /* not itself: SKIPME yes */
     {1, "CLIENT KILL TYPE normal SKIPME no", 0}, /* itself, after the reply */
 };
