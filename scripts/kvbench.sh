@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # kvbench.sh [--full] [--requests N] [--rounds R] [--keyspace N] [--no-build]
+#            [--all-requests M] [--all-engines LIST] [--all-only]
 # redis-benchmark against every kvstore-<engine> (TXN_PDOM=1; incll also with
 # --ack commit, the paper's buffered durability) and against Debian's
 # redis-server with appendfsync always, appendfsync everysec and no
@@ -15,6 +16,16 @@
 # Without --keyspace every request names the same key, as redis-benchmark
 # does by default; --keyspace N adds -r N (random keys). $BUILD_DIR
 # (default build) holds the binaries; --no-build uses them as they are.
+# Then every test of redis-benchmark's default run (no -t: PING, SET, GET,
+# INCR, the list, set, hash and sorted set tests, LRANGE_100 to 600, MSET)
+# against kvstore-<engine> for each engine of LIST (default undo) and
+# redis-server with appendfsync always and without persistence:
+#     redis-benchmark -c 50 -n M -P 1   (and -n 10M -P 16)
+# M is N / 10 (--all-requests M), as many rounds, medians; a second table
+# in results/kvstore.md, each test's requests/s side by side with the
+# ratios. A test that does not run to the end is shown as "-".
+# --all-only runs that part alone (and leaves results/kvstore.md as it is:
+# its table goes to results/kvstore-all.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -23,14 +34,21 @@ n=100000
 rounds=3
 keyspace=
 nobuild=
+all_n=
+all_engines=undo
+all_only=
 while [ $# -gt 0 ]; do
     case $1 in
     --full) n=1000000 ;;
+    --all-requests) all_n=$2; shift ;;
+    --all-engines) all_engines=$2; shift ;;
+    --all-only) all_only=1 ;;
     --keyspace) keyspace=$2; shift ;;
     --requests) n=$2; shift ;;
     --rounds) rounds=$2; shift ;;
     --no-build) nobuild=1 ;;
-    *) echo "usage: $0 [--full] [--requests N] [--rounds R] [--keyspace N] [--no-build]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--full] [--requests N] [--rounds R] [--keyspace N] [--no-build]" \
+        "[--all-requests M] [--all-engines LIST] [--all-only]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -77,7 +95,25 @@ settle() {
     echo "$idle" >>"$tmp/idle"
 }
 
-# bench NAME PERSISTENCE SOCKET: both pipeline depths
+# bench NAME PERSISTENCE SOCKET: both pipeline depths (bench_all: every
+# test of the default run; bench_fn says which one kv_run and redis_run use)
+bench_fn=bench
+bench_all() {
+    local p csv
+    for p in 1 16; do
+        settle
+        csv=$(redis-benchmark -s "$3" -c 50 -n $((p == 1 ? all_n : 10 * all_n)) -P "$p" --csv \
+            2>"$tmp/bench.err" | tr -d '"')
+        # a test's name up to its first space ("LPUSH (needed to benchmark
+        # LRANGE)" is LPUSH_FOR_LRANGE)
+        awk -F, -v s="$1" -v d="$2" -v p="$p" 'NR > 1 {
+                t = $1; if (t ~ /needed to benchmark LRANGE/) t = "LPUSH_FOR_LRANGE"
+                sub(/ .*/, "", t); print s "," d "," p "," t "," $2 }' <<<"$csv" >>"$raw_all"
+        if grep -q . "$tmp/bench.err"; then
+            echo "kvbench: $1 -P $p: redis-benchmark said: $(head -c 300 "$tmp/bench.err")" >&2
+        fi
+    done
+}
 bench() {
     for p in 1 16; do
         settle
@@ -102,7 +138,7 @@ kv_run() { # ENGINE DURABILITY kvstore options...
     pid=$!
     wait_sock "$sock"
     echo "kvbench: kvstore-$engine, $what ($(head -n 1 "$tmp/$engine.log" | sed 's/kvstore: //'))"
-    bench "kvstore-$engine" "$what" "$sock"
+    $bench_fn "kvstore-$engine" "$what" "$sock"
     stop
     rm -f "$pool"
 }
@@ -116,9 +152,76 @@ redis_run() { # NAME PERSISTENCE redis-server options...
     pid=$!
     wait_sock "$sock"
     echo "kvbench: redis-server, $what"
-    bench "$name" "$what" "$sock"
+    $bench_fn "$name" "$what" "$sock"
     stop
 }
+raw_all=$tmp/raw_all.csv # server,persistence,P,test,rps
+all_n=${all_n:-$((n / 10))}
+all_tests() {
+    local runs=() round i e
+    for e in ${all_engines//,/ }; do
+        runs+=("kv_run $e 'commit at PDOM 1'")
+    done
+    runs+=("redis_run redis-server 'AOF fsync always' --appendonly yes --appendfsync always")
+    runs+=("redis_run redis-server none --appendonly no")
+    bench_fn=bench_all
+    for round in $(seq "$rounds"); do
+        echo "kvbench: every redis-benchmark test, round $round of $rounds" >&2
+        for i in "${!runs[@]}"; do
+            [ $((round % 2)) -eq 1 ] || i=$((${#runs[@]} - 1 - i))
+            eval "${runs[$i]}" >&2 # its progress: not into the table
+        done
+    done
+    bench_fn=bench
+    echo "## Every test of redis-benchmark's default run"
+    echo
+    echo "redis-benchmark -c 50 -n $all_n -P 1 and -n $((10 * all_n)) -P 16 (no -t) over UNIX sockets;"
+    echo "medians of $rounds rounds; thousands of requests/s, and kvstore's over redis-server's."
+    echo "$(redis-server --version | cut -d' ' -f1-3); $(date -u +%Y-%m-%d); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+    echo
+    awk -F, -v engines="$all_engines" '
+        function median(k,    m, a, i, j, t) {
+            m = c[k]
+            for (i = 1; i <= m; i++) a[i] = v[k, i]
+            for (i = 2; i <= m; i++)
+                for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+            return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+        }
+        function fig(k) { return (k in c) ? sprintf("%.1f", median(k) / 1000) : "-" }
+        function ratio(a, b) { return (a in c) && (b in c) && median(b) ? sprintf("%.2f", median(a) / median(b)) : "-" }
+        { k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4; v[k, ++c[k]] = $5
+          if (!($4 in seen)) { seen[$4] = 1; order[++nt] = $4 } }
+        END {
+            ne = split(engines, e, ",")
+            printf "| test | P |"
+            for (i = 1; i <= ne; i++) printf " kvstore-%s |", e[i]
+            printf " redis AOF always | redis none |"
+            for (i = 1; i <= ne; i++) printf " %s / AOF always | %s / none |", e[i], e[i]
+            printf "\n| --- | ---: |"
+            for (i = 1; i <= ne + 2 + 2 * ne; i++) printf " ---: |"
+            printf "\n"
+            for (p = 1; p <= 16; p += 15)
+                for (t = 1; t <= nt; t++) {
+                    x = order[t]
+                    ra = "redis-server" SUBSEP "AOF fsync always" SUBSEP p SUBSEP x
+                    rn = "redis-server" SUBSEP "none" SUBSEP p SUBSEP x
+                    printf "| %s | %d |", x, p
+                    for (i = 1; i <= ne; i++)
+                        printf " %s |", fig("kvstore-" e[i] SUBSEP "commit at PDOM 1" SUBSEP p SUBSEP x)
+                    printf " %s | %s |", fig(ra), fig(rn)
+                    for (i = 1; i <= ne; i++) {
+                        k = "kvstore-" e[i] SUBSEP "commit at PDOM 1" SUBSEP p SUBSEP x
+                        printf " %s | %s |", ratio(k, ra), ratio(k, rn)
+                    }
+                    printf "\n"
+                }
+        }' "$raw_all"
+}
+if [ -n "$all_only" ]; then
+    all_tests | tee results/kvstore-all.md
+    exit 0
+fi
+
 # Every server of a round, one command line each (the second field says
 # what a reply to a write promises).
 runs=()
@@ -200,6 +303,10 @@ awk -F, '{ k = $1 "," $2 "," $3; if (!(k in seen)) { seen[k] = 1; order[++n] = k
             }' "$table"
     done
 } >results/kvstore.md
+{
+    echo
+    all_tests
+} >>results/kvstore.md
 
 # the plot: ops/s per server, SET and GET, a panel per depth (scripts/kvplot.gp)
 awk -F, '{ d = $2; sub(/commit at /, "", d); print $1 " (" d ")," $3 "," $4 "," $7 }' "$table" >"$tmp/plot.csv"

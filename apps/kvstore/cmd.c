@@ -25,7 +25,8 @@ const char *const cmd_acl_names[ACL_NCATS] = {
     "@scripting",
 };
 
-size_t cmd_nkeys(const struct key_spec *k, size_t argc)
+/* the keys of the range part (first, last, step) */
+static size_t range_keys(const struct key_spec *k, size_t argc)
 {
     if (k->first <= 0 || (size_t)k->first >= argc)
         return 0;
@@ -33,6 +34,92 @@ size_t cmd_nkeys(const struct key_spec *k, size_t argc)
     if (last >= argc)
         last = argc - 1;
     return last < (size_t)k->first ? 0 : (last - (size_t)k->first) / (size_t)k->step + 1;
+}
+
+/* The keys after the range: where the first is (*at) and how many, or -1
+ * when the count is not a count of keys the request has. A count is read
+ * as C's atoi (leading blanks, a sign, digits, anything after ignored):
+ * Redis's key spec wants a strict integer, and when it is not one Redis
+ * falls back to its getkeys function, which reads it so. */
+static long extra_keys(uint32_t flags, size_t argc, const struct kv_slice *argv, size_t *at)
+{
+    size_t numkeys = (flags & CMD_KEYNUM_MASK) >> CMD_KEYNUM_SHIFT;
+    if (numkeys) {
+        if (numkeys >= argc)
+            return -1;
+        const struct kv_slice *a = &argv[numkeys];
+        char s[24];
+        size_t n = a->n < sizeof s - 1 ? a->n : sizeof s - 1;
+        memcpy(s, a->p, n);
+        s[n] = 0;
+        long long v = strtoll(s, NULL, 10);
+        *at = numkeys + 1;
+        return v < 1 || (unsigned long long)v > argc - *at ? -1 : (long)v;
+    }
+    if (flags & CMD_SORT_STORE) { /* the last STORE, its options skipped as Redis */
+        long found = 0;
+        for (size_t i = 2; i < argc; i++) {
+            if (arg_is(&argv[i], "limit")) {
+                i += 2;
+            } else if (arg_is(&argv[i], "get") || arg_is(&argv[i], "by")) {
+                i += 1;
+            } else if (arg_is(&argv[i], "store") && i + 1 < argc) {
+                *at = i + 1;
+                found = 1;
+            }
+        }
+        return found;
+    }
+    return 0;
+}
+
+size_t cmd_nkeys(const struct command *cmd, size_t argc, const struct kv_slice *argv)
+{
+    size_t at;
+    if (cmd->flags & CMD_NOT_KEY)
+        return 0;
+    long extra = cmd_movable(cmd->flags) ? extra_keys(cmd->flags, argc, argv, &at) : 0;
+    return extra < 0 ? 0 : range_keys(&cmd->keys, argc) + (size_t)extra;
+}
+
+size_t cmd_key(const struct command *cmd, size_t argc, const struct kv_slice *argv, size_t i)
+{
+    const struct key_spec *k = &cmd->keys;
+    size_t r = range_keys(k, argc), at = 0;
+    if (i < r)
+        return (size_t)k->first + i * (size_t)k->step;
+    extra_keys(cmd->flags, argc, argv, &at);
+    return at + (i - r);
+}
+
+_Thread_local struct cmd_wanted cmd_wanted;
+
+int cmd_want_key(struct kv_slice k)
+{
+    for (size_t i = 0; i < cmd_wanted.n; i++)
+        if (cmd_wanted.k[i].n == k.n && !memcmp(cmd_wanted.k[i].p, k.p, k.n))
+            return 0;
+    if (cmd_wanted.n == cmd_wanted.cap) {
+        size_t cap = cmd_wanted.cap ? 2 * cmd_wanted.cap : 16;
+        struct kv_slice *a = realloc(cmd_wanted.k, cap * sizeof *a);
+        if (!a)
+            return TXN_E_NOMEM;
+        cmd_wanted.k = a;
+        cmd_wanted.cap = cap;
+    }
+    char *p = malloc(k.n ? k.n : 1);
+    if (!p)
+        return TXN_E_NOMEM;
+    memcpy(p, k.p, k.n);
+    cmd_wanted.k[cmd_wanted.n++] = (struct kv_slice){p, k.n};
+    return 0;
+}
+
+void cmd_wanted_clear(void)
+{
+    for (size_t i = 0; i < cmd_wanted.n; i++)
+        free((void *)(uintptr_t)cmd_wanted.k[i].p); /* our copies */
+    cmd_wanted.n = 0;
 }
 
 /* set by reply_store_error (cmd.h) */
@@ -43,6 +130,8 @@ void reply_store_error(struct buf *b, int rc)
     cmd_found_full |= rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL;
     if (rc == KV_E_WRONGTYPE)
         reply_error(b, "WRONGTYPE Operation against a key holding the wrong kind of value");
+    else if (rc == KV_E_MOREKEYS) /* cmd_want_key's runs again all found others */
+        reply_error(b, "ERR the keys this command reads kept changing: try again");
     else if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL)
         reply_error(b, "ERR out of persistent memory: the pool is full (%s)", txn_strerror(rc));
     else

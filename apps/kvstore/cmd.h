@@ -41,7 +41,20 @@ enum {
                                grows first (kv_reserve, outside any lock) */
     CMD_PUBSUB_OK = 1u << 25, /* runs in a subscribed connection's context
                                  (RESP2 allows only these there) */
+    /* keys after the key spec's: CMD_KEYNUM(i), those that argument i
+     * counts, right after it (Redis's keynum key spec: LMPOP, ZUNIONSTORE,
+     * ...); CMD_SORT_STORE, the argument of SORT's last STORE option
+     * (Redis's sortGetKeys). Either makes the keys "movable": COMMAND
+     * INFO says movablekeys. */
+    CMD_KEYNUM_SHIFT = 26,
+    CMD_KEYNUM_MASK = 7u << 26,
+    CMD_SORT_STORE = 1u << 29,
+    /* the key spec names arguments that are no keys (Redis's not_key:
+     * shard channels): COMMAND INFO shows it, nothing is locked, COMMAND
+     * GETKEYS finds none */
+    CMD_NOT_KEY = 1u << 30,
 };
+#define CMD_KEYNUM(i) ((uint32_t)(i) << CMD_KEYNUM_SHIFT)
 
 /* ACL categories, as COMMAND INFO names them (cmd_acl_names, in this
  * order, Redis's). An entry lists the command's own; the ones its flags
@@ -85,7 +98,8 @@ typedef int command_fn(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
 
 /* Which arguments are keys: argv[first], argv[first + step], ... up to
  * argv[last] (last < 0: counted from the end, -1 the last argument);
- * first 0: none. Redis's first key, last key and step. */
+ * first 0: none. Redis's first key, last key and step. The entry's flags
+ * may name more (CMD_KEYNUM, CMD_SORT_STORE). */
 struct key_spec {
     int first, last, step;
 };
@@ -99,14 +113,35 @@ struct command {
     struct key_spec keys;
 };
 
-/* How many keys spec k names in a request of argc arguments: the keys
- * are then cmd_key(k, i) for i < that (Redis's getKeysFromCommand for a
- * range spec). */
-size_t cmd_nkeys(const struct key_spec *k, size_t argc);
-static inline size_t cmd_key(const struct key_spec *k, size_t i)
+/* How many keys the entry names in a request of argc arguments (0 when the
+ * count of keys is not a number of keys the request has: the command
+ * then fails on it before it reads a key, and Redis's COMMAND GETKEYS
+ * finds none); the keys are then argv[cmd_key(cmd, argc, argv, i)] for i
+ * below that. Redis's getKeysFromCommand, the count read as its
+ * fallback reads it (atoi). */
+size_t cmd_nkeys(const struct command *cmd, size_t argc, const struct kv_slice *argv);
+size_t cmd_key(const struct command *cmd, size_t argc, const struct kv_slice *argv, size_t i);
+static inline int cmd_movable(uint32_t flags)
 {
-    return (size_t)k->first + i * (size_t)k->step;
+    return (flags & (CMD_KEYNUM_MASK | CMD_SORT_STORE)) != 0;
 }
+
+/* A command that finds it must read a key its transaction does not hold
+ * (SORT's BY and GET patterns name keys by the values it reads) names
+ * each such key with cmd_want_key and returns KV_E_MOREKEYS: the
+ * dispatcher rolls back what it did and runs it again, in a transaction
+ * that holds those keys too (EXEC: the whole block again). 0, or
+ * TXN_E_NOMEM. */
+#define KV_E_MOREKEYS (-1100)
+int cmd_want_key(struct kv_slice k);
+/* The keys named since this thread's request began (copies), kept over
+ * the runs again so that each holds every key an earlier one wanted;
+ * the dispatcher empties it when the request ends. */
+extern _Thread_local struct cmd_wanted {
+    struct kv_slice *k;
+    size_t n, cap;
+} cmd_wanted;
+void cmd_wanted_clear(void);
 
 /* ---- helpers of the command files */
 

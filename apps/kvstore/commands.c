@@ -28,6 +28,7 @@
 #include "t_hash.h"
 #include "t_list.h"
 #include "t_set.h"
+#include "t_sort.h"
 #include "t_zset.h"
 #include "t_string.h"
 
@@ -135,15 +136,15 @@ static void client_line(struct conn *c, void *arg)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     char line[640];
-    size_t sub, psub;
-    pubsub_counts(c, &sub, &psub);
+    size_t sub, psub, ssub;
+    pubsub_counts(c, &sub, &psub, &ssub);
     int n = snprintf(line, sizeof line,
                      "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=0 flags=%s%s db=0 "
-                     "sub=%zu psub=%zu ssub=0 multi=-1 qbuf=0 obl=0 oll=0 omem=0 events=r "
+                     "sub=%zu psub=%zu ssub=%zu multi=-1 qbuf=0 obl=0 oll=0 omem=0 events=r "
                      "cmd=client\n",
                      (unsigned long long)c->id, c->addr, c->laddr, c->fd,
                      c->name ? c->name : "", (long long)ts.tv_sec - c->since,
-                     sub + psub ? "P" : "N", c->no_evict ? "e" : "", sub, psub);
+                     sub + psub + ssub ? "P" : "N", c->no_evict ? "e" : "", sub, psub, ssub);
     if (n > 0)
         buf_add(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
@@ -193,9 +194,9 @@ static int slice_is(const struct kv_slice *a, const char *s)
 static void kill_one(struct conn *c, void *arg)
 {
     struct kill_filter *f = arg;
-    size_t sub, psub;
-    pubsub_counts(c, &sub, &psub);
-    int type = sub + psub ? 1 : 0;
+    size_t sub, psub, ssub;
+    pubsub_counts(c, &sub, &psub, &ssub);
+    int type = sub + psub + ssub ? 1 : 0;
     if ((f->id && c->id != f->id) || (f->type >= 0 && f->type != type) ||
         (f->addr && !slice_is(f->addr, c->addr)) || (f->laddr && !slice_is(f->laddr, c->laddr)) ||
         (f->skipme && c == f->self) || c->mc)
@@ -775,6 +776,7 @@ static const struct {
     {set_commands, &set_ncommands},
     {config_commands, &config_ncommands},
     {zset_commands, &zset_ncommands},
+    {sort_commands, &sort_ncommands},
 };
 #define NPARTS (sizeof parts / sizeof *parts)
 
@@ -824,7 +826,8 @@ int commands_init(void)
                 return -1; /* a name twice, or the index too small */
             /* cmd_nkeys steps through the keys: a spec with keys has a
              * step, one without names none */
-            if (!cmd->arity || (k->first > 0 ? k->step < 1 : k->last || k->step))
+            if (!cmd->arity || (k->first > 0 ? k->step < 1 : k->last || k->step) ||
+                ((cmd->flags & CMD_KEYNUM_MASK) && (cmd->flags & CMD_SORT_STORE)))
                 return -1;
             uint32_t h = name_hash(name.p, name.n);
             size_t s = h & (INDEX_SIZE - 1);
@@ -861,6 +864,67 @@ static void reply_names(struct buf *b, uint32_t bits, const char *const *names, 
             reply_simple(b, names[i]);
 }
 
+/* A command's flags; a command whose keys are found by reading its
+ * arguments (cmd_movable) also says Redis's "movablekeys", last. */
+static void reply_flags(struct buf *b, uint32_t flags, int movable)
+{
+    size_t count = (size_t)movable;
+    for (unsigned i = 0; i < CMD_NFLAGS; i++)
+        count += (flags >> i) & 1;
+    reply_array(b, count);
+    for (unsigned i = 0; i < CMD_NFLAGS; i++)
+        if ((flags >> i) & 1)
+            reply_simple(b, cmd_flag_names[i]);
+    if (movable)
+        reply_simple(b, "movablekeys");
+}
+
+/* The key spec of the keys after the range: Redis's keynum spec (the
+ * count at numkeys, the keys right after it), or, for SORT's STORE, one
+ * whose search is "unknown" (found by the command's own parsing). */
+static void movable_spec(struct buf *b, const struct command *cmd)
+{
+    int sort = (cmd->flags & CMD_SORT_STORE) != 0;
+    reply_array(b, 6);
+    reply_bulk(b, "flags", 5);
+    reply_array(b, 1);
+    reply_simple(b, sort ? "OW" : cmd->flags & CMD_WRITE ? "RW" : "RO");
+    reply_bulk(b, "begin_search", 12);
+    if (sort) {
+        reply_array(b, 4);
+        reply_bulk(b, "type", 4);
+        reply_bulk(b, "unknown", 7);
+        reply_bulk(b, "spec", 4);
+        reply_array(b, 0);
+        reply_bulk(b, "find_keys", 9);
+        reply_array(b, 4);
+        reply_bulk(b, "type", 4);
+        reply_bulk(b, "unknown", 7);
+        reply_bulk(b, "spec", 4);
+        reply_array(b, 0);
+        return;
+    }
+    reply_array(b, 4);
+    reply_bulk(b, "type", 4);
+    reply_bulk(b, "index", 5);
+    reply_bulk(b, "spec", 4);
+    reply_array(b, 2);
+    reply_bulk(b, "index", 5);
+    reply_int(b, (long long)((cmd->flags & CMD_KEYNUM_MASK) >> CMD_KEYNUM_SHIFT));
+    reply_bulk(b, "find_keys", 9);
+    reply_array(b, 4);
+    reply_bulk(b, "type", 4);
+    reply_bulk(b, "keynum", 6);
+    reply_bulk(b, "spec", 4);
+    reply_array(b, 6);
+    reply_bulk(b, "keynumidx", 9);
+    reply_int(b, 0);
+    reply_bulk(b, "firstkey", 8);
+    reply_int(b, 1);
+    reply_bulk(b, "keystep", 7);
+    reply_int(b, 1);
+}
+
 /* One entry of COMMAND's reply, Redis 7's ten fields: name, arity, flags,
  * first key, last key, step, ACL categories, tips, key specs and
  * subcommands. There are no tips or subcommands here (docs/kvstore.md),
@@ -872,16 +936,14 @@ static void command_entry(struct buf *b, const struct command *cmd)
     reply_array(b, 10);
     reply_bulk(b, cmd->name, strlen(cmd->name));
     reply_int(b, cmd->arity);
-    reply_names(b, cmd->flags, cmd_flag_names, CMD_NFLAGS);
+    reply_flags(b, cmd->flags, cmd_movable(cmd->flags));
     reply_int(b, k->first);
     reply_int(b, k->last);
     reply_int(b, k->step);
     reply_names(b, acl_of(cmd), cmd_acl_names, ACL_NCATS);
     reply_array(b, 0);
-    if (k->first <= 0) {
-        reply_array(b, 0);
-    } else {
-        reply_array(b, 1);
+    reply_array(b, (k->first > 0) + cmd_movable(cmd->flags));
+    if (k->first > 0) {
         reply_array(b, 6);
         reply_bulk(b, "flags", 5);
         reply_array(b, 1);
@@ -907,6 +969,8 @@ static void command_entry(struct buf *b, const struct command *cmd)
         reply_bulk(b, "limit", 5);
         reply_int(b, 0);
     }
+    if (cmd_movable(cmd->flags))
+        movable_spec(b, cmd);
     reply_array(b, 0);
 }
 
@@ -931,12 +995,14 @@ static void command_getkeys(struct conn *c, size_t argc, struct kv_slice *argv)
         return reply_error(&c->out, "ERR Invalid command specified");
     if ((cmd->arity > 0 && n != (size_t)cmd->arity) || (cmd->arity < 0 && n < (size_t)-cmd->arity))
         return reply_error(&c->out, "ERR Invalid number of arguments specified for command");
-    size_t nk = cmd_nkeys(&cmd->keys, n);
-    if (!nk)
+    if ((cmd->keys.first <= 0 && !cmd_movable(cmd->flags)) || (cmd->flags & CMD_NOT_KEY))
         return reply_error(&c->out, "ERR The command has no key arguments");
+    size_t nk = cmd_nkeys(cmd, n, argv + 2);
+    if (!nk)
+        return reply_error(&c->out, "ERR Invalid arguments specified for command");
     reply_array(&c->out, nk);
     for (size_t i = 0; i < nk; i++) {
-        const struct kv_slice *k = &argv[2 + cmd_key(&cmd->keys, i)];
+        const struct kv_slice *k = &argv[2 + cmd_key(cmd, n, argv + 2, i)];
         reply_bulk(&c->out, k->p, k->n);
     }
 }
@@ -1028,6 +1094,11 @@ static void reply_unknown(struct buf *b, size_t argc, const struct kv_slice *arg
  * aborts when a version moved and the key's value or existence changed. */
 
 static _Thread_local int exec_error; /* what rolled EXEC's block back */
+
+/* A command whose keys keep changing under it (SORT's pattern keys, as
+ * other clients write the list it sorts) gives up after MOREKEYS_TRIES
+ * runs (cmd_want_key). */
+#define MOREKEYS_TRIES 8
 static int run(struct conn *c, const struct command *cmd, size_t argc, struct kv_slice *argv);
 
 struct queued {
@@ -1206,9 +1277,9 @@ static int cmd_watch(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
 /* The keys of a queued command, by its table entry's key spec. */
 static size_t add_keys(const struct queued *q, struct kv_slice *keys, size_t n)
 {
-    size_t nk = cmd_nkeys(&q->cmd->keys, q->argc);
+    size_t nk = cmd_nkeys(q->cmd, q->argc, q->argv);
     for (size_t i = 0; i < nk; i++)
-        keys[n++] = q->argv[cmd_key(&q->cmd->keys, i)];
+        keys[n++] = q->argv[cmd_key(q->cmd, q->argc, q->argv, i)];
     return n;
 }
 
@@ -1236,15 +1307,17 @@ static int watch_broken(struct multi *m, kv_txn *t)
  * error that rolled it all back. */
 static int exec_block(struct conn *c, struct multi *m)
 {
-    size_t nkeys = m->nw;
+    size_t nkeys = m->nw + cmd_wanted.n;
     for (size_t i = 0; i < m->nq; i++)
         nkeys += m->q[i].argc;
     struct kv_slice *keys = malloc((nkeys ? nkeys : 1) * sizeof *keys);
     kv_txn *t = NULL;
     size_t n = 0, mark = c->out.len;
     int rc = keys ? 0 : TXN_E_NOMEM, write = 0;
-    for (size_t i = 0; i < m->nw; i++)
+    for (size_t i = 0; keys && i < m->nw; i++)
         keys[n++] = (struct kv_slice){m->w[i].key, m->w[i].n};
+    for (size_t i = 0; keys && i < cmd_wanted.n; i++)
+        keys[n++] = cmd_wanted.k[i];
     for (size_t i = 0; keys && i < m->nq; i++) {
         n = add_keys(&m->q[i], keys, n);
         write |= (m->q[i].cmd->flags & CMD_WRITE) != 0;
@@ -1274,9 +1347,9 @@ static int exec_block(struct conn *c, struct multi *m)
  * (block.h); they run their pops again after it. */
 static void signal_keys(const struct command *cmd, size_t argc, const struct kv_slice *argv)
 {
-    size_t nk = cmd_nkeys(&cmd->keys, argc);
+    size_t nk = cmd_nkeys(cmd, argc, argv);
     for (size_t i = 0; i < nk; i++)
-        block_signal(&argv[cmd_key(&cmd->keys, i)], 1);
+        block_signal(&argv[cmd_key(cmd, argc, argv, i)], 1);
 }
 
 static int cmd_exec(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
@@ -1294,6 +1367,12 @@ static int cmd_exec(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
     }
     pubsub_hold(c);
     int rc = exec_block(c, m);
+    /* a command wanted keys the block did not hold: again, with them */
+    for (int tries = 0; rc == KV_E_MOREKEYS && tries < MOREKEYS_TRIES; tries++) {
+        pubsub_release(c, 0);
+        pubsub_hold(c);
+        rc = exec_block(c, m);
+    }
     /* a full pool rolled the block back: expired keys first, then again */
     for (int tries = 0; (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL) && tries < RECLAIM_TRIES &&
                         expire_reclaim((unsigned)tries);
@@ -1325,40 +1404,51 @@ static int cmd_exec(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
 static int run(struct conn *c, const struct command *cmd, size_t argc, struct kv_slice *argv)
 {
     const struct key_spec *ks = &cmd->keys;
-    size_t mark = c->out.len, nk = cmd_nkeys(ks, argc);
-    kv_txn *t = nk ? c->exec : NULL;
-    int rc = 0;
-    if (nk && !t) {
-        struct kv_slice few[16], *keys = few;
-        if (ks->step == 1)
-            keys = &argv[ks->first]; /* contiguous: no copy */
-        else if (nk > sizeof few / sizeof *few && !(keys = malloc(nk * sizeof *keys)))
-            rc = TXN_E_NOMEM;
-        for (size_t i = 0; !rc && ks->step != 1 && i < nk; i++)
-            keys[i] = argv[cmd_key(ks, i)];
-        if (!rc && (cmd->flags & CMD_RESERVE))
-            kv_reserve(srv.kv, nk);
-        if (!rc)
-            rc = kv_txn_begin(srv.kv, nk, keys, (cmd->flags & CMD_WRITE) != 0, &t);
-        if (keys != few && keys != &argv[ks->first])
-            free(keys);
-        if (rc) {
-            reply_store_error(&c->out, rc);
-            return rc;
+    size_t mark = c->out.len, nk = cmd_nkeys(cmd, argc, argv);
+    int rc = 0, contiguous = ks->step == 1 && !cmd_movable(cmd->flags);
+    for (int tries = 0;; tries++) {
+        kv_txn *t = nk ? c->exec : NULL;
+        rc = 0;
+        size_t n = nk + (c->exec ? 0 : cmd_wanted.n);
+        if (n && !t) {
+            struct kv_slice few[16], *keys = few;
+            if (contiguous && !cmd_wanted.n)
+                keys = &argv[ks->first]; /* contiguous: no copy */
+            else if (n > sizeof few / sizeof *few && !(keys = malloc(n * sizeof *keys)))
+                rc = TXN_E_NOMEM;
+            for (size_t i = 0; !rc && keys != &argv[ks->first] && i < nk; i++)
+                keys[i] = argv[cmd_key(cmd, argc, argv, i)];
+            for (size_t i = 0; !rc && i < cmd_wanted.n; i++)
+                keys[nk + i] = cmd_wanted.k[i];
+            if (!rc && (cmd->flags & CMD_RESERVE))
+                kv_reserve(srv.kv, nk);
+            if (!rc)
+                rc = kv_txn_begin(srv.kv, n, keys, (cmd->flags & CMD_WRITE) != 0, &t);
+            if (keys != few && keys != &argv[ks->first])
+                free(keys);
+            if (rc) {
+                reply_store_error(&c->out, rc);
+                return rc;
+            }
         }
-    }
-    rc = cmd->proc(c, t, argc, argv);
-    if (t && t != c->exec) {
-        rc = kv_txn_end(t, rc);
-        if (rc < 0)
-            c->blk_armed = 0; /* it answers the error: not blocked */
-        /* a write that committed wakes the clients blocked on its keys */
-        if (rc >= 0 && !c->blk_armed && (cmd->flags & CMD_WRITE))
-            signal_keys(cmd, argc, argv);
-    } else if (t && rc < 0 && rc != KV_E_WRONGTYPE) {
-        kv_txn_end(t, rc); /* the block cannot commit in part */
-        exec_error = rc;
-        c->exec = NULL;
+        rc = cmd->proc(c, t, argc, argv);
+        if (t && t != c->exec) {
+            rc = kv_txn_end(t, rc);
+            if (rc == KV_E_MOREKEYS && tries < MOREKEYS_TRIES) {
+                c->out.len = mark; /* rolled back: again, holding them */
+                continue;
+            }
+            if (rc < 0)
+                c->blk_armed = 0; /* it answers the error: not blocked */
+            /* a write that committed wakes the clients blocked on its keys */
+            if (rc >= 0 && !c->blk_armed && (cmd->flags & CMD_WRITE))
+                signal_keys(cmd, argc, argv);
+        } else if (t && rc < 0 && rc != KV_E_WRONGTYPE) {
+            kv_txn_end(t, rc); /* the block cannot commit in part */
+            exec_error = rc;
+            c->exec = NULL;
+        }
+        break;
     }
     if (rc < 0) {
         c->out.len = mark;
@@ -1382,7 +1472,7 @@ int command_paused(size_t argc, struct kv_slice *argv, long long *left)
         const struct command *cmd = argc ? lookup_command(&argv[0]) : NULL;
         /* writes, EXEC (its block may write) and PUBLISH, as Redis */
         if (!cmd || (!(cmd->flags & CMD_WRITE) && cmd->proc != cmd_exec &&
-                     !arg_is(&argv[0], "publish")))
+                     !arg_is(&argv[0], "publish") && !arg_is(&argv[0], "spublish")))
             return 0;
     }
     *left = end - now;
@@ -1402,6 +1492,7 @@ void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
     dispatch(c, argc, argv);
     if (c->blk && !c->blk_armed) /* a blocked request that answered */
         block_done(c, unblocked);
+    cmd_wanted_clear();
     if (c->reply_off || c->reply_skip) { /* CLIENT REPLY OFF or SKIP: errors too */
         c->out.len = mark;
         if (c->reply_skip)

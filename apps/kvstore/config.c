@@ -38,6 +38,11 @@ static const char *const policies[] = {
     "allkeys-lfu",  "allkeys-random", "noeviction", NULL,
 };
 
+int config_lfu(void)
+{
+    return strstr(policies[cfg.maxmemory_policy], "lfu") != NULL;
+}
+
 struct param {
     const char *name, *alias;
     enum kind kind;

@@ -22,6 +22,8 @@ struct kv_config {
     _Atomic long long maxmemory_policy; /* an index into config.c's policy names */
 };
 extern struct kv_config cfg;
+/* Is maxmemory-policy an LFU one (Redis then counts accesses: OBJECT FREQ)? */
+int config_lfu(void);
 /* Set every parameter to its default: once, before the workers start. */
 void config_init(void);
 

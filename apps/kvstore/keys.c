@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "config.h"
 #include "keys.h"
 #include "t_set.h"
 
@@ -266,38 +267,82 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
  * hash as one packed record of its fields (t_hash.c: as Redis's
  * "listpack"), a set says what Redis would have made of it (t_set.c); a
  * list, packed too (t_list.c), says "quicklist", Redis 7.0's only encoding
- * of lists */
+ * of lists. OBJECT REFCOUNT: Redis's answer, 2147483647 for a string that
+ * it would have made one of its shared integers (0 to 9999), else 1.
+ * OBJECT FREQ: Redis's error unless an LFU policy is set, where it keeps
+ * a counter per key and this server keeps none; OBJECT IDLETIME: no
+ * access time is kept per key here (docs/kvstore.md, section 28). */
+static int shared_integer(const char *v, size_t n)
+{
+    long long x;
+    struct kv_slice a = {v, n};
+    return v && n && !parse_ll(&a, &x) && x >= 0 && x < 10000 && (x || n == 1);
+}
+
 static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     static const char *const help[] = {
         "ENCODING <key>",
         "    How the value at <key> is kept: raw (a string), listpack (a hash, a sorted set),",
         "    quicklist (a list), intset or hashtable (a set).",
+        "FREQ <key>",
+        "    Redis's access frequency of <key>: not kept here (an error, as Redis answers",
+        "    without an LFU maxmemory-policy).",
+        "IDLETIME <key>",
+        "    Seconds since <key> was last read or written: not kept here (an error).",
+        "REFCOUNT <key>",
+        "    Redis's count of references to the value: 2147483647 for a shared integer",
+        "    (a string holding 0 to 9999), else 1.",
         NULL,
     };
-    if (arg_is(&argv[1], "HELP"))
+    static const char *const subs[] = {"encoding", "freq", "idletime", "refcount", NULL};
+    const struct kv_slice *sub = &argv[1];
+    if (arg_is(sub, "HELP"))
         return reply_help(&c->out, argc, "OBJECT", help), 0;
-    if (!arg_is(&argv[1], "ENCODING"))
+    size_t which = 0;
+    while (subs[which] && !arg_is(sub, subs[which]))
+        which++;
+    if (!subs[which])
         return reply_error(&c->out, "ERR unknown subcommand '%.*s'. Try OBJECT HELP.",
-                           (int)(argv[1].n > 64 ? 64 : argv[1].n), argv[1].p), 0;
+                           (int)(sub->n > 64 ? 64 : sub->n), sub->p), 0;
     if (argc != 3)
-        return reply_error(&c->out, "ERR wrong number of arguments for 'object|encoding' "
-                                    "command"), 0;
+        return reply_error(&c->out, "ERR wrong number of arguments for 'object|%s' command",
+                           subs[which]), 0;
     int rc = 0;
     unsigned type = KV_STRING;
     struct val x = {0};
     if ((rc = kv_txn_read(t, argv[2], cmd_val_cb, &x, &type)) > 0 && x.oom)
         rc = TXN_E_NOMEM;
-    const char *enc = type == KV_HASH || type == KV_ZSET ? "listpack"
-                      : type == KV_LIST                  ? "quicklist"
-                      : type == KV_SET                   ? set_encoding(x.p, x.n)
-                                                         : "raw";
-    if (rc > 0)
+    if (rc < 0 || !rc) {
+        if (!rc)
+            reply_nil(&c->out);
+        free(x.p);
+        return rc;
+    }
+    if (which == 1 && !config_lfu())
+        reply_error(&c->out, "ERR An LFU maxmemory policy is not selected, access frequency "
+                             "not tracked. Please note that when switching between policies at "
+                             "runtime LRU and LFU data will take some time to adjust.");
+    else if (which == 1)
+        reply_error(&c->out, "ERR access frequency is not tracked by this server");
+    else if (which == 2)
+        reply_error(&c->out, "ERR idle time is not tracked by this server");
+    else if (which == 3) {
+        const char *v = x.p;
+        size_t n = x.n;
+        if (type == KV_ITEM) /* memcached's item: its string after the header */
+            v = n >= KV_ITEM_HDR ? v + KV_ITEM_HDR : NULL, n = n >= KV_ITEM_HDR ? n - KV_ITEM_HDR : 0;
+        int shared = (type == KV_STRING || type == KV_ITEM) && shared_integer(v, n);
+        reply_int(&c->out, shared ? 2147483647 : 1);
+    } else {
+        const char *enc = type == KV_HASH || type == KV_ZSET ? "listpack"
+                          : type == KV_LIST                  ? "quicklist"
+                          : type == KV_SET                   ? set_encoding(x.p, x.n)
+                                                             : "raw";
         reply_bulk(&c->out, enc, strlen(enc));
-    else if (!rc)
-        reply_nil(&c->out);
+    }
     free(x.p);
-    return rc;
+    return 0;
 }
 
 /* RANDOMKEY: the first key from a random point of the hash space */
@@ -470,7 +515,7 @@ const struct command key_commands[] = {
     {"renamenx", cmd_rename, 3, W | F, ACL_KEYSPACE, {1, 2, 1}},
     {"copy", cmd_copy, -3, W | M, ACL_KEYSPACE, {1, 2, 1}},
     /* Redis's OBJECT is a container of subcommands with no keys of its
-     * own; here its one subcommand, ENCODING, names its key at 2 */
+     * own; here its subcommands, which all read one, name it at 2 */
     {"object", cmd_object, -2, 0, 0, {2, 2, 1}},
     {"randomkey", cmd_randomkey, 1, R | NM, ACL_KEYSPACE, {0, 0, 0}},
     {"dbsize", cmd_dbsize, 1, R | F, ACL_KEYSPACE, {0, 0, 0}},

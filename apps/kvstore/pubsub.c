@@ -1,6 +1,9 @@
-/* pubsub.c - Pub/Sub as redis-server 7.0 answers it (RESP2).
+/* pubsub.c - Pub/Sub as redis-server 7.0 answers it (RESP2), sharded
+ * Pub/Sub too (SSUBSCRIBE, SPUBLISH: a server that is not a cluster is
+ * its one shard, so a shard channel is a channel of its own namespace,
+ * which patterns do not reach).
  *
- * A registry of channels and of patterns, each with the clients
+ * A registry of channels, of patterns and of shard channels, each with the clients
  * subscribed to it in order of subscription, under one lock. PUBLISH
  * encodes the message once and appends it to each receiver's mailbox, then
  * asks the network (srv.wake_conn) to have the receiver's owner move it
@@ -45,8 +48,8 @@ struct pubsub_client {
     struct conn *c;
     /* what it is subscribed to, in order (g.lock; its owner reads them
      * without it, being the only writer) */
-    void **chans, **pats; /* struct topic */
-    size_t nch, cch, npat, cpat;
+    void **chans, **pats, **shards; /* struct topic */
+    size_t nch, cch, npat, cpat, nsh, csh;
     pthread_mutex_t mail_lock; /* guards mail and overflow */
     struct buf mail;
     int overflow; /* past MAIL_LIMIT: the owner closes the connection */
@@ -56,8 +59,39 @@ struct pubsub_client {
 
 static struct {
     pthread_mutex_t lock; /* guards everything below */
-    struct table chans, pats;
+    struct table chans, pats, shards;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* What a kind of subscription uses: its table, the client's list of its
+ * topics, and the words of its replies. */
+enum { K_CHAN, K_PAT, K_SHARD };
+static const struct kind {
+    const char *sub, *unsub, *msg;
+} kinds[] = {
+    {"subscribe", "unsubscribe", "message"},
+    {"psubscribe", "punsubscribe", "pmessage"},
+    {"ssubscribe", "sunsubscribe", "smessage"},
+};
+
+static struct table *table_of(int kind)
+{
+    return kind == K_CHAN ? &g.chans : kind == K_PAT ? &g.pats : &g.shards;
+}
+
+/* the client's topics of a kind: their array, count and capacity */
+static void ***topics_of(struct pubsub_client *ps, int kind, size_t **n, size_t **cap)
+{
+    if (kind == K_CHAN) {
+        *n = &ps->nch, *cap = &ps->cch;
+        return &ps->chans;
+    }
+    if (kind == K_PAT) {
+        *n = &ps->npat, *cap = &ps->cpat;
+        return &ps->pats;
+    }
+    *n = &ps->nsh, *cap = &ps->csh;
+    return &ps->shards;
+}
 
 static uint64_t hash_of(const char *p, size_t n)
 {
@@ -164,21 +198,24 @@ static struct pubsub_client *client_of(struct conn *c)
     return ps;
 }
 
-static size_t subscriptions(const struct pubsub_client *ps)
+/* The count a subscription reply gives: channels and patterns, or (shard
+ * replies) shard channels, as Redis 7.0 counts them */
+static size_t subscriptions(const struct pubsub_client *ps, int kind)
 {
-    return ps ? ps->nch + ps->npat : 0;
+    return !ps ? 0 : kind == K_SHARD ? ps->nsh : ps->nch + ps->npat;
 }
 
 /* The client leaves no topic: it is no longer subscribed (g.lock held). */
 static void client_drop_if_idle(struct conn *c)
 {
     struct pubsub_client *ps = c->ps;
-    if (!ps || subscriptions(ps))
+    if (!ps || ps->nch + ps->npat + ps->nsh)
         return;
     pubsub_drain(c); /* what was published before its last UNSUBSCRIBE */
     c->ps = NULL;
     free(ps->chans);
     free(ps->pats);
+    free(ps->shards);
     buf_free(&ps->mail);
     pthread_mutex_destroy(&ps->mail_lock);
     free(ps);
@@ -213,21 +250,20 @@ static void reply_sub(struct buf *b, const char *kind, const char *p, size_t n, 
     reply_int(b, (long long)count);
 }
 
-/* SUBSCRIBE and PSUBSCRIBE. */
-static int subscribe(struct conn *c, size_t argc, struct kv_slice *argv, int pattern)
+/* SUBSCRIBE, PSUBSCRIBE and SSUBSCRIBE. */
+static int subscribe(struct conn *c, size_t argc, struct kv_slice *argv, int kind)
 {
     if (!srv.wake_conn)
         return reply_error(&c->out, "ERR %s needs --io epoll: a thread per connection is not "
-                                    "sent messages", pattern ? "PSUBSCRIBE" : "SUBSCRIBE"), 0;
+                                    "sent messages", kinds[kind].sub), 0;
     if (c->mc)
         return reply_error(&c->out, "ERR not on memcached's protocol"), 0;
-    const char *kind = pattern ? "psubscribe" : "subscribe";
     pthread_mutex_lock(&g.lock);
     struct pubsub_client *ps = client_of(c);
     int rc = ps ? 0 : TXN_E_NOMEM;
     if (ps)
         c->ps = ps;
-    struct table *t = pattern ? &g.pats : &g.chans;
+    struct table *t = table_of(kind);
     for (size_t i = 1; i < argc && !rc; i++) {
         uint64_t h = hash_of(argv[i].p, argv[i].n);
         struct topic *x = table_find(t, argv[i].p, argv[i].n, h);
@@ -236,12 +272,13 @@ static int subscribe(struct conn *c, size_t argc, struct kv_slice *argv, int pat
             have |= x->subs[k] == ps;
         if (!have) {
             int made = !x;
+            size_t *n, *cap;
+            void ***mine = topics_of(ps, kind, &n, &cap);
             if (!x && !(x = table_add(t, argv[i].p, argv[i].n, h)))
                 rc = TXN_E_NOMEM;
             else if (push(&x->subs, &x->nsubs, &x->cap, ps)) {
                 rc = TXN_E_NOMEM;
-            } else if (pattern ? push(&ps->pats, &ps->npat, &ps->cpat, x)
-                               : push(&ps->chans, &ps->nch, &ps->cch, x)) {
+            } else if (push(mine, n, cap, x)) {
                 pull(x->subs, &x->nsubs, ps);
                 rc = TXN_E_NOMEM;
             }
@@ -249,7 +286,7 @@ static int subscribe(struct conn *c, size_t argc, struct kv_slice *argv, int pat
                 table_remove(t, x);
         }
         if (!rc)
-            reply_sub(&c->out, kind, argv[i].p, argv[i].n, subscriptions(ps));
+            reply_sub(&c->out, kinds[kind].sub, argv[i].p, argv[i].n, subscriptions(ps, kind));
     }
     if (ps)
         client_drop_if_idle(c);
@@ -257,26 +294,28 @@ static int subscribe(struct conn *c, size_t argc, struct kv_slice *argv, int pat
     return rc;
 }
 
-/* Take ps off topic x of table t (g.lock held). */
-static void leave(struct table *t, struct topic *x, struct pubsub_client *ps, int pattern)
+/* Take ps off topic x of the kind (g.lock held). */
+static void leave(int kind, struct topic *x, struct pubsub_client *ps)
 {
+    size_t *n, *cap;
+    void ***mine = topics_of(ps, kind, &n, &cap);
     pull(x->subs, &x->nsubs, ps);
-    if (pattern)
-        pull(ps->pats, &ps->npat, x);
-    else
-        pull(ps->chans, &ps->nch, x);
+    pull(*mine, n, x);
     if (!x->nsubs)
-        table_remove(t, x);
+        table_remove(table_of(kind), x);
 }
 
-/* UNSUBSCRIBE and PUNSUBSCRIBE: the named topics, or every one of the
- * client's (in the order it subscribed); none at all still replies once. */
-static int unsubscribe(struct conn *c, size_t argc, struct kv_slice *argv, int pattern)
+/* UNSUBSCRIBE, PUNSUBSCRIBE and SUNSUBSCRIBE: the named topics, or every
+ * one of the client's of that kind (in the order it subscribed); none at
+ * all still replies once. */
+static int unsubscribe(struct conn *c, size_t argc, struct kv_slice *argv, int kind)
 {
-    const char *kind = pattern ? "punsubscribe" : "unsubscribe";
-    struct table *t = pattern ? &g.pats : &g.chans;
+    const char *word = kinds[kind].unsub;
+    struct table *t = table_of(kind);
     pthread_mutex_lock(&g.lock);
     struct pubsub_client *ps = c->ps;
+    size_t none = 0, *n = &none, *cap;
+    void ***mine = ps ? topics_of(ps, kind, &n, &cap) : NULL;
     if (argc > 1) {
         for (size_t i = 1; i < argc; i++) {
             struct topic *x = ps ? table_find(t, argv[i].p, argv[i].n,
@@ -286,16 +325,16 @@ static int unsubscribe(struct conn *c, size_t argc, struct kv_slice *argv, int p
             for (size_t k = 0; x && k < x->nsubs; k++)
                 have |= x->subs[k] == ps;
             if (have)
-                leave(t, x, ps, pattern);
-            reply_sub(&c->out, kind, argv[i].p, argv[i].n, subscriptions(ps));
+                leave(kind, x, ps);
+            reply_sub(&c->out, word, argv[i].p, argv[i].n, subscriptions(ps, kind));
         }
-    } else if (!ps || !(pattern ? ps->npat : ps->nch)) {
-        reply_sub(&c->out, kind, NULL, 0, subscriptions(ps));
+    } else if (!*n) {
+        reply_sub(&c->out, word, NULL, 0, subscriptions(ps, kind));
     } else {
-        while (pattern ? ps->npat : ps->nch) {
-            struct topic *x = pattern ? ps->pats[0] : ps->chans[0]; /* oldest first */
-            reply_sub(&c->out, kind, x->name, x->n, subscriptions(ps) - 1);
-            leave(t, x, ps, pattern);
+        while (*n) {
+            struct topic *x = (*mine)[0]; /* oldest first */
+            reply_sub(&c->out, word, x->name, x->n, subscriptions(ps, kind) - 1);
+            leave(kind, x, ps);
         }
     }
     client_drop_if_idle(c);
@@ -306,25 +345,37 @@ static int unsubscribe(struct conn *c, size_t argc, struct kv_slice *argv, int p
 static int cmd_subscribe(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)t;
-    return subscribe(c, argc, argv, 0);
+    return subscribe(c, argc, argv, K_CHAN);
 }
 
 static int cmd_psubscribe(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)t;
-    return subscribe(c, argc, argv, 1);
+    return subscribe(c, argc, argv, K_PAT);
+}
+
+static int cmd_ssubscribe(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)t;
+    return subscribe(c, argc, argv, K_SHARD);
 }
 
 static int cmd_unsubscribe(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)t;
-    return unsubscribe(c, argc, argv, 0);
+    return unsubscribe(c, argc, argv, K_CHAN);
 }
 
 static int cmd_punsubscribe(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)t;
-    return unsubscribe(c, argc, argv, 1);
+    return unsubscribe(c, argc, argv, K_PAT);
+}
+
+static int cmd_sunsubscribe(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
+{
+    (void)t;
+    return unsubscribe(c, argc, argv, K_SHARD);
 }
 
 void pubsub_forget(struct conn *c)
@@ -334,9 +385,11 @@ void pubsub_forget(struct conn *c)
     pthread_mutex_lock(&g.lock);
     struct pubsub_client *ps = c->ps;
     while (ps->nch)
-        leave(&g.chans, ps->chans[0], ps, 0);
+        leave(K_CHAN, ps->chans[0], ps);
     while (ps->npat)
-        leave(&g.pats, ps->pats[0], ps, 1);
+        leave(K_PAT, ps->pats[0], ps);
+    while (ps->nsh)
+        leave(K_SHARD, ps->shards[0], ps);
     client_drop_if_idle(c);
     pthread_mutex_unlock(&g.lock);
 }
@@ -355,14 +408,16 @@ static void deliver(struct pubsub_client *ps, const struct buf *msg)
     srv.wake_conn(ps->c);
 }
 
-/* Send m on channel ch to every live subscriber (send 0: only count
- * them): the receivers, or TXN_E_NOMEM. */
-static long long publish(const struct kv_slice *ch, const struct kv_slice *m, int send)
+/* Send m on channel ch (shard: a shard channel) to every live subscriber
+ * (send 0: only count them): the receivers, or TXN_E_NOMEM. */
+static long long publish(const struct kv_slice *ch, const struct kv_slice *m, int send,
+                         int shard)
 {
     struct buf msg = {0}, pmsg = {0};
     long long n = 0;
+    const char *word = kinds[shard ? K_SHARD : K_CHAN].msg;
     reply_array(&msg, 3);
-    reply_bulk(&msg, "message", 7);
+    reply_bulk(&msg, word, strlen(word));
     reply_bulk(&msg, ch->p, ch->n);
     reply_bulk(&msg, m->p, m->n);
     if (msg.oom) {
@@ -370,14 +425,15 @@ static long long publish(const struct kv_slice *ch, const struct kv_slice *m, in
         return TXN_E_NOMEM;
     }
     pthread_mutex_lock(&g.lock);
-    struct topic *x = table_find(&g.chans, ch->p, ch->n, hash_of(ch->p, ch->n));
+    struct topic *x = table_find(shard ? &g.shards : &g.chans, ch->p, ch->n,
+                                 hash_of(ch->p, ch->n));
     for (size_t i = 0; x && i < x->nsubs; i++) {
         struct pubsub_client *ps = x->subs[i];
         if (!ps->dead && send)
             deliver(ps, &msg);
         n += !ps->dead;
     }
-    for (size_t b = 0; b < g.pats.nb; b++)
+    for (size_t b = 0; !shard && b < g.pats.nb; b++)
         for (struct topic *p = g.pats.b[b]; p; p = p->next) {
             if (!glob_match(p->name, p->n, ch->p, ch->n))
                 continue;
@@ -400,10 +456,11 @@ static long long publish(const struct kv_slice *ch, const struct kv_slice *m, in
     return n;
 }
 
-/* A held message: its channel's and its own length, then their bytes. */
-static void hold(struct conn *c, const struct kv_slice *ch, const struct kv_slice *m)
+/* A held message: its channel's and its own length and whether it is a
+ * shard channel's, then their bytes. */
+static void hold(struct conn *c, const struct kv_slice *ch, const struct kv_slice *m, int shard)
 {
-    size_t len[2] = {ch->n, m->n};
+    size_t len[3] = {ch->n, m->n, (size_t)shard};
     buf_add(&c->pub_held, len, sizeof len);
     buf_add(&c->pub_held, ch->p, ch->n);
     buf_add(&c->pub_held, m->p, m->n);
@@ -417,14 +474,14 @@ void pubsub_hold(struct conn *c)
 
 void pubsub_release(struct conn *c, int send)
 {
-    for (size_t at = 0; send && at + 2 * sizeof(size_t) <= c->pub_held.len;) {
-        size_t len[2];
+    for (size_t at = 0; send && at + 3 * sizeof(size_t) <= c->pub_held.len;) {
+        size_t len[3];
         memcpy(len, c->pub_held.p + at, sizeof len);
         at += sizeof len;
         struct kv_slice ch = {c->pub_held.p + at, len[0]};
         struct kv_slice m = {c->pub_held.p + at + len[0], len[1]};
         at += len[0] + len[1];
-        publish(&ch, &m, 1);
+        publish(&ch, &m, 1, len[2] != 0);
     }
     c->pub_hold = 0;
     buf_free(&c->pub_held);
@@ -437,22 +494,24 @@ static int cmd_publish(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
 {
     (void)t;
     (void)argc;
-    long long n = publish(&argv[1], &argv[2], !c->pub_hold);
+    int shard = arg_is(&argv[0], "spublish");
+    long long n = publish(&argv[1], &argv[2], !c->pub_hold, shard);
     if (n < 0)
         return (int)n;
     if (c->pub_hold)
-        hold(c, &argv[1], &argv[2]);
+        hold(c, &argv[1], &argv[2], shard);
     if (c->pub_held.oom)
         return TXN_E_NOMEM;
     reply_int(&c->out, n);
     return 0;
 }
 
-void pubsub_counts(struct conn *c, size_t *channels, size_t *patterns)
+void pubsub_counts(struct conn *c, size_t *channels, size_t *patterns, size_t *shards)
 {
     pthread_mutex_lock(&g.lock);
     *channels = c->ps ? c->ps->nch : 0;
     *patterns = c->ps ? c->ps->npat : 0;
+    *shards = c->ps ? c->ps->nsh : 0;
     pthread_mutex_unlock(&g.lock);
 }
 
@@ -500,8 +559,9 @@ static int cmd_pubsub(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         struct buf names = {0};
         size_t k = 0;
         pthread_mutex_lock(&g.lock);
-        for (size_t b = 0; arg_is(sub, "channels") && b < g.chans.nb; b++)
-            for (struct topic *x = g.chans.b[b]; x; x = x->next)
+        const struct table *tb = arg_is(sub, "channels") ? &g.chans : &g.shards;
+        for (size_t b = 0; b < tb->nb; b++)
+            for (struct topic *x = tb->b[b]; x; x = x->next)
                 if (live(x) && (argc == 2 || glob_match(argv[2].p, argv[2].n, x->name, x->n))) {
                     reply_bulk(&names, x->name, x->n);
                     k++;
@@ -520,9 +580,8 @@ static int cmd_pubsub(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         reply_array(&c->out, 2 * (argc - 2));
         pthread_mutex_lock(&g.lock);
         for (size_t i = 2; i < argc; i++) {
-            struct topic *x = shard ? NULL
-                                    : table_find(&g.chans, argv[i].p, argv[i].n,
-                                                 hash_of(argv[i].p, argv[i].n));
+            struct topic *x = table_find(shard ? &g.shards : &g.chans, argv[i].p, argv[i].n,
+                                         hash_of(argv[i].p, argv[i].n));
             reply_bulk(&c->out, argv[i].p, argv[i].n);
             reply_int(&c->out, x ? (long long)live(x) : 0);
         }
@@ -568,5 +627,11 @@ const struct command pubsub_commands[] = {
     {"publish", cmd_publish, 3, P | L | S | CMD_FAST, ACL_PUBSUB,
      {0, 0, 0}},
     {"pubsub", cmd_pubsub, -2, 0, 0, {0, 0, 0}},
+    /* the channels are where Redis's key specs say (for a cluster's
+     * slots) but are no keys: CMD_NOT_KEY */
+    {"ssubscribe", cmd_ssubscribe, -2, P | NS | L | S | OK | CMD_NOT_KEY, ACL_PUBSUB, {1, -1, 1}},
+    {"sunsubscribe", cmd_sunsubscribe, -1, P | NS | L | S | OK | CMD_NOT_KEY, ACL_PUBSUB,
+     {1, -1, 1}},
+    {"spublish", cmd_publish, 3, P | L | S | CMD_FAST | CMD_NOT_KEY, ACL_PUBSUB, {1, 1, 1}},
 };
 const size_t pubsub_ncommands = sizeof pubsub_commands / sizeof pubsub_commands[0];

@@ -33,9 +33,9 @@ void pubsub_release(struct conn *c, int send);
  * nothing and counts for no channel, until its owner closes it. */
 void pubsub_kill(struct conn *c);
 
-/* How many channels and patterns c is subscribed to (any thread: CLIENT
- * LIST's sub= and psub=; takes Pub/Sub's lock, so never call it under it). */
-void pubsub_counts(struct conn *c, size_t *channels, size_t *patterns);
+/* How many channels, patterns and shard channels c is subscribed to (any
+ * thread: CLIENT LIST's sub=, psub= and ssub=; takes Pub/Sub's lock, so never call it under it). */
+void pubsub_counts(struct conn *c, size_t *channels, size_t *patterns, size_t *shards);
 
 /* Move the messages published to c into c->out, in order (owner thread:
  * the network's wake-up, and before each request of a subscribed

@@ -958,9 +958,8 @@ static int pop_first(struct conn *c, kv_txn *t, const struct kv_slice *keys, siz
 
 /* LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: up to count
  * elements of the first key that holds a list, with its name; nil (an
- * array) when none does. The entry names every argument after numkeys as
- * a key (the table's key spec has no key count), which locks at most a
- * few stripes more than needed. */
+ * array) when none does. The entry's key spec counts the keys by numkeys:
+ * the transaction holds exactly those. */
 static int cmd_lmpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     size_t first, n;
@@ -1046,11 +1045,11 @@ const struct command list_commands[] = {
     {"lpos", cmd_lpos, -3, R, ACL_LIST, {1, 1, 1}},
     {"lmove", cmd_lmove, 5, W | M, ACL_LIST, {1, 2, 1}},
     {"rpoplpush", cmd_rpoplpush, 3, W | M, ACL_LIST, {1, 2, 1}},
-    {"lmpop", cmd_lmpop, -4, W, ACL_LIST, {2, -1, 1}},
+    {"lmpop", cmd_lmpop, -4, W | CMD_KEYNUM(1), ACL_LIST, {0, 0, 0}},
     {"blpop", cmd_bpop, -3, W | CMD_NOSCRIPT | CMD_BLOCKING, ACL_LIST, {1, -2, 1}},
     {"brpop", cmd_bpop, -3, W | CMD_NOSCRIPT | CMD_BLOCKING, ACL_LIST, {1, -2, 1}},
     {"blmove", cmd_blmove, 6, W | M | CMD_NOSCRIPT | CMD_BLOCKING, ACL_LIST, {1, 2, 1}},
     {"brpoplpush", cmd_blmove, 4, W | M | CMD_NOSCRIPT | CMD_BLOCKING, ACL_LIST, {1, 2, 1}},
-    {"blmpop", cmd_blmpop, -5, W | CMD_BLOCKING, ACL_LIST, {3, -1, 1}},
+    {"blmpop", cmd_blmpop, -5, W | CMD_BLOCKING | CMD_KEYNUM(2), ACL_LIST, {0, 0, 0}},
 };
 const size_t list_ncommands = sizeof list_commands / sizeof *list_commands;

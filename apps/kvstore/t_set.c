@@ -641,10 +641,8 @@ const struct command set_commands[] = {
     {"sinterstore", cmd_sop, -3, W | M, ACL_SET, {1, -1, 1}},
     {"sunionstore", cmd_sop, -3, W | M, ACL_SET, {1, -1, 1}},
     {"sdiffstore", cmd_sop, -3, W | M, ACL_SET, {1, -1, 1}},
-    /* Redis finds its keys through numkeys (0, 0, 0 and movablekeys);
-     * the table's spec is a range, so every argument after numkeys is
-     * locked as a key (LIMIT and its number too: a lock more) */
-    {"sintercard", cmd_sintercard, -3, R, ACL_SET, {2, -1, 1}},
+    /* keys counted by numkeys (argument 1), as Redis's key spec */
+    {"sintercard", cmd_sintercard, -3, R | CMD_KEYNUM(1), ACL_SET, {0, 0, 0}},
     {"sscan", cmd_sscan, -3, R, ACL_SET, {1, 1, 1}},
 };
 const size_t set_ncommands = sizeof set_commands / sizeof *set_commands;

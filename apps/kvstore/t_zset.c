@@ -1337,9 +1337,8 @@ static int cmd_bzmpop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
 #define M CMD_DENYOOM
 #define F CMD_FAST
 #define Z ACL_SORTEDSET
-/* The commands that take numkeys lock every argument from the first key
- * on (the key spec has no count of keys), the options' words too: a
- * lock more, never one less. */
+/* The commands that take numkeys name their keys by it (the key spec's
+ * fourth field: the index of the count), as Redis's keynum key specs. */
 const struct command zset_commands[] = {
     {"zadd", cmd_zadd, -4, W | M | F, Z, {1, 1, 1}},
     {"zincrby", cmd_zadd, 4, W | M | F, Z, {1, 1, 1}},
@@ -1363,17 +1362,17 @@ const struct command zset_commands[] = {
     {"zremrangebylex", cmd_zremrange, 4, W, Z, {1, 1, 1}},
     {"zpopmin", cmd_zpop, -2, W | F, Z, {1, 1, 1}},
     {"zpopmax", cmd_zpop, -2, W | F, Z, {1, 1, 1}},
-    {"zmpop", cmd_zmpop, -4, W, Z, {2, -1, 1}},
+    {"zmpop", cmd_zmpop, -4, W | CMD_KEYNUM(1), Z, {0, 0, 0}},
     {"bzpopmin", cmd_bzpop, -3, W | CMD_NOSCRIPT | CMD_BLOCKING | F, Z, {1, -2, 1}},
     {"bzpopmax", cmd_bzpop, -3, W | CMD_NOSCRIPT | CMD_BLOCKING | F, Z, {1, -2, 1}},
-    {"bzmpop", cmd_bzmpop, -5, W | CMD_BLOCKING, Z, {3, -1, 1}},
-    {"zunion", cmd_zsetop, -3, R, Z, {2, -1, 1}},
-    {"zinter", cmd_zsetop, -3, R, Z, {2, -1, 1}},
-    {"zdiff", cmd_zsetop, -3, R, Z, {2, -1, 1}},
-    {"zunionstore", cmd_zsetop, -4, W | M, Z, {1, -1, 1}},
-    {"zinterstore", cmd_zsetop, -4, W | M, Z, {1, -1, 1}},
-    {"zdiffstore", cmd_zsetop, -4, W | M, Z, {1, -1, 1}},
-    {"zintercard", cmd_zsetop, -3, R, Z, {2, -1, 1}},
+    {"bzmpop", cmd_bzmpop, -5, W | CMD_BLOCKING | CMD_KEYNUM(2), Z, {0, 0, 0}},
+    {"zunion", cmd_zsetop, -3, R | CMD_KEYNUM(1), Z, {0, 0, 0}},
+    {"zinter", cmd_zsetop, -3, R | CMD_KEYNUM(1), Z, {0, 0, 0}},
+    {"zdiff", cmd_zsetop, -3, R | CMD_KEYNUM(1), Z, {0, 0, 0}},
+    {"zunionstore", cmd_zsetop, -4, W | M | CMD_KEYNUM(2), Z, {1, 1, 1}},
+    {"zinterstore", cmd_zsetop, -4, W | M | CMD_KEYNUM(2), Z, {1, 1, 1}},
+    {"zdiffstore", cmd_zsetop, -4, W | M | CMD_KEYNUM(2), Z, {1, 1, 1}},
+    {"zintercard", cmd_zsetop, -3, R | CMD_KEYNUM(1), Z, {0, 0, 0}},
     {"zrandmember", cmd_zrandmember, -2, R, Z, {1, 1, 1}},
     {"zscan", cmd_zscan, -3, R, Z, {1, 1, 1}},
 };

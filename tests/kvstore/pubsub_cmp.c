@@ -66,6 +66,31 @@ static const struct step {
     {1, "PUBSUB NUMPAT", 0},
     {0, "PUNSUBSCRIBE", 0},
     {0, "UNSUBSCRIBE", 0},
+    /* sharded Pub/Sub: its own channels, counted apart, out of patterns'
+     * reach; a subscription of any kind keeps the connection subscribed */
+    {0, "SSUBSCRIBE s1 s2 s1", 0},
+    {0, "SUBSCRIBE c5", 0},
+    {0, "PSUBSCRIBE s*", 0},
+    {1, "SPUBLISH s1 shard-hello", 0},
+    {1, "PUBLISH s1 plain", 0},
+    {1, "SPUBLISH nobody m", 0},
+    {1, "PUBSUB SHARDCHANNELS s1", 0},
+    {1, "PUBSUB SHARDCHANNELS z*", 0},
+    {1, "PUBSUB SHARDNUMSUB s1 s2 zz", 0},
+    {1, "PUBSUB CHANNELS s*", 0},
+    {0, "GET x", 0},
+    {0, "SUNSUBSCRIBE s2 zz", 0},
+    {1, "SPUBLISH s2 gone", 0},
+    {0, "SUNSUBSCRIBE", 0},
+    {0, "SUNSUBSCRIBE", 0},
+    {0, "UNSUBSCRIBE", 0},
+    {0, "PUNSUBSCRIBE", 0},
+    {0, "SSUBSCRIBE s3", 0},
+    {0, "SUNSUBSCRIBE s3", 0},
+    {1, "SPUBLISH", 0},
+    {1, "MULTI", 1 << 1},
+    {1, "SPUBLISH s1 in-exec", 1 << 1},
+    {1, "EXEC", 0},
     {0, "GET ps:none", 0},
     {0, "MULTI", 1 << 0},
     {0, "SUBSCRIBE q", 1 << 0},
@@ -91,9 +116,13 @@ static const struct step {
     {1, "GET ps:p", 0},
     {0, "SUBSCRIBE big", 0},
     {1, "PUBLISH big ", 0}, /* + 5,000 bytes */
+    /* subscribed to a shard channel only: still a pubsub client */
+    {0, "UNSUBSCRIBE", 0},
+    {0, "SSUBSCRIBE sbig", 0},
     {1, "CLIENT KILL TYPE master", 0},
     {1, "CLIENT KILL TYPE pubsub", 0},    /* connection 0, subscribed */
     {1, "PUBSUB NUMSUB big", 0},
+    {1, "PUBSUB SHARDNUMSUB sbig", 0},
     {1, "CLIENT KILL TYPE normal", 0},    /* not itself: SKIPME yes */
     {1, "CLIENT KILL TYPE normal SKIPME no", 0}, /* itself, after the reply */
 };
