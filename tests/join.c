@@ -58,7 +58,8 @@ enum { META_JOIN = 56, ENTRY = 24, ENTRIES = 256 };
 
 static int joins(void)
 {
-    return !strcmp(txn_engine_name(), "undo") || !strcmp(txn_engine_name(), "redo");
+    return !strcmp(txn_engine_name(), "undo") || !strcmp(txn_engine_name(), "redo") ||
+           !strcmp(txn_engine_name(), "redo1");
 }
 
 /* n new pools, each made while the ones before are open: a pool's
