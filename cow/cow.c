@@ -26,11 +26,27 @@
  *     changes nothing) and keeps the claim until the transaction ends, so
  *     a write or free of the same object by another transaction gets
  *     TXN_E_CONFLICT instead of releasing its blocks a second time.
+ *  C5 A participant of a transaction over several pools (txn_join) is
+ *     prepared by step (1) with a LOG_PREPARE record naming its
+ *     coordinator last in its log, and finished by steps (2) to (4); its
+ *     wrappers stay claimed until then. An unsettled log ending with that
+ *     record is committed by recovery (swaps and allocator records) when
+ *     join_decide says the coordinator committed it, else rolled back as
+ *     any unsettled one; a prepared transaction that aborts stores IDLE
+ *     (one barrier more when it claimed no wrapper), so its log is never
+ *     taken for an undecided one.
+ *  C6 A committed transaction's blocks stop counting as reserved or freed
+ *     by it (tx_take_blocks) before its claims are released: another
+ *     transaction claiming a wrapper next may free its payload, the block
+ *     this one swapped in, and must not find it still marked new by this
+ *     one (A6 of txn/format/tx.c). Out of memory for the list, the front
+ *     end's end does it, after the claims went (as before).
  *
  * Barriers: commit = write set + copies -> (1); COMMITTED -> (2); swap,
  * allocator bits -> (3); IDLE -> (4). Abort of a transaction that opened
  * objects for writing: reset their wrappers -> (3); IDLE -> (4), as in the
- * paper. Read-only: 0.
+ * paper. Read-only: 0. A joined part (C5): prepare (1); finish (2) to
+ * (4); abort of a prepared part (3), (4).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +70,8 @@ _Static_assert(sizeof(struct wrap) == 32, "wrapper size");
 struct cow_tx {
     uint64_t me;       /* our writer id in this boot */
     struct vec wset;   /* struct wrap *: wrappers we opened for writing */
+    int prepared;      /* eng_prepare ran (C5) */
+    struct vec freed;  /* void *: the committed transaction's frees (C6) */
 };
 
 static inline struct wrap *W(txn_obj *o)
@@ -70,7 +88,9 @@ size_t eng_obj_size(txn_pool *p, const txn_obj *o)
 {
     if (tx_block_payload(p, o, 0) != sizeof(struct wrap))
         return 0;
-    return tx_block_payload(p, P(((const struct wrap *)o)->payload), 0);
+    /* an atomic load: another transaction's commit may swap it meanwhile
+     * (a writer of the object whose claim this caller's will then meet) */
+    return tx_block_payload(p, P(at_load(&((const struct wrap *)o)->payload)), 0);
 }
 
 int eng_obj_blocks(txn_pool *p, const txn_obj *o, void *blk[2])
@@ -88,6 +108,7 @@ int eng_tx_init(struct txn *tx)
         return TXN_E_NOMEM;
     c->me = tx_pool_boot(tx->p) << 16 | (tx->slot_idx + 1);
     vec_init(&c->wset, sizeof(struct wrap *));
+    vec_init(&c->freed, sizeof(void *));
     tx->eng = c;
     return 0;
 }
@@ -96,6 +117,7 @@ void eng_tx_fini(struct txn *tx)
 {
     struct cow_tx *c = tx->eng;
     vec_free(&c->wset);
+    vec_free(&c->freed);
     free(c);
     tx->eng = NULL;
 }
@@ -148,6 +170,15 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
         return open_rw(tx, w);
     struct cow_tx *c = tx->eng;
     return P(at_load(&w->writer) == c->me ? w->copy : w->payload);
+}
+
+/* The committed payload (a writer's copy is not, until its commit swaps
+ * it in): what a participant's recovery reads its coordinator's join
+ * table through (api.c, J2). */
+void eng_read_committed(txn_pool *p, txn_obj *o, size_t off, void *dst, size_t n)
+{
+    (void)p;
+    memcpy(dst, (const char *)P(at_load(&W(o)->payload)) + off, n);
 }
 
 /* Writes land in place in our copy, or in an object of this transaction. */
@@ -235,12 +266,14 @@ static void release(struct cow_tx *c, int flush)
     c->wset.n = 0;
 }
 
-int eng_commit(struct txn *tx)
+/* Step (1): the write set, the copies and new blocks durable, with
+ * `ref`'s LOG_PREPARE record last when a participant (C5). On an error
+ * the transaction is rolled back. */
+static int log_durable(struct txn *tx, const struct join_ref *ref)
 {
-    struct cow_tx *c = tx->eng;
-    if (!c->wset.n && !tx_block_count(tx))
-        return 0;
     int rc = tx_log_allocs(tx);
+    if (!rc && ref)
+        rc = tx_log_prepare(tx, ref);
     if (rc) {
         eng_abort(tx);
         return rc;
@@ -248,6 +281,13 @@ int eng_commit(struct txn *tx)
     tx_log_flush(tx);
     tx_flush_new_blocks(tx);
     pm_barrier();                     /* (1) C1 */
+    return 0;
+}
+
+/* Steps (2) to (4) of a commit whose step (1) is done. */
+static void commit_logged(struct txn *tx, struct cow_tx *c)
+{
+    c->prepared = 0;
     tx_set_state(tx, SLOT_COMMITTED); /* (2) */
     tx_apply_allocs(tx, 1); /* C2, C3; its atomics before the flushes */
     for (size_t i = 0; i < c->wset.n; i++) {
@@ -258,18 +298,68 @@ int eng_commit(struct txn *tx)
     }
     pm_barrier();                /* (3) */
     tx_set_state(tx, SLOT_IDLE); /* (4) */
+    /* C6: the blocks' marks cleared before the claims go, the freed
+     * blocks back to the allocator after */
+    size_t nf;
+    const struct tx_block *fr = tx_frees(tx, &nf);
+    int take = !vec_reserve(&c->freed, nf);
+    for (size_t i = 0; take && i < nf; i++)
+        ((void **)c->freed.a)[i] = fr[i].blk;
+    if (take)
+        tx_take_blocks(tx);
     release(c, 0);
-    return 0;
+    for (size_t i = 0; take && i < nf; i++)
+        tx_cache_release(tx->p, tx_cache(tx), ((void **)c->freed.a)[i]);
+}
+
+int eng_commit(struct txn *tx)
+{
+    struct cow_tx *c = tx->eng;
+    if (!c->wset.n && !tx_block_count(tx))
+        return 0;
+    int rc = log_durable(tx, NULL);
+    if (!rc)
+        commit_logged(tx, c);
+    return rc;
 }
 
 void eng_abort(struct txn *tx)
 {
     struct cow_tx *c = tx->eng;
-    if (!c->wset.n)
+    int prepared = c->prepared;
+    c->prepared = 0;
+    if (!c->wset.n && !prepared)
         return;
     release(c, 1);
     pm_barrier();                                /* (3) */
-    tx_set_state(tx, SLOT_IDLE); /* (4) */
+    tx_set_state(tx, SLOT_IDLE); /* (4); C5: a prepared one settled */
+}
+
+const int eng_joins = 1;
+
+int eng_prepare(struct txn *tx, struct join_ref *ref)
+{
+    struct cow_tx *c = tx->eng;
+    ref->seq = 0;
+    if (!c->wset.n && !tx_block_count(tx))
+        return 0; /* wrote nothing: not prepared */
+    tx_join_seq(tx, ref);
+    int rc = log_durable(tx, ref);
+    if (rc) {
+        ref->seq = 0;
+        return rc;
+    }
+    c->prepared = 1;
+    return 0;
+}
+
+void eng_finish(struct txn *tx)
+{
+    struct cow_tx *c = tx->eng;
+    if (c->prepared)
+        commit_logged(tx, c);
+    else
+        eng_abort(tx); /* it wrote nothing */
 }
 
 int eng_rec_valid(txn_pool *p, const struct log_rec *rec)
@@ -283,6 +373,10 @@ int eng_rec_valid(txn_pool *p, const struct log_rec *rec)
     case LOG_ALLOC:
     case LOG_FREE:
         return tx_alloc_rec_valid(p, rec) ? 0 : TXN_E_CORRUPT;
+    case LOG_PREPARE: {
+        struct join_ref ref;
+        return tx_prepare_rec_get(rec, &ref) ? 0 : TXN_E_CORRUPT;
+    }
     default:
         return TXN_E_CORRUPT;
     }
@@ -299,8 +393,17 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
     if (state == SLOT_IDLE)
         return 0;
     int committed = state == SLOT_COMMITTED;
+    struct join_ref ref;
+    if (state < 0 && tx_prepare_rec_get(recs[n - 1], &ref)) {
+        int rc = join_decide(p, &ref); /* C5 */
+        if (rc < 0)
+            return rc;
+        committed = rc == 1;
+    }
     for (size_t i = 0; i < n; i++) {
         tx_rec_get(recs[i], &r);
+        if (r.type == LOG_PREPARE)
+            continue;
         if (r.type == LOG_OBJ) {
             struct wrap *w = P(r.addr);
             if (committed)

@@ -62,12 +62,26 @@
  *     recovery may replay its FREE record, which must not undo what a
  *     later owner of the space made durable outside any log (a run's
  *     format, a large block's chunk entries).
+ *  Q10 A participant of a transaction over several pools (txn_join;
+ *     docs/join.md) is prepared by step (1) of a commit whose log's last
+ *     part is a prepare part naming the coordinator (redo1_log.h); its slot
+ *     stays locked, its `low` at its version, until eng_finish or
+ *     eng_abort, so no watermark passes it (Q5, Q6) and no helper flushes
+ *     for it. eng_finish makes a done part of its version durable (one
+ *     barrier) and applies the log; from then on recovery replays it
+ *     without asking its coordinator, whose table may have dropped its
+ *     entry (api.c's J3). eng_abort makes the prepare part invalid (one
+ *     barrier): the log then reads as incomplete. Recovery replays an
+ *     unsettled prepared log (above the watermark, no done part) when
+ *     join_decide says committed, else drops it, and the floor then
+ *     passes its version (Q7), so it is never asked about again.
  *
  * Barriers of a commit, whatever the number of writes: (1). Read-only: 0.
  * Abort: 0. One more, (0), when the blocks it allocated exceed NEW_LOGGED
  * bytes (Q3), and one when the ring grows into a new heap chunk (the
  * chunk table entry, tx_seg_new). A context's end: 1 (its pending
- * lines); the pool's last context: 1 more (the floor).
+ * lines); the pool's last context: 1 more (the floor). A joined part:
+ * prepare (1), finish 1, abort of a prepared part 1 (Q10).
  */
 #include <assert.h>
 #include <sched.h>
@@ -174,6 +188,13 @@ struct lindex {
     uint32_t gen;
 };
 
+/* A log made durable (step (1)): its version, watermark and entries. */
+struct logged {
+    uint64_t v, water;
+    const char *ent;
+    size_t len;
+};
+
 /* Per context. */
 struct rtx {
     struct rpool *st;
@@ -192,6 +213,10 @@ struct rtx {
                               when entries write the word in part */
     size_t indexed;        /* words of the log in the index */
     struct vec imgs;       /* struct wimg */
+    int prepared;          /* eng_prepare ran (Q10): its slot is locked */
+    struct logged plog;    /* the prepared log: its entries stay where they
+                              are (the DRAM log, or `image`) until applied */
+    char *done;            /* where its done part goes */
 };
 
 /* A word that entries of the log write in part: the bytes they wrote (the
@@ -896,18 +921,29 @@ static int place_parts(struct txn *tx, struct rtx *t, const char *ent, size_t le
     }
 }
 
-/* Write and flush the parts of version v (not fenced). */
-static void write_parts(const char *ent, const struct vec *cuts, uint64_t v, uint64_t water)
+/* Write and flush one part (not fenced). */
+static void write_part(char *at, uint64_t magic, uint64_t v, uint64_t water, size_t idx,
+                       size_t nparts, const char *bytes, size_t len)
+{
+    struct r1_part h = {magic, v, water, (uint32_t)idx, (uint32_t)nparts, len, 0};
+    h.csum = r1_part_csum(&h, bytes);
+    if (len)
+        pm_memcpy(at + sizeof h, bytes, len);
+    pm_memcpy(at, &h, sizeof h);
+    pm_flush(at, sizeof h + len);
+    pm_ctr.log_bytes += sizeof h + len;
+}
+
+/* Write and flush the parts of version v (not fenced); with `prep`, the
+ * last cut is the prepare part, of prep's bytes. */
+static void write_parts(const char *ent, const char *prep, const struct vec *cuts, uint64_t v,
+                        uint64_t water)
 {
     for (size_t i = 0; i < cuts->n; i++) {
         const struct cut *c = vec_at(cuts, i);
-        struct r1_part h = {R1_PART_MAGIC, v, water, (uint32_t)i, (uint32_t)cuts->n,
-                         c->to - c->from, 0};
-        h.csum = r1_part_csum(&h, ent + c->from);
-        pm_memcpy(c->at + sizeof h, ent + c->from, c->to - c->from);
-        pm_memcpy(c->at, &h, sizeof h);
-        pm_flush(c->at, sizeof h + (c->to - c->from));
-        pm_ctr.log_bytes += sizeof h + (c->to - c->from);
+        int last = prep && i == cuts->n - 1;
+        write_part(c->at, last ? R1_PREP_MAGIC : R1_PART_MAGIC, v, water, i, cuts->n,
+                   (last ? prep : ent) + c->from, c->to - c->from);
     }
 }
 
@@ -1083,16 +1119,39 @@ static void hold_frees(struct txn *tx, struct rslot *sl, uint64_t v)
     tx_take_blocks(tx);
 }
 
-int eng_commit(struct txn *tx)
+/* The prepare part's one range entry (redo1_log.h) for ref, into buf;
+ * its bytes, or 0 when ref's names are too long. */
+#define PREP_MAX (3 * 8 + JOIN_NAMES_MAX + 8)
+static size_t prep_entry(const struct join_ref *ref, uint64_t *buf)
 {
-    struct rtx *t = tx->eng;
+    size_t n = join_names_put(ref, (char *)&buf[3]);
+    if (!n)
+        return 0;
+    buf[0] = WL_RANGE | (8 + n);
+    buf[1] = ref->uuid;
+    buf[2] = ref->ctx;
+    size_t words = 3 + (n + 7) / 8;
+    memset((char *)&buf[3] + n, 0, words * 8 - (24 + n));
+    return words * 8;
+}
+
+/* Step (1) of a commit: the log of the transaction durable as version *v
+ * (Q1), with `ref`'s prepare part last when a participant (Q10); the slot
+ * stays locked. On an error the transaction is rolled back (eng_abort),
+ * the slot unlocked. */
+static int log_durable(struct txn *tx, struct rtx *t, const struct join_ref *ref,
+                       struct logged *out)
+{
     struct rslot *sl = t->sl;
-    if (tx->hot.wl == t->wl->a && !tx_block_count(tx))
-        return 0; /* read-only */
     const char *ent;
-    size_t len;
+    size_t len, plen = 0;
+    uint64_t prep[PREP_MAX / 8];
     struct vec *cuts = &t->cuts;
     cuts->n = 0;
+    if (ref && !(plen = prep_entry(ref, prep))) {
+        eng_abort(tx);
+        return TXN_E_INVAL;
+    }
     int whole = new_bytes(tx) <= NEW_LOGGED;
     int rc = entries(tx, t, whole, &ent, &len);
     if (rc) {
@@ -1108,6 +1167,18 @@ int eng_commit(struct txn *tx)
     size_t sc = sl->cur, so = sl->off;
     uint64_t top = cur->top;
     rc = place_parts(tx, t, ent, len, v, cuts);
+    if (!rc && ref) {
+        /* the prepare part whole in one part (one entry), then the room of
+         * the done part, so that eng_finish cannot fail (Q10) */
+        struct vec done;
+        vec_init(&done, sizeof(struct cut));
+        rc = place_parts(tx, t, (const char *)prep, plen, v, cuts);
+        if (!rc)
+            rc = place_parts(tx, t, NULL, 0, v, &done);
+        if (!rc)
+            t->done = ((struct cut *)vec_at(&done, 0))->at;
+        vec_free(&done);
+    }
     if (rc) { /* nothing written: the ring as it was */
         sl->cur = sc;
         sl->off = so;
@@ -1124,7 +1195,7 @@ int eng_commit(struct txn *tx)
         tx_flush_new_blocks(tx);
         pm_barrier(); /* (0) Q3 */
     }
-    write_parts(ent, cuts, v, water);
+    write_parts(ent, ref ? (const char *)prep : NULL, cuts, v, water);
     filter_clear(tx, t); /* stores before (1) do not wait for its write-backs */
     pm_barrier(); /* (1) Q1 */
     for (size_t i = 0; i < t->helped.n; i++) {
@@ -1138,22 +1209,86 @@ int eng_commit(struct txn *tx)
     /* not a locked instruction: that would wait here for the write-backs
      * the barrier ordered, which the stores below may overlap */
     atomic_store_explicit(&sl->low, v, memory_order_release);
+    *out = (struct logged){v, water, ent, len};
+    return 0;
+}
+
+/* After (1): the log applied in place, its frees held (Q9), the slot
+ * unlocked. */
+static void applied(struct txn *tx, struct rtx *t, const struct logged *l)
+{
+    struct rslot *sl = t->sl;
+    uint64_t v = l->v, water = l->water;
     apply(tx, t);
 #ifndef NDEBUG
-    assert_replay(ent, len);
+    assert_replay(l->ent, l->len);
 #endif
     hold_frees(tx, sl, v);
     release_held(tx->p, sl, tx_cache(tx), water);
     unlock_slot(sl);
     switch_log(tx, t);
-    return 0;
+}
+
+int eng_commit(struct txn *tx)
+{
+    struct rtx *t = tx->eng;
+    if (tx->hot.wl == t->wl->a && !tx_block_count(tx))
+        return 0; /* read-only */
+    struct logged l;
+    int rc = log_durable(tx, t, NULL, &l);
+    if (!rc)
+        applied(tx, t, &l);
+    return rc;
 }
 
 void eng_abort(struct txn *tx)
 {
     struct rtx *t = tx->eng;
+    if (t->prepared) { /* Q10: its prepare part no longer valid, then settled */
+        const struct cut *c = vec_at(&t->cuts, t->cuts.n - 1);
+        pm_store64(c->at, 0);
+        pm_persist(c->at, 8);
+        atomic_store(&t->sl->low, 0); /* nothing of it in place */
+        unlock_slot(t->sl);
+        t->prepared = 0;
+    }
     filter_clear(tx, t);
     wlog_rewind(tx, t->wl);
+}
+
+/* ---- one transaction over several pools (txn_join): Q10 */
+
+const int eng_joins = 1;
+
+int eng_prepare(struct txn *tx, struct join_ref *ref)
+{
+    struct rtx *t = tx->eng;
+    ref->seq = 0;
+    if (tx->hot.wl == t->wl->a && !tx_block_count(tx))
+        return 0; /* wrote nothing: not prepared */
+    ref->ctx = (uint32_t)tx->slot_idx;
+    int rc = log_durable(tx, t, ref, &t->plog);
+    if (rc)
+        return rc; /* rolled back: the front end's abort finds nothing */
+    ref->seq = t->plog.v; /* Q7: never reused in the pool */
+    t->prepared = 1;
+    return 0;
+}
+
+void eng_finish(struct txn *tx)
+{
+    struct rtx *t = tx->eng;
+    if (!t->prepared) {
+        eng_abort(tx); /* it wrote nothing */
+        return;
+    }
+    assert(atomic_load(&t->sl->busy) && atomic_load(&t->sl->low) == t->plog.v &&
+           "Q10: a prepared log's slot stays locked, its low at the log's version");
+    static const char none[8];
+    write_part(t->done, R1_DONE_MAGIC, t->plog.v, t->plog.water, 0, 1, none, 0);
+    pm_barrier(); /* Q10: the done part durable */
+    t->prepared = 0;
+    applied(tx, t, &t->plog);
 }
 
 /* Q4, Q9 on demand, when the pool is full and room may be held back:
@@ -1235,7 +1370,8 @@ int eng_recover(txn_pool *p, struct slot_hdr *slot, struct log_rec **recs, size_
 
 static int part_valid(const struct r1_part *h, size_t room)
 {
-    return h->magic == R1_PART_MAGIC && h->nparts && h->idx < h->nparts && h->len % 8 == 0 &&
+    return (h->magic == R1_PART_MAGIC || h->magic == R1_PREP_MAGIC || h->magic == R1_DONE_MAGIC) &&
+           h->nparts && h->idx < h->nparts && h->len % 8 == 0 &&
            h->len <= room - sizeof *h && h->csum == r1_part_csum(h, h + 1);
 }
 
@@ -1307,6 +1443,25 @@ static void replay(txn_pool *p, const struct r1_part *h)
     }
 }
 
+/* Q10: whether the coordinator committed the prepared log whose prepare
+ * part is f (1, 0), or why it cannot tell (join_decide). Checked first. */
+static int prep_decide(txn_pool *p, const struct found *f)
+{
+    const struct r1_part *h = f->h;
+    const uint64_t *w = (const uint64_t *)(h + 1);
+    size_t n = wlog_entry_words(w, h->len / 8);
+    struct join_ref ref = {0};
+    if (n * 8 != h->len || w[0] & (WL_ALLOC | WL_FREE) || !(w[0] & WL_RANGE) ||
+        (w[0] & WL_LEN_MASK) < 8 + 4 || !w[1] || w[2] != f->slot ||
+        !join_names_get((const char *)&w[3], (w[0] & WL_LEN_MASK) - 8, &ref))
+        return REFUSE(TXN_E_CORRUPT, "log slot %zu: the prepare part of transaction %llu is not "
+                      "one this engine wrote", f->slot, (unsigned long long)h->version);
+    ref.uuid = w[1];
+    ref.ctx = (uint32_t)f->slot;
+    ref.seq = h->version;
+    return join_decide(p, &ref);
+}
+
 /* Q4, Q8: the committed logs above the highest watermark, in version
  * order; then the floor (Q7). */
 int eng_recover_logs(txn_pool *p)
@@ -1324,26 +1479,54 @@ int eng_recover_logs(txn_pool *p)
     }
     if (!rc)
         qsort(found.a, found.n, sizeof(struct found), by_version);
-    /* committed: parts 0 .. n-1 of one version, all found, in one slot */
+    /* committed: parts 0 .. n-1 of one version, all found, in one slot;
+     * a prepared one (Q10): its last part a prepare part, committed when
+     * its done part is found too or its coordinator says so */
     size_t logs = 0;
     for (size_t i = 0; !rc && i < found.n;) {
         struct found *f = vec_at(&found, i);
-        size_t k = 0;
-        while (i + k < found.n && ((struct found *)vec_at(&found, i + k))->h->version ==
-                                       f->h->version)
-            k++;
-        int whole = k == f->h->nparts && f->h->version > water;
-        for (size_t j = 0; whole && j < k; j++) {
+        size_t k = 0, data = 0, nprep = 0, ndone = 0;
+        const struct found *prep = NULL;
+        for (; i + k < found.n; k++) {
+            const struct found *g = vec_at(&found, i + k);
+            if (g->h->version != f->h->version)
+                break;
+            if (g->h->magic == R1_DONE_MAGIC) {
+                ndone += g->slot == f->slot;
+                continue;
+            }
+            if (g->h->magic == R1_PREP_MAGIC) {
+                prep = g;
+                nprep++;
+            }
+            data++;
+        }
+        int whole = data && nprep <= 1 && f->h->version > water;
+        /* the data parts and the prepare part, in idx order (the done
+         * part sorts among them: it is skipped) */
+        for (size_t j = 0, idx = 0; whole && j < k; j++) {
             const struct found *g = vec_at(&found, i + j);
-            whole = g->h->idx == j && g->h->nparts == k && g->slot == f->slot;
+            if (g->h->magic == R1_DONE_MAGIC)
+                continue;
+            whole = g->h->idx == idx++ && g->h->nparts == data && g->slot == f->slot &&
+                    (g->h->magic == R1_PART_MAGIC || g->h->idx == data - 1);
         }
         for (size_t j = 0; whole && !rc && j < k; j++) {
             const struct found *g = vec_at(&found, i + j);
-            rc = part_entries_valid(p, g->h, g->slot);
+            if (g->h->magic == R1_PART_MAGIC)
+                rc = part_entries_valid(p, g->h, g->slot);
         }
-        /* only the committed ones stay, in order */
-        for (size_t j = 0; whole && j < k; j++)
-            *(struct found *)vec_at(&found, logs++) = *(struct found *)vec_at(&found, i + j);
+        if (whole && !rc && prep && !ndone) {
+            rc = prep_decide(p, prep);
+            whole = rc == 1;
+            rc = rc < 0 ? rc : 0;
+        }
+        /* only the committed ones' data parts stay, in order */
+        for (size_t j = 0; whole && j < k; j++) {
+            const struct found *g = vec_at(&found, i + j);
+            if (g->h->magic == R1_PART_MAGIC)
+                *(struct found *)vec_at(&found, logs++) = *g;
+        }
         i += k;
     }
     if (!rc && logs) {

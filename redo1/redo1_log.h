@@ -6,7 +6,9 @@
  * boundary after the segment's header: a head, then `len` bytes of
  * entries in wlog.h's format (word, range, ALLOC and FREE entries). A
  * transaction's log is parts 0 .. nparts-1 of one version, all in one
- * slot; it is committed when every part is valid. */
+ * slot; it is committed when every part is valid, or, when its last part
+ * is a prepare part (R1_PREP_MAGIC), when its slot also holds its done
+ * part or its coordinator says so. */
 #ifndef PMTX_REDO1_LOG_H
 #define PMTX_REDO1_LOG_H
 
@@ -16,8 +18,21 @@
 
 #define R1_PART_MAGIC 0x7265646f31706172ull /* "redo1par" */
 
+/* A prepared transaction (txn_join; docs/join.md): its log's last part,
+ * idx nparts - 1, has this magic and one range entry whose address word
+ * is the coordinator's uuid and whose bytes are the context's index (8
+ * bytes) then the coordinator's file and layout, each NUL-ended
+ * (engine.h: join_names_put). Its other parts are R1_PART_MAGIC ones, so
+ * a library that knows no prepared parts finds the log incomplete. */
+#define R1_PREP_MAGIC 0x7265646f31707270ull /* "redo1prp" */
+
+/* A prepared transaction committed (its coordinator did): a part of no
+ * entries (idx 0 of 1) of the prepared version, written after it in the
+ * same slot's ring. */
+#define R1_DONE_MAGIC 0x7265646f31646f6eull /* "redo1don" */
+
 struct r1_part {
-    uint64_t magic;   /* R1_PART_MAGIC */
+    uint64_t magic;   /* R1_PART_MAGIC, R1_PREP_MAGIC or R1_DONE_MAGIC */
     uint64_t version; /* the transaction's, in the pool's one order */
     uint64_t water;   /* every transaction of version <= water had its
                          data durable when this part was written */

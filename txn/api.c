@@ -908,6 +908,27 @@ int join_decide(txn_pool *p, const struct join_ref *ref)
     return rc;
 }
 
+size_t join_names_put(const struct join_ref *ref, char *buf)
+{
+    size_t nf = strlen(ref->file) + 1, nl = strlen(ref->layout) + 1;
+    if (nf > PATH_MAX || nl > TXN_LAYOUT_MAX + 1 || nf + nl > JOIN_NAMES_MAX)
+        return 0;
+    memcpy(buf, ref->file, nf);
+    memcpy(buf + nf, ref->layout, nl);
+    return nf + nl;
+}
+
+int join_names_get(const char *s, size_t len, struct join_ref *ref)
+{
+    size_t nf = len ? strnlen(s, len) : 0;
+    if (nf == 0 || nf + 2 > len || s[len - 1] || strlen(s + nf + 1) + nf + 2 != len ||
+        s[0] != '/')
+        return 0;
+    ref->file = s;
+    ref->layout = s + nf + 1;
+    return 1;
+}
+
 int txn_join(txn *tx, txn_pool *other, txn **part)
 {
     if (!tx || !other)

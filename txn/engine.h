@@ -280,6 +280,17 @@ void eng_finish(struct txn *tx);
  * when the pool being recovered is one) unless this process has it open. */
 int join_decide(txn_pool *p, const struct join_ref *ref);
 
+/* A prepared transaction's record of its coordinator's names: ref's file
+ * and layout, each NUL-ended, into buf (JOIN_NAMES_MAX bytes); returns the
+ * bytes written, or 0 when a name is too long. join_names_get reads them
+ * back from s (len bytes) into ref's file and layout (pointing into s):
+ * 1 when they are well formed (an absolute file, a layout), else 0. One
+ * format for every engine that prepares (log.c's LOG_PREPARE record,
+ * redo1's prepare part). */
+#define JOIN_NAMES_MAX (4096 + TXN_LAYOUT_MAX + 2)
+size_t join_names_put(const struct join_ref *ref, char *buf);
+int join_names_get(const char *s, size_t len, struct join_ref *ref);
+
 /* ---- recovery, called by txn/format/pool.c only (pmtx's format) */
 
 /* Recovery of one slot's last transaction, given its valid records in log

@@ -345,27 +345,21 @@ void tx_join_seq(const struct txn *tx, struct join_ref *ref)
 
 int tx_log_prepare(struct txn *tx, const struct join_ref *ref)
 {
-    size_t nf = strlen(ref->file) + 1, nl = strlen(ref->layout) + 1;
-    char buf[PATH_MAX + LAYOUT_MAX + 2];
-    if (nf > PATH_MAX || nl > LAYOUT_MAX + 1)
+    char buf[JOIN_NAMES_MAX];
+    size_t n = join_names_put(ref, buf);
+    if (!n)
         return TXN_E_INVAL;
-    memcpy(buf, ref->file, nf);
-    memcpy(buf + nf, ref->layout, nl);
     assert(ref->seq == TX_FMT(tx)->version && ref->ctx == tx->slot_idx);
     return log_append(&TX_FMT(tx)->log, TX_FMT(tx)->version, LOG_PREPARE, ref->uuid, ref->ctx,
-                      buf, (uint32_t)(nf + nl), NULL);
+                      buf, (uint32_t)n, NULL);
 }
 
 int tx_prepare_rec_get(const struct log_rec *r, struct join_ref *ref)
 {
-    const char *s = (const char *)(r + 1);
-    size_t nf = r->len ? strnlen(s, r->len) : 0;
-    if (r->type != LOG_PREPARE || !r->addr || !r->version || r->aux >= TXN_MAX_THREADS ||
-        nf == 0 || nf + 2 > r->len || s[r->len - 1] || strlen(s + nf + 1) + nf + 2 != r->len ||
-        s[0] != '/')
+    if (r->type != LOG_PREPARE || !r->addr || !r->version || r->aux >= TXN_MAX_THREADS)
         return 0;
-    *ref = (struct join_ref){r->addr, r->version, (uint32_t)r->aux, s, s + nf + 1};
-    return 1;
+    *ref = (struct join_ref){r->addr, r->version, (uint32_t)r->aux, NULL, NULL};
+    return join_names_get((const char *)(r + 1), r->len, ref);
 }
 
 /* ---- the block lists, the allocator and the slots' raw logs, for the

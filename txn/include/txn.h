@@ -331,10 +331,14 @@ void *txn_open(txn *tx, txn_obj *o, int mode);
  * commits all the joined pools as one, txn_abort(tx) rolls all back;
  * txn_commit and txn_abort of *part are refused (TXN_E_INVAL, nothing
  * done), and *part is gone with tx. Joining a pool twice gives the same
- * part. TXN_E_NOTSUP on an engine that cannot (all but undo and redo), a
- * pool without a uuid, or when either pool is a view (txn_pool_view: its
- * writes never reach the file); TXN_E_INVAL for tx's own pool, a part, or a
- * transaction of another thread; txn_begin's errors on `other`.
+ * part. TXN_E_NOTSUP on an engine that cannot: incll, whose transactions
+ * become durable only when their epoch ends, which also makes them
+ * permanent, so a part can never be durable yet revocable as a prepared
+ * one must be; none (no durable log) and pmdk (its pools have no uuid).
+ * TXN_E_NOTSUP too for a pool without a uuid, or when either pool is a
+ * view (txn_pool_view: its writes never reach the file); TXN_E_INVAL for
+ * tx's own pool, a part, or a transaction of another thread; txn_begin's
+ * errors on `other`.
  *
  * All or nothing after a crash: the commit is two-phase. Each part that
  * wrote something is first prepared (durable, its log naming the
