@@ -77,7 +77,7 @@ static void way_end(struct txn *tx, unsigned i)
 
 /* Only the ways listed as moving are visited: with 129 ways, a walk of
  * them all at each commit cost more than it saved. */
-static void ways_end(struct txn *tx)
+static __attribute__((noinline)) void ways_end(struct txn *tx)
 {
     if (tx->ways_move > TXN__MOVED) {
         for (unsigned i = 0; i < TXN__WAYS; i++)
@@ -598,17 +598,24 @@ static int commit_joined(struct txn *tx);
 static void abort_parts(struct txn *tx);
 static size_t obj_size(struct txn *tx, const txn_obj *o);
 
+/* A commit's rare ways, out of line: inlined into txn_commit, they made
+ * every commit save and restore six registers (docs/access.md). */
+static __attribute__((noinline, cold)) int commit_rare(struct txn *tx)
+{
+    if (tx->parts.n)
+        return commit_joined(tx);
+    /* tx->err: txn_last_error() still says what failed */
+    eng_abort(tx);
+    end_tx(tx, 0);
+    return TXN_E_STATE;
+}
+
 int txn_commit(txn *tx)
 {
     if (!mine(tx) || tx->coord)
         return TXN_E_INVAL;
-    if (tx->parts.n)
-        return commit_joined(tx);
-    if (tx->err) { /* txn_last_error() still says what failed */
-        eng_abort(tx);
-        end_tx(tx, 0);
-        return TXN_E_STATE;
-    }
+    if (__builtin_expect(tx->parts.n || tx->err, 0))
+        return commit_rare(tx);
     int rc = eng_commit(tx);
     end_tx(tx, rc == 0);
     return rc;

@@ -88,8 +88,8 @@ int eng_free(struct txn *tx, txn_obj *o)
 int eng_commit(struct txn *tx)
 {
     struct none_tx *t = tx->eng;
+    wlog_rewind(tx, &t->wl); /* first: nothing of t is live across the call */
     tx_apply_allocs(tx, 0);
-    wlog_rewind(tx, &t->wl);
     return 0;
 }
 

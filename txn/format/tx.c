@@ -68,7 +68,8 @@ static __attribute__((noinline)) void settle(struct txn *tx, struct vec *v, enum
     }
 }
 
-void eng_pool_end(struct txn *tx, int committed)
+/* Its blocks and log, when the transaction had any. */
+static __attribute__((noinline)) void pool_end_blocks(struct txn *tx, int committed)
 {
     struct vec *give = committed ? &TX_FMT(tx)->frees : &TX_FMT(tx)->allocs;
     struct vec *keep = committed ? &TX_FMT(tx)->allocs : &TX_FMT(tx)->frees;
@@ -82,11 +83,25 @@ void eng_pool_end(struct txn *tx, int committed)
         log_rewind(&TX_FMT(tx)->log);
 }
 
+/* The common end, a transaction that reserved, freed and logged nothing,
+ * returns at once: the selects, stores and saved registers of the general
+ * end were a fifth of none's commit (docs/access.md). Its byte counts are
+ * 0 then, as they count the blocks of the lists. */
+void eng_pool_end(struct txn *tx, int committed)
+{
+    if (TX_FMT(tx)->allocs.n || TX_FMT(tx)->frees.n || TX_FMT(tx)->log.used) {
+        pool_end_blocks(tx, committed);
+        return;
+    }
+    assert(!TX_FMT(tx)->reserved_bytes && !TX_FMT(tx)->freed_bytes);
+}
+
 void tx_take_blocks(struct txn *tx)
 {
     settle(tx, &TX_FMT(tx)->allocs, MARK_NEW, 0);
     settle(tx, &TX_FMT(tx)->frees, MARK_FREED, 0);
     TX_FMT(tx)->allocs.n = TX_FMT(tx)->frees.n = 0;
+    TX_FMT(tx)->reserved_bytes = TX_FMT(tx)->freed_bytes = 0;
 }
 
 #ifndef NDEBUG
@@ -173,10 +188,8 @@ int tx_mark_free(struct txn *tx, void *blk, struct tx_block *out)
 
 /* The atomic updates first, then the flushes: a locked instruction waits
  * for every write-back in flight, so interleaving them serialises both. */
-void tx_apply_allocs(struct txn *tx, int flush)
+static __attribute__((noinline)) void apply_allocs(struct txn *tx, int flush)
 {
-    if (!TX_FMT(tx)->allocs.n && !TX_FMT(tx)->frees.n)
-        return;
     for (size_t i = 0; i < TX_FMT(tx)->allocs.n; i++) {
         struct tx_block *b = vec_at(&TX_FMT(tx)->allocs, i);
         alloc_apply(tx->p, (uint64_t)(uintptr_t)b->blk, b->size, ALLOC_SET, 0);
@@ -190,6 +203,13 @@ void tx_apply_allocs(struct txn *tx, int flush)
                                               : vec_at(&TX_FMT(tx)->frees, i - TX_FMT(tx)->allocs.n);
         alloc_flush_meta(tx->p, (uint64_t)(uintptr_t)b->blk, b->size);
     }
+}
+
+/* Without blocks it returns before saving any register (none's commit). */
+void tx_apply_allocs(struct txn *tx, int flush)
+{
+    if (TX_FMT(tx)->allocs.n || TX_FMT(tx)->frees.n)
+        apply_allocs(tx, flush);
 }
 
 void tx_set_state(struct txn *tx, unsigned state)
