@@ -12,6 +12,7 @@
 
 #include "keys.h"
 #include "t_set.h"
+#include "t_zset.h"
 
 /* ---- keys and values */
 
@@ -288,7 +289,8 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     struct val x = {0};
     if ((rc = kv_txn_read(t, argv[2], cmd_val_cb, &x, &type)) > 0 && x.oom)
         rc = TXN_E_NOMEM;
-    const char *enc = type == KV_HASH || type == KV_ZSET ? "listpack"
+    const char *enc = type == KV_HASH                   ? "listpack"
+                      : type == KV_ZSET                  ? zset_encoding(x.p, x.n)
                       : type == KV_LIST                  ? "quicklist"
                       : type == KV_SET                   ? set_encoding(x.p, x.n)
                                                          : "raw";
