@@ -267,13 +267,14 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
  * hash as one packed record of its fields (t_hash.c: as Redis's
  * "listpack"), a set says what Redis would have made of it (t_set.c); a
  * list, packed too (t_list.c), says "quicklist", Redis 7.0's only encoding
- * of lists */
+ * of lists; a sorted set "listpack" or, in its large form (zbtree.c),
+ * "skiplist" */
 static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     static const char *const help[] = {
         "ENCODING <key>",
         "    How the value at <key> is kept: raw (a string), listpack (a hash, a sorted set),",
-        "    quicklist (a list), intset or hashtable (a set).",
+        "    skiplist (a large sorted set), quicklist (a list), intset or hashtable (a set).",
         NULL,
     };
     if (arg_is(&argv[1], "HELP"))
