@@ -351,15 +351,17 @@ static int read_key(kv_txn *x, struct kv_slice key, struct entry *e)
     return 1;
 }
 
-/* A sorted set's command on key k as t_zset.c runs one on the large form
- * (zbtree.c), checked against the mirror first: a missing key or a
- * packed one (put's bytes) is converted, one kv_txn_write of 20 to 219
- * members (expiry kept); a large one gets 1 to 4 adds, score changes,
- * removes or pops of members of 4 to 40 bytes (the long ones kept apart),
- * zb_check'ed after them, the key deleted when it empties. What the
+/* A sorted set's command on key k (one key in ZEVERY: larger sets, or
+ * on more keys, filled pmdk's pool) as t_zset.c runs one on the large
+ * form (zbtree.c), checked against the mirror first: a missing key or a
+ * packed one (put's bytes) is converted, one kv_txn_write of 20 to 59
+ * members (expiry kept); a large one gets 1 to
+ * 4 adds, score changes, removes or pops of members of 4 to 40 bytes (the
+ * long ones kept apart), zb_check'ed after them, the key deleted when it
+ * empties. What the
  * store then holds becomes the mirror: the oracle is that a commit keeps
  * those bytes whole. A key of another type is left alone. */
-enum { ZNAMES = 256, ZCONVERT = 20 };
+enum { ZNAMES = 128, ZCONVERT = 20, ZMORE = 40, ZEVERY = 40, ZKEY = 7 };
 
 static struct kv_slice zname(unsigned j, char *buf)
 {
@@ -385,9 +387,9 @@ static int zset_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
     if ((rc = zb_open(x, key, &z)) < 0)
         return rc;
     if (rc == 0) {
-        static struct zent ents[ZCONVERT + 200];
-        static char names[ZCONVERT + 200][48];
-        size_t n = ZCONVERT + (size_t)(sim_rand(rng) % 200);
+        static struct zent ents[ZCONVERT + ZMORE];
+        static char names[ZCONVERT + ZMORE][48];
+        size_t n = ZCONVERT + (size_t)(sim_rand(rng) % ZMORE);
         unsigned from = (unsigned)(sim_rand(rng) % ZNAMES);
         for (size_t i = 0; i < n; i++) /* in (score, member) order, distinct */
             ents[i] = (struct zent){(double)i, zname((from + (unsigned)i) % ZNAMES, names[i])};
@@ -439,6 +441,8 @@ static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
     int rc;
     if (dice < 50) /* 35 small values, 15 large */
         return put(t, x, k, key, rng, dice >= 35);
+    if (dice >= 55 && dice < 85 && k >= nlong && k % ZEVERY == ZKEY)
+        return zset_op(t, x, k, key, rng); /* a sorted set's key: 30 in 100 */
     if (dice < 65) {
         if ((rc = kv_txn_del(x, key)) < 0)
             return rc;
@@ -456,10 +460,8 @@ static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
         e->at = e->present ? at : 0;
         return 0;
     }
-    if (dice < 79 && k >= nlong)
-        return list_op(t, x, k, key, rng);
     if (dice < 85 && k >= nlong)
-        return zset_op(t, x, k, key, rng);
+        return list_op(t, x, k, key, rng);
     struct entry seen = {0};
     if ((rc = read_key(x, key, &seen)) < 0)
         return rc;
