@@ -4,7 +4,7 @@
 # Release build) side by side with redis-server 7.0 without persistence,
 # over UNIX sockets: redis-benchmark -t zadd,zpopmin -c 50 at -P 1 (-n N,
 # default 100000) and -P 16 (-n 10N), once per size in LIST (default
-# 0,100,1000): 0 is redis-benchmark's default, every ZADD naming the one
+# 0,10,1000,100000, the sizes): 0 is redis-benchmark's default, every ZADD naming the one
 # member "element:__rand_int__" (a set of one member), S adds -r S, members
 # drawn from S names (a set that grows to about S members, which the
 # ZPOPMIN test then empties). The server is pinned to CPU 1 with --threads
@@ -25,7 +25,7 @@ fi
 kv=$(realpath "$kv")
 rounds=3
 n=100000
-sizes=0,100,1000
+sizes=0,10,1000,100000
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) rounds=$2; shift ;;

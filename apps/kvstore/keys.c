@@ -13,6 +13,7 @@
 #include "config.h"
 #include "keys.h"
 #include "t_set.h"
+#include "t_zset.h"
 
 /* ---- keys and values */
 
@@ -267,7 +268,8 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
  * hash as one packed record of its fields (t_hash.c: as Redis's
  * "listpack"), a set says what Redis would have made of it (t_set.c); a
  * list, packed too (t_list.c), says "quicklist", Redis 7.0's only encoding
- * of lists. OBJECT REFCOUNT: Redis's answer, 2147483647 for a string that
+ * of lists; a sorted set "listpack" or, in its large form (zbtree.c),
+ * "skiplist". OBJECT REFCOUNT: Redis's answer, 2147483647 for a string that
  * it would have made one of its shared integers (0 to 9999), else 1.
  * OBJECT FREQ: Redis's error unless an LFU policy is set, where it keeps
  * a counter per key and this server keeps none; OBJECT IDLETIME: no
@@ -284,7 +286,7 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     static const char *const help[] = {
         "ENCODING <key>",
         "    How the value at <key> is kept: raw (a string), listpack (a hash, a sorted set),",
-        "    quicklist (a list), intset or hashtable (a set).",
+        "    skiplist (a large sorted set), quicklist (a list), intset or hashtable (a set).",
         "FREQ <key>",
         "    Redis's access frequency of <key>: not kept here (an error, as Redis answers",
         "    without an LFU maxmemory-policy).",
@@ -335,7 +337,8 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         int shared = (type == KV_STRING || type == KV_ITEM) && shared_integer(v, n);
         reply_int(&c->out, shared ? 2147483647 : 1);
     } else {
-        const char *enc = type == KV_HASH || type == KV_ZSET ? "listpack"
+        const char *enc = type == KV_HASH                   ? "listpack"
+                          : type == KV_ZSET                  ? zset_encoding(x.p, x.n)
                           : type == KV_LIST                  ? "quicklist"
                           : type == KV_SET                   ? set_encoding(x.p, x.n)
                                                              : "raw";

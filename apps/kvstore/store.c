@@ -696,12 +696,19 @@ static int pieces_splice(struct op *o, const struct hit *hit, uint64_t off, stru
                          uint64_t want)
 {
     const struct node_hdr *h = &hit->h;
-    uint64_t have = h->vlen, n, n2 = pieces_of(want);
+    uint64_t have = h->vlen, n = pieces_of(have), n2 = pieces_of(want), got;
+    uint64_t lo = off < have ? off : have, hi = off + src.n, first = lo / PIECE;
     txn_obj **list, *table = h->val;
-    int rc = piece_list(o, hit->node, h, &list, &n);
+    int rc = 0, grow = n2 > (txn_obj_size(o->s->p, table) - P_PIECE) / 8;
+    /* the handles of the pieces written (all of them when the table
+     * grows, which copies them): a write into a large value (a big list,
+     * a large sorted set) costs what it touches */
+    if (grow)
+        first = 0;
+    rc = piece_range(o, hit->node, h, first, grow ? n : (hi - 1) / PIECE - first + 1, &list, &got);
     if (rc)
         return rc;
-    if (n2 > (txn_obj_size(o->s->p, table) - P_PIECE) / 8) { /* a table twice as large */
+    if (grow) { /* a table twice as large */
         if (!(rc = table_new(o, n2 > 2 * n ? n2 : 2 * n, &table)) &&
             !(rc = wr(o, table, P_PIECE, list, n * sizeof *list))) {
             o->dbytes -= (int64_t)txn_obj_size(o->s->p, h->val);
@@ -709,10 +716,9 @@ static int pieces_splice(struct op *o, const struct hit *hit, uint64_t off, stru
                 rc = wr(o, hit->node, offsetof(struct node_hdr, val), &table, sizeof table);
         }
     }
-    uint64_t lo = off < have ? off : have, hi = off + src.n;
     for (uint64_t i = lo / PIECE; i * PIECE < hi && !rc; i++) {
         uint64_t base = i * PIECE, end = piece_len(want, i);
-        txn_obj *pc = i < n ? list[i] : NULL;
+        txn_obj *pc = i < first + got ? list[i - first] : NULL;
         int fresh = 0; /* made here: its bytes are zeros (txn_alloc) */
         if (!pc || txn_obj_size(o->s->p, pc) < end) {
             uint64_t keep = i < n ? piece_len(have, i) : 0;

@@ -9,8 +9,17 @@
  * with members compared as bytes, the order Redis's listpack keeps. A
  * change writes the record again, so a command costs O(bytes of the set),
  * as a hash's does (docs/kvstore.md, section 24). An emptied sorted set is
- * deleted, as in Redis. Scores are doubles, never NaN. */
+ * deleted, as in Redis. Scores are doubles, never NaN.
+ *
+ * Past zset-max-listpack-entries members, or with a member longer than
+ * zset-max-listpack-value bytes, a set is written in its large form
+ * (zbtree.c: B-trees in the value, O(log n) per member), as Redis's
+ * skiplist; it stays so until it is deleted. ZADD, ZINCRBY, ZREM, the
+ * lookups and ZPOPMIN/ZPOPMAX work on that form in place; the other
+ * commands read it whole as the packed record and write back the large
+ * form (docs/kvstore.md, section 27). */
 #include <assert.h>
+#include <stdatomic.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -20,12 +29,9 @@
 #include <sys/types.h>
 
 #include "block.h"
+#include "config.h"
 #include "t_zset.h"
-
-struct zent {
-    double s;
-    struct kv_slice m;
-};
+#include "zbtree.h"
 
 /* A sorted set read out of the store: its members point into `raw` or,
  * once changed, into the request's arguments. */
@@ -33,6 +39,7 @@ struct zset {
     struct val raw;
     struct zent *e;
     size_t n, cap;
+    int big; /* read from the large form, so written back in it */
 };
 
 #define ENT_HDR 12 /* score and length before each member */
@@ -155,6 +162,18 @@ static int load(kv_txn *t, struct kv_slice key, struct zset *z)
         return rc;
     if (type != KV_ZSET)
         return KV_E_WRONGTYPE;
+    if (zb_is_big(z->raw.p, z->raw.n)) {
+        /* the large form, read out as the packed record */
+        zb *b;
+        free(z->raw.p);
+        z->raw.p = NULL;
+        if ((rc = zb_open(t, key, &b)) <= 0)
+            return rc < 0 ? rc : TXN_E_CORRUPT;
+        rc = zb_close(b, zb_export(b, &z->raw.p, &z->raw.n));
+        z->big = 1;
+        if (rc)
+            return rc;
+    }
     return (rc = decode(z)) ? rc : 1;
 }
 
@@ -165,8 +184,17 @@ static void zset_free(struct zset *z)
     memset(z, 0, sizeof *z);
 }
 
+/* Does a set of n members, the longest of `longest` bytes, pass the
+ * thresholds of the packed form (Redis's zsetTypeCreate's test)? */
+static int too_big(size_t n, size_t longest)
+{
+    return (long long)n > atomic_load(&cfg.zset_max_listpack_entries) ||
+           (long long)longest > atomic_load(&cfg.zset_max_listpack_value);
+}
+
 /* Write the set back (expiry `at`: KV_KEEPTTL keeps the key's), or delete
- * the key if the set is empty. */
+ * the key if the set is empty: in the large form if it was read in it or
+ * passes the thresholds. */
 static int store(kv_txn *t, struct kv_slice key, const struct zset *z, uint64_t at)
 {
     if (!z->n) {
@@ -175,12 +203,15 @@ static int store(kv_txn *t, struct kv_slice key, const struct zset *z, uint64_t 
     }
     if (z->n > UINT32_MAX)
         return TXN_E_NOSPACE;
-    size_t len = 4;
+    size_t len = 4, longest = 0;
     for (size_t i = 0; i < z->n; i++) {
         if (z->e[i].m.n > UINT32_MAX)
             return TXN_E_NOSPACE;
         len += ENT_HDR + z->e[i].m.n;
+        longest = z->e[i].m.n > longest ? z->e[i].m.n : longest;
     }
+    if (z->big || too_big(z->n, longest))
+        return zb_write(t, key, z->e, z->n, at);
     char *p = malloc(len), *q = p;
     if (!p)
         return TXN_E_NOMEM;
@@ -526,6 +557,34 @@ static int zadd_one(struct zset *z, double score, struct kv_slice m, int fl, dou
     return rc ? rc : 1;
 }
 
+/* zadd_one on a set in the large form */
+static int zadd_big(zb *b, double score, struct kv_slice m, int fl, double *out)
+{
+    double cur;
+    int rc = zb_score(b, m, &cur);
+    if (rc < 0)
+        return rc;
+    if (rc) {
+        if (fl & Z_NX)
+            return 0;
+        if (fl & Z_INCR) {
+            score += cur;
+            if (isnan(score))
+                return -1;
+        }
+        if (((fl & Z_LT) && score >= cur) || ((fl & Z_GT) && score <= cur))
+            return 0;
+        *out = score;
+        if (score == cur)
+            return 3;
+        return (rc = zb_rescore(b, m, cur, score)) ? rc : 2;
+    }
+    if (fl & Z_XX)
+        return 0;
+    *out = score;
+    return (rc = zb_insert(b, score, m)) ? rc : 1;
+}
+
 /* ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member ...; ZINCRBY key
  * increment member */
 static int cmd_zadd(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
@@ -569,23 +628,29 @@ static int cmd_zadd(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
             free(scores);
             return reply_error(&c->out, ERR_FLOAT), 0;
         }
-    struct zset z;
-    int rc = load(t, argv[1], &z), nan = 0;
+    struct zset z = {0};
+    zb *b = NULL;
+    int rc = zb_open(t, argv[1], &b), nan = 0;
+    if (!rc)
+        rc = load(t, argv[1], &z);
     long long added = 0, changed = 0, processed = 0;
     double score = 0;
     if (rc >= 0 && !(rc == 0 && (fl & Z_XX))) {
         rc = 0;
         for (size_t k = 0; k < elements && rc >= 0 && !nan; k++) {
-            rc = zadd_one(&z, scores[k], argv[i + 2 * k + 1], fl, &score);
+            rc = b ? zadd_big(b, scores[k], argv[i + 2 * k + 1], fl, &score)
+                   : zadd_one(&z, scores[k], argv[i + 2 * k + 1], fl, &score);
             if (rc == -1)
                 nan = 1, rc = 0;
             added += rc == 1;
             changed += rc == 2;
             processed += rc > 0;
         }
-        if (rc >= 0 && (added || changed))
+        if (!b && rc >= 0 && (added || changed))
             rc = store(t, argv[1], &z, KV_KEEPTTL);
     }
+    if (b)
+        rc = zb_close(b, rc);
     if (rc >= 0) {
         rc = 0;
         if (nan)
@@ -605,9 +670,21 @@ static int cmd_zadd(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
 /* ZREM key member ... */
 static int cmd_zrem(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
-    struct zset z;
-    int rc = load(t, argv[1], &z);
+    struct zset z = {0};
+    zb *b = NULL;
+    int rc = zb_open(t, argv[1], &b);
     long long n = 0;
+    if (rc > 0) {
+        double old;
+        for (size_t i = 2; rc >= 0 && i < argc; i++)
+            if ((rc = zb_remove(b, argv[i], &old)) > 0)
+                n++;
+        if ((rc = zb_close(b, rc)) >= 0)
+            reply_int(&c->out, n), rc = 0;
+        return rc;
+    }
+    if (!rc)
+        rc = load(t, argv[1], &z);
     for (size_t i = 2; rc > 0 && i < argc; i++) {
         ssize_t k = find(&z, argv[i]);
         if (k >= 0)
@@ -620,10 +697,39 @@ static int cmd_zrem(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
 }
 
 /* ZCARD, ZSCORE, ZMSCORE, ZRANK, ZREVRANK: lookups */
+static int zlookup_big(struct conn *c, zb *b, size_t argc, struct kv_slice *argv)
+{
+    double s;
+    uint64_t rank;
+    int rc = 0;
+    if (arg_is(&argv[0], "zcard")) {
+        reply_int(&c->out, (long long)zb_card(b));
+    } else if (arg_is(&argv[0], "zmscore")) {
+        reply_array(&c->out, argc - 2);
+        for (size_t i = 2; i < argc && rc >= 0; i++)
+            if ((rc = zb_score(b, argv[i], &s)) >= 0)
+                rc ? reply_score(&c->out, s) : reply_nil(&c->out);
+    } else if (arg_is(&argv[0], "zscore")) {
+        if ((rc = zb_score(b, argv[2], &s)) >= 0)
+            rc ? reply_score(&c->out, s) : reply_nil(&c->out);
+    } else if ((rc = zb_rank(b, argv[2], &s, &rank)) == 0) {
+        reply_nil(&c->out);
+    } else if (rc > 0) {
+        reply_int(&c->out, (long long)(arg_is(&argv[0], "zrank") ? rank
+                                                                 : zb_card(b) - 1 - rank));
+    }
+    return rc < 0 ? rc : 0;
+}
+
 static int cmd_zlookup(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     struct zset z;
-    int rc = load(t, argv[1], &z);
+    zb *b;
+    int rc = zb_open(t, argv[1], &b);
+    if (rc > 0)
+        return zb_close(b, zlookup_big(c, b, argc, argv));
+    if (!rc)
+        rc = load(t, argv[1], &z);
     if (rc < 0)
         return rc;
     if (arg_is(&argv[0], "zcard")) {
@@ -689,7 +795,7 @@ static int store_picked(struct conn *c, kv_txn *t, struct kv_slice dst, struct z
 {
     if (n) /* e may be NULL then */
         qsort(e, n, sizeof *e, cmp_ent);
-    struct zset z = {{0}, e, n, n};
+    struct zset z = {{0}, e, n, n, 0};
     int rc = store(t, dst, &z, 0);
     if (!rc)
         reply_int(&c->out, (long long)n);
@@ -845,6 +951,43 @@ static int cmd_zremrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice
     return rc;
 }
 
+/* zpop's pops from a set in the large form (count > 0 or -1: all) */
+static int zpop_big(struct conn *c, zb *b, const struct kv_slice *key, int max, long long count,
+                    int mpop)
+{
+    if (count == 0) {
+        if (mpop)
+            buf_add(&c->out, "*-1\r\n", 5);
+        else
+            reply_array(&c->out, 0);
+        return 0;
+    }
+    uint64_t n = zb_card(b);
+    size_t m = count < 0 || (unsigned long long)count > n ? (size_t)n : (size_t)count;
+    if (mpop) {
+        reply_array(&c->out, 2);
+        reply_bulk(&c->out, key->p, key->n);
+        reply_array(&c->out, m);
+    } else {
+        reply_array(&c->out, 2 * m);
+    }
+    int rc = 0;
+    for (size_t i = 0; i < m && rc >= 0; i++) {
+        double s, old;
+        char *p;
+        size_t pn;
+        if ((rc = zb_at(b, max ? zb_card(b) - 1 : 0, &s, &p, &pn)) < 0)
+            break;
+        struct zent x = {s, {p, pn}};
+        if (mpop)
+            reply_array(&c->out, 2);
+        reply_ent(&c->out, &x, 1);
+        rc = zb_remove(b, x.m, &old);
+        free(p);
+    }
+    return rc < 0 ? rc : 0;
+}
+
 /* Pop up to count members of the first non-empty set of keys[0..n)
  * (min: the lowest scores), as Redis's genericZpopCommand: ZPOPMIN and
  * ZPOPMAX reply flat (member, score, ...), ZMPOP [key, [[member, score],
@@ -856,7 +999,10 @@ static int zpop(struct conn *c, kv_txn *t, const struct kv_slice *keys, size_t n
     int rc = 0;
     size_t k = 0;
     for (; k < n; k++) {
-        if ((rc = load(t, keys[k], &z)) < 0)
+        zb *b;
+        if ((rc = zb_open(t, keys[k], &b)) > 0)
+            return zb_close(b, zpop_big(c, b, &keys[k], max, count, mpop));
+        if (rc < 0 || (rc = load(t, keys[k], &z)) < 0)
             return rc;
         if (rc > 0)
             break;
@@ -1377,3 +1523,8 @@ const struct command zset_commands[] = {
     {"zscan", cmd_zscan, -3, R, Z, {1, 1, 1}},
 };
 const size_t zset_ncommands = sizeof zset_commands / sizeof *zset_commands;
+
+const char *zset_encoding(const char *v, size_t n)
+{
+    return zb_is_big(v, n) ? "skiplist" : "listpack";
+}

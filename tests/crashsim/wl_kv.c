@@ -17,7 +17,8 @@
  * reads of a value or an expiry, checked against the transaction's own
  * writes; a list's push or pop as the server's LPUSH ... RPOP run one
  * (list_op: the record read, changed, written back as KV_LIST, deleted
- * when emptied).
+ * when emptied); a sorted set's change in its large form (zset_op:
+ * zbtree.c's B-trees in the value, the conversion a whole write of it).
  *
  * CRASHSIM_KV_LONG=1: the first LONG keys are strings that only APPEND
  * and SETRANGE (kv_txn_splice) write, of up to SPLICE_MAX bytes each (the
@@ -57,6 +58,7 @@
 
 #include "sim.h"
 #include "store.h"
+#include "zbtree.h"
 
 enum { KEYS = 200, PRELOAD = 100, BATCH = 64, MAX_OPS = 10, KEY_MAX = 40, SMALL = 200,
        BIG_MIN = 300, BIG_MAX = 3000, TABLE = 8192, RESIZE_KEYS = TABLE + KEYS,
@@ -274,10 +276,12 @@ static int list_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
     int rc = kv_txn_read(x, key, copy_value, &got, &type);
     if (rc < 0)
         return rc;
-    if (rc != e->present || (rc && (got.n != e->len || value_hash(v, got.n) != e->vh)))
+    if (rc != e->present || (rc && got.n != e->len))
         return drift(t, k, "a list's record");
     if (rc && type != KV_LIST)
-        return 0;
+        return 0; /* a large sorted set's bytes may pass vbuf's: not copied */
+    if (rc && value_hash(v, got.n) != e->vh)
+        return drift(t, k, "a list's record");
     uint32_t n = rc ? get_le32(v) : 0, len = rc ? (uint32_t)got.n : 4;
     size_t add = 1 + (size_t)(sim_rand(rng) % 40);
     int tail = (int)(sim_rand(rng) % 2), push = !n || sim_rand(rng) % 3 > 0;
@@ -347,6 +351,87 @@ static int read_key(kv_txn *x, struct kv_slice key, struct entry *e)
     return 1;
 }
 
+/* A sorted set's command on key k (one key in ZEVERY: larger sets, or
+ * on more keys, filled pmdk's pool) as t_zset.c runs one on the large
+ * form (zbtree.c), checked against the mirror first: a missing key or a
+ * packed one (put's bytes) is converted, one kv_txn_write of 20 to 59
+ * members (expiry kept); a large one gets 1 to
+ * 4 adds, score changes, removes or pops of members of 4 to 40 bytes (the
+ * long ones kept apart), zb_check'ed after them, the key deleted when it
+ * empties. What the
+ * store then holds becomes the mirror: the oracle is that a commit keeps
+ * those bytes whole. A key of another type is left alone. */
+enum { ZNAMES = 128, ZCONVERT = 20, ZMORE = 40, ZEVERY = 40, ZKEY = 7 };
+
+static struct kv_slice zname(unsigned j, char *buf)
+{
+    int n = snprintf(buf, 48, "m%03u", j);
+    if (j % 5 == 0) /* a long one: past an entry's inline bytes */
+        for (unsigned i = 0; i < 36; i++)
+            buf[n++] = (char)('a' + (j + i) % 26);
+    return (struct kv_slice){buf, (size_t)n};
+}
+
+static int zset_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
+{
+    struct entry *e = &next[t][k], seen = {0};
+    int rc = read_key(x, key, &seen);
+    if (rc < 0)
+        return rc;
+    if (seen.present != e->present ||
+        (e->present && (seen.len != e->len || seen.vh != e->vh || seen.at != e->at)))
+        return drift(t, k, "a sorted set's value");
+    if (rc && seen.type != KV_ZSET)
+        return 0;
+    zb *z;
+    if ((rc = zb_open(x, key, &z)) < 0)
+        return rc;
+    if (rc == 0) {
+        static struct zent ents[ZCONVERT + ZMORE];
+        static char names[ZCONVERT + ZMORE][48];
+        size_t n = ZCONVERT + (size_t)(sim_rand(rng) % ZMORE);
+        unsigned from = (unsigned)(sim_rand(rng) % ZNAMES);
+        for (size_t i = 0; i < n; i++) /* in (score, member) order, distinct */
+            ents[i] = (struct zent){(double)i, zname((from + (unsigned)i) % ZNAMES, names[i])};
+        rc = zb_write(x, key, ents, n, KV_KEEPTTL);
+    } else {
+        unsigned ops = 1 + (unsigned)(sim_rand(rng) % 4);
+        for (unsigned i = 0; i < ops && rc >= 0 && zb_card(z); i++) {
+            char buf[48];
+            struct kv_slice m = zname((unsigned)(sim_rand(rng) % ZNAMES), buf);
+            double s = (double)(sim_rand(rng) % 100) / 4, old;
+            unsigned what = (unsigned)(sim_rand(rng) % 3);
+            if (what == 0 && (rc = zb_score(z, m, &old)) >= 0)
+                rc = rc ? zb_rescore(z, m, old, s) : zb_insert(z, s, m);
+            else if (what == 1)
+                rc = zb_remove(z, m, &old);
+            else if (what == 2) {
+                char *p;
+                size_t pn;
+                if ((rc = zb_at(z, 0, &s, &p, &pn)) >= 0)
+                    rc = zb_remove(z, (struct kv_slice){p, pn}, &old);
+                if (rc >= 0 && rc != 1)
+                    rc = drift(t, k, "a pop's member");
+                if (rc >= 0)
+                    free(p);
+            }
+        }
+        if (rc >= 0 && zb_card(z) && zb_check(z))
+            rc = drift(t, k, "a sorted set's trees");
+        rc = zb_close(z, rc);
+    }
+    if (rc < 0)
+        return rc;
+    uint64_t at = e->present ? e->at : 0;
+    if ((rc = read_key(x, key, e)) < 0)
+        return rc;
+    if (!rc) {
+        e->present = 0;
+        return 0;
+    }
+    return e->type == KV_ZSET && e->at == at ? 0 : drift(t, k, "a sorted set's type or expiry");
+}
+
 /* One command on key k; 0 or an error (TXN_E_CORRUPT: the store's answer
  * is not the mirror's). */
 static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
@@ -356,6 +441,8 @@ static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
     int rc;
     if (dice < 50) /* 35 small values, 15 large */
         return put(t, x, k, key, rng, dice >= 35);
+    if (dice >= 55 && dice < 85 && k >= nlong && k % ZEVERY == ZKEY)
+        return zset_op(t, x, k, key, rng); /* a sorted set's key: 30 in 100 */
     if (dice < 65) {
         if ((rc = kv_txn_del(x, key)) < 0)
             return rc;
