@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "t_dict.h"
+#include "t_pack.h"
 #include "t_set.h"
 
 enum { SET_INTSET = 0, SET_HASHTABLE = 1 };
@@ -42,18 +43,6 @@ struct set {
     txn_obj *d; /* the element table, or NULL: packed (members in e) */
     txn *tx;    /* the transaction d is read and written in */
 };
-
-static uint32_t get32(const char *p)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
-}
-
-static void put32(char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (char)(v >> (8 * i));
-}
 
 static int room(struct set *s, size_t n)
 {
