@@ -415,11 +415,15 @@ int dict_random(txn *tx, txn_obj *d, uint64_t r, dict_elem_fn cb, void *arg)
     for (int tries = 0;; tries++) {
         r = r * 6364136223846793005ULL + 1442695040888963407ULL;
         uint64_t b = (r >> 17) % nb, len = 0;
-        if (tries >= 64)
-            for (; !rc && !len; b = (b + 1) % nb)
+        if (tries >= 64) {
+            uint64_t seen = 0;
+            for (; !rc && !len && seen++ < nb; b = (b + 1) % nb)
                 rc = walk(tx, &h, b, count_one, &len);
-        else
+            if (!rc && !len) /* count says elements, no bucket has one: D2 */
+                return TXN_E_CORRUPT;
+        } else {
             rc = walk(tx, &h, b, count_one, &len);
+        }
         if (rc)
             return rc;
         if (len) {
