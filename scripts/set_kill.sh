@@ -7,7 +7,10 @@
 # killed with SIGKILL 100 to 600 ms in. After the restart: every SADD and
 # SMOVE whose reply came holds (mI in s:R, xI in b:R), s:R has no member
 # that was not sent, a:R and b:R are disjoint and together x1..xN, and the
-# sets of every earlier round are as that round left them. At the end
+# sets of every earlier round are as that round left them. Both of a
+# set's forms are under the kills: a:R (N members) and b:R are element
+# tables (t_dict.c) from the start or soon, s:R is packed until its 129th
+# member and converted then, in that SADD's transaction. At the end
 # --check verifies the store. ROUNDS default 20; prints a line per
 # failure and a summary, exits 1 on a failure.
 set -uo pipefail

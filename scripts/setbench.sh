@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # setbench.sh KVSTORE [--rounds R] [--requests N] [--tests LIST] [--random K]
-# The set commands' throughput (issue #44): kvstore (KVSTORE: a Release
+#             [--fill]
+# The set and hash commands' throughput (issue #44): kvstore (KVSTORE: a Release
 # build of kvstore-<engine>) side by side with redis-server 7.0, without
 # persistence and with an append-only file fsynced at every write
 # (appendfsync always), over UNIX sockets: redis-benchmark -c 50 -n N
 # (default 200000) of LIST (its -t; default sadd,spop), with -P 1 and -P
 # 16. --random K passes -r K: SADD's member is then one of K (the set
-# grows to about K members; without it, every SADD adds the same member).
+# grows to about K members; without it, every SADD adds the same member);
+# LIST may name hset too (HSET myhash element:R xxx: the hash grows to K
+# fields). --fill (with --random K): before each measured run, the same
+# test with -P 16 and 5K requests fills the collection to about K
+# elements (99%), so that the run measures a collection of that size.
 # The server runs pinned to CPU 1 (kvstore with --threads 1), the client
 # on CPU 0, TXN_PDOM=1; a fresh pool (or directory) for each server and
 # round. Prints the median of R rounds (default 3): thousands of requests/s
@@ -16,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage="usage: $0 KVSTORE [--rounds R] [--requests N] [--tests LIST] [--random K]"
+usage="usage: $0 KVSTORE [--rounds R] [--requests N] [--tests LIST] [--random K] [--fill]"
 [ $# -ge 1 ] || { echo "$usage" >&2; exit 2; }
 kv=$(realpath "$1")
 shift
@@ -24,12 +29,14 @@ rounds=3
 n=200000
 tests=sadd,spop
 rnd=()
+fill=0
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) rounds=$2; shift ;;
     --requests) n=$2; shift ;;
     --tests) tests=$2; shift ;;
     --random) rnd=(-r "$2"); shift ;;
+    --fill) fill=1 ;;
     *) echo "$usage" >&2; exit 2 ;;
     esac
     shift
@@ -69,6 +76,9 @@ run() {
         for t in ${tests//,/ }; do
             redis-cli -s "$tmp/s.sock" flushall >/dev/null
             # SPOP pops what a SADD run left (as redis-benchmark's own order)
+            [ "$fill" = 1 ] && [ ${#rnd[@]} = 2 ] && [ "$t" != spop ] && taskset -c 0 \
+                redis-benchmark -s "$tmp/s.sock" -c 50 -P 16 -n $((5 * rnd[1])) "${rnd[@]}" \
+                -t "$t" -q >/dev/null
             [ "$t" = spop ] && taskset -c 0 redis-benchmark -s "$tmp/s.sock" -c 50 -P 16 \
                 -n "$n" "${rnd[@]}" -t sadd -q >/dev/null
             c0=$(cpu)
@@ -102,7 +112,7 @@ for r in $(seq "$rounds"); do
     echo "setbench: round $r of $rounds done" >&2
 done
 
-echo "redis-benchmark -c 50 -n $n ${rnd[*]}, median of $rounds rounds: thousands of" \
+echo "redis-benchmark -c 50 -n $n ${rnd[*]}$([ "$fill" = 1 ] && echo ' (filled)'), median of $rounds rounds: thousands of" \
     "requests/s (kvstore, redis-server without persistence, with appendfsync always)" \
     "and the server's CPU time per request (ns)"
 awk -F, '

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "keys.h"
+#include "t_dict.h"
 #include "t_set.h"
 #include "t_zset.h"
 
@@ -196,17 +197,16 @@ static int cmd_type(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
     return rc;
 }
 
-/* RENAME src dst; RENAMENX: only when dst does not exist */
+/* RENAME src dst; RENAMENX: only when dst does not exist. The value
+ * moves whole (kv_txn_move): O(1) for a big one too, as in Redis. */
 static int cmd_rename(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)argc;
     int nx = arg_is(&argv[0], "RENAMENX");
     int same = argv[1].n == argv[2].n && !memcmp(argv[1].p, argv[2].p, argv[1].n);
-    struct val x;
-    uint64_t at = 0;
     unsigned type = KV_STRING;
     int rc = 0, found;
-    if ((found = rc = get_any(t, argv[1], &x, &type)) >= 0) {
+    if ((found = rc = kv_txn_read(t, argv[1], NULL, NULL, &type)) >= 0) {
         rc = 0;
         if (!found) {
             reply_error(&c->out, "ERR no such key");
@@ -215,14 +215,11 @@ static int cmd_rename(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         } else if (nx && (rc = kv_txn_get(t, argv[2], NULL, NULL)) != 0) {
             if (rc > 0)
                 reply_int(&c->out, 0), rc = 0;
-        } else if ((rc = kv_txn_ttl(t, argv[1], &at)) >= 0 &&
-                   (rc = kv_txn_write(t, argv[2], (struct kv_slice){x.p, x.n}, at, type)) >= 0 &&
-                   (rc = kv_txn_del(t, argv[1])) >= 0) {
+        } else if ((rc = kv_txn_move(t, argv[1], argv[2])) >= 0) {
             rc = 0;
             nx ? reply_int(&c->out, 1) : reply_simple(&c->out, "OK");
         }
     }
-    free(x.p);
     return rc;
 }
 
@@ -248,15 +245,21 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
     struct val x;
     uint64_t at = 0;
     unsigned type = KV_STRING;
+    txn_obj *d, *copy;
     int rc = 0, found;
-    if ((found = rc = get_any(t, argv[1], &x, &type)) >= 0) {
+    if ((found = rc = get_any(t, argv[1], &x, &type)) >= 0 &&
+        (rc = kv_txn_dict(t, argv[1], &type, &d)) >= 0) {
         rc = 0;
         int there = found && !replace ? kv_txn_get(t, argv[2], NULL, NULL) : 0;
         if (there < 0)
             rc = there;
         else if (!found || there)
             reply_int(&c->out, 0);
-        else if ((rc = kv_txn_ttl(t, argv[1], &at)) >= 0 &&
+        else if ((rc = kv_txn_ttl(t, argv[1], &at)) >= 0 && d && /* a table: copied */
+                 !(rc = dict_copy(kv_txn_tx(t), d, &copy)) &&
+                 !(rc = kv_txn_put_dict(t, argv[2], copy, at, type)))
+            reply_int(&c->out, 1);
+        else if (rc >= 0 && !d &&
                  !(rc = kv_txn_write(t, argv[2], (struct kv_slice){x.p, x.n}, at, type)))
             reply_int(&c->out, 1);
     }
@@ -267,6 +270,8 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
 /* OBJECT ENCODING key: strings are kept as the bytes given ("raw"), a
  * hash as one packed record of its fields (t_hash.c: as Redis's
  * "listpack"), a set says what Redis would have made of it (t_set.c); a
+ * hash or a set past its packed size is an element table (t_dict.c:
+ * "hashtable"); a
  * list, packed too (t_list.c), says "quicklist", Redis 7.0's only encoding
  * of lists; a sorted set "listpack" or, in its large form (zbtree.c),
  * "skiplist". OBJECT REFCOUNT: Redis's answer, 2147483647 for a string that
@@ -285,8 +290,8 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
 {
     static const char *const help[] = {
         "ENCODING <key>",
-        "    How the value at <key> is kept: raw (a string), listpack (a hash, a sorted set),",
-        "    skiplist (a large sorted set), quicklist (a list), intset or hashtable (a set).",
+        "    How the value at <key> is kept: raw (a string), listpack or hashtable (a hash),",
+        "    listpack or skiplist (a sorted set), quicklist (a list), intset or hashtable (a set).",
         "FREQ <key>",
         "    Redis's access frequency of <key>: not kept here (an error, as Redis answers",
         "    without an LFU maxmemory-policy).",
@@ -313,8 +318,12 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     int rc = 0;
     unsigned type = KV_STRING;
     struct val x = {0};
+    txn_obj *d = NULL;
     if ((rc = kv_txn_read(t, argv[2], cmd_val_cb, &x, &type)) > 0 && x.oom)
         rc = TXN_E_NOMEM;
+    if (rc > 0 && (type == KV_HASH || type == KV_SET) &&
+        (rc = kv_txn_dict(t, argv[2], &type, &d)) >= 0)
+        rc = 1;
     if (rc < 0 || !rc) {
         if (!rc)
             reply_nil(&c->out);
@@ -337,7 +346,8 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         int shared = (type == KV_STRING || type == KV_ITEM) && shared_integer(v, n);
         reply_int(&c->out, shared ? 2147483647 : 1);
     } else {
-        const char *enc = type == KV_HASH                   ? "listpack"
+        const char *enc = d                                  ? "hashtable"
+                          : type == KV_HASH                   ? "listpack"
                           : type == KV_ZSET                  ? zset_encoding(x.p, x.n)
                           : type == KV_LIST                  ? "quicklist"
                           : type == KV_SET                   ? set_encoding(x.p, x.n)

@@ -23,7 +23,10 @@
  *            marked 4 in the same way). Bit 59 (KF_TYPE_HI) is the type's
  *            third bit, for types past 3 (a set, 4, a sorted set, 5:
  *            version 5; earlier stores have it clear, and are marked 5 in
- *            the same way)
+ *            the same way). Bit 58 (KF_DICT): val is an element table
+ *            (t_dict.c) of a hash or a set past its packed size, and vlen
+ *            is 0 (version 6; earlier stores have it clear, and are marked
+ *            6 in the same way)
  *   pieces   a string (or a list: t_list.c) kv_txn_splice made longer
  *            than PIECE bytes: val = piece table {n, piece[capacity]}
  *            (capacity from the object's size, made a power of two), n =
@@ -87,6 +90,7 @@
  * bytes no write touches in that transaction (values of read-only calls).
  */
 #include "store.h"
+#include "t_dict.h"
 
 #include <assert.h>
 #include <limits.h>
@@ -100,13 +104,14 @@
 
 #define LAYOUT "pmtx-kvstore"
 #define KV_MAGIC 0x31766b78746d70ULL /* "pmtxkv1" */
-#define KV_VERSION 5                 /* of this layout and kv_hash */
+#define KV_VERSION 6                 /* of this layout and kv_hash */
 #define KF_TTL (1ULL << 63)          /* node.klen: an expiry time follows */
 #define KF_TYPE_SHIFT 61             /* node.klen: the value's kv_type */
 #define KF_TYPE (3ULL << KF_TYPE_SHIFT)
 #define KF_PIECES (1ULL << 60)       /* node.klen: val is a piece table */
 #define KF_TYPE_HI (1ULL << 59)      /* node.klen: the kv_type's bit 2 */
-#define KF_ALL (KF_TTL | KF_TYPE | KF_PIECES | KF_TYPE_HI)
+#define KF_DICT (1ULL << 58)         /* node.klen: val is an element table */
+#define KF_ALL (KF_TTL | KF_TYPE | KF_PIECES | KF_TYPE_HI | KF_DICT)
 
 #define STRIPE_BITS 8
 #define STRIPES (1u << STRIPE_BITS)
@@ -165,6 +170,11 @@ static inline uint64_t type_bits(unsigned type)
 static inline int pieced(const struct node_hdr *h)
 {
     return (h->klen & KF_PIECES) != 0;
+}
+
+static inline int dicted(const struct node_hdr *h)
+{
+    return (h->klen & KF_DICT) != 0;
 }
 
 static inline int has_ttl(const struct node_hdr *h)
@@ -804,8 +814,12 @@ static int node_free(struct op *o, txn_obj *node, const struct node_hdr *h)
 {
     txn_obj *val = h->val;
     o->dexp -= has_ttl(h);
-    o->dbytes -= (int64_t)obj_bytes(o->s, node, val);
+    o->dbytes -= (int64_t)obj_bytes(o->s, node, dicted(h) ? NULL : val);
     int rc = pieced(h) ? pieces_free(o, node, h) : 0;
+    if (dicted(h)) { /* the table and its elements, in this transaction */
+        rc = dict_free(o->tx, val);
+        val = NULL;
+    }
     if (!rc && val)
         rc = txn_free(o->tx, val);
     return rc ? rc : txn_free(o->tx, node);
@@ -1218,7 +1232,7 @@ static int replace(struct op *o, const struct bref *b, const struct hit *hit,
         rc = wr(o, hit->node, val_off(h), v.p, v.n);
         return rc || !at ? rc : set_expiry_word(o, hit, at);
     }
-    if (same && h->val && sep && !pieced(h)) {
+    if (same && h->val && sep && !pieced(h) && !dicted(h)) {
         txn_obj *nv;
         if ((rc = alloc(o, v.n, &nv)) || (rc = wr(o, nv, 0, v.p, v.n)))
             return rc;
@@ -1409,6 +1423,10 @@ int kv_txn_read(kv_txn *t, struct kv_slice key, kv_value_fn fn, void *arg, unsig
         return KV_E_WRONGTYPE;
     if (!fn)
         return 1;
+    if (dicted(&hit.h)) { /* its elements: kv_txn_dict */
+        fn(arg, "", 0);
+        return 1;
+    }
     if (pieced(&hit.h)) { /* a string (skip 0), gathered */
         char *v = malloc(hit.h.vlen);
         if (!v)
@@ -1577,6 +1595,122 @@ int kv_txn_del(kv_txn *t, struct kv_slice key)
     if (rc <= 0)
         return rc;
     return (rc = del_hit(&t->o, &b, &hit)) ? rc : 1;
+}
+
+txn *kv_txn_tx(kv_txn *t)
+{
+    return t->o.tx;
+}
+
+int kv_txn_dict(kv_txn *t, struct kv_slice key, unsigned *type, txn_obj **dict)
+{
+    struct hit hit;
+    *dict = NULL;
+    if (!txn_holds(t, key))
+        return TXN_E_STATE;
+    int rc = find(t, key, &hit);
+    if (rc <= 0 || !dicted(&hit.h))
+        return rc < 0 ? rc : 0;
+    *type = type_of(&hit.h);
+    *dict = hit.h.val;
+    return 1;
+}
+
+int kv_txn_put_dict(kv_txn *t, struct kv_slice key, txn_obj *dict, uint64_t at, unsigned type)
+{
+    uint64_t h;
+    struct bref b;
+    struct hit hit;
+    int found = find_change(t, key, &b, &hit, 0), rc;
+    if (found < 0)
+        return found;
+    if (found && dicted(&hit.h) && hit.h.val == dict && at == KV_KEEPTTL &&
+        type_of(&hit.h) == type)
+        return 0;
+    if (at == KV_KEEPTTL) {
+        at = 0;
+        if (found && (rc = node_expiry(&t->o, &hit, &at)))
+            return rc;
+    }
+    h = t->o.hv;
+    txn_obj *head = NULL, *node;
+    uint64_t n = 0;
+    if (!found && ((rc = bucket_make(&t->o, &b)) || (rc = bucket_get(&t->o, &b, &head, &n))))
+        return rc;
+    if ((rc = node_make(&t->o, h, key, (struct kv_slice){NULL, 0}, at, type,
+                        found ? hit.h.next : head, &node)))
+        return rc;
+    /* the node made as for an empty value, then marked as the table's */
+    uint64_t w[3] = {key.n | (at ? KF_TTL : 0) | type_bits(type) | KF_DICT, 0,
+                     (uint64_t)(uintptr_t)dict}; /* klen, vlen, val */
+    if ((rc = wr(&t->o, node, 16, w, sizeof w)))
+        return rc;
+    if (found && dicted(&hit.h) && hit.h.val == dict) { /* the same table: keep it */
+        t->o.dexp -= has_ttl(&hit.h);
+        t->o.dbytes -= (int64_t)txn_obj_size(t->o.s->p, hit.node);
+        if ((rc = txn_free(t->o.tx, hit.node)))
+            return rc;
+    } else if (found && (rc = node_free(&t->o, hit.node, &hit.h))) {
+        return rc;
+    }
+    if (found)
+        return relink(&t->o, &b, &hit, node, 0);
+    t->o.dkeys++;
+    return bucket_put(&t->o, &b, node, n + 1);
+}
+
+int kv_txn_move(kv_txn *t, struct kv_slice src, struct kv_slice dst)
+{
+    struct bref b, bd;
+    struct hit hit;
+    uint64_t hd;
+    int rc = find_change(t, src, &b, &hit, 1);
+    if (rc <= 0 || (src.n == dst.n && !memcmp(src.p, dst.p, src.n)))
+        return rc;
+    /* dst's old value goes, its bucket moved to the new table (an insert) */
+    if ((rc = find_change(t, dst, &bd, &hit, 0)) < 0 ||
+        (rc && (rc = del_hit(&t->o, &bd, &hit))))
+        return rc;
+    hd = t->o.hv;
+    if ((rc = bucket_of(&t->o, hd, &bd)) || (rc = bucket_make(&t->o, &bd)))
+        return rc;
+    /* src again: the deletion may have relinked its chain */
+    if ((rc = find_change(t, src, &b, &hit, 1)) <= 0)
+        return rc < 0 ? rc : TXN_E_STATE;
+    struct node_hdr nh = hit.h;
+    size_t extra = has_ttl(&nh) ? 8 : 0, inl = nh.val ? 0 : (size_t)nh.vlen;
+    size_t size = HDR + extra + dst.n + inl;
+    char *img = malloc(size);
+    txn_obj *node, *head;
+    uint64_t n;
+    if (!img)
+        return TXN_E_NOMEM;
+    nh.hash = hd;
+    nh.klen = dst.n | (hit.h.klen & KF_ALL);
+    memcpy(img, &nh, sizeof nh);
+    memcpy(img + HDR + extra, dst.p, dst.n);
+    rc = extra ? rd(&t->o, hit.node, HDR, img + HDR, 8) : 0;
+    if (!rc && inl)
+        rc = rd(&t->o, hit.node, val_off(&hit.h), img + HDR + extra + dst.n, inl);
+    if (!rc)
+        rc = alloc(&t->o, size, &node);
+    int64_t was = (int64_t)txn_obj_size(t->o.s->p, hit.node);
+    if (!rc)
+        rc = txn_free(t->o.tx, hit.node); /* its value objects stay: node's now */
+    if (!rc)
+        rc = relink(&t->o, &b, &hit, hit.h.next, -1);
+    if (!rc)
+        rc = bucket_get(&t->o, &bd, &head, &n);
+    if (!rc) {
+        memcpy(img, &head, sizeof head); /* node.next */
+        rc = wr(&t->o, node, 0, img, size);
+    }
+    free(img);
+    if (!rc)
+        rc = bucket_put(&t->o, &bd, node, n + 1);
+    if (!rc)
+        t->o.dbytes += (int64_t)txn_obj_size(t->o.s->p, node) - was;
+    return rc ? rc : 1;
 }
 
 int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice src,
@@ -2012,7 +2146,7 @@ static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, uint64_t *expire
                         return refuse(TXN_E_CORRUPT, "%u-bit table, bucket %llu: more nodes "
                                       "than its count %llu", bits, (unsigned long long)j,
                                       (unsigned long long)n);
-                    vsize = h.val ? txn_obj_size(o->s->p, h.val) : 0;
+                    vsize = h.val && !dicted(&h) ? txn_obj_size(o->s->p, h.val) : 0;
                     if (pieced(&h)) {
                         txn_obj **list;
                         uint64_t np;
@@ -2208,6 +2342,8 @@ static int node_ok(struct checker *c, txn_obj *node, const struct node_hdr *h)
     size_t size = txn_obj_size(c->o.s->p, node);
     if (size < key_off(h) || klen_of(h) > size - key_off(h) || type_of(h) > KV_TYPE_MAX)
         return 0;
+    if (dicted(h)) /* its table: check_chain */
+        return !pieced(h) && !h->vlen && (type_of(h) == KV_HASH || type_of(h) == KV_SET);
     if (!h->val)
         return !pieced(h) && h->vlen <= INLINE_MAX && h->vlen <= size - val_off(h);
     if (pieced(h)) /* its table and pieces: check_pieces */
@@ -2235,6 +2371,14 @@ static int check_pieces(struct checker *c, txn_obj *node, const struct node_hdr 
     if (!added)
         problem(c, "node %p: a piece or its table is reached twice", (void *)node);
     return rc;
+}
+
+/* dict_objects' fn for kv_check: each object of a table reached once. */
+static int seen_once(txn_obj *obj, void *arg)
+{
+    struct checker *c = arg;
+    int added = pset_add(&c->seen, (uintptr_t)obj);
+    return added < 0 ? TXN_E_NOMEM : added ? 0 : TXN_E_CORRUPT;
 }
 
 /* Check bucket j of a table of `bits` bits (K1; K2 within the chain and,
@@ -2273,6 +2417,11 @@ static int check_chain(struct checker *c, txn_obj *sdir, unsigned bits, uint64_t
             continue;
         }
         if (pieced(&h) && (rc = check_pieces(c, cur, &h)))
+            return rc;
+        if (dicted(&h) && (rc = dict_objects(o->tx, h.val, seen_once, c)) == TXN_E_CORRUPT)
+            problem(c, "node %p: its element table %p is damaged or shared", (void *)cur,
+                    (void *)h.val);
+        else if (dicted(&h) && rc)
             return rc;
         const char *key = txn_open(o->tx, cur, TXN_RO);
         if (!key)
@@ -2398,6 +2547,15 @@ static int visit_pieces(struct objwalk *w, txn_obj *node, const struct node_hdr 
     return rc;
 }
 
+/* An element table's objects (t_dict.c). */
+static int visit_dict(struct objwalk *w, txn_obj *node, const struct node_hdr *h)
+{
+    int rc = dict_objects(w->o.tx, h->val, w->fn, w->arg);
+    if (rc == TXN_E_CORRUPT)
+        return refuse(rc, "node %p: element table %p is damaged", (void *)node, (void *)h->val);
+    return rc;
+}
+
 /* The nodes and values of the chains of one segment (K1: as many as the
  * bucket's count, which also stops a cycle). */
 static int visit_chains(struct objwalk *w, txn_obj *seg)
@@ -2413,7 +2571,9 @@ static int visit_chains(struct objwalk *w, txn_obj *seg)
                 return refuse(TXN_E_CORRUPT, "segment %p, bucket %u: more nodes than its count "
                               "%llu", (void *)seg, i, (unsigned long long)b[1]);
             if ((rc = visit(w, cur, HDR, "node")) || (rc = node_hdr(&w->o, cur, &h)) ||
-                (h.val && !pieced(&h) && (rc = visit(w, h.val, h.vlen, "value"))) ||
+                (h.val && !pieced(&h) && !dicted(&h) &&
+                 (rc = visit(w, h.val, h.vlen, "value"))) ||
+                (dicted(&h) && (rc = visit_dict(w, cur, &h))) ||
                 (pieced(&h) && (rc = visit_pieces(w, cur, &h))))
                 return rc;
             cur = h.next;

@@ -180,6 +180,22 @@ int kv_txn_getrange_as(kv_txn *t, struct kv_slice key, unsigned as, uint64_t off
                        kv_value_fn fn, void *arg, uint64_t *len);
 int kv_txn_splice_as(kv_txn *t, struct kv_slice key, unsigned as, uint64_t off,
                      struct kv_slice src, uint64_t max, uint64_t *len);
+/* ---- hashes and sets past their packed size: the key's value is an
+ * element table (t_dict.h) that the commands change through the
+ * transaction's txn (kv_txn_tx); deleting or replacing the key frees it.
+ * kv_txn_read gives such a value as empty bytes. */
+txn *kv_txn_tx(kv_txn *t);
+/* 1 key holds a table (its type to *type, the table to *dict), 0 it is
+ * missing or holds packed bytes (*dict NULL), or an error */
+int kv_txn_dict(kv_txn *t, struct kv_slice key, unsigned *type, txn_obj **dict);
+/* key's value becomes the table `dict` of `type` (the old value freed,
+ * unless it is that table), expiring at `at` (KV_KEEPTTL as
+ * kv_txn_write) */
+int kv_txn_put_dict(kv_txn *t, struct kv_slice key, txn_obj *dict, uint64_t at, unsigned type);
+/* RENAME: dst gets src's value, whatever it is, and its expiry, its old
+ * one deleted; src is gone. The value's objects are not copied. 1 moved, 0
+ * src missing (nothing changed), or an error. */
+int kv_txn_move(kv_txn *t, struct kv_slice src, struct kv_slice dst);
 /* Expiry is passive and exact: a key whose time has come reads as missing
  * and is deleted by the transaction that finds it (a read-only one too);
  * kv_expire_cycle reclaims the keys nobody asks for. */

@@ -7,8 +7,16 @@
  * the member (little endian). An intset's members are integers kept in
  * ascending order, as Redis's intset keeps them; a hashtable's are in the
  * order they were added. A change writes the record again, so a command
- * costs O(the set's bytes), as a hash's does (t_hash.c). An emptied set
- * is deleted, as in Redis. */
+ * costs O(the set's bytes), as a hash's does (t_hash.c).
+ *
+ * A set that Redis keeps as a hashtable (not an intset) becomes an element
+ * table (t_dict.h) past SET_PACKED_MAX members, in the command's
+ * transaction, as a hash past its thresholds (t_hash.c): then a member's
+ * change costs O(1) pool writes. Redis 7.0 has no parameter for this step
+ * (its hashtable sets are tables at every size; 7.2's
+ * set-max-listpack-entries is 128), so it is a constant: OBJECT ENCODING
+ * says "hashtable" either side of it. An emptied set is deleted, as in
+ * Redis. */
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
@@ -17,10 +25,13 @@
 #include <string.h>
 
 #include "config.h"
+#include "t_dict.h"
+#include "t_pack.h"
 #include "t_set.h"
 
 enum { SET_INTSET = 0, SET_HASHTABLE = 1 };
 #define SET_HDR 5 /* the encoding byte and the count */
+#define SET_PACKED_MAX 128 /* a hashtable set's most members packed */
 
 /* A set read out of the store (or being built): members point into the
  * records read (raw) or into the request's arguments. */
@@ -29,19 +40,9 @@ struct set {
     int enc;
     struct kv_slice *e;
     size_t n, cap;
+    txn_obj *d; /* the element table, or NULL: packed (members in e) */
+    txn *tx;    /* the transaction d is read and written in */
 };
-
-static uint32_t get32(const char *p)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
-}
-
-static void put32(char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (char)(v >> (8 * i));
-}
 
 static int room(struct set *s, size_t n)
 {
@@ -90,7 +91,15 @@ static int load(kv_txn *t, struct kv_slice key, struct set *s)
 {
     unsigned type;
     memset(s, 0, sizeof *s);
-    int rc = get_any(t, key, &s->raw, &type);
+    int rc = kv_txn_dict(t, key, &type, &s->d);
+    if (rc > 0) {
+        s->tx = kv_txn_tx(t);
+        s->enc = SET_HASHTABLE;
+        return type == KV_SET ? 1 : KV_E_WRONGTYPE;
+    }
+    if (rc < 0)
+        return rc;
+    rc = get_any(t, key, &s->raw, &type);
     if (rc <= 0)
         return rc;
     if (type != KV_SET)
@@ -104,12 +113,96 @@ static void set_free(struct set *s)
     free(s->e);
 }
 
+/* ---- a set kept as a table (s->d) */
+
+/* Copies of members, one after another in a growing buffer. */
+struct bag {
+    char *p;
+    size_t n, cap, count;
+    int oom;
+};
+
+static void bag_elem(void *arg, const char *f, size_t fn, const char *v, size_t vn)
+{
+    (void)v, (void)vn;
+    struct bag *b = arg;
+    if (b->oom)
+        return;
+    if (b->n + sizeof fn + fn > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + sizeof fn + fn)
+            cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, &fn, sizeof fn);
+    memcpy(b->p + b->n + sizeof fn, f, fn);
+    b->n += sizeof fn + fn;
+    b->count++;
+}
+
+static int room(struct set *s, size_t n);
+
+/* The table's members of the buckets from `cursor` on (at least `count`,
+ * or to the end: dict_scan) into s->e, copies that s->raw owns; *next:
+ * dict_scan's. */
+static int collect(struct set *s, uint64_t cursor, uint64_t count, uint64_t *next)
+{
+    struct bag b = {0};
+    int rc = dict_scan(s->tx, s->d, cursor, count, bag_elem, &b, next);
+    if (!rc && b.oom)
+        rc = TXN_E_NOMEM;
+    if (!rc)
+        rc = room(s, b.count);
+    for (size_t off = 0; !rc && off < b.n;) {
+        size_t n;
+        memcpy(&n, b.p + off, sizeof n);
+        s->e[s->n++] = (struct kv_slice){b.p + off + sizeof n, n};
+        off += sizeof n + n;
+    }
+    free(s->raw.p);
+    s->raw.p = b.p;
+    return rc;
+}
+
+/* Every member of a table into s->e (SMEMBERS, SPOP and SRANDMEMBER with
+ * a count, the set operations: O(n) as in Redis). */
+static int all(struct set *s)
+{
+    uint64_t next;
+    return s->d && !s->n ? collect(s, 0, UINT64_MAX, &next) : 0;
+}
+
+/* Is m a member: 1, 0, or an error (a table's lookup). */
+static int has(const struct set *s, struct kv_slice m);
+static int union_rest(struct set *sets, size_t n, struct set *r);
+
+/* After a table lost members: the key goes with its last one. */
+static int dict_emptied(kv_txn *t, struct kv_slice key, const struct set *s)
+{
+    uint64_t n;
+    int rc = dict_count(s->tx, s->d, &n);
+    if (!rc && !n && (rc = kv_txn_del(t, key)) > 0)
+        rc = 0;
+    return rc;
+}
+
 static struct kv_slice *find(const struct set *s, struct kv_slice m)
 {
     for (size_t i = 0; i < s->n; i++)
         if (s->e[i].n == m.n && !memcmp(s->e[i].p, m.p, m.n))
             return &s->e[i];
     return NULL;
+}
+
+static int has(const struct set *s, struct kv_slice m)
+{
+    return s->d ? dict_get(s->tx, s->d, m.p, m.n, NULL, NULL) : find(s, m) != NULL;
 }
 
 /* Can m be an intset's member: an integer as Redis writes one (its
@@ -164,13 +257,22 @@ static void drop(struct set *s, struct kv_slice *x)
     s->n--;
 }
 
-/* Write the set (expiry: `at`, KV_KEEPTTL to keep it), or delete the key
- * if it is empty. */
+/* Write the set (expiry: `at`, KV_KEEPTTL to keep it): packed, or as a
+ * new table past SET_PACKED_MAX (the conversion, in the command's
+ * transaction); or delete the key if it is empty. */
 static int store(kv_txn *t, struct kv_slice key, const struct set *s, uint64_t at)
 {
     if (!s->n) {
         int rc = kv_txn_del(t, key);
         return rc < 0 ? rc : 0;
+    }
+    if (s->enc == SET_HASHTABLE && s->n > SET_PACKED_MAX) {
+        txn *tx = kv_txn_tx(t);
+        txn_obj *d;
+        int rc = dict_new(tx, &d);
+        for (size_t i = 0; i < s->n && rc >= 0; i++)
+            rc = dict_set(tx, d, s->e[i].p, s->e[i].n, NULL, 0, 1);
+        return rc < 0 ? rc : kv_txn_put_dict(t, key, d, at, KV_SET);
     }
     if (s->n > UINT32_MAX)
         return TXN_E_NOSPACE;
@@ -226,6 +328,14 @@ SET_FN(sadd)
     (void)ctx;
     long long added = 0;
     int rc = 0;
+    for (size_t i = 2; s->d && i < argc && rc >= 0; i++)
+        if ((rc = dict_set(s->tx, s->d, argv[i].p, argv[i].n, NULL, 0, 1)) > 0)
+            added++;
+    if (s->d) {
+        if (rc >= 0)
+            reply_int(&c->out, added), rc = 0;
+        return rc;
+    }
     if (!found)
         start(s, argv[2]);
     for (size_t i = 2; i < argc && !rc; i++)
@@ -242,6 +352,14 @@ SET_FN(srem)
     (void)found, (void)ctx;
     long long n = 0;
     int rc = 0;
+    for (size_t i = 2; s->d && i < argc && rc >= 0; i++)
+        if ((rc = dict_del(s->tx, s->d, argv[i].p, argv[i].n)) > 0)
+            n++;
+    if (s->d) {
+        if (rc >= 0 && !(rc = dict_emptied(t, argv[1], s)))
+            reply_int(&c->out, n);
+        return rc;
+    }
     for (size_t i = 2; i < argc; i++) {
         struct kv_slice *x = find(s, argv[i]);
         if (x) {
@@ -258,18 +376,32 @@ SET_FN(srem)
 SET_FN(lookup)
 {
     (void)t, (void)found, (void)ctx;
+    int rc = 0;
     if (arg_is(&argv[0], "scard")) {
-        reply_int(&c->out, (long long)s->n);
+        uint64_t n = s->n;
+        if (!s->d || !(rc = dict_count(s->tx, s->d, &n)))
+            reply_int(&c->out, (long long)n);
     } else if (arg_is(&argv[0], "sismember")) {
-        reply_int(&c->out, find(s, argv[2]) != NULL);
+        if ((rc = has(s, argv[2])) >= 0)
+            reply_int(&c->out, rc), rc = 0;
     } else if (arg_is(&argv[0], "smismember")) {
-        reply_array(&c->out, argc - 2);
-        for (size_t i = 2; i < argc; i++)
-            reply_int(&c->out, find(s, argv[i]) != NULL);
-    } else {
+        /* looked up first: an error leaves no half reply */
+        char *in = malloc(argc);
+        if (!in)
+            return TXN_E_NOMEM;
+        for (size_t i = 2; i < argc && rc >= 0; i++)
+            in[i] = (char)(rc = has(s, argv[i]));
+        if (rc >= 0) {
+            rc = 0;
+            reply_array(&c->out, argc - 2);
+            for (size_t i = 2; i < argc; i++)
+                reply_int(&c->out, in[i]);
+        }
+        free(in);
+    } else if (!(rc = all(s))) {
         reply_members(&c->out, s);
     }
-    return 0;
+    return rc;
 }
 
 static int cmd_sadd(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
@@ -308,6 +440,19 @@ SET_FN(srandmember)
 {
     (void)t, (void)argv;
     long long count = *(const long long *)ctx;
+    struct bag one = {0};
+    int rc = 0;
+    if (argc < 3 && s->d) { /* one member: O(1) */
+        if ((rc = dict_random(s->tx, s->d, (uint64_t)random() << 31 ^ (uint64_t)random(),
+                              bag_elem, &one)) >= 0 && one.oom)
+            rc = TXN_E_NOMEM;
+        if (rc > 0)
+            reply_bulk(&c->out, one.p + sizeof(size_t), one.n - sizeof(size_t));
+        free(one.p);
+        return rc < 0 ? rc : 0;
+    }
+    if ((rc = all(s)))
+        return rc;
     if (argc < 3) {
         const struct kv_slice *x = found ? &s->e[(size_t)random() % s->n] : NULL;
         x ? reply_bulk(&c->out, x->p, x->n) : reply_nil(&c->out);
@@ -358,6 +503,20 @@ SET_FN(spop)
 {
     long long count = *(const long long *)ctx;
     int rc = 0;
+    struct bag one = {0};
+    if (argc < 3 && s->d) { /* one member: O(1) */
+        if ((rc = dict_random(s->tx, s->d, (uint64_t)random() << 31 ^ (uint64_t)random(),
+                              bag_elem, &one)) >= 0 && one.oom)
+            rc = TXN_E_NOMEM;
+        struct kv_slice m = {one.p + sizeof(size_t), one.n - sizeof(size_t)};
+        if (rc > 0 && (rc = dict_del(s->tx, s->d, m.p, m.n)) >= 0 &&
+            !(rc = dict_emptied(t, argv[1], s)))
+            reply_bulk(&c->out, m.p, m.n);
+        free(one.p);
+        return rc;
+    }
+    if (found && argc == 3 && count && (rc = all(s)))
+        return rc;
     if (argc < 3) {
         if (!found) {
             reply_nil(&c->out);
@@ -378,7 +537,7 @@ SET_FN(spop)
     for (size_t i = 0; i < n; i++)
         reply_bulk(&c->out, s->e[i].p, s->e[i].n);
     if (rest && rest * 5 <= n) {
-        struct set r = {{0}, 0, NULL, 0, 0};
+        struct set r = {{0}, 0, NULL, 0, 0, NULL, NULL};
         start(&r, s->e[n]);
         for (size_t i = n; i < s->n && !rc; i++)
             rc = add(&r, s->e[i]);
@@ -386,6 +545,11 @@ SET_FN(spop)
             rc = store(t, argv[1], &r, KV_KEEPTTL);
         free(r.e);
         return rc;
+    }
+    if (s->d) { /* the members popped leave the table one by one */
+        for (size_t i = 0; i < n && rc >= 0; i++)
+            rc = dict_del(s->tx, s->d, s->e[i].p, s->e[i].n);
+        return rc < 0 ? rc : dict_emptied(t, argv[1], s);
     }
     memmove(s->e, s->e + n, rest * sizeof *s->e);
     s->n = rest;
@@ -432,19 +596,33 @@ static int cmd_smove(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
         rc = rd;
     } else if (rc > 0) {
         struct kv_slice *x = find(&src, argv[3]);
-        rc = 0;
-        if (!x) {
+        rc = src.d ? dict_get(src.tx, src.d, argv[3].p, argv[3].n, NULL, NULL) : 0;
+        if (rc < 0) {
+        } else if (!x && rc != 1) {
+            rc = 0;
             reply_int(&c->out, 0);
         } else if (argv[1].n == argv[2].n && !memcmp(argv[1].p, argv[2].p, argv[1].n)) {
+            rc = 0;
             reply_int(&c->out, 1);
         } else {
-            drop(&src, x);
-            if (!rd)
-                start(&dst, argv[3]);
-            if (!find(&dst, argv[3]))
-                rc = add(&dst, argv[3]);
-            if (!rc && !(rc = store(t, argv[1], &src, KV_KEEPTTL)) &&
-                !(rc = store(t, argv[2], &dst, KV_KEEPTTL)))
+            /* out of the source (a table's emptied one deleted) ... */
+            if (src.d && (rc = dict_del(src.tx, src.d, argv[3].p, argv[3].n)) >= 0)
+                rc = dict_emptied(t, argv[1], &src);
+            else if (!src.d && (drop(&src, x), 1))
+                rc = store(t, argv[1], &src, KV_KEEPTTL);
+            /* ... into the destination */
+            if (!rc && dst.d && (rc = dict_set(dst.tx, dst.d, argv[3].p, argv[3].n, NULL, 0,
+                                               1)) >= 0)
+                rc = 0;
+            else if (!rc && !dst.d) {
+                if (!rd)
+                    start(&dst, argv[3]);
+                if (!find(&dst, argv[3]))
+                    rc = add(&dst, argv[3]);
+                if (!rc)
+                    rc = store(t, argv[2], &dst, KV_KEEPTTL);
+            }
+            if (!rc)
                 reply_int(&c->out, 1);
         }
     }
@@ -477,6 +655,9 @@ static int combine(kv_txn *t, const struct kv_slice *keys, size_t n, enum op op,
     rc = 0;
     if (op == OP_INTER && empty)
         return 0;
+    /* a table's members read out to be walked; lookups go to the table */
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = all(&sets[i]);
     if (op == OP_INTER) {
         /* the smallest set's members, kept when every other set has them */
         size_t small = 0;
@@ -485,24 +666,67 @@ static int combine(kv_txn *t, const struct kv_slice *keys, size_t n, enum op op,
                 small = i;
         for (size_t j = 0; j < sets[small].n && !rc && !(limit && r->n >= limit); j++) {
             size_t i = 0;
-            while (i < n && (i == small || find(&sets[i], sets[small].e[j])))
+            while (i < n && (i == small || (rc = has(&sets[i], sets[small].e[j])) > 0))
                 i++;
-            if (i == n && !(rc = room(r, r->n + 1)))
+            if (rc >= 0 && i == n && !(rc = room(r, r->n + 1)))
                 r->e[r->n++] = sets[small].e[j];
+            rc = rc < 0 ? rc : 0;
         }
         return rc;
     }
     for (size_t j = 0; j < sets[0].n && !rc; j++) {
         size_t i = 1;
-        while (op == OP_DIFF && i < n && !find(&sets[i], sets[0].e[j]))
+        while (op == OP_DIFF && i < n && !(rc = has(&sets[i], sets[0].e[j])))
             i++;
-        if ((op == OP_UNION || i == n) && !(rc = room(r, r->n + 1)))
+        if (rc >= 0 && (op == OP_UNION || i == n) && !(rc = room(r, r->n + 1)))
             r->e[r->n++] = sets[0].e[j];
+        rc = rc < 0 ? rc : 0;
     }
-    for (size_t i = 1; op == OP_UNION && i < n && !rc; i++)
-        for (size_t j = 0; j < sets[i].n && !rc; j++)
-            if (!find(r, sets[i].e[j]) && !(rc = room(r, r->n + 1)))
-                r->e[r->n++] = sets[i].e[j];
+    if (op == OP_UNION && n > 1 && !rc) /* members met again: a DRAM index of r */
+        rc = union_rest(sets, n, r);
+    return rc;
+}
+
+/* A member's hash for union_rest's DRAM index. */
+static uint64_t mhash(struct kv_slice m)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < m.n; i++)
+        h = (h ^ (unsigned char)m.p[i]) * 0x100000001b3ULL;
+    return h ^ h >> 29;
+}
+
+/* The members of sets[1..n) that r (sets[0]'s, distinct) lacks, added to
+ * r: an open-addressing index of r's members (positions + 1) so that each
+ * costs O(1), not a walk of r. */
+static int union_rest(struct set *sets, size_t n, struct set *r)
+{
+    size_t total = r->n, cap = 16, first = r->n;
+    for (size_t i = 1; i < n; i++)
+        total += sets[i].n;
+    while (cap < 2 * total)
+        cap *= 2;
+    size_t *slot = calloc(cap, sizeof *slot);
+    if (!slot)
+        return TXN_E_NOMEM;
+    int rc = room(r, total);
+    for (size_t i = 0; i < n && !rc; i++) {
+        /* r's own members first (i == 0: indexed only), then the others' */
+        const struct kv_slice *e = i ? sets[i].e : r->e;
+        size_t m = i ? sets[i].n : first;
+        for (size_t j = 0; j < m; j++) {
+            size_t at = (size_t)mhash(e[j]) & (cap - 1);
+            while (slot[at] && !(r->e[slot[at] - 1].n == e[j].n &&
+                                 !memcmp(r->e[slot[at] - 1].p, e[j].p, e[j].n)))
+                at = (at + 1) & (cap - 1);
+            if (slot[at])
+                continue;
+            if (i)
+                r->e[r->n++] = e[j];
+            slot[at] = i ? r->n : j + 1;
+        }
+    }
+    free(slot);
     return rc;
 }
 
@@ -528,7 +752,7 @@ static int cmd_sop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv
     if (!rc && !st) {
         reply_members(&c->out, &r);
     } else if (!rc) {
-        struct set d = {{0}, SET_INTSET, NULL, 0, 0};
+        struct set d = {{0}, SET_INTSET, NULL, 0, 0, NULL, NULL};
         for (size_t i = 0; i < r.n && !rc; i++)
             rc = add(&d, r.e[i]);
         if (!rc && !(rc = store(t, argv[1], &d, 0)))
@@ -570,17 +794,20 @@ static int cmd_sintercard(struct conn *c, kv_txn *t, size_t argc, struct kv_slic
     return rc;
 }
 
-/* SSCAN key cursor [MATCH pattern] [COUNT n]: the record is one packed
+/* SSCAN key cursor [MATCH pattern] [COUNT n]: a packed record is one
  * value, so one call returns every member (cursor 0), as Redis does for an
- * intset; options are read only for a set that is there, as Redis */
+ * intset; a table is read from the cursor on (COUNT, default 10: as
+ * HSCAN's, t_hash.c); options are read only for a set that is there, as
+ * Redis */
 SET_FN(sscan)
 {
-    (void)t, (void)ctx;
+    (void)t;
     const struct kv_slice *pattern = NULL;
     const char *bad = NULL;
     size_t n = 0;
+    long long count = 10;
+    uint64_t next = 0;
     for (size_t i = 3; found && i < argc && !bad; i += 2) {
-        long long count;
         if (i + 1 == argc || !(arg_is(&argv[i], "MATCH") || arg_is(&argv[i], "COUNT")))
             bad = "ERR syntax error";
         else if (arg_is(&argv[i], "MATCH"))
@@ -594,12 +821,16 @@ SET_FN(sscan)
         reply_error(&c->out, "%s", bad);
         return 0;
     }
+    int rc = s->d ? collect(s, *(const uint64_t *)ctx, (uint64_t)count, &next) : 0;
+    if (rc)
+        return rc;
     for (size_t i = 0; i < s->n; i++)
         if (!pattern || glob_match(pattern->p, pattern->n, s->e[i].p, s->e[i].n))
             s->e[n++] = s->e[i];
     s->n = n;
+    char cur[24];
     reply_array(&c->out, 2);
-    reply_bulk(&c->out, "0", 1);
+    reply_bulk(&c->out, cur, (size_t)snprintf(cur, sizeof cur, "%llu", (unsigned long long)next));
     reply_members(&c->out, s);
     return 0;
 }
@@ -613,10 +844,10 @@ static int cmd_sscan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
     memcpy(cur, argv[2].p, argv[2].n);
     cur[argv[2].n] = 0;
     errno = 0;
-    strtoull(cur, &end, 10);
+    uint64_t at = strtoull(cur, &end, 10);
     if (*end || errno == ERANGE || isspace((unsigned char)cur[0]))
         return reply_error(&c->out, "ERR invalid cursor"), 0;
-    return with_set(c, t, argc, argv, sscan, NULL);
+    return with_set(c, t, argc, argv, sscan, &at);
 }
 
 /* ---- the table */

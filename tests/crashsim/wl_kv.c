@@ -18,7 +18,11 @@
  * writes; a list's push or pop as the server's LPUSH ... RPOP run one
  * (list_op: the record read, changed, written back as KV_LIST, deleted
  * when emptied); a sorted set's change in its large form (zset_op:
- * zbtree.c's B-trees in the value, the conversion a whole write of it).
+ * zbtree.c's B-trees in the value, the conversion a whole write of it); a
+ * big set's change (dict_op: members added to or taken from its element
+ * table, t_dict.h, through kv_txn_dict; a packed set the puts made
+ * converted to a table, its record freed, in the same transaction), past
+ * the 64 members where the table starts to split buckets.
  *
  * CRASHSIM_KV_LONG=1: the first LONG keys are strings that only APPEND
  * and SETRANGE (kv_txn_splice) write, of up to SPLICE_MAX bytes each (the
@@ -58,11 +62,13 @@
 
 #include "sim.h"
 #include "store.h"
+#include "t_dict.h"
 #include "zbtree.h"
 
 enum { KEYS = 200, PRELOAD = 100, BATCH = 64, MAX_OPS = 10, KEY_MAX = 40, SMALL = 200,
        BIG_MIN = 300, BIG_MAX = 3000, TABLE = 8192, RESIZE_KEYS = TABLE + KEYS,
        RESERVE = 4 * TABLE };
+enum { MEMBERS = 192, MASK_WORDS = MEMBERS / 64 }; /* a big set's members: "m<i>" */
 enum { LONG = 3, LONG_MAX = 192 << 10, SPLICE_MAX = 16000, LONG_START = 56000,
        SBUF = LONG_START + 6000 };
 #define FAR_MS 4102444800000ull /* 2100-01-01 00:00 UTC, in ms since the epoch */
@@ -84,6 +90,11 @@ static char lval[SIM_THREADS][2][LONG][LONG_MAX]; /* long keys' strings: [0]
                                                      committed, [1] the
                                                      transaction's */
 static char sbuf[SIM_THREADS][SBUF];     /* a splice's bytes */
+static uint64_t dmask[SIM_THREADS][2][RESIZE_KEYS][MASK_WORDS]; /* a big set's
+                                                                   members: [0]
+                                                                   committed, [1]
+                                                                   the
+                                                                   transaction's */
 static unsigned nkeys = KEYS;           /* keys of the run */
 static unsigned nlong;                  /* long keys of the run: 0 or LONG */
 static int grow[SIM_THREADS];           /* the next step adds the key that
@@ -273,7 +284,11 @@ static int list_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
     char *v = vbuf[t];
     struct copy got = {v, 0, 0};
     unsigned type = 0;
-    int rc = kv_txn_read(x, key, copy_value, &got, &type);
+    txn_obj *d;
+    int rc = kv_txn_dict(x, key, &type, &d);
+    if (rc) /* a table (dict_op's, which checks it) is left alone */
+        return rc < 0 ? rc : 0;
+    rc = kv_txn_read(x, key, copy_value, &got, &type);
     if (rc < 0)
         return rc;
     if (rc != e->present || (rc && got.n != e->len))
@@ -326,6 +341,78 @@ struct got {
     uint64_t vh;
 };
 
+static struct kv_slice member_of(unsigned i, char *buf);
+static int table_members(kv_txn *x, txn_obj *d, uint64_t *mask, uint32_t *n);
+
+/* A big set's change on key k, as t_set.c runs SADD and SREM on a table:
+ * the table (kv_txn_dict) checked against the mirror, then 1 to 24
+ * members added or removed (a new table: 56 to 87 added); the key deleted
+ * when it empties. A missing key
+ * gets a new table; a packed set (a put's) is converted: a new table
+ * linked and the record freed in this transaction, its expiry kept. Other
+ * types are left alone. */
+static int dict_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
+{
+    struct entry *e = &next[t][k];
+    uint64_t *mask = dmask[t][1][k], seen[MASK_WORDS];
+    unsigned type = 0;
+    uint32_t n = 0;
+    txn_obj *d = NULL;
+    txn *tx = kv_txn_tx(x);
+    int rc = kv_txn_dict(x, key, &type, &d);
+    if (rc < 0)
+        return rc;
+    if (d && (type != KV_SET || !e->present || e->type != KV_SET))
+        return drift(t, k, "a table's presence");
+    if (d && ((rc = table_members(x, d, seen, &n)) ||
+              n != e->len || memcmp(seen, mask, sizeof seen)))
+        return rc ? rc : drift(t, k, "a table's members");
+    if (!d && e->present && e->type != KV_SET)
+        return 0;
+    int convert = !d;
+    if (convert) {
+        if ((rc = dict_new(tx, &d)))
+            return rc;
+        memset(mask, 0, MASK_WORDS * sizeof *mask);
+        n = 0;
+    }
+    /* a new table gets 56 to 87 adds of 192 members: about a third pass 64, where
+     * its buckets start to split */
+    unsigned ops = convert ? 56 + (unsigned)(sim_rand(rng) % 32)
+                           : 1 + (unsigned)(sim_rand(rng) % 24);
+    for (unsigned j = 0; j < ops && !rc; j++) {
+        unsigned i = (unsigned)(sim_rand(rng) % MEMBERS);
+        char buf[16];
+        struct kv_slice m = member_of(i, buf);
+        int add = convert || sim_rand(rng) % 10 < 7, had = mask[i / 64] >> (i % 64) & 1;
+        rc = add ? dict_set(tx, d, m.p, m.n, NULL, 0, 1) : dict_del(tx, d, m.p, m.n);
+        if (rc >= 0 && rc != (add ? !had : had))
+            return drift(t, k, "a member's answer");
+        if (rc > 0) {
+            mask[i / 64] ^= 1ULL << (i % 64);
+            n += add ? 1 : (uint32_t)-1;
+        }
+        rc = rc < 0 ? rc : 0;
+    }
+    if (!rc && convert)
+        rc = kv_txn_put_dict(x, key, d, KV_KEEPTTL, KV_SET);
+    if (rc)
+        return rc;
+    if (!n) {
+        if ((rc = kv_txn_del(x, key)) != 1)
+            return rc < 0 ? rc : drift(t, k, "a set's delete");
+        e->present = 0;
+        return 0;
+    }
+    if (!e->present)
+        e->at = 0;
+    e->present = 1;
+    e->type = KV_SET;
+    e->len = n;
+    e->vh = value_hash(mask, MASK_WORDS * sizeof *mask);
+    return 0;
+}
+
 static void got_value(void *arg, const char *v, size_t n)
 {
     struct got *g = arg;
@@ -334,14 +421,48 @@ static void got_value(void *arg, const char *v, size_t n)
     g->vh = v ? value_hash(v, n) : 0;
 }
 
-/* 1 found, 0 missing or an error; the value and expiry into *e. */
+/* A big set's member i: "m<i>". */
+static struct kv_slice member_of(unsigned i, char *buf)
+{
+    return (struct kv_slice){buf, (size_t)snprintf(buf, 16, "m%u", i)};
+}
+
+/* An element table's members as the mirror keeps them: *mask and *n (its
+ * count, which also counts members outside the workload's). */
+static int table_members(kv_txn *x, txn_obj *d, uint64_t *mask, uint32_t *n)
+{
+    uint64_t count;
+    int rc = dict_count(kv_txn_tx(x), d, &count);
+    memset(mask, 0, MASK_WORDS * sizeof *mask);
+    for (unsigned i = 0; i < MEMBERS && !rc; i++) {
+        char buf[16];
+        struct kv_slice m = member_of(i, buf);
+        if ((rc = dict_get(kv_txn_tx(x), d, m.p, m.n, NULL, NULL)) > 0)
+            mask[i / 64] |= 1ULL << (i % 64);
+        rc = rc < 0 ? rc : 0;
+    }
+    *n = (uint32_t)count;
+    return rc;
+}
+
+/* 1 found, 0 missing or an error; the value and expiry into *e (a table:
+ * its count and the hash of its members' mask). */
 static int read_key(kv_txn *x, struct kv_slice key, struct entry *e)
 {
     struct got g = {0};
     unsigned type = 0;
+    txn_obj *d;
     int rc = kv_txn_read(x, key, got_value, &g, &type), ttl;
     if (rc <= 0)
         return rc;
+    if ((rc = kv_txn_dict(x, key, &type, &d)) < 0)
+        return rc;
+    if (rc) {
+        uint64_t mask[MASK_WORDS];
+        if ((rc = table_members(x, d, mask, &g.len)))
+            return rc;
+        g.vh = value_hash(mask, sizeof mask);
+    }
     if ((ttl = kv_txn_ttl(x, key, &e->at)) <= 0)
         return ttl < 0 ? ttl : TXN_E_CORRUPT; /* the key went */
     e->present = 1;
@@ -462,6 +583,8 @@ static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
     }
     if (dice < 85 && k >= nlong)
         return list_op(t, x, k, key, rng);
+    if (dice < 88 && k >= nlong) /* 3 in 100: the campaigns' time (CI) */
+        return dict_op(t, x, k, key, rng);
     struct entry seen = {0};
     if ((rc = read_key(x, key, &seen)) < 0)
         return rc;
@@ -481,6 +604,7 @@ static int run_txn(int t, const unsigned *ks, size_t n, uint64_t *rng, int may_r
     for (size_t i = 0; i < n; i++)
         keys[i] = key_of(ks[i], names[i]);
     memcpy(next[t], cur[t], nkeys * sizeof *cur[t]);
+    memcpy(dmask[t][1], dmask[t][0], nkeys * sizeof dmask[t][0][0]);
     next_digest[t] = digest_of(cur[t]); /* nothing changes before the end */
     for (size_t i = 0; i < n; i++)
         if (ks[i] < nlong && cur[t][ks[i]].present)
@@ -500,6 +624,7 @@ static int run_txn(int t, const unsigned *ks, size_t n, uint64_t *rng, int may_r
     if ((rc = kv_txn_end(x, 0)))
         return rc;
     memcpy(cur[t], next[t], nkeys * sizeof *cur[t]);
+    memcpy(dmask[t][0], dmask[t][1], nkeys * sizeof dmask[t][0][0]);
     for (size_t i = 0; i < n; i++)
         if (ks[i] < nlong && cur[t][ks[i]].present)
             memcpy(lval[t][0][ks[i]], lval[t][1][ks[i]], cur[t][ks[i]].len);
