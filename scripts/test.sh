@@ -31,7 +31,7 @@ BUILD_TARGET=threaded_tests build build-tsan -DCMAKE_BUILD_TYPE=Debug -DPMTX_SAN
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j2 \
     -R '^(conformance-|shared_reuse-|kvstore-(proto|shutdown|pubsub|blocking)-|(kvstore-kill|kvstore-shared-kill|sqlite-vfs|tpcc-run)-(undo|redo1|incll)$|(alloc_reuse|large_tx|kvstore-load|pool_grow)-(undo|incll)$|join-(undo|redo)$|masstree-stress-|incll-granule)')
 
-echo "== fuzzing (libFuzzer, ${PMTX_FUZZ_SECONDS:-15} s per target)"
+echo "== fuzzing (libFuzzer, ${PMTX_FUZZ_SECONDS:-10} s per target)"
 BUILD_TARGET=fuzzers build build-fuzz -DPMTX_FUZZ=ON -DCMAKE_C_COMPILER=clang \
-    -DCMAKE_CXX_COMPILER=clang++ -DPMTX_FUZZ_SECONDS="${PMTX_FUZZ_SECONDS:-15}"
+    -DCMAKE_CXX_COMPILER=clang++ -DPMTX_FUZZ_SECONDS="${PMTX_FUZZ_SECONDS:-10}"
 (cd build-fuzz && ctest --output-on-failure -j2)
