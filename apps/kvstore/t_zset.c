@@ -525,63 +525,61 @@ static int rank_span(long long start, long long end, size_t n, size_t *s, size_t
 #define Z_CH 16
 #define Z_INCR 32
 
+/* Redis's zsetAdd rule for one member, there or not (cur: its score):
+ * 0 nothing to do, 1 add, 2 change, 3 processed but unchanged, -1 the
+ * result would be NaN; *score becomes the score after (INCR adds cur). */
+static int zadd_rule(int there, double cur, int fl, double *score)
+{
+    if (!there)
+        return (fl & Z_XX) ? 0 : 1;
+    if (fl & Z_NX)
+        return 0;
+    if (fl & Z_INCR) {
+        *score += cur;
+        if (isnan(*score))
+            return -1;
+    }
+    if (((fl & Z_LT) && *score >= cur) || ((fl & Z_GT) && *score <= cur))
+        return 0;
+    return *score == cur ? 3 : 2;
+}
+
 /* Add or change one member as Redis's zsetAdd: 1 added, 2 changed, 0
  * nothing done, -1 the result would be NaN, <-1 a store error; its score
  * after to *out. */
 static int zadd_one(struct zset *z, double score, struct kv_slice m, int fl, double *out)
 {
     ssize_t i = find(z, m);
-    if (i >= 0) {
-        double cur = z->e[i].s;
-        if (fl & Z_NX)
-            return 0;
-        if (fl & Z_INCR) {
-            score += cur;
-            if (isnan(score))
-                return -1;
-        }
-        if (((fl & Z_LT) && score >= cur) || ((fl & Z_GT) && score <= cur))
-            return 0;
-        *out = score;
-        if (score == cur)
-            return 3; /* processed, not changed */
+    int act = zadd_rule(i >= 0, i >= 0 ? z->e[i].s : 0, fl, &score), rc;
+    if (act <= 0)
+        return act;
+    *out = score;
+    if (act == 3)
+        return 3;
+    if (act == 2) {
         struct kv_slice name = z->e[i].m;
         remove_at(z, (size_t)i);
-        int rc = insert(z, (struct zent){score, name});
-        return rc ? rc : 2;
+        m = name;
     }
-    if (fl & Z_XX)
-        return 0;
-    int rc = insert(z, (struct zent){score, m});
-    *out = score;
-    return rc ? rc : 1;
+    rc = insert(z, (struct zent){score, m});
+    return rc ? rc : act;
 }
 
 /* zadd_one on a set in the large form */
 static int zadd_big(zb *b, double score, struct kv_slice m, int fl, double *out)
 {
-    double cur;
+    double cur = 0;
     int rc = zb_score(b, m, &cur);
     if (rc < 0)
         return rc;
-    if (rc) {
-        if (fl & Z_NX)
-            return 0;
-        if (fl & Z_INCR) {
-            score += cur;
-            if (isnan(score))
-                return -1;
-        }
-        if (((fl & Z_LT) && score >= cur) || ((fl & Z_GT) && score <= cur))
-            return 0;
-        *out = score;
-        if (score == cur)
-            return 3;
-        return (rc = zb_rescore(b, m, cur, score)) ? rc : 2;
-    }
-    if (fl & Z_XX)
-        return 0;
+    int act = zadd_rule(rc > 0, cur, fl, &score);
+    if (act <= 0)
+        return act;
     *out = score;
+    if (act == 3)
+        return 3;
+    if (act == 2)
+        return (rc = zb_rescore(b, m, cur, score)) ? rc : 2;
     return (rc = zb_insert(b, score, m)) ? rc : 1;
 }
 
