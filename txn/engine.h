@@ -432,7 +432,8 @@ int tx_log_allocs(struct txn *tx);
 void tx_set_state(struct txn *tx, unsigned state);
 
 /* Recovery: the slot's state if its word is that of transaction
- * `version` (SLOT_*), else -1. */
+ * `version` (SLOT_*), SLOT_IDLE if it is a later transaction's (the
+ * records are stale, R2), else -1. */
 int tx_slot_state(const struct slot_hdr *slot, uint64_t version);
 /* The same, but the word's state bits whatever they are. */
 int tx_slot_bits(const struct slot_hdr *slot, uint64_t version);

@@ -215,12 +215,19 @@ void tx_apply_allocs(struct txn *tx, int flush)
 void tx_set_state(struct txn *tx, unsigned state)
 {
     struct slot_hdr *slot = TX_FMT(tx)->slot;
+    /* tx_slot_state relies on a slot's versions only growing */
+    assert(slot->state >> 2 <= TX_FMT(tx)->version && "a slot's state word goes back in version");
     pm_store64(&slot->state, slot_state(TX_FMT(tx)->version, state));
     pm_persist(&slot->state, sizeof slot->state);
 }
 
 int tx_slot_state(const struct slot_hdr *slot, uint64_t version)
 {
+    /* Records older than the state word's transaction are settled (R2): a
+     * later one that aborted stored IDLE without flushing its records, so
+     * a crash can leave the old ones at the log's head. */
+    if (version < slot->state >> 2)
+        return SLOT_IDLE;
     if (slot->state == slot_state(version, SLOT_IDLE))
         return SLOT_IDLE;
     return slot->state == slot_state(version, SLOT_COMMITTED) ? (int)SLOT_COMMITTED : -1;
