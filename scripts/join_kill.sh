@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # join_kill.sh [--rounds N] [ENGINE...]: SIGKILLs in transactions over two
 # pools, N rounds (default 200) of each of two tests on each engine that
-# joins (default: undo redo redo1 cow): tests/join.c's kill case (two new pools a
+# joins (default: undo redo redo1): tests/join.c's kill case (two new pools a
 # round, a child committing joined transactions over both, killed 1 to 30
 # ms in; then one pool opened first: its recovery opens the other when it
 # must) and tests/sqlite/sqlite_attach_kill.c (SQLite transactions over a
@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
 done
 BUILD_DIR=${BUILD_DIR:-build}
 build "$BUILD_DIR"
-engines=${*:-undo redo redo1 cow}
+engines=${*:-undo redo redo1}
 export PMEM_IS_PMEM_FORCE=1 JOIN_KILL_ROUNDS=$rounds SQLITE_ATTACH_KILLS=$rounds \
     CK_DEFAULT_TIMEOUT=$((60 + rounds))
 bad=0
