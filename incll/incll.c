@@ -95,10 +95,9 @@
  *   transaction (TXN_LOG_BATCH=0, the paper: one (a) per object logged, or
  *   per txn_write that logged granules): one, (a), before the first
  *   in-place change after a batch of records (at commit for writes
- *   buffered behind records, at a txn_open of a buffered object, for
- *   allocator bits, or before a write logs a 65th object, PEND_MAX); none
- *   when every object (large: every granule) it writes was logged earlier
- *   in the epoch. Abort: 0.
+ *   buffered behind records, at a txn_open of a buffered object, or for
+ *   allocator bits); none when every object (large: every granule) it
+ *   writes was logged earlier in the epoch. Abort: 0.
  *   epoch end: (1), (2). Recovery: 2 more than pool.c's.
  */
 #include <errno.h>
@@ -237,13 +236,6 @@ struct pend {
  * many times (a segment of many buckets) would read in O(writes); a drain
  * costs one barrier per PEND_CHAIN_MAX writes at most. */
 #define PEND_CHAIN_MAX 16u
-
-/* Objects held back at once: one more, and the batch drains first. A read
- * of a pending object probes pmap, then its pend entry and its chain of
- * writes in the vectors of all of them, each a cache miss once thousands
- * are pending (a large DEL's bucket segments, docs/kvstore.md 18e); a
- * drain costs one barrier per PEND_MAX objects logged. */
-#define PEND_MAX 64u
 
 /* A granule of a large object logged by this transaction, its record not
  * fenced yet, and the writes held back behind it. */
@@ -1326,8 +1318,6 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
         size = block_size(tx, t, o);
         if (size > LARGE_BLOCK)
             return write_granules(tx, t, o, NULL, size, off, src, n);
-        if (t->pend.n >= PEND_MAX && (rc = drain(tx, t, 1)))
-            return rc;
         if ((rc = log_small(t, o, size)) || (rc = new_pend(t, o, size, 0, 0, &pe)) ||
             (rc = buffer_write(t, pend_index(t, pe), &pe->first, &pe->last, off, src, n)))
             return rc;

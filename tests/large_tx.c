@@ -388,48 +388,6 @@ START_TEST(test_sparse_lines)
 }
 END_TEST
 
-/* After txn_sync (incll: a new epoch, so every object is logged before it
- * changes), one transaction writes two words of each of BIGTX_N / 100
- * objects and reads each back: incll holds back the writes of at most 64 logged
- * objects and drains the batch before it logs another (docs/kvstore.md
- * 18e), so most of them are written in place before the end; aborted,
- * every object holds its old words, committed, the new ones, also after
- * a reopen. */
-START_TEST(test_many_logged)
-{
-    txn_pool *p = new_pool();
-    uint64_t N = g_n / 100 > 130 ? g_n / 100 : 130; /* past two drains */
-    txn_obj **o = make_objects(p, N);
-    for (int commit = 0; commit < 2; commit++) {
-        txn *tx;
-        CHECK_OK(txn_sync(p));
-        CHECK_OK(txn_begin(p, &tx));
-        for (uint64_t i = 0; i < N; i++) {
-            uint64_t v = 0;
-            LOOP_OK(txn_write_u64(tx, o[i], 8, i));
-            LOOP_OK(txn_write_u64(tx, o[i], 0, value_of(i, 8)));
-            LOOP_OK(txn_read_u64(tx, o[i], 0, &v));
-            LOOP_ASSERT(v == value_of(i, 8));
-        }
-        for (uint64_t i = 0; i < N; i++) {
-            uint64_t v = 0;
-            LOOP_OK(txn_read_u64(tx, o[i], 8, &v));
-            LOOP_ASSERT(v == i);
-        }
-        if (commit)
-            CHECK_OK(txn_commit(tx));
-        else
-            txn_abort(tx);
-        check_values(p, o, N, commit ? 8 : 0, NULL);
-    }
-    txn_pool_close(p);
-    CHECK_OK(txn_pool_open(g_pool, "bigtx", &p));
-    check_values(p, o, N, 8, NULL);
-    free(o);
-    drop_pool(p);
-}
-END_TEST
-
 /* A small object written many times in one transaction, a slot at a time,
  * each slot read back after every write, as the store writes the buckets
  * of one segment in a large MSET: incll drains its batch once an object
@@ -609,7 +567,6 @@ int main(void)
     tcase_add_test(tc, test_one_object);
     tcase_add_test(tc, test_small_object_rewritten);
     tcase_add_test(tc, test_sparse_lines);
-    tcase_add_test(tc, test_many_logged);
     TCase *locks = test_tcase(s, "locks", 20);
     tcase_add_test(locks, test_commit_while_other_waits);
     tcase_add_test(locks, test_free_by_two);
