@@ -40,7 +40,10 @@
  *     transaction claiming a wrapper next may free its payload, the block
  *     this one swapped in, and must not find it still marked new by this
  *     one (A6 of txn/format/tx.c). Out of memory for the list, the front
- *     end's end does it, after the claims went (as before).
+ *     end's end does it, after the claims went (as before). An abort
+ *     unmarks its frees before it releases its claims, for the same
+ *     reason: the next writer frees the payload this one marked (found
+ *     as TXN_E_INVAL by join-cow's threads, every run on an idle host).
  *
  * Barriers: commit = write set + copies -> (1); COMMITTED -> (2); swap,
  * allocator bits -> (3); IDLE -> (4). Abort of a transaction that opened
@@ -330,14 +333,18 @@ void eng_abort(struct txn *tx)
     c->prepared = 0;
     if (!c->wset.n && !prepared)
         return;
+    /* C6: its frees unmarked before the claims go (the next writer of a
+     * wrapper frees the same payload); the copies go back at the end */
+    size_t nf;
+    tx_frees(tx, &nf);
+    while (nf--)
+        tx_unmark_free(tx);
     release(c, 1);
     pm_barrier();                                /* (3) */
     tx_set_state(tx, SLOT_IDLE); /* (4); C5: a prepared one settled */
 }
 
-/* 0 for now: C5's prepared parts pass the crash campaigns single-threaded,
- * but join-cow's threaded cases fail with TXN_E_INVAL (docs/join.md) */
-const int eng_joins = 0;
+const int eng_joins = 1;
 
 int eng_prepare(struct txn *tx, struct join_ref *ref)
 {

@@ -62,9 +62,8 @@ enum { META_JOIN = 56, ENTRY = 24, ENTRIES = 256 };
 
 static int joins(void)
 {
-    /* cow: not joining for now (docs/join.md); its test checks NOTSUP */
     return !strcmp(txn_engine_name(), "undo") || !strcmp(txn_engine_name(), "redo") ||
-           !strcmp(txn_engine_name(), "redo1");
+           !strcmp(txn_engine_name(), "redo1") || !strcmp(txn_engine_name(), "cow");
 }
 
 /* n new pools, each made while the ones before are open: a pool's

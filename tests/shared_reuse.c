@@ -25,8 +25,14 @@
  *
  * A free racing a write (two transactions at once, no lock: outside
  * txn.h's contract) never gives a block back twice: cow's C4 makes the
- * later one fail with TXN_E_CONFLICT; the others free once anyway. */
+ * later one fail with TXN_E_CONFLICT; the others free once anyway.
+ *
+ * cow only (one writer per object, the others conflict): threads write,
+ * free and abort one shared object at once; the next writer after an
+ * abort frees the payload the aborted one had marked (C6 of cow/cow.c),
+ * so every error but TXN_E_CONFLICT is a failure. */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -478,6 +484,76 @@ START_TEST(test_free_races_write)
 }
 END_TEST
 
+/* ---- cow: writes, frees and aborts of one object by several threads */
+
+enum { CLAIMERS = 3, CLAIM_TXS = 4000 };
+
+struct claimer {
+    txn_pool *p;
+    txn_obj *x;
+    int t, rc;
+    unsigned conflicts;
+};
+
+static void *claim_loop(void *arg)
+{
+    struct claimer *c = arg;
+    for (unsigned i = 0; i < CLAIM_TXS && !c->rc; i++) {
+        txn *tx;
+        if ((c->rc = txn_begin(c->p, &tx)))
+            break;
+        int frees = i % 7 == 3;
+        int rc = frees ? txn_free(tx, c->x) : txn_write_u64(tx, c->x, 8 * (size_t)c->t, i);
+        if (rc || i % 2 || frees) {
+            txn_abort(tx); /* a free always: the object stays */
+        } else {
+            rc = txn_commit(tx);
+        }
+        if (rc == TXN_E_CONFLICT) {
+            c->conflicts++;
+            sched_yield();
+        } else if (rc) {
+            c->rc = rc;
+        }
+    }
+    return NULL;
+}
+
+START_TEST(test_abort_claim)
+{
+    struct test_pool tp;
+    txn_pool *p;
+    txn_obj *x;
+    txn *tx;
+    pthread_t th[CLAIMERS];
+    struct claimer c[CLAIMERS];
+    txn_pool_opts o = {.size = 16u << 20, .threads = 4};
+    CHECK_OK(test_pool_new(&tp, "reuse"));
+    CHECK_OK(txn_pool_create(tp.name, LAYOUT, &o, &p));
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_OK(txn_alloc(tx, 64, &x));
+    CHECK_OK(txn_commit(tx));
+    for (int t = 0; t < CLAIMERS; t++) {
+        c[t] = (struct claimer){p, x, t, 0, 0};
+        ck_assert_int_eq(pthread_create(&th[t], NULL, claim_loop, &c[t]), 0);
+    }
+    for (int t = 0; t < CLAIMERS; t++) {
+        pthread_join(th[t], NULL);
+        ck_assert_msg(!c[t].rc, "thread %d: %s (%u conflicts)", t, txn_strerror(c[t].rc),
+                      c[t].conflicts);
+    }
+    CHECK_OK(txn_begin(p, &tx));
+    for (int t = 0; t < CLAIMERS; t++) {
+        uint64_t v;
+        CHECK_OK(txn_read_u64(tx, x, 8 * (size_t)t, &v));
+        ck_assert_uint_eq(v % 2, 0); /* only even transactions commit */
+    }
+    txn_abort(tx);
+    txn_pool_close(p);
+    ck_assert_int_eq(test_pool_remove(tp.name), 0);
+}
+END_TEST
+
 START_TEST(test_reuse_write)
 {
     run_case(64, BY_WRITE, 0);
@@ -522,5 +598,9 @@ int main(void)
     tcase_add_loop_test(tc, test_stale_large, 0, 2);
     tc = test_tcase(s, "free-write", 60.0);
     tcase_add_test(tc, test_free_races_write);
+    if (!strcmp(txn_engine_name(), "cow")) {
+        tc = test_tcase(s, "abort-claim", 60.0);
+        tcase_add_test(tc, test_abort_claim);
+    }
     return test_run(s, CK_FORK_GETENV, "reuse");
 }

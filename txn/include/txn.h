@@ -334,9 +334,7 @@ void *txn_open(txn *tx, txn_obj *o, int mode);
  * part. TXN_E_NOTSUP on an engine that cannot: incll, whose transactions
  * become durable only when their epoch ends, which also makes them
  * permanent, so a part can never be durable yet revocable as a prepared
- * one must be; none (no durable log), pmdk (its pools have no uuid), and
- * cow for now (its prepared parts are built, but a joined transaction of
- * several threads on shared objects failed TXN_E_INVAL: docs/join.md).
+ * one must be; none (no durable log) and pmdk (its pools have no uuid).
  * TXN_E_NOTSUP too for a pool without a uuid, or when either pool is a
  * view (txn_pool_view: its writes never reach the file); TXN_E_INVAL for
  * tx's own pool, a part, or a transaction of another thread; txn_begin's
