@@ -554,7 +554,7 @@ static uint32_t quick_idle(const struct txn *tx)
     (void)tx;
     return TXN__Q_NO; /* every begin and commit seen by the library */
 #else
-    int q = eng_quick && !tx->hot.active && !tx->err && !tx->parts.n && !tx->coord &&
+    int q = !tx->hot.active && !tx->err && !tx->parts.n && !tx->coord &&
             !tx->defers.n && !tx->ways_move && !tx->last_obj && !tx->hot.stored &&
             tx->hot.wl == tx->hot.wl0;
     return q ? TXN__Q_IDLE : TXN__Q_NO;
@@ -563,23 +563,25 @@ static uint32_t quick_idle(const struct txn *tx)
 
 static void end_tx(struct txn *tx, int committed)
 {
-    tx->hot.quick = TXN__Q_NO;
+    if (eng_quick) /* (the other engines' contexts stay at TXN__Q_NO) */
+        tx->hot.quick = TXN__Q_NO;
     if (tx->ways_move)
         ways_end(tx);
     txn__stored_inline += tx->hot.stored;
     tx->hot.stored = 0;
     eng_pool_end(tx, committed);
     tx->hot.active = 0;
-    tx->last_obj = NULL; /* as txn_begin sets it: Q1 */
-    tx->last_size = 0;
     if (committed)
         pm_ctr.commits++;
     else
         pm_ctr.aborts++;
     if (tx->defers.n)
         defers_run(&tx->defers, committed ? TXN_ON_COMMIT : TXN_ON_ABORT);
-    if (!tx->hot.active) /* (an action may have begun the next one) */
+    if (eng_quick && !tx->hot.active) { /* (an action may begin the next) */
+        tx->last_obj = NULL; /* as txn_begin sets it: Q1 */
+        tx->last_size = 0;
         tx->hot.quick = quick_idle(tx);
+    }
 }
 
 int txn__begin(txn_pool *p, txn **out)
@@ -590,8 +592,10 @@ int txn__begin(txn_pool *p, txn **out)
     struct txn *tx = get_ctx(p, &err);
     if (!tx)
         return err;
-    txn__cur.gen = p->hot.gen; /* for the inline txn_begin (txn.h) */
-    txn__cur.tx = &tx->hot;
+    if (eng_quick) { /* for the inline txn_begin (txn.h) */
+        txn__cur.gen = p->hot.gen;
+        txn__cur.tx = &tx->hot;
+    }
     if (tx->hot.active)
         return TXN_E_NESTED;
     eng_pool_begin(tx);

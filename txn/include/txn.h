@@ -748,7 +748,7 @@ static inline int txn_write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v)
 static inline int txn_commit(txn *tx)
 {
     struct txn__hot *h = (struct txn__hot *)tx;
-    if (h && h == txn__cur.tx && h->quick == TXN__Q_RUN) {
+    if (h && h->quick == TXN__Q_RUN && h == txn__cur.tx) {
         h->wl = h->wl0;
         txn__stored_inline += h->stored;
         txn__commits_inline++;
