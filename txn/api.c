@@ -546,19 +546,33 @@ int txn_pool_trim(txn_pool *p, size_t *returned)
     return rc;
 }
 
-/* Whether the context, no transaction running on it, holds Q1 (txn.h):
- * the next transaction may begin inline. */
+/* What Q1 and Q2 (txn.h) promise of a context whose transaction the
+ * library has not seen: nothing that a commit would have to do. */
+static inline int quick_clean(const struct txn *tx)
+{
+    return !tx->err && !tx->parts.n && !tx->coord && !tx->defers.n && !tx->ways_move &&
+           !tx->last_obj;
+}
+
+/* Whether the context, no transaction running on it, holds Q1: the next
+ * transaction may begin inline. */
 static uint32_t quick_idle(const struct txn *tx)
 {
 #ifdef PMTX_TRACE
     (void)tx;
     return TXN__Q_NO; /* every begin and commit seen by the library */
 #else
-    int q = !tx->hot.active && !tx->err && !tx->parts.n && !tx->coord &&
-            !tx->defers.n && !tx->ways_move && !tx->last_obj && !tx->hot.stored &&
-            tx->hot.wl == tx->hot.wl0;
+    int q = !tx->hot.active && quick_clean(tx) && !tx->hot.stored && tx->hot.wl == tx->hot.wl0;
     return q ? TXN__Q_IDLE : TXN__Q_NO;
 #endif
+}
+
+/* A library call of a running transaction: its commit is the library's
+ * from now on (Q2), and what Q2 promised still holds at the first. */
+static inline void quick_seen(struct txn *tx)
+{
+    assert(tx->hot.quick != TXN__Q_RUN || quick_clean(tx));
+    tx->hot.quick = TXN__Q_NO;
 }
 
 static void end_tx(struct txn *tx, int committed)
@@ -685,7 +699,7 @@ int txn_last_error(const txn *tx)
 static int fail(struct txn *tx, int rc)
 {
     if (rc)
-        tx->hot.quick = TXN__Q_NO; /* Q2: the library saw it */
+        quick_seen(tx);
     if (rc && !tx->err)
         tx->err = rc;
     if (rc && tx->hot.ways)
@@ -990,6 +1004,7 @@ int txn_join(txn *tx, txn_pool *other, txn **part)
         return TXN_E_INVAL;
     if (tx->err)
         return TXN_E_STATE;
+    quick_seen(tx); /* a joined commit */
     for (size_t i = 0; i < tx->parts.n; i++) {
         struct txn *t = *(struct txn **)vec_at(&tx->parts, i);
         if (t->p == other) {
@@ -1008,7 +1023,7 @@ int txn_join(txn *tx, txn_pool *other, txn **part)
         return rc;
     }
     t->coord = tx;
-    t->hot.quick = tx->hot.quick = TXN__Q_NO; /* Q2: a joined commit */
+    t->hot.quick = TXN__Q_NO; /* a part commits with its coordinator */
     *slot = t;
     if (part)
         *part = t;
@@ -1115,7 +1130,7 @@ static int usable(struct txn *tx)
 {
     if (!tx || !tx->hot.active)
         return TXN_E_INVAL;
-    tx->hot.quick = TXN__Q_NO; /* Q2: the library saw the transaction */
+    quick_seen(tx);
     return tx->err ? TXN_E_STATE : 0;
 }
 
@@ -1275,7 +1290,7 @@ int txn_defer(txn *tx, int when, void (*fn)(void *), void *arg)
 {
     if (!tx || !tx->hot.active || !fn || when < TXN_ON_COMMIT || when > TXN_ON_END)
         return TXN_E_INVAL;
-    tx->hot.quick = TXN__Q_NO; /* Q2: its commit runs the action */
+    quick_seen(tx); /* its commit runs the action */
     struct tx_defer *d = vec_push(&tx->defers);
     if (!d)
         return TXN_E_NOMEM;
