@@ -1351,6 +1351,8 @@ struct kv_txn {
     struct op o;
     int write;   /* begun for changes */
     int changed; /* a read-only one deleted an expired key */
+    uint64_t calls; /* kv_txn calls made so far: a kv_val opened before
+                       the last one may hold a stale node header */
 };
 
 int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, kv_txn **out)
@@ -1360,6 +1362,7 @@ int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, 
         return TXN_E_NOMEM;
     t->write = write;
     t->changed = 0;
+    t->calls = 0;
     uint64_t want[WORDS];
     want_keys(n, keys, want);
     int rc = op_begin_locked(&t->o, s, want, write, NULL, NULL);
@@ -1375,6 +1378,7 @@ int kv_txn_begin(kv_store *s, size_t n, const struct kv_slice *keys, int write, 
  * kv_txn call begins here: its key's hash is kept for the rest of it. */
 static int txn_holds(kv_txn *t, struct kv_slice k)
 {
+    t->calls++;
     t->o.hk = k;
     t->o.hv = kv_hash(k.p, k.n);
     unsigned s = stripe_of(t->o.hv);
@@ -1795,6 +1799,144 @@ int kv_txn_splice_as(kv_txn *t, struct kv_slice key, unsigned as, uint64_t off,
     }
     free(v);
     return rc ? rc : found;
+}
+
+/* ---- a value found once (kv_val): its node's header and the handles of
+ * the pieces it touched are kept, so that a read or write by offset costs
+ * the txn_read or txn_write of its bytes, not a key lookup each (a large
+ * sorted set's B-tree nodes: zbtree.c) */
+
+struct kv_val {
+    kv_txn *t;
+    struct kv_slice key;
+    unsigned as;
+    uint64_t calls; /* t->calls when hit was found: another kv_txn call
+                       since may have moved or changed the node */
+    struct hit hit;
+    uint64_t skip;  /* an item's header, read past */
+    txn_obj **pc;   /* handles of the pieces read so far (NULL: not yet),
+                       one a piece when pieced */
+};
+
+/* (Re)find v's key: 1, 0 missing, KV_E_WRONGTYPE, or an error. */
+static int val_find(kv_val *v)
+{
+    kv_txn *t = v->t;
+    struct bref b;
+    int rc = t->write ? find_change(t, v->key, &b, &v->hit, 1)
+             : txn_holds(t, v->key) ? find(t, v->key, &v->hit)
+                                    : TXN_E_STATE;
+    v->calls = t->calls;
+    free(v->pc);
+    v->pc = NULL;
+    if (rc <= 0)
+        return rc;
+    unsigned type = type_of(&v->hit.h);
+    if (!type_ok(type, v->as))
+        return KV_E_WRONGTYPE;
+    v->skip = type == KV_ITEM ? (v->hit.h.vlen < KV_ITEM_HDR ? v->hit.h.vlen : KV_ITEM_HDR) : 0;
+    if (pieced(&v->hit.h) && type == KV_ITEM) /* kv_txn_splice_as makes strings of them */
+        return refuse(TXN_E_CORRUPT, "node %p: an item in pieces", (void *)v->hit.node);
+    if (pieced(&v->hit.h) && !(v->pc = calloc(pieces_of(v->hit.h.vlen) + 1, sizeof *v->pc)))
+        return TXN_E_NOMEM;
+    return 1;
+}
+
+int kv_txn_open_as(kv_txn *t, struct kv_slice key, unsigned as, kv_val **out, uint64_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    kv_val *v = calloc(1, sizeof *v);
+    if (!v)
+        return TXN_E_NOMEM;
+    v->t = t;
+    v->key = key;
+    v->as = as;
+    int rc = val_find(v);
+    if (rc <= 0) {
+        kv_val_close(v);
+        return rc;
+    }
+    *len = v->hit.h.vlen - v->skip;
+    *out = v;
+    return 1;
+}
+
+void kv_val_close(kv_val *v)
+{
+    if (v)
+        free(v->pc);
+    free(v);
+}
+
+/* The handle of piece i (< the value's pieces), checked once by
+ * piece_range. */
+static int val_piece(kv_val *v, uint64_t i, txn_obj **out)
+{
+    if (!v->pc[i]) {
+        txn_obj **list;
+        uint64_t got;
+        int rc = piece_range(&v->t->o, v->hit.node, &v->hit.h, i, 1, &list, &got);
+        if (rc)
+            return rc;
+        v->pc[i] = got ? list[0] : NULL;
+        free(list);
+        if (!got)
+            return TXN_E_CORRUPT;
+    }
+    *out = v->pc[i];
+    return 0;
+}
+
+/* Bytes [off, off + n) of v's value, inside it: into r, or from w. */
+static int val_io(kv_val *v, uint64_t off, char *r, const char *w, size_t n)
+{
+    int rc;
+    if (v->calls != v->t->calls && (rc = val_find(v)) <= 0)
+        return rc < 0 ? rc : TXN_E_STATE; /* deleted since it was opened */
+    struct op *o = &v->t->o;
+    const struct node_hdr *h = &v->hit.h;
+    uint64_t have = h->vlen - v->skip;
+    if (off > have || n > have - off)
+        return TXN_E_INVAL;
+    if (!pieced(h)) {
+        txn_obj *obj = h->val ? h->val : v->hit.node;
+        size_t at = (h->val ? 0 : val_off(h)) + (size_t)(v->skip + off);
+        return w ? wr(o, obj, at, w, n) : rd(o, obj, at, r, n);
+    }
+    for (uint64_t p = off, end = off + n; p < end;) { /* skip is 0 (val_find) */
+        uint64_t i = p / PIECE, base = i * PIECE, e = end < base + PIECE ? end : base + PIECE;
+        txn_obj *pc;
+        if ((rc = val_piece(v, i, &pc)))
+            return rc;
+        rc = w ? wr(o, pc, (size_t)(p - base), w + (p - off), (size_t)(e - p))
+               : rd(o, pc, (size_t)(p - base), r + (p - off), (size_t)(e - p));
+        if (rc)
+            return rc;
+        p = e;
+    }
+    return 0;
+}
+
+int kv_val_read(kv_val *v, uint64_t off, void *dst, size_t n)
+{
+    return val_io(v, off, dst, NULL, n);
+}
+
+int kv_val_write(kv_val *v, uint64_t off, const void *src, size_t n)
+{
+    int rc;
+    if (!v->t->write)
+        return TXN_E_STATE;
+    if (v->calls != v->t->calls && (rc = val_find(v)) <= 0)
+        return rc < 0 ? rc : TXN_E_STATE;
+    uint64_t have = v->hit.h.vlen - v->skip, len;
+    if (type_of(&v->hit.h) == v->as && off <= have && n <= have - off)
+        return val_io(v, off, NULL, src, n);
+    /* past its end (or an item written as a string): the splice, after
+     * which the next call finds the node again (t->calls moved) */
+    rc = kv_txn_splice_as(v->t, v->key, v->as, off, (struct kv_slice){src, n}, UINT64_MAX, &len);
+    return rc < 0 ? rc : rc == 0 ? TXN_E_STATE : 0;
 }
 
 int kv_txn_end(kv_txn *t, int rc)

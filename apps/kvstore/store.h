@@ -180,6 +180,24 @@ int kv_txn_getrange_as(kv_txn *t, struct kv_slice key, unsigned as, uint64_t off
                        kv_value_fn fn, void *arg, uint64_t *len);
 int kv_txn_splice_as(kv_txn *t, struct kv_slice key, unsigned as, uint64_t off,
                      struct kv_slice src, uint64_t max, uint64_t *len);
+/* ---- a value found once and then read and written by offset: what a
+ * command that touches many parts of one large value needs (a sorted
+ * set's B-tree nodes), paying the key's lookup once instead of at every
+ * kv_txn_getrange_as / kv_txn_splice_as. kv_txn_open_as finds key, which
+ * must hold type `as` (as kv_txn_getrange_as): 1 (*out, its length to
+ * *len), 0 missing, KV_E_WRONGTYPE, or an error. The handle lives inside
+ * its transaction, and another kv_txn call on it makes the next use
+ * look the key up again (TXN_E_STATE if it is gone by then). */
+typedef struct kv_val kv_val;
+int kv_txn_open_as(kv_txn *t, struct kv_slice key, unsigned as, kv_val **out, uint64_t *len);
+/* Bytes [off, off + n), inside the value (TXN_E_INVAL past its end), to
+ * dst: 0 or an error. */
+int kv_val_read(kv_val *v, uint64_t off, void *dst, size_t n);
+/* Write src at off (a writing transaction): inside the value only its
+ * bytes are written; past its end it grows as kv_txn_splice_as grows it.
+ * 0 or an error. */
+int kv_val_write(kv_val *v, uint64_t off, const void *src, size_t n);
+void kv_val_close(kv_val *v);
 /* ---- hashes and sets past their packed size: the key's value is an
  * element table (t_dict.h) that the commands change through the
  * transaction's txn (kv_txn_tx); deleting or replacing the key frees it.

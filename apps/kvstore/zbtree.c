@@ -10,8 +10,8 @@
  * INL bytes; a longer member lives once, apart, and both entries hold its
  * first PFX bytes and where it is.
  *
- * Nodes are read through kv_txn_getrange_as and written through
- * kv_txn_splice_as, so every change is part of the command's transaction
+ * Nodes are read and written through a handle to the value
+ * (kv_txn_open_as), so every change is part of the command's transaction
  * and only the bytes that differ are written (a node's old and new
  * copies are compared). A deleted long member's bytes are counted, and
  * the set is written again compactly once they pass half the value.
@@ -72,6 +72,7 @@ struct slot {
 struct zb {
     kv_txn *t;
     struct kv_slice key;
+    kv_val *v; /* the key's value, found once */
     uint64_t len; /* the value's bytes, with the room of nodes made */
     struct hdr h0, h;
     struct slot *c;
@@ -85,37 +86,17 @@ struct key {
     struct kv_slice m;
 };
 
-struct rdbuf {
-    void *dst;
-    size_t want;
-    int got;
-};
-
-static void rd_cb(void *arg, const char *v, size_t n)
-{
-    struct rdbuf *b = arg;
-    if (v && n == b->want) {
-        memcpy(b->dst, v, n);
-        b->got = 1;
-    }
-}
-
+/* Nodes and long members through the value's handle (kv_val): a read
+ * past the value's end is a damaged offset */
 static int rd(zb *z, uint64_t off, void *dst, size_t n)
 {
-    struct rdbuf b = {dst, n, 0};
-    uint64_t len;
-    int rc = kv_txn_getrange_as(z->t, z->key, KV_ZSET, off, n, rd_cb, &b, &len);
-    if (rc < 0)
-        return rc;
-    return b.got ? 0 : TXN_E_CORRUPT;
+    int rc = kv_val_read(z->v, off, dst, n);
+    return rc == TXN_E_INVAL ? TXN_E_CORRUPT : rc;
 }
 
 static int wr(zb *z, uint64_t off, const void *src, size_t n)
 {
-    uint64_t len;
-    int rc = kv_txn_splice_as(z->t, z->key, KV_ZSET, off, (struct kv_slice){src, n}, UINT64_MAX,
-                              &len);
-    return rc < 0 ? rc : rc == 0 ? TXN_E_CORRUPT : 0;
+    return kv_val_write(z->v, off, src, n);
 }
 
 static int mcmp(struct kv_slice a, struct kv_slice b)
@@ -574,38 +555,33 @@ int zb_is_big(const char *v, size_t n)
     return mark == MARK;
 }
 
-struct hdrbuf {
-    struct hdr *h;
-    size_t got;
-};
-
-static void hdr_cb(void *arg, const char *v, size_t n)
-{
-    struct hdrbuf *b = arg;
-    b->got = n < HDR ? n : HDR;
-    if (v)
-        memcpy(b->h, v, b->got);
-}
-
 int zb_open(kv_txn *t, struct kv_slice key, zb **out)
 {
     struct hdr h;
-    struct hdrbuf b = {&h, 0};
     uint64_t len;
-    int rc = kv_txn_getrange_as(t, key, KV_ZSET, 0, HDR, hdr_cb, &b, &len);
+    kv_val *v;
+    int rc = kv_txn_open_as(t, key, KV_ZSET, &v, &len);
     if (rc <= 0)
         return rc;
-    if (b.got < 4 || h.mark != MARK)
-        return 0;
-    if (b.got < HDR || h.count > UINT32_MAX)
+    size_t got = len < HDR ? (size_t)len : HDR;
+    rc = got < 4 ? 0 : kv_val_read(v, 0, &h, got);
+    if (got < 4 || rc || h.mark != MARK) {
+        kv_val_close(v);
+        return rc; /* packed (0), or the read's error */
+    }
+    if (got < HDR || h.count > UINT32_MAX) {
+        kv_val_close(v);
         return TXN_E_CORRUPT;
+    }
     zb *z = calloc(1, sizeof *z);
     if (!z || !(z->c = malloc(MAXCACHE * sizeof *z->c))) {
         free(z);
+        kv_val_close(v);
         return TXN_E_NOMEM;
     }
     z->t = t;
     z->key = key;
+    z->v = v;
     z->len = len;
     z->h0 = z->h = h;
     *out = z;
@@ -981,6 +957,7 @@ int zb_close(zb *z, int rc)
         if (w)
             rc = w;
     }
+    kv_val_close(z->v);
     free(z->c);
     free(z);
     return rc;
