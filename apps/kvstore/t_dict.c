@@ -491,6 +491,60 @@ int dict_free(txn *tx, txn_obj *d)
     return rc ? rc : txn_free(tx, d);
 }
 
+int dict_free_some(txn *tx, txn_obj *d, uint64_t *cursor, uint64_t budget, uint64_t *freed)
+{
+    struct hdr h;
+    int rc = hdr_read(tx, d, &h), wrapped = 0;
+    uint64_t nb = buckets(&h), b = *cursor < nb ? *cursor : 0, left = budget, dry = 0;
+    *freed = 0;
+    /* empty buckets cost a read each: at most 4 * budget of them a call */
+    while (!rc && h.count && left && dry < 4 * budget) {
+        if (b >= nb) {
+            if (wrapped) /* count says more nodes than the chains hold (D2) */
+                return TXN_E_CORRUPT;
+            b = 0;
+            wrapped = 1;
+        }
+        txn_obj *seg, *cur;
+        size_t off;
+        if ((rc = head_ref(tx, &h, b, &seg, &off)) ||
+            (rc = txn_read(tx, seg, off, &cur, sizeof cur)))
+            break;
+        if (!cur) {
+            b++;
+            dry++;
+            continue;
+        }
+        while (cur && left && !rc) {
+            txn_obj *next;
+            if (!h.count)
+                return TXN_E_CORRUPT;
+            if (!(rc = txn_read(tx, cur, N_NEXT, &next, sizeof next)) &&
+                !(rc = txn_free(tx, cur))) {
+                cur = next;
+                h.count--;
+                left--;
+                ++*freed;
+            }
+        }
+        if (!rc)
+            rc = txn_write(tx, seg, off, &cur, sizeof cur);
+    }
+    if (!rc && *freed)
+        rc = txn_write(tx, d, H_COUNT, &h.count, sizeof h.count);
+    *cursor = b;
+    if (rc || h.count)
+        return rc;
+    for (uint64_t s = 0; !rc && s < h.nseg; s++) {
+        txn_obj *seg;
+        if (!(rc = txn_read(tx, h.dir, (size_t)s * 8, &seg, sizeof seg)))
+            rc = txn_free(tx, seg);
+    }
+    if (!rc)
+        rc = txn_free(tx, h.dir);
+    return rc ? rc : (rc = txn_free(tx, d)) ? rc : 1;
+}
+
 struct visiting {
     int (*fn)(txn_obj *o, void *arg);
     void *arg;

@@ -4296,6 +4296,129 @@ static int run_blocking(const char *bin)
     return failed ? 1 : 0;
 }
 
+/* ---- lazy free: DEL of big collections */
+
+enum { LZ_N = 30000, LZ_LIST = 200000, LZ_BATCH = 500 };
+
+/* Key `key` filled with n elements by `cmd` (HSET, SADD, ZADD, RPUSH), in
+ * pipelined batches: 0, or -1 if a reply was not an integer. */
+static int lz_fill(struct cli *c, const char *cmd, const char *key, int n)
+{
+    int pairs = !strcmp(cmd, "HSET") || !strcmp(cmd, "ZADD"), sent = 0, bad = 0;
+    struct bytes b = {0};
+    const char *argv[2 + 2 * LZ_BATCH];
+    char names[2 * LZ_BATCH][24];
+    for (int i = 0; i < n; i += LZ_BATCH) {
+        int argc = 2;
+        argv[0] = cmd;
+        argv[1] = key;
+        for (int j = i; j < i + LZ_BATCH && j < n; j++) {
+            char *a = names[argc - 2];
+            snprintf(a, 24, pairs && !strcmp(cmd, "ZADD") ? "%d" : "f%d", j);
+            argv[argc++] = a;
+            if (pairs) {
+                snprintf(names[argc - 2], 24, "m%d", j);
+                argv[argc] = names[argc - 2];
+                argc++;
+            }
+        }
+        encode(&b, argc, argv, NULL);
+        sent++;
+    }
+    if (send_all(c->fd, b.p, b.n))
+        bad = 1;
+    free(b.p);
+    for (int i = 0; i < sent && !bad; i++) {
+        struct reply r;
+        bad = cli_read(c, &r, 60000) || r.type != ':';
+        reply_free(&r);
+    }
+    return bad ? -1 : 0;
+}
+
+/* One round: the four collections made, each deleted (the DEL's time
+ * measured), then a second client's GETs timed until the pending count
+ * is back to 0. Returns the pool's size after the fill. */
+static uint64_t lz_round(struct server *s, int round, double *del_ms, uint64_t *get_max_us)
+{
+    static const char *const cmds[4] = {"HSET", "SADD", "ZADD", "RPUSH"};
+    static const char *const keys[4] = {"lz:h", "lz:s", "lz:z", "lz:l"};
+    struct cli c, g;
+    struct reply r;
+    server_cli(s, &c);
+    server_cli(s, &g);
+    for (int k = 0; k < 4; k++)
+        CHECK(lz_fill(&c, cmds[k], keys[k], k == 3 ? LZ_LIST : LZ_N) == 0,
+              "round %d: filling %s", round, keys[k]);
+    uint64_t pool = info_num(&c, "memory", "pool_size");
+    uint64_t freed0 = info_stat(&c, "lazyfreed_objects");
+    for (int k = 0; k < 4; k++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        CMD(&c, &r, round ? "UNLINK" : "DEL", keys[k]);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+        if (ms > *del_ms)
+            *del_ms = ms;
+        CHECK(is_int(&r, 1), "round %d: DEL %s: %s", round, keys[k], show(&r));
+        reply_free(&r);
+        EXPECT(&c, &r, is_int(&r, 0), "EXISTS", keys[k]);
+    }
+    /* the other client while the values are freed: keys all over the table */
+    uint64_t end = now_ms() + 20000, pending = 1;
+    for (int i = 0; pending && now_ms() < end; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "lz:other:%d", i % 4096);
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        CMD(&g, &r, "GET", key);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        reply_free(&r);
+        uint64_t us = (uint64_t)((b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000);
+        if (us > *get_max_us)
+            *get_max_us = us;
+        if (i % 64 == 0)
+            pending = info_num(&c, "memory", "lazyfree_pending_objects");
+    }
+    CHECK(pending == 0, "round %d: %llu values still pending after 20 s", round,
+          (unsigned long long)pending);
+    uint64_t freed = info_stat(&c, "lazyfreed_objects");
+    CHECK(freed == freed0 + 4, "round %d: lazyfreed_objects %llu, was %llu: 4 more expected",
+          round, (unsigned long long)freed, (unsigned long long)freed0);
+    cli_close(&g);
+    cli_close(&c);
+    return pool;
+}
+
+static int run_lazyfree(const char *bin)
+{
+    struct server s;
+    server_names(&s, bin, "lazyfree");
+    const char *extra[] = {"--pool-size", "1G", NULL};
+    if (server_start(&s, extra)) {
+        printf("cannot start %s\n", bin);
+        server_cleanup(&s);
+        return 1;
+    }
+    double del_ms = 0;
+    uint64_t get_us = 0;
+    uint64_t pool0 = lz_round(&s, 0, &del_ms, &get_us);
+    uint64_t pool1 = lz_round(&s, 1, &del_ms, &get_us);
+    /* the second round fits in what the first one's frees gave back */
+    CHECK(pool1 == pool0, "pool grew from %llu to %llu bytes: space not freed",
+          (unsigned long long)pool0, (unsigned long long)pool1);
+    /* a DEL that freed its value in place takes O(elements): milliseconds */
+    CHECK(del_ms < 5.0, "slowest DEL took %.2f ms", del_ms);
+    printf("lazyfree: slowest DEL %.3f ms, slowest GET meanwhile %llu us, pool %llu bytes\n",
+           del_ms, (unsigned long long)get_us, (unsigned long long)pool1);
+    int st = server_stop(&s, SIGTERM);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "SIGTERM: clean exit (status %d)", st);
+    CHECK(server_check(&s) == 0, "--check after the lazy frees");
+    server_cleanup(&s);
+    printf("kvstore lazyfree (%s): %d passed, %d failed\n", bin, passed, failed);
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -4334,7 +4457,9 @@ int main(int argc, char **argv)
         return run_zset_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "blocking"))
         return run_blocking(argv[2]);
-    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|list-kill|blocking|expire-kill|shared-kill|fdlimit|redis|pubsub|zset-kill|shutdown|load|mc-kill "
+    if (argc == 3 && !strcmp(argv[1], "lazyfree"))
+        return run_lazyfree(argv[2]);
+    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|list-kill|blocking|lazyfree|expire-kill|shared-kill|fdlimit|redis|pubsub|zset-kill|shutdown|load|mc-kill "
                     "SERVER | kvclient mc-replay|mc-bin-replay PORT <SCRIPT | "
                     "kvclient freeport\n");
     return 2;
