@@ -475,20 +475,27 @@ static int free_node(txn *tx, txn_obj *node, const struct node *nh, void *arg)
     return txn_free(tx, node);
 }
 
+/* The table's segments, directory and header, its elements freed. */
+static int free_frame(txn *tx, const struct hdr *h, txn_obj *d)
+{
+    int rc = 0;
+    for (uint64_t s = 0; !rc && s < h->nseg; s++) {
+        txn_obj *seg;
+        if (!(rc = txn_read(tx, h->dir, (size_t)s * 8, &seg, sizeof seg)))
+            rc = txn_free(tx, seg);
+    }
+    if (!rc)
+        rc = txn_free(tx, h->dir);
+    return rc ? rc : txn_free(tx, d);
+}
+
 int dict_free(txn *tx, txn_obj *d)
 {
     struct hdr h;
     int rc = hdr_read(tx, d, &h);
     for (uint64_t b = 0; !rc && b < buckets(&h); b++)
         rc = walk(tx, &h, b, free_node, NULL);
-    for (uint64_t s = 0; !rc && s < h.nseg; s++) {
-        txn_obj *seg;
-        if (!(rc = txn_read(tx, h.dir, (size_t)s * 8, &seg, sizeof seg)))
-            rc = txn_free(tx, seg);
-    }
-    if (!rc)
-        rc = txn_free(tx, h.dir);
-    return rc ? rc : txn_free(tx, d);
+    return rc ? rc : free_frame(tx, &h, d);
 }
 
 int dict_free_some(txn *tx, txn_obj *d, uint64_t *cursor, uint64_t budget, uint64_t *freed)
@@ -535,14 +542,7 @@ int dict_free_some(txn *tx, txn_obj *d, uint64_t *cursor, uint64_t budget, uint6
     *cursor = b;
     if (rc || h.count)
         return rc;
-    for (uint64_t s = 0; !rc && s < h.nseg; s++) {
-        txn_obj *seg;
-        if (!(rc = txn_read(tx, h.dir, (size_t)s * 8, &seg, sizeof seg)))
-            rc = txn_free(tx, seg);
-    }
-    if (!rc)
-        rc = txn_free(tx, h.dir);
-    return rc ? rc : (rc = txn_free(tx, d)) ? rc : 1;
+    return (rc = free_frame(tx, &h, d)) ? rc : 1;
 }
 
 struct visiting {
