@@ -2255,7 +2255,7 @@ int kv_lazy_free(kv_store *s, uint64_t budget, uint64_t *freed)
     struct lazy_ent e = s->lq_n ? s->lq[s->lq_head] : (struct lazy_ent){0, 0};
     size_t n = s->lq_n;
     pthread_mutex_unlock(&s->lazy_m);
-    int rc = 0, gone = 0;
+    int rc = 0, gone = 0, found = 0;
     if (n) {
         uint64_t want[WORDS] = {0};
         unsigned st = stripe_of(e.hash);
@@ -2267,8 +2267,11 @@ int kv_lazy_free(kv_store *s, uint64_t budget, uint64_t *freed)
             rc = locate(&o, e.hash, (struct kv_slice){NULL, 0}, &b, &hit);
             /* none found: a flush freed it; the entry goes */
             gone = rc == 0;
-            if (rc > 0)
-                gone = rc = lazy_chunk(&o, &b, &hit, budget ? budget : 1, &e.cursor, freed);
+            if (rc > 0) {
+                assert(buried(&hit.h)); /* L1: the queue names buried nodes */
+                gone = found = rc = lazy_chunk(&o, &b, &hit, budget ? budget : 1, &e.cursor,
+                                               freed);
+            }
             rc = op_end(&o, rc < 0 ? rc : 0);
         }
         pthread_mutex_lock(&s->lazy_m);
@@ -2276,7 +2279,7 @@ int kv_lazy_free(kv_store *s, uint64_t budget, uint64_t *freed)
             s->lq_head++;
             s->lq_n--;
             atomic_store(&s->lazy_pending, s->lq_n);
-            atomic_fetch_add(&s->lazy_freed, 1);
+            atomic_fetch_add(&s->lazy_freed, (uint64_t)found);
         } else if (!rc) {
             s->lq[s->lq_head].cursor = e.cursor;
         }
