@@ -1048,13 +1048,18 @@ static int expire_cycle(uint64_t *cursor, int *stale)
  * EXPIRE_BUDGET_MS: 1 if some is still pending. */
 static int lazy_cycle(void)
 {
+    struct kv_info ki;
+    kv_info(srv.kv, &ki);
+    if (!ki.lazy_pending)
+        return 0;
     uint64_t start = mono_ms(), freed;
     int more;
     while ((more = kv_lazy_free(srv.kv, LAZY_BUDGET, &freed)) > 0 &&
-           !atomic_load(&srv.stopping))
-        if (mono_ms() - start >= EXPIRE_BUDGET_MS)
-            return 1;
-    return 0;
+           !atomic_load(&srv.stopping) && mono_ms() - start < EXPIRE_BUDGET_MS)
+        ;
+    /* incll and redo1 hand freed blocks back once a sync has passed them */
+    txn_sync(kv_pool(srv.kv));
+    return more > 0;
 }
 
 static void *expire_main(void *arg)
