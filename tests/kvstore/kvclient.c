@@ -4408,7 +4408,7 @@ static int run_lazyfree(const char *bin)
     /* the second round fits in what the first one's frees gave back; not
      * on redo1, whose frees come back to the freeing thread's cache at its
      * next commit once a watermark passed them (docs/redo1.md), and the
-     * lazy thread has none (docs/kvstore.md, section 29) */
+     * lazy thread has none (docs/kvstore.md, section 30) */
     struct cli c;
     server_cli(&s, &c);
     int held = engine_is(&c, "redo1");
