@@ -596,9 +596,11 @@ static void info_memory(struct info_text *t, const struct kv_info *ki)
              "pool_size:%zu\r\n"
              "pool_max_size:%zu\r\n"
              "hash_buckets:%llu\r\n"
-             "hash_resizing:%d\r\n",
+             "hash_resizing:%d\r\n"
+             "lazyfree_pending_objects:%llu\r\n",
              (unsigned long long)ki->bytes, ki->pool_size, ki->pool_max_size,
-             (unsigned long long)ki->buckets, ki->resizing);
+             (unsigned long long)ki->buckets, ki->resizing,
+             (unsigned long long)ki->lazy_pending);
 }
 
 /* The engine and how replies wait for durability, then Redis's own fields
@@ -632,6 +634,7 @@ static void info_stats(struct info_text *t, const struct kv_info *ki)
              "rejected_connections:%llu\r\n"
              "expired_keys:%llu\r\n"
              "evicted_keys:%llu\r\n"
+             "lazyfreed_objects:%llu\r\n"
              "txn_commits:%llu\r\n"
              "txn_aborts:%llu\r\n"
              "persist_barriers:%llu\r\n"
@@ -644,6 +647,7 @@ static void info_stats(struct info_text *t, const struct kv_info *ki)
              (unsigned long long)atomic_load(&srv.rejected),
              (unsigned long long)atomic_load(&srv.expired),
              (unsigned long long)ki->evictions,
+             (unsigned long long)ki->lazy_freed,
              (unsigned long long)atomic_load(&srv.commits),
              (unsigned long long)atomic_load(&srv.aborts),
              (unsigned long long)atomic_load(&srv.barriers),

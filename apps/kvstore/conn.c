@@ -119,6 +119,14 @@ int expire_reclaim(unsigned round)
 {
     struct kv_info ki;
     kv_info(srv.kv, &ki);
+    if (ki.lazy_pending) { /* values DEL dropped come back before keys go */
+        uint64_t f;
+        int rc;
+        while ((rc = kv_lazy_free(srv.kv, RECLAIM_KEYS, &f)) > 0)
+            ;
+        if (!rc && !txn_sync(kv_pool(srv.kv)))
+            return 1;
+    }
     if (!ki.expires)
         return 0;
     uint64_t gen = atomic_load(&reclaim_gen), deleted = 0, seen, d, visited = 0;

@@ -1005,6 +1005,10 @@ void server_cap_clients(void)
 #define EXPIRE_PERIOD_MS 100
 #define EXPIRE_BUSY_MS 25
 #define EXPIRE_BUDGET_MS 25
+/* Lazy free (store.h's kv_lazy_free): objects a step frees, each step a
+ * transaction holding one stripe, so a client of that stripe waits for at
+ * most one step (docs/kvstore.md, lazy free) */
+#define LAZY_BUDGET 64
 
 static pthread_t expire_th;
 static int expire_fd = -1; /* eventfd: wakes the thread to stop */
@@ -1040,14 +1044,34 @@ static int expire_cycle(uint64_t *cursor, int *stale)
     }
 }
 
+/* Free what DEL, expiry and overwrites dropped, step by step, for at most
+ * EXPIRE_BUDGET_MS: 1 if some is still pending. */
+static int lazy_cycle(void)
+{
+    struct kv_info ki;
+    kv_info(srv.kv, &ki);
+    if (!ki.lazy_pending)
+        return 0;
+    uint64_t start = mono_ms(), freed;
+    int more;
+    while ((more = kv_lazy_free(srv.kv, LAZY_BUDGET, &freed)) > 0 &&
+           !atomic_load(&srv.stopping) && mono_ms() - start < EXPIRE_BUDGET_MS)
+        ;
+    /* incll and redo1 hand freed blocks back once a sync has passed them */
+    txn_sync(kv_pool(srv.kv));
+    return more > 0;
+}
+
 static void *expire_main(void *arg)
 {
     (void)arg;
     uint64_t cursor = 0;
-    int busy = 0, stale = 0;
+    int busy = 0, lazy = 0, stale = 0;
     struct pollfd pf = {expire_fd, POLLIN, 0};
     while (!atomic_load(&srv.stopping) &&
-           poll(&pf, 1, busy ? EXPIRE_BUSY_MS : EXPIRE_PERIOD_MS) >= 0 && !pf.revents) {
+           poll(&pf, 1, lazy ? 0 : busy ? EXPIRE_BUSY_MS : EXPIRE_PERIOD_MS) >= 0 &&
+           !pf.revents) {
+        lazy = lazy_cycle();
         busy = expire_cycle(&cursor, &stale);
         stats_publish();
     }

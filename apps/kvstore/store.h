@@ -247,6 +247,14 @@ int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *del
  * hand (everything looked at) even if still above. */
 int kv_evict(kv_store *s, uint64_t limit, uint64_t *evicted);
 
+/* Lazy free: a DEL, expiry or overwrite of a key whose value is big (an
+ * element table, or in pieces) only unlinks the key, in its transaction;
+ * the value is freed here, one step a call: a transaction of its stripe
+ * freeing at most `budget` objects (*freed counts them). A crash between
+ * steps loses nothing: the next open queues the rest again. 1 more is
+ * pending, 0 nothing is (or another thread is stepping), or an error. */
+int kv_lazy_free(kv_store *s, uint64_t budget, uint64_t *freed);
+
 /* Keys, bytes of persistent objects the keys use, buckets; kept in DRAM. */
 struct kv_info {
     uint64_t keys;
@@ -258,6 +266,8 @@ struct kv_info {
     size_t pool_size;     /* bytes the pool has now */
     size_t pool_max_size; /* the most it may grow to */
     uint64_t evictions; /* keys kv_evict deleted since the store opened */
+    uint64_t lazy_pending; /* values dropped, not freed yet (kv_lazy_free) */
+    uint64_t lazy_freed;   /* values kv_lazy_free finished since the store opened */
 };
 void kv_info(kv_store *s, struct kv_info *out);
 

@@ -475,20 +475,74 @@ static int free_node(txn *tx, txn_obj *node, const struct node *nh, void *arg)
     return txn_free(tx, node);
 }
 
+/* The table's segments, directory and header, its elements freed. */
+static int free_frame(txn *tx, const struct hdr *h, txn_obj *d)
+{
+    int rc = 0;
+    for (uint64_t s = 0; !rc && s < h->nseg; s++) {
+        txn_obj *seg;
+        if (!(rc = txn_read(tx, h->dir, (size_t)s * 8, &seg, sizeof seg)))
+            rc = txn_free(tx, seg);
+    }
+    if (!rc)
+        rc = txn_free(tx, h->dir);
+    return rc ? rc : txn_free(tx, d);
+}
+
 int dict_free(txn *tx, txn_obj *d)
 {
     struct hdr h;
     int rc = hdr_read(tx, d, &h);
     for (uint64_t b = 0; !rc && b < buckets(&h); b++)
         rc = walk(tx, &h, b, free_node, NULL);
-    for (uint64_t s = 0; !rc && s < h.nseg; s++) {
-        txn_obj *seg;
-        if (!(rc = txn_read(tx, h.dir, (size_t)s * 8, &seg, sizeof seg)))
-            rc = txn_free(tx, seg);
+    return rc ? rc : free_frame(tx, &h, d);
+}
+
+int dict_free_some(txn *tx, txn_obj *d, uint64_t *cursor, uint64_t budget, uint64_t *freed)
+{
+    struct hdr h;
+    int rc = hdr_read(tx, d, &h), wrapped = 0;
+    uint64_t nb = buckets(&h), b = *cursor < nb ? *cursor : 0, left = budget, dry = 0;
+    *freed = 0;
+    /* empty buckets cost a read each: at most 4 * budget of them a call */
+    while (!rc && h.count && left && dry < 4 * budget) {
+        if (b >= nb) {
+            if (wrapped) /* count says more nodes than the chains hold (D2) */
+                return TXN_E_CORRUPT;
+            b = 0;
+            wrapped = 1;
+        }
+        txn_obj *seg, *cur;
+        size_t off;
+        if ((rc = head_ref(tx, &h, b, &seg, &off)) ||
+            (rc = txn_read(tx, seg, off, &cur, sizeof cur)))
+            break;
+        if (!cur) {
+            b++;
+            dry++;
+            continue;
+        }
+        while (cur && left && !rc) {
+            txn_obj *next;
+            if (!h.count)
+                return TXN_E_CORRUPT;
+            if (!(rc = txn_read(tx, cur, N_NEXT, &next, sizeof next)) &&
+                !(rc = txn_free(tx, cur))) {
+                cur = next;
+                h.count--;
+                left--;
+                ++*freed;
+            }
+        }
+        if (!rc)
+            rc = txn_write(tx, seg, off, &cur, sizeof cur);
     }
-    if (!rc)
-        rc = txn_free(tx, h.dir);
-    return rc ? rc : txn_free(tx, d);
+    if (!rc && *freed)
+        rc = txn_write(tx, d, H_COUNT, &h.count, sizeof h.count);
+    *cursor = b;
+    if (rc || h.count)
+        return rc;
+    return (rc = free_frame(tx, &h, d)) ? rc : 1;
 }
 
 struct visiting {

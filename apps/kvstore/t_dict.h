@@ -40,6 +40,12 @@ int dict_random(txn *tx, txn_obj *d, uint64_t r, dict_elem_fn cb, void *arg);
 int dict_copy(txn *tx, txn_obj *d, txn_obj **out);
 /* Free the table and its elements. */
 int dict_free(txn *tx, txn_obj *d);
+/* Free at most `budget` elements, from bucket *cursor on (a hint kept
+ * between calls: any value is safe), the count kept exact, so that each
+ * call is a transaction of bounded size and the table stays whole between
+ * calls (lazy free, store.c); *freed counts them. 1 the table is gone
+ * (its last elements, segments and header freed), 0 elements remain. */
+int dict_free_some(txn *tx, txn_obj *d, uint64_t *cursor, uint64_t budget, uint64_t *freed);
 /* fn on every object of the table (its header first), each checked to be
  * an object of its size, and the element count checked: TXN_E_CORRUPT
  * when it is not so; else 0 or fn's first nonzero return. For the

@@ -22,7 +22,11 @@
  * big set's change (dict_op: members added to or taken from its element
  * table, t_dict.h, through kv_txn_dict; a packed set the puts made
  * converted to a table, its record freed, in the same transaction), past
- * the 64 members where the table starts to split buckets.
+ * the 64 members where the table starts to split buckets. A delete or
+ * an overwrite of a table (or of a value in pieces) only buries its node
+ * (store.c, lazy free); one step in four, while some are pending, is a
+ * kv_lazy_free of LAZY_BUDGET objects, which changes no key, so crashes
+ * fall between and inside the steps that free a table.
  *
  * CRASHSIM_KV_LONG=1: the first LONG keys are strings that only APPEND
  * and SETRANGE (kv_txn_splice) write, of up to SPLICE_MAX bytes each (the
@@ -39,8 +43,11 @@
  * time, digested in key order. After recovery kv_adopt loads the store
  * (counting its keys), kv_check must pass (the workload's invariant), a
  * kv_scan lists the keys, each read in a read-only kv_txn (value, expiry)
- * gives the digest; the objects reached are kv_objects' (table, stripes'
- * directories, segments, nodes, values).
+ * gives the digest; then every pending lazy free runs to its end, and
+ * kv_check and the digest again must agree: the objects reached are
+ * kv_objects' (table, stripes' directories, segments, nodes, values)
+ * after that drain, so that a value freed twice, or one never freed
+ * (not found again at open: kv_check's L1), shows.
  *
  * CRASHSIM_KV_RESIZE=1: RESIZE_KEYS keys more, setup sets as many keys as
  * the table has buckets (8,192, small values), and the first step of a
@@ -68,6 +75,7 @@
 enum { KEYS = 200, PRELOAD = 100, BATCH = 64, MAX_OPS = 10, KEY_MAX = 40, SMALL = 200,
        BIG_MIN = 300, BIG_MAX = 3000, TABLE = 8192, RESIZE_KEYS = TABLE + KEYS,
        RESERVE = 4 * TABLE };
+enum { LAZY_BUDGET = 8 }; /* objects a lazy free step frees: a table takes several */
 enum { MEMBERS = 192, MASK_WORDS = MEMBERS / 64 }; /* a big set's members: "m<i>" */
 enum { LONG = 3, LONG_MAX = 192 << 10, SPLICE_MAX = 16000, LONG_START = 56000,
        SBUF = LONG_START + 6000 };
@@ -654,6 +662,14 @@ static int kv_step(txn_pool *p, int t, uint64_t *rng)
         kv_reserve(store[t], RESERVE);
         return 0;
     }
+    struct kv_info ki;
+    kv_info(store[t], &ki);
+    if (ki.lazy_pending && sim_rand(rng) % 4 == 0) { /* changes no key */
+        uint64_t freed;
+        next_digest[t] = digest_of(cur[t]);
+        int rc = kv_lazy_free(store[t], LAZY_BUDGET, &freed);
+        return rc < 0 ? rc : 0;
+    }
     size_t n = 1 + (size_t)(sim_rand(rng) % MAX_OPS);
     for (size_t i = 0; i < n; i++)
         ks[i] = (unsigned)(sim_rand(rng) % nkeys);
@@ -802,6 +818,18 @@ static int kv_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
     int bad = check(s);
     if (!bad)
         bad = read_all(s, digest);
+    /* the lazy frees the crash interrupted, resumed to their end */
+    uint64_t freed, again = 0;
+    while (!bad && (rc = kv_lazy_free(s, LAZY_BUDGET, &freed)) > 0)
+        ;
+    if (!bad && rc < 0) {
+        fprintf(stderr, "  kv: lazy free after recovery: %s\n", txn_strerror(rc));
+        bad = 1;
+    }
+    if (!bad && !(bad = check(s)) && !(bad = read_all(s, &again)) && again != *digest) {
+        fprintf(stderr, "  kv: the lazy frees changed the keys\n");
+        bad = 1;
+    }
     /* the objects even of a broken store: the allocator's verdict too */
     if ((rc = kv_objects(s, reach_cb, r))) {
         fprintf(stderr, "  kv: objects: %s\n", kv_strerror(rc));
