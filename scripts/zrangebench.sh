@@ -26,32 +26,16 @@ done
 [ $# -gt 0 ] || { echo "usage: $0 [--requests N] [--members M] KVSTORE..." >&2; exit 2; }
 export PMEM_IS_PMEM_FORCE=1 TXN_PDOM=1
 hz=$(getconf CLK_TCK)
-tmp=$(mktemp -d /tmp/zrangebench-XXXXXX)
-pool=/dev/shm/zrangebench-$$.pool
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$tmp"
-    rm -f "$pool"
-}
-trap cleanup EXIT
-sock=$tmp/s.sock
-
-wait_sock() {
-    for _ in $(seq 400); do
-        [ "$(redis-cli -s "$sock" ping 2>/dev/null)" = PONG ] && return 0
-        sleep 0.05
-    done
-    echo "zrangebench: no server on $sock" >&2
-    exit 1
-}
+. scripts/pipelib.sh
+pipe_init zrangebench
+sock=$dir/sock
 cpu() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
 
 tests=("ZRANGE z 0 9" "ZCOUNT z $((m / 3)) $((2 * m / 3))"
     "ZRANGEBYSCORE z $((m / 2)) +inf LIMIT 0 10")
 # run NAME N: fill the set, then N requests of each test; a line per test
 run() {
-    wait_sock
+    pipe_wait "$1"
     awk -v m="$m" 'BEGIN { for (i = 0; i < m; i += 1000) { l = "ZADD z"
         for (j = i; j < i + 1000 && j < m; j++) l = l " " j " m:" j; print l } }' |
         redis-cli -s "$sock" >/dev/null
@@ -66,28 +50,26 @@ run() {
         c1=$(cpu)
         printf '%-34s %-38s %8s %9.0f %10d   (%s members, %s)\n' "$1" "$t" "$n" "$rps" \
             $(((c1 - c0) * 1000000000 / hz / n)) "$card" "$enc"
-        echo "$1|$t|$(((c1 - c0) * 1000000000 / hz / n))" >>"$tmp/ns"
+        echo "$1|$t|$(((c1 - c0) * 1000000000 / hz / n))" >>"$dir/ns"
     done
-    kill -TERM "$pid"
-    wait "$pid" || true
-    pid=
+    pipe_stop
 }
 
 printf '%-34s %-38s %8s %9s %10s\n' server test requests "req/s" "CPU ns/req"
 taskset -c 1 redis-server --port 0 --unixsocket "$sock" --save "" --appendonly no \
-    --dir "$tmp" --daemonize no --logfile "$tmp/redis.log" &
+    --dir "$dir" --daemonize no --logfile "$dir/redis.log" &
 pid=$!
 run redis-server "$n"
 for arg in "$@"; do
     kv=${arg%%:*}
     kn=$n
     [ "$kv" = "$arg" ] || kn=${arg##*:}
-    rm -f "$pool"
-    taskset -c 1 "$kv" --pool "$pool" --unix "$sock" --port 0 --threads 1 --pool-size 1G \
-        >"$tmp/kv.log" 2>&1 &
+    rm -f "$dir/pool"
+    taskset -c 1 "$kv" --pool "$dir/pool" --unix "$sock" --port 0 --threads 1 --pool-size 1G \
+        >"$dir/kv.log" 2>&1 &
     pid=$!
     run "$kv" "$kn"
 done
 echo "CPU time per request over redis-server's:"
 awk -F'|' '$1 == "redis-server" { r[$2] = $3; next }
-    { printf "  %-34s %-38s %8.2fx\n", $1, $2, r[$2] ? $3 / r[$2] : 0 }' "$tmp/ns"
+    { printf "  %-34s %-38s %8.2fx\n", $1, $2, r[$2] ? $3 / r[$2] : 0 }' "$dir/ns"
