@@ -16,7 +16,8 @@
  * (zbtree.c: B-trees in the value, O(log n) per member), as Redis's
  * skiplist; it stays so until it is deleted. ZADD, ZINCRBY, ZREM, the
  * lookups, ZPOPMIN/ZPOPMAX, the ranges (ZRANGE in all its forms, ZCOUNT,
- * ZLEXCOUNT, ZREMRANGEBY*) and ZSCAN work on that form in place, by rank;
+ * ZLEXCOUNT, ZREMRANGEBY*), ZRANDMEMBER and ZSCAN work on that form in
+ * place, by rank;
  * the other commands read it whole as the packed record and write back
  * the large form (docs/kvstore.md, sections 27 and 29). */
 #include <assert.h>
@@ -1424,6 +1425,87 @@ static int cmd_zsetop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
 
 #define RAND_MAX_MEMBERS (1LL << 24)
 
+/* Reply the member of rank r of b (with its score if asked) */
+static int reply_rank(struct conn *c, zb *b, uint64_t r, int scores)
+{
+    char *m;
+    size_t mn;
+    double s;
+    int rc = zb_at(b, r, &s, &m, &mn);
+    if (rc)
+        return rc;
+    struct zent x = {s, {m, mn}};
+    reply_ent(&c->out, &x, scores);
+    free(m);
+    return 0;
+}
+
+/* count (< the set's n) distinct ranks of [0, n), as Floyd's sampling
+ * picks them: for each j of the last count ranks, a random one of
+ * [0, j] unless it was taken, else j itself. A table of twice count
+ * slots (open addressing, rank + 1 in a slot) says what was taken. */
+static int sample_ranks(uint64_t n, size_t count, uint64_t *out)
+{
+    size_t cap = 16;
+    while (cap < 2 * count)
+        cap *= 2;
+    uint64_t *slot = calloc(cap, sizeof *slot);
+    if (!slot)
+        return TXN_E_NOMEM;
+    for (uint64_t j = n - count, k = 0; j < n; j++, k++) {
+        uint64_t pick = ((uint64_t)random() << 31 ^ (uint64_t)random()) % (j + 1);
+        for (int pass = 0; pass < 2; pass++) {
+            size_t h = (size_t)(pick * 0x9E3779B97F4A7C15ULL >> 17) & (cap - 1);
+            while (slot[h] && slot[h] != pick + 1)
+                h = (h + 1) & (cap - 1);
+            if (!slot[h]) { /* not taken: take it */
+                slot[h] = pick + 1;
+                break;
+            }
+            pick = j; /* taken: j is not yet (it is above all picked so far) */
+        }
+        out[k] = pick;
+    }
+    free(slot);
+    return 0;
+}
+
+/* ZRANDMEMBER on the large form: each member by its rank, O(log n) */
+static int zrand_big(struct conn *c, zb *b, long long count, int many, int scores)
+{
+    uint64_t n = zb_card(b);
+    int rc = 0;
+    if (!many)
+        return reply_rank(c, b, (uint64_t)random() % n, 0);
+    if (count == 0) {
+        reply_array(&c->out, 0);
+    } else if (count < 0 || count == 1) {
+        size_t k = (size_t)(count < 0 ? -count : count);
+        reply_array(&c->out, k * (size_t)(scores + 1));
+        for (size_t i = 0; i < k && !rc; i++)
+            rc = reply_rank(c, b, (uint64_t)random() % n, scores);
+    } else if ((uint64_t)count >= n) {
+        /* the whole set, from its end, as Redis replies it */
+        reply_array(&c->out, (size_t)n * (size_t)(scores + 1));
+        struct pick p = {0};
+        if (!(rc = big_pick(b, n - 1, (size_t)n, -1, &p)))
+            for (size_t i = 0; i < p.n; i++)
+                reply_ent(&c->out, &p.e[i], scores);
+        pick_free(&p);
+    } else {
+        uint64_t *r = malloc((size_t)count * sizeof *r);
+        if (!r || (rc = sample_ranks(n, (size_t)count, r))) {
+            free(r);
+            return r ? rc : TXN_E_NOMEM;
+        }
+        reply_array(&c->out, (size_t)count * (size_t)(scores + 1));
+        for (size_t i = 0; i < (size_t)count && !rc; i++)
+            rc = reply_rank(c, b, r[i], scores);
+        free(r);
+    }
+    return rc;
+}
+
 /* ZRANDMEMBER key [count [WITHSCORES]]: a positive count gives distinct
  * members (the whole set, in order, when count >= its size), a negative
  * one |count| members that may repeat */
@@ -1445,8 +1527,11 @@ static int cmd_zrandmember(struct conn *c, kv_txn *t, size_t argc, struct kv_sli
     if (many && count < -RAND_MAX_MEMBERS)
         return reply_error(&c->out, "ERR value is out of range"), 0;
     struct zset z;
-    int rc = load(t, argv[1], &z);
-    if (rc < 0)
+    zb *b;
+    int rc = zb_open(t, argv[1], &b);
+    if (rc > 0)
+        return zb_close(b, zrand_big(c, b, count, many, scores));
+    if (rc < 0 || (rc = load(t, argv[1], &z)) < 0)
         return rc;
     if (!many) {
         if (rc)

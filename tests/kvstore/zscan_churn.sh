@@ -5,6 +5,7 @@
 # score, more than a page) and others ("c" ones) added and removed between
 # every two calls returns every member that stayed, in pages of COUNT
 # plus at most the rest of the last member's score, and ends (cursor 0).
+# Before that, ZRANDMEMBER's distinct sample of 2,000 of its members.
 # Fails (exit 1) on a member missed, a page past that size, a scan of
 # fewer than 50 pages (not paging) or more than 1,000 (not ending).
 set -uo pipefail
@@ -30,6 +31,13 @@ awk 'BEGIN {
     }
 }' | cli >/dev/null
 [ "$(cli OBJECT ENCODING z)" = skiplist ] || { echo "FAIL: the set is not in the large form"; exit 1; }
+
+# ZRANDMEMBER on the same form: a count below the size gives distinct
+# members (by rank, zrand_big), a negative one that many
+got=$(cli ZRANDMEMBER z 2000 | sort -u | grep -c '^k[0-9]*$')
+[ "$got" = 2000 ] || { echo "FAIL: ZRANDMEMBER z 2000 gave $got distinct members"; exit 1; }
+got=$(cli ZRANDMEMBER z -5000 | grep -c '^k[0-9]*$')
+[ "$got" = 5000 ] || { echo "FAIL: ZRANDMEMBER z -5000 gave $got members"; exit 1; }
 
 cursor=0 pages=0 maxpage=0
 : >"$dir/seen"
