@@ -19,7 +19,7 @@
  * ZLEXCOUNT, ZREMRANGEBY*), ZRANDMEMBER and ZSCAN work on that form in
  * place, by rank;
  * the other commands read it whole as the packed record and write back
- * the large form (docs/kvstore.md, sections 27 and 29). */
+ * the large form (docs/kvstore.md, sections 27 and 30). */
 #include <assert.h>
 #include <stdatomic.h>
 #include <ctype.h>
@@ -1583,7 +1583,7 @@ static uint64_t score_cursor(double s)
  * cursor's score, count members and then the rest of the last one's
  * score, so that the next cursor (the score after them) passes over
  * nothing that stays in the set whatever is added or removed between
- * calls (docs/kvstore.md, section 29) */
+ * calls (docs/kvstore.md, section 30) */
 static int zscan_big(struct conn *c, zb *b, unsigned long long cur,
                      const struct kv_slice *pattern, long long count)
 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # zscan_churn.sh SERVER [SEED] - ZSCAN's guarantee on a large sorted set
-# (docs/kvstore.md, section 29): a scan with COUNT 25 over a set of 3,000
+# (docs/kvstore.md, section 30): a scan with COUNT 25 over a set of 3,000
 # members that stay ("k" ones: scores in groups of three, and 40 of one
 # score, more than a page) and others ("c" ones) added and removed between
 # every two calls returns every member that stayed, in pages of COUNT
