@@ -58,9 +58,9 @@ static void ways_clear(struct txn *tx)
  * current lives. */
 static void ways_check(struct txn *tx)
 {
-    uint64_t f = atomic_load_explicit(&tx->p->freed, memory_order_acquire);
-    if (f != tx->freed_seen) {
-        tx->freed_seen = f;
+    uint64_t f = __atomic_load_n(&tx->p->hot.freed, __ATOMIC_ACQUIRE);
+    if (f != tx->hot.freed_seen) {
+        tx->hot.freed_seen = f;
         if (tx->ways_kept)
             ways_clear(tx);
     }
@@ -216,7 +216,7 @@ static void *new_ctx(void *pool, int *err)
     }
     tx->slot_idx = (unsigned)idx;
     if ((*err = eng_pool_attach(tx)) || (*err = eng_tx_init(tx))) {
-        ctxreg_drop(p, p->gen, tx);
+        ctxreg_drop(p, p->hot.gen, tx);
         return NULL;
     }
     return tx;
@@ -236,7 +236,9 @@ static void release_ctx(void *ctx)
      * (the thread ended, or their pool closes): they are no concern here */
     tx->parts.n = 0;
     tx->coord = NULL;
-    if (tx->active && tx->eng) {
+    if (txn__cur.tx == &tx->hot) /* this thread's: never read again */
+        txn__cur = (struct txn__cur){0, NULL};
+    if (tx->hot.active && tx->eng) {
         eng_abort(tx);
         end_tx(tx, 0);
     }
@@ -296,8 +298,8 @@ static int pool_start(txn_pool *p, const char *file, const char *layout)
         !(p->layout = strdup(layout)))
         return TXN_E_NOMEM;
     p->uuid = eng_pool_uuid(p);
-    p->gen = ctxreg_open(p, &ctx_ops);
-    if (!p->gen)
+    p->hot.gen = ctxreg_open(p, &ctx_ops);
+    if (!p->hot.gen)
         return TXN_E_NOMEM;
     pthread_mutex_lock(&open_lock);
     p->next_open = open_pools;
@@ -328,8 +330,8 @@ static void pool_end(txn_pool *p)
             break;
         }
     pthread_mutex_unlock(&open_lock);
-    if (p->gen)
-        ctxreg_close(p, p->gen, release_all);
+    if (p->hot.gen)
+        ctxreg_close(p, p->hot.gen, release_all);
     eng_pool_close(p);
     pool_drop(p);
 }
@@ -527,7 +529,7 @@ int txn_pool_inspect(const char *path, txn_pool_info *info)
 
 static struct txn *get_ctx(txn_pool *p, int *err)
 {
-    return ctxreg_get(p, p->gen, err);
+    return ctxreg_get(p, p->hot.gen, err);
 }
 
 int txn_pool_trim(txn_pool *p, size_t *returned)
@@ -535,7 +537,7 @@ int txn_pool_trim(txn_pool *p, size_t *returned)
     size_t back = 0;
     int rc = p ? 0 : TXN_E_INVAL;
     struct txn *tx = rc ? NULL : get_ctx(p, &rc);
-    if (tx && tx->active)
+    if (tx && tx->hot.active)
         rc = TXN_E_STATE; /* its transaction may hold free blocks */
     if (!rc)
         rc = eng_pool_trim(tx, &back);
@@ -544,20 +546,56 @@ int txn_pool_trim(txn_pool *p, size_t *returned)
     return rc;
 }
 
+/* What Q1 and Q2 (txn.h) promise of a context whose transaction the
+ * library has not seen: nothing that a commit would have to do. */
+static inline int quick_clean(const struct txn *tx)
+{
+    return !tx->err && !tx->parts.n && !tx->coord && !tx->defers.n && !tx->ways_move &&
+           !tx->last_obj;
+}
+
+/* Whether the context, no transaction running on it, holds Q1: the next
+ * transaction may begin inline. */
+static uint32_t quick_idle(const struct txn *tx)
+{
+#ifdef PMTX_TRACE
+    (void)tx;
+    return TXN__Q_NO; /* every begin and commit seen by the library */
+#else
+    int q = !tx->hot.active && quick_clean(tx) && !tx->hot.stored && tx->hot.wl == tx->hot.wl0;
+    return q ? TXN__Q_IDLE : TXN__Q_NO;
+#endif
+}
+
+/* A library call of a running transaction: its commit is the library's
+ * from now on (Q2), and what Q2 promised still holds at the first. */
+static inline void quick_seen(struct txn *tx)
+{
+    assert(tx->hot.quick != TXN__Q_RUN || quick_clean(tx));
+    tx->hot.quick = TXN__Q_NO;
+}
+
 static void end_tx(struct txn *tx, int committed)
 {
+    if (eng_quick) /* (the other engines' contexts stay at TXN__Q_NO) */
+        tx->hot.quick = TXN__Q_NO;
     if (tx->ways_move)
         ways_end(tx);
     txn__stored_inline += tx->hot.stored;
     tx->hot.stored = 0;
     eng_pool_end(tx, committed);
-    tx->active = 0;
+    tx->hot.active = 0;
     if (committed)
         pm_ctr.commits++;
     else
         pm_ctr.aborts++;
     if (tx->defers.n)
         defers_run(&tx->defers, committed ? TXN_ON_COMMIT : TXN_ON_ABORT);
+    if (eng_quick && !tx->hot.active) { /* (an action may begin the next) */
+        tx->last_obj = NULL; /* as txn_begin sets it: Q1 */
+        tx->last_size = 0;
+        tx->hot.quick = quick_idle(tx);
+    }
 }
 
 int txn__begin(txn_pool *p, txn **out)
@@ -568,21 +606,30 @@ int txn__begin(txn_pool *p, txn **out)
     struct txn *tx = get_ctx(p, &err);
     if (!tx)
         return err;
-    if (tx->active)
+    if (eng_quick) { /* for the inline txn_begin (txn.h) */
+        txn__cur.gen = p->hot.gen;
+        txn__cur.tx = &tx->hot;
+    }
+    if (tx->hot.active)
         return TXN_E_NESTED;
     eng_pool_begin(tx);
     if (tx->hot.ways)
         ways_check(tx);
-    tx->active = 1;
+    tx->hot.active = 1;
     tx->err = 0;
     tx->last_obj = NULL; /* and NULL has size 0 */
     tx->last_size = 0;
     err = eng_begin(tx);
     if (err) {
         eng_pool_end(tx, 0);
-        tx->active = 0;
+        tx->hot.active = 0;
+        tx->hot.quick = TXN__Q_NO;
         return err;
     }
+#ifndef PMTX_TRACE
+    /* Q2: begun, the library called for nothing else yet */
+    tx->hot.quick = eng_quick ? TXN__Q_RUN : TXN__Q_NO;
+#endif
     *out = tx;
     return 0;
 }
@@ -591,7 +638,7 @@ int txn__begin(txn_pool *p, txn **out)
  * thread's; every engine keeps the rule). */
 static int mine(const struct txn *tx)
 {
-    return tx && tx->active && pthread_equal(tx->owner, pthread_self());
+    return tx && tx->hot.active && pthread_equal(tx->owner, pthread_self());
 }
 
 static int commit_joined(struct txn *tx);
@@ -610,7 +657,7 @@ static __attribute__((noinline, cold)) int commit_rare(struct txn *tx)
     return TXN_E_STATE;
 }
 
-int txn_commit(txn *tx)
+int txn__commit(txn *tx)
 {
     if (!mine(tx) || tx->coord)
         return TXN_E_INVAL;
@@ -619,6 +666,13 @@ int txn_commit(txn *tx)
     int rc = eng_commit(tx);
     end_tx(tx, rc == 0);
     return rc;
+}
+
+/* The exported call, for bindings and wrappers; txn.h's inline one
+ * calls txn__commit when it cannot commit inline. */
+int txn_commit(txn *tx)
+{
+    return txn__commit(tx);
 }
 
 void txn_abort(txn *tx)
@@ -644,6 +698,8 @@ int txn_last_error(const txn *tx)
  * nothing of it runs inline. */
 static int fail(struct txn *tx, int rc)
 {
+    if (rc)
+        quick_seen(tx);
     if (rc && !tx->err)
         tx->err = rc;
     if (rc && tx->hot.ways)
@@ -948,6 +1004,7 @@ int txn_join(txn *tx, txn_pool *other, txn **part)
         return TXN_E_INVAL;
     if (tx->err)
         return TXN_E_STATE;
+    quick_seen(tx); /* a joined commit */
     for (size_t i = 0; i < tx->parts.n; i++) {
         struct txn *t = *(struct txn **)vec_at(&tx->parts, i);
         if (t->p == other) {
@@ -966,6 +1023,7 @@ int txn_join(txn *tx, txn_pool *other, txn **part)
         return rc;
     }
     t->coord = tx;
+    t->hot.quick = TXN__Q_NO; /* a part commits with its coordinator */
     *slot = t;
     if (part)
         *part = t;
@@ -1070,8 +1128,9 @@ int txn__fail(txn *tx, int err)
 
 static int usable(struct txn *tx)
 {
-    if (!tx || !tx->active)
+    if (!tx || !tx->hot.active)
         return TXN_E_INVAL;
+    quick_seen(tx);
     return tx->err ? TXN_E_STATE : 0;
 }
 
@@ -1229,8 +1288,9 @@ int txn_free(txn *tx, txn_obj *o)
 
 int txn_defer(txn *tx, int when, void (*fn)(void *), void *arg)
 {
-    if (!tx || !tx->active || !fn || when < TXN_ON_COMMIT || when > TXN_ON_END)
+    if (!tx || !tx->hot.active || !fn || when < TXN_ON_COMMIT || when > TXN_ON_END)
         return TXN_E_INVAL;
+    quick_seen(tx); /* its commit runs the action */
     struct tx_defer *d = vec_push(&tx->defers);
     if (!d)
         return TXN_E_NOMEM;

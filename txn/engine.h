@@ -212,6 +212,12 @@ int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w);
  * the library (0, the default): the front end then keeps no ways. */
 extern const int eng_inlines;
 
+/* Whether a transaction that called the library for nothing but its begin
+ * needs nothing of the engine at begin (eng_pool_begin, eng_begin) nor at
+ * commit but a rewind of its write log (1: none), so that txn.h runs both
+ * inline (Q1, Q2 there); 0, the default, else. */
+extern const int eng_quick;
+
 /* Bounds are checked by the caller: off + n <= payload size. */
 int eng_read(struct txn *tx, txn_obj *o, size_t off, void *dst, size_t n);
 int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src,

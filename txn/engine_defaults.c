@@ -53,6 +53,9 @@ __attribute__((weak)) void eng_read_committed(txn_pool *p, txn_obj *o, size_t of
 /* Every access calls the engine. */
 __attribute__((weak)) const int eng_inlines = 0;
 
+/* Every begin and commit calls the engine. */
+__attribute__((weak)) const int eng_quick = 0;
+
 __attribute__((weak)) int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w)
 {
     (void)tx;

@@ -34,11 +34,9 @@ struct txn {
     pthread_t owner;          /* the thread it belongs to */
     struct txn *next_ctx;     /* p->ctx_lock: pool's list */
     unsigned slot_idx;        /* context index, < p->max_ctx: its log slot */
-    int active;
     int err;                  /* first error of the running transaction */
     signed char way_keep[TXN__WAYS]; /* per way: eng_inline's answer */
     int ways_kept;            /* a way may be kept past the transaction */
-    uint64_t freed_seen;      /* p->freed when ways_check last looked (R1) */
     uint8_t way_next[1 << TXN__SET_BITS]; /* per set: the way to fill next */
     int ways_move;            /* ways whose mode changes at the end, in moved[]
                                  (more than TXN__MOVED: all are looked at) */
@@ -78,7 +76,13 @@ struct join_mark {
 enum { JOIN_UNKNOWN, JOIN_PENDING, JOIN_SETTLED };
 
 struct txn_pool {
-    char *base;               /* open: where the file is mapped */
+    /* first: txn.h's inline txn_begin reads it. gen: open; freed, atomic
+     * (bumped where blocks are freed, read at every txn_begin): blocks
+     * given back to the allocator so far, counted before any of them can
+     * be reserved again (R1, api.c) */
+    struct txn__pool_hot hot;
+    _Alignas(64) char *base;  /* open: where the file is mapped; on a line
+                                 away from `freed`'s bumps */
     size_t size;              /* bytes of the file and its mapping: set at
                                  open, raised by a growth (atomic: the
                                  format's pool_size_now) */
@@ -87,7 +91,6 @@ struct txn_pool {
     uint8_t *ctx_used;        /* ctx_lock: per context index: claimed */
     pthread_mutex_t ctx_lock; /* guards ctxs and ctx_used */
     struct txn *ctxs;         /* ctx_lock: per-thread contexts of this pool */
-    uint64_t gen;             /* open: unique per open, keys thread caches */
     void *eng;                /* the engine's lock (its own rules) */
     char *file;               /* open: the file's full path, */
     char *layout;             /* its layout name, */
@@ -103,10 +106,6 @@ struct txn_pool {
     int view;                 /* open: a view (txn_pool_view): its writes
                                  stay private, so it neither joins nor
                                  answers a real pool's recovery */
-    /* atomic, on a line of its own (bumped where blocks are freed, read
-     * at every txn_begin): blocks given back to the allocator so far,
-     * counted before any of them can be reserved again (R1, api.c) */
-    _Alignas(64) _Atomic uint64_t freed;
     /* then the format's part (POOL_FMT; its own rules) */
 };
 

@@ -16,6 +16,8 @@
 
 PM_TLS struct pm_counters pm_ctr;
 PM_TLS uint64_t txn__stored_inline;
+PM_TLS uint64_t txn__commits_inline;
+PM_TLS struct txn__cur txn__cur;
 struct pm_config pm_cfg = {1, 100, 1, "clwb", PM_CLWB};
 static pthread_once_t persist_once = PTHREAD_ONCE_INIT;
 
@@ -178,7 +180,7 @@ void txn_stats_get(txn_stats *out)
 {
     if (!out)
         return;
-    out->commits = pm_ctr.commits;
+    out->commits = pm_ctr.commits + txn__commits_inline;
     out->aborts = pm_ctr.aborts;
     out->barriers = pm_ctr.barriers;
     out->lines_flushed = pm_ctr.lines_flushed;
@@ -191,6 +193,7 @@ void txn_stats_reset(void)
 {
     memset(&pm_ctr, 0, sizeof pm_ctr);
     txn__stored_inline = 0;
+    txn__commits_inline = 0;
 }
 
 int txn_pdom(void) { return pm_cfg.pdom; }

@@ -10,6 +10,7 @@
 static void publish(struct txn *tx, struct wlog *l, size_t used)
 {
     tx->hot.wl = l->a + used;
+    tx->hot.wl0 = l->a;
     tx->hot.wl_end = l->a + l->cap - 1;
 }
 

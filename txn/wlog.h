@@ -50,7 +50,7 @@ void wlog_free(struct wlog *l);
 /* Empty again (the end of a transaction). */
 static inline void wlog_rewind(struct txn *tx, struct wlog *l)
 {
-    tx->hot.wl = l->a;
+    tx->hot.wl = tx->hot.wl0 = l->a;
     tx->hot.wl_end = l->a + l->cap - 1;
 }
 

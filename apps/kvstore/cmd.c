@@ -152,10 +152,15 @@ int parse_ll(const struct kv_slice *a, long long *out)
         return -1;
     memcpy(s, a->p, a->n);
     s[a->n] = 0;
+    /* an optional '-', then 1-9, or "0" alone: Redis's string2ll refuses
+     * "-0", "007", "+5" and leading spaces, which strtoll takes */
+    const char *d = s + (s[0] == '-');
+    if ((*d < '1' || *d > '9') && !(a->n == 1 && s[0] == '0'))
+        return -1;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (*end || errno || (s[0] == '0' && a->n > 1) || s[0] == '+' || s[0] == ' ')
+    if (*end || errno)
         return -1;
     *out = v;
     return 0;

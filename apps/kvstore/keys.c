@@ -267,7 +267,9 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
     return rc;
 }
 
-/* OBJECT ENCODING key: strings are kept as the bytes given ("raw"), a
+/* OBJECT ENCODING key: a string says what Redis 7.0 makes of the value
+ * a SET stores (string_encoding below; Redis's "raw" after APPEND,
+ * SETRANGE or SETBIT is not kept: the bytes alone decide here), a
  * hash as one packed record of its fields (t_hash.c: as Redis's
  * "listpack"), a set says what Redis would have made of it (t_set.c); a
  * hash or a set past its packed size is an element table (t_dict.c:
@@ -286,11 +288,24 @@ static int shared_integer(const char *v, size_t n)
     return v && n && !parse_ll(&a, &x) && x >= 0 && x < 10000 && (x || n == 1);
 }
 
+/* Redis's tryObjectEncoding of a stored string: a strict integer of at
+ * most 20 bytes is "int", other strings of at most 44 bytes "embstr" (one
+ * allocation with the object header), longer ones "raw". */
+static const char *string_encoding(const char *v, size_t n)
+{
+    long long x;
+    struct kv_slice a = {v, n};
+    if (n <= 20 && !parse_ll(&a, &x))
+        return "int";
+    return n <= 44 ? "embstr" : "raw";
+}
+
 static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     static const char *const help[] = {
         "ENCODING <key>",
-        "    How the value at <key> is kept: raw (a string), listpack or hashtable (a hash),",
+        "    How the value at <key> is kept: int, embstr or raw (a string), listpack or",
+        "    hashtable (a hash),",
         "    listpack or skiplist (a sorted set), quicklist (a list), intset or hashtable (a set).",
         "FREQ <key>",
         "    Redis's access frequency of <key>: not kept here (an error, as Redis answers",
@@ -330,6 +345,10 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         free(x.p);
         return rc;
     }
+    const char *v = x.p; /* a string's bytes */
+    size_t n = x.n;
+    if (type == KV_ITEM) /* memcached's item: its string after the header */
+        v = n >= KV_ITEM_HDR ? v + KV_ITEM_HDR : NULL, n = n >= KV_ITEM_HDR ? n - KV_ITEM_HDR : 0;
     if (which == 1 && !config_lfu())
         reply_error(&c->out, "ERR An LFU maxmemory policy is not selected, access frequency "
                              "not tracked. Please note that when switching between policies at "
@@ -339,10 +358,6 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     else if (which == 2)
         reply_error(&c->out, "ERR idle time is not tracked by this server");
     else if (which == 3) {
-        const char *v = x.p;
-        size_t n = x.n;
-        if (type == KV_ITEM) /* memcached's item: its string after the header */
-            v = n >= KV_ITEM_HDR ? v + KV_ITEM_HDR : NULL, n = n >= KV_ITEM_HDR ? n - KV_ITEM_HDR : 0;
         int shared = (type == KV_STRING || type == KV_ITEM) && shared_integer(v, n);
         reply_int(&c->out, shared ? 2147483647 : 1);
     } else {
@@ -351,7 +366,7 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
                           : type == KV_ZSET                  ? zset_encoding(x.p, x.n)
                           : type == KV_LIST                  ? "quicklist"
                           : type == KV_SET                   ? set_encoding(x.p, x.n)
-                                                             : "raw";
+                                                             : string_encoding(v, n);
         reply_bulk(&c->out, enc, strlen(enc));
     }
     free(x.p);

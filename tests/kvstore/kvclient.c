@@ -2318,15 +2318,18 @@ static void lk_verify(struct server *s, struct lkconn *k, long *found)
 static int run_list_kill(const char *bin)
 {
     unsigned seed;
-    int rounds = kill_rounds("KV_LIST_KILLS", 10, &seed);
-    printf("list kill test: %s, %d rounds, KV_SEED=%u\n", bin, rounds, seed);
+    int rounds = kill_rounds("KV_LIST_KILLS", 10, &seed), n = 0;
+    const char *extra[24]; /* KV_SERVER_ARGS: e.g. --io threads */
+    char *args = server_env_args(extra, &n, 24);
+    printf("list kill test: %s %s, %d rounds, KV_SEED=%u\n", bin,
+           getenv("KV_SERVER_ARGS") ? getenv("KV_SERVER_ARGS") : "", rounds, seed);
     struct server s;
     server_names(&s, bin, "lkill");
     struct lkconn k[LK_CONNS];
     long acked = 0, in_flight = 0, found = 0;
     uint64_t t0 = now_ms();
     for (int round = 1; round <= rounds + 1; round++) {
-        if (server_start(&s, NULL)) {
+        if (server_start(&s, extra)) {
             CHECK(0, "round %d: server starts", round);
             break;
         }
@@ -2367,6 +2370,7 @@ static int run_list_kill(const char *bin)
     CHECK(acked >= rounds, "requests were acknowledged (%ld)", acked);
     CHECK(!lk_answered_twice, "no element answered twice (%ld)", lk_answered_twice);
     server_cleanup(&s);
+    free(args);
     printf("kvstore list kill (%s): %d passed, %d failed\n", bin, passed, failed);
     return failed ? 1 : 0;
 }

@@ -755,7 +755,7 @@ int alloc_reserve(txn_pool *p, struct alloc_cache *c, size_t n, int spare_ok, vo
  * block can be reserved again, by any thread. */
 static void count_freed(txn_pool *p)
 {
-    atomic_fetch_add_explicit(&p->freed, 1, memory_order_release);
+    __atomic_fetch_add(&p->hot.freed, 1, __ATOMIC_RELEASE);
 }
 
 static void release_large(struct alloc_state *al, size_t ci)
