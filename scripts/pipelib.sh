@@ -1,6 +1,7 @@
 # pipelib.sh - what the benchmarks that time batches of requests sent by
 # `redis-cli --pipe` over a UNIX socket share (appendbench.sh,
-# rangebench.sh): a scratch directory, redis-server (no persistence) and
+# rangebench.sh; zrangebench.sh its directory and pipe_wait, pipe_stop):
+# a scratch directory, redis-server (no persistence) and
 # kvstore-<engine> started and stopped on its socket, and a timed batch.
 # Sourced; the caller sets `set -euo pipefail` and names itself:
 #     pipe_init NAME       $dir: a directory under /dev/shm removed at exit

@@ -15,9 +15,11 @@
  * zset-max-listpack-value bytes, a set is written in its large form
  * (zbtree.c: B-trees in the value, O(log n) per member), as Redis's
  * skiplist; it stays so until it is deleted. ZADD, ZINCRBY, ZREM, the
- * lookups and ZPOPMIN/ZPOPMAX work on that form in place; the other
- * commands read it whole as the packed record and write back the large
- * form (docs/kvstore.md, section 27). */
+ * lookups, ZPOPMIN/ZPOPMAX, the ranges (ZRANGE in all its forms, ZCOUNT,
+ * ZLEXCOUNT, ZREMRANGEBY*), ZRANDMEMBER and ZSCAN work on that form in
+ * place, by rank;
+ * the other commands read it whole as the packed record and write back
+ * the large form (docs/kvstore.md, sections 27 and 30). */
 #include <assert.h>
 #include <stdatomic.h>
 #include <ctype.h>
@@ -510,6 +512,72 @@ static int rank_span(long long start, long long end, size_t n, size_t *s, size_t
     return 1;
 }
 
+/* ---- ranges of a set in the large form, by rank: O(log n) to find,
+ * O(1) a member to walk */
+
+/* The ranks [*from, *to) of r's members in the large set b */
+static int big_span(zb *b, const struct range *r, uint64_t *from, uint64_t *to)
+{
+    uint64_t n = zb_card(b);
+    int rc = 0;
+    *from = *to = 0;
+    if (range_empty(r))
+        return 0;
+    if (!r->lex) {
+        if (!(rc = zb_rank_of_score(b, r->min, r->minex, from)))
+            rc = zb_rank_of_score(b, r->max, !r->maxex, to);
+    } else {
+        *from = r->lmin == LEX_MINUS ? 0 : n;
+        *to = r->lmax == LEX_MINUS ? 0 : n;
+        if (r->lmin == LEX_STR)
+            rc = zb_rank_of_member(b, r->smin, r->minex, from);
+        if (!rc && r->lmax == LEX_STR)
+            rc = zb_rank_of_member(b, r->smax, !r->maxex, to);
+    }
+    if (*to < *from)
+        *to = *from;
+    return rc;
+}
+
+/* The members picked by a range of a large set */
+struct pick {
+    struct zent *e;
+    size_t n;
+    int owned; /* each member malloc'd (picked from a large set) */
+};
+
+static void pick_free(struct pick *p)
+{
+    for (size_t i = 0; p->owned && i < p->n; i++)
+        free((char *)p->e[i].m.p);
+    free(p->e);
+}
+
+/* count members of b from rank `first` on, up (dir 1) or down (-1) */
+static int big_pick(zb *b, uint64_t first, size_t count, int dir, struct pick *p)
+{
+    zb_walk *w;
+    p->owned = 1;
+    if (!count)
+        return 0;
+    if (!(p->e = malloc(count * sizeof *p->e)))
+        return TXN_E_NOMEM;
+    int rc = zb_walk_open(b, first, &w);
+    if (rc)
+        return rc;
+    for (size_t i = 0; !rc && i < count; i++) {
+        char *m;
+        size_t mn;
+        double s;
+        if (i && (rc = zb_walk_step(w, dir)) > 0)
+            rc = TXN_E_CORRUPT; /* the ranks said it was there */
+        if (!rc && !(rc = zb_walk_get(w, &s, &m, &mn)))
+            p->e[p->n++] = (struct zent){s, {m, mn}};
+    }
+    zb_walk_free(w);
+    return rc;
+}
+
 /* ---- commands */
 
 #define ERR_SYNTAX "ERR syntax error"
@@ -763,20 +831,21 @@ static int cmd_zcount(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         return reply_error(&c->out, "%s", r.lex ? ERR_LEX : ERR_RANGE), 0;
     struct zset z;
     size_t from, to;
-    int rc = load(t, argv[1], &z);
-    if (rc < 0)
+    zb *b;
+    int rc = zb_open(t, argv[1], &b);
+    if (rc > 0) {
+        uint64_t bf, bt;
+        if (!(rc = big_span(b, &r, &bf, &bt)))
+            reply_int(&c->out, (long long)(bt - bf));
+        return zb_close(b, rc);
+    }
+    if (rc < 0 || (rc = load(t, argv[1], &z)) < 0)
         return rc;
     run_in(&z, &r, &from, &to);
     reply_int(&c->out, (long long)(to - from));
     zset_free(&z);
     return 0;
 }
-
-/* The members a ZRANGE picked, in the order to reply or store them */
-struct pick {
-    struct zent *e;
-    size_t n;
-};
 
 static int pick_add(struct pick *p, const struct zent *x, size_t cap)
 {
@@ -850,30 +919,62 @@ static int zrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv,
     if (by == BY_LEX && parse_lex_range(lo, hi, &r))
         return reply_error(&c->out, ERR_LEX), 0;
 
-    struct zset z;
+    struct zset z = {0};
     struct pick p = {0};
-    int rc = load(t, argv[at], &z);
-    if (rc < 0)
-        return rc;
-    rc = 0;
-    size_t s, e;
-    if (by == BY_RANK) {
-        if (rank_span(start, end, z.n, &s, &e))
-            for (size_t i = s; i <= e && !rc; i++)
-                rc = pick_add(&p, &z.e[rev ? z.n - 1 - i : i], e - s + 1);
-    } else if (!(offset > 0 && (size_t)offset >= z.n)) {
-        /* from the first member in range on (the last, reversed): skip
-         * offset members (a negative offset skips them all, as in Redis),
-         * then take up to limit (negative: all) while they are in range */
-        ssize_t k = rev ? last_in(&z, &r) : first_in(&z, &r);
-        if (k >= 0 && offset < 0)
-            k = -1;
-        if (k >= 0)
-            k += rev ? -(ssize_t)offset : (ssize_t)offset;
-        for (; k >= 0 && (size_t)k < z.n && limit-- != 0 && !rc; k += rev ? -1 : 1) {
-            if (rev ? !gte_min(&r, &z.e[k]) : !lte_max(&r, &z.e[k]))
-                break;
-            rc = pick_add(&p, &z.e[k], z.n);
+    zb *b;
+    int rc = zb_open(t, argv[at], &b);
+    if (rc > 0) {
+        /* the large form: the picked members are a run of ranks */
+        uint64_t n = zb_card(b), from = 0, to = 0, first = 0, count = 0;
+        size_t s, e;
+        if (by == BY_RANK) {
+            if (rank_span(start, end, (size_t)n, &s, &e))
+                from = s, to = (uint64_t)e + 1;
+            rc = 0;
+        } else {
+            rc = big_span(b, &r, &from, &to);
+            /* skip offset members (a negative one skips them all, as
+             * Redis's), then take up to limit (negative: all) */
+            if (offset < 0 || (uint64_t)offset >= to - from)
+                to = from;
+            else if (rev)
+                to -= (uint64_t)offset;
+            else
+                from += (uint64_t)offset;
+            if (limit >= 0 && (uint64_t)limit < to - from) {
+                if (rev)
+                    from = to - (uint64_t)limit;
+                else
+                    to = from + (uint64_t)limit;
+            }
+        }
+        count = to - from;
+        first = rev ? (by == BY_RANK ? n - 1 - from : to - 1) : from;
+        if (!rc)
+            rc = big_pick(b, first, (size_t)count, rev ? -1 : 1, &p);
+        rc = zb_close(b, rc);
+    } else if (rc == 0 && (rc = load(t, argv[at], &z)) >= 0) {
+        rc = 0;
+        size_t s, e;
+        if (by == BY_RANK) {
+            if (rank_span(start, end, z.n, &s, &e))
+                for (size_t i = s; i <= e && !rc; i++)
+                    rc = pick_add(&p, &z.e[rev ? z.n - 1 - i : i], e - s + 1);
+        } else if (!(offset > 0 && (size_t)offset >= z.n)) {
+            /* from the first member in range on (the last, reversed): skip
+             * offset members (a negative offset skips them all, as in
+             * Redis), then take up to limit (negative: all) while they are
+             * in range */
+            ssize_t k = rev ? last_in(&z, &r) : first_in(&z, &r);
+            if (k >= 0 && offset < 0)
+                k = -1;
+            if (k >= 0)
+                k += rev ? -(ssize_t)offset : (ssize_t)offset;
+            for (; k >= 0 && (size_t)k < z.n && limit-- != 0 && !rc; k += rev ? -1 : 1) {
+                if (rev ? !gte_min(&r, &z.e[k]) : !lte_max(&r, &z.e[k]))
+                    break;
+                rc = pick_add(&p, &z.e[k], z.n);
+            }
         }
     }
     if (!rc && store_to) {
@@ -883,7 +984,7 @@ static int zrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv,
         for (size_t i = 0; i < p.n; i++)
             reply_ent(&c->out, &p.e[i], withscores);
     }
-    free(p.e);
+    pick_free(&p);
     zset_free(&z);
     return rc;
 }
@@ -925,8 +1026,31 @@ static int cmd_zremrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice
     if (by == BY_LEX && parse_lex_range(&argv[2], &argv[3], &r))
         return reply_error(&c->out, ERR_LEX), 0;
     struct zset z;
-    int rc = load(t, argv[1], &z);
-    if (rc < 0)
+    zb *b;
+    int rc = zb_open(t, argv[1], &b);
+    if (rc > 0) {
+        /* the large form: the run of ranks, each member removed in place */
+        uint64_t bf = 0, bt = 0;
+        size_t s, e;
+        struct pick p = {0};
+        rc = 0;
+        if (by != BY_RANK)
+            rc = big_span(b, &r, &bf, &bt);
+        else if (rank_span(start, end, (size_t)zb_card(b), &s, &e))
+            bf = s, bt = (uint64_t)e + 1;
+        if (!rc)
+            rc = big_pick(b, bf, (size_t)(bt - bf), 1, &p);
+        for (size_t i = 0; !rc && i < p.n; i++) {
+            double old;
+            rc = zb_remove(b, p.e[i].m, &old);
+            rc = rc > 0 ? 0 : rc < 0 ? rc : TXN_E_CORRUPT; /* picked, so there */
+        }
+        pick_free(&p);
+        if ((rc = zb_close(b, rc)) >= 0)
+            reply_int(&c->out, (long long)(bt - bf)), rc = 0;
+        return rc;
+    }
+    if (rc < 0 || (rc = load(t, argv[1], &z)) < 0)
         return rc;
     size_t from = 0, to = 0;
     if (by == BY_RANK) {
@@ -1301,6 +1425,87 @@ static int cmd_zsetop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
 
 #define RAND_MAX_MEMBERS (1LL << 24)
 
+/* Reply the member of rank r of b (with its score if asked) */
+static int reply_rank(struct conn *c, zb *b, uint64_t r, int scores)
+{
+    char *m;
+    size_t mn;
+    double s;
+    int rc = zb_at(b, r, &s, &m, &mn);
+    if (rc)
+        return rc;
+    struct zent x = {s, {m, mn}};
+    reply_ent(&c->out, &x, scores);
+    free(m);
+    return 0;
+}
+
+/* count (< the set's n) distinct ranks of [0, n), as Floyd's sampling
+ * picks them: for each j of the last count ranks, a random one of
+ * [0, j] unless it was taken, else j itself. A table of twice count
+ * slots (open addressing, rank + 1 in a slot) says what was taken. */
+static int sample_ranks(uint64_t n, size_t count, uint64_t *out)
+{
+    size_t cap = 16;
+    while (cap < 2 * count)
+        cap *= 2;
+    uint64_t *slot = calloc(cap, sizeof *slot);
+    if (!slot)
+        return TXN_E_NOMEM;
+    for (uint64_t j = n - count, k = 0; j < n; j++, k++) {
+        uint64_t pick = ((uint64_t)random() << 31 ^ (uint64_t)random()) % (j + 1);
+        for (int pass = 0; pass < 2; pass++) {
+            size_t h = (size_t)(pick * 0x9E3779B97F4A7C15ULL >> 17) & (cap - 1);
+            while (slot[h] && slot[h] != pick + 1)
+                h = (h + 1) & (cap - 1);
+            if (!slot[h]) { /* not taken: take it */
+                slot[h] = pick + 1;
+                break;
+            }
+            pick = j; /* taken: j is not yet (it is above all picked so far) */
+        }
+        out[k] = pick;
+    }
+    free(slot);
+    return 0;
+}
+
+/* ZRANDMEMBER on the large form: each member by its rank, O(log n) */
+static int zrand_big(struct conn *c, zb *b, long long count, int many, int scores)
+{
+    uint64_t n = zb_card(b);
+    int rc = 0;
+    if (!many)
+        return reply_rank(c, b, (uint64_t)random() % n, 0);
+    if (count == 0) {
+        reply_array(&c->out, 0);
+    } else if (count < 0 || count == 1) {
+        size_t k = (size_t)(count < 0 ? -count : count);
+        reply_array(&c->out, k * (size_t)(scores + 1));
+        for (size_t i = 0; i < k && !rc; i++)
+            rc = reply_rank(c, b, (uint64_t)random() % n, scores);
+    } else if ((uint64_t)count >= n) {
+        /* the whole set, from its end, as Redis replies it */
+        reply_array(&c->out, (size_t)n * (size_t)(scores + 1));
+        struct pick p = {0};
+        if (!(rc = big_pick(b, n - 1, (size_t)n, -1, &p)))
+            for (size_t i = 0; i < p.n; i++)
+                reply_ent(&c->out, &p.e[i], scores);
+        pick_free(&p);
+    } else {
+        uint64_t *r = malloc((size_t)count * sizeof *r);
+        if (!r || (rc = sample_ranks(n, (size_t)count, r))) {
+            free(r);
+            return r ? rc : TXN_E_NOMEM;
+        }
+        reply_array(&c->out, (size_t)count * (size_t)(scores + 1));
+        for (size_t i = 0; i < (size_t)count && !rc; i++)
+            rc = reply_rank(c, b, r[i], scores);
+        free(r);
+    }
+    return rc;
+}
+
 /* ZRANDMEMBER key [count [WITHSCORES]]: a positive count gives distinct
  * members (the whole set, in order, when count >= its size), a negative
  * one |count| members that may repeat */
@@ -1322,8 +1527,11 @@ static int cmd_zrandmember(struct conn *c, kv_txn *t, size_t argc, struct kv_sli
     if (many && count < -RAND_MAX_MEMBERS)
         return reply_error(&c->out, "ERR value is out of range"), 0;
     struct zset z;
-    int rc = load(t, argv[1], &z);
-    if (rc < 0)
+    zb *b;
+    int rc = zb_open(t, argv[1], &b);
+    if (rc > 0)
+        return zb_close(b, zrand_big(c, b, count, many, scores));
+    if (rc < 0 || (rc = load(t, argv[1], &z)) < 0)
         return rc;
     if (!many) {
         if (rc)
@@ -1359,9 +1567,92 @@ static int cmd_zrandmember(struct conn *c, kv_txn *t, size_t argc, struct kv_sli
     return 0;
 }
 
-/* ZSCAN key cursor [MATCH pattern] [COUNT n]: the record is one packed
- * value, so one call returns every member (cursor 0), as Redis does for a
- * listpack; options are read only for a set that is there, as Redis */
+/* A large set's ZSCAN cursor: the score of the member to go on from, as
+ * a number in the scores' order (-0 as 0), never 0 (which starts and
+ * ends a scan) */
+static uint64_t score_cursor(double s)
+{
+    uint64_t u;
+    if (s == 0)
+        s = 0;
+    memcpy(&u, &s, sizeof u);
+    return u >> 63 ? ~u : u | 1ULL << 63;
+}
+
+/* ZSCAN on the large form: from the first member scored at least the
+ * cursor's score, count members and then the rest of the last one's
+ * score, so that the next cursor (the score after them) passes over
+ * nothing that stays in the set whatever is added or removed between
+ * calls (docs/kvstore.md, section 32) */
+static int zscan_big(struct conn *c, zb *b, unsigned long long cur,
+                     const struct kv_slice *pattern, long long count)
+{
+    uint64_t n = zb_card(b), from = 0, next = 0;
+    struct pick p = {NULL, 0, 1};
+    size_t cap = 0;
+    int rc = 0;
+    if (cur > score_cursor(INFINITY)) {
+        from = n;
+    } else if (cur > score_cursor(-INFINITY)) {
+        uint64_t u = cur >> 63 ? cur & ~(1ULL << 63) : ~cur;
+        double s;
+        memcpy(&s, &u, sizeof s);
+        rc = zb_rank_of_score(b, s, 0, &from);
+    }
+    zb_walk *w = NULL;
+    if (!rc && from < n)
+        rc = zb_walk_open(b, from, &w);
+    for (uint64_t i = from; w && !rc && i < n; i++) {
+        char *m;
+        size_t mn;
+        double s;
+        if (i > from && (rc = zb_walk_step(w, 1)) != 0) {
+            rc = rc > 0 ? TXN_E_CORRUPT : rc; /* i < n: there is one */
+            break;
+        }
+        if ((rc = zb_walk_get(w, &s, &m, &mn)))
+            break;
+        if ((long long)p.n >= count && s != p.e[p.n - 1].s) {
+            next = score_cursor(s); /* the next page starts at this one */
+            free(m);
+            break;
+        }
+        if (p.n == cap) {
+            struct zent *e = realloc(p.e, (cap = cap ? 2 * cap : 16) * sizeof *e);
+            if (!e) {
+                free(m);
+                rc = TXN_E_NOMEM;
+                break;
+            }
+            p.e = e;
+        }
+        p.e[p.n++] = (struct zent){s, {m, mn}};
+    }
+    if (w)
+        zb_walk_free(w);
+    if (!rc) {
+        char buf[SCORE_CHARS];
+        size_t k = 0;
+        for (size_t i = 0; i < p.n; i++)
+            if (!pattern || glob_match(pattern->p, pattern->n, p.e[i].m.p, p.e[i].m.n))
+                k++;
+        reply_array(&c->out, 2);
+        reply_bulk(&c->out, buf, (size_t)snprintf(buf, sizeof buf, "%llu",
+                                                  (unsigned long long)next));
+        reply_array(&c->out, 2 * k);
+        /* the large form's scores as Redis's skip list replies them */
+        for (size_t i = 0; i < p.n; i++)
+            if (!pattern || glob_match(pattern->p, pattern->n, p.e[i].m.p, p.e[i].m.n))
+                reply_ent(&c->out, &p.e[i], 1);
+    }
+    pick_free(&p);
+    return rc;
+}
+
+/* ZSCAN key cursor [MATCH pattern] [COUNT n]: a packed set is one value,
+ * so one call returns every member (cursor 0), as Redis does for a
+ * listpack; a large one pages (zscan_big). Options are read only for a
+ * set that is there, as Redis. */
 static int cmd_zscan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     /* Redis reads the cursor with strtoul: signs and "" pass, spaces
@@ -1372,17 +1663,20 @@ static int cmd_zscan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
     memcpy(cur, argv[2].p, argv[2].n);
     cur[argv[2].n] = 0;
     errno = 0;
-    strtoull(cur, &end, 10);
+    unsigned long long cv = strtoull(cur, &end, 10);
     if (*end || errno == ERANGE || isspace((unsigned char)cur[0]))
         return reply_error(&c->out, "ERR invalid cursor"), 0;
-    struct zset z;
-    int rc = load(t, argv[1], &z);
+    struct zset z = {0};
+    zb *b = NULL;
+    int rc = zb_open(t, argv[1], &b);
+    if (!rc)
+        rc = load(t, argv[1], &z);
     if (rc < 0)
         return rc;
     const struct kv_slice *pattern = NULL;
     const char *bad = NULL;
+    long long count = 10;
     for (size_t i = 3; rc && i < argc && !bad; i += 2) {
-        long long count;
         if (i + 1 == argc || !(arg_is(&argv[i], "MATCH") || arg_is(&argv[i], "COUNT")))
             bad = ERR_SYNTAX;
         else if (arg_is(&argv[i], "MATCH"))
@@ -1392,8 +1686,11 @@ static int cmd_zscan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
         else if (count < 1)
             bad = ERR_SYNTAX;
     }
+    rc = 0;
     if (bad) {
         reply_error(&c->out, "%s", bad);
+    } else if (b) {
+        rc = zscan_big(c, b, cv, pattern, count);
     } else {
         size_t n = 0;
         for (size_t i = 0; i < z.n; i++)
@@ -1409,8 +1706,10 @@ static int cmd_zscan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
             reply_bulk(&c->out, buf, (size_t)len);
         }
     }
+    if (b)
+        rc = zb_close(b, rc);
     zset_free(&z);
-    return 0;
+    return rc;
 }
 
 /* ---- the blocking forms: ZPOPMIN/ZPOPMAX and ZMPOP when a key holds a

@@ -751,6 +751,191 @@ int zb_at(zb *z, uint64_t r, double *s, char **m, size_t *mn)
     return z->err = TXN_E_CORRUPT; /* the counts do not add up */
 }
 
+/* ---- ranks of bounds, and walks from a rank: the range commands in
+ * O(log n + m) rather than a read of the whole set */
+
+/* An entry is before the bound if its score is below s (at most s, with
+ * `after`), or by member (lex) if its member is below m (at most m) */
+struct bound {
+    int lex, after;
+    double s;
+    struct kv_slice m;
+};
+
+static int before(zb *z, const struct ent *e, const struct bound *b)
+{
+    if (!b->lex)
+        return b->after ? e->s <= b->s : e->s < b->s;
+    int c = ent_mcmp(z, e, b->m);
+    return b->after ? c <= 0 : c < 0;
+}
+
+/* The members before b, counted on the way down tree 0 (the order puts
+ * them all first: by score always, by member when the scores allow) */
+static int rank_of(zb *z, const struct bound *b, uint64_t *rank)
+{
+    int rc = begin(z);
+    uint64_t o = z->h.root[0], r = 0;
+    for (int depth = 0; !rc && o; depth++) {
+        struct node *x = depth < MAXDEPTH ? get(z, o) : NULL;
+        if (!x)
+            return z->err ? z->err : (z->err = TXN_E_CORRUPT);
+        unsigned lo = 0, hi = x->n;
+        while (lo < hi) {
+            unsigned mid = (lo + hi) / 2;
+            if (before(z, &x->e[mid], b))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (z->err)
+            return z->err;
+        if (x->leaf) {
+            r += lo;
+            break;
+        }
+        for (unsigned j = 0; j < lo; j++)
+            r += (uint64_t)x->cnt[j] + 1;
+        o = x->child[lo];
+    }
+    *rank = r;
+    return rc;
+}
+
+int zb_rank_of_score(zb *z, double s, int after, uint64_t *rank)
+{
+    struct bound b = {0, after, s, {NULL, 0}};
+    return rank_of(z, &b, rank);
+}
+
+int zb_rank_of_member(zb *z, struct kv_slice m, int after, uint64_t *rank)
+{
+    struct bound b = {1, after, 0, m};
+    return rank_of(z, &b, rank);
+}
+
+/* A walk holds the path from the root: each level's node (a copy, as a
+ * walk may pass more nodes than an operation's cache holds) and where it
+ * is; the deepest level is at an entry, every other one in a child. */
+struct zb_walk {
+    zb *z;
+    int d;
+    struct {
+        struct node x;
+        unsigned i;
+    } lv[MAXDEPTH];
+};
+
+static int walk_push(zb_walk *w, uint64_t o)
+{
+    zb *z = w->z;
+    if (w->d >= MAXDEPTH || o < HDR || o > z->len || z->len - o < NODE)
+        return TXN_E_CORRUPT;
+    struct node *x = &w->lv[w->d].x;
+    int rc = rd(z, o, x, NODE);
+    if (!rc && (x->n > MAXK || x->n == 0)) /* no node of a non-empty tree is empty */
+        rc = TXN_E_CORRUPT;
+    if (!rc)
+        w->d++;
+    return rc;
+}
+
+/* Down from child o to its first entry (dir 1) or its last (-1) */
+static int walk_down(zb_walk *w, uint64_t o, int dir)
+{
+    for (;;) {
+        int rc = walk_push(w, o);
+        if (rc)
+            return rc;
+        struct node *x = &w->lv[w->d - 1].x;
+        unsigned i = dir > 0 ? 0 : x->n;
+        w->lv[w->d - 1].i = x->leaf && dir < 0 ? i - 1 : i;
+        if (x->leaf)
+            return 0;
+        o = x->child[i];
+    }
+}
+
+int zb_walk_open(zb *z, uint64_t r, zb_walk **out)
+{
+    int rc = flush(z); /* the walk reads the stored nodes */
+    if (rc)
+        return rc;
+    if (r >= z->h.count)
+        return TXN_E_CORRUPT;
+    zb_walk *w = malloc(sizeof *w);
+    if (!w)
+        return TXN_E_NOMEM;
+    w->z = z;
+    w->d = 0;
+    uint64_t o = z->h.root[0];
+    while (!(rc = walk_push(w, o))) {
+        struct node *x = &w->lv[w->d - 1].x;
+        unsigned i = 0;
+        if (x->leaf) {
+            if (r >= x->n)
+                break;
+            w->lv[w->d - 1].i = (unsigned)r;
+            *out = w;
+            return 0;
+        }
+        for (; i <= x->n; i++) {
+            if (r < x->cnt[i])
+                break;
+            r -= x->cnt[i];
+            if (i < x->n && r == 0) {
+                w->lv[w->d - 1].i = i;
+                *out = w;
+                return 0;
+            }
+            if (i < x->n)
+                r--;
+        }
+        if (i > x->n)
+            break;
+        w->lv[w->d - 1].i = i;
+        o = x->child[i];
+    }
+    free(w);
+    return rc ? rc : TXN_E_CORRUPT; /* the counts do not add up */
+}
+
+int zb_walk_get(zb_walk *w, double *s, char **m, size_t *mn)
+{
+    const struct ent *e = &w->lv[w->d - 1].x.e[w->lv[w->d - 1].i];
+    *s = e->s;
+    return ent_member(w->z, e, m, mn);
+}
+
+int zb_walk_step(zb_walk *w, int dir)
+{
+    struct node *x = &w->lv[w->d - 1].x;
+    unsigned *i = &w->lv[w->d - 1].i;
+    if (!x->leaf) { /* to the first entry after it, or the last before */
+        if (dir > 0)
+            ++*i;
+        return walk_down(w, x->child[*i], dir);
+    }
+    if (dir > 0 ? *i + 1 < x->n : *i > 0) {
+        *i += dir > 0 ? 1 : (unsigned)-1;
+        return 0;
+    }
+    while (--w->d > 0) { /* up, to the entry after the child (or before) */
+        unsigned *pi = &w->lv[w->d - 1].i;
+        if (dir > 0 ? *pi < w->lv[w->d - 1].x.n : *pi > 0) {
+            if (dir < 0)
+                --*pi;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void zb_walk_free(zb_walk *w)
+{
+    free(w);
+}
+
 /* ---- the whole set out, and in */
 
 struct out {

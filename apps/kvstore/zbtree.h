@@ -46,6 +46,21 @@ int zb_remove(zb *z, struct kv_slice m, double *old);
 /* The member of rank r (< zb_card): its score, and its bytes in *m
  * (malloc'd, for the caller to free) */
 int zb_at(zb *z, uint64_t r, double *s, char **m, size_t *mn);
+/* The members before a bound, which is their rank in the order: those
+ * scored below s (at most s, with after); by member (lex, meaningful when
+ * the scores are equal, as Redis's) those below m (at most m) */
+int zb_rank_of_score(zb *z, double s, int after, uint64_t *rank);
+int zb_rank_of_member(zb *z, struct kv_slice m, int after, uint64_t *rank);
+/* A walk over the members in order from the one of rank r (< zb_card):
+ * zb_walk_get gives the member it is at (as zb_at gives it),
+ * zb_walk_step moves it to the next (dir 1) or previous (-1) one: 0, 1
+ * past the end, or an error. O(log n) to open, O(1) a step on average.
+ * The set must not change while a walk is open. */
+typedef struct zb_walk zb_walk;
+int zb_walk_open(zb *z, uint64_t r, zb_walk **out);
+int zb_walk_get(zb_walk *w, double *s, char **m, size_t *mn);
+int zb_walk_step(zb_walk *w, int dir);
+void zb_walk_free(zb_walk *w);
 /* The whole set as t_zset.c's packed record (a 4-byte count, then score,
  * length and bytes per member, in order), malloc'd */
 int zb_export(zb *z, char **p, size_t *n);

@@ -485,9 +485,10 @@ static int read_key(kv_txn *x, struct kv_slice key, struct entry *e)
  * form (zbtree.c), checked against the mirror first: a missing key or a
  * packed one (put's bytes) is converted, one kv_txn_write of 20 to 59
  * members (expiry kept); a large one gets 1 to
- * 4 adds, score changes, removes or pops of members of 4 to 40 bytes (the
- * long ones kept apart), zb_check'ed after them, the key deleted when it
- * empties. What the
+ * 4 adds, score changes, removes, pops, or removals of a run of scores
+ * as ZREMRANGEBYSCORE's (found by rank, walked, then removed) of members
+ * of 4 to 40 bytes (the long ones kept apart), zb_check'ed after them,
+ * the key deleted when it empties. What the
  * store then holds becomes the mirror: the oracle is that a commit keeps
  * those bytes whole. A key of another type is left alone. */
 enum { ZNAMES = 128, ZCONVERT = 20, ZMORE = 40, ZEVERY = 40, ZKEY = 7 };
@@ -499,6 +500,43 @@ static struct kv_slice zname(unsigned j, char *buf)
         for (unsigned i = 0; i < 36; i++)
             buf[n++] = (char)('a' + (j + i) % 26);
     return (struct kv_slice){buf, (size_t)n};
+}
+
+/* Remove the members scored in [lo, hi] as t_zset.c's ZREMRANGEBYSCORE
+ * does: their ranks by descent, their names by a walk, then each one */
+static int zrun_remove(zb *z, double lo, double hi)
+{
+    uint64_t from, to;
+    int rc = zb_rank_of_score(z, lo, 0, &from);
+    if (!rc)
+        rc = zb_rank_of_score(z, hi, 1, &to);
+    if (rc || to <= from)
+        return rc;
+    size_t n = (size_t)(to - from), got = 0;
+    struct zent *e = calloc(n, sizeof *e);
+    zb_walk *w = NULL;
+    if (!e)
+        return TXN_E_NOMEM;
+    rc = zb_walk_open(z, from, &w);
+    for (size_t i = 0; !rc && i < n; i++) {
+        char *m;
+        size_t mn;
+        if (i && (rc = zb_walk_step(w, 1)) > 0)
+            rc = TXN_E_CORRUPT;
+        if (!rc && !(rc = zb_walk_get(w, &e[i].s, &m, &mn)))
+            e[got++].m = (struct kv_slice){m, mn};
+    }
+    if (w)
+        zb_walk_free(w);
+    for (size_t i = 0; !rc && i < got; i++) {
+        double old;
+        rc = zb_remove(z, e[i].m, &old);
+        rc = rc == 1 ? 0 : rc < 0 ? rc : TXN_E_CORRUPT;
+    }
+    for (size_t i = 0; i < got; i++)
+        free((char *)e[i].m.p);
+    free(e);
+    return rc;
 }
 
 static int zset_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
@@ -529,7 +567,7 @@ static int zset_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
             char buf[48];
             struct kv_slice m = zname((unsigned)(sim_rand(rng) % ZNAMES), buf);
             double s = (double)(sim_rand(rng) % 100) / 4, old;
-            unsigned what = (unsigned)(sim_rand(rng) % 3);
+            unsigned what = (unsigned)(sim_rand(rng) % 4);
             if (what == 0 && (rc = zb_score(z, m, &old)) >= 0)
                 rc = rc ? zb_rescore(z, m, old, s) : zb_insert(z, s, m);
             else if (what == 1)
@@ -543,6 +581,8 @@ static int zset_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
                     rc = drift(t, k, "a pop's member");
                 if (rc >= 0)
                     free(p);
+            } else if (what == 3) {
+                rc = zrun_remove(z, s, s + 2);
             }
         }
         if (rc >= 0 && zb_card(z) && zb_check(z))

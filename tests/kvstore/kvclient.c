@@ -3894,14 +3894,17 @@ static int run_load(const char *bin)
 
 /* ---- SIGKILL under sorted set writes (issue #44)
  *
- * One connection runs random ZADD, ZINCRBY, ZREM and ZPOPMIN on one
- * sorted set of up to ZK_MEMBERS members (integer scores), each reply
+ * One connection runs random ZADD, ZINCRBY, ZREM, ZPOPMIN and
+ * ZREMRANGEBYSCORE (a span of ZK_SPAN scores: several members removed in
+ * one command) on one sorted set of up to ZK_MEMBERS members (integer
+ * scores), each reply
  * checked against a model of the acknowledged commands, until a child
  * SIGKILLs the server 20 to 300 ms in. After the restart the whole set
  * (ZRANGE WITHSCORES) must be the model, or the model with the command
  * that was in flight at the kill applied whole. KV_ZSET_KILLS rounds
  * (default 10); the set is packed in some, large (zbtree.c) in others. */
 #define ZK_MEMBERS 64
+#define ZK_SPAN 150
 
 struct zmodel {
     int in[ZK_MEMBERS];
@@ -3918,9 +3921,21 @@ static int zk_min(const struct zmodel *m)
     return b;
 }
 
-/* op 0 ZADD, 1 ZINCRBY, 2 ZREM, 3 ZPOPMIN */
+/* ZREMRANGEBYSCORE's members: those scored in [v, v + ZK_SPAN] */
+static int zk_span(const struct zmodel *m, int j, long long v)
+{
+    return m->in[j] && m->s[j] >= v && m->s[j] <= v + ZK_SPAN;
+}
+
+/* op 0 ZADD, 1 ZINCRBY, 2 ZREM, 3 ZPOPMIN, 4 ZREMRANGEBYSCORE */
 static void zk_apply(struct zmodel *m, int op, int j, long long v)
 {
+    if (op == 4) {
+        for (j = 0; j < ZK_MEMBERS; j++)
+            if (zk_span(m, j, v))
+                m->in[j] = 0;
+        return;
+    }
     if (op == 0)
         m->in[j] = 1, m->s[j] = v;
     else if (op == 1)
@@ -4002,23 +4017,27 @@ static int run_zset_kill(const char *bin)
             _exit(0);
         }
         for (;;) {
-            char name[16], num[24];
-            op = (int)(rand_r(&seed) % 4);
+            char name[16], num[24], hi[24];
+            op = (int)(rand_r(&seed) % 5);
             j = (int)(rand_r(&seed) % ZK_MEMBERS);
             v = (long long)(rand_r(&seed) % 2001) - 1000;
             snprintf(name, sizeof name, "m%02d", j);
             snprintf(num, sizeof num, "%lld", v);
+            snprintf(hi, sizeof hi, "%lld", v + ZK_SPAN);
             int rc = op == 0   ? CMD(&c, &r, "ZADD", "zk", num, name)
                      : op == 1 ? CMD(&c, &r, "ZINCRBY", "zk", num, name)
                      : op == 2 ? CMD(&c, &r, "ZREM", "zk", name)
-                               : CMD(&c, &r, "ZPOPMIN", "zk");
+                     : op == 3 ? CMD(&c, &r, "ZPOPMIN", "zk")
+                               : CMD(&c, &r, "ZREMRANGEBYSCORE", "zk", num, hi);
             if (rc || r.type == 0) {
                 reply_free(&r);
                 break; /* killed: op is in flight */
             }
             /* each reply as the model has it */
-            int good, k = zk_min(&m);
+            int good, k = zk_min(&m), spanned = 0;
             char want[32];
+            for (int i = 0; i < ZK_MEMBERS; i++)
+                spanned += zk_span(&m, i, v);
             snprintf(want, sizeof want, "%lld", (m.in[j] ? m.s[j] : 0) + v);
             if (op == 0)
                 good = is_int(&r, !m.in[j]);
@@ -4026,6 +4045,8 @@ static int run_zset_kill(const char *bin)
                 good = is_bulk(&r, want, strlen(want));
             else if (op == 2)
                 good = is_int(&r, m.in[j]);
+            else if (op == 4)
+                good = is_int(&r, spanned);
             else if (k < 0)
                 good = r.type == '*' && r.n == 0;
             else
