@@ -357,6 +357,9 @@ static void maybe_resize(kv_store *s);
 /* Commit (rc == 0) or abort, then account for what the call changed. */
 static int op_end(struct op *o, int rc)
 {
+    /* the element tables' objects this transaction made and freed
+     * (t_dict.h): counted with the keys' bytes, or dropped with it */
+    int64_t dict_bytes = dict_bytes_taken();
     if (rc < 0) {
         txn_abort(o->tx);
         return rc;
@@ -364,6 +367,7 @@ static int op_end(struct op *o, int rc)
     kv_store *s = o->s;
     if ((rc = s->commit ? s->commit(o->tx, s->commit_arg) : txn_commit(o->tx)))
         return rc;
+    o->dbytes += dict_bytes;
     /* every thread's counters: not touched when unchanged (reads, same-size
      * overwrites), or each GET would bounce their line between the workers */
     if (o->dkeys)
@@ -2105,6 +2109,19 @@ static int root_init(struct op *o)
     return rc ? rc : wr(o, o->s->root, 0, r, sizeof r);
 }
 
+/* dict_objects' fn for tally: an element table's bytes. */
+struct sizing {
+    txn_pool *p;
+    size_t n;
+};
+
+static int add_size(txn_obj *o, void *arg)
+{
+    struct sizing *z = arg;
+    z->n += txn_obj_size(z->p, o);
+    return 0;
+}
+
 /* Count keys and bytes, and the stripes a running resize has drained. */
 static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, uint64_t *expires,
                  unsigned *done)
@@ -2147,6 +2164,12 @@ static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, uint64_t *expire
                                       "than its count %llu", bits, (unsigned long long)j,
                                       (unsigned long long)n);
                     vsize = h.val && !dicted(&h) ? txn_obj_size(o->s->p, h.val) : 0;
+                    /* a table's objects (a damaged one's, as far as they go:
+                     * kv_check reports the damage) */
+                    struct sizing z = {o->s->p, 0};
+                    if (dicted(&h))
+                        (void)dict_objects(o->tx, h.val, add_size, &z);
+                    vsize += z.n;
                     if (pieced(&h)) {
                         txn_obj **list;
                         uint64_t np;
