@@ -7,12 +7,8 @@
 set -uo pipefail
 server=$1
 here=$(cd "$(dirname "$0")" && pwd)
-bash "$here/deps.sh" redis-cli || exit
 . "$here/serve.sh"
-workdir kvidle
-sock=$dir/kv.sock
-fail=0
-cli() { redis-cli -s "$sock" "$@"; }
+resp_test kvidle
 # within WHAT LOW HIGH: object idletime of key a in [LOW, HIGH]
 within() {
     local v

@@ -12,13 +12,9 @@
 set -uo pipefail
 server=$1
 here=$(cd "$(dirname "$0")" && pwd)
-bash "$here/deps.sh" redis-cli || exit
 . "$here/serve.sh"
-workdir kvmaxmem
-sock=$dir/kv.sock
-fail=0
+resp_test kvmaxmem
 bad() { echo "FAIL: $*"; fail=1; }
-cli() { redis-cli -s "$sock" "$@"; }
 used() { cli info memory | tr -d '\r' | sed -n 's/^used_memory://p'; }
 start() {
     serve "$dir/kv.log" --pool "$pool" --pool-size 64M --unix "$sock" --port 0 --threads 1 \
