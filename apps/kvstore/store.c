@@ -1637,7 +1637,7 @@ int kv_txn_idle(kv_txn *t, struct kv_slice key, uint64_t *secs)
                                        memory_order_relaxed) & REF_CLOCK;
     /* not looked up since the store opened: idle since then (as Redis's
      * keys loaded at start); else the seconds since, the clock wrapped */
-    *secs = at ? (now - at) & REF_CLOCK : now - 1;
+    *secs = (at ? now - at : now - 1) & REF_CLOCK;
     return 0;
 }
 
