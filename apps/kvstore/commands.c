@@ -1504,6 +1504,25 @@ void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
     }
 }
 
+/* Redis's check before a command that may grow the store (CMD_DENYOOM):
+ * past --max-memory, an allkeys-* policy evicts down to it (kv_evict); 1
+ * if the keys' bytes are still past it (noeviction, volatile-*, or nothing
+ * left to evict): the command is refused. The bytes count the element
+ * tables of big hashes and sets too (t_dict.h). */
+static int over_max_memory(void)
+{
+    uint64_t limit = atomic_load(&srv.max_memory), n;
+    struct kv_info ki;
+    if (!limit)
+        return 0;
+    kv_info(srv.kv, &ki);
+    if (ki.bytes > limit && config_evicts() && !kv_evict(srv.kv, limit, &n))
+        kv_info(srv.kv, &ki);
+    return ki.bytes > limit;
+}
+
+static const char oom_error[] = "OOM command not allowed when used memory > 'maxmemory'.";
+
 static void dispatch(struct conn *c, size_t argc, struct kv_slice *argv)
 {
     thread_commands++;
@@ -1544,12 +1563,18 @@ static void dispatch(struct conn *c, size_t argc, struct kv_slice *argv)
             return reply_error(&c->out, "ERR %s inside MULTI is not supported here: it "
                                "cannot be part of the block's one transaction", cmd->name);
         }
+        if ((cmd->flags & CMD_DENYOOM) && over_max_memory()) {
+            m->failed = 1; /* as Redis: EXEC then answers EXECABORT */
+            return reply_error(&c->out, "%s", oom_error);
+        }
         if (enqueue(m, cmd, argc, argv)) {
             m->failed = 1;
             return reply_error(&c->out, "ERR out of memory");
         }
         return reply_simple(&c->out, "QUEUED");
     }
+    if ((cmd->flags & CMD_DENYOOM) && over_max_memory())
+        return reply_error(&c->out, "%s", oom_error);
     size_t mark = c->out.len;
     cmd_found_full = 0;
     run(c, cmd, argc, argv);

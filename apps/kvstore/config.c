@@ -43,6 +43,11 @@ int config_lfu(void)
     return strstr(policies[cfg.maxmemory_policy], "lfu") != NULL;
 }
 
+int config_evicts(void)
+{
+    return !strncmp(policies[cfg.maxmemory_policy], "allkeys-", 8);
+}
+
 struct param {
     const char *name, *alias;
     enum kind kind;

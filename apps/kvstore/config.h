@@ -24,6 +24,12 @@ struct kv_config {
 extern struct kv_config cfg;
 /* Is maxmemory-policy an LFU one (Redis then counts accesses: OBJECT FREQ)? */
 int config_lfu(void);
+/* Does maxmemory-policy evict any key (allkeys-*)? The RESP commands evict
+ * past --max-memory only then (by kv_evict's CLOCK, whichever of Redis's
+ * orders the name says); volatile-* and noeviction refuse instead, as
+ * Redis does when no key with an expiry is left (docs/kvstore.md,
+ * section 33). */
+int config_evicts(void);
 /* Set every parameter to its default: once, before the workers start. */
 void config_init(void);
 

@@ -73,9 +73,11 @@ struct server {
     const char *mc_unix_path; /* NULL: none */
     int mc_port;              /* 0: none */
     _Atomic uint64_t max_memory; /* bytes the keys may use before
-                                    memcached's storage commands evict (0:
-                                    no limit); cache_memlimit and CONFIG
-                                    SET maxmemory set it */
+                                    memcached's storage commands evict and
+                                    RESP's that may grow the store evict
+                                    or are refused (0: no limit);
+                                    cache_memlimit and CONFIG SET maxmemory
+                                    set it */
     _Atomic uint64_t mc[MC_STATS]; /* struct mc_stats, published */
 };
 

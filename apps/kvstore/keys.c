@@ -279,8 +279,10 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
  * "skiplist". OBJECT REFCOUNT: Redis's answer, 2147483647 for a string that
  * it would have made one of its shared integers (0 to 9999), else 1.
  * OBJECT FREQ: Redis's error unless an LFU policy is set, where it keeps
- * a counter per key and this server keeps none; OBJECT IDLETIME: no
- * access time is kept per key here (docs/kvstore.md, section 28). */
+ * a counter per key and this server keeps none; OBJECT IDLETIME: the
+ * seconds since the key's slice of the key space was last looked up
+ * (kv_txn_idle; Redis's error under an LFU policy), OBJECT itself no
+ * access (docs/kvstore.md, section 33). */
 static int shared_integer(const char *v, size_t n)
 {
     long long x;
@@ -311,7 +313,8 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         "    Redis's access frequency of <key>: not kept here (an error, as Redis answers",
         "    without an LFU maxmemory-policy).",
         "IDLETIME <key>",
-        "    Seconds since <key> was last read or written: not kept here (an error).",
+        "    Seconds since <key> was last read or written (the last access of any key of",
+        "    its 2^-20 slice of the key space).",
         "REFCOUNT <key>",
         "    Redis's count of references to the value: 2147483647 for a shared integer",
         "    (a string holding 0 to 9999), else 1.",
@@ -334,6 +337,10 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     unsigned type = KV_STRING;
     struct val x = {0};
     txn_obj *d = NULL;
+    uint64_t idle = 0;
+    kv_txn_no_touch(t); /* OBJECT is no access (Redis's LOOKUP_NOTOUCH) */
+    if ((rc = kv_txn_idle(t, argv[2], &idle)) < 0)
+        return rc;
     if ((rc = kv_txn_read(t, argv[2], cmd_val_cb, &x, &type)) > 0 && x.oom)
         rc = TXN_E_NOMEM;
     if (rc > 0 && (type == KV_HASH || type == KV_SET) &&
@@ -355,8 +362,12 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
                              "runtime LRU and LFU data will take some time to adjust.");
     else if (which == 1)
         reply_error(&c->out, "ERR access frequency is not tracked by this server");
+    else if (which == 2 && config_lfu())
+        reply_error(&c->out, "ERR An LFU maxmemory policy is selected, idle time not tracked. "
+                             "Please note that when switching between policies at runtime LRU "
+                             "and LFU data will take some time to adjust.");
     else if (which == 2)
-        reply_error(&c->out, "ERR idle time is not tracked by this server");
+        reply_int(&c->out, (long long)idle);
     else if (which == 3) {
         int shared = (type == KV_STRING || type == KV_ITEM) && shared_integer(v, n);
         reply_int(&c->out, shared ? 2147483647 : 1);

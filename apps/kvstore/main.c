@@ -188,9 +188,7 @@ static int open_store(const struct options *o)
     struct kv_opts ko = {.pool_size = o->pool_size, .pool_start = o->pool_start,
                          .threads = slots < 64 ? 64 : slots > 1024 ? 1024 : slots,
                          .resize_step = o->resize_step, .no_create = o->check,
-                         .view = o->check,
-                         /* only memcached's commands evict */
-                         .no_refs = !srv.mc_port && !srv.mc_unix_path};
+                         .view = o->check};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = kv_open(o->pool, &ko, &srv.kv);

@@ -124,6 +124,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define LAYOUT "pmtx-kvstore"
 #define KV_MAGIC 0x31766b78746d70ULL /* "pmtxkv1" */
@@ -152,6 +153,8 @@
 #define MIGRATE_SCAN 8 /* default of kv_opts.resize_step */
 #define WORDS (STRIPES / 64)
 #define REF_BITS 20 /* kv_evict's CLOCK: 2^20 slices of the hash space */
+#define REF_SEEN (1u << 31)     /* a slice's CLOCK bit */
+#define REF_CLOCK 0xffffffu     /* a slice's seconds: 24 bits, as Redis's LRU clock */
 
 /* root */
 enum { R_MAGIC = 0, R_VERSION = 8, R_STRIPES = 16, R_SEG = 24, R_TABLE = 32, R_OLD = 40,
@@ -256,9 +259,12 @@ struct kv_store {
     int no_refs; /* kv_opts.no_refs */
     _Atomic uint64_t version[STRIPES]; /* writing commits per stripe (DRAM) */
     _Atomic unsigned bits, resizing, stripes_done; /* mirrors, for lock-free checks */
-    /* eviction's CLOCK (kv_evict): a reference byte per slice of the
-     * hash space, set by every lookup, and the hand */
-    unsigned char ref[1u << REF_BITS];
+    /* per slice of the hash space, what every lookup sets (DRAM: written
+     * by any thread, relaxed, no lock): REF_SEEN, eviction's CLOCK bit
+     * (kv_evict, which clears it), and the store's clock (REF_CLOCK bits)
+     * at the lookup, OBJECT IDLETIME's (kv_txn_idle); the hand */
+    _Atomic uint32_t ref[1u << REF_BITS];
+    time_t t0; /* CLOCK_MONOTONIC_COARSE seconds at open, less one */
     _Atomic uint64_t hand, evictions;
     /* lazy free: the hashes of buried nodes, oldest first, each with a
      * hint where its table's freeing goes on (dict_free_some) */
@@ -277,6 +283,7 @@ struct op {
     txn *tx;
     uint64_t locked[WORDS]; /* stripes held */
     int64_t dkeys, dbytes, dexp; /* applied to the DRAM totals after commit */
+    int no_touch;           /* lookups leave the slices' marks (kv_txn_no_touch) */
     unsigned done;          /* stripes whose migration this call finished */
     kv_key_fn expired;      /* scans: where expired keys go (NULL: nowhere) */
     void *expired_arg;
@@ -405,6 +412,9 @@ static void lazy_push(kv_store *s, const uint64_t *h, size_t n);
 
 static int op_end(struct op *o, int rc)
 {
+    /* the element tables' objects this transaction made and freed
+     * (t_dict.h): counted with the keys' bytes, or dropped with it */
+    int64_t dict_bytes = dict_bytes_taken();
     if (rc < 0) {
         txn_abort(o->tx);
         free(o->lazy);
@@ -417,6 +427,7 @@ static int op_end(struct op *o, int rc)
     free(o->lazy);
     if (rc)
         return rc;
+    o->dbytes += dict_bytes;
     /* every thread's counters: not touched when unchanged (reads, same-size
      * overwrites), or each GET would bounce their line between the workers */
     if (o->dkeys)
@@ -1010,15 +1021,29 @@ static int bucket_of(struct op *o, uint64_t h, struct bref *b)
 
 /* Find a key for reading: in its old bucket while that is not drained,
  * else in the new table. */
-/* A lookup of a key of hash h: its slice was referenced (kv_evict). The
- * byte is read first so that a hot slice's line is not written again. */
-static inline void ref_mark(kv_store *s, uint64_t h)
+/* The store's clock: seconds since it opened, from 1 (0 in a slice: not
+ * looked up since), wrapping at REF_CLOCK. The coarse clock reads the
+ * kernel's tick without a system call or a TSC read: a lookup can afford
+ * it. */
+static inline uint32_t ref_now(const kv_store *s)
 {
-    if (s->no_refs)
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint32_t)(ts.tv_sec - s->t0) & REF_CLOCK;
+}
+
+/* A lookup of a key of hash h: its slice was referenced (kv_evict) now
+ * (kv_txn_idle). The word is read first and written only when it changes,
+ * at most once a second, so that a hot slice's line is not written again
+ * by every lookup. */
+static inline void ref_mark(const struct op *o, uint64_t h)
+{
+    if (o->s->no_refs || o->no_touch)
         return;
-    unsigned char *r = &s->ref[h >> (64 - REF_BITS)];
-    if (!__atomic_load_n(r, __ATOMIC_RELAXED))
-        __atomic_store_n(r, 1, __ATOMIC_RELAXED);
+    _Atomic uint32_t *r = &o->s->ref[h >> (64 - REF_BITS)];
+    uint32_t want = ref_now(o->s) | REF_SEEN;
+    if (atomic_load_explicit(r, memory_order_relaxed) != want)
+        atomic_store_explicit(r, want, memory_order_relaxed);
 }
 
 /* Find (h, k): in its old bucket while that is not drained, else in the
@@ -1046,7 +1071,7 @@ static int locate(struct op *o, uint64_t h, struct kv_slice k, struct bref *b, s
 static int lookup(struct op *o, struct kv_slice k, struct hit *hit)
 {
     uint64_t h = op_hash(o, k);
-    ref_mark(o->s, h);
+    ref_mark(o, h);
     struct bref b;
     return locate(o, h, k, &b, hit);
 }
@@ -1371,7 +1396,7 @@ static int find_w(struct op *o, struct kv_slice k, uint64_t *h, struct bref *b, 
                   int lean)
 {
     *h = op_hash(o, k);
-    ref_mark(o->s, *h);
+    ref_mark(o, *h);
     int rc = lean ? 0 : migrate(o, *h);
     if (!rc)
         rc = locate(o, *h, k, b, hit);
@@ -1701,6 +1726,25 @@ int kv_txn_del(kv_txn *t, struct kv_slice key)
     if (rc <= 0)
         return rc;
     return (rc = del_hit(&t->o, &b, &hit)) ? rc : 1;
+}
+
+void kv_txn_no_touch(kv_txn *t)
+{
+    t->o.no_touch = 1;
+}
+
+int kv_txn_idle(kv_txn *t, struct kv_slice key, uint64_t *secs)
+{
+    if (!txn_holds(t, key))
+        return TXN_E_STATE;
+    kv_store *s = t->o.s;
+    uint32_t now = ref_now(s);
+    uint32_t at = atomic_load_explicit(&s->ref[t->o.hv >> (64 - REF_BITS)],
+                                       memory_order_relaxed) & REF_CLOCK;
+    /* not looked up since the store opened: idle since then (as Redis's
+     * keys loaded at start); else the seconds since, the clock wrapped */
+    *secs = (at ? now - at : now - 1) & REF_CLOCK;
+    return 0;
 }
 
 txn *kv_txn_tx(kv_txn *t)
@@ -2290,10 +2334,8 @@ int kv_evict(kv_store *s, uint64_t limit, uint64_t *evicted)
     for (uint64_t turn = 0; !rc && atomic_load(&s->bytes) > limit && turn < 2u << REF_BITS;
          turn++) {
         uint64_t j = atomic_fetch_add(&s->hand, 1) & ((1u << REF_BITS) - 1);
-        if (__atomic_load_n(&s->ref[j], __ATOMIC_RELAXED)) {
-            __atomic_store_n(&s->ref[j], 0, __ATOMIC_RELAXED);
-            continue;
-        }
+        if (atomic_fetch_and_explicit(&s->ref[j], ~REF_SEEN, memory_order_relaxed) & REF_SEEN)
+            continue; /* the clock stays: IDLETIME's */
         unsigned bits = atomic_load(&s->bits);
         size_t buckets = bits > REF_BITS ? (size_t)1 << (bits - REF_BITS) : 1;
         struct slice_bag sb = {{0}, j};
@@ -2311,7 +2353,8 @@ int kv_evict(kv_store *s, uint64_t limit, uint64_t *evicted)
         free(sb.bag.k);
         if (!rc && sb.bag.oom)
             rc = TXN_E_NOMEM;
-        __atomic_store_n(&s->ref[j], 0, __ATOMIC_RELAXED); /* the deletes' lookups */
+        atomic_fetch_and_explicit(&s->ref[j], ~REF_SEEN, memory_order_relaxed); /* the
+                                                                        deletes' lookups */
     }
     atomic_fetch_add(&s->evictions, *evicted);
     return rc;
@@ -2470,6 +2513,19 @@ static int root_init(struct op *o)
     return rc ? rc : wr(o, o->s->root, 0, r, sizeof r);
 }
 
+/* dict_objects' fn for tally: an element table's bytes. */
+struct sizing {
+    txn_pool *p;
+    size_t n;
+};
+
+static int add_size(txn_obj *o, void *arg)
+{
+    struct sizing *z = arg;
+    z->n += txn_obj_size(z->p, o);
+    return 0;
+}
+
 /* Count keys and bytes, and the stripes a running resize has drained. */
 static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, uint64_t *expires,
                  unsigned *done)
@@ -2512,6 +2568,12 @@ static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, uint64_t *expire
                                       "than its count %llu", bits, (unsigned long long)j,
                                       (unsigned long long)n);
                     vsize = h.val && !dicted(&h) ? txn_obj_size(o->s->p, h.val) : 0;
+                    /* a table's objects (a damaged one's, as far as they go:
+                     * kv_check reports the damage) */
+                    struct sizing z = {o->s->p, 0};
+                    if (dicted(&h))
+                        (void)dict_objects(o->tx, h.val, add_size, &z);
+                    vsize += z.n;
                     if (pieced(&h)) {
                         txn_obj **list;
                         uint64_t np;
@@ -2602,6 +2664,9 @@ int kv_adopt(txn_pool *p, txn_obj *root, const struct kv_opts *opt, kv_store **o
     s->resize_step = opt->resize_step ? opt->resize_step : MIGRATE_SCAN;
     s->view = opt->view;
     s->no_refs = opt->no_refs;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    s->t0 = ts.tv_sec - 1;
     int rc = load(s);
     if (rc) {
         kv_close(s);

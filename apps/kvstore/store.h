@@ -36,8 +36,8 @@ struct kv_opts {
     int no_create;        /* a missing pool file is TXN_E_NOENT */
     int view;             /* open a private view (txn_pool_view): nothing
                              this process does reaches the file */
-    int no_refs;          /* lookups leave kv_evict's reference bytes
-                             alone: for a store that never evicts, which
+    int no_refs;          /* lookups leave the slices' marks alone
+                             (kv_evict's recency, kv_txn_idle's clock):
                              saves a cache miss a key (kv_evict still
                              works, without recency) */
     /* when not NULL, ends each transaction the store commits instead of
@@ -198,6 +198,18 @@ int kv_val_read(kv_val *v, uint64_t off, void *dst, size_t n);
  * 0 or an error. */
 int kv_val_write(kv_val *v, uint64_t off, const void *src, size_t n);
 void kv_val_close(kv_val *v);
+/* OBJECT's lookups: the transaction's reads from now on leave the keys'
+ * access marks alone (eviction's recency, kv_txn_idle's clock), as Redis's
+ * LOOKUP_NOTOUCH. */
+void kv_txn_no_touch(kv_txn *t);
+/* Seconds since key was last looked up (OBJECT IDLETIME), in *secs,
+ * whether it exists or not: the store keeps, in DRAM, a 24-bit clock of
+ * seconds per 2^-20 slice of the hash space (kv_evict's slices), which
+ * every lookup sets, so a key answers for the most recent lookup of its
+ * slice (one key a slice or so at the table's load; fewer keys, fewer
+ * sharing); a restart starts every slice at the open. 0 or TXN_E_STATE
+ * (a key the transaction does not hold). Nothing with kv_opts.no_refs. */
+int kv_txn_idle(kv_txn *t, struct kv_slice key, uint64_t *secs);
 /* ---- hashes and sets past their packed size: the key's value is an
  * element table (t_dict.h) that the commands change through the
  * transaction's txn (kv_txn_tx); deleting or replacing the key frees it.

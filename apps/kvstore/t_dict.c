@@ -61,6 +61,33 @@ static uint64_t ehash(const char *p, size_t n)
     return h;
 }
 
+/* dict_bytes_taken's count: a thread's, as its transactions are */
+static _Thread_local int64_t taken;
+
+int64_t dict_bytes_taken(void)
+{
+    int64_t n = taken;
+    taken = 0;
+    return n;
+}
+
+static int dalloc(txn *tx, size_t n, txn_obj **out)
+{
+    int rc = txn_alloc(tx, n, out);
+    if (!rc)
+        taken += (int64_t)txn_obj_size(txn_pool_of(tx), *out);
+    return rc;
+}
+
+static int dfree(txn *tx, txn_obj *o)
+{
+    int64_t n = (int64_t)txn_obj_size(txn_pool_of(tx), o);
+    int rc = txn_free(tx, o);
+    if (!rc)
+        taken -= n;
+    return rc;
+}
+
 static int hdr_read(txn *tx, txn_obj *d, struct hdr *h)
 {
     int rc = txn_read(tx, d, 0, h, sizeof *h);
@@ -92,7 +119,7 @@ static int head_ref(txn *tx, const struct hdr *h, uint64_t b, txn_obj **seg, siz
 static int seg_new(txn *tx, txn_obj **out)
 {
     static const char zeros[SEG_BYTES];
-    int rc = txn_alloc(tx, SEG_BYTES, out);
+    int rc = dalloc(tx, SEG_BYTES, out);
     return rc ? rc : txn_write(tx, *out, 0, zeros, sizeof zeros);
 }
 
@@ -100,9 +127,9 @@ int dict_new(txn *tx, txn_obj **out)
 {
     struct hdr h = {0, 0, 0, 1, NULL};
     txn_obj *d, *seg;
-    int rc = txn_alloc(tx, HDR_SIZE, &d);
+    int rc = dalloc(tx, HDR_SIZE, &d);
     if (!rc)
-        rc = txn_alloc(tx, 8 * 8, &h.dir);
+        rc = dalloc(tx, 8 * 8, &h.dir);
     if (!rc)
         rc = seg_new(tx, &seg);
     if (!rc)
@@ -207,7 +234,7 @@ static int node_new(txn *tx, txn_obj *next, uint64_t hash, const char *f, size_t
         memcpy(img + NODE_HDR, f, fn);
     if (vn)
         memcpy(img + NODE_HDR + fn, v, vn);
-    int rc = txn_alloc(tx, size, out);
+    int rc = dalloc(tx, size, out);
     if (!rc)
         rc = txn_write(tx, *out, 0, img, size);
     if (img != small)
@@ -229,12 +256,12 @@ static int dir_room(txn *tx, struct hdr *h)
         return TXN_E_NOMEM;
     int rc = txn_read(tx, h->dir, 0, copy, bytes);
     if (!rc)
-        rc = txn_alloc(tx, 2 * bytes, &nd);
+        rc = dalloc(tx, 2 * bytes, &nd);
     if (!rc)
         rc = txn_write(tx, nd, 0, copy, bytes);
     free(copy);
     if (!rc)
-        rc = txn_free(tx, h->dir);
+        rc = dfree(tx, h->dir);
     if (!rc)
         h->dir = nd;
     return rc;
@@ -305,7 +332,7 @@ int dict_set(txn *tx, txn_obj *d, const char *f, size_t fn, const char *v, size_
         if ((p.nh.lens >> 32) == vn) /* same length: the bytes in place */
             return vn ? txn_write(tx, p.node, NODE_HDR + fn, v, vn) : 0;
         if ((rc = node_new(tx, p.nh.next, hash, f, fn, v, vn, &node)) ||
-            (rc = txn_free(tx, p.node)))
+            (rc = dfree(tx, p.node)))
             return rc;
         return txn_write(tx, p.link, p.link_off, &node, sizeof node);
     }
@@ -334,7 +361,7 @@ int dict_del(txn *tx, txn_obj *d, const char *f, size_t fn)
     if (rc <= 0)
         return rc;
     h.count--;
-    if ((rc = txn_free(tx, p.node)) ||
+    if ((rc = dfree(tx, p.node)) ||
         (rc = txn_write(tx, p.link, p.link_off, &p.nh.next, sizeof p.nh.next)) ||
         (rc = txn_write(tx, d, H_COUNT, &h.count, sizeof h.count)))
         return rc;
@@ -472,7 +499,7 @@ int dict_copy(txn *tx, txn_obj *d, txn_obj **out)
 static int free_node(txn *tx, txn_obj *node, const struct node *nh, void *arg)
 {
     (void)nh, (void)arg;
-    return txn_free(tx, node);
+    return dfree(tx, node);
 }
 
 /* The table's segments, directory and header, its elements freed. */
@@ -482,11 +509,11 @@ static int free_frame(txn *tx, const struct hdr *h, txn_obj *d)
     for (uint64_t s = 0; !rc && s < h->nseg; s++) {
         txn_obj *seg;
         if (!(rc = txn_read(tx, h->dir, (size_t)s * 8, &seg, sizeof seg)))
-            rc = txn_free(tx, seg);
+            rc = dfree(tx, seg);
     }
     if (!rc)
-        rc = txn_free(tx, h->dir);
-    return rc ? rc : txn_free(tx, d);
+        rc = dfree(tx, h->dir);
+    return rc ? rc : dfree(tx, d);
 }
 
 int dict_free(txn *tx, txn_obj *d)
@@ -527,7 +554,7 @@ int dict_free_some(txn *tx, txn_obj *d, uint64_t *cursor, uint64_t budget, uint6
             if (!h.count)
                 return TXN_E_CORRUPT;
             if (!(rc = txn_read(tx, cur, N_NEXT, &next, sizeof next)) &&
-                !(rc = txn_free(tx, cur))) {
+                !(rc = dfree(tx, cur))) {
                 cur = next;
                 h.count--;
                 left--;

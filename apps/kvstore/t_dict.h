@@ -15,6 +15,13 @@
 
 #include "txn.h"
 
+/* Bytes of pool objects this thread's table calls allocated, less those
+ * they freed, since the last call of it: how the store counts the tables'
+ * objects in the keys' bytes (kv_info), per element added or removed,
+ * without walking a table. Every call on a table runs on the thread of its
+ * transaction, between the store's begin and end of it. */
+int64_t dict_bytes_taken(void);
+
 /* Called with an element: copy it, do not keep it. */
 typedef void (*dict_elem_fn)(void *arg, const char *f, size_t fn, const char *v, size_t vn);
 

@@ -22,9 +22,12 @@
  * big set's change (dict_op: members added to or taken from its element
  * table, t_dict.h, through kv_txn_dict; a packed set the puts made
  * converted to a table, its record freed, in the same transaction), past
- * the 64 members where the table starts to split buckets. A delete or
- * an overwrite of a table (or of a value in pieces) only buries its node
- * (store.c, lazy free); one step in four, while some are pending, is a
+ * the 64 members where the table starts to split buckets; a hash's HSET,
+ * HSETNX, HINCRBY, HDEL or DEL on one key in HEVERY (hash_op: packed, the
+ * conversion to a table past the workload's thresholds, the table's
+ * changes, the key gone with its last field). A delete or an overwrite
+ * of a table (or of a value in pieces) only buries its node (store.c,
+ * lazy free); one step in four, while some are pending, is a
  * kv_lazy_free of LAZY_BUDGET objects, which changes no key, so crashes
  * fall between and inside the steps that free a table.
  *
@@ -103,6 +106,25 @@ static uint64_t dmask[SIM_THREADS][2][RESIZE_KEYS][MASK_WORDS]; /* a big set's
                                                                    committed, [1]
                                                                    the
                                                                    transaction's */
+/* A hash's mirror (hash_op): per field its value, a number (HINCRBY's) or
+ * letters made from a seed; the packed record's field order. */
+enum { HFIELDS = 96, HPACK_ENTRIES = 16, HPACK_VALUE = 24, HEVERY = 20, HKEY = 13, HVMAX = 60,
+       HSLOTS = RESIZE_KEYS / HEVERY + 1 };
+struct hfield {
+    int64_t num;
+    uint32_t seed;
+    uint8_t len;
+    uint8_t kind; /* 0 absent, 1 a number, 2 letters */
+};
+struct hmir {
+    uint8_t valid; /* the key holds the hash hash_op made (not a put's bytes) */
+    uint8_t table; /* kept as an element table */
+    uint16_t n;
+    uint8_t order[HFIELDS]; /* the packed record's fields, first added first */
+    struct hfield f[HFIELDS];
+};
+static struct hmir hm[SIM_THREADS][2][HSLOTS]; /* [0] committed, [1] the
+                                                  transaction's, by key / HEVERY */
 static unsigned nkeys = KEYS;           /* keys of the run */
 static unsigned nlong;                  /* long keys of the run: 0 or LONG */
 static int grow[SIM_THREADS];           /* the next step adds the key that
@@ -245,6 +267,7 @@ static int put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng,
     e->vh = value_hash(vbuf[t], e->len);
     e->at = at != KV_KEEPTTL ? at : e->present ? e->at : 0;
     e->present = 1;
+    hm[t][1][k / HEVERY].valid &= k % HEVERY != HKEY; /* a hash's key: bytes now */
     /* a string, a hash, an item, a set, a sorted set (the last two: the
      * node's third type bit); lists: list_op */
     static const uint32_t types[] = {KV_STRING, KV_HASH, KV_ITEM, KV_SET, KV_ZSET};
@@ -351,6 +374,7 @@ struct got {
 
 static struct kv_slice member_of(unsigned i, char *buf);
 static int table_members(kv_txn *x, txn_obj *d, uint64_t *mask, uint32_t *n);
+static int hash_table(kv_txn *x, txn_obj *d, uint32_t *n, uint64_t *vh);
 
 /* A big set's change on key k, as t_set.c runs SADD and SREM on a table:
  * the table (kv_txn_dict) checked against the mirror, then 1 to 24
@@ -370,6 +394,8 @@ static int dict_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
     int rc = kv_txn_dict(x, key, &type, &d);
     if (rc < 0)
         return rc;
+    if (d && type == KV_HASH && e->present && e->type == KV_HASH)
+        return 0; /* a big hash: hash_op's */
     if (d && (type != KV_SET || !e->present || e->type != KV_SET))
         return drift(t, k, "a table's presence");
     if (d && ((rc = table_members(x, d, seen, &n)) ||
@@ -465,7 +491,10 @@ static int read_key(kv_txn *x, struct kv_slice key, struct entry *e)
         return rc;
     if ((rc = kv_txn_dict(x, key, &type, &d)) < 0)
         return rc;
-    if (rc) {
+    if (rc && type == KV_HASH) {
+        if ((rc = hash_table(x, d, &g.len, &g.vh)))
+            return rc;
+    } else if (rc) {
         uint64_t mask[MASK_WORDS];
         if ((rc = table_members(x, d, mask, &g.len)))
             return rc;
@@ -601,6 +630,276 @@ static int zset_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
     return e->type == KV_ZSET && e->at == at ? 0 : drift(t, k, "a sorted set's type or expiry");
 }
 
+/* A hash's command on key k (one key in HEVERY) as t_hash.c runs HSET,
+ * HSETNX, HINCRBY, HDEL and DEL, checked against the mirror first. Packed
+ * (a record of the fields in the order they came, t_hash.c's), a change
+ * writes the record again; past HPACK_ENTRIES fields or with a field or
+ * value longer than HPACK_VALUE bytes (the workload's hash-max-listpack-*)
+ * the record becomes an element table (t_dict.h): made, filled and linked,
+ * the record freed, in the command's transaction; from then on fields are
+ * set and deleted in the table, which stays one below the thresholds, and
+ * the key goes with its last field. HFIELDS fields: tables pass the 64
+ * elements where buckets split. A put's bytes of type hash (no record) are
+ * replaced by the first change; other types are left alone. */
+static struct kv_slice hfield_of(unsigned i, char *buf)
+{
+    int n = snprintf(buf, 48, "f%u", i);
+    if (i % 31 == 7) /* a long one: past HPACK_VALUE */
+        for (; n < 30; n++)
+            buf[n] = (char)('a' + (i + (unsigned)n) % 26);
+    return (struct kv_slice){buf, (size_t)n};
+}
+
+static size_t hvalue_of(const struct hfield *f, char *buf)
+{
+    if (f->kind == 1)
+        return (size_t)snprintf(buf, HVMAX + 1, "%lld", (long long)f->num);
+    for (unsigned j = 0; j < f->len; j++) /* letters: HINCRBY refuses them */
+        buf[j] = (char)('a' + (f->seed + j * 7) % 26);
+    return f->len;
+}
+
+/* A table's digest: per field present its number, value length and bytes. */
+static uint64_t hdigest(uint64_t d, unsigned i, const char *v, size_t vn)
+{
+    uint32_t len = (uint32_t)vn;
+    d = sim_hash(d, &i, sizeof i);
+    d = sim_hash(d, &len, sizeof len);
+    return sim_hash(d, v, vn);
+}
+
+struct hval {
+    char v[HVMAX + 1];
+    size_t n;
+    int ok;
+};
+
+static void hval_copy(void *arg, const char *f, size_t fn, const char *v, size_t vn)
+{
+    (void)f, (void)fn;
+    struct hval *h = arg;
+    h->ok = vn <= HVMAX;
+    h->n = vn;
+    if (h->ok)
+        memcpy(h->v, v, vn);
+}
+
+/* A hash's table as the mirror digests it: its count and fields. */
+static int hash_table(kv_txn *x, txn_obj *d, uint32_t *n, uint64_t *vh)
+{
+    uint64_t count, dg = 29;
+    int rc = dict_count(kv_txn_tx(x), d, &count);
+    for (unsigned i = 0; i < HFIELDS && !rc; i++) {
+        char buf[48];
+        struct kv_slice f = hfield_of(i, buf);
+        struct hval v = {{0}, 0, 1};
+        if ((rc = dict_get(kv_txn_tx(x), d, f.p, f.n, hval_copy, &v)) > 0)
+            dg = v.ok ? hdigest(dg, i, v.v, v.n) : sim_hash(dg, "long", 4);
+        rc = rc < 0 ? rc : 0;
+    }
+    *n = (uint32_t)count;
+    *vh = dg;
+    return rc;
+}
+
+/* The mirror's value of the key: the record (packed) or the table's
+ * digest, as read_key gives them. */
+static void hash_entry(const struct hmir *h, struct entry *e, char *rec)
+{
+    char v[HVMAX + 1], name[48];
+    if (h->table) {
+        uint64_t dg = 29;
+        for (unsigned i = 0; i < HFIELDS; i++)
+            if (h->f[i].kind)
+                dg = hdigest(dg, i, v, hvalue_of(&h->f[i], v));
+        e->len = h->n;
+        e->vh = dg;
+        return;
+    }
+    size_t len = 4;
+    put_le32(rec, h->n);
+    for (unsigned j = 0; j < h->n; j++) {
+        unsigned i = h->order[j];
+        struct kv_slice f = hfield_of(i, name);
+        size_t vn = hvalue_of(&h->f[i], v);
+        put_le32(rec + len, (uint32_t)f.n);
+        memcpy(rec + len + 4, f.p, f.n);
+        len += 4 + f.n;
+        put_le32(rec + len, (uint32_t)vn);
+        memcpy(rec + len + 4, v, vn);
+        len += 4 + vn;
+    }
+    e->len = (uint32_t)len;
+    e->vh = value_hash(rec, len);
+}
+
+/* Does the packed hash pass the thresholds (t_hash.c's too_big)? */
+static int hash_too_big(const struct hmir *h)
+{
+    char v[HVMAX + 1], name[48];
+    if (h->n > HPACK_ENTRIES)
+        return 1;
+    for (unsigned j = 0; j < h->n; j++)
+        if (hfield_of(h->order[j], name).n > HPACK_VALUE ||
+            hvalue_of(&h->f[h->order[j]], v) > HPACK_VALUE)
+            return 1;
+    return 0;
+}
+
+/* Set field i of the mirror w (table d when not NULL): 1 added, 0
+ * replaced. */
+static int hash_set(txn *tx, txn_obj *d, struct hmir *w, unsigned i, const struct hfield *f)
+{
+    char v[HVMAX + 1], name[48];
+    int had = w->f[i].kind != 0, rc = 0;
+    if (d) {
+        struct kv_slice fn = hfield_of(i, name);
+        rc = dict_set(tx, d, fn.p, fn.n, v, hvalue_of(f, v), 0);
+        if (rc >= 0 && rc != !had)
+            return TXN_E_CORRUPT;
+    }
+    if (rc < 0)
+        return rc;
+    if (!had)
+        w->order[w->n++] = (uint8_t)i;
+    w->f[i] = *f;
+    return !had;
+}
+
+static int hash_del(txn *tx, txn_obj *d, struct hmir *w, unsigned i)
+{
+    char name[48];
+    int had = w->f[i].kind != 0, rc = 0;
+    if (d) {
+        struct kv_slice fn = hfield_of(i, name);
+        rc = dict_del(tx, d, fn.p, fn.n);
+        if (rc >= 0 && rc != had)
+            return TXN_E_CORRUPT;
+    }
+    if (rc < 0 || !had)
+        return rc;
+    for (unsigned j = 0; j < w->n; j++)
+        if (w->order[j] == i) {
+            memmove(&w->order[j], &w->order[j + 1], w->n - j - 1u);
+            break;
+        }
+    w->n--;
+    w->f[i].kind = 0;
+    return 1;
+}
+
+static int hash_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
+{
+    struct entry *e = &next[t][k], seen = {0};
+    struct hmir *h = &hm[t][1][k / HEVERY], w;
+    txn *tx = kv_txn_tx(x);
+    txn_obj *d = NULL;
+    unsigned type;
+    int rc = read_key(x, key, &seen), changed = 0;
+    if (rc < 0)
+        return rc;
+    if (seen.present != e->present ||
+        (e->present && (seen.len != e->len || seen.vh != e->vh || seen.at != e->at ||
+                        seen.type != e->type)))
+        return drift(t, k, "a hash's value");
+    if (e->present && e->type != KV_HASH)
+        return 0;
+    if ((rc = kv_txn_dict(x, key, &type, &d)) < 0)
+        return rc;
+    if (e->present && h->valid && (d != NULL) != h->table)
+        return drift(t, k, "a hash's encoding");
+    if (e->present && h->valid)
+        w = *h;
+    else
+        memset(&w, 0, sizeof w); /* missing, or a put's bytes */
+    unsigned dice = (unsigned)(sim_rand(rng) % 100);
+    unsigned i = (unsigned)(sim_rand(rng) % HFIELDS);
+    if (dice < 40) { /* HSET of 1 to 4 fields */
+        unsigned n = 1 + (unsigned)(sim_rand(rng) % 4);
+        for (unsigned j = 0; j < n && rc >= 0; j++, i = (unsigned)(sim_rand(rng) % HFIELDS)) {
+            struct hfield f = {0, (uint32_t)sim_rand(rng), 0, 2};
+            unsigned what = (unsigned)(sim_rand(rng) % 10);
+            if (what < 5)
+                f.kind = 1, f.num = (int64_t)(sim_rand(rng) % 100000);
+            else /* letters; one in five longer than HPACK_VALUE */
+                f.len = (uint8_t)(what < 9 ? 1 + sim_rand(rng) % HPACK_VALUE
+                                           : HPACK_VALUE + 1 + sim_rand(rng) % (HVMAX - HPACK_VALUE));
+            rc = hash_set(tx, d, &w, i, &f);
+        }
+        changed = 1;
+    } else if (dice < 65) { /* HDEL of 1 to 6 fields (a table: to 16) */
+        unsigned n = 1 + (unsigned)(sim_rand(rng) % (d ? 16 : 6));
+        for (unsigned j = 0; j < n && rc >= 0; j++, i = (unsigned)(sim_rand(rng) % HFIELDS)) {
+            if (w.n && sim_rand(rng) % 4) /* mostly a field that is there */
+                i = w.order[sim_rand(rng) % w.n];
+            if ((rc = hash_del(tx, d, &w, i)) > 0)
+                changed = 1;
+        }
+    } else if (dice < 80) { /* HINCRBY: letters refuse it (no change) */
+        struct hfield f = {w.f[i].kind ? w.f[i].num : 0, 0, 0, 1};
+        f.num += (int64_t)(sim_rand(rng) % 2001) - 1000;
+        if (w.f[i].kind != 2)
+            rc = hash_set(tx, d, &w, i, &f), changed = 1;
+    } else if (dice < 95) { /* HSETNX */
+        struct hfield f = {(int64_t)(sim_rand(rng) % 1000), 0, 0, 1};
+        if (!w.f[i].kind) {
+            rc = hash_set(tx, d, &w, i, &f);
+            changed = 1;
+        } else if (d) { /* the table answers 0 and leaves it alone */
+            char name[48], v[HVMAX + 1];
+            struct kv_slice fn = hfield_of(i, name);
+            rc = dict_set(tx, d, fn.p, fn.n, v, hvalue_of(&f, v), 1);
+            rc = rc > 0 ? TXN_E_CORRUPT : rc;
+        }
+    } else { /* DEL */
+        if ((rc = kv_txn_del(x, key)) < 0)
+            return rc;
+        if (rc != e->present)
+            return drift(t, k, "a hash's delete");
+        e->present = 0;
+        h->valid = 0;
+        return 0;
+    }
+    if (rc == TXN_E_CORRUPT)
+        return drift(t, k, "a field's answer");
+    if (rc < 0 || !changed)
+        return rc < 0 ? rc : 0;
+    if (!w.n) { /* the key goes with its last field */
+        if (e->present && (rc = kv_txn_del(x, key)) != 1)
+            return rc < 0 ? rc : drift(t, k, "an emptied hash's delete");
+        e->present = 0;
+        h->valid = 0;
+        return 0;
+    }
+    static char rec[SIM_THREADS][4 + HFIELDS * (8 + 30 + HVMAX)];
+    if (!d && hash_too_big(&w)) { /* the conversion */
+        char name[48], v[HVMAX + 1];
+        if ((rc = dict_new(tx, &d)))
+            return rc;
+        for (unsigned j = 0; j < w.n && rc >= 0; j++) {
+            struct kv_slice fn = hfield_of(w.order[j], name);
+            rc = dict_set(tx, d, fn.p, fn.n, v, hvalue_of(&w.f[w.order[j]], v), 0);
+        }
+        if (rc < 0 || (rc = kv_txn_put_dict(x, key, d, KV_KEEPTTL, KV_HASH)))
+            return rc;
+        w.table = 1;
+    } else if (!d) {
+        struct entry tmp;
+        hash_entry(&w, &tmp, rec[t]);
+        if ((rc = kv_txn_write(x, key, (struct kv_slice){rec[t], tmp.len}, KV_KEEPTTL,
+                               KV_HASH)))
+            return rc;
+    }
+    w.valid = 1;
+    *h = w;
+    if (!e->present)
+        e->at = 0;
+    e->present = 1;
+    e->type = KV_HASH;
+    hash_entry(h, e, rec[t]);
+    return 0;
+}
+
 /* One command on key k; 0 or an error (TXN_E_CORRUPT: the store's answer
  * is not the mirror's). */
 static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
@@ -608,6 +907,8 @@ static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
     struct entry *e = &next[t][k];
     unsigned dice = (unsigned)(sim_rand(rng) % 100);
     int rc;
+    if (dice >= 5 && dice < 85 && k >= nlong && k % HEVERY == HKEY)
+        return hash_op(t, x, k, key, rng); /* a hash's key: 80 in 100 */
     if (dice < 50) /* 35 small values, 15 large */
         return put(t, x, k, key, rng, dice >= 35);
     if (dice >= 55 && dice < 85 && k >= nlong && k % ZEVERY == ZKEY)
@@ -653,6 +954,8 @@ static int run_txn(int t, const unsigned *ks, size_t n, uint64_t *rng, int may_r
         keys[i] = key_of(ks[i], names[i]);
     memcpy(next[t], cur[t], nkeys * sizeof *cur[t]);
     memcpy(dmask[t][1], dmask[t][0], nkeys * sizeof dmask[t][0][0]);
+    for (size_t i = 0; i < n; i++)
+        hm[t][1][ks[i] / HEVERY] = hm[t][0][ks[i] / HEVERY];
     next_digest[t] = digest_of(cur[t]); /* nothing changes before the end */
     for (size_t i = 0; i < n; i++)
         if (ks[i] < nlong && cur[t][ks[i]].present)
@@ -673,6 +976,8 @@ static int run_txn(int t, const unsigned *ks, size_t n, uint64_t *rng, int may_r
         return rc;
     memcpy(cur[t], next[t], nkeys * sizeof *cur[t]);
     memcpy(dmask[t][0], dmask[t][1], nkeys * sizeof dmask[t][0][0]);
+    for (size_t i = 0; i < n; i++)
+        hm[t][0][ks[i] / HEVERY] = hm[t][1][ks[i] / HEVERY];
     for (size_t i = 0; i < n; i++)
         if (ks[i] < nlong && cur[t][ks[i]].present)
             memcpy(lval[t][0][ks[i]], lval[t][1][ks[i]], cur[t][ks[i]].len);
@@ -736,6 +1041,7 @@ static int kv_setup(txn_pool *p, int t)
     grow[t] = mode != 0;
     reserve[t] = mode == 2;
     memset(cur[t], 0, sizeof cur[t]);
+    memset(hm[t], 0, sizeof hm[t]);
     next_digest[t] = digest_of(cur[t]);
     txn *tx;
     int rc = txn_begin(p, &tx);

@@ -44,6 +44,17 @@ workdir() {
     trap workdir_end EXIT
 }
 
+# resp_test TAG: a test script of one server on $sock: redis-cli there
+# (else exit 77, deps.sh), workdir TAG, $sock in it, $fail 0, and
+# cli ARGS: redis-cli on $sock.
+resp_test() {
+    bash "$(dirname "${BASH_SOURCE[0]}")/deps.sh" redis-cli || exit
+    workdir "$1"
+    sock=$dir/kv.sock
+    fail=0
+    cli() { redis-cli -s "$sock" "$@"; }
+}
+
 workdir_end() {
     local p
     for p in $pids; do
