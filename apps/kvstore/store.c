@@ -2353,6 +2353,13 @@ int kv_evict(kv_store *s, uint64_t limit, uint64_t *evicted)
         free(sb.bag.k);
         if (!rc && sb.bag.oom)
             rc = TXN_E_NOMEM;
+        /* an evicted big value was only buried: freed here, as Redis's
+         * eviction frees (lazyfree-lazy-eviction no), before more keys go */
+        uint64_t f;
+        int more = 1;
+        while (!rc && more > 0 && atomic_load(&s->bytes) > limit && atomic_load(&s->lazy_pending))
+            if ((more = kv_lazy_free(s, 1024, &f)) < 0)
+                rc = more;
         atomic_fetch_and_explicit(&s->ref[j], ~REF_SEEN, memory_order_relaxed); /* the
                                                                         deletes' lookups */
     }
