@@ -2596,6 +2596,10 @@ static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, uint64_t *expire
                     if (buried(&h)) { /* no key: queued to be freed (L1) */
                         (*keys)--;
                         lazy_push(o->s, &h.hash, 1);
+                        /* as before the reopen: a buried table's objects
+                         * count until its steps free them (dfree), the
+                         * rest left the count when the node was buried */
+                        *bytes += z.n;
                         continue;
                     }
                     *bytes += nsize + vsize; /* obj_bytes, from the sizes checked */
