@@ -37,6 +37,8 @@ struct txn {
     int err;                  /* first error of the running transaction */
     signed char way_keep[TXN__WAYS]; /* per way: eng_inline's answer */
     int ways_kept;            /* a way may be kept past the transaction */
+    uint64_t ways_filled[(TXN__WAYS + 63) / 64]; /* a bit per way way_fill set
+                                 since ways_clear: what ways_clear empties */
     uint8_t way_next[1 << TXN__SET_BITS]; /* per set: the way to fill next */
     int ways_move;            /* ways whose mode changes at the end, in moved[]
                                  (more than TXN__MOVED: all are looked at) */
