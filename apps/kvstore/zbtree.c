@@ -18,6 +18,7 @@
  * Values are in host byte order (the pool is not portable across byte
  * orders anyway). */
 #include <assert.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,7 @@
 #define PFX 20  /* of a longer one, its first bytes, then its offset */
 #define MARK 0xFFFFFFFFu
 #define MAXCACHE 192 /* nodes one operation may touch: 3 a level, both trees */
+#define CHUNK 16     /* slots allocated at a time (a ZADD touches about 12) */
 
 struct ent {
     double s;
@@ -62,10 +64,16 @@ _Static_assert(sizeof(struct hdr) == 64, "the header is 64 bytes");
 #define HDR sizeof(struct hdr)
 #define NODE sizeof(struct node)
 
-/* A node read (or made) by this operation: written back by diff */
+/* A node read (or made) by this operation. A node only read is copied
+ * once (cur); mut() keeps its bytes as read (orig) before the first change,
+ * and flush writes a changed node's bytes that differ. A counter or a
+ * score changed in a node not otherwise changed is written at once
+ * (put), keeping it clean: most nodes of a ZADD change only a counter.
+ * Z1: a clean slot's cur is the node as the transaction sees it. */
 struct slot {
     uint64_t off;
-    int fresh;
+    int fresh; /* made by this operation: written whole */
+    int dirty; /* mut() was called: orig holds the node as read */
     struct node orig, cur;
 };
 
@@ -75,7 +83,7 @@ struct zb {
     kv_val *v; /* the key's value, found once */
     uint64_t len; /* the value's bytes, with the room of nodes made */
     struct hdr h0, h;
-    struct slot *c;
+    struct slot *c[MAXCACHE / CHUNK]; /* slot i: c[i / CHUNK][i % CHUNK] */
     size_t nc;
     int err;
 };
@@ -144,31 +152,87 @@ static int ent_cmp(zb *z, int tr, const struct ent *e, const struct key *k)
 
 /* ---- the node cache of an operation */
 
+static struct slot *slot_at(zb *z, size_t i)
+{
+    return &z->c[i / CHUNK][i % CHUNK];
+}
+
+/* The operation's next slot (its chunk allocated on first use) */
+static struct slot *new_slot(zb *z)
+{
+    assert(z->nc < MAXCACHE); /* 1: an operation touches at most MAXCACHE nodes */
+    struct slot **c = &z->c[z->nc / CHUNK];
+    if (!*c && !(*c = malloc(CHUNK * sizeof **c))) {
+        z->err = TXN_E_NOMEM;
+        return NULL;
+    }
+    return slot_at(z, z->nc++);
+}
+
 static struct node *get(zb *z, uint64_t off)
 {
     for (size_t i = 0; i < z->nc; i++)
-        if (z->c[i].off == off)
-            return &z->c[i].cur;
+        if (slot_at(z, i)->off == off)
+            return &slot_at(z, i)->cur;
     if (z->err)
         return NULL;
     if (off < HDR || off > z->len || z->len - off < NODE) {
         z->err = TXN_E_CORRUPT;
         return NULL;
     }
-    assert(z->nc < MAXCACHE); /* 1: an operation touches at most MAXCACHE nodes */
-    struct slot *s = &z->c[z->nc];
-    int rc = rd(z, off, &s->orig, NODE);
-    if (!rc && s->orig.n > MAXK)
+    struct slot *s = new_slot(z);
+    if (!s)
+        return NULL;
+    int rc = rd(z, off, &s->cur, NODE);
+    if (!rc && s->cur.n > MAXK)
         rc = TXN_E_CORRUPT;
     if (rc) {
+        z->nc--; /* (the slot is not the node) */
         z->err = rc;
         return NULL;
     }
     s->off = off;
     s->fresh = 0;
-    s->cur = s->orig;
-    z->nc++;
+    s->dirty = 0;
+#ifndef NDEBUG
+    s->orig = s->cur; /* for Z1's assert in flush */
+#endif
     return &s->cur;
+}
+
+static struct slot *slot_of(struct node *x)
+{
+    return (struct slot *)(void *)((char *)x - offsetof(struct slot, cur));
+}
+
+/* x (from get or make) is about to change: its bytes as read are kept */
+static void mut(struct node *x)
+{
+    struct slot *s = slot_of(x);
+    if (!s->fresh && !s->dirty) {
+        s->orig = *x;
+        s->dirty = 1;
+    }
+}
+
+/* Store n bytes of src at byte fo of x: written now if x is clean (Z1
+ * holds: cur and orig both get them), else by flush */
+static void put(zb *z, struct node *x, size_t fo, const void *src, size_t n)
+{
+    struct slot *s = slot_of(x);
+    memcpy((char *)x + fo, src, n);
+    if (s->fresh || s->dirty || z->err)
+        return;
+#ifndef NDEBUG
+    memcpy((char *)&s->orig + fo, src, n);
+#endif
+    z->err = wr(z, s->off + fo, src, n);
+}
+
+static void cnt_add(zb *z, struct node *x, unsigned i, int d)
+{
+    uint32_t v = x->cnt[i] + (uint32_t)d;
+    put(z, x, offsetof(struct node, cnt) + i * sizeof v, &v, sizeof v);
 }
 
 /* A node for the tree, from the free list or past the value's end */
@@ -181,12 +245,15 @@ static struct node *make(zb *z, int leaf, uint64_t *off)
         *off = z->h.free;
         if (!(x = get(z, *off)))
             return NULL;
+        mut(x);
         z->h.free = x->child[0];
     } else {
-        assert(z->nc < MAXCACHE); /* 1 */
-        struct slot *s = &z->c[z->nc++];
+        struct slot *s = new_slot(z);
+        if (!s)
+            return NULL;
         *off = s->off = z->len;
         s->fresh = 1;
+        s->dirty = 0;
         z->len += NODE;
         x = &s->cur;
     }
@@ -197,6 +264,7 @@ static struct node *make(zb *z, int leaf, uint64_t *off)
 
 static void drop(zb *z, struct node *x, uint64_t off)
 {
+    mut(x);
     memset(x, 0, NODE);
     x->child[0] = z->h.free;
     z->h.free = off;
@@ -206,10 +274,11 @@ static void drop(zb *z, struct node *x, uint64_t off)
 static int flush(zb *z)
 {
     for (size_t i = 0; i < z->nc && !z->err; i++) {
-        struct slot *s = &z->c[i];
+        struct slot *s = slot_at(z, i);
         const unsigned char *a = (const void *)&s->orig, *b = (const void *)&s->cur;
         size_t lo = 0, hi = NODE;
-        if (!s->fresh && !memcmp(a, b, NODE))
+        assert(s->fresh || s->dirty || !memcmp(a, b, NODE)); /* Z1 */
+        if (!s->fresh && (!s->dirty || !memcmp(a, b, NODE)))
             continue; /* most nodes an operation reads, it only reads */
         if (!s->fresh) { /* the changed span: by blocks, then bytes */
             while (lo + 32 <= NODE && !memcmp(a + lo, b + lo, 32))
@@ -307,6 +376,8 @@ static int split(zb *z, struct node *x, unsigned i)
     if (!w)
         return z->err;
     assert(y->n == MAXK && x->n < MAXK); /* 2: only a full child of a non-full node splits */
+    mut(y);
+    mut(x);
     w->n = MINK;
     memcpy(w->e, &y->e[MINK + 1], MINK * sizeof *w->e);
     if (!y->leaf) {
@@ -365,6 +436,7 @@ static int tree_insert(zb *z, int tr, const struct ent *e, const struct key *k)
         if (eq)
             return z->err = TXN_E_CORRUPT; /* a member the caller said was not */
         if (x->leaf) {
+            mut(x);
             memmove(&x->e[i + 1], &x->e[i], (x->n - i) * sizeof *x->e);
             x->e[i] = *e;
             x->n++;
@@ -382,7 +454,9 @@ static int tree_insert(zb *z, int tr, const struct ent *e, const struct key *k)
                 return z->err;
         }
         if (!tr)
-            x->cnt[i]++;
+            cnt_add(z, x, i, 1);
+        if (z->err)
+            return z->err;
         x = y;
     }
 }
@@ -420,6 +494,7 @@ static int tree_delete(zb *z, int tr, const struct key *k)
         o = x->child[i];
     }
     if (hit->leaf) {
+        mut(hit);
         memmove(&hit->e[at], &hit->e[at + 1], (hit->n - at - 1) * sizeof *hit->e);
         memset(&hit->e[--hit->n], 0, sizeof *hit->e);
     } else {
@@ -435,6 +510,8 @@ static int tree_delete(zb *z, int tr, const struct key *k)
         }
         if (!x->n)
             return z->err = TXN_E_CORRUPT;
+        mut(hit);
+        mut(x);
         hit->e[at] = x->e[x->n - 1];
         memset(&x->e[--x->n], 0, sizeof *x->e);
     }
@@ -443,7 +520,9 @@ static int tree_delete(zb *z, int tr, const struct key *k)
         struct node *p = get(z, path[j]);
         if (!p)
             return z->err;
-        p->cnt[idx[j]]--;
+        cnt_add(z, p, idx[j], -1);
+        if (z->err)
+            return z->err;
     }
     for (unsigned j = d - 1; j > 0; j--) {
         struct node *n = get(z, path[j]), *p = get(z, path[j - 1]);
@@ -456,7 +535,10 @@ static int tree_delete(zb *z, int tr, const struct key *k)
         struct node *r = ci < p->n ? get(z, p->child[ci + 1]) : NULL;
         if (z->err)
             return z->err;
+        mut(n);
+        mut(p);
         if (l && l->n > MINK) { /* borrow from the left */
+            mut(l);
             memmove(&n->e[1], &n->e[0], n->n * sizeof *n->e);
             n->e[0] = p->e[ci - 1];
             p->e[ci - 1] = l->e[l->n - 1];
@@ -477,6 +559,7 @@ static int tree_delete(zb *z, int tr, const struct key *k)
             break;
         }
         if (r && r->n > MINK) { /* borrow from the right */
+            mut(r);
             n->e[n->n] = p->e[ci];
             p->e[ci] = r->e[0];
             uint32_t moved = 1;
@@ -502,6 +585,7 @@ static int tree_delete(zb *z, int tr, const struct key *k)
         if (!b)
             return z->err = TXN_E_CORRUPT; /* a child with no sibling */
         assert(a->n + 1 + b->n <= MAXK); /* 3: a merge fits one node */
+        mut(a);
         uint64_t bo = p->child[s + 1];
         a->e[a->n] = p->e[s];
         memcpy(&a->e[a->n + 1], b->e, b->n * sizeof *b->e);
@@ -574,7 +658,7 @@ int zb_open(kv_txn *t, struct kv_slice key, zb **out)
         return TXN_E_CORRUPT;
     }
     zb *z = calloc(1, sizeof *z);
-    if (!z || !(z->c = malloc(MAXCACHE * sizeof *z->c))) {
+    if (!z) {
         free(z);
         kv_val_close(v);
         return TXN_E_NOMEM;
@@ -668,7 +752,10 @@ int zb_rescore(zb *z, struct kv_slice m, double old, double s)
         return rc;
     if (!rc || e.s != old)
         return z->err = TXN_E_CORRUPT;
-    get(z, off)->e[at].s = s;
+    struct node *x = get(z, off);
+    if (!x)
+        return z->err;
+    put(z, x, offsetof(struct node, e) + at * sizeof *x->e + offsetof(struct ent, s), &s, sizeof s);
     struct key k0 = {old, m}, k1 = {s, m};
     e.s = s;
     if (tree_delete(z, 0, &k0) || tree_insert(z, 0, &e, &k1))
@@ -1143,7 +1230,8 @@ int zb_close(zb *z, int rc)
             rc = w;
     }
     kv_val_close(z->v);
-    free(z->c);
+    for (size_t i = 0; i < MAXCACHE / CHUNK; i++)
+        free(z->c[i]);
     free(z);
     return rc;
 }
