@@ -418,16 +418,18 @@ static int push_big(struct big *b, int tail, const struct kv_slice *e, size_t k)
         q += 8 + x->n;
     }
     uint64_t off = tail ? b->end : b->head - need;
-    int rc = write_at(b, off, buf, need);
-    free(buf);
-    if (rc)
-        return rc;
     if (tail)
         b->end += need;
     else
         b->head -= need;
     b->count += k;
-    return write_hdr(b);
+    /* the header first: a write past the value's end grows it by a
+     * splice, after which the handle finds the key again */
+    int rc = write_hdr(b);
+    if (!rc)
+        rc = write_at(b, off, buf, need);
+    free(buf);
+    return rc;
 }
 
 /* Put v before position i (0: the head, l->n: the tail). */
