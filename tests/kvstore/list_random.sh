@@ -6,16 +6,20 @@
 # past the 64 KiB where the store keeps a value in pieces,
 # through redis-server 7.0 and SERVER, the replies compared command by
 # command (compat/run.sh, with no known differences). SEED (default 1)
-# picks the commands; other seeds are for runs by hand.
+# picks the commands; other seeds are for runs by hand. LIST_RANDOM_ROTATE=1
+# makes 4 in 10 commands rotations (RPOPLPUSH k k, LMOVE k k): a big
+# list's pop whose header the push writes, the push without room at the
+# head that writes the list again.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 seed=${2:-1}
 n=${LIST_RANDOM_N:-2000}
+rotate=${LIST_RANDOM_ROTATE:-0}
 script=$(mktemp -t listrandom-XXXXXX)
 known=$(mktemp -t listrandom-known-XXXXXX)
 trap 'rm -f "$script" "$known"' EXIT
 echo "list_random: seed $seed, $n commands"
-awk -v seed="$seed" -v n="$n" '
+awk -v seed="$seed" -v n="$n" -v rotate="$rotate" '
     function r(k) { return int(rand() * k) }
     function key() { return "r:" substr("abc", 1 + r(3), 1) }
     function elem(   s, len) {
@@ -35,6 +39,10 @@ awk -v seed="$seed" -v n="$n" '
         print "SET r:s str"
         for (i = 0; i < n; i++) {
             d = r(100); k = key()
+            if (rotate && r(10) < 4) {
+                print r(2) ? "RPOPLPUSH " k " " k : "LMOVE " k " " k (r(2) ? " LEFT" : " RIGHT") (r(2) ? " LEFT" : " RIGHT")
+                continue
+            }
             if (d < 30) {
                 line = (r(2) ? "RPUSH " : "LPUSH ") k
                 m = r(4) ? 1 + r(5) : 1 + r(60)
