@@ -1509,9 +1509,10 @@ void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
 }
 
 /* Redis's check before a command that may grow the store (CMD_DENYOOM):
- * past --max-memory, an allkeys-* policy evicts down to it (kv_evict); 1
- * if the keys' bytes are still past it (noeviction, volatile-*, or nothing
- * left to evict): the command is refused. The bytes count the element
+ * past --max-memory, a policy other than noeviction evicts down to it
+ * (kv_evict, in the policy's order); 1 if the keys' bytes are still past
+ * it (noeviction, or nothing left the policy may evict): the command is
+ * refused. The bytes count the element
  * tables of big hashes and sets too (t_dict.h). */
 static int over_max_memory(void)
 {
@@ -1520,7 +1521,8 @@ static int over_max_memory(void)
     if (!limit)
         return 0;
     kv_info(srv.kv, &ki);
-    if (ki.bytes > limit && config_evicts() && !kv_evict(srv.kv, limit, &n))
+    int how = config_evict_how();
+    if (ki.bytes > limit && how >= 0 && !kv_evict(srv.kv, limit, (unsigned)how, &n))
         kv_info(srv.kv, &ki);
     return ki.bytes > limit;
 }
