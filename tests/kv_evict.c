@@ -425,14 +425,22 @@ END_TEST
 
 enum { PERSIST = 200, VOLATILE = 48 }; /* VOLATILE <= 64: one sample sees them all */
 
-/* A store of PERSIST keys without expiry (0, 1, ...) and VOLATILE with
- * one (key PERSIST + j expires j + 1 hours after a fixed time in 2100,
- * set in a scrambled order) */
-static kv_store *policy_store(const char *path)
+/* A new, empty store of 16 MiB in a new pool tp named `name` */
+static kv_store *fresh(struct test_pool *tp, const char *name)
 {
     struct kv_opts o = {.pool_size = 16u << 20, .threads = 2};
     kv_store *s;
-    CHECK_OK(kv_open(path, &o, &s));
+    CHECK_OK(test_pool_new(tp, name));
+    CHECK_OK(kv_open(tp->name, &o, &s));
+    return s;
+}
+
+/* A new store of PERSIST keys without expiry (0, 1, ...) and VOLATILE with
+ * one (key PERSIST + j expires j + 1 hours after a fixed time in 2100,
+ * set in a scrambled order) */
+static kv_store *policy_store(struct test_pool *tp, const char *name)
+{
+    kv_store *s = fresh(tp, name);
     for (unsigned i = 0; i < PERSIST; i++)
         put_n(s, i, 20, 0);
     for (unsigned j = 0; j < VOLATILE; j++) {
@@ -442,29 +450,32 @@ static kv_store *policy_store(const char *path)
     return s;
 }
 
-static int there(kv_store *s, unsigned i)
+/* Key i looked up (freq NULL): 1 there, 0 gone; or, freq not NULL, its
+ * LFU counter to *freq, as OBJECT reads it (no access) */
+static int look(kv_store *s, unsigned i, unsigned *freq)
 {
     char kb[32];
     struct kv_slice k = key_of(i, kb);
     kv_txn *t;
     uint64_t at;
     CHECK_OK(kv_txn_begin(s, 1, &k, 0, &t));
-    int rc = kv_txn_ttl(t, k, &at);
+    if (freq)
+        kv_txn_no_touch(t);
+    int rc = freq ? kv_txn_freq(t, k, freq) : kv_txn_ttl(t, k, &at);
     CHECK_OK(kv_txn_end(t, 0));
     ck_assert_int_ge(rc, 0);
     return rc;
 }
 
+static int there(kv_store *s, unsigned i)
+{
+    return look(s, i, NULL);
+}
+
 static unsigned freq_of(kv_store *s, unsigned i)
 {
-    char kb[32];
-    struct kv_slice k = key_of(i, kb);
-    kv_txn *t;
     unsigned f;
-    CHECK_OK(kv_txn_begin(s, 1, &k, 0, &t));
-    kv_txn_no_touch(t);
-    CHECK_OK(kv_txn_freq(t, k, &f));
-    CHECK_OK(kv_txn_end(t, 0));
+    look(s, i, &f);
     return f;
 }
 
@@ -476,8 +487,7 @@ START_TEST(test_evict_volatile)
                                       KV_EVICT_RANDOM};
     for (unsigned o = 0; o < 4; o++) {
         struct test_pool tp;
-        CHECK_OK(test_pool_new(&tp, "evictvol"));
-        kv_store *s = policy_store(tp.name);
+        kv_store *s = policy_store(&tp, "evictvol");
         kv_lfu_set(s, orders[o] == KV_EVICT_LFU, 10, 1);
         struct kv_info ki;
         uint64_t evicted;
@@ -511,8 +521,7 @@ END_TEST
 START_TEST(test_evict_allkeys)
 {
     struct test_pool tp;
-    CHECK_OK(test_pool_new(&tp, "evictall"));
-    kv_store *s = policy_store(tp.name);
+    kv_store *s = policy_store(&tp, "evictall");
     struct kv_info ki;
     uint64_t evicted;
     kv_info(s, &ki);
@@ -525,8 +534,7 @@ START_TEST(test_evict_allkeys)
     kv_close(s);
     test_pool_remove(tp.name);
 
-    CHECK_OK(test_pool_new(&tp, "evictlfu"));
-    s = policy_store(tp.name);
+    s = policy_store(&tp, "evictlfu");
     kv_lfu_set(s, 1, 0, 1);
     for (unsigned r = 0; r < 20; r++) /* keys 0, 10, ..., 190: 25 more each */
         for (unsigned i = 0; i < PERSIST; i += 10)
@@ -548,10 +556,7 @@ END_TEST
 START_TEST(test_lfu_counter)
 {
     struct test_pool tp;
-    CHECK_OK(test_pool_new(&tp, "lfu"));
-    struct kv_opts o = {.pool_size = 16u << 20, .threads = 2};
-    kv_store *s;
-    CHECK_OK(kv_open(tp.name, &o, &s));
+    kv_store *s = fresh(&tp, "lfu");
     put_n(s, 1, 10, 0);
     there(s, 1);
     ck_assert_uint_eq(freq_of(s, 1), 0); /* off: nothing counted */
