@@ -423,7 +423,7 @@ END_TEST
 
 /* ---- Redis's other maxmemory-policy orders (issue #44) */
 
-enum { PERSIST = 200, VOLATILE = 48 }; /* VOLATILE <= 64: one sample sees them all */
+enum { PERSIST = 200, VOLATILE = 16 }; /* VOLATILE <= 16: one sample sees them all */
 
 /* A new, empty store of 16 MiB in a new pool tp named `name` */
 static kv_store *fresh(struct test_pool *tp, const char *name)
@@ -444,7 +444,7 @@ static kv_store *policy_store(struct test_pool *tp, const char *name)
     for (unsigned i = 0; i < PERSIST; i++)
         put_n(s, i, 20, 0);
     for (unsigned j = 0; j < VOLATILE; j++) {
-        unsigned v = (j * 29) % VOLATILE; /* 29 is prime to 48 */
+        unsigned v = (j * 29) % VOLATILE; /* 29 is prime to 16 */
         put_n(s, PERSIST + v, 20, 4102444800000ull + (v + 1) * 3600000ull);
     }
     return s;

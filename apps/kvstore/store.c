@@ -2558,7 +2558,7 @@ static int cand_cmp(const void *a, const void *b)
 }
 
 #define SAMPLE_BUCKETS ((uint64_t)1 << MIN_BITS) /* a small store's whole table */
-#define SAMPLE_KEYS 64
+#define SAMPLE_KEYS 16
 
 /* kv_evict's sampled orders: every one but KV_EVICT_LRU over all keys */
 static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted)
@@ -2572,9 +2572,9 @@ static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *ev
         struct sample sm = {.s = s, .how = how};
         unsigned bits = atomic_load(&s->bits);
         uint64_t total = (uint64_t)1 << bits, seen = 0, cur = rnd64(), next;
-        /* windows of 256 buckets; past SAMPLE_BUCKETS only while none found */
+        /* windows of 32 buckets; past SAMPLE_BUCKETS only while none found */
         while (!rc && sm.n < SAMPLE_KEYS && seen < total && (seen < SAMPLE_BUCKETS || !sm.n)) {
-            rc = scan_range(s, cur, 256, NULL, &sm, NULL, NULL, sample_add, &next);
+            rc = scan_range(s, cur, 32, NULL, &sm, NULL, NULL, sample_add, &next);
             seen += ((next - cur) >> (64 - bits)) ? (next - cur) >> (64 - bits) : 1;
             cur = next;
         }

@@ -267,9 +267,9 @@ enum kv_evict_order {
  * slices of the hash space, whose reference bytes every lookup sets
  * (DRAM: a restart starts with none set); stops after two turns of the
  * hand (everything looked at) even if still above. Every other order
- * samples: from a random place, the candidate keys of at least 8,192
- * buckets (the whole table of a small store) or 64 candidates, and
- * deletes the best quarter of them (at least one) by its rank, then
+ * samples: from a random place, the candidate keys of windows of 32
+ * buckets until 16 candidates or 8,192 buckets (the whole table of a
+ * small store), and deletes the best quarter of them (at least one), then
  * samples again; stops when a sample of the whole table finds no
  * candidate (KV_EVICT_VOLATILE and no key with an expiry time). One
  * transaction per key, so a crash leaves each key whole or gone.
