@@ -1512,8 +1512,8 @@ void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
  * past --max-memory, a policy other than noeviction evicts down to it
  * (kv_evict, in the policy's order); 1 if the keys' bytes are still past
  * it (noeviction, or nothing left the policy may evict): the command is
- * refused. The bytes count the element
- * tables of big hashes and sets too (t_dict.h). */
+ * refused. The bytes count the element tables of big hashes and sets too
+ * (t_dict.h). */
 static int over_max_memory(void)
 {
     uint64_t limit = atomic_load(&srv.max_memory), n;

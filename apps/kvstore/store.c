@@ -1893,6 +1893,8 @@ int kv_txn_put_dict(kv_txn *t, struct kv_slice key, txn_obj *dict, uint64_t at, 
     if ((rc = node_make(&t->o, h, key, (struct kv_slice){NULL, 0}, at, type,
                         bury_old ? hit.node : found ? hit.h.next : head, &node)))
         return rc;
+    if (!found)
+        lfu_count(&t->o, h, 1); /* a new key, as insert's */
     /* the node made as for an empty value, then marked as the table's */
     uint64_t w[3] = {key.n | (at ? KF_TTL : 0) | type_bits(type) | KF_DICT, 0,
                      (uint64_t)(uintptr_t)dict}; /* klen, vlen, val */

@@ -10,7 +10,8 @@
 #   allkeys-*: nothing refused, the keys' bytes back under the limit but
 #   for the last write; allkeys-lfu (lfu-log-factor 0): p:1..20, each read
 #   20 times, all kept.
-# And OBJECT FREQ under allkeys-lfu as Redis's: 5 after SET, one more a GET
+# And OBJECT FREQ under allkeys-lfu as Redis's: 5 after SET (or HSET of a
+# new hash kept as a table), one more a GET
 # with lfu-log-factor 0, Redis's error under another policy. About 1 s
 # (incll: a few).
 set -uo pipefail
@@ -85,6 +86,9 @@ cli set f:1 abc >/dev/null
 for _ in $(seq 10); do echo "GET f:1"; done | cli >/dev/null
 [ "$(cli object freq f:1)" = 15 ] || bad "OBJECT FREQ after 10 GETs: $(cli object freq f:1)"
 [ "$(cli object freq f:none)" = "" ] || bad "OBJECT FREQ of a missing key: $(cli object freq f:none)"
+# a new hash made a table at once (a value past 64 bytes) starts at 5 too
+cli hset f:h f "$val$val" >/dev/null
+[ "$(cli object freq f:h)" = 5 ] || bad "OBJECT FREQ after HSET of a new big hash: $(cli object freq f:h)"
 cli config set lfu-log-factor 10 >/dev/null
 for _ in $(seq 1000); do echo "GET f:1"; done | cli >/dev/null
 f=$(cli object freq f:1)
