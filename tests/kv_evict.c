@@ -119,13 +119,13 @@ START_TEST(test_evict_model)
     for (int round = 0; round < 3; round++) {
         uint64_t first;
         kv_info(s, &ki);
-        CHECK_OK(kv_evict(s, ki.bytes - 1, &first));
+        CHECK_OK(kv_evict(s, ki.bytes - 1, KV_EVICT_LRU, &first));
         ck_assert_uint_ge(first, 1);
         int hot[HOT];
         for (unsigned h = 0; h < HOT; h++)
             hot[h] = m.present[h * 7] && probe(s, &m, h * 7);
         uint64_t limit = full * (unsigned)(3 - round) / 4;
-        CHECK_OK(kv_evict(s, limit, &evicted));
+        CHECK_OK(kv_evict(s, limit, KV_EVICT_LRU, &evicted));
         kv_info(s, &ki);
         ck_assert_msg(ki.bytes <= limit, "round %d: %llu bytes over the limit %llu", round,
                       (unsigned long long)ki.bytes, (unsigned long long)limit);
@@ -151,7 +151,7 @@ START_TEST(test_evict_model)
     ck_assert_uint_eq(ki.keys, left);
     ck_assert_uint_eq(reconcile(s, &m), 0);
     /* a limit of 0 empties the store */
-    CHECK_OK(kv_evict(s, 0, &evicted));
+    CHECK_OK(kv_evict(s, 0, KV_EVICT_LRU, &evicted));
     ck_assert_uint_eq(evicted, left);
     kv_info(s, &ki);
     ck_assert_uint_eq(ki.keys, 0);
@@ -421,6 +421,174 @@ START_TEST(test_lazy_bytes)
 }
 END_TEST
 
+/* ---- Redis's other maxmemory-policy orders (issue #44) */
+
+enum { PERSIST = 200, VOLATILE = 16 }; /* VOLATILE <= 16: one sample sees them all */
+
+/* A new, empty store of 16 MiB in a new pool tp named `name` */
+static kv_store *fresh(struct test_pool *tp, const char *name)
+{
+    struct kv_opts o = {.pool_size = 16u << 20, .threads = 2};
+    kv_store *s;
+    CHECK_OK(test_pool_new(tp, name));
+    CHECK_OK(kv_open(tp->name, &o, &s));
+    return s;
+}
+
+/* A new store of PERSIST keys without expiry (0, 1, ...) and VOLATILE with
+ * one (key PERSIST + j expires j + 1 hours after a fixed time in 2100,
+ * set in a scrambled order) */
+static kv_store *policy_store(struct test_pool *tp, const char *name)
+{
+    kv_store *s = fresh(tp, name);
+    for (unsigned i = 0; i < PERSIST; i++)
+        put_n(s, i, 20, 0);
+    for (unsigned j = 0; j < VOLATILE; j++) {
+        unsigned v = (j * 29) % VOLATILE; /* 29 is prime to 16 */
+        put_n(s, PERSIST + v, 20, 4102444800000ull + (v + 1) * 3600000ull);
+    }
+    return s;
+}
+
+/* Key i looked up (freq NULL): 1 there, 0 gone; or, freq not NULL, its
+ * LFU counter to *freq, as OBJECT reads it (no access) */
+static int look(kv_store *s, unsigned i, unsigned *freq)
+{
+    char kb[32];
+    struct kv_slice k = key_of(i, kb);
+    kv_txn *t;
+    uint64_t at;
+    CHECK_OK(kv_txn_begin(s, 1, &k, 0, &t));
+    if (freq)
+        kv_txn_no_touch(t);
+    int rc = freq ? kv_txn_freq(t, k, freq) : kv_txn_ttl(t, k, &at);
+    CHECK_OK(kv_txn_end(t, 0));
+    ck_assert_int_ge(rc, 0);
+    return rc;
+}
+
+static int there(kv_store *s, unsigned i)
+{
+    return look(s, i, NULL);
+}
+
+static unsigned freq_of(kv_store *s, unsigned i)
+{
+    unsigned f;
+    look(s, i, &f);
+    return f;
+}
+
+/* volatile-*: only keys with an expiry time go, and none is left to
+ * evict once they all went; volatile-ttl: the nearest expiry first. */
+START_TEST(test_evict_volatile)
+{
+    static const unsigned orders[] = {KV_EVICT_TTL, KV_EVICT_LRU, KV_EVICT_LFU,
+                                      KV_EVICT_RANDOM};
+    for (unsigned o = 0; o < 4; o++) {
+        struct test_pool tp;
+        kv_store *s = policy_store(&tp, "evictvol");
+        kv_lfu_set(s, orders[o] == KV_EVICT_LFU, 10, 1);
+        struct kv_info ki;
+        uint64_t evicted;
+        kv_info(s, &ki);
+        uint64_t per = ki.bytes / (PERSIST + VOLATILE);
+        /* a quarter of the volatile keys' bytes */
+        CHECK_OK(kv_evict(s, ki.bytes - per * VOLATILE / 4, orders[o] | KV_EVICT_VOLATILE,
+                          &evicted));
+        ck_assert_uint_ge(evicted, VOLATILE / 4 - 1);
+        for (unsigned i = 0; i < PERSIST; i++)
+            ck_assert_msg(there(s, i), "order %u: key:%u, without expiry, evicted", orders[o], i);
+        if (orders[o] == KV_EVICT_TTL)
+            for (unsigned j = 0; j < VOLATILE; j++)
+                ck_assert_msg(there(s, PERSIST + j) == (j >= evicted),
+                              "volatile-ttl: key:%u (expiry %u h) %s, %llu evicted", PERSIST + j,
+                              j + 1, j < evicted ? "kept" : "evicted",
+                              (unsigned long long)evicted);
+        /* past every volatile key: they go, the others stay */
+        CHECK_OK(kv_evict(s, 0, orders[o] | KV_EVICT_VOLATILE, &evicted));
+        kv_info(s, &ki);
+        ck_assert_uint_eq(ki.keys, PERSIST);
+        ck_assert_uint_eq(ki.expires, 0);
+        kv_close(s);
+        test_pool_remove(tp.name);
+    }
+}
+END_TEST
+
+/* allkeys-random evicts down to the limit; allkeys-lfu spares keys looked
+ * up often */
+START_TEST(test_evict_allkeys)
+{
+    struct test_pool tp;
+    kv_store *s = policy_store(&tp, "evictall");
+    struct kv_info ki;
+    uint64_t evicted;
+    kv_info(s, &ki);
+    uint64_t limit = ki.bytes / 2;
+    CHECK_OK(kv_evict(s, limit, KV_EVICT_RANDOM, &evicted));
+    kv_info(s, &ki);
+    ck_assert_uint_le(ki.bytes, limit);
+    ck_assert_uint_gt(evicted, 0);
+    ck_assert_int_eq(kv_check(s, stderr), 0);
+    kv_close(s);
+    test_pool_remove(tp.name);
+
+    s = policy_store(&tp, "evictlfu");
+    kv_lfu_set(s, 1, 0, 1);
+    for (unsigned r = 0; r < 20; r++) /* keys 0, 10, ..., 190: 25 more each */
+        for (unsigned i = 0; i < PERSIST; i += 10)
+            there(s, i);
+    kv_info(s, &ki);
+    limit = ki.bytes / 3;
+    CHECK_OK(kv_evict(s, limit, KV_EVICT_LFU, &evicted));
+    kv_info(s, &ki);
+    ck_assert_uint_le(ki.bytes, limit);
+    for (unsigned i = 0; i < PERSIST; i += 10)
+        ck_assert_msg(there(s, i), "allkeys-lfu: key:%u, looked up 20 times, evicted", i);
+    kv_close(s);
+    test_pool_remove(tp.name);
+}
+END_TEST
+
+/* LFU's counters: 5 for a new key, one a lookup with log factor 0, fewer
+ * with 10, one less per decay period, none counted while off */
+START_TEST(test_lfu_counter)
+{
+    struct test_pool tp;
+    kv_store *s = fresh(&tp, "lfu");
+    put_n(s, 1, 10, 0);
+    there(s, 1);
+    ck_assert_uint_eq(freq_of(s, 1), 0); /* off: nothing counted */
+    kv_lfu_set(s, 1, 0, 1);
+    put_n(s, 2, 10, 0);
+    ck_assert_uint_eq(freq_of(s, 2), 5);
+    for (int i = 0; i < 10; i++)
+        there(s, 2);
+    ck_assert_uint_eq(freq_of(s, 2), 15);
+    kv_clock_advance(s, 180); /* 3 minutes, a period a minute */
+    ck_assert_uint_eq(freq_of(s, 2), 12);
+    kv_lfu_set(s, 1, 0, 0); /* decay-time 0: never */
+    ck_assert_uint_eq(freq_of(s, 2), 15);
+    kv_lfu_set(s, 1, 0, 1);
+    there(s, 2); /* decayed to 12, then one more */
+    ck_assert_uint_eq(freq_of(s, 2), 13);
+    kv_clock_advance(s, 36000);
+    ck_assert_uint_eq(freq_of(s, 2), 0);
+    kv_lfu_set(s, 1, 10, 1); /* Redis's default: logarithmic */
+    put_n(s, 3, 10, 0);
+    for (int i = 0; i < 1000; i++)
+        there(s, 3);
+    unsigned f = freq_of(s, 3);
+    ck_assert_msg(f >= 12 && f <= 40, "1000 lookups with log factor 10: %u", f);
+    for (int i = 0; i < 300; i++) /* saturates at 255 */
+        there(s, 2), kv_lfu_set(s, 1, 0, 0);
+    ck_assert_uint_eq(freq_of(s, 2), 255);
+    kv_close(s);
+    test_pool_remove(tp.name);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kv_evict");
@@ -429,6 +597,9 @@ int main(void)
     tcase_add_test(tc, test_full_mid_resize);
     tcase_add_test(tc, test_reserve);
     tcase_add_test(tc, test_lazy_bytes);
+    tcase_add_test(tc, test_evict_volatile);
+    tcase_add_test(tc, test_evict_allkeys);
+    tcase_add_test(tc, test_lfu_counter);
     printf("engine %s\n", txn_engine_name());
     return test_run(s, CK_FORK_GETENV, "evict");
 }

@@ -1120,6 +1120,8 @@ struct watched {
 struct multi {
     int open;     /* between MULTI and EXEC / DISCARD */
     int failed;   /* a command could not be queued: EXEC aborts */
+    unsigned flags; /* the queued commands' flags or'ed (Redis's mstate.cmd_flags):
+                       EXEC's OOM check */
     struct queued *q;
     size_t nq, capq;
     struct watched *w;
@@ -1139,6 +1141,7 @@ static void queue_clear(struct multi *m)
         free(m->q[i].argv);
     m->nq = 0;
     m->open = m->failed = 0;
+    m->flags = 0;
 }
 
 static void watch_clear(struct multi *m)
@@ -1185,6 +1188,7 @@ static int enqueue(struct multi *m, const struct command *cmd, size_t argc,
         p += argv[i].n;
     }
     m->q[m->nq++] = (struct queued){cmd, argc, a};
+    m->flags |= cmd->flags;
     return 0;
 }
 
@@ -1505,10 +1509,11 @@ void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
 }
 
 /* Redis's check before a command that may grow the store (CMD_DENYOOM):
- * past --max-memory, an allkeys-* policy evicts down to it (kv_evict); 1
- * if the keys' bytes are still past it (noeviction, volatile-*, or nothing
- * left to evict): the command is refused. The bytes count the element
- * tables of big hashes and sets too (t_dict.h). */
+ * past --max-memory, a policy other than noeviction evicts down to it
+ * (kv_evict, in the policy's order); 1 if the keys' bytes are still past
+ * it (noeviction, or nothing left the policy may evict): the command is
+ * refused. The bytes count the element tables of big hashes and sets too
+ * (t_dict.h). */
 static int over_max_memory(void)
 {
     uint64_t limit = atomic_load(&srv.max_memory), n;
@@ -1516,8 +1521,18 @@ static int over_max_memory(void)
     if (!limit)
         return 0;
     kv_info(srv.kv, &ki);
-    if (ki.bytes > limit && config_evicts() && !kv_evict(srv.kv, limit, &n))
+    int how = config_evict_how();
+    /* Room made is room enough: other workers' writes since may have taken
+     * it again (Redis runs one command at a time), and a refusal must not
+     * depend on their timing; nothing evicted while another worker's
+     * eviction got below the limit: looked at again, a few times */
+    for (int tries = 0; ki.bytes > limit && how >= 0 && tries < 3; tries++) {
+        if (kv_evict(srv.kv, limit, (unsigned)how, &n))
+            break;
+        if (n)
+            return 0;
         kv_info(srv.kv, &ki);
+    }
     return ki.bytes > limit;
 }
 
@@ -1552,6 +1567,21 @@ static void dispatch(struct conn *c, size_t argc, struct kv_slice *argv)
         return reply_error(&c->out, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
                            "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                            cmd->name);
+    /* Past the limit inside MULTI, redis-server 7.0 refuses every command
+     * but DISCARD, QUIT and RESET (queuing takes memory too), and EXEC when
+     * a queued command may grow the store: checked again at EXEC, since
+     * the memory may have grown while the block was queued */
+    if (m && cmd->proc != cmd_discard && cmd->proc != cmd_quit && cmd->proc != cmd_reset &&
+        (cmd->proc != cmd_exec || (m->flags & CMD_DENYOOM)) && over_max_memory()) {
+        if (cmd->proc != cmd_exec) {
+            m->failed = 1; /* as Redis: EXEC then answers EXECABORT */
+            return reply_error(&c->out, "%s", oom_error);
+        }
+        queue_clear(m);
+        watch_clear(m);
+        return reply_error(&c->out, "EXECABORT Transaction discarded because of: %s",
+                           oom_error);
+    }
     if (m && cmd->proc != cmd_exec && cmd->proc != cmd_discard && cmd->proc != cmd_quit &&
         cmd->proc != cmd_reset) {
         if (cmd->proc == cmd_multi)
@@ -1562,10 +1592,6 @@ static void dispatch(struct conn *c, size_t argc, struct kv_slice *argv)
             m->failed = 1;
             return reply_error(&c->out, "ERR %s inside MULTI is not supported here: it "
                                "cannot be part of the block's one transaction", cmd->name);
-        }
-        if ((cmd->flags & CMD_DENYOOM) && over_max_memory()) {
-            m->failed = 1; /* as Redis: EXEC then answers EXECABORT */
-            return reply_error(&c->out, "%s", oom_error);
         }
         if (enqueue(m, cmd, argc, argv)) {
             m->failed = 1;

@@ -37,15 +37,24 @@ static const char *const policies[] = {
     "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru",
     "allkeys-lfu",  "allkeys-random", "noeviction", NULL,
 };
+/* each policy's order for kv_evict, in the order of the names; -1: none */
+static const int policy_how[] = {
+    KV_EVICT_LRU | KV_EVICT_VOLATILE, KV_EVICT_LFU | KV_EVICT_VOLATILE,
+    KV_EVICT_RANDOM | KV_EVICT_VOLATILE, KV_EVICT_TTL | KV_EVICT_VOLATILE,
+    KV_EVICT_LRU, KV_EVICT_LFU, KV_EVICT_RANDOM, -1,
+};
+_Static_assert(sizeof policy_how / sizeof *policy_how == sizeof policies / sizeof *policies - 1,
+               "a kv_evict order for every policy");
 
 int config_lfu(void)
 {
-    return strstr(policies[cfg.maxmemory_policy], "lfu") != NULL;
+    int how = policy_how[atomic_load(&cfg.maxmemory_policy)];
+    return how >= 0 && (how & ~KV_EVICT_VOLATILE) == KV_EVICT_LFU;
 }
 
-int config_evicts(void)
+int config_evict_how(void)
 {
-    return !strncmp(policies[cfg.maxmemory_policy], "allkeys-", 8);
+    return policy_how[atomic_load(&cfg.maxmemory_policy)];
 }
 
 struct param {
@@ -75,6 +84,8 @@ static const struct param params[] = {
      &cfg.zset_max_listpack_value, NULL, NULL},
     {"maxmemory", NULL, P_MEM, 0, 0, 0, NULL, NULL, NULL},
     {"maxmemory-policy", NULL, P_ENUM, 0, 0, 7, &cfg.maxmemory_policy, policies, NULL},
+    {"lfu-log-factor", NULL, P_NUM, 0, INT_MAX, 10, &cfg.lfu_log_factor, NULL, NULL},
+    {"lfu-decay-time", NULL, P_NUM, 0, INT_MAX, 1, &cfg.lfu_decay_time, NULL, NULL},
     {"save", NULL, P_FIXED, 0, 0, 0, NULL, NULL, fixed_save},
     {"appendonly", NULL, P_FIXED, 0, 0, 0, NULL, NULL, fixed_aof},
     {"databases", NULL, P_FIXED, 0, 0, 0, NULL, NULL, fixed_databases},
@@ -93,6 +104,13 @@ void config_init(void)
     for (size_t i = 0; i < NPARAMS; i++)
         if (params[i].num)
             atomic_store(params[i].num, params[i].def);
+}
+
+void config_push(void)
+{
+    if (srv.kv) /* LFU's counting costs lookups a store only under LFU */
+        kv_lfu_set(srv.kv, config_lfu(), (unsigned)atomic_load(&cfg.lfu_log_factor),
+                   (unsigned)atomic_load(&cfg.lfu_decay_time));
 }
 
 /* a parameter by name or alias, case folded: its index, or -1 */
@@ -273,6 +291,7 @@ static void config_set(struct conn *c, size_t argc, struct kv_slice *argv)
     for (size_t i = 0; i < n; i++)
         if (params[idx[i]].kind != P_FIXED)
             apply(&params[idx[i]], val[i]);
+    config_push();
     reply_simple(&c->out, "OK");
 }
 

@@ -20,18 +20,22 @@ struct kv_config {
     _Atomic long long zset_max_listpack_entries;
     _Atomic long long zset_max_listpack_value;
     _Atomic long long maxmemory_policy; /* an index into config.c's policy names */
+    _Atomic long long lfu_log_factor;   /* kv_lfu_set's, pushed by config_push */
+    _Atomic long long lfu_decay_time;
 };
 extern struct kv_config cfg;
 /* Is maxmemory-policy an LFU one (Redis then counts accesses: OBJECT FREQ)? */
 int config_lfu(void);
-/* Does maxmemory-policy evict any key (allkeys-*)? The RESP commands evict
- * past --max-memory only then (by kv_evict's CLOCK, whichever of Redis's
- * orders the name says); volatile-* and noeviction refuse instead, as
- * Redis does when no key with an expiry is left (docs/kvstore.md,
- * section 33). */
-int config_evicts(void);
+/* maxmemory-policy's order for kv_evict (KV_EVICT_*, KV_EVICT_VOLATILE
+ * for volatile-*), or -1 for noeviction: the RESP commands past
+ * --max-memory evict so, and are refused when that leaves the keys' bytes
+ * past it (volatile-* with no key with an expiry left, as Redis). */
+int config_evict_how(void);
 /* Set every parameter to its default: once, before the workers start. */
 void config_init(void);
+/* Hand the store what it reads of the parameters (LFU's counting): after
+ * every CONFIG SET (the defaults need none: noeviction counts nothing). */
+void config_push(void);
 
 extern const struct command config_commands[];
 extern const size_t config_ncommands;

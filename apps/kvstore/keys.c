@@ -278,8 +278,9 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
  * of lists; a sorted set "listpack" or, in its large form (zbtree.c),
  * "skiplist". OBJECT REFCOUNT: Redis's answer, 2147483647 for a string that
  * it would have made one of its shared integers (0 to 9999), else 1.
- * OBJECT FREQ: Redis's error unless an LFU policy is set, where it keeps
- * a counter per key and this server keeps none; OBJECT IDLETIME: the
+ * OBJECT FREQ: Redis's error unless an LFU policy is set, then the
+ * logarithmic access counter of the key's slice of the key space
+ * (kv_txn_freq, DRAM); OBJECT IDLETIME: the
  * seconds since the key's slice of the key space was last looked up
  * (kv_txn_idle; Redis's error under an LFU policy), OBJECT itself no
  * access (docs/kvstore.md, section 33). */
@@ -310,8 +311,8 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         "    hashtable (a hash),",
         "    listpack or skiplist (a sorted set), quicklist (a list), intset or hashtable (a set).",
         "FREQ <key>",
-        "    Redis's access frequency of <key>: not kept here (an error, as Redis answers",
-        "    without an LFU maxmemory-policy).",
+        "    The logarithmic access frequency counter of <key> (its 2^-20 slice of the key",
+        "    space) under an LFU maxmemory-policy.",
         "IDLETIME <key>",
         "    Seconds since <key> was last read or written (the last access of any key of",
         "    its 2^-20 slice of the key space).",
@@ -338,8 +339,9 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     struct val x = {0};
     txn_obj *d = NULL;
     uint64_t idle = 0;
+    unsigned freq = 0;
     kv_txn_no_touch(t); /* OBJECT is no access (Redis's LOOKUP_NOTOUCH) */
-    if ((rc = kv_txn_idle(t, argv[2], &idle)) < 0)
+    if ((rc = kv_txn_idle(t, argv[2], &idle)) < 0 || (rc = kv_txn_freq(t, argv[2], &freq)) < 0)
         return rc;
     if ((rc = kv_txn_read(t, argv[2], cmd_val_cb, &x, &type)) > 0 && x.oom)
         rc = TXN_E_NOMEM;
@@ -361,7 +363,7 @@ static int cmd_object(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
                              "not tracked. Please note that when switching between policies at "
                              "runtime LRU and LFU data will take some time to adjust.");
     else if (which == 1)
-        reply_error(&c->out, "ERR access frequency is not tracked by this server");
+        reply_int(&c->out, (long long)freq);
     else if (which == 2 && config_lfu())
         reply_error(&c->out, "ERR An LFU maxmemory policy is selected, idle time not tracked. "
                              "Please note that when switching between policies at runtime LRU "

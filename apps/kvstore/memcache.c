@@ -409,7 +409,7 @@ static void make_room(size_t need)
         return;
     kv_info(srv.kv, &ki);
     if (ki.bytes + need > limit)
-        kv_evict(srv.kv, limit > need ? limit - need : 0, &n);
+        kv_evict(srv.kv, limit > need ? limit - need : 0, KV_EVICT_LRU, &n);
 }
 
 /* A full pool (with no limit set, or more than the limit in use by RESP's
@@ -426,7 +426,7 @@ static int full(int rc)
     if (expire_reclaim(0))
         return 1;
     kv_info(srv.kv, &ki);
-    return !kv_evict(srv.kv, ki.bytes - ki.bytes / 10, &n) && n > 0 &&
+    return !kv_evict(srv.kv, ki.bytes - ki.bytes / 10, KV_EVICT_LRU, &n) && n > 0 &&
            !txn_sync(kv_pool(srv.kv));
 }
 

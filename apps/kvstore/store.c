@@ -264,7 +264,13 @@ struct kv_store {
      * (kv_evict, which clears it), and the store's clock (REF_CLOCK bits)
      * at the lookup, OBJECT IDLETIME's (kv_txn_idle); the hand */
     _Atomic uint32_t ref[1u << REF_BITS];
-    time_t t0; /* CLOCK_MONOTONIC_COARSE seconds at open, less one */
+    /* per slice, Redis's LFU counter (kv_lfu_set; DRAM, written by any
+     * thread, relaxed, no lock): the counter in the low 8 bits, the
+     * store's minutes (lfu_minutes) at its last count in the 16 above */
+    _Atomic uint32_t lfu[1u << REF_BITS];
+    _Atomic unsigned lfu_on, lfu_log, lfu_decay; /* kv_lfu_set's (relaxed) */
+    time_t t0; /* CLOCK_MONOTONIC_COARSE seconds at open, less one
+                  (kv_clock_advance moves it; else set once at open) */
     _Atomic uint64_t hand, evictions;
     /* lazy free: the hashes of buried nodes, oldest first, each with a
      * hint where its table's freeing goes on (dict_free_some) */
@@ -277,6 +283,9 @@ struct kv_store {
     _Atomic uint64_t lazy_pending, lazy_freed; /* mirrors of lq_n; values freed */
 };
 
+/* A key a scan found, with its expiry time (0: none). */
+typedef void (*timed_fn)(void *arg, const char *k, size_t n, uint64_t at);
+
 /* One call's transaction and what it holds. */
 struct op {
     kv_store *s;
@@ -287,6 +296,8 @@ struct op {
     unsigned done;          /* stripes whose migration this call finished */
     kv_key_fn expired;      /* scans: where expired keys go (NULL: nowhere) */
     void *expired_arg;
+    timed_fn timed;         /* scans: where live keys go with their expiry
+                               times (eviction's samples), instead of fn */
     struct kv_slice hk;     /* the key of this kv_txn call, hashed by txn_holds */
     uint64_t hv;            /* kv_hash(hk) */
     uint64_t *lazy;         /* hashes of the nodes this call buried (malloc'd) */
@@ -1046,6 +1057,79 @@ static inline void ref_mark(const struct op *o, uint64_t h)
         atomic_store_explicit(r, want, memory_order_relaxed);
 }
 
+/* A thread's random numbers (xorshift64*): eviction's random order, LFU's
+ * increments; nothing depends on them beyond the odds. */
+static uint64_t rnd64(void)
+{
+    static _Thread_local uint64_t x;
+    if (!x) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        x = mix64((uint64_t)(uintptr_t)&x ^ (uint64_t)ts.tv_nsec) | 1;
+    }
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+#define LFU_INIT 5 /* Redis's LFU_INIT_VAL: a new key's counter */
+
+/* LFU's clock: the store's minutes, 16 bits, as Redis's */
+static uint32_t lfu_minutes(const kv_store *s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint32_t)((ts.tv_sec - s->t0) / 60) & 0xffff;
+}
+
+/* A slice's counter less one per lfu_decay minutes since it was last
+ * counted (Redis's LFUDecrAndReturn); reads only. */
+static unsigned lfu_decayed(const kv_store *s, uint32_t w, uint32_t now)
+{
+    unsigned c = w & 0xff;
+    uint32_t then = w >> 8 & 0xffff, d = atomic_load_explicit(&s->lfu_decay, memory_order_relaxed);
+    uint32_t elapsed = now >= then ? now - then : 65535 - then + now;
+    uint32_t periods = d ? elapsed / d : 0;
+    return periods >= c ? 0 : c - periods;
+}
+
+/* A lookup that found the key of hash h (created: a new key) counts in its
+ * slice's LFU counter, when kv_lfu_set turned counting on: Redis's
+ * updateLFU, logarithmic (LFULogIncr). Written only when it changes. */
+static void lfu_count(const struct op *o, uint64_t h, int created)
+{
+    kv_store *s = o->s;
+    if (!atomic_load_explicit(&s->lfu_on, memory_order_relaxed) || s->no_refs || o->no_touch)
+        return;
+    _Atomic uint32_t *w = &s->lfu[h >> (64 - REF_BITS)];
+    uint32_t old = atomic_load_explicit(w, memory_order_relaxed), now = lfu_minutes(s);
+    unsigned c = lfu_decayed(s, old, now);
+    if (created) {
+        c = c > LFU_INIT ? c : LFU_INIT;
+    } else if (c < 255) {
+        unsigned base = c > LFU_INIT ? c - LFU_INIT : 0;
+        double p = 1.0 / ((double)base * atomic_load_explicit(&s->lfu_log, memory_order_relaxed)
+                          + 1);
+        c += (double)(rnd64() >> 11) * 0x1.0p-53 < p;
+    }
+    uint32_t want = now << 8 | c;
+    if (want != old)
+        atomic_store_explicit(w, want, memory_order_relaxed);
+}
+
+void kv_lfu_set(kv_store *s, int on, unsigned log_factor, unsigned decay_minutes)
+{
+    atomic_store(&s->lfu_log, log_factor);
+    atomic_store(&s->lfu_decay, decay_minutes);
+    atomic_store(&s->lfu_on, on != 0);
+}
+
+void kv_clock_advance(kv_store *s, unsigned secs)
+{
+    s->t0 -= secs;
+}
+
 /* Find (h, k): in its old bucket while that is not drained, else in the
  * new table. *b is the bucket it was found in, else its new-table one. */
 static int locate(struct op *o, uint64_t h, struct kv_slice k, struct bref *b, struct hit *hit)
@@ -1073,7 +1157,10 @@ static int lookup(struct op *o, struct kv_slice k, struct hit *hit)
     uint64_t h = op_hash(o, k);
     ref_mark(o, h);
     struct bref b;
-    return locate(o, h, k, &b, hit);
+    int rc = locate(o, h, k, &b, hit);
+    if (rc > 0)
+        lfu_count(o, h, 0);
+    return rc;
 }
 
 /* Make the table of 2^bits buckets with empty sdirs. */
@@ -1297,6 +1384,8 @@ static int insert(struct op *o, struct bref *b, uint64_t h, struct kv_slice k,
     if (!rc)
         rc = node_make(o, h, k, v, at, type, head, &node);
     if (!rc)
+        lfu_count(o, h, 1);
+    if (!rc)
         rc = bucket_put(o, b, node, n + 1);
     if (!rc)
         o->dkeys++;
@@ -1408,6 +1497,8 @@ static int find_w(struct op *o, struct kv_slice k, uint64_t *h, struct bref *b, 
             return del_hit(o, b, hit);
         rc = 1;
     }
+    if (rc > 0)
+        lfu_count(o, *h, 0);
     return rc;
 }
 
@@ -1747,6 +1838,16 @@ int kv_txn_idle(kv_txn *t, struct kv_slice key, uint64_t *secs)
     return 0;
 }
 
+int kv_txn_freq(kv_txn *t, struct kv_slice key, unsigned *freq)
+{
+    if (!txn_holds(t, key))
+        return TXN_E_STATE;
+    kv_store *s = t->o.s;
+    uint32_t w = atomic_load_explicit(&s->lfu[t->o.hv >> (64 - REF_BITS)], memory_order_relaxed);
+    *freq = lfu_decayed(s, w, lfu_minutes(s));
+    return 0;
+}
+
 txn *kv_txn_tx(kv_txn *t)
 {
     return t->o.tx;
@@ -1792,6 +1893,8 @@ int kv_txn_put_dict(kv_txn *t, struct kv_slice key, txn_obj *dict, uint64_t at, 
     if ((rc = node_make(&t->o, h, key, (struct kv_slice){NULL, 0}, at, type,
                         bury_old ? hit.node : found ? hit.h.next : head, &node)))
         return rc;
+    if (!found)
+        lfu_count(&t->o, h, 1); /* a new key, as insert's */
     /* the node made as for an empty value, then marked as the table's */
     uint64_t w[3] = {key.n | (at ? KF_TTL : 0) | type_bits(type) | KF_DICT, 0,
                      (uint64_t)(uintptr_t)dict}; /* klen, vlen, val */
@@ -2188,7 +2291,9 @@ static int emit_chain(struct op *o, const struct bref *b, unsigned bits, uint64_
                 return txn_last_error(o->tx);
             if (has_ttl(&h))
                 memcpy(&at, p + HDR, sizeof at);
-            if (!at || at > now)
+            if ((!at || at > now) && o->timed)
+                o->timed(arg, p + key_off(&h), klen_of(&h), at);
+            else if (!at || at > now)
                 fn(arg, p + key_off(&h), klen_of(&h), type_of(&h));
             else if (o->expired)
                 o->expired(o->expired_arg, p + key_off(&h), klen_of(&h), type_of(&h));
@@ -2220,7 +2325,7 @@ static int scan_bucket(struct op *o, unsigned st, uint64_t j, kv_key_fn fn, void
 
 /* kv_scan's walk; expired keys go to `expired` (NULL: skipped) */
 static int scan_range(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *arg,
-                      kv_key_fn expired, void *expired_arg, uint64_t *next)
+                      kv_key_fn expired, void *expired_arg, timed_fn timed, uint64_t *next)
 {
     size_t seen = 0;
     uint64_t c = cursor;
@@ -2234,6 +2339,7 @@ static int scan_range(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn
             return rc;
         o.expired = expired;
         o.expired_arg = expired_arg;
+        o.timed = timed; /* then fn is not called: arg is timed's */
         unsigned bits = s->v.bits;
         uint64_t j = c >> (64 - bits), end = ((uint64_t)st + 1) * per_stripe(bits);
         for (; j < end && (seen < buckets || seen == 0) && !rc; j++, seen++)
@@ -2249,7 +2355,7 @@ static int scan_range(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn
 int kv_scan(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *arg,
             uint64_t *next)
 {
-    return scan_range(s, cursor, buckets, fn, arg, NULL, NULL, next);
+    return scan_range(s, cursor, buckets, fn, arg, NULL, NULL, NULL, next);
 }
 
 /* The expired keys a cycle found, copied out of the pool. */
@@ -2294,7 +2400,7 @@ int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *del
 {
     struct key_bag bag = {0};
     uint64_t live = 0;
-    int rc = scan_range(s, *cursor, buckets, count_key, &live, bag_add, &bag, cursor);
+    int rc = scan_range(s, *cursor, buckets, count_key, &live, bag_add, &bag, NULL, cursor);
     *deleted = 0;
     *seen = live + bag.n;
     for (size_t i = 0; i < bag.n; i++) {
@@ -2326,10 +2432,41 @@ static void slice_add(void *arg, const char *k, size_t n, unsigned type)
         bag_add(&sb->bag, k, n, type);
 }
 
-int kv_evict(kv_store *s, uint64_t limit, uint64_t *evicted)
+/* Evict key k, in a transaction of its own (a crash leaves it whole or
+ * gone); volatile: only if it has an expiry time (it may have lost it
+ * since it was sampled). 1 evicted, 0 not, or an error. */
+static int evict_key(kv_store *s, struct kv_slice k, int volatile_only)
+{
+    kv_txn *t;
+    int rc = kv_txn_begin(s, 1, &k, 1, &t), found;
+    if (rc)
+        return rc;
+    uint64_t at = 0;
+    found = volatile_only ? kv_txn_ttl(t, k, &at) : 1;
+    if (found > 0 && (!volatile_only || at))
+        found = kv_txn_del(t, k);
+    else if (found > 0)
+        found = 0;
+    rc = kv_txn_end(t, found < 0 ? found : 0);
+    return rc ? rc : found > 0;
+}
+
+/* An evicted big value was only buried: freed here, as Redis's eviction
+ * frees (lazyfree-lazy-eviction no), before more keys go. */
+static int evict_lazy(kv_store *s, uint64_t limit)
+{
+    uint64_t f;
+    int more = 1;
+    while (more > 0 && atomic_load(&s->bytes) > limit && atomic_load(&s->lazy_pending))
+        if ((more = kv_lazy_free(s, 1024, &f)) < 0)
+            return more;
+    return 0;
+}
+
+/* kv_evict's CLOCK: KV_EVICT_LRU over all keys */
+static int evict_clock(kv_store *s, uint64_t limit, uint64_t *evicted)
 {
     int rc = 0;
-    *evicted = 0;
     /* two turns of the hand: the first may only clear reference bytes */
     for (uint64_t turn = 0; !rc && atomic_load(&s->bytes) > limit && turn < 2u << REF_BITS;
          turn++) {
@@ -2340,29 +2477,137 @@ int kv_evict(kv_store *s, uint64_t limit, uint64_t *evicted)
         size_t buckets = bits > REF_BITS ? (size_t)1 << (bits - REF_BITS) : 1;
         struct slice_bag sb = {{0}, j};
         uint64_t next;
-        rc = scan_range(s, j << (64 - REF_BITS), buckets, slice_add, &sb, slice_add, &sb, &next);
+        rc = scan_range(s, j << (64 - REF_BITS), buckets, slice_add, &sb, slice_add, &sb, NULL,
+                        &next);
         for (size_t i = 0; i < sb.bag.n; i++) {
-            kv_txn *t;
-            if (!rc && !(rc = kv_txn_begin(s, 1, &sb.bag.k[i], 1, &t))) {
-                int found = kv_txn_del(t, sb.bag.k[i]); /* one item a transaction */
-                rc = kv_txn_end(t, found < 0 ? found : 0);
-                *evicted += !rc && found > 0;
-            }
+            int one = rc ? 0 : evict_key(s, sb.bag.k[i], 0);
+            rc = one < 0 ? one : 0;
+            *evicted += one > 0;
             free((void *)sb.bag.k[i].p);
         }
         free(sb.bag.k);
         if (!rc && sb.bag.oom)
             rc = TXN_E_NOMEM;
-        /* an evicted big value was only buried: freed here, as Redis's
-         * eviction frees (lazyfree-lazy-eviction no), before more keys go */
-        uint64_t f;
-        int more = 1;
-        while (!rc && more > 0 && atomic_load(&s->bytes) > limit && atomic_load(&s->lazy_pending))
-            if ((more = kv_lazy_free(s, 1024, &f)) < 0)
-                rc = more;
+        if (!rc)
+            rc = evict_lazy(s, limit);
         atomic_fetch_and_explicit(&s->ref[j], ~REF_SEEN, memory_order_relaxed); /* the
                                                                         deletes' lookups */
     }
+    return rc;
+}
+
+/* A sample's candidate: its key (a copy) and its rank, least evicted first */
+struct cand {
+    char *k;
+    size_t n;
+    uint64_t rank;
+};
+
+struct sample {
+    kv_store *s;
+    unsigned how;
+    struct cand *c;
+    size_t n, cap;
+    int oom;
+};
+
+static void sample_add(void *arg, const char *k, size_t n, uint64_t at)
+{
+    struct sample *sm = arg;
+    if ((sm->how & KV_EVICT_VOLATILE) && !at)
+        return;
+    if (sm->n == sm->cap) {
+        size_t cap = sm->cap ? 2 * sm->cap : 64;
+        struct cand *c = realloc(sm->c, cap * sizeof *c);
+        if (!c) {
+            sm->oom = 1;
+            return;
+        }
+        sm->c = c;
+        sm->cap = cap;
+    }
+    char *copy = malloc(n ? n : 1);
+    if (!copy) {
+        sm->oom = 1;
+        return;
+    }
+    memcpy(copy, k, n);
+    uint64_t slice = kv_hash(k, n) >> (64 - REF_BITS), rank;
+    switch (sm->how & ~KV_EVICT_VOLATILE) {
+    case KV_EVICT_LRU: { /* the slice's last lookup: the oldest first */
+        uint32_t r = atomic_load_explicit(&sm->s->ref[slice], memory_order_relaxed) & REF_CLOCK;
+        rank = (ref_now(sm->s) - r) & REF_CLOCK; /* 0 (never since open): the oldest */
+        rank = r ? REF_CLOCK - rank : 0;
+        break;
+    }
+    case KV_EVICT_LFU:
+        rank = lfu_decayed(sm->s, atomic_load_explicit(&sm->s->lfu[slice], memory_order_relaxed),
+                           lfu_minutes(sm->s));
+        break;
+    case KV_EVICT_TTL:
+        rank = at;
+        break;
+    default:
+        rank = rnd64();
+    }
+    sm->c[sm->n++] = (struct cand){copy, n, rank};
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+#define SAMPLE_BUCKETS ((uint64_t)1 << MIN_BITS) /* a small store's whole table */
+#define SAMPLE_KEYS 16
+
+/* kv_evict's sampled orders: every one but KV_EVICT_LRU over all keys */
+static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted)
+{
+    int rc = 0, idle = 0;
+    int vol = (how & KV_EVICT_VOLATILE) != 0;
+    /* rounds that evicted nothing (their candidates went meanwhile): a few */
+    while (!rc && idle < 8 && atomic_load(&s->bytes) > limit) {
+        if (vol && !atomic_load(&s->expires))
+            break; /* no candidate: the caller refuses the write */
+        struct sample sm = {.s = s, .how = how};
+        unsigned bits = atomic_load(&s->bits);
+        uint64_t total = (uint64_t)1 << bits, seen = 0, cur = rnd64(), next;
+        /* windows of 32 buckets; past SAMPLE_BUCKETS only while none found */
+        while (!rc && sm.n < SAMPLE_KEYS && seen < total && (seen < SAMPLE_BUCKETS || !sm.n)) {
+            rc = scan_range(s, cur, 32, NULL, &sm, NULL, NULL, sample_add, &next);
+            seen += ((next - cur) >> (64 - bits)) ? (next - cur) >> (64 - bits) : 1;
+            cur = next;
+        }
+        if (!rc && sm.oom)
+            rc = TXN_E_NOMEM;
+        qsort(sm.c, sm.n, sizeof *sm.c, cand_cmp);
+        size_t quota = sm.n / 4 ? sm.n / 4 : 1;
+        uint64_t before = *evicted;
+        for (size_t i = 0; i < sm.n; i++) {
+            if (!rc && i < quota && atomic_load(&s->bytes) > limit) {
+                int one = evict_key(s, (struct kv_slice){sm.c[i].k, sm.c[i].n}, vol);
+                rc = one < 0 ? one : 0;
+                *evicted += one > 0;
+            }
+            free(sm.c[i].k);
+        }
+        free(sm.c);
+        if (!sm.n)
+            break; /* the whole table holds no candidate */
+        idle = *evicted > before ? 0 : idle + 1;
+        if (!rc)
+            rc = evict_lazy(s, limit);
+    }
+    return rc;
+}
+
+int kv_evict(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted)
+{
+    *evicted = 0;
+    int rc = how == KV_EVICT_LRU ? evict_clock(s, limit, evicted)
+                                 : evict_sampled(s, limit, how, evicted);
     atomic_fetch_add(&s->evictions, *evicted);
     return rc;
 }

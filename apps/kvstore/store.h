@@ -251,13 +251,45 @@ int kv_scan(kv_store *s, uint64_t cursor, size_t buckets, kv_key_fn fn, void *ar
 int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *deleted,
                     uint64_t *seen);
 
-/* Delete keys until the keys' bytes (kv_info) are at most `limit`, the
- * least recently looked up first, roughly: CLOCK over 2^20 slices of the
- * hash space, whose reference bytes every lookup sets (DRAM: a restart
- * starts with none set). One transaction per key, so a crash leaves each
- * key whole or gone. *evicted counts them; stops after two turns of the
- * hand (everything looked at) even if still above. */
-int kv_evict(kv_store *s, uint64_t limit, uint64_t *evicted);
+/* Which keys kv_evict deletes first: Redis's maxmemory-policy orders, an
+ * order or'ed with KV_EVICT_VOLATILE (only keys with an expiry time are
+ * candidates) */
+enum kv_evict_order {
+    KV_EVICT_LRU = 0,    /* least recently looked up */
+    KV_EVICT_LFU = 1,    /* least frequently (kv_lfu_set's counters) */
+    KV_EVICT_RANDOM = 2, /* any */
+    KV_EVICT_TTL = 3,    /* the nearest expiry time (with KV_EVICT_VOLATILE) */
+};
+#define KV_EVICT_VOLATILE 4u
+
+/* Delete keys until the keys' bytes (kv_info) are at most `limit`, in the
+ * order `how` says, roughly. KV_EVICT_LRU over all keys: CLOCK over 2^20
+ * slices of the hash space, whose reference bytes every lookup sets
+ * (DRAM: a restart starts with none set); stops after two turns of the
+ * hand (everything looked at) even if still above. Every other order
+ * samples: from a random place, the candidate keys of windows of 32
+ * buckets until 16 candidates or 8,192 buckets (the whole table of a
+ * small store), and deletes the best quarter of them (at least one), then
+ * samples again; stops when a sample of the whole table finds no
+ * candidate (KV_EVICT_VOLATILE and no key with an expiry time). One
+ * transaction per key, so a crash leaves each key whole or gone.
+ * *evicted counts them. */
+int kv_evict(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted);
+
+/* Redis's LFU counters: with `on`, every lookup of a key that exists
+ * counts in its slice's 8-bit logarithmic counter (incremented with
+ * probability 1 / ((counter - 5) * log_factor + 1); a new key's slice
+ * starts at 5 at least), which loses one every decay_minutes minutes
+ * since the slice was last counted (0: never). DRAM only, one 32-bit
+ * word per 2^-20 slice of the hash space (4 MiB a store, IDLETIME's
+ * slices): no pool write. Off at open. */
+void kv_lfu_set(kv_store *s, int on, unsigned log_factor, unsigned decay_minutes);
+/* OBJECT FREQ: key's slice's counter, decayed to now, in *freq: 0 or
+ * TXN_E_STATE (a key the transaction does not hold). */
+int kv_txn_freq(kv_txn *t, struct kv_slice key, unsigned *freq);
+/* For tests: the store's clock (IDLETIME's seconds, LFU's minutes) moves
+ * on by secs at once. Single-threaded: no other call may run. */
+void kv_clock_advance(kv_store *s, unsigned secs);
 
 /* Lazy free: a DEL, expiry or overwrite of a key whose value is big (an
  * element table, or in pieces) only unlinks the key, in its transaction;

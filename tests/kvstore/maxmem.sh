@@ -14,8 +14,6 @@ server=$1
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/serve.sh"
 resp_test kvmaxmem
-bad() { echo "FAIL: $*"; fail=1; }
-used() { cli info memory | tr -d '\r' | sed -n 's/^used_memory://p'; }
 start() {
     serve "$dir/kv.log" --pool "$pool" --pool-size 64M --unix "$sock" --port 0 --threads 1 \
         --max-memory 1M || exit 1

@@ -46,13 +46,16 @@ workdir() {
 
 # resp_test TAG: a test script of one server on $sock: redis-cli there
 # (else exit 77, deps.sh), workdir TAG, $sock in it, $fail 0, and
-# cli ARGS: redis-cli on $sock.
+# cli ARGS: redis-cli on $sock; bad WHY: a failure said, $fail 1;
+# used: INFO's used_memory.
 resp_test() {
     bash "$(dirname "${BASH_SOURCE[0]}")/deps.sh" redis-cli || exit
     workdir "$1"
     sock=$dir/kv.sock
     fail=0
     cli() { redis-cli -s "$sock" "$@"; }
+    bad() { echo "FAIL: $*"; fail=1; }
+    used() { cli info memory | tr -d '\r' | sed -n 's/^used_memory://p'; }
 }
 
 workdir_end() {
