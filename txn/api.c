@@ -46,12 +46,29 @@
  *    committed by it, for which every engine's kept mode is the same;
  *    txn_open and the library's calls refill the way anyway. */
 
+/* K1 (txn.h): way 0's keys from its obj and mode. Stored only when they
+ * change, as way_fill's fields (after undo's barrier a store waits). */
+static void keys_set(struct txn *tx)
+{
+    const struct txn__way *w = &tx->hot.way[0];
+    const void *r = w->wmode != TXN__W_LOG ? w->obj : TXN__NO_OBJ;
+    const void *s = w->wmode == TXN__W_SAVE ? w->obj : TXN__NO_OBJ;
+    const void *l = w->wmode == TXN__W_LOG ? w->obj : TXN__NO_OBJ;
+    if (tx->hot.rkey != r)
+        tx->hot.rkey = r;
+    if (tx->hot.skey != s)
+        tx->hot.skey = s;
+    if (tx->hot.lkey != l)
+        tx->hot.lkey = l;
+}
+
 static void ways_clear(struct txn *tx)
 {
     tx->hot.ways = (uint32_t)eng_inlines;
     tx->ways_kept = 0;
     for (unsigned i = 0; i < TXN__WAYS; i++)
         tx->hot.way[i] = (struct txn__way){TXN__NO_OBJ, NULL, 0, TXN__W_SLOW};
+    keys_set(tx);
 }
 
 /* R1 at a transaction's start: the thread's kept ways are of the blocks'
@@ -88,6 +105,7 @@ static __attribute__((noinline)) void ways_end(struct txn *tx)
         way_end(tx, 0);
     }
     tx->ways_move = 0;
+    keys_set(tx);
 }
 
 /* The way o has, or the one of its set it is given. */
@@ -141,6 +159,7 @@ static void way_fill(struct txn *tx, txn_obj *o, size_t size)
             tx->hot.way[i].obj = TXN__NO_OBJ;
         if (tx->hot.way[0].obj == (const void *)o)
             tx->hot.way[0].obj = TXN__NO_OBJ;
+        keys_set(tx);
         return;
     }
 #ifdef PMTX_TRACE
@@ -157,6 +176,7 @@ static void way_fill(struct txn *tx, txn_obj *o, size_t size)
         return;
     way_set(&tx->hot.way[i], &nw);
     way_set(&tx->hot.way[0], &nw);
+    keys_set(tx);
     if (k != (int)nw.wmode && tx->ways_move++ < TXN__MOVED)
         tx->moved[tx->ways_move - 1] = (uint8_t)i;
     tx->way_keep[i] = tx->way_keep[0] = (signed char)k;
@@ -170,6 +190,7 @@ static void way_forget(struct txn *tx, const txn_obj *o)
         tx->hot.way[i].obj = TXN__NO_OBJ;
     if (tx->hot.way[0].obj == (const void *)o)
         tx->hot.way[0].obj = TXN__NO_OBJ;
+    keys_set(tx);
 }
 
 /* ---- per-thread contexts (ctxreg.h): each holds one of the pool's
