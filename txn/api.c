@@ -48,18 +48,31 @@
 
 /* K1 (txn.h): way 0's keys from its obj and mode. Stored only when they
  * change, as way_fill's fields (after undo's barrier a store waits). */
-static void keys_set(struct txn *tx)
+static inline void keys_of(struct txn *tx, const void *obj, uint32_t wmode)
 {
-    const struct txn__way *w = &tx->hot.way[0];
-    const void *r = w->wmode != TXN__W_LOG ? w->obj : TXN__NO_OBJ;
-    const void *s = w->wmode == TXN__W_SAVE ? w->obj : TXN__NO_OBJ;
-    const void *l = w->wmode == TXN__W_LOG ? w->obj : TXN__NO_OBJ;
+    const void *r = wmode != TXN__W_LOG ? obj : TXN__NO_OBJ;
+    const void *s = wmode == TXN__W_SAVE ? obj : TXN__NO_OBJ;
+    const void *l = wmode == TXN__W_LOG ? obj : TXN__NO_OBJ;
     if (tx->hot.rkey != r)
         tx->hot.rkey = r;
     if (tx->hot.skey != s)
         tx->hot.skey = s;
     if (tx->hot.lkey != l)
         tx->hot.lkey = l;
+}
+
+static void keys_set(struct txn *tx)
+{
+    keys_of(tx, tx->hot.way[0].obj, tx->hot.way[0].wmode);
+}
+
+/* Whether K1 holds: what the inline path relied on up to this call. */
+static __attribute__((unused)) int keys_ok(const struct txn *tx)
+{
+    const struct txn__way *w = &tx->hot.way[0];
+    return tx->hot.rkey == (w->wmode != TXN__W_LOG ? w->obj : TXN__NO_OBJ) &&
+           tx->hot.skey == (w->wmode == TXN__W_SAVE ? w->obj : TXN__NO_OBJ) &&
+           tx->hot.lkey == (w->wmode == TXN__W_LOG ? w->obj : TXN__NO_OBJ);
 }
 
 static void ways_clear(struct txn *tx)
@@ -157,9 +170,10 @@ static void way_fill(struct txn *tx, txn_obj *o, size_t size)
         unsigned i = way_index(tx, o, 0);
         if (i)
             tx->hot.way[i].obj = TXN__NO_OBJ;
-        if (tx->hot.way[0].obj == (const void *)o)
+        if (tx->hot.way[0].obj == (const void *)o) {
             tx->hot.way[0].obj = TXN__NO_OBJ;
-        keys_set(tx);
+            keys_of(tx, TXN__NO_OBJ, TXN__W_SLOW);
+        }
         return;
     }
 #ifdef PMTX_TRACE
@@ -176,7 +190,7 @@ static void way_fill(struct txn *tx, txn_obj *o, size_t size)
         return;
     way_set(&tx->hot.way[i], &nw);
     way_set(&tx->hot.way[0], &nw);
-    keys_set(tx);
+    keys_of(tx, nw.obj, nw.wmode);
     if (k != (int)nw.wmode && tx->ways_move++ < TXN__MOVED)
         tx->moved[tx->ways_move - 1] = (uint8_t)i;
     tx->way_keep[i] = tx->way_keep[0] = (signed char)k;
@@ -188,9 +202,10 @@ static void way_forget(struct txn *tx, const txn_obj *o)
     unsigned i = way_index(tx, o, 0);
     if (i)
         tx->hot.way[i].obj = TXN__NO_OBJ;
-    if (tx->hot.way[0].obj == (const void *)o)
+    if (tx->hot.way[0].obj == (const void *)o) {
         tx->hot.way[0].obj = TXN__NO_OBJ;
-    keys_set(tx);
+        keys_of(tx, TXN__NO_OBJ, TXN__W_SLOW);
+    }
 }
 
 /* ---- per-thread contexts (ctxreg.h): each holds one of the pool's
@@ -1151,6 +1166,7 @@ static int usable(struct txn *tx)
 {
     if (!tx || !tx->hot.active)
         return TXN_E_INVAL;
+    assert(keys_ok(tx) && "K1");
     quick_seen(tx);
     return tx->err ? TXN_E_STATE : 0;
 }
