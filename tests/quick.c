@@ -323,9 +323,10 @@ static uint64_t read_of(txn *tx, txn_obj *o, size_t off)
 }
 
 /* K1 (txn.h): the object the library saw last changes between two
- * objects of different sizes in every order of reads and writes, and each
- * access reaches its own object; after a failed call no access runs
- * inline, and the rollback restores both. */
+ * objects of different sizes in every order of reads, writes and opens,
+ * within and across transactions, and each access reaches its own object;
+ * after a failed call no access runs inline, and the rollback restores
+ * both. */
 START_TEST(test_keys_follow)
 {
     char name[TEST_NAME_LEN];
@@ -348,6 +349,19 @@ START_TEST(test_keys_follow)
         CHECK_OK(txn_commit(tx));
     }
     txn *tx;
+    for (int round = 0; round < 2; round++) { /* way 0 moved by txn_open */
+        CHECK_OK(txn_begin(p, &tx));
+        ck_assert_uint_eq(read_of(tx, b, 8), 231);
+        CHECK_OK(txn_commit(tx));
+        CHECK_OK(txn_begin(p, &tx));
+        ck_assert_ptr_nonnull(txn_open(tx, a, TXN_RO));
+        ck_assert_uint_eq(read_of(tx, b, 8), 231);
+        ck_assert_uint_eq(read_of(tx, a, 8), 131);
+        ck_assert_ptr_nonnull(txn_open(tx, b, TXN_RO));
+        CHECK_OK(txn_write_u64(tx, a, 24, 103));
+        ck_assert_uint_eq(read_of(tx, b, 24), 203);
+        CHECK_OK(txn_commit(tx));
+    }
     CHECK_OK(txn_begin(p, &tx));
     ck_assert_uint_eq(read_of(tx, a, 0), 100);
     CHECK_OK(txn_write_u64(tx, a, 0, 1));
