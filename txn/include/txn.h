@@ -602,10 +602,15 @@ static inline int txn__written(const struct txn__hot *h, const char *a, size_t n
 }
 
 #ifndef TXN_NO_INLINE
-/* The access calls are inlined wherever they are called: their common
- * case is a few instructions, and a call of them would put the caller's
- * variables on the stack and the transaction's state in memory. */
+/* The word accesses are inlined wherever they are called when optimizing:
+ * their common case is a few instructions, and a call of them would put
+ * the caller's variables on the stack (GCC judged txn_write_u64 too long
+ * to inline once its K1 paths were added). */
+#ifdef __OPTIMIZE__
 #define TXN__INL static inline __attribute__((always_inline))
+#else
+#define TXN__INL static inline
+#endif
 
 /* The library stores the transaction into a variable of this function, not
  * the caller's: the caller's `tx` then does not escape, and the compiler
@@ -632,7 +637,7 @@ static inline int txn_begin(txn_pool *p, txn **tx)
     return rc;
 }
 
-TXN__INL int txn_read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
+static inline int txn_read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
 {
     struct txn__hot *h = (struct txn__hot *)tx;
     const struct txn__way *w;
@@ -733,7 +738,7 @@ static inline int txn__write_words(struct txn__hot *h, const struct txn__way *w,
     return 0;
 }
 
-TXN__INL int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
+static inline int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
 {
     struct txn__hot *h = (struct txn__hot *)tx;
     const struct txn__way *w;
