@@ -682,6 +682,25 @@ TXN__INL int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v)
     return rc;
 }
 
+/* A word write's entry at e (the log has room): SAVE, then the store. */
+static inline void txn__save_word(struct txn__hot *h, uint64_t *e, char *a, uint64_t v)
+{
+    uint64_t *p = (uint64_t *)(void *)a;
+    e[0] = (uint64_t)(uintptr_t)a;
+    e[1] = *p;
+    *p = v;
+    h->wl = e + 2; /* its 8 bytes stored: counted from the log */
+}
+
+/* LOG: the new word, and its filter byte marked. */
+static inline void txn__log_word(struct txn__hot *h, uint64_t *e, char *a, uint64_t v)
+{
+    e[0] = (uint64_t)(uintptr_t)a;
+    e[1] = v;
+    h->wl = e + 2;
+    *txn__mark(h, a) = 1;
+}
+
 /* The inline write of the 8 bytes at src to a, an aligned word of w's
  * object: 0 when done, else the library must do it. */
 static inline int txn__write_word(struct txn__hot *h, const struct txn__way *w, char *a,
@@ -691,19 +710,13 @@ static inline int txn__write_word(struct txn__hot *h, const struct txn__way *w, 
     if (w->wmode == TXN__W_SAVE) {
         if (e >= h->wl_end)
             return 1;
-        e[0] = (uint64_t)(uintptr_t)a;
-        e[1] = *p;
-        *p = v;
-        h->wl = e + 2; /* its 8 bytes stored: counted from the log */
+        txn__save_word(h, e, a, v);
         return 0;
     }
     if (w->wmode == TXN__W_LOG) {
         if (e >= h->wl_end)
             return 1;
-        e[0] = (uint64_t)(uintptr_t)a;
-        e[1] = v;
-        h->wl = e + 2;
-        *txn__mark(h, a) = 1;
+        txn__log_word(h, e, a, v);
         return 0;
     }
     if (w->wmode == TXN__W_DIRECT && !h->gate) {
@@ -768,20 +781,11 @@ TXN__INL int txn_write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v)
     if (off & 7)
         return txn__fail(tx, TXN_E_INVAL);
     if (__builtin_expect(h && h->skey == (const void *)o && off <= h->way[0].lim && h->wl < h->wl_end, 1)) { /* K1 */
-        uint64_t *e = h->wl, *p = (uint64_t *)(void *)(h->way[0].base + off);
-        e[0] = (uint64_t)(uintptr_t)p;
-        e[1] = *p;
-        *p = v;
-        h->wl = e + 2; /* its 8 bytes stored: counted from the log */
+        txn__save_word(h, h->wl, h->way[0].base + off, v);
         return 0;
     }
     if (h && h->lkey == (const void *)o && off <= h->way[0].lim && h->wl < h->wl_end) {
-        uint64_t *e = h->wl;
-        char *a = h->way[0].base + off;
-        e[0] = (uint64_t)(uintptr_t)a;
-        e[1] = v;
-        h->wl = e + 2;
-        *txn__mark(h, a) = 1;
+        txn__log_word(h, h->wl, h->way[0].base + off, v);
         return 0;
     }
     if (h && (w = txn__find(h, o)) && off <= w->lim && !txn__write_word(h, w, w->base + off, v))
