@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common.h"
 #include "txn.h"
@@ -300,6 +301,129 @@ START_TEST(test_alloc_then_abort)
 }
 END_TEST
 
+/* An object of `n` payload bytes, its words 0.. set to base + their
+ * index, committed. */
+static txn_obj *make_obj(txn_pool *p, size_t n, uint64_t base)
+{
+    txn *tx;
+    txn_obj *o;
+    CHECK_OK(txn_begin(p, &tx));
+    CHECK_OK(txn_alloc(tx, n, &o));
+    for (size_t w = 0; w < n / 8; w++)
+        CHECK_OK(txn_write_u64(tx, o, 8 * w, base + w));
+    CHECK_OK(txn_commit(tx));
+    return o;
+}
+
+static uint64_t read_of(txn *tx, txn_obj *o, size_t off)
+{
+    uint64_t v = 0;
+    CHECK_OK(txn_read_u64(tx, o, off, &v));
+    return v;
+}
+
+/* K1 (txn.h): the object the library saw last changes between two
+ * objects of different sizes in every order of reads, writes and opens,
+ * within and across transactions, and each access reaches its own object;
+ * after a failed call no access runs inline, and the rollback restores
+ * both. */
+START_TEST(test_keys_follow)
+{
+    char name[TEST_NAME_LEN];
+    txn_pool *p = make_pool(name);
+    txn_obj *a = make_obj(p, 64, 100), *b = make_obj(p, 256, 200);
+    for (int round = 0; round < 3; round++) {
+        txn *tx;
+        CHECK_OK(txn_begin(p, &tx));
+        ck_assert_uint_eq(read_of(tx, a, 8), 101 + 10 * round);
+        ck_assert_uint_eq(read_of(tx, b, 8), 201 + 10 * round);
+        CHECK_OK(txn_write_u64(tx, a, 8, 111 + 10 * round)); /* way 0 is b's */
+        ck_assert_uint_eq(read_of(tx, b, 8), 201 + 10 * round);
+        CHECK_OK(txn_write_u64(tx, b, 8, 211 + 10 * round));
+        CHECK_OK(txn_write_u64(tx, a, 16, 7));
+        ck_assert_uint_eq(read_of(tx, a, 8), 111 + 10 * round);
+        ck_assert_uint_eq(read_of(tx, b, 8), 211 + 10 * round);
+        ck_assert_uint_eq(read_of(tx, a, 16), 7);
+        ck_assert_uint_eq(read_of(tx, b, 16), 202);
+        CHECK_OK(txn_write_u64(tx, a, 16, 102));
+        CHECK_OK(txn_commit(tx));
+    }
+    txn *tx;
+    for (int round = 0; round < 2; round++) { /* way 0 moved by txn_open */
+        CHECK_OK(txn_begin(p, &tx));
+        ck_assert_uint_eq(read_of(tx, b, 8), 231);
+        CHECK_OK(txn_commit(tx));
+        CHECK_OK(txn_begin(p, &tx));
+        ck_assert_ptr_nonnull(txn_open(tx, a, TXN_RO));
+        ck_assert_uint_eq(read_of(tx, b, 8), 231);
+        ck_assert_uint_eq(read_of(tx, a, 8), 131);
+        ck_assert_ptr_nonnull(txn_open(tx, b, TXN_RO));
+        CHECK_OK(txn_write_u64(tx, a, 24, 103));
+        ck_assert_uint_eq(read_of(tx, b, 24), 203);
+        CHECK_OK(txn_commit(tx));
+    }
+    CHECK_OK(txn_begin(p, &tx));
+    ck_assert_uint_eq(read_of(tx, a, 0), 100);
+    CHECK_OK(txn_write_u64(tx, a, 0, 1));
+    CHECK_RC(txn_write_u64(tx, a, txn_obj_size(p, a), 1), TXN_E_INVAL); /* past a's end */
+    uint64_t v = 0;
+    CHECK_RC(txn_write_u64(tx, a, 0, 2), TXN_E_STATE);
+    CHECK_RC(txn_read_u64(tx, a, 0, &v), TXN_E_STATE);
+    CHECK_RC(txn_write_u64(tx, b, 0, 2), TXN_E_STATE);
+    CHECK_RC(txn_commit(tx), TXN_E_STATE);
+    CHECK_OK(txn_begin(p, &tx));
+    ck_assert_uint_eq(read_of(tx, a, 0), 100);
+    ck_assert_uint_eq(read_of(tx, a, 8), 131);
+    ck_assert_uint_eq(read_of(tx, b, 0), 200);
+    ck_assert_uint_eq(read_of(tx, b, 8), 231);
+    ck_assert_uint_eq(read_of(tx, b, 248), 231);
+    CHECK_OK(txn_commit(tx));
+    drop_pool(p, name);
+}
+END_TEST
+
+/* txn_stats' bytes_stored of none, which stores nothing but the data:
+ * 8 bytes a word written inline (counted from the write log at the end),
+ * the others' bytes once, whichever way the transaction ends (the other
+ * engines store logs too, some after the commit: not compared). */
+START_TEST(test_stored_count)
+{
+    char name[TEST_NAME_LEN];
+    txn_pool *p = make_pool(name);
+    int exact = !strcmp(txn_engine_name(), "none");
+    const uint64_t words[4] = {1, 2, 3, 4};
+    /* case 0 twice: the second begins and commits inline (none) */
+    const int cases[5] = {0, 0, 1, 2, 3};
+    const uint64_t want[4] = {32, 32 + 16 + 24, 64, 32};
+    for (int c = 0; c < 5; c++) {
+        int k = cases[c];
+        txn_stats s0, s1;
+        txn *tx;
+        int ran = 0;
+        txn_stats_get(&s0);
+        CHECK_OK(txn_begin(p, &tx));
+        (void)read_of(tx, txn_root(p), 0);
+        for (size_t w = 0; w < 4; w++)
+            CHECK_OK(txn_write_u64(tx, txn_root(p), 8 * w, 40 + w));
+        if (k == 1) { /* a range entry inline, one by the library */
+            CHECK_OK(txn_write(tx, txn_root(p), 32, words, 16));
+            CHECK_OK(txn_write(tx, txn_root(p), 36, words, 24));
+        }
+        if (k == 3) /* the library's commit */
+            CHECK_OK(txn_defer(tx, TXN_ON_COMMIT, count, &ran));
+        if (k == 2) /* 32 stored, 32 restored */
+            txn_abort(tx);
+        else
+            CHECK_OK(txn_commit(tx));
+        txn_stats_get(&s1);
+        if (exact)
+            ck_assert_uint_eq(s1.bytes_stored - s0.bytes_stored, want[k]);
+        ck_assert_int_eq(ran, k == 3);
+    }
+    drop_pool(p, name);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("quick");
@@ -313,6 +437,8 @@ int main(void)
     tcase_add_test(c, test_close_reopen);
     tcase_add_test(c, test_alloc_free);
     tcase_add_test(c, test_alloc_then_abort);
+    tcase_add_test(c, test_keys_follow);
+    tcase_add_test(c, test_stored_count);
     printf("engine %s\n", txn_engine_name());
     return test_run(s, CK_FORK_GETENV, "quick");
 }

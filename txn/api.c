@@ -46,9 +46,38 @@
  *    committed by it, for which every engine's kept mode is the same;
  *    txn_open and the library's calls refill the way anyway. */
 
+/* K1 (txn.h): way 0's keys from its obj and mode. Stored only when they
+ * change, as way_fill's fields (after undo's barrier a store waits). */
+static inline void keys_of(struct txn *tx, const void *obj, uint32_t wmode)
+{
+    const void *r = wmode != TXN__W_LOG ? obj : TXN__NO_OBJ;
+    const void *s = wmode == TXN__W_SAVE ? obj : TXN__NO_OBJ;
+    const void *l = wmode == TXN__W_LOG ? obj : TXN__NO_OBJ;
+    if (tx->hot.rkey != r)
+        tx->hot.rkey = r;
+    if (tx->hot.skey != s)
+        tx->hot.skey = s;
+    if (tx->hot.lkey != l)
+        tx->hot.lkey = l;
+}
+
+static void keys_set(struct txn *tx)
+{
+    keys_of(tx, tx->hot.way[0].obj, tx->hot.way[0].wmode);
+}
+
+/* Whether K1 holds: what the inline path relied on up to this call. */
+static __attribute__((unused)) int keys_ok(const struct txn *tx)
+{
+    const struct txn__way *w = &tx->hot.way[0];
+    return tx->hot.rkey == (w->wmode != TXN__W_LOG ? w->obj : TXN__NO_OBJ) &&
+           tx->hot.skey == (w->wmode == TXN__W_SAVE ? w->obj : TXN__NO_OBJ) &&
+           tx->hot.lkey == (w->wmode == TXN__W_LOG ? w->obj : TXN__NO_OBJ);
+}
+
 /* Only the ways filled since the last clear are emptied: a program that
  * frees a block in most transactions (a key-value store replacing
- * records) clears at most begins, and a walk of all 129 ways there was
+ * records) clears them at most of its begins, and a walk of all 129 ways there was
  * 8% of such a server's time (docs/access.md). */
 static void ways_clear(struct txn *tx)
 {
@@ -61,6 +90,7 @@ static void ways_clear(struct txn *tx)
         }
         tx->ways_filled[k] = 0;
     }
+    keys_set(tx);
 }
 
 /* R1 at a transaction's start: the thread's kept ways are of the blocks'
@@ -97,6 +127,7 @@ static __attribute__((noinline)) void ways_end(struct txn *tx)
         way_end(tx, 0);
     }
     tx->ways_move = 0;
+    keys_set(tx);
 }
 
 /* The way o has, or the one of its set it is given. */
@@ -148,8 +179,10 @@ static void way_fill(struct txn *tx, txn_obj *o, size_t size)
         unsigned i = way_index(tx, o, 0);
         if (i)
             tx->hot.way[i].obj = TXN__NO_OBJ;
-        if (tx->hot.way[0].obj == (const void *)o)
+        if (tx->hot.way[0].obj == (const void *)o) {
             tx->hot.way[0].obj = TXN__NO_OBJ;
+            keys_of(tx, TXN__NO_OBJ, TXN__W_SLOW);
+        }
         return;
     }
 #ifdef PMTX_TRACE
@@ -168,6 +201,7 @@ static void way_fill(struct txn *tx, txn_obj *o, size_t size)
     way_set(&tx->hot.way[0], &nw);
     tx->ways_filled[i / 64] |= 1ull << i % 64;
     tx->ways_filled[0] |= 1;
+    keys_of(tx, nw.obj, nw.wmode);
     if (k != (int)nw.wmode && tx->ways_move++ < TXN__MOVED)
         tx->moved[tx->ways_move - 1] = (uint8_t)i;
     tx->way_keep[i] = tx->way_keep[0] = (signed char)k;
@@ -179,8 +213,10 @@ static void way_forget(struct txn *tx, const txn_obj *o)
     unsigned i = way_index(tx, o, 0);
     if (i)
         tx->hot.way[i].obj = TXN__NO_OBJ;
-    if (tx->hot.way[0].obj == (const void *)o)
+    if (tx->hot.way[0].obj == (const void *)o) {
         tx->hot.way[0].obj = TXN__NO_OBJ;
+        keys_of(tx, TXN__NO_OBJ, TXN__W_SLOW);
+    }
 }
 
 /* ---- per-thread contexts (ctxreg.h): each holds one of the pool's
@@ -1143,6 +1179,7 @@ static int usable(struct txn *tx)
 {
     if (!tx || !tx->hot.active)
         return TXN_E_INVAL;
+    assert(keys_ok(tx) && "K1");
     quick_seen(tx);
     return tx->err ? TXN_E_STATE : 0;
 }

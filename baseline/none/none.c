@@ -64,7 +64,10 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
     struct none_tx *t = tx->eng;
     char *a = (char *)o + off;
     if (!tx_is_new(tx, o)) {
+        size_t used = wlog_used(tx, &t->wl);
         int rc = wlog_append(tx, &t->wl, a, a, n);
+        /* stored_count() takes 4 a word of the log: not for this entry */
+        tx->hot.stored -= 4 * (wlog_used(tx, &t->wl) - used);
         if (rc)
             return rc;
     }
@@ -86,9 +89,17 @@ int eng_free(struct txn *tx, txn_obj *o)
     return tx_mark_free(tx, o, NULL);
 }
 
+/* The bytes the inline path stored: a word write's two words of log are
+ * its 8 bytes (txn.h, stored); to do before each rewind. */
+static void stored_count(struct txn *tx, const struct none_tx *t)
+{
+    tx->hot.stored += 4 * wlog_used(tx, &t->wl);
+}
+
 int eng_commit(struct txn *tx)
 {
     struct none_tx *t = tx->eng;
+    stored_count(tx, t);
     wlog_rewind(tx, &t->wl); /* first: nothing of t is live across the call */
     tx_apply_allocs(tx, 0);
     return 0;
@@ -126,6 +137,7 @@ void eng_abort(struct txn *tx)
             restore(p);
         }
     }
+    stored_count(tx, t);
     wlog_rewind(tx, &t->wl);
 }
 

@@ -503,12 +503,23 @@ struct txn__hot {
                          record awaits its barrier) */
     uint32_t ways;    /* nonzero: the engine fills ways */
     txn__ull stored;  /* bytes stored to pools inline by this transaction;
-                         the library adds them to txn__stored_inline when it
-                         ends (a field: no thread-local access per store) */
+                         where the write log holds SAVE entries (none), 4 a
+                         word of the log are added to it at the end, so an
+                         inline word write counts nothing (its entry's two
+                         words are its 8 bytes) and the log's other entries
+                         subtract theirs. The library adds the total to
+                         txn__stored_inline when the transaction ends (a
+                         field: no thread-local access per store) */
     uint64_t *wl0;    /* the write log's first word (where a commit rewinds) */
     txn__ull freed_seen; /* the pool's `freed` when the library last looked */
     uint32_t active;  /* a transaction runs on this context */
     uint32_t quick;   /* TXN__Q_*: whether txn_begin and txn_commit run inline */
+    /* K1: way 0's obj where its mode lets the access run with no test of
+     * the mode, else TXN__NO_OBJ: a read when the mode is not LOG (rkey),
+     * a write when it is SAVE (skey) or LOG (lkey). The library sets them
+     * whenever way 0 changes (api.c), so one compare finds both the object
+     * and what to do with it. */
+    const void *rkey, *skey, *lkey;
 };
 
 /* hot.quick. Q1 IDLE: no transaction runs, and the next one needs nothing
@@ -591,6 +602,16 @@ static inline int txn__written(const struct txn__hot *h, const char *a, size_t n
 }
 
 #ifndef TXN_NO_INLINE
+/* The word accesses are inlined wherever they are called when optimizing:
+ * their common case is a few instructions, and a call of them would put
+ * the caller's variables on the stack (GCC judged txn_write_u64 too long
+ * to inline once its K1 paths were added). */
+#ifdef __OPTIMIZE__
+#define TXN__INL static inline __attribute__((always_inline))
+#else
+#define TXN__INL static inline
+#endif
+
 /* The library stores the transaction into a variable of this function, not
  * the caller's: the caller's `tx` then does not escape, and the compiler
  * keeps it in a register across the stores and calls of the accesses
@@ -630,12 +651,21 @@ static inline int txn_read(txn *tx, txn_obj *o, size_t off, void *dst, size_t n)
     return txn__read(tx, o, off, dst, n);
 }
 
-static inline int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v)
+TXN__INL int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v)
 {
     struct txn__hot *h = (struct txn__hot *)tx;
     const struct txn__way *w;
     if (off & 7)
         return TXN_E_INVAL;
+    if (__builtin_expect(h && v && h->rkey == (const void *)o && off <= h->way[0].lim, 1)) { /* K1 */
+        *v = *(const uint64_t *)(const void *)(h->way[0].base + off);
+        return 0;
+    }
+    if (h && v && h->lkey == (const void *)o && off <= h->way[0].lim &&
+        !*txn__mark(h, h->way[0].base + off)) {
+        *v = *(const uint64_t *)(const void *)(h->way[0].base + off);
+        return 0;
+    }
     if (h && v && (w = txn__find(h, o)) && off <= w->lim) {
         const char *a = w->base + off;
         if (w->wmode != TXN__W_LOG || !*txn__mark(h, a)) {
@@ -652,6 +682,25 @@ static inline int txn_read_u64(txn *tx, txn_obj *o, size_t off, uint64_t *v)
     return rc;
 }
 
+/* A word write's entry at e (the log has room): SAVE, then the store. */
+static inline void txn__save_word(struct txn__hot *h, uint64_t *e, char *a, uint64_t v)
+{
+    uint64_t *p = (uint64_t *)(void *)a;
+    e[0] = (uint64_t)(uintptr_t)a;
+    e[1] = *p;
+    *p = v;
+    h->wl = e + 2; /* its 8 bytes stored: counted from the log */
+}
+
+/* LOG: the new word, and its filter byte marked. */
+static inline void txn__log_word(struct txn__hot *h, uint64_t *e, char *a, uint64_t v)
+{
+    e[0] = (uint64_t)(uintptr_t)a;
+    e[1] = v;
+    h->wl = e + 2;
+    *txn__mark(h, a) = 1;
+}
+
 /* The inline write of the 8 bytes at src to a, an aligned word of w's
  * object: 0 when done, else the library must do it. */
 static inline int txn__write_word(struct txn__hot *h, const struct txn__way *w, char *a,
@@ -661,20 +710,13 @@ static inline int txn__write_word(struct txn__hot *h, const struct txn__way *w, 
     if (w->wmode == TXN__W_SAVE) {
         if (e >= h->wl_end)
             return 1;
-        e[0] = (uint64_t)(uintptr_t)a;
-        e[1] = *p;
-        *p = v;
-        h->wl = e + 2;
-        h->stored += 8;
+        txn__save_word(h, e, a, v);
         return 0;
     }
     if (w->wmode == TXN__W_LOG) {
         if (e >= h->wl_end)
             return 1;
-        e[0] = (uint64_t)(uintptr_t)a;
-        e[1] = v;
-        h->wl = e + 2;
-        *txn__mark(h, a) = 1;
+        txn__log_word(h, e, a, v);
         return 0;
     }
     if (w->wmode == TXN__W_DIRECT && !h->gate) {
@@ -699,7 +741,7 @@ static inline int txn__write_words(struct txn__hot *h, const struct txn__way *w,
     if (w->wmode == TXN__W_SAVE) {
         __builtin_memcpy(&e[2], a, n);
         __builtin_memcpy(a, src, n);
-        h->stored += n;
+        h->stored += n - 4 * k; /* the log's 4 a word are added at the end */
     } else {
         __builtin_memcpy(&e[2], src, n);
         for (size_t i = 0; i < n; i += 8)
@@ -732,12 +774,20 @@ static inline int txn_write(txn *tx, txn_obj *o, size_t off, const void *src, si
     return txn__write(tx, o, off, src, n);
 }
 
-static inline int txn_write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v)
+TXN__INL int txn_write_u64(txn *tx, txn_obj *o, size_t off, uint64_t v)
 {
     struct txn__hot *h = (struct txn__hot *)tx;
     const struct txn__way *w;
     if (off & 7)
         return txn__fail(tx, TXN_E_INVAL);
+    if (__builtin_expect(h && h->skey == (const void *)o && off <= h->way[0].lim && h->wl < h->wl_end, 1)) { /* K1 */
+        txn__save_word(h, h->wl, h->way[0].base + off, v);
+        return 0;
+    }
+    if (h && h->lkey == (const void *)o && off <= h->way[0].lim && h->wl < h->wl_end) {
+        txn__log_word(h, h->wl, h->way[0].base + off, v);
+        return 0;
+    }
     if (h && (w = txn__find(h, o)) && off <= w->lim && !txn__write_word(h, w, w->base + off, v))
         return 0;
     return txn__write_u64(tx, o, off, v); /* v by value: no spill on the inline path */
@@ -749,8 +799,9 @@ static inline int txn_commit(txn *tx)
 {
     struct txn__hot *h = (struct txn__hot *)tx;
     if (h && h->quick == TXN__Q_RUN && h == txn__cur.tx) {
+        /* the log's entries are SAVE's (none): 4 bytes stored a word */
+        txn__stored_inline += h->stored + 4 * (txn__ull)(h->wl - h->wl0);
         h->wl = h->wl0;
-        txn__stored_inline += h->stored;
         txn__commits_inline++;
         h->stored = 0;
         h->active = 0;
