@@ -33,7 +33,11 @@ static int cmd_flushall(struct conn *c, kv_txn *t, size_t argc, struct kv_slice 
     (void)t;
     if (argc > 2 || (argc == 2 && !arg_is(&argv[1], "SYNC") && !arg_is(&argv[1], "ASYNC")))
         return reply_error(&c->out, "ERR syntax error"), 0;
-    int rc = kv_flush(srv.kv);
+    /* ASYNC empties the keyspace at once and frees in the background, as
+     * Redis 7.0; without the room for a new table it frees here */
+    int rc = argc == 2 && arg_is(&argv[1], "ASYNC") ? kv_flush_async(srv.kv) : TXN_E_NOSPACE;
+    if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL)
+        rc = kv_flush(srv.kv);
     if (rc)
         return rc;
     reply_simple(&c->out, "OK");
