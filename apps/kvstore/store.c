@@ -29,7 +29,8 @@
  *            6 in the same way). Bit 57 (KF_LAZY): the node is
  *            buried (lazy free, below): no key any more, its value freed
  *            in steps (version 7; earlier stores have it clear, and are
- *            marked 7 in the same way)
+ *            marked 7 in the same way). Bit 56 (KF_GRAVE): a grave
+ *            (below; version 8, marked in the same way)
  *   pieces   a string (or a list: t_list.c) kv_txn_splice made longer
  *            than PIECE bytes: val = piece table {n, piece[capacity]}
  *            (capacity from the object's size, made a power of two), n =
@@ -107,6 +108,20 @@
  * freeing resumes after a crash.
  *  L1 A buried node's hash is in the queue (kv_check: no more buried
  *     nodes than queued hashes); a buried node is no key (not in counts).
+ *
+ * Graves (FLUSHALL ASYNC, version 8). kv_flush_async swaps in a new,
+ * empty table in one transaction under every lock, and keeps the old one
+ * (and the one a resize was draining) reachable through a grave: a
+ * buried node (KF_LAZY | KF_GRAVE, bit 56 of klen; no key, GRAVE_HASH,
+ * val the flushed table) in bucket 0 of the new table. The root has no
+ * spare word, and a grave, being a buried node, is found by the walk at
+ * open, queued, moved by resizes and seen by kv_check and kv_objects
+ * as lazy free's nodes are. Its steps (grave_chunk) free the table from
+ * its first stripe on, NULLing each freed segment and directory where
+ * the table named it, so every step leaves a smaller, whole table.
+ *  G1 A flushed table holds no grave: kv_flush_async moves the graves of
+ *     the tables it buries into the new one (kv_objects checks, the steps
+ *     assert).
  *
  * Reads inside a transaction that may have written the same bytes go
  * through txn_read (redo's rule); pointers from txn_open are used only for
@@ -2722,7 +2737,8 @@ static int grave_table(struct op *o, txn_obj *t, txn_obj *sd[STRIPES], uint64_t 
                        unsigned *bitsp)
 {
     uint64_t bits = 0;
-    int rc = txn_obj_size(o->s->p, t) < TABLE_SIZE ? TXN_E_INVAL : rd(o, t, T_BITS, &bits, sizeof bits);
+    int rc = txn_obj_size(o->s->p, t) < TABLE_SIZE ? TXN_E_INVAL
+                                                   : rd(o, t, T_BITS, &bits, sizeof bits);
     if (!rc && (bits < MIN_BITS || bits > MAX_BITS))
         return refuse(TXN_E_CORRUPT, "grave: table %p of %llu bits", (void *)t,
                       (unsigned long long)bits);
@@ -2864,6 +2880,11 @@ int kv_lazy_free(kv_store *s, uint64_t budget, uint64_t *freed)
             s->lq_n--;
             atomic_store(&s->lazy_pending, s->lq_n);
             atomic_fetch_add(&s->lazy_freed, was_grave ? 0 : (uint64_t)found);
+            size_t i = 0; /* the last grave gone: no estimate left over */
+            while (was_grave && i < s->lq_n && s->lq[s->lq_head + i].hash != GRAVE_HASH)
+                i++;
+            if (was_grave && i == s->lq_n)
+                atomic_store(&s->grave_left, 0);
         } else if (!rc) {
             s->lq[s->lq_head].cursor = e.cursor;
         }

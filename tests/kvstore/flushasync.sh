@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # flushasync.sh SERVER - FLUSHALL ASYNC of 100,000 keys answers before it
 # frees: right after its OK, DBSIZE is 0, KEYS and SCAN find none, an old
-# key's name can be SET again, and INFO's lazyfree_pending_objects still
-# counts at least the 100,000 keys (a flag, not a time: an eager flush
-# leaves 0 there). Then SIGKILL while they are pending, a restart
+# key's name can be SET again, and INFO's lazyfree_pending_objects is
+# not 0 (a flag, not a time: an eager flush leaves 0 there; the
+# background thread may have freed a few thousand keys already). Then SIGKILL while they are pending, a restart
 # (--check before it), the pending frees resumed to 0, and a second fill
 # of the same keys that needs no larger pool (the space came back).
 # The flush is tried first with SIGKILL right after its OK, then whole.
@@ -54,7 +54,7 @@ size2=$(info memory pool_size)
 # the keyspace empty at once
 [ "$(cli flushall async)" = OK ] || bad "FLUSHALL ASYNC did not answer OK"
 pending=$(info memory lazyfree_pending_objects)
-[ "$pending" -ge 100000 ] || bad "lazyfree_pending_objects $pending right after FLUSHALL ASYNC"
+[ "$pending" -gt 0 ] || bad "lazyfree_pending_objects $pending right after FLUSHALL ASYNC"
 [ "$(cli dbsize)" = 0 ] || bad "DBSIZE $(cli dbsize) after FLUSHALL ASYNC"
 [ "$(info memory used_memory)" = 0 ] || bad "used_memory $(info memory used_memory)"
 [ -z "$(cli keys '*')" ] || bad "KEYS * finds $(cli keys '*' | head -3)"
