@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# flushasync.sh SERVER - FLUSHALL ASYNC of 100,000 keys answers before it
-# frees: right after its OK, DBSIZE is 0, KEYS and SCAN find none, an old
-# key's name can be SET again, and INFO's lazyfree_pending_objects is
-# not 0 (a flag, not a time: an eager flush leaves 0 there; the
-# background thread may have freed a few thousand keys already). Then SIGKILL while they are pending, a restart
-# (--check before it), the pending frees resumed to 0, and a second fill
-# of the same keys that needs no larger pool (the space came back).
-# The flush is tried first with SIGKILL right after its OK, then whole.
+# flushasync.sh SERVER - FLUSHALL ASYNC of 100,000 keys: first SIGKILL
+# right after its OK, --check, a restart: DBSIZE 0, frees pending, resumed
+# to 0, and a second fill of the same keys that needs no larger pool (the
+# space came back). Then a whole one: right after its OK, DBSIZE and
+# used_memory 0, KEYS and SCAN find none, an old key's name can be SET
+# again, and INFO's lazyfree_pending_objects is not 0 (a flag, not a
+# time: an eager flush leaves 0; the background thread may have freed a
+# few thousand keys already); drained, refilled in the same pool.
 # Skips (77) without redis-cli.
 set -uo pipefail
 server=$1
