@@ -292,12 +292,20 @@ static int put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng,
  * past it, packed again at 2 KB; half the elements pushed there are 200
  * to 900 bytes long, one in 8 elsewhere) on the others; pushes are
  * likelier below 6 elements (10 on the others), pops above, so that lists
- * cross both ways. A list passing LREC bytes only pops.
+ * cross both ways. A list passing list_cap() bytes only pops.
  * A key of another type is left alone (WRONGTYPE), but one key in LEVERY
  * deletes it first, as a DEL would. */
 enum { LEVERY = 40, LKEY = 4, LREC = 16384, LELEM = 900, LPUSH_MAX = 6 };
 static char lrec[SIM_THREADS][LREC];               /* the list as the mirror has it */
 static char lelem[SIM_THREADS][LPUSH_MAX][LELEM]; /* a push's elements */
+
+/* The most bytes key k's list record may take: LREC on the list keys,
+ * BIG_MAX (the old workload's) on the others, so that the pool of the
+ * largest engine (pmdk) still holds the other keys' lists. */
+static uint32_t list_cap(unsigned k)
+{
+    return k % LEVERY == LKEY ? LREC : BIG_MAX;
+}
 
 static uint32_t get_le32(const char *p)
 {
@@ -380,7 +388,7 @@ static int list_push_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint6
         e[i] = (struct kv_slice){lelem[t][i], m};
         need += 4 + m;
     }
-    if (*len + need > LREC)
+    if (*len + need > list_cap(k))
         return 1; /* too long: the caller pops */
     uint32_t had = get_le32(rec);
     uint64_t got;
@@ -417,7 +425,7 @@ static int list_mid_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64
     long long j = 0, at = -1;
     uint64_t got = 0;
     int rc, want = n > 0;
-    if (*len + 8 + v.n > LREC)
+    if (*len + 8 + v.n > list_cap(k))
         return 0;
     while (j < n && (e[j].n != pick.n || memcmp(e[j].p, pick.p, pick.n)))
         j++;
