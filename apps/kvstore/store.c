@@ -31,7 +31,7 @@
  *            in steps (version 7; earlier stores have it clear, and are
  *            marked 7 in the same way). Bit 56 (KF_GRAVE): a grave
  *            (below; version 8, marked in the same way)
- *   pieces   a string (or a list: t_list.c) kv_txn_splice made longer
+ *   pieces   a string (or a list: list.c) kv_txn_splice made longer
  *            than PIECE bytes: val = piece table {n, piece[capacity]}
  *            (capacity from the object's size, made a power of two), n =
  *            ceil(vlen / PIECE); piece i holds bytes [i * PIECE, (i + 1) *
