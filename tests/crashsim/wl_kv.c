@@ -1406,7 +1406,7 @@ static int kv_read(txn_pool *p, int t, uint64_t *digest, struct reach *r)
     return bad;
 }
 
-const struct workload wl_kv = {"kv", 4u << 20, KV_ROOT_SIZE, kv_setup, kv_step, kv_mirror,
+const struct workload wl_kv = {"kv", 6u << 20, KV_ROOT_SIZE, kv_setup, kv_step, kv_mirror,
                                kv_read, WL_BY_NAME, kv_finish};
 
 /* ---- kv-shared: every thread's kv_txns on one store (thread 0's), under
