@@ -6,7 +6,7 @@
  * distinct ranges written in objects that existed before it:
  *   - commit: N + 2 (one barrier per undo record, then the commit's two);
  *   - writing a range again: free;
- *   - read-only or empty: 0;
+ *   - read-only or empty: 0; objects opened TXN_RW and not written: 0;
  *   - abort: N + 2 (restore, then invalidate the log), 0 without writes,
  *     and the data is back;
  *   - allocating or freeing objects, and writing into objects allocated by
@@ -348,6 +348,49 @@ START_TEST(test_abort)
 }
 END_TEST
 
+/* Objects opened TXN_RW wait for their records until the next write
+ * (U9 of undo.c): 20 opened and none written cost no record and no
+ * barrier; the first of 5 writes appends all 20 records under the batch's
+ * one fence, then the commit's two; an abort after writing 5 gives their
+ * bytes back. */
+START_TEST(test_opened_unwritten)
+{
+    struct target t;
+    txn_stats d;
+    txn *tx;
+    make_target(&t, 1);
+    measure_start(); /* one opened and written: one record's bytes */
+    tx = begin();
+    ck_assert_ptr_nonnull(txn_open(tx, t.objs[0], TXN_RW));
+    write_ranges(tx, &t, 1, 500u);
+    CHECK_OK(txn_commit(tx));
+    d = measured();
+    uint64_t rec = d.log_bytes;
+    ck_assert_uint_eq(d.barriers, 1 + 2);
+    ck_assert_uint_gt(rec, 0);
+    for (int w = 0; w <= 5; w += 5) {
+        measure_start();
+        tx = begin();
+        for (int i = 0; i < MAX_RANGES; i++)
+            ck_assert_ptr_nonnull(txn_open(tx, t.objs[i], TXN_RW));
+        write_ranges(tx, &t, w, 500u);
+        CHECK_OK(txn_commit(tx));
+        d = measured();
+        ck_assert_msg(d.barriers == (w ? 1u + 2u : 0u) && d.log_bytes == (w ? MAX_RANGES * rec : 0),
+                      "%d of %d opened objects written: %llu barriers, %llu log bytes", w,
+                      MAX_RANGES, (unsigned long long)d.barriers,
+                      (unsigned long long)d.log_bytes);
+        check_ranges(&t, w ? w : 1, 500u);
+    }
+    tx = begin();
+    for (int i = 0; i < MAX_RANGES; i++)
+        ck_assert_ptr_nonnull(txn_open(tx, t.objs[i], TXN_RW));
+    write_ranges(tx, &t, 5, 600u);
+    txn_abort(tx);
+    check_ranges(&t, 5, 500u);
+}
+END_TEST
+
 /* Barriers the allocator adds to a transaction that allocates or frees. */
 /* Extra barriers of a transaction that allocates or frees and logs n
  * ranges after it: eager mode pays two cleanup barriers; lazy mode pays
@@ -468,6 +511,7 @@ static Suite *barriers_suite(void)
     tcase_add_loop_test(tc, test_words_logged, 0, 2);
     tcase_add_test(tc, test_read_only);
     tcase_add_loop_test(tc, test_abort, 0, 2);
+    tcase_add_test(tc, test_opened_unwritten);
     tcase_add_test(tc, test_alloc_and_free);
     return s;
 }

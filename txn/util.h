@@ -68,29 +68,59 @@ static inline int vec_append(struct vec *v, const void *src, size_t n)
 
 /* A 64-bit checksum over 8-byte words; detects torn and stale records.
  * Two independent lanes (even and odd words) keep the multiplier busy:
- * checksums sit on the undo log's hot path. */
+ * checksums sit on the undo log's hot path. Its steps are apart so that a
+ * caller can sum words as it stores them (the log's records) and get the
+ * same value as csum64 of the stored bytes. */
+struct csum {
+    uint64_t a, c; /* the lanes */
+};
+
+/* The state before the first word of n bytes, after h. */
+static inline struct csum csum_start(uint64_t h, size_t n)
+{
+    return (struct csum){h ^ n, ~h};
+}
+
+/* Words w, v: the next 16 bytes, none of them the last, partial 16. */
+static inline void csum_step(struct csum *s, uint64_t w, uint64_t v)
+{
+    s->a = (s->a ^ w) * 0x9e3779b97f4a7c15ull;
+    s->c = (s->c ^ v) * 0xc2b2ae3d27d4eb4full;
+    s->a ^= s->a >> 29;
+    s->c ^= s->c >> 31;
+}
+
+/* The last 1-15 bytes, zero-padded to the words w, v. */
+static inline void csum_tail(struct csum *s, uint64_t w, uint64_t v)
+{
+    s->a = (s->a ^ w) * 0x9e3779b97f4a7c15ull;
+    s->c = (s->c ^ v) * 0xc2b2ae3d27d4eb4full;
+}
+
+static inline uint64_t csum_end(struct csum s)
+{
+    uint64_t a = s.a ^ (s.c ^ (s.c >> 29)) * 0xff51afd7ed558ccdull;
+    return a ^ (a >> 32);
+}
+
 static inline uint64_t csum64(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;
-    uint64_t a = h ^ n, c = ~h, w, v;
+    struct csum s = csum_start(h, n);
+    uint64_t w, v;
     for (; n >= 16; n -= 16, b += 16) {
         memcpy(&w, b, 8);
         memcpy(&v, b + 8, 8);
-        a = (a ^ w) * 0x9e3779b97f4a7c15ull;
-        c = (c ^ v) * 0xc2b2ae3d27d4eb4full;
-        a ^= a >> 29;
-        c ^= c >> 31;
+        csum_step(&s, w, v);
     }
     if (n) {
         unsigned char tail[16] = {0};
         memcpy(tail, b, n);
         memcpy(&w, tail, 8);
         memcpy(&v, tail + 8, 8);
-        a = (a ^ w) * 0x9e3779b97f4a7c15ull;
-        c = (c ^ v) * 0xc2b2ae3d27d4eb4full;
+        csum_tail(&s, w, v);
     }
-    a ^= (c ^ (c >> 29)) * 0xff51afd7ed558ccdull;
-    return a ^ (a >> 32);
+    return csum_end(s);
 }
 
 #endif

@@ -64,6 +64,13 @@
  * of an opened object changes before its record is durable), and writes
  * to an object logged whole log nothing. A transaction that opens its N
  * objects and then writes them pays 1 + 2 barriers instead of N + 2.
+ *  U9 An object opened TXN_RW waits in u->opened_objs for its record,
+ *     which the next fence appends, for all of them in one pass (their
+ *     lines fetched at once, not one miss per open); tx->hot.gate is set
+ *     while one waits, so every write (txn.h's direct ones included)
+ *     reaches eng_write, whose fence appends the records before the first
+ *     change (U1). An object still waiting at commit or abort was never
+ *     changed and needs no record.
  */
 #include <assert.h>
 #include <stdint.h>
@@ -77,6 +84,12 @@
 const char eng_name[] = PMTX_ENGINE_NAME;
 const int eng_inlines = 1;
 const int eng_persistent = 1;
+
+/* An object opened TXN_RW, its record not appended yet (U9). */
+struct span {
+    char *a;
+    size_t len;
+};
 
 /* A DATA record of the running transaction and the range it saved. */
 struct urec {
@@ -94,6 +107,8 @@ struct undo_tx {
     struct addrmap whole;  /* objects logged whole by txn_open(TXN_RW) */
     const void *opened;    /* the last of them: txn_open's way fill asks
                               right after, and skips the map */
+    struct vec opened_objs; /* struct span: objects logged whole whose
+                               records are not appended yet (U9) */
     int prepared;          /* eng_prepare ran: the allocator bits are
                               applied (an abort reverts them) */
 #ifndef NDEBUG
@@ -118,6 +133,7 @@ int eng_tx_init(struct txn *tx)
         return TXN_E_NOMEM;
     }
     vec_init(&u->recs, sizeof(struct urec));
+    vec_init(&u->opened_objs, sizeof(struct span));
 #ifndef NDEBUG
     vec_init(&u->before, 1);
 #endif
@@ -129,6 +145,7 @@ void eng_tx_fini(struct txn *tx)
 {
     struct undo_tx *u = tx->eng;
     vec_free(&u->recs);
+    vec_free(&u->opened_objs);
     addrmap_free(&u->logged);
     addrmap_free(&u->whole);
 #ifndef NDEBUG
@@ -144,6 +161,7 @@ static void reset(struct txn *tx, struct undo_tx *u)
 {
     tx->hot.gate = 0;
     u->recs.n = 0;
+    u->opened_objs.n = 0; /* U9: never changed */
 #ifndef NDEBUG
     u->before.n = 0;
 #endif
@@ -205,15 +223,6 @@ static int logged_set(struct undo_tx *u, uintptr_t a, size_t n)
     return 0;
 }
 
-/* U1, U2: the records appended so far durable, then the tail hint. */
-static void fence_records(struct txn *tx)
-{
-    tx_log_flush(tx);
-    pm_barrier();
-    tx->hot.gate = 0;
-    tx_log_set_tail(tx);
-}
-
 /* Records of [a, a+n), one per LOG_MAX_PAYLOAD piece, not fenced. */
 static int append_old(struct txn *tx, struct undo_tx *u, char *a, size_t n)
 {
@@ -239,6 +248,28 @@ static int append_old(struct txn *tx, struct undo_tx *u, char *a, size_t n)
     return 0;
 }
 
+/* U9, U1, U2: the records of the objects waiting appended, every record
+ * appended so far durable, then the tail hint. */
+static int fence_records(struct txn *tx, struct undo_tx *u)
+{
+    assert((!u->opened_objs.n || tx->hot.gate) && "U9: an object waits for its record, the gate open");
+    const struct span *o = (const struct span *)(void *)u->opened_objs.a;
+    size_t n = u->opened_objs.n;
+    for (size_t i = 0; i < n; i++)
+        __builtin_prefetch(o[i].a);
+    for (size_t i = 0; i < n; i++) {
+        int rc = append_old(tx, u, o[i].a, o[i].len);
+        if (rc)
+            return rc; /* the transaction fails: nothing was changed */
+    }
+    u->opened_objs.n = 0;
+    tx_log_flush(tx);
+    pm_barrier();
+    tx->hot.gate = 0;
+    tx_log_set_tail(tx);
+    return 0;
+}
+
 void *eng_open(struct txn *tx, txn_obj *o, int mode)
 {
     struct undo_tx *u = tx->eng;
@@ -247,8 +278,14 @@ void *eng_open(struct txn *tx, txn_obj *o, int mode)
     uint64_t *whole = addrmap_slot(&u->whole, (uint64_t)(uintptr_t)o);
     int rc = whole ? 0 : TXN_E_NOMEM;
     size_t size = tx->last_obj == o ? tx->last_size : tx_block_payload(tx->p, o, 0);
-    if (whole && !*whole && !(rc = append_old(tx, u, (char *)o, size)))
+    struct span *w = whole && !*whole ? vec_push(&u->opened_objs) : NULL;
+    if (w) { /* U9 */
+        *w = (struct span){(char *)o, size};
         *whole = 1;
+        tx->hot.gate = 1;
+    } else if (whole && !*whole) {
+        rc = TXN_E_NOMEM;
+    }
     if (rc) {
         tx->err = tx->err ? tx->err : rc;
         return NULL;
@@ -279,15 +316,14 @@ int eng_write(struct txn *tx, txn_obj *o, size_t off, const void *src, size_t n)
     struct undo_tx *u = tx->eng;
     char *a = (char *)o + off;
     uint64_t *whole = u->whole.n ? addrmap_find(&u->whole, (uint64_t)(uintptr_t)o) : NULL;
+    int rc;
     if (whole && *whole) {
-        if (tx->hot.gate)
-            fence_records(tx); /* the batch, before its first change */
+        if (tx->hot.gate && (rc = fence_records(tx, u))) /* the batch, before its first change */
+            return rc;
     } else if (!tx_is_new(tx, o)) {
         if (!logged_all(u, (uintptr_t)a, n)) {
-            int rc = append_old(tx, u, a, n);
-            if (rc)
+            if ((rc = append_old(tx, u, a, n)) || (rc = fence_records(tx, u)))
                 return rc;
-            fence_records(tx);
             if ((rc = logged_set(u, (uintptr_t)a, n)))
                 return rc;
         }
@@ -369,8 +405,10 @@ int eng_commit(struct txn *tx)
 {
     struct undo_tx *u = tx->eng;
     int allocs = tx_block_count(tx) != 0;
-    if (!u->recs.n && !allocs)
-        return 0; /* read-only: nothing to make durable */
+    if (!u->recs.n && !allocs) {
+        reset(tx, u); /* objects opened TXN_RW may wait unchanged (U9) */
+        return 0;     /* read-only: nothing to make durable */
+    }
     int eager = txn_cfg.alloc_eager && allocs;
 #ifndef NDEBUG
     assert_rollback(tx, u);
