@@ -2612,6 +2612,22 @@ int kv_evict(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted)
     return rc;
 }
 
+int kv_evict_admit(kv_store *s, uint64_t limit, unsigned how)
+{
+    uint64_t n;
+    if (atomic_load(&s->bytes) <= limit)
+        return 1;
+    int rc = kv_evict(s, limit, how, &n);
+    if (rc)
+        return rc;
+    /* kv_evict stops only at the limit or with nothing left to evict (its
+     * rounds that find nothing are its own retries): so a write whose
+     * eviction took a key is admitted, though others' writes may have
+     * filled that room since, or one it refuses would have evicted for
+     * nothing; docs/kvstore.md section 37 */
+    return n > 0 || atomic_load(&s->bytes) <= limit;
+}
+
 /* ---- lazy free */
 
 /* Queue n hashes of buried nodes. A queue that cannot grow drops them:
