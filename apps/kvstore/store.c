@@ -123,6 +123,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -249,6 +250,7 @@ struct kv_store {
     int own;       /* kv_open opened p: kv_close closes it */
     int (*commit)(txn *tx, void *arg); /* kv_opts.commit, or NULL */
     void *commit_arg;
+    void (*evicted)(const char *k, size_t n, void *arg); /* kv_opts.evicted, or NULL */
     struct stripe_lock lock[STRIPES];
     struct view v;
     pthread_mutex_t resize; /* one resize start or finish at a time; kv_reserve
@@ -1058,15 +1060,18 @@ static inline void ref_mark(const struct op *o, uint64_t h)
 }
 
 /* A thread's random numbers (xorshift64*): eviction's random order, LFU's
- * increments; nothing depends on them beyond the odds. */
+ * increments; nothing depends on them beyond the odds. Seeded by
+ * getrandom(2), which a program may define (the crash simulator's shared
+ * runs draw from their seed, so that a run's evictions replay). */
 static uint64_t rnd64(void)
 {
     static _Thread_local uint64_t x;
-    if (!x) {
+    if (!x && getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        x = mix64((uint64_t)(uintptr_t)&x ^ (uint64_t)ts.tv_nsec) | 1;
+        x = mix64((uint64_t)(uintptr_t)&x ^ (uint64_t)ts.tv_nsec);
     }
+    x |= !x;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
@@ -2451,6 +2456,8 @@ static int evict_key(kv_store *s, struct kv_slice k, int volatile_only)
         found = kv_txn_del(t, k);
     else if (found > 0)
         found = 0;
+    if (found > 0 && s->evicted)
+        s->evicted(k.p, k.n, s->commit_arg);
     rc = kv_txn_end(t, found < 0 ? found : 0);
     return rc ? rc : found > 0;
 }
@@ -2944,6 +2951,7 @@ int kv_adopt(txn_pool *p, txn_obj *root, const struct kv_opts *opt, kv_store **o
     s->root = root;
     s->commit = opt->commit;
     s->commit_arg = opt->commit_arg;
+    s->evicted = opt->evicted;
     for (unsigned i = 0; i < STRIPES; i++)
         pthread_mutex_init(&s->lock[i].m, NULL);
     pthread_mutex_init(&s->resize, NULL);
