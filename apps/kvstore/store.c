@@ -2474,12 +2474,22 @@ static int evict_lazy(kv_store *s, uint64_t limit)
     return 0;
 }
 
+/* Are the bytes still past the limit? *room set when they are not: the
+ * eviction got there (kv_evict_admit's rule) */
+static int above(kv_store *s, uint64_t limit, int *room)
+{
+    if (atomic_load(&s->bytes) > limit)
+        return 1;
+    *room = 1;
+    return 0;
+}
+
 /* kv_evict's CLOCK: KV_EVICT_LRU over all keys */
-static int evict_clock(kv_store *s, uint64_t limit, uint64_t *evicted)
+static int evict_clock(kv_store *s, uint64_t limit, uint64_t *evicted, int *room)
 {
     int rc = 0;
     /* two turns of the hand: the first may only clear reference bytes */
-    for (uint64_t turn = 0; !rc && atomic_load(&s->bytes) > limit && turn < 2u << REF_BITS;
+    for (uint64_t turn = 0; !rc && above(s, limit, room) && turn < 2u << REF_BITS;
          turn++) {
         uint64_t j = atomic_fetch_add(&s->hand, 1) & ((1u << REF_BITS) - 1);
         if (atomic_fetch_and_explicit(&s->ref[j], ~REF_SEEN, memory_order_relaxed) & REF_SEEN)
@@ -2586,12 +2596,13 @@ static int cand_cmp(const void *a, const void *b)
 #define SAMPLE_KEYS 16
 
 /* kv_evict's sampled orders: every one but KV_EVICT_LRU over all keys */
-static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted)
+static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted,
+                         int *room)
 {
     int rc = 0, idle = 0;
     int vol = (how & KV_EVICT_VOLATILE) != 0;
     /* rounds that evicted nothing (their candidates went meanwhile): a few */
-    while (!rc && idle < 8 && atomic_load(&s->bytes) > limit) {
+    while (!rc && idle < 8 && above(s, limit, room)) {
         if (vol && !atomic_load(&s->expires))
             break; /* no candidate: the caller refuses the write */
         struct sample sm = {.s = s, .how = how};
@@ -2609,7 +2620,7 @@ static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *ev
         size_t quota = sm.n / 4 ? sm.n / 4 : 1;
         uint64_t before = *evicted;
         for (size_t i = 0; i < sm.n; i++) {
-            if (!rc && i < quota && atomic_load(&s->bytes) > limit) {
+            if (!rc && i < quota && above(s, limit, room)) {
                 int one = evict_key(s, (struct kv_slice){sm.c[i].k, sm.c[i].n}, vol);
                 rc = one < 0 ? one : 0;
                 *evicted += one > 0;
@@ -2626,29 +2637,33 @@ static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *ev
     return rc;
 }
 
-int kv_evict(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted)
+static int evict_to(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted, int *room)
 {
     *evicted = 0;
-    int rc = how == KV_EVICT_LRU ? evict_clock(s, limit, evicted)
-                                 : evict_sampled(s, limit, how, evicted);
+    int rc = how == KV_EVICT_LRU ? evict_clock(s, limit, evicted, room)
+                                 : evict_sampled(s, limit, how, evicted, room);
     atomic_fetch_add(&s->evictions, *evicted);
     return rc;
+}
+
+int kv_evict(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted)
+{
+    int room = 0;
+    return evict_to(s, limit, how, evicted, &room);
 }
 
 int kv_evict_admit(kv_store *s, uint64_t limit, unsigned how)
 {
     uint64_t n;
-    if (atomic_load(&s->bytes) <= limit)
-        return 1;
-    int rc = kv_evict(s, limit, how, &n);
-    if (rc)
-        return rc;
-    /* kv_evict stops only at the limit or with nothing left to evict (its
-     * rounds that find nothing are its own retries): so a write whose
-     * eviction took a key is admitted, though others' writes may have
-     * filled that room since, or one it refuses would have evicted for
-     * nothing; docs/kvstore.md section 37 */
-    return n > 0 || atomic_load(&s->bytes) <= limit;
+    int room = 0;
+    /* the eviction saw the bytes at the limit once: the room is this
+     * write's, though other workers' writes may have filled it since (a
+     * refusal must not depend on their timing); it stops short only when
+     * the policy has nothing left, after its own rounds that found
+     * nothing (its retries): then refused, as Redis's EVICT_FAIL, even
+     * if it took keys. docs/kvstore.md section 37 */
+    int rc = evict_to(s, limit, how, &n, &room);
+    return rc ? rc : room;
 }
 
 /* ---- lazy free */

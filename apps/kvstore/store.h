@@ -282,10 +282,10 @@ int kv_evict(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted);
 
 /* A write's memory check (Redis's CMD_DENYOOM) past `limit`, with several
  * writers: kv_evict down to it in the order `how`; 1 when the write is
- * admitted (the bytes are at most the limit afterwards, or this call
- * evicted a key: the room it made is the write's, even if another
- * writer's keys took it since), 0 when it is refused (still above and
- * nothing the order may evict), or an error of kv_evict. */
+ * admitted (the eviction saw the bytes at most at the limit: the room
+ * it made is the write's, even if another writer's keys took it since),
+ * 0 when it is refused (the order had nothing left to evict before the
+ * limit), or an error of kv_evict. */
 int kv_evict_admit(kv_store *s, uint64_t limit, unsigned how);
 
 /* Redis's LFU counters: with `on`, every lookup of a key that exists
