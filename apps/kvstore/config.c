@@ -19,6 +19,7 @@ enum kind {
     P_NUM,   /* an integer in [min, max], in *num */
     P_MEM,   /* a memory value (Redis's: 10k, 5mb, ...): srv.max_memory */
     P_ENUM,  /* one of the names in words: its index in *num */
+    P_BOOL,  /* yes (1) or no (0), in *num */
     P_FIXED, /* answers fixed(); CONFIG SET takes only that answer */
 };
 
@@ -61,7 +62,7 @@ struct param {
     const char *name, *alias;
     enum kind kind;
     long long min, max, def;
-    _Atomic long long *num;          /* P_NUM, P_ENUM */
+    _Atomic long long *num;          /* P_NUM, P_ENUM, P_BOOL */
     const char *const *words;        /* P_ENUM */
     void (*fixed)(char *v);          /* P_FIXED: writes at most 256 bytes */
 };
@@ -86,6 +87,8 @@ static const struct param params[] = {
     {"maxmemory-policy", NULL, P_ENUM, 0, 0, 7, &cfg.maxmemory_policy, policies, NULL},
     {"lfu-log-factor", NULL, P_NUM, 0, INT_MAX, 10, &cfg.lfu_log_factor, NULL, NULL},
     {"lfu-decay-time", NULL, P_NUM, 0, INT_MAX, 1, &cfg.lfu_decay_time, NULL, NULL},
+    {"lazyfree-lazy-user-flush", NULL, P_BOOL, 0, 1, 0, &cfg.lazyfree_lazy_user_flush, NULL,
+     NULL},
     {"save", NULL, P_FIXED, 0, 0, 0, NULL, NULL, fixed_save},
     {"appendonly", NULL, P_FIXED, 0, 0, 0, NULL, NULL, fixed_aof},
     {"databases", NULL, P_FIXED, 0, 0, 0, NULL, NULL, fixed_databases},
@@ -130,6 +133,8 @@ static void value_of(const struct param *p, char *v)
         sprintf(v, "%llu", (unsigned long long)atomic_load(&srv.max_memory));
     else if (p->kind == P_ENUM)
         strcpy(v, p->words[atomic_load(p->num)]);
+    else if (p->kind == P_BOOL)
+        strcpy(v, atomic_load(p->num) ? "yes" : "no");
     else
         p->fixed(v);
 }
@@ -192,6 +197,10 @@ static const char *check(const struct param *p, const struct kv_slice *v, long l
         for (size_t i = 0; p->words[i]; i++)
             strcat(strcat(why, p->words[i]), p->words[i + 1] ? ", " : "");
         return why;
+    case P_BOOL:
+        if (arg_is(v, "yes") || arg_is(v, "no"))
+            return *out = arg_is(v, "yes"), NULL;
+        return "argument must be 'yes' or 'no'";
     case P_FIXED:
         p->fixed(cur);
         if (v->n == strlen(cur) && (!v->n || arg_is(v, cur)))

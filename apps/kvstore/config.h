@@ -22,6 +22,8 @@ struct kv_config {
     _Atomic long long maxmemory_policy; /* an index into config.c's policy names */
     _Atomic long long lfu_log_factor;   /* kv_lfu_set's, pushed by config_push */
     _Atomic long long lfu_decay_time;
+    _Atomic long long lazyfree_lazy_user_flush; /* keys.c: a FLUSHALL without SYNC or
+                                                   ASYNC is ASYNC */
 };
 extern struct kv_config cfg;
 /* Is maxmemory-policy an LFU one (Redis then counts accesses: OBJECT FREQ)? */

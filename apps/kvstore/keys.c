@@ -33,7 +33,14 @@ static int cmd_flushall(struct conn *c, kv_txn *t, size_t argc, struct kv_slice 
     (void)t;
     if (argc > 2 || (argc == 2 && !arg_is(&argv[1], "SYNC") && !arg_is(&argv[1], "ASYNC")))
         return reply_error(&c->out, "ERR syntax error"), 0;
-    int rc = kv_flush(srv.kv);
+    /* ASYNC (or neither, under lazyfree-lazy-user-flush yes) empties the
+     * keyspace at once and frees in the background, as Redis 7.0; SYNC, or
+     * no room for ASYNC's new table, frees here */
+    int async = argc == 2 ? arg_is(&argv[1], "ASYNC")
+                          : atomic_load(&cfg.lazyfree_lazy_user_flush) != 0;
+    int rc = async ? kv_flush_async(srv.kv) : TXN_E_NOSPACE;
+    if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL)
+        rc = kv_flush(srv.kv);
     if (rc)
         return rc;
     reply_simple(&c->out, "OK");

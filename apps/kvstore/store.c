@@ -29,7 +29,8 @@
  *            6 in the same way). Bit 57 (KF_LAZY): the node is
  *            buried (lazy free, below): no key any more, its value freed
  *            in steps (version 7; earlier stores have it clear, and are
- *            marked 7 in the same way)
+ *            marked 7 in the same way). Bit 56 (KF_GRAVE): a grave
+ *            (below; version 8, marked in the same way)
  *   pieces   a string (or a list: t_list.c) kv_txn_splice made longer
  *            than PIECE bytes: val = piece table {n, piece[capacity]}
  *            (capacity from the object's size, made a power of two), n =
@@ -108,6 +109,20 @@
  *  L1 A buried node's hash is in the queue (kv_check: no more buried
  *     nodes than queued hashes); a buried node is no key (not in counts).
  *
+ * Graves (FLUSHALL ASYNC, version 8). kv_flush_async swaps in a new,
+ * empty table in one transaction under every lock, and keeps the old one
+ * (and the one a resize was draining) reachable through a grave: a
+ * buried node (KF_LAZY | KF_GRAVE, bit 56 of klen; no key, GRAVE_HASH,
+ * val the flushed table) in bucket 0 of the new table. The root has no
+ * spare word, and a grave, being a buried node, is found by the walk at
+ * open, queued, moved by resizes and seen by kv_check and kv_objects
+ * as lazy free's nodes are. Its steps (grave_chunk) free the table from
+ * its first stripe on, NULLing each freed segment and directory where
+ * the table named it, so every step leaves a smaller, whole table.
+ *  G1 A flushed table holds no grave: kv_flush_async moves the graves of
+ *     the tables it buries into the new one (kv_objects checks, the steps
+ *     assert).
+ *
  * Reads inside a transaction that may have written the same bytes go
  * through txn_read (redo's rule); pointers from txn_open are used only for
  * bytes no write touches in that transaction (values of read-only calls).
@@ -129,7 +144,7 @@
 
 #define LAYOUT "pmtx-kvstore"
 #define KV_MAGIC 0x31766b78746d70ULL /* "pmtxkv1" */
-#define KV_VERSION 7                 /* of this layout and kv_hash */
+#define KV_VERSION 8                 /* of this layout and kv_hash */
 #define KF_TTL (1ULL << 63)          /* node.klen: an expiry time follows */
 #define KF_TYPE_SHIFT 61             /* node.klen: the value's kv_type */
 #define KF_TYPE (3ULL << KF_TYPE_SHIFT)
@@ -137,7 +152,9 @@
 #define KF_TYPE_HI (1ULL << 59)      /* node.klen: the kv_type's bit 2 */
 #define KF_DICT (1ULL << 58)         /* node.klen: val is an element table */
 #define KF_LAZY (1ULL << 57)         /* node.klen: buried, freed in steps */
-#define KF_ALL (KF_TTL | KF_TYPE | KF_PIECES | KF_TYPE_HI | KF_DICT | KF_LAZY)
+#define KF_GRAVE (1ULL << 56)        /* node.klen: a grave, val a flushed table */
+#define KF_ALL (KF_TTL | KF_TYPE | KF_PIECES | KF_TYPE_HI | KF_DICT | KF_LAZY | KF_GRAVE)
+#define GRAVE_HASH 0 /* every grave's: bucket 0 of stripe 0 in any table */
 
 #define STRIPE_BITS 8
 #define STRIPES (1u << STRIPE_BITS)
@@ -208,6 +225,11 @@ static inline int dicted(const struct node_hdr *h)
 static inline int buried(const struct node_hdr *h)
 {
     return (h->klen & KF_LAZY) != 0;
+}
+
+static inline int grave(const struct node_hdr *h)
+{
+    return (h->klen & KF_GRAVE) != 0;
 }
 
 /* A value whose freeing costs more than a few objects: freed lazily. */
@@ -283,6 +305,10 @@ struct kv_store {
     size_t lq_head, lq_n, lq_cap; /* entries [lq_head, lq_head + lq_n) */
     pthread_mutex_t lazy_step;    /* one kv_lazy_free at a time */
     _Atomic uint64_t lazy_pending, lazy_freed; /* mirrors of lq_n; values freed */
+    /* nodes of flushed tables (graves) not freed yet: atomic, no lock; an
+     * estimate for INFO, set by kv_flush_async and tally, lowered by the
+     * graves' steps, zeroed with the last grave */
+    _Atomic uint64_t grave_left;
 };
 
 /* A key a scan found, with its expiry time (0: none). */
@@ -2215,22 +2241,44 @@ static int flush_seg(struct op *o, txn_obj *sdir, uint64_t q)
     int rc = rd_obj(o, sdir, D_SEG + 8 * q, &seg);
     if (rc || !seg)
         return rc;
+    uint64_t kept = 0, emptied = 0; /* buckets whose nodes all went */
     for (unsigned i = 0; !rc && i < SEG_BUCKETS; i++) {
         struct bref b = {sdir, D_SEG + 8 * q, seg, BUCKET_BYTES * i};
-        txn_obj *cur;
-        uint64_t n;
+        txn_obj *cur, *graves = NULL;
+        uint64_t n, ng = 0;
         if ((rc = bucket_get(o, &b, &cur, &n)))
             break;
         while (cur && !rc) {
             struct node_hdr h;
-            if ((rc = node_hdr(o, cur, &h)) || (rc = node_free(o, cur, &h)))
+            if ((rc = node_hdr(o, cur, &h)))
+                break;
+            if (grave(&h)) { /* an ASYNC flush's: its steps free it, the
+                                chain keeps it (and the segment stays) */
+                if (!(rc = wr(o, cur, N_NEXT, &graves, sizeof graves))) {
+                    graves = cur;
+                    ng++;
+                }
+                cur = h.next;
+                continue;
+            }
+            if ((rc = node_free(o, cur, &h)))
                 break;
             o->dkeys -= !buried(&h); /* a buried one stays queued: its step finds
                                         nothing and drops it */
             cur = h.next;
         }
+        if (!rc && ng)
+            rc = bucket_put(o, &b, graves, ng);
+        else if (n)
+            emptied |= 1ULL << i;
+        kept += ng;
     }
-    if (!rc && !(rc = txn_free(o->tx, seg)))
+    /* a segment that keeps a grave stays, its other chains emptied */
+    for (unsigned i = 0; !rc && kept && i < SEG_BUCKETS; i++)
+        if (emptied >> i & 1)
+            rc = bucket_put(o, &(struct bref){sdir, D_SEG + 8 * q, seg, BUCKET_BYTES * i},
+                            NULL, 0);
+    if (!rc && !kept && !(rc = txn_free(o->tx, seg)))
         rc = wr(o, sdir, D_SEG + 8 * q, &none, sizeof none);
     return rc;
 }
@@ -2503,7 +2551,7 @@ static int evict_clock(kv_store *s, uint64_t limit, uint64_t *evicted, int *room
         /* a table smaller than the slices: the bucket just read holds the
          * next slices too, and those it showed no key of are passed over
          * (unless the hand or the table moved meanwhile), else a small
-         * store's turn is 2^20 scans; docs/kvstore.md section 37 */
+         * store's turn is 2^20 scans; docs/kvstore.md section 38 */
         if (!rc && bits < REF_BITS && atomic_load(&s->bits) == bits) {
             uint64_t end = (j | ((1u << (REF_BITS - bits)) - 1)) + 1;
             uint64_t to = sb.next < end ? sb.next : end, at = j + 1;
@@ -2661,7 +2709,7 @@ int kv_evict_admit(kv_store *s, uint64_t limit, unsigned how)
      * refusal must not depend on their timing); it stops short only when
      * the policy has nothing left, after its own rounds that found
      * nothing (its retries): then refused, as Redis's EVICT_FAIL, even
-     * if it took keys. docs/kvstore.md section 37 */
+     * if it took keys. docs/kvstore.md section 38 */
     int rc = evict_to(s, limit, how, &n, &room);
     return rc ? rc : room;
 }
@@ -2737,6 +2785,109 @@ static int lazy_chunk(struct op *o, const struct bref *b, const struct hit *hit,
     return rc ? rc : 1;
 }
 
+/* A flushed table's shape, as its grave names it: the bits, each stripe's
+ * directory (NULL once freed) and how many segment handles one holds. */
+static int grave_table(struct op *o, txn_obj *t, txn_obj *sd[STRIPES], uint64_t *nseg,
+                       unsigned *bitsp)
+{
+    uint64_t bits = 0;
+    int rc = txn_obj_size(o->s->p, t) < TABLE_SIZE ? TXN_E_INVAL
+                                                   : rd(o, t, T_BITS, &bits, sizeof bits);
+    if (!rc && (bits < MIN_BITS || bits > MAX_BITS))
+        return refuse(TXN_E_CORRUPT, "grave: table %p of %llu bits", (void *)t,
+                      (unsigned long long)bits);
+    *bitsp = (unsigned)bits;
+    *nseg = rc ? 0 : per_stripe((unsigned)bits) / SEG_BUCKETS;
+    return rc ? rc : rd(o, t, T_SDIR, sd, STRIPES * sizeof *sd);
+}
+
+/* One step on the grave of `hit` (kv_flush_async): at most about `budget`
+ * objects of its table freed, first to last stripe, each chain from its
+ * head (a big value in lazy_chunk's steps), a segment when its chains are
+ * empty, a directory when its segments are gone, each NULLed where it was
+ * named, so that every step leaves a smaller table that a crash, the next
+ * step or the next open finds whole. 1 when the table and the grave went
+ * too. *nodes counts the flushed nodes freed. */
+static int grave_chunk(struct op *o, const struct bref *gb, const struct hit *gh,
+                       uint64_t budget, uint64_t *cursor, uint64_t *freed, uint64_t *nodes)
+{
+    txn_obj *t = gh->h.val, *sd[STRIPES], *none = NULL, **segs;
+    uint64_t nseg;
+    unsigned bits;
+    int rc = grave_table(o, t, sd, &nseg, &bits);
+    *freed = *nodes = 0;
+    (void)bits;
+    if (rc)
+        return rc;
+    if (!(segs = malloc(nseg * sizeof *segs)))
+        return TXN_E_NOMEM;
+    for (unsigned st = 0; st < STRIPES && !rc && *freed < budget; st++) {
+        if (!sd[st])
+            continue;
+        if ((rc = rd(o, sd[st], D_SEG, segs, nseg * sizeof *segs)))
+            break;
+        uint64_t q = 0;
+        for (; q < nseg && !rc && *freed < budget; q++) {
+            unsigned i = 0;
+            while (segs[q] && i < SEG_BUCKETS && !rc && *freed < budget) {
+                struct bref b = {sd[st], D_SEG + 8 * q, segs[q], BUCKET_BYTES * i};
+                struct hit hit = {.link_obj = segs[q], .link_off = b.off};
+                uint64_t n, f = 0;
+                if ((rc = bucket_get(o, &b, &hit.node, &n)) || !hit.node) {
+                    i++;
+                    continue;
+                }
+                if ((rc = node_hdr(o, hit.node, &hit.h)))
+                    break;
+                /* G1: kv_flush_async moved every grave out of the tables
+                 * it buried, so a flushed table holds none */
+                assert(!grave(&hit.h));
+                if (lazy_worth(&hit.h)) {
+                    rc = lazy_chunk(o, &b, &hit, budget - *freed, cursor, &f);
+                } else {
+                    f = hit.h.val != NULL;
+                    if ((!hit.h.val || !(rc = txn_free(o->tx, hit.h.val))) &&
+                        !(rc = txn_free(o->tx, hit.node)) &&
+                        !(rc = bucket_put(o, &b, hit.h.next, n - 1)))
+                        rc = 1;
+                }
+                if (rc == 1) { /* the node went */
+                    f++;
+                    (*nodes)++;
+                    *cursor = 0;
+                    rc = 0;
+                }
+                *freed += f;
+            }
+            if (rc || !segs[q])
+                continue;
+            if (i < SEG_BUCKETS)
+                break; /* the budget ran out inside it */
+            if (!(rc = txn_free(o->tx, segs[q])))
+                rc = wr(o, sd[st], D_SEG + 8 * q, &none, sizeof none);
+            segs[q] = NULL;
+            (*freed)++;
+        }
+        if (rc || q < nseg || (q && segs[q - 1]))
+            break;
+        if (!(rc = txn_free(o->tx, sd[st])))
+            rc = wr(o, t, T_SDIR + 8 * (size_t)st, &none, sizeof none);
+        sd[st] = NULL;
+        (*freed)++;
+    }
+    free(segs);
+    /* its element tables' objects left the keys' bytes at the flush */
+    (void)dict_bytes_taken();
+    unsigned left = 0;
+    for (unsigned st = 0; st < STRIPES; st++)
+        left += sd[st] != NULL;
+    if (rc || left)
+        return rc;
+    if (!(rc = txn_free(o->tx, t)) && !(rc = txn_free(o->tx, gh->node)))
+        rc = relink(o, gb, gh, gh->h.next, -1);
+    return rc ? rc : 1;
+}
+
 int kv_lazy_free(kv_store *s, uint64_t budget, uint64_t *freed)
 {
     *freed = 0;
@@ -2746,7 +2897,8 @@ int kv_lazy_free(kv_store *s, uint64_t budget, uint64_t *freed)
     struct lazy_ent e = s->lq_n ? s->lq[s->lq_head] : (struct lazy_ent){0, 0};
     size_t n = s->lq_n;
     pthread_mutex_unlock(&s->lazy_m);
-    int rc = 0, gone = 0, found = 0;
+    int rc = 0, gone = 0, found = 0, was_grave = 0;
+    uint64_t nodes = 0;
     if (n) {
         uint64_t want[WORDS] = {0};
         unsigned st = stripe_of(e.hash);
@@ -2758,19 +2910,35 @@ int kv_lazy_free(kv_store *s, uint64_t budget, uint64_t *freed)
             rc = locate(&o, e.hash, (struct kv_slice){NULL, 0}, &b, &hit);
             /* none found: a flush freed it; the entry goes */
             gone = rc == 0;
-            if (rc > 0) {
+            if (rc > 0 && grave(&hit.h)) {
+                was_grave = 1;
+                gone = found = rc = grave_chunk(&o, &b, &hit, budget ? budget : 1, &e.cursor,
+                                                freed, &nodes);
+            } else if (rc > 0) {
                 assert(buried(&hit.h)); /* L1: the queue names buried nodes */
                 gone = found = rc = lazy_chunk(&o, &b, &hit, budget ? budget : 1, &e.cursor,
                                                freed);
             }
             rc = op_end(&o, rc < 0 ? rc : 0);
         }
+        /* a flush's keys count as Redis counts them: one object each */
+        if (!rc && nodes)
+            atomic_fetch_add(&s->lazy_freed, nodes);
+        uint64_t gl = atomic_load(&s->grave_left);
+        while (!rc && nodes && !atomic_compare_exchange_weak(&s->grave_left, &gl,
+                                                             gl > nodes ? gl - nodes : 0))
+            ;
         pthread_mutex_lock(&s->lazy_m);
         if (!rc && gone) {
             s->lq_head++;
             s->lq_n--;
             atomic_store(&s->lazy_pending, s->lq_n);
-            atomic_fetch_add(&s->lazy_freed, (uint64_t)found);
+            atomic_fetch_add(&s->lazy_freed, was_grave ? 0 : (uint64_t)found);
+            size_t i = 0; /* the last grave gone: no estimate left over */
+            while (was_grave && i < s->lq_n && s->lq[s->lq_head + i].hash != GRAVE_HASH)
+                i++;
+            if (was_grave && i == s->lq_n)
+                atomic_store(&s->grave_left, 0);
         } else if (!rc) {
             s->lq[s->lq_head].cursor = e.cursor;
         }
@@ -2780,9 +2948,105 @@ int kv_lazy_free(kv_store *s, uint64_t budget, uint64_t *freed)
     return rc ? rc : atomic_load(&s->lazy_pending) > 0;
 }
 
+/* Move every grave of bucket b (graves have GRAVE_HASH: bucket 0 of
+ * stripe 0 in any table) onto the chain *head of *n nodes. */
+static int graves_move(struct op *o, const struct bref *b, txn_obj **head, uint64_t *n)
+{
+    txn_obj *cur, *first, *link_obj = NULL; /* NULL: the bucket's head */
+    size_t link_off = 0;
+    uint64_t bn, moved = 0;
+    int rc = bucket_get(o, b, &cur, &bn);
+    for (first = cur; cur && !rc;) {
+        struct node_hdr h;
+        if ((rc = node_hdr(o, cur, &h)))
+            break;
+        if (grave(&h)) {
+            if (!link_obj)
+                first = h.next;
+            else
+                rc = wr(o, link_obj, link_off, &h.next, sizeof h.next);
+            if (!rc && !(rc = wr(o, cur, N_NEXT, head, sizeof *head))) {
+                *head = cur;
+                (*n)++;
+                moved++;
+            }
+        } else {
+            link_obj = cur;
+            link_off = N_NEXT;
+        }
+        cur = h.next;
+    }
+    return rc || !moved ? rc : bucket_put(o, b, first, bn - moved);
+}
+
+int kv_flush_async(kv_store *s)
+{
+    pthread_mutex_lock(&s->resize); /* no kv_reserve drain between its steps */
+    struct op o;
+    struct view_swap w = {.s = s};
+    int rc = op_begin_all(&o, s, &w);
+    if (rc) {
+        pthread_mutex_unlock(&s->resize);
+        return rc;
+    }
+    struct view *v = &s->v;
+    txn_obj *nt, *sd0, *head = NULL, *none = NULL, *tabs[2] = {NULL, NULL};
+    txn_obj *gone[2] = {v->table, v->old};
+    uint64_t n = 0, per = v->old ? per_stripe(v->bits - 1) : 0, m0 = per;
+    uint64_t left = atomic_load(&s->keys) + atomic_load(&s->lazy_pending);
+    struct bref nb, ob;
+    if ((rc = table_make(&o, MIN_BITS, &nt)) || (rc = rd_obj(&o, nt, T_SDIR, &sd0)) ||
+        (rc = bucket_ref(&o, sd0, MIN_BITS, 0, &nb)) || (rc = bucket_make(&o, &nb)))
+        goto out;
+    /* the old table names the directories of its drained stripes, freed
+     * (K3): NULL now, so its grave sees only what is left of it */
+    for (unsigned st = 0; v->old && st < STRIPES && !rc; st++) {
+        uint64_t m;
+        if (!(rc = rd(&o, v->sdir[st], D_MIGRATED, &m, sizeof m)) && st == 0)
+            m0 = m;
+        if (!rc && m == per)
+            rc = wr(&o, v->old, T_SDIR + 8 * (size_t)st, &none, sizeof none);
+    }
+    /* G1: the graves of earlier flushes move to the new table */
+    if (!rc && !(rc = bucket_ref(&o, v->sdir[0], v->bits, 0, &ob)))
+        rc = graves_move(&o, &ob, &head, &n);
+    if (!rc && v->old && m0 == 0 && !(rc = bucket_ref(&o, v->old_sdir[0], v->bits - 1, 0, &ob)))
+        rc = graves_move(&o, &ob, &head, &n);
+    for (int i = 0; i < 2 && !rc && gone[i]; i++) { /* a grave per table */
+        struct node_hdr g = {head, GRAVE_HASH, KF_LAZY | KF_GRAVE, 0, gone[i]};
+        txn_obj *node;
+        uint64_t *q = realloc(o.lazy, (o.nlazy + 1) * sizeof *q);
+        if (!q) {
+            rc = TXN_E_NOMEM;
+            break;
+        }
+        o.lazy = q;
+        if (!(rc = alloc(&o, HDR, &node)) && !(rc = wr(&o, node, 0, &g, sizeof g))) {
+            head = node;
+            n++;
+            o.lazy[o.nlazy++] = GRAVE_HASH;
+        }
+    }
+    tabs[0] = nt;
+    if (!rc && !(rc = bucket_put(&o, &nb, head, n)) &&
+        !(rc = wr(&o, s->root, R_TABLE, tabs, sizeof tabs)) &&
+        !(rc = view_load(&o, nt, NULL, &w.v))) {
+        w.apply = 1;
+        /* under every lock: nobody changes the counts meanwhile */
+        o.dkeys = -(int64_t)atomic_load(&s->keys);
+        o.dbytes = -(int64_t)atomic_load(&s->bytes);
+        o.dexp = -(int64_t)atomic_load(&s->expires);
+    }
+out:
+    if (!(rc = op_end(&o, rc)))
+        atomic_fetch_add(&s->grave_left, left);
+    pthread_mutex_unlock(&s->resize);
+    return rc;
+}
+
 void kv_info(kv_store *s, struct kv_info *out)
 {
-    out->lazy_pending = atomic_load(&s->lazy_pending);
+    out->lazy_pending = atomic_load(&s->lazy_pending) + atomic_load(&s->grave_left);
     out->lazy_freed = atomic_load(&s->lazy_freed);
     out->evictions = atomic_load(&s->evictions);
     out->keys = atomic_load(&s->keys);
@@ -2830,6 +3094,23 @@ static int add_size(txn_obj *o, void *arg)
     struct sizing *z = arg;
     z->n += txn_obj_size(z->p, o);
     return 0;
+}
+
+/* The nodes a flushed table still holds, from its buckets' counts (INFO's
+ * estimate of what its grave has left to free). */
+static int grave_count(struct op *o, txn_obj *t, uint64_t *nodes)
+{
+    txn_obj *sd[STRIPES], *seg;
+    uint64_t nseg, b[2 * SEG_BUCKETS];
+    unsigned bits;
+    int rc = grave_table(o, t, sd, &nseg, &bits);
+    for (unsigned st = 0; st < STRIPES && !rc; st++)
+        for (uint64_t q = 0; sd[st] && q < nseg && !rc; q++)
+            if (!(rc = rd_obj(o, sd[st], D_SEG + 8 * q, &seg)) && seg &&
+                !(rc = rd(o, seg, 0, b, sizeof b)))
+                for (unsigned i = 0; i < SEG_BUCKETS; i++)
+                    *nodes += b[2 * i + 1];
+    return rc;
 }
 
 /* Count keys and bytes, and the stripes a running resize has drained. */
@@ -2895,6 +3176,10 @@ static int tally(struct op *o, uint64_t *keys, uint64_t *bytes, uint64_t *expire
                     if (buried(&h)) { /* no key: queued to be freed (L1) */
                         (*keys)--;
                         lazy_push(o->s, &h.hash, 1);
+                        uint64_t gn = 0;
+                        if (grave(&h) && (rc = grave_count(o, h.val, &gn)))
+                            return rc;
+                        atomic_fetch_add(&o->s->grave_left, gn);
                         /* as before the reopen: a buried table's objects
                          * count until its steps free them (dfree), the
                          * rest left the count when the node was buried */
@@ -3132,6 +3417,8 @@ static int seen_once(txn_obj *obj, void *arg)
     return added < 0 ? TXN_E_NOMEM : added ? 0 : TXN_E_CORRUPT;
 }
 
+static int check_grave(struct checker *c, txn_obj *node, const struct node_hdr *h);
+
 /* Check bucket j of a table of `bits` bits (K1; K2 within the chain and,
  * for an old bucket, against the new table). */
 static int check_chain(struct checker *c, txn_obj *sdir, unsigned bits, uint64_t j, int old)
@@ -3162,6 +3449,17 @@ static int check_chain(struct checker *c, txn_obj *sdir, unsigned bits, uint64_t
         }
         if ((rc = node_hdr(o, cur, &h)))
             return rc;
+        if (grave(&h)) { /* no key: its flushed table is checked whole */
+            if (h.klen != (KF_LAZY | KF_GRAVE) || h.hash != GRAVE_HASH || j || h.vlen)
+                problem(c, "node %p: a grave, but klen %#llx, hash %#llx, bucket %llu",
+                        (void *)cur, (unsigned long long)h.klen, (unsigned long long)h.hash,
+                        (unsigned long long)j);
+            else if ((rc = check_grave(c, cur, &h)))
+                return rc;
+            c->buried++;
+            cur = h.next;
+            continue;
+        }
         if (!node_ok(c, cur, &h)) {
             problem(c, "node %p: lengths do not fit its objects", (void *)cur);
             cur = h.next;
@@ -3285,7 +3583,10 @@ struct objwalk {
     struct op o;
     int (*fn)(txn_obj *o, void *arg);
     void *arg;
+    int in_grave; /* walking a flushed table, which holds no grave (G1) */
 };
+
+static int visit_grave(struct objwalk *w, txn_obj *node, const struct node_hdr *h);
 
 /* fn on a handle the store holds, once it is known to be an object of at
  * least n bytes. */
@@ -3334,7 +3635,8 @@ static int visit_chains(struct objwalk *w, txn_obj *seg)
                 return refuse(TXN_E_CORRUPT, "segment %p, bucket %u: more nodes than its count "
                               "%llu", (void *)seg, i, (unsigned long long)b[1]);
             if ((rc = visit(w, cur, HDR, "node")) || (rc = node_hdr(&w->o, cur, &h)) ||
-                (h.val && !pieced(&h) && !dicted(&h) &&
+                (grave(&h) && (rc = visit_grave(w, cur, &h))) ||
+                (h.val && !pieced(&h) && !dicted(&h) && !grave(&h) &&
                  (rc = visit(w, h.val, h.vlen, "value"))) ||
                 (dicted(&h) && (rc = visit_dict(w, cur, &h))) ||
                 (pieced(&h) && (rc = visit_pieces(w, cur, &h))))
@@ -3359,6 +3661,37 @@ static int visit_stripe(struct objwalk *w, txn_obj *sdir, unsigned bits)
         if (!(rc = rd_obj(&w->o, sdir, D_SEG + 8 * q, &seg)) && seg &&
             !(rc = visit(w, seg, SEG_BYTES, "segment")))
             rc = visit_chains(w, seg);
+    }
+    return rc;
+}
+
+/* A grave's flushed table: the table, what is left of its stripes. */
+static int visit_grave(struct objwalk *w, txn_obj *node, const struct node_hdr *h)
+{
+    txn_obj *sd[STRIPES];
+    uint64_t nseg;
+    unsigned bits;
+    if (w->in_grave)
+        return refuse(TXN_E_CORRUPT, "grave %p inside a flushed table (G1)", (void *)node);
+    int rc = visit(w, h->val, TABLE_SIZE, "flushed table");
+    if (!rc)
+        rc = grave_table(&w->o, h->val, sd, &nseg, &bits);
+    w->in_grave = 1;
+    for (unsigned st = 0; st < STRIPES && !rc; st++)
+        if (sd[st])
+            rc = visit_stripe(w, sd[st], bits);
+    w->in_grave = 0;
+    return rc;
+}
+
+/* kv_check's look at a grave: its objects sound and reached once. */
+static int check_grave(struct checker *c, txn_obj *node, const struct node_hdr *h)
+{
+    struct objwalk w = {.o = c->o, .fn = seen_once, .arg = c};
+    int rc = visit_grave(&w, node, h);
+    if (rc == TXN_E_CORRUPT) {
+        problem(c, "grave %p: %s", (void *)node, why_rc == rc ? why : "an object reached twice");
+        rc = 0;
     }
     return rc;
 }

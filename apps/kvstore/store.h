@@ -241,6 +241,14 @@ int kv_txn_end(kv_txn *t, int rc);
  * may leave a subset of the keys), each bucket's deletion is. */
 int kv_flush(kv_store *s);
 
+/* FLUSHALL ASYNC: every key gone in one transaction of O(STRIPES)
+ * objects, whatever the store holds (a new, empty table; the old one
+ * kept whole as a "grave" in it), its objects then freed by kv_lazy_free's
+ * steps, after a crash too (store.c, graves). Needs that room: on
+ * TXN_E_NOSPACE or TXN_E_LOGFULL nothing changed, and kv_flush still
+ * empties the store. */
+int kv_flush_async(kv_store *s);
+
 /* Visit the keys whose hash lies in a range starting at `cursor`, covering
  * at least `buckets` buckets; *next is where to go on, 0 at the end. Every
  * key present during a whole scan (cursor 0 to 0) is seen exactly once,

@@ -67,6 +67,12 @@
  * With several threads, each has its own store in its own part.
  * Run when named (--workload kv).
  *
+ * One step in FLUSH_EVERY is a FLUSHALL ASYNC (kv_flush_async): one
+ * transaction empties the store (the empty digest announced), its old
+ * table kept as a grave that the lazy free steps above then free, so that
+ * crashes fall into the flush and between and inside its frees; a flush
+ * that finds no room changes nothing.
+ *
  * Eviction (evict_step): one step in EVICT_EVERY sets a limit EVICT_BYTES
  * below the store's bytes and calls kv_evict down to it, EVICT_CHUNKS
  * times, in allkeys-lru, volatile-ttl or allkeys-random order;
@@ -88,6 +94,7 @@ enum { KEYS = 200, PRELOAD = 100, BATCH = 64, MAX_OPS = 10, KEY_MAX = 40, SMALL 
        BIG_MIN = 300, BIG_MAX = 3000, TABLE = 8192, RESIZE_KEYS = TABLE + KEYS,
        RESERVE = 4 * TABLE };
 enum { LAZY_BUDGET = 8 }; /* objects a lazy free step frees: a table takes several */
+enum { FLUSH_EVERY = 200 }; /* steps per FLUSHALL ASYNC, on average */
 enum { MEMBERS = 192, MASK_WORDS = MEMBERS / 64 }; /* a big set's members: "m<i>" */
 enum { LONG = 3, LONG_MAX = 192 << 10, SPLICE_MAX = 16000, LONG_START = 56000,
        SBUF = LONG_START + 6000 };
@@ -1052,6 +1059,24 @@ static int evict_step(int t, uint64_t *rng)
     return 0;
 }
 
+/* FLUSHALL ASYNC: the mirror empties when its transaction commits. */
+static int flush_step(int t)
+{
+    static struct entry none[RESIZE_KEYS];
+    next_digest[t] = digest_of(none);
+    int rc = kv_flush_async(store[t]);
+    if (rc == TXN_E_NOSPACE || rc == TXN_E_LOGFULL) {
+        next_digest[t] = digest_of(cur[t]);
+        return 0; /* nothing changed */
+    }
+    if (rc)
+        return rc;
+    memset(cur[t], 0, sizeof cur[t]);
+    memset(dmask[t][0], 0, sizeof dmask[t][0]);
+    memset(hm[t][0], 0, sizeof hm[t][0]);
+    return 0;
+}
+
 static int kv_step(txn_pool *p, int t, uint64_t *rng)
 {
     (void)p;
@@ -1077,6 +1102,8 @@ static int kv_step(txn_pool *p, int t, uint64_t *rng)
         int rc = kv_lazy_free(store[t], LAZY_BUDGET, &freed);
         return rc < 0 ? rc : 0;
     }
+    if (sim_rand(rng) % FLUSH_EVERY == 0)
+        return flush_step(t);
     size_t n = 1 + (size_t)(sim_rand(rng) % MAX_OPS);
     for (size_t i = 0; i < n; i++)
         ks[i] = (unsigned)(sim_rand(rng) % nkeys);
