@@ -281,7 +281,7 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
  * "listpack"), a set says what Redis would have made of it (t_set.c); a
  * hash or a set past its packed size is an element table (t_dict.c:
  * "hashtable"); a
- * list, packed too (t_list.c), says "quicklist", Redis 7.0's only encoding
+ * list, packed too (list.c), says "quicklist", Redis 7.0's only encoding
  * of lists; a sorted set "listpack" or, in its large form (zbtree.c),
  * "skiplist". OBJECT REFCOUNT: Redis's answer, 2147483647 for a string that
  * it would have made one of its shared integers (0 to 9999), else 1.

@@ -31,7 +31,7 @@
  *            in steps (version 7; earlier stores have it clear, and are
  *            marked 7 in the same way). Bit 56 (KF_GRAVE): a grave
  *            (below; version 8, marked in the same way)
- *   pieces   a string (or a list: t_list.c) kv_txn_splice made longer
+ *   pieces   a string (or a list: list.c) kv_txn_splice made longer
  *            than PIECE bytes: val = piece table {n, piece[capacity]}
  *            (capacity from the object's size, made a power of two), n =
  *            ceil(vlen / PIECE); piece i holds bytes [i * PIECE, (i + 1) *
@@ -2551,7 +2551,7 @@ static int evict_clock(kv_store *s, uint64_t limit, uint64_t *evicted, int *room
         /* a table smaller than the slices: the bucket just read holds the
          * next slices too, and those it showed no key of are passed over
          * (unless the hand or the table moved meanwhile), else a small
-         * store's turn is 2^20 scans; docs/kvstore.md section 38 */
+         * store's turn is 2^20 scans; docs/kvstore.md section 39 */
         if (!rc && bits < REF_BITS && atomic_load(&s->bits) == bits) {
             uint64_t end = (j | ((1u << (REF_BITS - bits)) - 1)) + 1;
             uint64_t to = sb.next < end ? sb.next : end, at = j + 1;
@@ -2709,7 +2709,7 @@ int kv_evict_admit(kv_store *s, uint64_t limit, unsigned how)
      * refusal must not depend on their timing); it stops short only when
      * the policy has nothing left, after its own rounds that found
      * nothing (its retries): then refused, as Redis's EVICT_FAIL, even
-     * if it took keys. docs/kvstore.md section 38 */
+     * if it took keys. docs/kvstore.md section 39 */
     int rc = evict_to(s, limit, how, &n, &room);
     return rc ? rc : room;
 }

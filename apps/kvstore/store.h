@@ -177,7 +177,7 @@ int kv_txn_splice(kv_txn *t, struct kv_slice key, uint64_t off, struct kv_slice 
                   uint64_t max, uint64_t *len);
 /* kv_txn_getrange and kv_txn_splice on a value of type `as`, which the key
  * must hold (KV_STRING: a string or an item, as the calls above): a
- * list's record (t_list.c) is read and written in the pieces a range
+ * list's record (list.c) is read and written in the pieces a range
  * touches, its type kept. kv_txn_splice_as makes only strings: with
  * another type a missing key is 0 and nothing is written. */
 int kv_txn_getrange_as(kv_txn *t, struct kv_slice key, unsigned as, uint64_t off, uint64_t n,

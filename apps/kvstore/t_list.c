@@ -1,29 +1,9 @@
 /* t_list.c - the list commands (LPUSH ... LMPOP): Redis 7.0's replies and
  * error texts, each in one store transaction (its own or EXEC's).
  *
- * A list is one value of type KV_LIST in one of two forms (little endian
- * numbers), chosen by its size as Redis's list-max-listpack-size chooses
- * a node's (-2, 8 KB, by default; CONFIG SET changes it):
- *  - packed, up to the limit of packs() (8 KB by default): a 4-byte element count, then per
- *    element a 4-byte length and its bytes, head first, as a hash is
- *    packed (t_hash.c). A change writes the record again: O(its bytes).
- *  - big: a header {BIG_MAGIC (4 bytes, never a packed count: it would
- *    need 16 GiB), 4 unused, count, head, end (8 bytes each)}, then free
- *    room, then the elements from byte `head` to byte `end`, each as its
- *    length, its bytes and its length again (so that the tail's last one
- *    is found from `end`), then free room. A push or a pop at either end
- *    writes the element's bytes and the header only (through the value's
- *    handle, kv_txn_open_as: the key found once a command; a value past
- *    64 KiB is in pieces, store.c, so only the pieces touched are read
- *    and written): O(1) element work. LPUSH takes the room before
- *    `head`; when there is none, or when the free room outgrows twice the
- *    elements, the list is written again with half its size free in
- *    front (amortized O(1)). The other commands read and write the whole
- *    list, as their Redis counterparts are O(n) too.
- * A big list that shrinks to half that limit is packed again (the gap
- * keeps a list at the threshold from changing form at each push and pop);
- * an emptied list is deleted, as in Redis. Either change happens inside
- * the command's transaction, so a crash sees the old form or the new.
+ * The lists themselves, their two forms and the changes at their ends,
+ * are list.c's (list.h): here the arguments are read, list.c is called
+ * with CONFIG's list-max-listpack-size, and the reply is written.
  *
  * The blocking forms (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) pop as the
  * others when a key holds a list; else they block (block.h) and are run
@@ -35,420 +15,14 @@
 
 #include "block.h"
 #include "config.h"
+#include "list.h"
 #include "t_list.h"
 
-/* A list read out of the store: its elements point into `raw` or into
- * the request's arguments. */
-struct list {
-    struct val raw;
-    struct kv_slice *e;
-    size_t n, cap;
-    int big; /* read from a big list */
-};
-
-/* The packed form's limit, list-max-listpack-size read as Redis reads it
- * for a quicklist node: -1 to -5 (and below) 4, 8, 16, 32, 64 KB of
- * record; a positive N, at most N elements within Redis's 8 KB safety
- * limit. A big list is packed again at half the limit (`back`). */
-static int packs(size_t bytes, size_t n, int back)
+/* list-max-listpack-size, read once a command (CONFIG SET may change it
+ * meanwhile) */
+static long long list_max(void)
 {
-    long long v = atomic_load(&cfg.list_max_listpack_size);
-    size_t max = v >= 0 ? 8192 : (size_t)4096 << (v < -5 ? 4 : -v - 1);
-    if (back)
-        return bytes <= max / 2 && (v <= 0 || n <= (size_t)v / 2);
-    return bytes <= max && (v <= 0 || n <= (size_t)v);
-}
-#define BIG_MAGIC 0xffffffffu
-#define HDR 32
-#define LIST_MAX_BYTES (1ULL << 40) /* kv_txn_splice_as's limit */
-
-/* A list opened by probe(): its value's handle, what it is (0 missing,
- * 1 packed, 2 big, -1 written again since: probe it again), the bytes
- * of its value and a big list's header. */
-struct big {
-    kv_val *v;
-    int kind;
-    int defer, dirty; /* a rotation (move()): a pop leaves its header's
-                         write to the push that follows (dirty: owed) */
-    uint64_t count, head, end, size;
-};
-
-static uint32_t get32(const char *p)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
-}
-
-static void put32(char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (char)(v >> (8 * i));
-}
-
-static uint64_t get64(const char *p)
-{
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
-static void put64(char *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static int room(struct list *l, size_t n)
-{
-    if (n <= l->cap)
-        return 0;
-    size_t cap = l->cap ? l->cap : 8;
-    while (cap < n)
-        cap *= 2;
-    struct kv_slice *e = realloc(l->e, cap * sizeof *e);
-    if (!e)
-        return TXN_E_NOMEM;
-    l->e = e;
-    l->cap = cap;
-    return 0;
-}
-
-/* A big list's elements, from its whole value. */
-static int decode_big(struct list *l)
-{
-    const char *v = l->raw.p;
-    if (l->raw.n < HDR)
-        return TXN_E_CORRUPT;
-    uint64_t count = get64(v + 8), p = get64(v + 16), end = get64(v + 24);
-    if (p < HDR || p > end || end > l->raw.n || count > (end - p) / 8)
-        return TXN_E_CORRUPT;
-    int rc = room(l, count);
-    for (uint64_t i = 0; i < count && !rc; i++) {
-        uint32_t len;
-        if (end - p < 8 || end - p - 8 < (len = get32(v + p)) || get32(v + p + 4 + len) != len)
-            return TXN_E_CORRUPT;
-        l->e[l->n++] = (struct kv_slice){v + p + 4, len};
-        p += 8 + (uint64_t)len;
-    }
-    l->big = 1;
-    return rc ? rc : p == end ? 0 : TXN_E_CORRUPT;
-}
-
-/* Split the record into elements; a record that does not parse is
- * damage. */
-static int decode(struct list *l)
-{
-    const char *p = l->raw.p, *end = p + l->raw.n;
-    if (l->raw.n < 4)
-        return TXN_E_CORRUPT;
-    if (get32(p) == BIG_MAGIC)
-        return decode_big(l);
-    size_t n = get32(p);
-    p += 4;
-    if (n > l->raw.n / 4)
-        return TXN_E_CORRUPT;
-    int rc = room(l, n);
-    for (size_t i = 0; i < n && !rc; i++) {
-        if (end - p < 4 || (size_t)(end - p - 4) < get32(p))
-            return TXN_E_CORRUPT;
-        l->e[l->n++] = (struct kv_slice){p + 4, get32(p)};
-        p += 4 + get32(p);
-    }
-    return rc ? rc : p == end ? 0 : TXN_E_CORRUPT;
-}
-
-/* Load key's list: 1 (l filled), 0 missing (l empty), <0 an error
- * (KV_E_WRONGTYPE for another type). */
-static int load(kv_txn *t, struct kv_slice key, struct list *l)
-{
-    unsigned type;
-    memset(l, 0, sizeof *l);
-    int rc = get_any(t, key, &l->raw, &type);
-    if (rc <= 0)
-        return rc;
-    if (type != KV_LIST)
-        return KV_E_WRONGTYPE;
-    return (rc = decode(l)) ? rc : 1;
-}
-
-static void list_free(struct list *l)
-{
-    free(l->raw.p);
-    free(l->e);
-}
-
-/* Write the list back (its expiry kept), packed or big by its size, or
- * delete the key if it is empty. */
-static int store(kv_txn *t, struct kv_slice key, const struct list *l)
-{
-    if (!l->n) {
-        int rc = kv_txn_del(t, key);
-        return rc < 0 ? rc : 0;
-    }
-    size_t bytes = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        if (l->e[i].n > UINT32_MAX - 8)
-            return TXN_E_NOSPACE;
-        bytes += l->e[i].n;
-    }
-    size_t packed = 4 + 4 * l->n + bytes, body = 8 * l->n + bytes;
-    int big = !packs(packed, l->n, l->big);
-    if (!big && l->n > UINT32_MAX)
-        return TXN_E_NOSPACE;
-    size_t gap = big ? body / 2 + 64 : 0, len = big ? HDR + gap + body : packed;
-    char *p = big ? calloc(1, len) : malloc(len), *q = p;
-    if (!p)
-        return TXN_E_NOMEM;
-    if (big) {
-        put32(q, BIG_MAGIC);
-        put64(q + 8, l->n);
-        put64(q + 16, HDR + gap);
-        put64(q + 24, len);
-        q += HDR + gap;
-    } else {
-        put32(q, (uint32_t)l->n);
-        q += 4;
-    }
-    for (size_t i = 0; i < l->n; i++) {
-        put32(q, (uint32_t)l->e[i].n);
-        memcpy(q + 4, l->e[i].p, l->e[i].n);
-        q += 4 + l->e[i].n;
-        if (big)
-            put32(q, (uint32_t)l->e[i].n), q += 4;
-    }
-    int rc = kv_txn_write(t, key, (struct kv_slice){p, len}, KV_KEEPTTL, KV_LIST);
-    free(p);
-    return rc;
-}
-
-/* ---- a big list's ends, read and written in place through its value's
- * handle (kv_txn_open_as): the key is looked up once a command, not at
- * each read or write of a header or an element (docs/kvstore.md, section
- * 34, has the profile that showed it) */
-
-/* Bytes [off, off + n) of b's value into out. */
-static int read_at(struct big *b, uint64_t off, size_t n, char *out)
-{
-    return n ? kv_val_read(b->v, off, out, n) : 0;
-}
-
-static int write_at(struct big *b, uint64_t off, const char *p, size_t n)
-{
-    if (off > LIST_MAX_BYTES || n > LIST_MAX_BYTES - off)
-        return KV_E_TOOBIG;
-    int rc = kv_val_write(b->v, off, p, n);
-    if (!rc && off + n > b->size)
-        b->size = off + n;
-    return rc;
-}
-
-static int write_hdr(struct big *b)
-{
-    char h[HDR] = {0};
-    put32(h, BIG_MAGIC);
-    put64(h + 8, b->count);
-    put64(h + 16, b->head);
-    put64(h + 24, b->end);
-    b->dirty = 0;
-    return write_at(b, 0, h, HDR);
-}
-
-static void big_close(struct big *b)
-{
-    kv_val_close(b->v);
-    b->v = NULL;
-}
-
-/* Open key's list into *b (big_close it after): its kind, 0 nothing, 1
- * a packed list, 2 a big one (its header read), or <0 an error
- * (KV_E_WRONGTYPE: another type; nothing open). */
-static int probe(kv_txn *t, struct kv_slice key, struct big *b)
-{
-    char h[HDR];
-    memset(b, 0, sizeof *b);
-    int rc = kv_txn_open_as(t, key, KV_LIST, &b->v, &b->size);
-    size_t got = b->size < HDR ? (size_t)b->size : HDR;
-    if (rc > 0 && got >= 4 && !(rc = read_at(b, 0, got, h)) && get32(h) == BIG_MAGIC) {
-        b->count = get64(h + 8), b->head = get64(h + 16), b->end = get64(h + 24);
-        rc = got < HDR || b->head < HDR || b->head > b->end || b->end > b->size || !b->count ||
-                     b->count > (b->end - b->head) / 8
-                 ? TXN_E_CORRUPT
-                 : 2;
-    } else if (rc >= 0 && b->v) {
-        rc = 1;
-    }
-    if (rc < 0)
-        big_close(b);
-    b->kind = rc < 0 ? 0 : rc;
-    return rc;
-}
-
-/* The list probe() opened (packed or big) into l, whole: 1, or <0. */
-static int load_open(struct big *b, struct list *l)
-{
-    memset(l, 0, sizeof *l);
-    if (!(l->raw.p = malloc(b->size ? (size_t)b->size : 1)))
-        return TXN_E_NOMEM;
-    l->raw.n = (size_t)b->size;
-    int rc = read_at(b, 0, l->raw.n, l->raw.p);
-    return rc ? rc : (rc = decode(l)) ? rc : 1;
-}
-
-/* The length of the element whose record starts at off (from_end: ends
- * at off), checked against the list's bounds. */
-static int rec_len(struct big *b, uint64_t off, int from_end, uint32_t *len)
-{
-    char w[4];
-    int rc;
-    if (from_end ? off - b->head < 8 : b->end - off < 8)
-        return TXN_E_CORRUPT;
-    if ((rc = read_at(b, from_end ? off - 4 : off, 4, w)))
-        return rc;
-    *len = get32(w);
-    return (from_end ? off - b->head : b->end - off) - 8 < *len ? TXN_E_CORRUPT : 0;
-}
-
-/* Where element i's record starts, walking from the nearer end. */
-static int seek(struct big *b, uint64_t i, uint64_t *off)
-{
-    uint32_t len;
-    int rc = 0;
-    if (i < b->count / 2) {
-        *off = b->head;
-        for (uint64_t k = 0; k < i && !rc; k++)
-            if (!(rc = rec_len(b, *off, 0, &len)))
-                *off += 8 + (uint64_t)len;
-    } else {
-        *off = b->end;
-        for (uint64_t k = b->count; k > i && !rc; k--)
-            if (!(rc = rec_len(b, *off, 1, &len)))
-                *off -= 8 + (uint64_t)len;
-    }
-    return rc;
-}
-
-/* Read the element of len bytes (rec_len checked it) whose record starts
- * at off into a malloc'd *out. */
-static int read_elem(struct big *b, uint64_t off, uint32_t len, struct kv_slice *out)
-{
-    char *p = malloc(len ? len : 1);
-    int rc = p ? read_at(b, off + 4, len, p) : TXN_E_NOMEM;
-    if (rc)
-        free(p), p = NULL;
-    *out = (struct kv_slice){p, len};
-    return rc;
-}
-
-/* Elements a pop took: each malloc'd, in the order they left. */
-struct popped {
-    struct kv_slice *e;
-    size_t n;
-};
-
-static void popped_free(struct popped *x)
-{
-    for (size_t i = 0; i < x->n; i++)
-        free((char *)x->e[i].p);
-    free(x->e);
-    memset(x, 0, sizeof *x);
-}
-
-/* Take up to count elements off an end of a big list; its header, or the
- * list written again when it is small enough to pack or mostly free
- * room, or deleted when empty. */
-static int pop_big(kv_txn *t, struct kv_slice key, struct big *b, int tail, uint64_t count,
-                   struct popped *x)
-{
-    uint64_t k = count < b->count ? count : b->count;
-    int rc = (x->e = malloc((size_t)k * sizeof *x->e)) ? 0 : TXN_E_NOMEM;
-    for (uint64_t i = 0; i < k && !rc; i++) {
-        uint32_t len;
-        uint64_t off = tail ? b->end : b->head;
-        if ((rc = rec_len(b, off, tail, &len)))
-            break;
-        if (tail)
-            off -= 8 + (uint64_t)len;
-        if ((rc = read_elem(b, off, len, &x->e[x->n])))
-            break;
-        x->n++;
-        if (tail)
-            b->end = off;
-        else
-            b->head = off + 8 + len;
-        b->count--;
-    }
-    if (rc)
-        return rc;
-    if (!b->count) {
-        big_close(b);
-        b->kind = 0;
-        return (rc = kv_txn_del(t, key)) < 0 ? rc : 0;
-    }
-    uint64_t live = b->end - b->head, unused = b->size - live - HDR;
-    if (!packs(4 + live - 4 * b->count, b->count, 1) && unused <= 2 * live + 65536)
-        return b->defer ? (b->dirty = 1, 0) : write_hdr(b);
-    struct list l; /* pack it, or write it again with less room */
-    memset(&l, 0, sizeof l);
-    if (!(rc = write_hdr(b)) && (rc = load_open(b, &l)) > 0)
-        rc = store(t, key, &l);
-    list_free(&l);
-    big_close(b);
-    b->kind = -1;
-    return rc < 0 ? rc : 0;
-}
-
-/* Push e[0..k) at an end of a big list (at the head each in turn, so the
- * last ends first, as LPUSH): 0, 1 when the head has no room, <0. */
-static int push_big(struct big *b, int tail, const struct kv_slice *e, size_t k)
-{
-    uint64_t need = 0;
-    for (size_t i = 0; i < k; i++) {
-        if (e[i].n > UINT32_MAX - 8)
-            return TXN_E_NOSPACE;
-        need += 8 + e[i].n;
-    }
-    if (!tail && b->head - HDR < need)
-        return 1;
-    char *buf = malloc(need), *q = buf;
-    if (!buf)
-        return TXN_E_NOMEM;
-    for (size_t i = 0; i < k; i++) {
-        const struct kv_slice *x = &e[tail ? i : k - 1 - i];
-        put32(q, (uint32_t)x->n);
-        memcpy(q + 4, x->p, x->n);
-        put32(q + 4 + x->n, (uint32_t)x->n);
-        q += 8 + x->n;
-    }
-    uint64_t off = tail ? b->end : b->head - need;
-    if (tail)
-        b->end += need;
-    else
-        b->head -= need;
-    b->count += k;
-    /* the header first: a write past the value's end grows it by a
-     * splice, after which the handle finds the key again */
-    int rc = write_hdr(b);
-    if (!rc)
-        rc = write_at(b, off, buf, need);
-    free(buf);
-    return rc;
-}
-
-/* Put v before position i (0: the head, l->n: the tail). */
-static int insert_at(struct list *l, size_t i, struct kv_slice v)
-{
-    int rc = room(l, l->n + 1);
-    if (rc)
-        return rc;
-    memmove(&l->e[i + 1], &l->e[i], (l->n - i) * sizeof *l->e);
-    l->e[i] = v;
-    l->n++;
-    return 0;
-}
-
-/* Take n elements away from position i. */
-static void remove_at(struct list *l, size_t i, size_t n)
-{
-    memmove(&l->e[i], &l->e[i + n], (l->n - i - n) * sizeof *l->e);
-    l->n -= n;
+    return atomic_load(&cfg.list_max_listpack_size);
 }
 
 static int same(struct kv_slice a, struct kv_slice b)
@@ -467,116 +41,13 @@ static int side(const struct kv_slice *a)
     return arg_is(a, "LEFT") ? 0 : arg_is(a, "RIGHT") ? 1 : -1;
 }
 
-/* Redis's (start, end) of LRANGE and LTRIM on a list of n elements: the
- * first and last index kept, or *first > *last for none. */
-static void clamp(long long start, long long end, size_t n, long long *first, long long *last)
+/* list_range's callback: an element as a bulk reply into the buffer */
+static void reply_elem(void *arg, const char *p, size_t n)
 {
-    long long len = (long long)n;
-    if (start < 0)
-        start += len;
-    if (end < 0)
-        end += len;
-    if (start < 0)
-        start = 0;
-    if (start > end || start >= len) {
-        *first = 1, *last = 0;
-        return;
-    }
-    *first = start;
-    *last = end >= len ? len - 1 : end;
+    reply_bulk(arg, p, n);
 }
 
-/* Push e[0..k) at an end of the list b holds (probe()'s, of key;
- * missing: made), its new length in *len: 1, or <0. */
-static int push_in(kv_txn *t, struct kv_slice key, struct big *b, int tail,
-                   const struct kv_slice *e, size_t k, uint64_t *len)
-{
-    int rc = 0;
-    *len = 0;
-    if (b->kind == 2 && (rc = push_big(b, tail, e, k)) <= 0) {
-        *len = b->count;
-        return rc < 0 ? rc : 1;
-    }
-    struct list l; /* packed, missing, or big without room at the head */
-    memset(&l, 0, sizeof l);
-    rc = b->dirty ? write_hdr(b) : 0;
-    if (b->kind > 0 && !rc)
-        rc = load_open(b, &l);
-    big_close(b);
-    b->kind = -1;
-    for (size_t i = 0; i < k && rc >= 0; i++)
-        rc = insert_at(&l, tail ? l.n : 0, e[i]);
-    if (rc >= 0 && !(rc = store(t, key, &l)))
-        *len = l.n, rc = 1;
-    list_free(&l);
-    return rc;
-}
-
-/* Push e[0..k) at an end of key's list (only_existing: not onto a
- * missing key); its new length in *len. 1 pushed, 0 not (only_existing),
- * <0. */
-static int push(kv_txn *t, struct kv_slice key, int tail, const struct kv_slice *e, size_t k,
-                int only_existing, uint64_t *len)
-{
-    struct big b;
-    int rc = probe(t, key, &b);
-    *len = 0;
-    if (rc > 0 || (rc == 0 && !only_existing))
-        rc = push_in(t, key, &b, tail, e, k, len);
-    big_close(&b);
-    return rc;
-}
-
-/* Take up to count elements off an end of the list b holds (probe()'s,
- * of key) into *x: 1 found, 0 missing, <0. */
-static int pop_in(kv_txn *t, struct kv_slice key, struct big *b, int tail, uint64_t count,
-                  struct popped *x)
-{
-    int rc;
-    memset(x, 0, sizeof *x);
-    if (b->kind == 2)
-        return (rc = pop_big(t, key, b, tail, count, x)) ? rc : 1;
-    if (b->kind <= 0)
-        return 0;
-    struct list l;
-    if ((rc = load_open(b, &l)) > 0) {
-        big_close(b);
-        b->kind = -1;
-        size_t k = count < l.n ? (size_t)count : l.n;
-        rc = (x->e = malloc((k ? k : 1) * sizeof *x->e)) ? 0 : TXN_E_NOMEM;
-        for (size_t i = 0; i < k && !rc; i++) {
-            const struct kv_slice *y = tail ? &l.e[l.n - 1 - i] : &l.e[i];
-            char *p = malloc(y->n ? y->n : 1);
-            if (!p) {
-                rc = TXN_E_NOMEM;
-                break;
-            }
-            memcpy(p, y->p, y->n);
-            x->e[x->n++] = (struct kv_slice){p, y->n};
-        }
-        if (!rc) {
-            remove_at(&l, tail ? l.n - k : 0, k);
-            rc = (rc = store(t, key, &l)) ? rc : 1;
-        }
-    }
-    list_free(&l);
-    return rc;
-}
-
-/* Take up to count elements off an end of key's list into *x: 1 found, 0
- * missing, <0. */
-static int pop(kv_txn *t, struct kv_slice key, int tail, uint64_t count, struct popped *x)
-{
-    struct big b;
-    int rc = probe(t, key, &b);
-    memset(x, 0, sizeof *x);
-    if (rc > 0)
-        rc = pop_in(t, key, &b, tail, count, x);
-    big_close(&b);
-    return rc;
-}
-
-static void reply_popped(struct buf *b, const struct popped *x)
+static void reply_popped(struct buf *b, const struct list_popped *x)
 {
     reply_array(b, x->n);
     for (size_t i = 0; i < x->n; i++)
@@ -591,7 +62,7 @@ static int cmd_push(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
     int tail = argv[0].p[0] == 'r' || argv[0].p[0] == 'R';
     int only_existing = argv[0].n == 6; /* the X forms */
     uint64_t len;
-    int rc = push(t, argv[1], tail, &argv[2], argc - 2, only_existing, &len);
+    int rc = list_push(t, argv[1], list_max(), tail, &argv[2], argc - 2, only_existing, &len);
     if (rc >= 0)
         reply_int(&c->out, (long long)len), rc = 0;
     return rc;
@@ -608,18 +79,19 @@ static int cmd_pop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv
                            tail ? "rpop" : "lpop"), 0;
     if (argc == 3 && (parse_ll(&argv[2], &count) || count < 0))
         return reply_error(&c->out, "ERR value is out of range, must be positive"), 0;
-    struct popped x = {0};
-    struct big b;
-    int rc = argc == 3 && !count ? probe(t, argv[1], &b) : pop(t, argv[1], tail, (uint64_t)count, &x);
+    struct list_popped x = {0};
+    struct list_handle b;
+    int rc = argc == 3 && !count ? list_probe(t, argv[1], list_max(), &b)
+                                 : list_pop(t, argv[1], list_max(), tail, (uint64_t)count, &x);
     if (argc == 3 && !count)
-        big_close(&b);
+        list_close(&b);
     if (rc == 0)
         argc == 3 ? reply_null_array(&c->out) : reply_nil(&c->out);
     else if (rc > 0 && argc == 3)
         reply_popped(&c->out, &x);
     else if (rc > 0)
         reply_bulk(&c->out, x.e[0].p, x.e[0].n);
-    popped_free(&x);
+    list_popped_free(&x);
     return rc < 0 ? rc : 0;
 }
 
@@ -627,53 +99,16 @@ static int cmd_pop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv
 static int cmd_llen(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)argc;
-    struct big b;
+    struct list_handle b;
     struct list l;
     memset(&l, 0, sizeof l);
-    int rc = probe(t, argv[1], &b);
+    int rc = list_probe(t, argv[1], list_max(), &b);
     if (rc == 2)
         reply_int(&c->out, (long long)b.count), rc = 0;
-    else if (rc >= 0 && (rc = rc ? load_open(&b, &l) : 0) >= 0)
+    else if (rc >= 0 && (rc = rc ? list_read(&b, &l) : 0) >= 0)
         reply_int(&c->out, (long long)l.n), rc = 0;
-    big_close(&b);
+    list_close(&b);
     list_free(&l);
-    return rc;
-}
-
-/* Reply elements [first, last] of a big list, read from where the first
- * one's record starts through a window of the value: one read for many
- * short elements instead of two each (LRANGE's 100 elements cost 200
- * reads before); a longer element is read on its own. */
-static int reply_big_range(struct buf *out, struct big *b, uint64_t first, uint64_t last)
-{
-    size_t cap = last - first < 4 ? 256 : 4096, got = 0; /* win: bytes [at, at + got) */
-    uint64_t off, at = 0;
-    char *win = malloc(cap);
-    int rc = win ? seek(b, first, &off) : TXN_E_NOMEM;
-    for (uint64_t i = first; i <= last && !rc; i++) {
-        if (b->end - off < 8) {
-            rc = TXN_E_CORRUPT;
-            break;
-        }
-        if (off < at || off + 4 > at + got) {
-            at = off;
-            got = b->end - off < cap ? (size_t)(b->end - off) : cap;
-            if ((rc = read_at(b, at, got, win)))
-                break;
-        }
-        uint32_t len = get32(win + (off - at));
-        struct kv_slice e;
-        if (b->end - off - 8 < len) {
-            rc = TXN_E_CORRUPT;
-        } else if (off + 4 + len <= at + got) {
-            reply_bulk(out, win + (off - at) + 4, len);
-        } else if (!(rc = read_elem(b, off, len, &e))) {
-            reply_bulk(out, e.p, e.n);
-            free((char *)e.p);
-        }
-        off += 8 + (uint64_t)len;
-    }
-    free(win);
     return rc;
 }
 
@@ -684,36 +119,27 @@ static int cmd_lrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     long long start, end, first, last;
     if (parse_ll(&argv[2], &start) || parse_ll(&argv[3], &end))
         return reply_error(&c->out, "ERR value is not an integer or out of range"), 0;
-    struct big b;
+    struct list_handle b;
     struct list l;
     memset(&l, 0, sizeof l);
-    int rc = probe(t, argv[1], &b);
+    int rc = list_probe(t, argv[1], list_max(), &b);
     if (rc == 2) {
-        clamp(start, end, (size_t)b.count, &first, &last);
+        list_clamp(start, end, (size_t)b.count, &first, &last);
         reply_array(&c->out, first > last ? 0 : (size_t)(last - first + 1));
         if (first <= last)
-            rc = reply_big_range(&c->out, &b, (uint64_t)first, (uint64_t)last);
+            rc = list_range(&b, (uint64_t)first, (uint64_t)last, reply_elem, &c->out);
         else
             rc = 0;
-    } else if (rc >= 0 && (rc = rc ? load_open(&b, &l) : 0) >= 0) {
+    } else if (rc >= 0 && (rc = rc ? list_read(&b, &l) : 0) >= 0) {
         rc = 0;
-        clamp(start, end, l.n, &first, &last);
+        list_clamp(start, end, l.n, &first, &last);
         reply_array(&c->out, first > last ? 0 : (size_t)(last - first + 1));
         for (long long i = first; i <= last; i++)
             reply_bulk(&c->out, l.e[i].p, l.e[i].n);
     }
-    big_close(&b);
+    list_close(&b);
     list_free(&l);
     return rc;
-}
-
-/* An index as LINDEX and LSET read it, from the tail if negative: the
- * position, or -1 outside the list. */
-static long long position(long long index, size_t n)
-{
-    if (index < 0)
-        index += (long long)n;
-    return index < 0 || index >= (long long)n ? -1 : index;
 }
 
 /* LINDEX key index: the key is looked up before the index is read, as
@@ -722,52 +148,52 @@ static int cmd_lindex(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
 {
     (void)argc;
     long long index;
-    struct big b;
+    struct list_handle b;
     struct list l;
     memset(&l, 0, sizeof l);
-    int rc = probe(t, argv[1], &b);
+    int rc = list_probe(t, argv[1], list_max(), &b);
     if (rc == 0) {
         reply_nil(&c->out);
     } else if (rc > 0 && parse_ll(&argv[2], &index)) {
         reply_error(&c->out, "ERR value is not an integer or out of range");
         rc = 0;
     } else if (rc == 2) {
-        if ((index = position(index, (size_t)b.count)) < 0)
+        if ((index = list_position(index, (size_t)b.count)) < 0)
             reply_nil(&c->out), rc = 0;
         else
-            rc = reply_big_range(&c->out, &b, (uint64_t)index, (uint64_t)index);
-    } else if (rc > 0 && (rc = load_open(&b, &l)) > 0) {
+            rc = list_range(&b, (uint64_t)index, (uint64_t)index, reply_elem, &c->out);
+    } else if (rc > 0 && (rc = list_read(&b, &l)) > 0) {
         rc = 0;
-        if ((index = position(index, l.n)) < 0)
+        if ((index = list_position(index, l.n)) < 0)
             reply_nil(&c->out);
         else
             reply_bulk(&c->out, l.e[index].p, l.e[index].n);
     }
-    big_close(&b);
+    list_close(&b);
     list_free(&l);
     return rc;
 }
 
-/* LSET key index element */
+/* LSET key index element: the key is looked up before the index is read,
+ * as Redis does */
 static int cmd_lset(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)argc;
     long long index;
-    struct list l;
-    int rc = load(t, argv[1], &l);
-    if (rc == 0) {
+    struct list_handle b;
+    int bad = parse_ll(&argv[2], &index);
+    int rc = bad ? list_probe(t, argv[1], 0, &b) : list_set(t, argv[1], list_max(), index, argv[3]);
+    if (bad)
+        list_close(&b);
+    if (rc == 0)
         reply_error(&c->out, "ERR no such key");
-    } else if (rc > 0) {
-        rc = 0;
-        if (parse_ll(&argv[2], &index))
-            reply_error(&c->out, "ERR value is not an integer or out of range");
-        else if ((index = position(index, l.n)) < 0)
-            reply_error(&c->out, "ERR index out of range");
-        else if (l.e[index] = argv[3], !(rc = store(t, argv[1], &l)))
-            reply_simple(&c->out, "OK");
-    }
-    list_free(&l);
-    return rc;
+    else if (rc > 0 && bad)
+        reply_error(&c->out, "ERR value is not an integer or out of range");
+    else if (rc == 2)
+        reply_error(&c->out, "ERR index out of range");
+    else if (rc > 0)
+        reply_simple(&c->out, "OK");
+    return rc < 0 ? rc : 0;
 }
 
 /* LINSERT key BEFORE|AFTER pivot element: the new length, -1 without the
@@ -775,26 +201,14 @@ static int cmd_lset(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
 static int cmd_linsert(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)argc;
+    uint64_t len;
     int after = arg_is(&argv[2], "AFTER");
     if (!after && !arg_is(&argv[2], "BEFORE"))
         return reply_error(&c->out, "ERR syntax error"), 0;
-    struct list l;
-    int rc = load(t, argv[1], &l);
-    if (rc == 0) {
-        reply_int(&c->out, 0);
-    } else if (rc > 0) {
-        size_t i = 0;
-        while (i < l.n && !same(l.e[i], argv[3]))
-            i++;
-        rc = 0;
-        if (i == l.n)
-            reply_int(&c->out, -1);
-        else if (!(rc = insert_at(&l, i + (size_t)after, argv[4])) &&
-                 !(rc = store(t, argv[1], &l)))
-            reply_int(&c->out, (long long)l.n);
-    }
-    list_free(&l);
-    return rc;
+    int rc = list_insert(t, argv[1], list_max(), after, argv[3], argv[4], &len);
+    if (rc >= 0)
+        reply_int(&c->out, rc == 2 ? -1 : (long long)len);
+    return rc < 0 ? rc : 0;
 }
 
 /* LREM key count element: count > 0 from the head, < 0 from the tail, 0
@@ -803,66 +217,26 @@ static int cmd_lrem(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
 {
     (void)argc;
     long long count;
+    uint64_t removed;
     if (parse_ll(&argv[2], &count))
         return reply_error(&c->out, "ERR value is not an integer or out of range"), 0;
-    struct list l;
-    int rc = load(t, argv[1], &l);
-    if (rc >= 0) {
-        unsigned long long limit = count < 0 ? 0ULL - (unsigned long long)count
-                                   : (unsigned long long)count;
-        unsigned long long removed = 0;
-        size_t kept = 0;
-        rc = 0;
-        if (count >= 0) {
-            for (size_t i = 0; i < l.n; i++)
-                if (same(l.e[i], argv[3]) && (!limit || removed < limit))
-                    removed++;
-                else
-                    l.e[kept++] = l.e[i];
-        } else {
-            /* from the tail: keep the survivors at the end, then slide */
-            kept = l.n;
-            for (size_t i = l.n; i-- > 0;)
-                if (same(l.e[i], argv[3]) && removed < limit)
-                    removed++;
-                else
-                    l.e[--kept] = l.e[i];
-            if (l.n) /* a missing key has no array to slide */
-                memmove(l.e, l.e + kept, (l.n - kept) * sizeof *l.e);
-            kept = l.n - kept;
-        }
-        l.n = kept;
-        if (!removed || !(rc = store(t, argv[1], &l)))
-            reply_int(&c->out, (long long)removed);
-    }
-    list_free(&l);
-    return rc;
+    int rc = list_rem(t, argv[1], list_max(), count, argv[3], &removed);
+    if (rc >= 0)
+        reply_int(&c->out, (long long)removed);
+    return rc < 0 ? rc : 0;
 }
 
 /* LTRIM key start stop */
 static int cmd_ltrim(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)argc;
-    long long start, end, first, last;
+    long long start, end;
     if (parse_ll(&argv[2], &start) || parse_ll(&argv[3], &end))
         return reply_error(&c->out, "ERR value is not an integer or out of range"), 0;
-    struct list l;
-    int rc = load(t, argv[1], &l);
-    if (rc >= 0) {
-        rc = 0;
-        clamp(start, end, l.n, &first, &last);
-        size_t n0 = l.n;
-        if (first > last) {
-            l.n = 0;
-        } else {
-            remove_at(&l, (size_t)last + 1, l.n - (size_t)last - 1);
-            remove_at(&l, 0, (size_t)first);
-        }
-        if (l.n == n0 || !(rc = store(t, argv[1], &l)))
-            reply_simple(&c->out, "OK");
-    }
-    list_free(&l);
-    return rc;
+    int rc = list_trim(t, argv[1], list_max(), start, end);
+    if (rc >= 0)
+        reply_simple(&c->out, "OK");
+    return rc < 0 ? rc : 0;
 }
 
 /* LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len] */
@@ -896,7 +270,7 @@ static int cmd_lpos(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
     if (from_tail)
         rank = -rank;
     struct list l;
-    int rc = load(t, argv[1], &l);
+    int rc = list_load(t, argv[1], &l);
     if (rc == 0) {
         count != -1 ? reply_array(&c->out, 0) : reply_nil(&c->out);
     } else if (rc > 0) {
@@ -933,57 +307,17 @@ static int cmd_lpos(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
     return rc;
 }
 
-/* A packed list's rotation (move() on one key): read, turned and
- * written once. */
-static int rotate_packed(struct conn *c, kv_txn *t, struct kv_slice key, struct big *b, int from,
-                         int to)
-{
-    struct list l;
-    int rc = load_open(b, &l);
-    big_close(b);
-    if (rc > 0 && !l.n)
-        rc = TXN_E_CORRUPT;
-    if (rc > 0) {
-        struct kv_slice e = l.e[from ? l.n - 1 : 0];
-        remove_at(&l, from ? l.n - 1 : 0, 1);
-        if (!(rc = insert_at(&l, to ? l.n : 0, e)) && !(rc = store(t, key, &l)))
-            reply_bulk(&c->out, e.p, e.n);
-    }
-    list_free(&l);
-    return rc < 0 ? rc : 0;
-}
-
-/* Move one element from src's `from` end to dst's `to` end (the same key:
- * a rotation): LMOVE, RPOPLPUSH. The element, or nil without src. dst's
- * type is checked before anything is taken, as Redis does. */
-static int move(struct conn *c, kv_txn *t, struct kv_slice *src, struct kv_slice *dst, int from,
+/* LMOVE, RPOPLPUSH, BLMOVE: the element moved, or nil without src */
+static int move(struct conn *c, kv_txn *t, struct kv_slice src, struct kv_slice dst, int from,
                 int to)
 {
-    struct popped x = {0};
-    struct big s, d, *to_b = &d;
-    uint64_t len;
-    int one = same(*src, *dst); /* a rotation: one handle, one header */
-    memset(&d, 0, sizeof d);
-    int rc = probe(t, *src, &s);
-    if (rc == 1 && one)
-        return rotate_packed(c, t, *src, &s, from, to);
-    if (rc > 0 && one)
-        to_b = &s, s.defer = 1;
-    else if (rc > 0)
-        rc = probe(t, *dst, &d);
-    if (rc >= 0 && (rc = pop_in(t, *src, &s, from, 1, &x)) == 0) {
+    struct kv_slice e;
+    int rc = list_move(t, src, dst, list_max(), from, to, &e);
+    if (rc == 0)
         reply_nil(&c->out);
-    } else if (rc > 0) {
-        if (to_b->kind < 0) /* the pop wrote it again, or deleted it */
-            big_close(to_b), rc = probe(t, *dst, to_b);
-        if (rc >= 0 && (rc = push_in(t, *dst, to_b, to, &x.e[0], 1, &len)) >= 0)
-            reply_bulk(&c->out, x.e[0].p, x.e[0].n);
-    }
-    if (rc >= 0 && s.dirty) /* not reached: the push wrote it */
-        rc = write_hdr(&s);
-    big_close(&s);
-    big_close(&d);
-    popped_free(&x);
+    else if (rc > 0)
+        reply_bulk(&c->out, e.p, e.n);
+    free((char *)e.p);
     return rc < 0 ? rc : 0;
 }
 
@@ -994,14 +328,14 @@ static int cmd_lmove(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
     int from = side(&argv[3]), to = side(&argv[4]);
     if (from < 0 || to < 0)
         return reply_error(&c->out, "ERR syntax error"), 0;
-    return move(c, t, &argv[1], &argv[2], from, to);
+    return move(c, t, argv[1], argv[2], from, to);
 }
 
 /* RPOPLPUSH source destination: LMOVE source destination RIGHT LEFT */
 static int cmd_rpoplpush(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)argc;
-    return move(c, t, &argv[1], &argv[2], 1, 0);
+    return move(c, t, argv[1], argv[2], 1, 0);
 }
 
 /* LMPOP's arguments from argv[at] (numkeys) on: the keys' first index
@@ -1041,9 +375,10 @@ static int pop_first(struct conn *c, kv_txn *t, const struct kv_slice *keys, siz
                      long long count, int mpop)
 {
     int again = block_state(c) != BLOCK_NONE;
+    long long max = list_max();
     for (size_t k = 0; k < n; k++) {
-        struct popped x;
-        int rc = pop(t, keys[k], tail, (uint64_t)count, &x);
+        struct list_popped x;
+        int rc = list_pop(t, keys[k], max, tail, (uint64_t)count, &x);
         if (rc > 0) {
             reply_array(&c->out, 2);
             reply_bulk(&c->out, keys[k].p, keys[k].n);
@@ -1052,7 +387,7 @@ static int pop_first(struct conn *c, kv_txn *t, const struct kv_slice *keys, siz
             else
                 reply_bulk(&c->out, x.e[0].p, x.e[0].n);
         }
-        popped_free(&x);
+        list_popped_free(&x);
         if (rc == KV_E_WRONGTYPE && again)
             continue;
         if (rc)
@@ -1106,13 +441,13 @@ static int cmd_blmove(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
         return reply_error(&c->out, "ERR syntax error"), 0;
     if (block_timeout(c, &argv[argc - 1], &ms) || block_error(c))
         return 0;
-    struct big b;
-    int rc = probe(t, argv[1], &b);
-    big_close(&b);
+    struct list_handle b;
+    int rc = list_probe(t, argv[1], list_max(), &b);
+    list_close(&b);
     if (rc == KV_E_WRONGTYPE && block_state(c) != BLOCK_NONE)
         rc = 0;
     if (rc > 0)
-        return move(c, t, &argv[1], &argv[2], from, to);
+        return move(c, t, argv[1], argv[2], from, to);
     return rc < 0 ? rc : block_nothing(c, &argv[1], 1, ms);
 }
 

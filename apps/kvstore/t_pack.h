@@ -1,5 +1,6 @@
 /* t_pack.h - the 4-byte little-endian lengths and counts of the packed
- * records of hashes (t_hash.c) and sets (t_set.c), in one place. */
+ * records of hashes (t_hash.c), sets (t_set.c) and lists (list.c), in one
+ * place. */
 #ifndef KV_T_PACK_H
 #define KV_T_PACK_H
 

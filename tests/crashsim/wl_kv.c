@@ -15,9 +15,13 @@
  * never expiring, expiring far in the future or keeping their expiry
  * (KV_KEEPTTL); deletes; expiry set far ahead or removed (kv_txn_expire);
  * reads of a value or an expiry, checked against the transaction's own
- * writes; a list's push or pop as the server's LPUSH ... RPOP run one
- * (list_op: the record read, changed, written back as KV_LIST, deleted
- * when emptied); a sorted set's change in its large form (zset_op:
+ * writes; 1 to 6 list commands on one key through list.c, the code
+ * t_list.c's commands call (list_op: pushes of 1 to 6 elements of 1 to
+ * 900 bytes and pops of 1 to 7 or all at either end, rotations, LSET,
+ * LINSERT, LREM, LTRIM, at thresholds lowered so that lists change form
+ * both ways often; on every key, and at 80 in 100 on one key in LEVERY;
+ * the mirror digests a list's elements in order, whatever its form); a
+ * sorted set's change in its large form (zset_op:
  * zbtree.c's B-trees in the value, the conversion a whole write of it); a
  * big set's change (dict_op: members added to or taken from its element
  * table, t_dict.h, through kv_txn_dict; a packed set the puts made
@@ -34,7 +38,7 @@
  * CRASHSIM_KV_LONG=1: the first LONG keys are strings that only APPEND
  * and SETRANGE (kv_txn_splice) write, of up to SPLICE_MAX bytes each (the
  * third is a list's value, which kv_txn_splice_as writes as a big list's
- * ends are written, t_list.c, after a kv_txn_write makes it);
+ * ends are written, list.c, after a kv_txn_write makes it);
  * setup makes them about as long as a piece of the store (LONG_START),
  * and every other step's first key is one of them, so that runs cross the
  * length where the store cuts a string into pieces, and piece boundaries;
@@ -85,6 +89,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "list.h"
 #include "sim.h"
 #include "store.h"
 #include "t_dict.h"
@@ -291,26 +296,31 @@ static int put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng,
     return kv_txn_write(x, key, (struct kv_slice){vbuf[t], e->len}, at, e->type);
 }
 
-/* A push or pop on key k's list as t_list.c runs one: its record (a
- * 4-byte count, then a 4-byte length and the bytes of each element, head
- * first) read in the transaction and checked against the mirror, one
- * element of 1 to 40 bytes added at an end or one taken from an end,
- * written back with its expiry kept, the key deleted when the list
- * empties. A key of another type is left alone (WRONGTYPE); a record
- * that would pass BIG_MAX bytes pops. */
-struct copy {
-    char *p;
-    size_t n;
-    int found;
-};
+/* A list's commands on key k through list.c (list.h), as t_list.c runs
+ * them: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP and RPOP with a count, LMOVE of
+ * a key onto itself, LSET, LINSERT, LREM, LTRIM. The list is read first
+ * (list_load) as a packed record (a 4-byte count, then a 4-byte length
+ * and the bytes of each element, head first), whose length and hash are
+ * the mirror's whatever the list's form; each command's answer (a new
+ * length, the elements popped or moved) is checked against that record,
+ * changed as the command changes the list. list-max-listpack-size is 8
+ * elements (big past 8, packed again at 4) on half the keys, 4 KB (big
+ * past it, packed again at 2 KB; half the elements pushed there are 200
+ * to 900 bytes long, one in 8 elsewhere) on the others; pushes are
+ * likelier below 6 elements (10 on the others), pops above, so that lists
+ * cross both ways. A list passing list_cap() bytes only pops.
+ * A key of another type is left alone (WRONGTYPE), but one key in LEVERY
+ * deletes it first, as a DEL would. */
+enum { LEVERY = 40, LKEY = 4, LREC = 16384, LELEM = 900, LPUSH_MAX = 6 };
+static char lrec[SIM_THREADS][LREC];               /* the list as the mirror has it */
+static char lelem[SIM_THREADS][LPUSH_MAX][LELEM]; /* a push's elements */
 
-static void copy_value(void *arg, const char *v, size_t n)
+/* The most bytes key k's list record may take: LREC on the list keys,
+ * BIG_MAX (the old workload's) on the others, so that the pool of the
+ * largest engine (pmdk) still holds the other keys' lists. */
+static uint32_t list_cap(unsigned k)
 {
-    struct copy *c = arg;
-    c->found = v != NULL;
-    c->n = n;
-    if (v && n <= BIG_MAX)
-        memcpy(c->p, v, n);
+    return k % LEVERY == LKEY ? LREC : BIG_MAX;
 }
 
 static uint32_t get_le32(const char *p)
@@ -325,60 +335,234 @@ static void put_le32(char *p, uint32_t v)
         p[i] = (char)(v >> (8 * i));
 }
 
+/* key's list as a packed record into rec (cap bytes), its length to
+ * *len (4: missing): list_load's 1 or 0, or an error (TXN_E_CORRUPT: it
+ * passes cap). */
+static int list_record(kv_txn *x, struct kv_slice key, char *rec, size_t cap, uint32_t *len)
+{
+    struct list l;
+    int rc = list_load(x, key, &l);
+    size_t n = 4;
+    put_le32(rec, rc > 0 ? (uint32_t)l.n : 0);
+    for (size_t i = 0; rc > 0 && i < l.n; n += 4 + l.e[i].n, i++) {
+        if (n + 4 + l.e[i].n > cap) {
+            rc = TXN_E_CORRUPT;
+            break;
+        }
+        put_le32(rec + n, (uint32_t)l.e[i].n);
+        memcpy(rec + n + 4, l.e[i].p, l.e[i].n);
+    }
+    list_free(&l);
+    *len = (uint32_t)n;
+    return rc;
+}
+
+/* The record's element at an end (tail: the last). */
+static char *rec_end(char *rec, int tail)
+{
+    char *at = rec + 4;
+    for (uint32_t i = 0, n = get_le32(rec); tail && i + 1 < n; i++)
+        at += 4 + get_le32(at);
+    return at;
+}
+
+static void rec_push(char *rec, uint32_t *len, int tail, struct kv_slice v)
+{
+    char *at = tail ? rec + *len : rec + 4;
+    memmove(at + 4 + v.n, at, (size_t)(rec + *len - at));
+    put_le32(at, (uint32_t)v.n);
+    memcpy(at + 4, v.p, v.n);
+    *len += 4 + (uint32_t)v.n;
+    put_le32(rec, get_le32(rec) + 1);
+}
+
+/* Take the element at an end off the record, checking that it is v. */
+static int rec_pop(char *rec, uint32_t *len, int tail, struct kv_slice v)
+{
+    char *at = rec_end(rec, tail);
+    uint32_t n = get_le32(at);
+    if (!get_le32(rec) || n != v.n || memcmp(at + 4, v.p, n))
+        return -1;
+    memmove(at, at + 4 + n, (size_t)(rec + *len - at - 4 - n));
+    *len -= 4 + n;
+    put_le32(rec, get_le32(rec) - 1);
+    return 0;
+}
+
+/* One push (LPUSH, RPUSH; 1 in 8 the X form) of random elements, checked
+ * against the mirror's record rec (len bytes) and applied to it. */
+static int list_push_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng,
+                        long long max, char *rec, uint32_t *len)
+{
+    struct kv_slice e[LPUSH_MAX];
+    size_t n = 1 + (size_t)(sim_rand(rng) % LPUSH_MAX), need = 0;
+    int tail = (int)(sim_rand(rng) % 2), only = sim_rand(rng) % 8 == 0;
+    for (size_t i = 0; i < n; i++) {
+        int large = sim_rand(rng) % (max < 0 ? 2 : 8) == 0; /* by bytes: more of them */
+        size_t m = large ? 200 + sim_rand(rng) % (LELEM - 199) : 1 + sim_rand(rng) % 40;
+        sim_bytes(rng, lelem[t][i], m);
+        e[i] = (struct kv_slice){lelem[t][i], m};
+        need += 4 + m;
+    }
+    if (*len + need > list_cap(k))
+        return 1; /* too long: the caller pops */
+    uint32_t had = get_le32(rec);
+    uint64_t got;
+    int rc = list_push(x, key, max, tail, e, n, only, &got);
+    if (rc < 0)
+        return rc;
+    if (rc != (!only || had))
+        return drift(t, k, "a push's answer");
+    for (size_t i = 0; rc && i < n; i++)
+        rec_push(rec, len, tail, e[i]);
+    return rc && got != get_le32(rec) ? drift(t, k, "a push's length") : 0;
+}
+
+/* One of LSET, LINSERT, LREM, LTRIM (list.c's whole-list changes) with
+ * random arguments (a pivot or an element to remove mostly one that is
+ * there), checked and applied to the mirror's record as the push is. */
+enum { LMAXN = LREC / 4 };
+static char lcopy[SIM_THREADS][LREC];
+static struct kv_slice lslice[SIM_THREADS][LMAXN];
+
+static int list_mid_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng,
+                       long long max, char *rec, uint32_t *len)
+{
+    struct kv_slice *e = lslice[t], v = {lelem[t][0], 1 + (size_t)(sim_rand(rng) % 40)};
+    long long n = get_le32(rec), m = n, a = (long long)(sim_rand(rng) % (2 * (uint64_t)n + 5)) - n - 2,
+              b = (long long)(sim_rand(rng) % (2 * (uint64_t)n + 5)) - n - 2;
+    const char *p = lcopy[t] + 4;
+    memcpy(lcopy[t], rec, *len);
+    for (long long i = 0; i < n; p += 4 + e[i].n, i++)
+        e[i] = (struct kv_slice){p + 4, get_le32(p)};
+    sim_bytes(rng, lelem[t][0], v.n);
+    struct kv_slice pick = n && sim_rand(rng) % 4 ? e[sim_rand(rng) % (uint64_t)n] : v;
+    unsigned what = (unsigned)(sim_rand(rng) % 4);
+    long long j = 0, at = -1;
+    uint64_t got = 0;
+    int rc, want = n > 0;
+    if (*len + 8 + v.n > list_cap(k))
+        return 0;
+    while (j < n && (e[j].n != pick.n || memcmp(e[j].p, pick.p, pick.n)))
+        j++;
+    if (what == 0) { /* LSET a v */
+        rc = list_set(x, key, max, a, v);
+        at = a < 0 ? a + n : a;
+        if (n && (at < 0 || at >= n))
+            want = 2;
+        else if (n)
+            e[at] = v;
+    } else if (what == 1) { /* LINSERT BEFORE|AFTER pick v */
+        int after = (int)(sim_rand(rng) % 2);
+        rc = list_insert(x, key, max, after, pick, v, &got);
+        if (n && j == n)
+            want = 2;
+        else if (n)
+            memmove(&e[j + after + 1], &e[j + after], (size_t)(n - j - after) * sizeof *e),
+                e[j + after] = v, m++;
+        if (rc == 1 && (long long)got != m)
+            rc = drift(t, k, "an insert's length");
+    } else if (what == 2) { /* LREM a pick: a in -2 .. 2 */
+        long long count = a % 3, done = 0;
+        rc = list_rem(x, key, max, count, pick, &got);
+        for (long long i = count < 0 ? n - 1 : 0, s = count < 0 ? -1 : 1; i >= 0 && i < n; i += s)
+            if (e[i].n == pick.n && !memcmp(e[i].p, pick.p, pick.n) &&
+                (!count || done < (count < 0 ? -count : count)))
+                e[i].p = NULL, done++;
+        m = 0;
+        for (long long i = 0; i < n; i++)
+            if (e[i].p)
+                e[m++] = e[i];
+        if (rc == 1 && (long long)got != done)
+            rc = drift(t, k, "a removal's count");
+    } else { /* LTRIM a b */
+        rc = list_trim(x, key, max, a, b);
+        a += a < 0 ? n : 0, b += b < 0 ? n : 0;
+        a = a < 0 ? 0 : a;
+        if (a > b || a >= n)
+            m = 0;
+        else
+            m = (b >= n ? n - 1 : b) - a + 1, memmove(e, e + a, (size_t)m * sizeof *e);
+    }
+    if (rc < 0)
+        return rc;
+    if (rc != want)
+        return drift(t, k, "a whole-list change's answer");
+    put_le32(rec, (uint32_t)m);
+    *len = 4;
+    for (long long i = 0; i < m; i++) {
+        put_le32(rec + *len, (uint32_t)e[i].n);
+        memcpy(rec + *len + 4, e[i].p, e[i].n);
+        *len += 4 + (uint32_t)e[i].n;
+    }
+    return 0;
+}
+
 static int list_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
 {
     struct entry *e = &next[t][k];
-    char *v = vbuf[t];
-    struct copy got = {v, 0, 0};
-    unsigned type = 0;
-    txn_obj *d;
-    int rc = kv_txn_dict(x, key, &type, &d);
-    if (rc) /* a table (dict_op's, which checks it) is left alone */
-        return rc < 0 ? rc : 0;
-    rc = kv_txn_read(x, key, copy_value, &got, &type);
+    char *rec = lrec[t];
+    uint32_t len;
+    long long max = k / LEVERY % 2 ? -1 : 8;
+    int rc = list_record(x, key, rec, LREC, &len);
+    if (rc == KV_E_WRONGTYPE) {
+        if (!e->present || e->type == KV_LIST)
+            return drift(t, k, "a list's type");
+        if (k % LEVERY != LKEY)
+            return 0;
+        if ((rc = kv_txn_del(x, key)) != 1)
+            return rc < 0 ? rc : drift(t, k, "a delete's answer");
+        e->present = 0;
+        put_le32(rec, 0), len = 4;
+        rc = 0;
+    }
     if (rc < 0)
         return rc;
-    if (rc != e->present || (rc && got.n != e->len))
-        return drift(t, k, "a list's record");
-    if (rc && type != KV_LIST)
-        return 0; /* a large sorted set's bytes may pass vbuf's: not copied */
-    if (rc && value_hash(v, got.n) != e->vh)
-        return drift(t, k, "a list's record");
-    uint32_t n = rc ? get_le32(v) : 0, len = rc ? (uint32_t)got.n : 4;
-    size_t add = 1 + (size_t)(sim_rand(rng) % 40);
-    int tail = (int)(sim_rand(rng) % 2), push = !n || sim_rand(rng) % 3 > 0;
-    if (len + 4 + add > BIG_MAX)
-        push = 0;
-    if (push) {
-        char *at = tail ? v + len : v + 4;
-        memmove(at + 4 + add, at, (size_t)(v + len - at));
-        put_le32(at, (uint32_t)add);
-        sim_bytes(rng, at + 4, add);
-        n++, len += 4 + (uint32_t)add;
-    } else {
-        /* the tail's element: walk to the last one */
-        char *at = v + 4;
-        for (uint32_t i = 0; tail && i + 1 < n; i++)
-            at += 4 + get_le32(at);
-        uint32_t gone = 4 + get_le32(at);
-        memmove(at, at + gone, (size_t)(v + len - at - gone));
-        n--, len -= gone;
+    if (rc != e->present ||
+        (rc && (e->type != KV_LIST || len != e->len || value_hash(rec, len) != e->vh)))
+        return drift(t, k, "a list's elements");
+    uint64_t at = e->present ? e->at : 0;
+    unsigned ops = 1 + (unsigned)(sim_rand(rng) % 6);
+    for (unsigned j = 0; j < ops && rc >= 0; j++) {
+        uint32_t n = get_le32(rec);
+        unsigned dice = (unsigned)(sim_rand(rng) % 100);
+        int tail = (int)(sim_rand(rng) % 2);
+        if (dice < (n < (max > 0 ? 6u : 10u) ? 50u : 30u) && (rc = list_push_op(t, x, k, key, rng, max, rec, &len)) <= 0) {
+            ; /* pushed, or an error */
+        } else if (dice < 80) { /* LPOP, RPOP with a count; 1 in 20 all */
+            struct list_popped p;
+            uint64_t count = sim_rand(rng) % 20 ? 1 + sim_rand(rng) % 7 : (uint64_t)n + 1;
+            rc = list_pop(x, key, max, tail, count, &p);
+            if (rc >= 0 && (rc != (n > 0) || p.n != (count < n ? count : n)))
+                rc = drift(t, k, "a pop's answer");
+            for (size_t i = 0; rc > 0 && i < p.n; i++)
+                if (rec_pop(rec, &len, tail, p.e[i]))
+                    rc = drift(t, k, "a popped element");
+            list_popped_free(&p);
+        } else if (dice < 88) { /* LMOVE key key: a rotation */
+            struct kv_slice v;
+            int to = (int)(sim_rand(rng) % 2);
+            rc = list_move(x, key, key, max, tail, to, &v);
+            if (rc >= 0 && rc != (n > 0))
+                rc = drift(t, k, "a move's answer");
+            if (rc > 0 && rec_pop(rec, &len, tail, v))
+                rc = drift(t, k, "a moved element");
+            if (rc > 0)
+                rec_push(rec, &len, to, v);
+            free((char *)v.p);
+        } else {
+            rc = list_mid_op(t, x, k, key, rng, max, rec, &len);
+        }
+        if (!get_le32(rec))
+            at = 0; /* gone: a push makes it again, as new */
     }
-    if (!n) {
-        if ((rc = kv_txn_del(x, key)) != 1)
-            return rc < 0 ? rc : drift(t, k, "a list's delete");
-        e->present = 0;
-        return 0;
-    }
-    put_le32(v, n);
-    if ((rc = kv_txn_write(x, key, (struct kv_slice){v, len}, KV_KEEPTTL, KV_LIST)))
+    if (rc < 0)
         return rc;
-    if (!e->present)
-        e->at = 0;
-    e->present = 1;
+    e->present = get_le32(rec) != 0;
     e->type = KV_LIST;
+    e->at = at;
     e->len = len;
-    e->vh = value_hash(v, len);
+    e->vh = value_hash(rec, len);
     return 0;
 }
 
@@ -505,6 +689,14 @@ static int read_key(kv_txn *x, struct kv_slice key, struct entry *e)
     int rc = kv_txn_read(x, key, got_value, &g, &type), ttl;
     if (rc <= 0)
         return rc;
+    if (type == KV_LIST && key_index(key.p, key.n) >= (int)nlong) { /* list_op's: its elements */
+        char *rec = malloc(LREC);
+        rc = rec ? list_record(x, key, rec, LREC, &g.len) : TXN_E_NOMEM;
+        g.vh = rec ? value_hash(rec, g.len) : 0;
+        free(rec);
+        if (rc <= 0)
+            return rc < 0 ? rc : TXN_E_CORRUPT;
+    }
     if ((rc = kv_txn_dict(x, key, &type, &d)) < 0)
         return rc;
     if (rc && type == KV_HASH) {
@@ -925,6 +1117,8 @@ static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
     int rc;
     if (dice >= 5 && dice < 85 && k >= nlong && k % HEVERY == HKEY)
         return hash_op(t, x, k, key, rng); /* a hash's key: 80 in 100 */
+    if (dice >= 5 && dice < 85 && k >= nlong && k % LEVERY == LKEY)
+        return list_op(t, x, k, key, rng); /* a list's key: 80 in 100 */
     if (dice < 50) /* 35 small values, 15 large */
         return put(t, x, k, key, rng, dice >= 35);
     if (dice >= 55 && dice < 85 && k >= nlong && k % ZEVERY == ZKEY)
