@@ -14,6 +14,7 @@
 # the CPUs to be 90% idle before each test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 usage="usage: $0 BEFORE AFTER [--rounds R] [--requests N] [--tests LIST]"
 [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
@@ -107,24 +108,21 @@ done
 
 echo "redis-benchmark -c 50 -P 16 -n $n, median of $rounds rounds: thousands of requests/s," \
     "and the server's CPU time per request (ns)"
-awk -F, '
+awk -F, "$awk_median"'
     { k = $1 SUBSEP $2; m = ++c[k]; v[k, m] = $3; u[k, m] = $4; tests[$2] = 1 }
-    function median(x, k,    m, a, i, j, t) {
-        m = c[k]
-        for (i = 1; i <= m; i++) a[i] = x == "v" ? v[k, i] : u[k, i]
-        for (i = 2; i <= m; i++)
-            for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-        return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+    function med(x, k,    a, i) {
+        for (i = 1; i <= c[k]; i++) a[i] = x == "v" ? v[k, i] : u[k, i]
+        return median(a, c[k])
     }
     END {
         printf "%-5s %7s %7s %7s %12s %11s   %9s %9s %9s %12s\n", "test", "before", "after",
                "redis", "after/before", "after/redis", "ns before", "ns after", "ns redis",
                "after/before"
         for (t in tests) {
-            b = median("v", "before" SUBSEP t); a = median("v", "after" SUBSEP t)
-            r = median("v", "redis" SUBSEP t)
-            nb = median("u", "before" SUBSEP t); na = median("u", "after" SUBSEP t)
-            nr = median("u", "redis" SUBSEP t)
+            b = med("v", "before" SUBSEP t); a = med("v", "after" SUBSEP t)
+            r = med("v", "redis" SUBSEP t)
+            nb = med("u", "before" SUBSEP t); na = med("u", "after" SUBSEP t)
+            nr = med("u", "redis" SUBSEP t)
             printf "%-5s %7.0f %7.0f %7.0f %12.3f %11.3f   %9.0f %9.0f %9.0f %12.3f\n", t,
                    b / 1000, a / 1000, r / 1000, a / b, a / r, nb, na, nr, nb ? na / nb : 0
         }

@@ -11,6 +11,7 @@
 #   FLUSH_SLOTS (default 1000000), FLUSH_MIN_TIME (default 1 s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 BUILD_DIR=${BUILD_DIR:-build}
 OUT=${OUT_DIR:-results}
 SLOTS=${FLUSH_SLOTS:-1000000}
@@ -38,11 +39,7 @@ mkdir -p "$OUT"
         for w in 1 5 20; do
             log=$(TXN_INCLL_STATS=2 TXN_PDOM=$pdom TXN_INCLL_FLUSH=${mode/none/tracked} "$bin" --array_sizes=4 \
                 --array_wslots=$w --benchmark_filter='^Array/' --benchmark_min_time="$MIN_TIME" 2>&1)
-            awk -v mode=$mode -v pdom=$pdom -v w=$w '
-                function median(a, n,   i, j, x) {
-                    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
-                    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-                }
+            awk -v mode=$mode -v pdom=$pdom -v w=$w "$awk_median"'
                 /^Array\// { ns = $2; for (i = 1; i <= NF; i++) if ($i ~ /^barriers_per_tx=/) { b = $i; sub(/.*=/, "", b) } }
                 /^incll-epoch: / { n++; len[n] = $2; fl[n] = $5; ln[n] = $7 }
                 /^incll: / { match($0, /flush [0-9.]+% /); sh = substr($0, RSTART + 6, RLENGTH - 8) }

@@ -179,16 +179,13 @@ all_tests() {
     echo "medians of $rounds rounds; thousands of requests/s, and kvstore's over redis-server's."
     echo "$(redis-server --version | cut -d' ' -f1-3); $(date -u +%Y-%m-%d); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
     echo
-    awk -F, -v engines="$all_engines" '
-        function median(k,    m, a, i, j, t) {
-            m = c[k]
-            for (i = 1; i <= m; i++) a[i] = v[k, i]
-            for (i = 2; i <= m; i++)
-                for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-            return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+    awk -F, -v engines="$all_engines" "$awk_median"'
+        function med(k,    a, i) {
+            for (i = 1; i <= c[k]; i++) a[i] = v[k, i]
+            return median(a, c[k])
         }
-        function fig(k) { return (k in c) ? sprintf("%.1f", median(k) / 1000) : "-" }
-        function ratio(a, b) { return (a in c) && (b in c) && median(b) ? sprintf("%.2f", median(a) / median(b)) : "-" }
+        function fig(k) { return (k in c) ? sprintf("%.1f", med(k) / 1000) : "-" }
+        function ratio(a, b) { return (a in c) && (b in c) && med(b) ? sprintf("%.2f", med(a) / med(b)) : "-" }
         { k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4; v[k, ++c[k]] = $5
           if (!($4 in seen)) { seen[$4] = 1; order[++nt] = $4 } }
         END {
@@ -250,20 +247,15 @@ done
 
 # the median of each figure over the rounds
 med=$tmp/median.csv
-awk -F, 'function median(a, k, c,   i, j, t, v) {
-             for (i = 1; i <= c; i++) v[i] = a[k, i] + 0
-             for (i = 2; i <= c; i++) {
-                 t = v[i]
-                 for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]
-                 v[j + 1] = t
-             }
-             return c % 2 ? v[(c + 1) / 2] : (v[c / 2] + v[c / 2 + 1]) / 2
+awk -F, "$awk_median"'function med(a, k, c,   i, v) {
+             for (i = 1; i <= c; i++) v[i] = a[k, i]
+             return median(v, c)
          }
          { k = $1 FS $2 FS $3 FS $4; if (!(k in c)) order[++n] = k
            i = ++c[k]; rps[k, i] = $5; p50[k, i] = $6; p99[k, i] = $7 }
          END { for (x = 1; x <= n; x++) { k = order[x]
-                   printf "%s,%.0f,%.3f,%.3f\n", k, median(rps, k, c[k]), median(p50, k, c[k]),
-                          median(p99, k, c[k]) } }' "$raw" >"$med"
+                   printf "%s,%.0f,%.3f,%.3f\n", k, med(rps, k, c[k]), med(p50, k, c[k]),
+                          med(p99, k, c[k]) } }' "$raw" >"$med"
 
 # one row per server and depth: SET and GET side by side
 table=$tmp/table.csv

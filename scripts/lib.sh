@@ -88,3 +88,17 @@ wait_tcp() {
     echo "$0: nothing listens on port $1" >&2
     exit 1
 }
+
+# The scripts' medians, one awk function: median(a, n) sorts a[1..n]
+# (compared as numbers) and returns the middle one, or the mean of the
+# two middle ones. Put before an awk program: awk "$awk_median"'...'
+awk_median='
+function median(a, n,   i, j, t) {
+    for (i = 2; i <= n; i++) {
+        t = a[i]
+        for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--)
+            a[j + 1] = a[j]
+        a[j + 1] = t
+    }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}'

@@ -171,23 +171,17 @@ table() {
     echo
     echo "| test | kvstore-$engine | redis always | redis none | kv/always | kv/none |"
     echo "| --- | ---: | ---: | ---: | ---: | ---: |"
-    awk -F, -v kv="kvstore-$engine" -v col="$1" -v inv="$2" '
-        function median(k,   c, i, j, t, v) {
-            c = cnt[k]
-            for (i = 1; i <= c; i++) v[i] = val[k, i] + 0
-            for (i = 2; i <= c; i++) {
-                t = v[i]
-                for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]
-                v[j + 1] = t
-            }
-            return c % 2 ? v[(c + 1) / 2] : (v[c / 2] + v[c / 2 + 1]) / 2
+    awk -F, -v kv="kvstore-$engine" -v col="$1" -v inv="$2" "$awk_median"'
+        function med(k,   i, v) {
+            for (i = 1; i <= cnt[k]; i++) v[i] = val[k, i]
+            return median(v, cnt[k])
         }
         function ratio(x, y) { return inv ? (x ? y / x : 0) : (y ? x / y : 0) }
         { k = $1 SUBSEP $2; val[k, ++cnt[k]] = $col; if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } }
         END {
             for (i = 1; i <= n; i++) {
-                t = order[i]; a = median(kv SUBSEP t); b = median("redis always" SUBSEP t)
-                c = median("redis none" SUBSEP t)
+                t = order[i]; a = med(kv SUBSEP t); b = med("redis always" SUBSEP t)
+                c = med("redis none" SUBSEP t)
                 printf "| %s | %.0f | %.0f | %.0f | %.3f | %.3f |\n", t, a, b, c, ratio(a, b), ratio(a, c)
             }
         }' "$raw"

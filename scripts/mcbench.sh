@@ -85,11 +85,7 @@ for round in $(seq "$rounds"); do
 done
 
 # medians, and the median of each round's ratio to memcached's run
-awk -v secs="$secs" -v rounds="$rounds" -v day="$(date -u +%Y-%m-%d)" '
-function median(a, n,   i, j, t) {
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -v secs="$secs" -v rounds="$rounds" -v day="$(date -u +%Y-%m-%d)" "$awk_median"'
 { ops[$2, $3, $1] = $4; if (!($2 in seen)) { seen[$2] = 1; order[++ns] = $2 } }
 END {
     print "# memcaslap: kvstore beside memcached 1.6\n"

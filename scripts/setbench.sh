@@ -20,6 +20,7 @@
 # machine move less than the throughput.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 usage="usage: $0 KVSTORE [--rounds R] [--requests N] [--tests LIST] [--random K] [--fill]"
 [ $# -ge 1 ] || { echo "$usage" >&2; exit 2; }
@@ -115,24 +116,21 @@ done
 echo "redis-benchmark -c 50 -n $n ${rnd[*]}$([ "$fill" = 1 ] && echo ' (filled)'), median of $rounds rounds: thousands of" \
     "requests/s (kvstore, redis-server without persistence, with appendfsync always)" \
     "and the server's CPU time per request (ns)"
-awk -F, '
+awk -F, "$awk_median"'
     { k = $1 SUBSEP $2; m = ++c[k]; v[k, m] = $3; u[k, m] = $4; if (!($2 in seen)) { seen[$2] = 1; order[++nt] = $2 } }
-    function median(x, k,    m, a, i, j, t) {
-        m = c[k]
-        for (i = 1; i <= m; i++) a[i] = x == "v" ? v[k, i] : u[k, i]
-        for (i = 2; i <= m; i++)
-            for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-        return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+    function med(x, k,    a, i) {
+        for (i = 1; i <= c[k]; i++) a[i] = x == "v" ? v[k, i] : u[k, i]
+        return median(a, c[k])
     }
     END {
         printf "%-9s %7s %7s %7s %9s %9s   %7s %8s %7s\n", "test", "kvstore", "redis", "r+aof",
                "kv/redis", "kv/r+aof", "ns kv", "ns redis", "ns aof"
         for (i = 1; i <= nt; i++) {
             t = order[i]
-            a = median("v", "kv" SUBSEP t); r = median("v", "redis" SUBSEP t)
-            f = median("v", "aof" SUBSEP t)
+            a = med("v", "kv" SUBSEP t); r = med("v", "redis" SUBSEP t)
+            f = med("v", "aof" SUBSEP t)
             printf "%-9s %7.1f %7.1f %7.1f %9.3f %9.3f   %7.0f %8.0f %7.0f\n", t, a / 1000,
-                   r / 1000, f / 1000, a / r, a / f, median("u", "kv" SUBSEP t),
-                   median("u", "redis" SUBSEP t), median("u", "aof" SUBSEP t)
+                   r / 1000, f / 1000, a / r, a / f, med("u", "kv" SUBSEP t),
+                   med("u", "redis" SUBSEP t), med("u", "aof" SUBSEP t)
         }
     }' "$tmp/raw.csv"

@@ -17,6 +17,7 @@
 # jobs on a shared machine move less than the throughput.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 usage="usage: $0 [KVSTORE] [--rounds R] [--requests N] [--sizes LIST]"
 kv=build/bin/kvstore-undo
@@ -113,15 +114,12 @@ echo "$(basename "$kv") and redis-server $(redis-server --version | sed -n 's/.*
     "redis-benchmark -c 50, -n $n (-P 1) and $((n * 10)) (-P 16), median of $rounds rounds:"
 echo "thousands of requests/s (kvstore, redis-server without persistence, with appendfsync always)," \
     "and the server's CPU time per request (ns)"
-awk -F, '
+awk -F, "$awk_median"'
     { k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4; m = ++c[k]; v[k, m] = $5; u[k, m] = $6
       if (!((($2, $3, $4) in seen))) { seen[$2, $3, $4] = 1; order[++nrow] = $2 SUBSEP $3 SUBSEP $4 } }
-    function median(x, k,    m, a, i, j, t) {
-        m = c[k]
-        for (i = 1; i <= m; i++) a[i] = x == "v" ? v[k, i] : u[k, i]
-        for (i = 2; i <= m; i++)
-            for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-        return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+    function med(x, k,    a, i) {
+        for (i = 1; i <= c[k]; i++) a[i] = x == "v" ? v[k, i] : u[k, i]
+        return median(a, c[k])
     }
     END {
         printf "%-6s %3s %-8s %9s %9s %9s %8s %8s   %9s %9s %9s\n", "-r", "-P", "test",
@@ -129,9 +127,9 @@ awk -F, '
         for (i = 1; i <= nrow; i++) {
             split(order[i], f, SUBSEP)
             kk = "kv" SUBSEP order[i]; rk = "redis" SUBSEP order[i]; ak = "aof" SUBSEP order[i]
-            a = median("v", kk); b = median("v", rk); w = median("v", ak)
+            a = med("v", kk); b = med("v", rk); w = med("v", ak)
             printf "%-6s %3s %-8s %9.1f %9.1f %9.1f %8.3f %8.3f   %9d %9d %9d\n",
                    f[1] == 0 ? "-" : f[1], f[2], f[3], a / 1000, b / 1000, w / 1000,
-                   b ? a / b : 0, w ? a / w : 0, median("u", kk), median("u", rk), median("u", ak)
+                   b ? a / b : 0, w ? a / w : 0, med("u", kk), med("u", rk), med("u", ak)
         }
     }' "$tmp/raw.csv"

@@ -516,6 +516,34 @@ START_TEST(test_evict_volatile)
 }
 END_TEST
 
+/* kv_evict_admit: a write is admitted when the eviction got the bytes to
+ * the limit, and refused when the policy ran out of keys before it, even
+ * after evicting some (Redis's EVICT_FAIL) */
+START_TEST(test_evict_admit)
+{
+    struct test_pool tp;
+    kv_store *s = policy_store(&tp, "evictadmit");
+    struct kv_info ki;
+    kv_info(s, &ki);
+    uint64_t keys = ki.keys;
+    ck_assert_int_eq(kv_evict_admit(s, ki.bytes, KV_EVICT_LRU), 1); /* at the limit */
+    kv_info(s, &ki);
+    ck_assert_uint_eq(ki.keys, keys);
+    /* past every volatile key: they all go, and the write is refused */
+    ck_assert_int_eq(kv_evict_admit(s, 0, KV_EVICT_TTL | KV_EVICT_VOLATILE), 0);
+    kv_info(s, &ki);
+    ck_assert_uint_eq(ki.keys, PERSIST);
+    ck_assert_uint_eq(ki.evictions, VOLATILE);
+    ck_assert_int_eq(kv_evict_admit(s, 0, KV_EVICT_RANDOM | KV_EVICT_VOLATILE), 0);
+    uint64_t limit = ki.bytes / 2;
+    ck_assert_int_eq(kv_evict_admit(s, limit, KV_EVICT_LRU), 1);
+    kv_info(s, &ki);
+    ck_assert_uint_le(ki.bytes, limit);
+    kv_close(s);
+    test_pool_remove(tp.name);
+}
+END_TEST
+
 /* allkeys-random evicts down to the limit; allkeys-lfu spares keys looked
  * up often */
 START_TEST(test_evict_allkeys)
@@ -598,6 +626,7 @@ int main(void)
     tcase_add_test(tc, test_reserve);
     tcase_add_test(tc, test_lazy_bytes);
     tcase_add_test(tc, test_evict_volatile);
+    tcase_add_test(tc, test_evict_admit);
     tcase_add_test(tc, test_evict_allkeys);
     tcase_add_test(tc, test_lfu_counter);
     printf("engine %s\n", txn_engine_name());

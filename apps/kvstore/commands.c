@@ -1509,31 +1509,22 @@ void command_run(struct conn *c, size_t argc, struct kv_slice *argv)
 }
 
 /* Redis's check before a command that may grow the store (CMD_DENYOOM):
- * past --max-memory, a policy other than noeviction evicts down to it
- * (kv_evict, in the policy's order); 1 if the keys' bytes are still past
- * it (noeviction, or nothing left the policy may evict): the command is
- * refused. The bytes count the element tables of big hashes and sets too
- * (t_dict.h). */
+ * past --max-memory, a policy other than noeviction evicts down to it;
+ * 1 if the command is refused (noeviction, or nothing left the policy may
+ * evict). kv_evict_admit owns the rule for several workers: a write whose
+ * own eviction made room goes on. The bytes count the element tables of
+ * big hashes and sets too (t_dict.h). */
 static int over_max_memory(void)
 {
-    uint64_t limit = atomic_load(&srv.max_memory), n;
+    uint64_t limit = atomic_load(&srv.max_memory);
     struct kv_info ki;
     if (!limit)
         return 0;
     kv_info(srv.kv, &ki);
+    if (ki.bytes <= limit)
+        return 0;
     int how = config_evict_how();
-    /* Room made is room enough: other workers' writes since may have taken
-     * it again (Redis runs one command at a time), and a refusal must not
-     * depend on their timing; nothing evicted while another worker's
-     * eviction got below the limit: looked at again, a few times */
-    for (int tries = 0; ki.bytes > limit && how >= 0 && tries < 3; tries++) {
-        if (kv_evict(srv.kv, limit, (unsigned)how, &n))
-            break;
-        if (n)
-            return 0;
-        kv_info(srv.kv, &ki);
-    }
-    return ki.bytes > limit;
+    return how < 0 || kv_evict_admit(srv.kv, limit, (unsigned)how) <= 0;
 }
 
 static const char oom_error[] = "OOM command not allowed when used memory > 'maxmemory'.";

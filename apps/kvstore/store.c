@@ -138,6 +138,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -271,6 +272,7 @@ struct kv_store {
     int own;       /* kv_open opened p: kv_close closes it */
     int (*commit)(txn *tx, void *arg); /* kv_opts.commit, or NULL */
     void *commit_arg;
+    void (*evicted)(const char *k, size_t n, void *arg); /* kv_opts.evicted, or NULL */
     struct stripe_lock lock[STRIPES];
     struct view v;
     pthread_mutex_t resize; /* one resize start or finish at a time; kv_reserve
@@ -1084,15 +1086,18 @@ static inline void ref_mark(const struct op *o, uint64_t h)
 }
 
 /* A thread's random numbers (xorshift64*): eviction's random order, LFU's
- * increments; nothing depends on them beyond the odds. */
+ * increments; nothing depends on them beyond the odds. Seeded by
+ * getrandom(2), which a program may define (the crash simulator's shared
+ * runs draw from their seed, so that a run's evictions replay). */
 static uint64_t rnd64(void)
 {
     static _Thread_local uint64_t x;
-    if (!x) {
+    if (!x && getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        x = mix64((uint64_t)(uintptr_t)&x ^ (uint64_t)ts.tv_nsec) | 1;
+        x = mix64((uint64_t)(uintptr_t)&x ^ (uint64_t)ts.tv_nsec);
     }
+    x |= !x;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
@@ -2467,17 +2472,21 @@ int kv_expire_cycle(kv_store *s, uint64_t *cursor, size_t buckets, uint64_t *del
     return rc ? rc : bag.oom ? TXN_E_NOMEM : 0;
 }
 
-/* The keys of one slice of the hash space, copied out of the pool. */
+/* The keys of one slice of the hash space, copied out of the pool; next:
+ * the first slice after it that holds one of the keys seen */
 struct slice_bag {
     struct key_bag bag;
-    uint64_t slice;
+    uint64_t slice, next;
 };
 
 static void slice_add(void *arg, const char *k, size_t n, unsigned type)
 {
     struct slice_bag *sb = arg;
-    if (kv_hash(k, n) >> (64 - REF_BITS) == sb->slice)
+    uint64_t slice = kv_hash(k, n) >> (64 - REF_BITS);
+    if (slice == sb->slice)
         bag_add(&sb->bag, k, n, type);
+    else if (slice > sb->slice && slice < sb->next)
+        sb->next = slice;
 }
 
 /* Evict key k, in a transaction of its own (a crash leaves it whole or
@@ -2495,6 +2504,8 @@ static int evict_key(kv_store *s, struct kv_slice k, int volatile_only)
         found = kv_txn_del(t, k);
     else if (found > 0)
         found = 0;
+    if (found > 0 && s->evicted)
+        s->evicted(k.p, k.n, s->commit_arg);
     rc = kv_txn_end(t, found < 0 ? found : 0);
     return rc ? rc : found > 0;
 }
@@ -2511,22 +2522,44 @@ static int evict_lazy(kv_store *s, uint64_t limit)
     return 0;
 }
 
+/* Are the bytes still past the limit? *room set when they are not: the
+ * eviction got there (kv_evict_admit's rule) */
+static int above(kv_store *s, uint64_t limit, int *room)
+{
+    if (atomic_load(&s->bytes) > limit)
+        return 1;
+    *room = 1;
+    return 0;
+}
+
 /* kv_evict's CLOCK: KV_EVICT_LRU over all keys */
-static int evict_clock(kv_store *s, uint64_t limit, uint64_t *evicted)
+static int evict_clock(kv_store *s, uint64_t limit, uint64_t *evicted, int *room)
 {
     int rc = 0;
     /* two turns of the hand: the first may only clear reference bytes */
-    for (uint64_t turn = 0; !rc && atomic_load(&s->bytes) > limit && turn < 2u << REF_BITS;
+    for (uint64_t turn = 0; !rc && above(s, limit, room) && turn < 2u << REF_BITS;
          turn++) {
         uint64_t j = atomic_fetch_add(&s->hand, 1) & ((1u << REF_BITS) - 1);
         if (atomic_fetch_and_explicit(&s->ref[j], ~REF_SEEN, memory_order_relaxed) & REF_SEEN)
             continue; /* the clock stays: IDLETIME's */
         unsigned bits = atomic_load(&s->bits);
         size_t buckets = bits > REF_BITS ? (size_t)1 << (bits - REF_BITS) : 1;
-        struct slice_bag sb = {{0}, j};
+        struct slice_bag sb = {{0}, j, UINT64_MAX};
         uint64_t next;
         rc = scan_range(s, j << (64 - REF_BITS), buckets, slice_add, &sb, slice_add, &sb, NULL,
                         &next);
+        /* a table smaller than the slices: the bucket just read holds the
+         * next slices too, and those it showed no key of are passed over
+         * (unless the hand or the table moved meanwhile), else a small
+         * store's turn is 2^20 scans; docs/kvstore.md section 39 */
+        if (!rc && bits < REF_BITS && atomic_load(&s->bits) == bits) {
+            uint64_t end = (j | ((1u << (REF_BITS - bits)) - 1)) + 1;
+            uint64_t to = sb.next < end ? sb.next : end, at = j + 1;
+            uint64_t raw = atomic_load(&s->hand);
+            if (to > at && (raw & ((1u << REF_BITS) - 1)) == (at & ((1u << REF_BITS) - 1)) &&
+                atomic_compare_exchange_strong(&s->hand, &raw, raw + (to - at)))
+                turn += to - at;
+        }
         for (size_t i = 0; i < sb.bag.n; i++) {
             int one = rc ? 0 : evict_key(s, sb.bag.k[i], 0);
             rc = one < 0 ? one : 0;
@@ -2611,12 +2644,13 @@ static int cand_cmp(const void *a, const void *b)
 #define SAMPLE_KEYS 16
 
 /* kv_evict's sampled orders: every one but KV_EVICT_LRU over all keys */
-static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted)
+static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted,
+                         int *room)
 {
     int rc = 0, idle = 0;
     int vol = (how & KV_EVICT_VOLATILE) != 0;
     /* rounds that evicted nothing (their candidates went meanwhile): a few */
-    while (!rc && idle < 8 && atomic_load(&s->bytes) > limit) {
+    while (!rc && idle < 8 && above(s, limit, room)) {
         if (vol && !atomic_load(&s->expires))
             break; /* no candidate: the caller refuses the write */
         struct sample sm = {.s = s, .how = how};
@@ -2634,7 +2668,7 @@ static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *ev
         size_t quota = sm.n / 4 ? sm.n / 4 : 1;
         uint64_t before = *evicted;
         for (size_t i = 0; i < sm.n; i++) {
-            if (!rc && i < quota && atomic_load(&s->bytes) > limit) {
+            if (!rc && i < quota && above(s, limit, room)) {
                 int one = evict_key(s, (struct kv_slice){sm.c[i].k, sm.c[i].n}, vol);
                 rc = one < 0 ? one : 0;
                 *evicted += one > 0;
@@ -2651,13 +2685,33 @@ static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *ev
     return rc;
 }
 
-int kv_evict(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted)
+static int evict_to(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted, int *room)
 {
     *evicted = 0;
-    int rc = how == KV_EVICT_LRU ? evict_clock(s, limit, evicted)
-                                 : evict_sampled(s, limit, how, evicted);
+    int rc = how == KV_EVICT_LRU ? evict_clock(s, limit, evicted, room)
+                                 : evict_sampled(s, limit, how, evicted, room);
     atomic_fetch_add(&s->evictions, *evicted);
     return rc;
+}
+
+int kv_evict(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted)
+{
+    int room = 0;
+    return evict_to(s, limit, how, evicted, &room);
+}
+
+int kv_evict_admit(kv_store *s, uint64_t limit, unsigned how)
+{
+    uint64_t n;
+    int room = 0;
+    /* the eviction saw the bytes at the limit once: the room is this
+     * write's, though other workers' writes may have filled it since (a
+     * refusal must not depend on their timing); it stops short only when
+     * the policy has nothing left, after its own rounds that found
+     * nothing (its retries): then refused, as Redis's EVICT_FAIL, even
+     * if it took keys. docs/kvstore.md section 39 */
+    int rc = evict_to(s, limit, how, &n, &room);
+    return rc ? rc : room;
 }
 
 /* ---- lazy free */
@@ -3197,6 +3251,7 @@ int kv_adopt(txn_pool *p, txn_obj *root, const struct kv_opts *opt, kv_store **o
     s->root = root;
     s->commit = opt->commit;
     s->commit_arg = opt->commit_arg;
+    s->evicted = opt->evicted;
     for (unsigned i = 0; i < STRIPES; i++)
         pthread_mutex_init(&s->lock[i].m, NULL);
     pthread_mutex_init(&s->resize, NULL);

@@ -46,6 +46,10 @@ struct kv_opts {
      * makes of the store */
     int (*commit)(txn *tx, void *arg);
     void *commit_arg;
+    /* when not NULL, told (with commit_arg) each key kv_evict deletes,
+     * inside that key's transaction, before its commit: how the crash
+     * simulator's mirror learns exactly which keys an eviction took */
+    void (*evicted)(const char *k, size_t n, void *arg);
 };
 
 /* Open the store in the pool file `path`, creating pool and store if the
@@ -59,8 +63,8 @@ int kv_open(const char *path, const struct kv_opts *o, kv_store **out);
 
 /* Open the store whose root is `root`, an object of the open pool p of
  * at least KV_ROOT_SIZE bytes: all zero, it gets a new, empty store (in
- * one transaction). Of `o`, only resize_step, view, no_refs and commit
- * are read. kv_close leaves p open; kv_info's pool sizes are p's. Errors as
+ * one transaction). Of `o`, only resize_step, view, no_refs, commit and
+ * evicted are read. kv_close leaves p open; kv_info's pool sizes are p's. Errors as
  * kv_open's after the pool opened: TXN_E_CORRUPT, TXN_E_LAYOUTVER
  * (kv_strerror). */
 int kv_adopt(txn_pool *p, txn_obj *root, const struct kv_opts *o, kv_store **out);
@@ -283,6 +287,14 @@ enum kv_evict_order {
  * transaction per key, so a crash leaves each key whole or gone.
  * *evicted counts them. */
 int kv_evict(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted);
+
+/* A write's memory check (Redis's CMD_DENYOOM) past `limit`, with several
+ * writers: kv_evict down to it in the order `how`; 1 when the write is
+ * admitted (the eviction saw the bytes at most at the limit: the room
+ * it made is the write's, even if another writer's keys took it since),
+ * 0 when it is refused (the order had nothing left to evict before the
+ * limit), or an error of kv_evict. */
+int kv_evict_admit(kv_store *s, uint64_t limit, unsigned how);
 
 /* Redis's LFU counters: with `on`, every lookup of a key that exists
  * counts in its slice's 8-bit logarithmic counter (incremented with

@@ -75,7 +75,16 @@
  * transaction empties the store (the empty digest announced), its old
  * table kept as a grave that the lazy free steps above then free, so that
  * crashes fall into the flush and between and inside its frees; a flush
- * that finds no room changes nothing. */
+ * that finds no room changes nothing.
+ *
+ * Eviction (evict_step): one step in EVICT_EVERY sets a limit EVICT_BYTES
+ * below the store's bytes and calls kv_evict down to it, EVICT_CHUNKS
+ * times, in allkeys-lru, volatile-ttl or allkeys-random order;
+ * kv-shared's other threads run between the calls, on the same keys.
+ * Each evicted key goes in a transaction of its own, and the store names
+ * it (kv_opts.evicted) before that commit: the mirror drops it then, so
+ * the commit announces the store without it, and a recovery must show
+ * every key but those of committed evictions. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1193,6 +1202,57 @@ static int preload_put(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64
     return put(t, x, k, key, rng, nkeys == KEYS && sim_rand(rng) % 8 == 0);
 }
 
+/* ---- eviction: kv_evict below the store's bytes (evict_step) */
+
+/* one step in EVICT_EVERY; kv_evict calls a step, each EVICT_BYTES below
+ * the bytes (a few of the 200 keys, a few dozen of the resize's small ones) */
+enum { EVICT_EVERY = 12, EVICT_CHUNKS = 3, EVICT_BYTES = 2048 };
+static int evict_stray[SIM_THREADS]; /* the hook heard of a key the mirror did not hold */
+
+/* kv_opts.evicted: key p[0..n) goes in the eviction's transaction, whose
+ * commit is next: the mirror (committed) takes it at once, so that this
+ * commit announces it and every later one (a no-op eviction's, a lazy
+ * free's) the mirror without it. */
+static void evicted_hook(const char *p, size_t n, void *arg)
+{
+    int t = (int)(intptr_t)arg, k = key_index(p, n);
+    if (k < 0 || !cur[t][k].present) {
+        evict_stray[t] = 1;
+        return;
+    }
+    cur[t][k].present = 0;
+    next_digest[t] = digest_of(cur[t]);
+}
+
+/* A memory limit below the store's bytes and kv_evict down to it, in
+ * EVICT_CHUNKS calls with a switch point between (kv-shared: the other
+ * threads' transactions run there, on the keys it evicts), in one of
+ * the orders: Redis's allkeys-lru (CLOCK, with the slices' marks as the
+ * run's lookups left them), volatile-ttl, allkeys-random. Not
+ * volatile-lru: its sample ranks by the store's clock in seconds, so a
+ * run crossing a second would not replay from its seed. */
+static int evict_step(int t, uint64_t *rng)
+{
+    static const unsigned how[] = {KV_EVICT_LRU, KV_EVICT_TTL | KV_EVICT_VOLATILE,
+                                   KV_EVICT_RANDOM};
+    unsigned h = how[sim_rand(rng) % (sizeof how / sizeof how[0])];
+    for (int c = 0; c < EVICT_CHUNKS; c++) {
+        struct kv_info ki;
+        uint64_t n;
+        kv_info(store[t], &ki);
+        next_digest[t] = digest_of(cur[t]); /* a commit that evicts nothing */
+        int rc = kv_evict(store[t], ki.bytes > EVICT_BYTES ? ki.bytes - EVICT_BYTES : 0, h, &n);
+        if (rc)
+            return rc;
+        if (evict_stray[t]) {
+            fprintf(stderr, "crashsim: kv: an eviction took a key the mirror lacks\n");
+            return TXN_E_CORRUPT;
+        }
+        sim_point();
+    }
+    return 0;
+}
+
 /* FLUSHALL ASYNC: the mirror empties when its transaction commits. */
 static int flush_step(int t)
 {
@@ -1226,6 +1286,8 @@ static int kv_step(txn_pool *p, int t, uint64_t *rng)
         kv_reserve(store[t], RESERVE);
         return 0;
     }
+    if (sim_rand(rng) % EVICT_EVERY == 0) /* keys go, the hook tells the mirror */
+        return evict_step(t, rng);
     struct kv_info ki;
     kv_info(store[t], &ki);
     if (ki.lazy_pending && sim_rand(rng) % 4 == 0) { /* changes no key */
@@ -1263,6 +1325,7 @@ static int kv_setup(txn_pool *p, int t)
     reserve[t] = mode == 2;
     memset(cur[t], 0, sizeof cur[t]);
     memset(hm[t], 0, sizeof hm[t]);
+    evict_stray[t] = 0;
     next_digest[t] = digest_of(cur[t]);
     txn *tx;
     int rc = txn_begin(p, &tx);
@@ -1270,7 +1333,8 @@ static int kv_setup(txn_pool *p, int t)
         return rc;
     txn_obj *part = sim_part(tx, p, t);
     txn_abort(tx);
-    struct kv_opts o = {.commit = commit_hook, .commit_arg = (void *)(intptr_t)t};
+    struct kv_opts o = {.commit = commit_hook, .commit_arg = (void *)(intptr_t)t,
+                        .evicted = evicted_hook};
     if ((rc = kv_adopt(p, part, &o, &store[t]))) {
         fprintf(stderr, "crashsim: kv: %s\n", kv_strerror(rc));
         return rc;

@@ -24,6 +24,11 @@
  *                           transfers, SET with and without PX, DEL): counts,
  *                           sums and values as acknowledged after the
  *                           restart; KV_SHARED_KILLS rounds (default 20)
+ *   kvclient evict-kill SERVER  the same load (no transfers, no hashes;
+ *                           GETs) under a small --max-memory and
+ *                           allkeys-lru: a key gone, never an older
+ *                           version; after the restart the bytes counted
+ *                           match the keys; KV_EVICT_KILLS rounds (10)
  *   kvclient fdlimit SERVER under a low open file limit: clients beyond
  *                           the cap get Redis's error, the others PONG, a
  *                           server out of descriptors sleeps (CPU time) and
@@ -2525,7 +2530,15 @@ static int run_expire_kill(const char *bin)
  *     anew): none torn, and each persistent key holds a version (or is
  *     absent after a DEL) that no acknowledged SET or DEL, sent after that
  *     one was acknowledged, has replaced.
- * KV_SHARED_KILLS rounds (default 20); KV_SEED; KV_SERVER_ARGS. */
+ * KV_SHARED_KILLS rounds (default 20); KV_SEED; KV_SERVER_ARGS.
+ * evict-kill: the same under --max-memory EVICT_KILL_LIMIT and allkeys-lru,
+ * both workers evicting the keys the other writes: INCR, SET with and
+ * without PX, DEL and GET (no transfers or hashes, whose checks an
+ * eviction would defeat); a persistent key may be gone (evicted) but
+ * never hold a version an acknowledged write replaced, a counter is at
+ * most its increments; every fourth restart (and the last) deletes every
+ * key and expects used_memory 0: the bytes the restart counted are the
+ * keys'. KV_EVICT_KILLS rounds (default 10). */
 enum {
     SCONNS = 6,
     SDEPTH = 8,
@@ -2543,10 +2556,10 @@ enum {
     SMOVE_REPLIES = 5 /* MULTI, 3 QUEUED, EXEC */
 };
 
-enum sop_kind { S_INCR, S_MOVE, S_HINCR, S_SETPX, S_SET, S_DEL, S_KINDS };
+enum sop_kind { S_INCR, S_MOVE, S_HINCR, S_SETPX, S_SET, S_DEL, S_GET, S_KINDS };
 
 static const char *const sop_name[S_KINDS] = {"INCR", "MULTI/DECRBY/SET/INCRBY/EXEC",
-                                              "HINCRBY", "SET PX", "SET", "DEL"};
+                                              "HINCRBY", "SET PX", "SET", "DEL", "GET"};
 
 /* A number the load adds to: its acknowledged value, and what the
  * requests on it not answered yet take away and add. */
@@ -2587,7 +2600,7 @@ struct sconn {
 };
 
 struct shared_totals {
-    uint64_t acked[S_KINDS], in_flight, expired;
+    uint64_t acked[S_KINDS], in_flight, expired, evicted;
     int bad_replies;
 };
 
@@ -2597,6 +2610,9 @@ static uint32_t svolatile_ver[SVKEYS];
 static uint64_t sclock;
 static long long ssum; /* what the accounts add up to */
 static int sshown; /* lines of detail printed: the first 30 say enough */
+/* evict-kill: shared-kill's load under a small maxmemory and allkeys-lru
+ * (run_evict_kill) */
+static int sevict;
 
 static void s_wrong(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -2606,7 +2622,7 @@ static void s_wrong(const char *fmt, ...)
     if (++sshown > 30)
         return;
     va_start(ap, fmt);
-    printf("shared-kill: ");
+    printf("%s: ", sevict ? "evict-kill" : "shared-kill");
     vprintf(fmt, ap);
     printf("\n");
     va_end(ap);
@@ -2683,6 +2699,8 @@ static void s_send(struct sconn *sc, unsigned *seed)
     int r = (int)(rand_r(seed) % 100);
     op.kind = r < 20 ? S_INCR : r < 40 ? S_MOVE : r < 60 ? S_HINCR : r < 78 ? S_SETPX
               : r < 94 ? S_SET : S_DEL;
+    if (sevict) /* no transfers (an evicted account breaks the sum), no hashes */
+        op.kind = r < 20 ? S_INCR : r < 30 ? S_SETPX : r < 65 ? S_SET : r < 72 ? S_DEL : S_GET;
     if (op.kind >= S_SET && spkeys[op.a = (int)(rand_r(seed) % SKEYS)].n == SRECS)
         op.kind = S_SETPX; /* not seen: at most SCONNS * SDEPTH SETs are in flight */
     switch (op.kind) {
@@ -2717,6 +2735,10 @@ static void s_send(struct sconn *sc, unsigned *seed)
         encode(&b, 3, (const char *[]){"SET", f, memo}, NULL);
         encode(&b, 3, (const char *[]){"INCRBY", k2, amount}, NULL);
         encode(&b, 1, (const char *[]){"EXEC"}, NULL);
+        break;
+    case S_GET: /* the key's reads: allkeys-lru keeps it longer */
+        snprintf(k, sizeof k, "sk:p%d", op.a);
+        encode(&b, 2, (const char *[]){"GET", k}, NULL);
         break;
     case S_SETPX:
     case S_SET:
@@ -2790,6 +2812,13 @@ static int s_reply(struct sconn *sc, const struct reply *r, struct shared_totals
     case S_DEL:
         ok = r->type == ':';
         break;
+    case S_GET: { /* nothing, or a whole value of the key */
+        char k[32], why[160];
+        uint32_t ver;
+        snprintf(k, sizeof k, "sk:p%d", op->a);
+        ok = !r->type || !svalue_check(r, k, &ver, why, sizeof why);
+        break;
+    }
     case S_MOVE:
         ok = n == 1                ? is_status(r, "OK")
              : n < SMOVE_REPLIES ? is_status(r, "QUEUED")
@@ -2872,9 +2901,11 @@ static void s_load_and_kill(struct server *s, int ms, unsigned *seed, struct sha
     s->pid = 0;
     struct reply r;
     if (asked && !cli_read(&info, &r, 100)) {
-        char *n = info_value(&r, "expired_keys");
+        char *n = info_value(&r, "expired_keys"), *e = info_value(&r, "evicted_keys");
         t->expired += n ? strtoull(n, NULL, 10) : 0;
+        t->evicted += e ? strtoull(e, NULL, 10) : 0;
         free(n);
+        free(e);
         reply_free(&r);
     }
     cli_close(&info);
@@ -2898,12 +2929,14 @@ static int s_verify(struct server *s)
         snum_name(i, k, sizeof k, f, sizeof f);
         int rc = *f ? CMD(&c, &r, "HGET", k, f) : CMD(&c, &r, "GET", k);
         long long v = !rc && r.type == '$' ? strtoll(r.s, NULL, 10) : 0;
-        if (rc || (r.type && r.type != '$') || v < x->base - x->down || v > x->base + x->up) {
+        /* evict-kill: an evicted counter starts again from 0 */
+        long long lo = sevict ? 0 : x->base - x->down;
+        if (rc || (r.type && r.type != '$') || v < lo || v > x->base + x->up) {
             bad++;
             s_wrong("%s%s%s reads %s, expected %lld..%lld (%lld acknowledged, -%lld and +%lld "
                     "in flight)",
-                    k, *f ? " " : "", f, rc ? "no reply" : r.type == '$' ? r.s : show(&r),
-                    x->base - x->down, x->base + x->up, x->base, x->down, x->up);
+                    k, *f ? " " : "", f, rc ? "no reply" : r.type == '$' ? r.s : show(&r), lo,
+                    x->base + x->up, x->base, x->down, x->up);
         }
         if (i >= SCOUNTERS && i < SCOUNTERS + SACCOUNTS) {
             sum += v;
@@ -2914,7 +2947,7 @@ static int s_verify(struct server *s)
         x->down = x->up = 0;
         reply_free(&r);
     }
-    if (sum != ssum) {
+    if (sum != ssum && !sevict) {
         bad++;
         s_wrong("the %d accounts sum to %lld, expected %lld: a transfer applied in part (%s )",
                 SACCOUNTS, sum, ssum, accounts);
@@ -2933,7 +2966,8 @@ static int s_verify(struct server *s)
             ok |= got == 1 && p->rec[j].ver == ver && !p->rec[j].del;
             ok |= got == 0 && p->rec[j].del;
         }
-        if (!ok && !(got == 0 && !acked)) {
+        /* evict-kill: a key wholly gone is evicted, never an older version */
+        if (!ok && !(got == 0 && (!acked || sevict))) {
             char want[400] = "";
             size_t at = 0;
             for (int j = 0; j < p->n && at < sizeof want - 40; j++)
@@ -2977,17 +3011,85 @@ static int s_verify(struct server *s)
     return bad;
 }
 
-static int run_shared_kill(const char *bin)
+/* evict-kill's accounting: every key the load writes deleted, the store's
+ * bytes (INFO used_memory, tallied from the pool at the restart) must
+ * come to 0 (its values are too small for lazy free). The model then
+ * holds every key deleted. 0, or 1 (said why). */
+static int s_unaccounted(struct server *s)
+{
+    struct cli c;
+    struct reply r;
+    struct bytes b = {0};
+    char k[32];
+    int n = 0, bad = 0;
+    if (server_cli(s, &c))
+        return 1;
+    for (int i = 0; i < SCOUNTERS; i++, n++) {
+        snprintf(k, sizeof k, "sk:c%d", i);
+        encode(&b, 2, (const char *[]){"DEL", k}, NULL);
+    }
+    for (int i = 0; i < SKEYS; i++, n++) {
+        snprintf(k, sizeof k, "sk:p%d", i);
+        encode(&b, 2, (const char *[]){"DEL", k}, NULL);
+    }
+    for (int i = 0; i < SVKEYS; i++, n++) {
+        snprintf(k, sizeof k, "sk:e%d", i);
+        encode(&b, 2, (const char *[]){"DEL", k}, NULL);
+    }
+    send_all(c.fd, b.p, b.n);
+    free(b.p);
+    for (int i = 0; i < n; i++) {
+        if (cli_read(&c, &r, 30000) || r.type != ':')
+            bad = 1;
+        reply_free(&r);
+    }
+    char *used = NULL;
+    long long keys = -1;
+    if (!bad && !CMD(&c, &r, "INFO", "memory")) {
+        used = info_value(&r, "used_memory");
+        reply_free(&r);
+    }
+    if (!bad && !CMD(&c, &r, "DBSIZE")) {
+        keys = r.type == ':' ? r.i : -1;
+        reply_free(&r);
+    }
+    if (bad || !used || strcmp(used, "0") || keys) {
+        s_wrong("every key deleted after the restart: %s, used_memory %s, DBSIZE %lld",
+                bad ? "a DEL failed" : "the DELs answered", used ? used : "?", keys);
+        bad = 1;
+    }
+    free(used);
+    cli_close(&c);
+    for (int i = 0; i < SNUMS; i++)
+        snums[i] = (struct snum){0, 0, 0};
+    for (int i = 0; i < SKEYS; i++) {
+        spkeys[i].n = 1;
+        spkeys[i].last_sent = 0;
+        spkeys[i].rec[0] = (struct sset){0, 0, 1, 1};
+    }
+    return bad;
+}
+
+/* The server's limit for evict-kill: below what the load's keys take */
+#define EVICT_KILL_LIMIT "12000"
+
+static int shared_kill(const char *bin, int evict)
 {
     unsigned seed;
-    int rounds = kill_rounds("KV_SHARED_KILLS", 20, &seed), n = 4, lost = 0;
-    const char *extra[24] = {"--pool-size", "64M", "--threads", "2"};
+    const char *name = evict ? "evict-kill" : "shared-kill";
+    int rounds = kill_rounds(evict ? "KV_EVICT_KILLS" : "KV_SHARED_KILLS", evict ? 10 : 20,
+                             &seed),
+        n = evict ? 6 : 4, lost = 0, unaccounted = 0;
+    const char *extra[24] = {"--pool-size", "64M", "--threads", "2", "--max-memory",
+                             EVICT_KILL_LIMIT};
     char *args = server_env_args(extra, &n, 24);
-    printf("shared-kill test: %s %s, %d rounds, KV_SEED=%u\n", bin,
+    printf("%s test: %s %s, %d rounds, KV_SEED=%u\n", name, bin,
            getenv("KV_SERVER_ARGS") ? getenv("KV_SERVER_ARGS") : "", rounds, seed);
     struct server s;
     struct shared_totals t = {0};
-    server_names(&s, bin, "skill");
+    sevict = evict;
+    sshown = 0;
+    server_names(&s, bin, evict ? "ekill" : "skill");
     memset(snums, 0, sizeof snums);
     memset(spkeys, 0, sizeof spkeys);
     ssum = 0;
@@ -2997,7 +3099,17 @@ static int run_shared_kill(const char *bin)
             CHECK(0, "round %d: server starts", round);
             break;
         }
-        if (round == 1) { /* the accounts' money, acknowledged before any load */
+        if (evict) { /* the policy is not kept across a restart */
+            struct cli c;
+            struct reply r;
+            server_cli(&s, &c);
+            CHECK(!CMD(&c, &r, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru") &&
+                      is_status(&r, "OK"),
+                  "CONFIG SET maxmemory-policy allkeys-lru: %s", show(&r));
+            reply_free(&r);
+            cli_close(&c);
+        }
+        if (round == 1 && !evict) { /* the accounts' money, acknowledged before any load */
             struct cli c;
             struct reply r;
             char k[32], f[16], v[16];
@@ -3012,11 +3124,18 @@ static int run_shared_kill(const char *bin)
                 reply_free(&r);
             }
             cli_close(&c);
-        } else {
+        } else if (round > 1) {
             int bad = s_verify(&s);
             lost += bad;
             CHECK(!bad, "%s %d: shared keys as acknowledged after the kill (%d wrong)",
                   round > rounds ? "final restart after round" : "round", round - 1, bad);
+            /* the bytes tallied at the restart against the keys there:
+             * every fourth restart and the last */
+            if (evict && (round % 4 == 0 || round > rounds)) {
+                bad = s_unaccounted(&s);
+                unaccounted += bad;
+                CHECK(!bad, "round %d: used_memory 0 once every key is deleted", round - 1);
+            }
         }
         if (round > rounds)
             break;
@@ -3028,23 +3147,37 @@ static int run_shared_kill(const char *bin)
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "final SIGTERM: clean exit");
         CHECK(server_check(&s) == 0, "final --check");
     }
-    printf("shared-kill test: %d kills in %.1f s; acknowledged: %llu INCR, %llu HINCRBY, %llu "
-           "MULTI/EXEC transfers, %llu SET, %llu DEL, %llu SET PX (%llu keys deleted by the "
-           "expire thread); %llu requests in flight at the kills; %d keys lost or wrong\n",
-           rounds, (double)(now_ms() - t0) / 1000, (unsigned long long)t.acked[S_INCR],
+    printf("%s test: %d kills in %.1f s; acknowledged: %llu INCR, %llu HINCRBY, %llu "
+           "MULTI/EXEC transfers, %llu SET, %llu DEL, %llu SET PX, %llu GET (%llu keys deleted "
+           "by the expire thread, %llu evicted); %llu requests in flight at the kills; %d keys "
+           "lost or wrong; %d restarts whose bytes did not match the keys\n",
+           name, rounds, (double)(now_ms() - t0) / 1000, (unsigned long long)t.acked[S_INCR],
            (unsigned long long)t.acked[S_HINCR], (unsigned long long)t.acked[S_MOVE],
            (unsigned long long)t.acked[S_SET], (unsigned long long)t.acked[S_DEL],
-           (unsigned long long)t.acked[S_SETPX], (unsigned long long)t.expired,
-           (unsigned long long)t.in_flight, lost);
+           (unsigned long long)t.acked[S_SETPX], (unsigned long long)t.acked[S_GET],
+           (unsigned long long)t.expired, (unsigned long long)t.evicted,
+           (unsigned long long)t.in_flight, lost, unaccounted);
     if (sshown > 30)
-        printf("shared-kill: (%d more lines of detail not shown)\n", sshown - 30);
+        printf("%s: (%d more lines of detail not shown)\n", name, sshown - 30);
     CHECK(t.acked[S_SET] >= (uint64_t)rounds, "SETs were acknowledged (%llu)",
           (unsigned long long)t.acked[S_SET]);
+    if (evict)
+        CHECK(t.evicted > 0, "keys were evicted (%llu)", (unsigned long long)t.evicted);
     CHECK(!t.bad_replies, "%d replies not the ones expected", t.bad_replies);
     free(args);
     server_cleanup(&s);
-    printf("kvstore shared-kill (%s): %d passed, %d failed\n", bin, passed, failed);
+    printf("kvstore %s (%s): %d passed, %d failed\n", name, bin, passed, failed);
     return failed ? 1 : 0;
+}
+
+static int run_shared_kill(const char *bin)
+{
+    return shared_kill(bin, 0);
+}
+
+static int run_evict_kill(const char *bin)
+{
+    return shared_kill(bin, 1);
 }
 
 /* ---- limits: descriptors, parsing as Redis parses, shutdown */
@@ -4470,6 +4603,8 @@ int main(int argc, char **argv)
         return run_expire_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "shared-kill"))
         return run_shared_kill(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "evict-kill"))
+        return run_evict_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "fdlimit"))
         return run_fdlimit(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "redis"))
@@ -4490,7 +4625,7 @@ int main(int argc, char **argv)
         return run_blocking(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "lazyfree"))
         return run_lazyfree(argv[2]);
-    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|list-kill|blocking|lazyfree|expire-kill|shared-kill|fdlimit|redis|pubsub|zset-kill|shutdown|load|mc-kill "
+    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|list-kill|blocking|lazyfree|expire-kill|shared-kill|evict-kill|fdlimit|redis|pubsub|zset-kill|shutdown|load|mc-kill "
                     "SERVER | kvclient mc-replay|mc-bin-replay PORT <SCRIPT | "
                     "kvclient freeport\n");
     return 2;
