@@ -72,8 +72,9 @@ for w in $warehouses; do
     for e in $engines; do
         bin=$BUILD_DIR/bin/tpcc-$e
         [ -x "$bin" ] || { echo "tpcc: no $bin" >&2; exit 1; }
-        "$bin" --warehouses "$w" --db "$dir/base.db" --load-only >/dev/null 2>&1 ||
-            { echo "tpcc: loading $e at W=$w failed" >&2; continue; }
+        rm -f "$dir"/base.db* # a failed load's file is no database for the next engine
+        "$bin" --warehouses "$w" --db "$dir/base.db" --load-only >"$dir/err" 2>&1 ||
+            { echo "tpcc: loading $e at W=$w failed:" >&2; tail -3 "$dir/err" >&2; continue; }
         for pdom in 0 1 2; do
             cp --sparse=always "$dir/base.db" "$dir/run.db"
             TXN_PDOM=$pdom run "$w" "pdom$pdom" "$bin" --db "$dir/run.db"

@@ -266,8 +266,10 @@ static void usage(FILE *to)
             "  --db: the database file (default: a new one in /dev/shm, removed after);\n"
             "  an existing, loaded one is reused. --items/--customers shrink the\n"
             "  scale (tests); the default is the specification's (100000, 3000).\n"
-            "  A new pmtx database starts small and grows; --pool-mb N: made N MiB\n"
-            "  at once, no larger; --prealloc: made at once at what W warehouses need.\n",
+            "  A new pmtx database starts small and grows to what W warehouses need\n"
+            "  (made at that size at once where pools do not grow: pmdk); --pool-mb N:\n"
+            "  made N MiB at once, no larger; --prealloc: made at once at what W\n"
+            "  warehouses need.\n",
             txn_engine_name(), txn_engine_name());
 }
 
@@ -353,14 +355,16 @@ static void name_db(void)
                  mode_names[opt.mode], (int)getpid());
         opt.db = own_path;
     }
+    /* about 110 MB a warehouse at the full scale, room to grow */
+    unsigned long long need =
+        256 + 256ULL * (unsigned)opt.s.warehouses * (unsigned)opt.s.items / 100000;
     if (opt.mode == M_PMTX && (opt.pool_mb || opt.prealloc)) {
-        /* about 110 MB a warehouse at the full scale, room to grow */
-        unsigned long long mb = opt.pool_mb ? opt.pool_mb
-                                            : 256 + 256ULL * (unsigned)opt.s.warehouses *
-                                                        (unsigned)opt.s.items / 100000;
+        unsigned long long mb = opt.pool_mb ? opt.pool_mb : need;
         snprintf(opt.uri, sizeof opt.uri, "file:%s?vfs=pmtx&pmtx_size=%lluM", opt.db, mb);
-    } else if (opt.mode == M_PMTX) { /* the VFS's default: small, growing */
-        snprintf(opt.uri, sizeof opt.uri, "file:%s?vfs=pmtx", opt.db);
+    } else if (opt.mode == M_PMTX) {
+        /* small, growing up to that; a pool that cannot grow (pmdk) is
+         * made at that size at once, else its load fills it */
+        snprintf(opt.uri, sizeof opt.uri, "file:%s?vfs=pmtx&pmtx_max=%lluM", opt.db, need);
     } else {
         snprintf(opt.uri, sizeof opt.uri, "file:%s", opt.db);
     }
