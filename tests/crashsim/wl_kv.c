@@ -84,7 +84,9 @@
  * Each evicted key goes in a transaction of its own, and the store names
  * it (kv_opts.evicted) before that commit: the mirror drops it then, so
  * the commit announces the store without it, and a recovery must show
- * every key but those of committed evictions. */
+ * every key but those of committed evictions. CRASHSIM_KV_EVICT=0 leaves
+ * evictions out (txn-crashcheck's program: its getrandom, which the
+ * store's random order draws from, is not the simulator's fixed one). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,11 +155,14 @@ static int grow[SIM_THREADS];           /* the next step adds the key that
 static int reserve[SIM_THREADS];        /* the step after it: kv_reserve */
 
 static int reserve_run; /* the workload is kv-reserve */
+static int no_evict;    /* CRASHSIM_KV_EVICT=0: no evict_step */
 
-/* CRASHSIM_KV_RESIZE=1 (mode 1), kv-reserve (mode 2) and CRASHSIM_KV_LONG=1:
- * read by setup and by each recovery's process. */
+/* CRASHSIM_KV_RESIZE=1 (mode 1), kv-reserve (mode 2), CRASHSIM_KV_LONG=1
+ * and CRASHSIM_KV_EVICT=0: read by setup and by each recovery's process. */
 static int resize_mode(void)
 {
+    const char *e = getenv("CRASHSIM_KV_EVICT");
+    no_evict = e && *e == '0';
     const char *l = getenv("CRASHSIM_KV_LONG");
     nlong = l && *l == '1' ? LONG : 0;
     const char *r = getenv("CRASHSIM_KV_RESIZE");
@@ -1286,7 +1291,7 @@ static int kv_step(txn_pool *p, int t, uint64_t *rng)
         kv_reserve(store[t], RESERVE);
         return 0;
     }
-    if (sim_rand(rng) % EVICT_EVERY == 0) /* keys go, the hook tells the mirror */
+    if (sim_rand(rng) % EVICT_EVERY == 0 && !no_evict) /* keys go, the hook tells the mirror */
         return evict_step(t, rng);
     struct kv_info ki;
     kv_info(store[t], &ki);
