@@ -59,17 +59,10 @@ static void put64(char *p, uint64_t v)
 
 static int room(struct list *l, size_t n)
 {
-    if (n <= l->cap)
-        return 0;
-    size_t cap = l->cap ? l->cap : 8;
-    while (cap < n)
-        cap *= 2;
-    struct kv_slice *e = realloc(l->e, cap * sizeof *e);
-    if (!e)
-        return TXN_E_NOMEM;
+    void *e = l->e;
+    int rc = pack_room(&e, &l->cap, n, sizeof *l->e);
     l->e = e;
-    l->cap = cap;
-    return 0;
+    return rc;
 }
 
 /* A big list's elements, from its whole value. */

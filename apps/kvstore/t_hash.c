@@ -44,17 +44,10 @@ struct hash {
 
 static int room(struct hash *h, size_t n)
 {
-    if (n <= h->cap)
-        return 0;
-    size_t cap = h->cap ? h->cap : 8;
-    while (cap < n)
-        cap *= 2;
-    struct field *e = realloc(h->e, cap * sizeof *e);
-    if (!e)
-        return TXN_E_NOMEM;
+    void *e = h->e;
+    int rc = pack_room(&e, &h->cap, n, sizeof *h->e);
     h->e = e;
-    h->cap = cap;
-    return 0;
+    return rc;
 }
 
 /* Split the record into fields; a record that does not parse is damage. */

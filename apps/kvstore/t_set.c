@@ -46,17 +46,10 @@ struct set {
 
 static int room(struct set *s, size_t n)
 {
-    if (n <= s->cap)
-        return 0;
-    size_t cap = s->cap ? s->cap : 8;
-    while (cap < n)
-        cap *= 2;
-    struct kv_slice *e = realloc(s->e, cap * sizeof *e);
-    if (!e)
-        return TXN_E_NOMEM;
+    void *e = s->e;
+    int rc = pack_room(&e, &s->cap, n, sizeof *s->e);
     s->e = e;
-    s->cap = cap;
-    return 0;
+    return rc;
 }
 
 /* Split the record into members; a record that does not parse is damage. */

@@ -32,6 +32,7 @@
 
 #include "block.h"
 #include "config.h"
+#include "t_pack.h"
 #include "t_zset.h"
 #include "zbtree.h"
 
@@ -54,27 +55,6 @@ struct zset {
 #else
 #define HOST_LE 0
 #endif
-
-static uint32_t get32(const char *p)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    uint32_t v;
-    if (HOST_LE) {
-        memcpy(&v, p, sizeof v);
-        return v;
-    }
-    return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
-}
-
-static void put32(char *p, uint32_t v)
-{
-    if (HOST_LE) {
-        memcpy(p, &v, sizeof v);
-        return;
-    }
-    for (int i = 0; i < 4; i++)
-        p[i] = (char)(v >> (8 * i));
-}
 
 static double get_score(const char *p)
 {
@@ -116,17 +96,10 @@ static int ecmp(const struct zent *a, const struct zent *b)
 
 static int room(struct zset *z, size_t n)
 {
-    if (n <= z->cap)
-        return 0;
-    size_t cap = z->cap ? z->cap : 8;
-    while (cap < n)
-        cap *= 2;
-    struct zent *e = realloc(z->e, cap * sizeof *e);
-    if (!e)
-        return TXN_E_NOMEM;
+    void *e = z->e;
+    int rc = pack_room(&e, &z->cap, n, sizeof *z->e);
     z->e = e;
-    z->cap = cap;
-    return 0;
+    return rc;
 }
 
 /* Split the record into members; a record that does not parse, or whose
