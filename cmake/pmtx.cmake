@@ -174,10 +174,19 @@ endfunction()
 # the engines the applications' suites run on in this build, every one but
 # in the AddressSanitizer build, where the applications' code is the same
 # on every engine and undo's keeps CI under its time (the engines' own
-# suites and crash campaigns run there on every engine).
+# suites and crash campaigns run there on every engine); PMTX_IO_ENGINES:
+# those the server's connection suites run on (descriptor limits,
+# libmemcached's conformance), code no engine changes: undo's, and incll's,
+# whose replies wait for an epoch.
 macro(pmtx_engine_vars)
   get_property(PMTX_ENGINES GLOBAL PROPERTY PMTX_ENGINES)
   set(PMTX_APP_ENGINES ${PMTX_ENGINES})
+  set(PMTX_IO_ENGINES)
+  foreach(_e undo incll)
+    if(_e IN_LIST PMTX_ENGINES)
+      list(APPEND PMTX_IO_ENGINES ${_e})
+    endif()
+  endforeach()
   if(PMTX_SANITIZE MATCHES "address")
     set(PMTX_APP_ENGINES)
     foreach(_e undo)
