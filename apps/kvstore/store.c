@@ -2785,8 +2785,9 @@ static int lazy_chunk(struct op *o, const struct bref *b, const struct hit *hit,
     return rc ? rc : 1;
 }
 
-/* A flushed table's shape, as its grave names it: the bits, each stripe's
- * directory (NULL once freed) and how many segment handles one holds. */
+/* A flushed table's shape, as its grave names it: the bits (if bitsp),
+ * each stripe's directory (NULL once freed) and how many segment handles
+ * one holds. */
 static int grave_table(struct op *o, txn_obj *t, txn_obj *sd[STRIPES], uint64_t *nseg,
                        unsigned *bitsp)
 {
@@ -2796,7 +2797,8 @@ static int grave_table(struct op *o, txn_obj *t, txn_obj *sd[STRIPES], uint64_t 
     if (!rc && (bits < MIN_BITS || bits > MAX_BITS))
         return refuse(TXN_E_CORRUPT, "grave: table %p of %llu bits", (void *)t,
                       (unsigned long long)bits);
-    *bitsp = (unsigned)bits;
+    if (bitsp)
+        *bitsp = (unsigned)bits;
     *nseg = rc ? 0 : per_stripe((unsigned)bits) / SEG_BUCKETS;
     return rc ? rc : rd(o, t, T_SDIR, sd, STRIPES * sizeof *sd);
 }
@@ -2813,10 +2815,8 @@ static int grave_chunk(struct op *o, const struct bref *gb, const struct hit *gh
 {
     txn_obj *t = gh->h.val, *sd[STRIPES], *none = NULL, **segs;
     uint64_t nseg;
-    unsigned bits;
-    int rc = grave_table(o, t, sd, &nseg, &bits);
+    int rc = grave_table(o, t, sd, &nseg, NULL);
     *freed = *nodes = 0;
-    (void)bits;
     if (rc)
         return rc;
     if (!(segs = malloc(nseg * sizeof *segs)))
@@ -3102,8 +3102,7 @@ static int grave_count(struct op *o, txn_obj *t, uint64_t *nodes)
 {
     txn_obj *sd[STRIPES], *seg;
     uint64_t nseg, b[2 * SEG_BUCKETS];
-    unsigned bits;
-    int rc = grave_table(o, t, sd, &nseg, &bits);
+    int rc = grave_table(o, t, sd, &nseg, NULL);
     for (unsigned st = 0; st < STRIPES && !rc; st++)
         for (uint64_t q = 0; sd[st] && q < nseg && !rc; q++)
             if (!(rc = rd_obj(o, sd[st], D_SEG + 8 * q, &seg)) && seg &&
