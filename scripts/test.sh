@@ -34,7 +34,7 @@ echo "== build (ThreadSanitizer): the suites that run threads"
 # one per commit, an epoch thread), the other suites on all
 BUILD_TARGET=threaded_tests build build-tsan -DCMAKE_BUILD_TYPE=Debug -DPMTX_SANITIZE=thread
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j2 \
-    -R '^(conformance-|shared_reuse-|kvstore-(proto|shutdown|pubsub|blocking)-(undo|redo1|incll|cow)$|(kvstore-kill|kvstore-shared-kill|sqlite-vfs|tpcc-run)-(undo|redo1|incll)$|(alloc_reuse|large_tx|kvstore-load|pool_grow)-(undo|incll)$|join-(undo|redo|cow)$|masstree-stress-|incll-granule)')
+    -R '^(conformance-|shared_reuse-|kvstore-(proto|shutdown|pubsub|blocking)-(undo|redo1|incll|cow)$|(kvstore-kill|kvstore-shared-kill|kvstore-evict-kill|sqlite-vfs|tpcc-run)-(undo|redo1|incll)$|(alloc_reuse|large_tx|kvstore-load|pool_grow)-(undo|incll)$|join-(undo|redo|cow)$|masstree-stress-|incll-granule)')
 
 echo "== fuzzing (libFuzzer, ${PMTX_FUZZ_SECONDS:-10} s per target)"
 BUILD_TARGET=fuzzers build build-fuzz -DPMTX_FUZZ=ON -DCMAKE_C_COMPILER=clang \

@@ -2857,14 +2857,15 @@ static void s_load_and_kill(struct server *s, int ms, unsigned *seed, struct sha
     uint64_t end = now_ms() + (uint64_t)ms;
     int killed = 0, asked = 0;
     struct cli info; /* the expire thread's deletions, for the summary: asked
-                        for shortly before the kill, read after it, so that
-                        the load does not stop for it */
+                        for shortly before the kill (a twentieth of the
+                        round: a slow server's reply must come before it),
+                        read after it, so that the load does not stop for it */
     server_cli(s, &info);
     for (;;) {
         struct pollfd pf[SCONNS];
         for (int i = 0; i < SCONNS; i++)
             pf[i].fd = sc[i].c.fd;
-        if (info.fd >= 0 && !asked && now_ms() + 5 >= end) {
+        if (info.fd >= 0 && !asked && now_ms() + 5 + (uint64_t)ms / 20 >= end) {
             struct bytes b = {0};
             encode(&b, 2, (const char *[]){"INFO", "stats"}, NULL);
             send_all(info.fd, b.p, b.n);
@@ -3080,6 +3081,10 @@ static int shared_kill(const char *bin, int evict)
     int rounds = kill_rounds(evict ? "KV_EVICT_KILLS" : "KV_SHARED_KILLS", evict ? 10 : 20,
                              &seed),
         n = evict ? 6 : 4, lost = 0, unaccounted = 0;
+    /* KV_LOAD_SCALE: each round's load that many times longer (a
+     * sanitizer's server serves a tenth as many requests in a round) */
+    const char *ls = getenv("KV_LOAD_SCALE");
+    int load_scale = ls && atoi(ls) > 0 ? atoi(ls) : 1;
     const char *extra[24] = {"--pool-size", "64M", "--threads", "2", "--max-memory",
                              EVICT_KILL_LIMIT};
     char *args = server_env_args(extra, &n, 24);
@@ -3139,7 +3144,7 @@ static int shared_kill(const char *bin, int evict)
         }
         if (round > rounds)
             break;
-        s_load_and_kill(&s, 50 + (int)(rand_r(&seed) % 350), &seed, &t);
+        s_load_and_kill(&s, (50 + (int)(rand_r(&seed) % 350)) * load_scale, &seed, &t);
         CHECK(server_check(&s) == 0, "round %d: --check after SIGKILL", round);
     }
     if (s.pid) {
