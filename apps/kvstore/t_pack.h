@@ -1,6 +1,6 @@
 /* t_pack.h - the 4-byte little-endian lengths and counts of the packed
  * records of hashes (t_hash.c), sets (t_set.c), lists (list.c) and sorted
- * sets (t_zset.c), and the growth of the arrays their records are decoded
+ * sets (zset.c), and the growth of the arrays their records are decoded
  * into, in one place. */
 #ifndef KV_T_PACK_H
 #define KV_T_PACK_H

@@ -3,23 +3,17 @@
  * EXEC's). The blocking BZPOPMIN, BZPOPMAX and BZMPOP (block.h) are at
  * the end, written against ZPOPMIN's and ZMPOP's replies only.
  *
- * A sorted set is one value of type KV_ZSET: a 4-byte member count, then
- * per member its score (the 8 bytes of an IEEE double), a 4-byte length
- * and the member's bytes (little endian), in the order of (score, member)
- * with members compared as bytes, the order Redis's listpack keeps. A
- * change writes the record again, so a command costs O(bytes of the set),
- * as a hash's does (docs/kvstore.md, section 24). An emptied sorted set is
- * deleted, as in Redis. Scores are doubles, never NaN.
- *
- * Past zset-max-listpack-entries members, or with a member longer than
- * zset-max-listpack-value bytes, a set is written in its large form
- * (zbtree.c: B-trees in the value, O(log n) per member), as Redis's
- * skiplist; it stays so until it is deleted. ZADD, ZINCRBY, ZREM, the
- * lookups, ZPOPMIN/ZPOPMAX, the ranges (ZRANGE in all its forms, ZCOUNT,
- * ZLEXCOUNT, ZREMRANGEBY*), ZRANDMEMBER and ZSCAN work on that form in
- * place, by rank;
- * the other commands read it whole as the packed record and write back
- * the large form (docs/kvstore.md, sections 27 and 30). */
+ * A sorted set is one value of type KV_ZSET, packed or, past
+ * zset-max-listpack-entries members or with a member longer than
+ * zset-max-listpack-value bytes, in its large form (zbtree.c: B-trees in
+ * the value, O(log n) per member), as Redis's skiplist; it stays so until
+ * it is deleted. The changes of members (ZADD, ZINCRBY, ZREM, the pops,
+ * ZREMRANGEBY*) and the conversion are zset.c's, which the crash
+ * simulator's workload calls too. The lookups, the ranges (ZRANGE in all
+ * its forms, ZCOUNT, ZLEXCOUNT), ZRANDMEMBER and ZSCAN work on the large
+ * form in place, by rank; the other commands read it whole as the packed
+ * record and write back the large form (docs/kvstore.md, sections 24, 27
+ * and 30). */
 #include <assert.h>
 #include <stdatomic.h>
 #include <ctype.h>
@@ -32,217 +26,8 @@
 
 #include "block.h"
 #include "config.h"
-#include "t_pack.h"
 #include "t_zset.h"
-#include "zbtree.h"
-
-/* A sorted set read out of the store: its members point into `raw` or,
- * once changed, into the request's arguments. */
-struct zset {
-    struct val raw;
-    struct zent *e;
-    size_t n, cap;
-    int big; /* read from the large form, so written back in it */
-};
-
-#define ENT_HDR 12 /* score and length before each member */
-
-/* The record is little endian: on such a host its fields are copied as
- * they are, since byte loops showed in a ZADD's time (docs/kvstore.md,
- * section 24) */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define HOST_LE 1
-#else
-#define HOST_LE 0
-#endif
-
-static double get_score(const char *p)
-{
-    uint64_t u = 0;
-    double d;
-    if (HOST_LE) {
-        memcpy(&d, p, sizeof d);
-        return d;
-    }
-    for (int i = 7; i >= 0; i--)
-        u = u << 8 | (unsigned char)p[i];
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
-
-static void put_score(char *p, double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, sizeof u);
-    if (HOST_LE) {
-        memcpy(p, &u, sizeof u);
-        return;
-    }
-    for (int i = 0; i < 8; i++)
-        p[i] = (char)(u >> (8 * i));
-}
-
-static int mcmp(struct kv_slice a, struct kv_slice b)
-{
-    int c = memcmp(a.p, b.p, a.n < b.n ? a.n : b.n);
-    return c ? c : a.n < b.n ? -1 : a.n > b.n;
-}
-
-/* The set's order: score, then member bytes */
-static int ecmp(const struct zent *a, const struct zent *b)
-{
-    return a->s < b->s ? -1 : a->s > b->s ? 1 : mcmp(a->m, b->m);
-}
-
-static int room(struct zset *z, size_t n)
-{
-    void *e = z->e;
-    int rc = pack_room(&e, &z->cap, n, sizeof *z->e);
-    z->e = e;
-    return rc;
-}
-
-/* Split the record into members; a record that does not parse, or whose
- * members are out of order, repeated or scored NaN, is damage. */
-static int decode(struct zset *z)
-{
-    const char *p = z->raw.p, *end = p + z->raw.n;
-    if (z->raw.n < 4)
-        return TXN_E_CORRUPT;
-    size_t n = get32(p);
-    p += 4;
-    if (n > z->raw.n / ENT_HDR)
-        return TXN_E_CORRUPT;
-    int rc = room(z, n);
-    for (size_t i = 0; i < n && !rc; i++) {
-        if (end - p < ENT_HDR || (size_t)(end - p - ENT_HDR) < get32(p + 8))
-            return TXN_E_CORRUPT;
-        struct zent x = {get_score(p), {p + ENT_HDR, get32(p + 8)}};
-        if (isnan(x.s) || (i && ecmp(&z->e[i - 1], &x) >= 0))
-            return TXN_E_CORRUPT;
-        z->e[z->n++] = x;
-        p += ENT_HDR + x.m.n;
-    }
-    return rc ? rc : p == end ? 0 : TXN_E_CORRUPT;
-}
-
-/* Load key's sorted set: 1 (z filled), 0 missing (z empty), <0 an error
- * (KV_E_WRONGTYPE for another type). */
-static int load(kv_txn *t, struct kv_slice key, struct zset *z)
-{
-    unsigned type;
-    memset(z, 0, sizeof *z);
-    int rc = get_any(t, key, &z->raw, &type);
-    if (rc <= 0)
-        return rc;
-    if (type != KV_ZSET)
-        return KV_E_WRONGTYPE;
-    if (zb_is_big(z->raw.p, z->raw.n)) {
-        /* the large form, read out as the packed record */
-        zb *b;
-        free(z->raw.p);
-        z->raw.p = NULL;
-        if ((rc = zb_open(t, key, &b)) <= 0)
-            return rc < 0 ? rc : TXN_E_CORRUPT;
-        rc = zb_close(b, zb_export(b, &z->raw.p, &z->raw.n));
-        z->big = 1;
-        if (rc)
-            return rc;
-    }
-    return (rc = decode(z)) ? rc : 1;
-}
-
-static void zset_free(struct zset *z)
-{
-    free(z->raw.p);
-    free(z->e);
-    memset(z, 0, sizeof *z);
-}
-
-/* Does a set of n members, the longest of `longest` bytes, pass the
- * thresholds of the packed form (Redis's zsetTypeCreate's test)? */
-static int too_big(size_t n, size_t longest)
-{
-    return (long long)n > atomic_load(&cfg.zset_max_listpack_entries) ||
-           (long long)longest > atomic_load(&cfg.zset_max_listpack_value);
-}
-
-/* Write the set back (expiry `at`: KV_KEEPTTL keeps the key's), or delete
- * the key if the set is empty: in the large form if it was read in it or
- * passes the thresholds. */
-static int store(kv_txn *t, struct kv_slice key, const struct zset *z, uint64_t at)
-{
-    if (!z->n) {
-        int rc = kv_txn_del(t, key);
-        return rc < 0 ? rc : 0;
-    }
-    if (z->n > UINT32_MAX)
-        return TXN_E_NOSPACE;
-    size_t len = 4, longest = 0;
-    for (size_t i = 0; i < z->n; i++) {
-        if (z->e[i].m.n > UINT32_MAX)
-            return TXN_E_NOSPACE;
-        len += ENT_HDR + z->e[i].m.n;
-        longest = z->e[i].m.n > longest ? z->e[i].m.n : longest;
-    }
-    if (z->big || too_big(z->n, longest))
-        return zb_write(t, key, z->e, z->n, at);
-    char *p = malloc(len), *q = p;
-    if (!p)
-        return TXN_E_NOMEM;
-    put32(q, (uint32_t)z->n);
-    q += 4;
-    for (size_t i = 0; i < z->n; i++) {
-        put_score(q, z->e[i].s);
-        put32(q + 8, (uint32_t)z->e[i].m.n);
-        memcpy(q + ENT_HDR, z->e[i].m.p, z->e[i].m.n);
-        q += ENT_HDR + z->e[i].m.n;
-    }
-    int rc = kv_txn_write(t, key, (struct kv_slice){p, len}, at, KV_ZSET);
-    free(p);
-    return rc;
-}
-
-static ssize_t find(const struct zset *z, struct kv_slice m)
-{
-    for (size_t i = 0; i < z->n; i++)
-        if (z->e[i].m.n == m.n && !memcmp(z->e[i].m.p, m.p, m.n))
-            return (ssize_t)i;
-    return -1;
-}
-
-static void remove_at(struct zset *z, size_t i)
-{
-    memmove(&z->e[i], &z->e[i + 1], (z->n - i - 1) * sizeof *z->e);
-    z->n--;
-}
-
-/* Insert x (not a member yet) at its place in the order */
-static int insert(struct zset *z, struct zent x)
-{
-    int rc = room(z, z->n + 1);
-    if (rc)
-        return rc;
-    if (x.s == 0)
-        x.s = 0; /* -0 is kept as 0, as Redis's listpack keeps it */
-    size_t lo = 0, hi = z->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ecmp(&z->e[mid], &x) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    memmove(&z->e[lo + 1], &z->e[lo], (z->n - lo) * sizeof *z->e);
-    z->e[lo] = x;
-    z->n++;
-    return 0;
-}
-
-static int cmp_ent(const void *a, const void *b)
-{
-    return ecmp(a, b);
-}
+#include "zset.h"
 
 /* ---- scores as Redis reads and writes them */
 
@@ -334,20 +119,9 @@ static void reply_ent(struct buf *b, const struct zent *x, int scores)
         reply_score(b, x->s);
 }
 
-/* ---- ranges of scores or of members */
-
-enum { LEX_MINUS = -1, LEX_STR = 0, LEX_PLUS = 1 };
-
-struct range {
-    int lex;
-    double min, max;            /* by score */
-    int lmin, lmax;             /* by member: LEX_* */
-    struct kv_slice smin, smax; /* ... and the strings of LEX_STR */
-    int minex, maxex;
-};
 
 static int parse_score_range(const struct kv_slice *lo, const struct kv_slice *hi,
-                             struct range *r)
+                             struct zset_range *r)
 {
     memset(r, 0, sizeof *r);
     return parse_bound(lo, &r->min, &r->minex) || parse_bound(hi, &r->max, &r->maxex) ? -1 : 0;
@@ -379,7 +153,7 @@ static int parse_lex_item(const struct kv_slice *a, int *kind, struct kv_slice *
 }
 
 static int parse_lex_range(const struct kv_slice *lo, const struct kv_slice *hi,
-                           struct range *r)
+                           struct zset_range *r)
 {
     memset(r, 0, sizeof *r);
     r->lex = 1;
@@ -387,168 +161,6 @@ static int parse_lex_range(const struct kv_slice *lo, const struct kv_slice *hi,
                    parse_lex_item(hi, &r->lmax, &r->smax, &r->maxex)
                ? -1
                : 0;
-}
-
-/* member m against a lex bound */
-static int lex_cmp(struct kv_slice m, int kind, struct kv_slice s)
-{
-    return kind == LEX_MINUS ? 1 : kind == LEX_PLUS ? -1 : mcmp(m, s);
-}
-
-static int gte_min(const struct range *r, const struct zent *x)
-{
-    if (!r->lex)
-        return r->minex ? x->s > r->min : x->s >= r->min;
-    int c = lex_cmp(x->m, r->lmin, r->smin);
-    return r->minex ? c > 0 : c >= 0;
-}
-
-static int lte_max(const struct range *r, const struct zent *x)
-{
-    if (!r->lex)
-        return r->maxex ? x->s < r->max : x->s <= r->max;
-    int c = lex_cmp(x->m, r->lmax, r->smax);
-    return r->maxex ? c < 0 : c <= 0;
-}
-
-/* Can nothing be in r (Redis's test before it looks)? */
-static int range_empty(const struct range *r)
-{
-    int c;
-    if (!r->lex) {
-        c = r->min > r->max ? 1 : r->min < r->max ? -1 : 0;
-    } else if (r->lmin == r->lmax && r->lmin != LEX_STR) {
-        c = 0;
-    } else if (r->lmin == LEX_MINUS || r->lmax == LEX_PLUS) {
-        c = -1;
-    } else if (r->lmin == LEX_PLUS || r->lmax == LEX_MINUS) {
-        c = 1;
-    } else {
-        c = mcmp(r->smin, r->smax);
-    }
-    return c > 0 || (c == 0 && (r->minex || r->maxex));
-}
-
-/* The first member in r, as Redis's zzlFirstInRange and
- * zzlFirstInLexRange find it (from the start, the first one >= min, if it
- * is <= max; by member that is a walk over members of any score): its
- * index, or -1. */
-static ssize_t first_in(const struct zset *z, const struct range *r)
-{
-    if (!z->n || range_empty(r) || !gte_min(r, &z->e[z->n - 1]) || !lte_max(r, &z->e[0]))
-        return -1;
-    for (size_t i = 0; i < z->n; i++)
-        if (gte_min(r, &z->e[i]))
-            return lte_max(r, &z->e[i]) ? (ssize_t)i : -1;
-    return -1;
-}
-
-/* ... and the last one (from the end, the first one <= max, if >= min) */
-static ssize_t last_in(const struct zset *z, const struct range *r)
-{
-    if (!z->n || range_empty(r) || !gte_min(r, &z->e[z->n - 1]) || !lte_max(r, &z->e[0]))
-        return -1;
-    for (size_t i = z->n; i-- > 0;)
-        if (lte_max(r, &z->e[i]))
-            return gte_min(r, &z->e[i]) ? (ssize_t)i : -1;
-    return -1;
-}
-
-/* The run of members in r from the first one on: [*from, *to) */
-static void run_in(const struct zset *z, const struct range *r, size_t *from, size_t *to)
-{
-    ssize_t f = first_in(z, r);
-    size_t i = f < 0 ? z->n : (size_t)f;
-    *from = i;
-    while (i < z->n && lte_max(r, &z->e[i]))
-        i++;
-    *to = f < 0 ? *from : i;
-}
-
-/* ZRANGE's rank arguments made indexes as Redis makes them: 0 nothing,
- * 1 [*start, *end] */
-static int rank_span(long long start, long long end, size_t n, size_t *s, size_t *e)
-{
-    long long len = (long long)n;
-    if (start < 0)
-        start += len;
-    if (end < 0)
-        end += len;
-    if (start < 0)
-        start = 0;
-    if (start > end || start >= len)
-        return 0;
-    if (end >= len)
-        end = len - 1;
-    *s = (size_t)start;
-    *e = (size_t)end;
-    return 1;
-}
-
-/* ---- ranges of a set in the large form, by rank: O(log n) to find,
- * O(1) a member to walk */
-
-/* The ranks [*from, *to) of r's members in the large set b */
-static int big_span(zb *b, const struct range *r, uint64_t *from, uint64_t *to)
-{
-    uint64_t n = zb_card(b);
-    int rc = 0;
-    *from = *to = 0;
-    if (range_empty(r))
-        return 0;
-    if (!r->lex) {
-        if (!(rc = zb_rank_of_score(b, r->min, r->minex, from)))
-            rc = zb_rank_of_score(b, r->max, !r->maxex, to);
-    } else {
-        *from = r->lmin == LEX_MINUS ? 0 : n;
-        *to = r->lmax == LEX_MINUS ? 0 : n;
-        if (r->lmin == LEX_STR)
-            rc = zb_rank_of_member(b, r->smin, r->minex, from);
-        if (!rc && r->lmax == LEX_STR)
-            rc = zb_rank_of_member(b, r->smax, !r->maxex, to);
-    }
-    if (*to < *from)
-        *to = *from;
-    return rc;
-}
-
-/* The members picked by a range of a large set */
-struct pick {
-    struct zent *e;
-    size_t n;
-    int owned; /* each member malloc'd (picked from a large set) */
-};
-
-static void pick_free(struct pick *p)
-{
-    for (size_t i = 0; p->owned && i < p->n; i++)
-        free((char *)p->e[i].m.p);
-    free(p->e);
-}
-
-/* count members of b from rank `first` on, up (dir 1) or down (-1) */
-static int big_pick(zb *b, uint64_t first, size_t count, int dir, struct pick *p)
-{
-    zb_walk *w;
-    p->owned = 1;
-    if (!count)
-        return 0;
-    if (!(p->e = malloc(count * sizeof *p->e)))
-        return TXN_E_NOMEM;
-    int rc = zb_walk_open(b, first, &w);
-    if (rc)
-        return rc;
-    for (size_t i = 0; !rc && i < count; i++) {
-        char *m;
-        size_t mn;
-        double s;
-        if (i && (rc = zb_walk_step(w, dir)) > 0)
-            rc = TXN_E_CORRUPT; /* the ranks said it was there */
-        if (!rc && !(rc = zb_walk_get(w, &s, &m, &mn)))
-            p->e[p->n++] = (struct zent){s, {m, mn}};
-    }
-    zb_walk_free(w);
-    return rc;
 }
 
 /* ---- commands */
@@ -559,69 +171,11 @@ static int big_pick(zb *b, uint64_t first, size_t count, int dir, struct pick *p
 #define ERR_RANGE "ERR min or max is not a float"
 #define ERR_LEX "ERR min or max not valid string range item"
 
-#define Z_NX 1
-#define Z_XX 2
-#define Z_GT 4
-#define Z_LT 8
-#define Z_CH 16
-#define Z_INCR 32
-
-/* Redis's zsetAdd rule for one member, there or not (cur: its score):
- * 0 nothing to do, 1 add, 2 change, 3 processed but unchanged, -1 the
- * result would be NaN; *score becomes the score after (INCR adds cur). */
-static int zadd_rule(int there, double cur, int fl, double *score)
+/* The thresholds of the packed form, read once a command */
+static struct zset_max zmax(void)
 {
-    if (!there)
-        return (fl & Z_XX) ? 0 : 1;
-    if (fl & Z_NX)
-        return 0;
-    if (fl & Z_INCR) {
-        *score += cur;
-        if (isnan(*score))
-            return -1;
-    }
-    if (((fl & Z_LT) && *score >= cur) || ((fl & Z_GT) && *score <= cur))
-        return 0;
-    return *score == cur ? 3 : 2;
-}
-
-/* Add or change one member as Redis's zsetAdd: 1 added, 2 changed, 0
- * nothing done, -1 the result would be NaN, <-1 a store error; its score
- * after to *out. */
-static int zadd_one(struct zset *z, double score, struct kv_slice m, int fl, double *out)
-{
-    ssize_t i = find(z, m);
-    int act = zadd_rule(i >= 0, i >= 0 ? z->e[i].s : 0, fl, &score), rc;
-    if (act <= 0)
-        return act;
-    *out = score;
-    if (act == 3)
-        return 3;
-    if (act == 2) {
-        struct kv_slice name = z->e[i].m;
-        remove_at(z, (size_t)i);
-        m = name;
-    }
-    rc = insert(z, (struct zent){score, m});
-    return rc ? rc : act;
-}
-
-/* zadd_one on a set in the large form */
-static int zadd_big(zb *b, double score, struct kv_slice m, int fl, double *out)
-{
-    double cur = 0;
-    int rc = zb_score(b, m, &cur);
-    if (rc < 0)
-        return rc;
-    int act = zadd_rule(rc > 0, cur, fl, &score);
-    if (act <= 0)
-        return act;
-    *out = score;
-    if (act == 3)
-        return 3;
-    if (act == 2)
-        return (rc = zb_rescore(b, m, cur, score)) ? rc : 2;
-    return (rc = zb_insert(b, score, m)) ? rc : 1;
+    return (struct zset_max){atomic_load(&cfg.zset_max_listpack_entries),
+                             atomic_load(&cfg.zset_max_listpack_value)};
 }
 
 /* ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member ...; ZINCRBY key
@@ -659,79 +213,39 @@ static int cmd_zadd(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
     if ((fl & Z_INCR) && elements > 1)
         return reply_error(&c->out, "ERR INCR option supports a single increment-element "
                                     "pair"), 0;
-    double *scores = malloc(elements * sizeof *scores);
-    if (!scores)
+    struct zent *e = malloc(elements * sizeof *e);
+    if (!e)
         return TXN_E_NOMEM;
-    for (size_t k = 0; k < elements; k++)
-        if (parse_score(&argv[i + 2 * k], &scores[k])) {
-            free(scores);
+    for (size_t k = 0; k < elements; k++) {
+        e[k].m = argv[i + 2 * k + 1];
+        if (parse_score(&argv[i + 2 * k], &e[k].s)) {
+            free(e);
             return reply_error(&c->out, ERR_FLOAT), 0;
         }
-    struct zset z = {0};
-    zb *b = NULL;
-    int rc = zb_open(t, argv[1], &b), nan = 0;
-    if (!rc)
-        rc = load(t, argv[1], &z);
-    long long added = 0, changed = 0, processed = 0;
-    double score = 0;
-    if (rc >= 0 && !(rc == 0 && (fl & Z_XX))) {
-        rc = 0;
-        for (size_t k = 0; k < elements && rc >= 0 && !nan; k++) {
-            rc = b ? zadd_big(b, scores[k], argv[i + 2 * k + 1], fl, &score)
-                   : zadd_one(&z, scores[k], argv[i + 2 * k + 1], fl, &score);
-            if (rc == -1)
-                nan = 1, rc = 0;
-            added += rc == 1;
-            changed += rc == 2;
-            processed += rc > 0;
-        }
-        if (!b && rc >= 0 && (added || changed))
-            rc = store(t, argv[1], &z, KV_KEEPTTL);
     }
-    if (b)
-        rc = zb_close(b, rc);
+    struct zset_added o;
+    int rc = zset_add(t, argv[1], zmax(), fl, e, elements, &o);
     if (rc >= 0) {
-        rc = 0;
-        if (nan)
+        if (o.nan)
             reply_error(&c->out, "ERR resulting score is not a number (NaN)");
         else if (!(fl & Z_INCR))
-            reply_int(&c->out, (fl & Z_CH) ? added + changed : added);
-        else if (processed)
-            reply_score(&c->out, score);
+            reply_int(&c->out, (fl & Z_CH) ? o.added + o.changed : o.added);
+        else if (o.processed)
+            reply_score(&c->out, o.score);
         else
             reply_nil(&c->out);
     }
-    free(scores);
-    zset_free(&z);
+    free(e);
     return rc;
 }
 
 /* ZREM key member ... */
 static int cmd_zrem(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
-    struct zset z = {0};
-    zb *b = NULL;
-    int rc = zb_open(t, argv[1], &b);
-    long long n = 0;
-    if (rc > 0) {
-        double old;
-        for (size_t i = 2; rc >= 0 && i < argc; i++)
-            if ((rc = zb_remove(b, argv[i], &old)) > 0)
-                n++;
-        if ((rc = zb_close(b, rc)) >= 0)
-            reply_int(&c->out, n), rc = 0;
-        return rc;
-    }
+    uint64_t n;
+    int rc = zset_rem(t, argv[1], zmax(), &argv[2], argc - 2, &n);
     if (!rc)
-        rc = load(t, argv[1], &z);
-    for (size_t i = 2; rc > 0 && i < argc; i++) {
-        ssize_t k = find(&z, argv[i]);
-        if (k >= 0)
-            remove_at(&z, (size_t)k), n++;
-    }
-    if (rc >= 0 && (!n || !(rc = store(t, argv[1], &z, KV_KEEPTTL))))
-        reply_int(&c->out, n), rc = 0;
-    zset_free(&z);
+        reply_int(&c->out, (long long)n);
     return rc;
 }
 
@@ -768,7 +282,7 @@ static int cmd_zlookup(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
     if (rc > 0)
         return zb_close(b, zlookup_big(c, b, argc, argv));
     if (!rc)
-        rc = load(t, argv[1], &z);
+        rc = zset_load(t, argv[1], &z);
     if (rc < 0)
         return rc;
     if (arg_is(&argv[0], "zcard")) {
@@ -776,11 +290,11 @@ static int cmd_zlookup(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
     } else if (arg_is(&argv[0], "zmscore")) {
         reply_array(&c->out, argc - 2);
         for (size_t i = 2; i < argc; i++) {
-            ssize_t k = find(&z, argv[i]);
+            ssize_t k = zset_find(&z, argv[i]);
             k < 0 ? reply_nil(&c->out) : reply_score(&c->out, z.e[k].s);
         }
     } else {
-        ssize_t k = find(&z, argv[2]);
+        ssize_t k = zset_find(&z, argv[2]);
         if (k < 0)
             reply_nil(&c->out);
         else if (arg_is(&argv[0], "zscore"))
@@ -798,7 +312,7 @@ static int cmd_zlookup(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *
 static int cmd_zcount(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv)
 {
     (void)argc;
-    struct range r;
+    struct zset_range r;
     if (arg_is(&argv[0], "zlexcount") ? parse_lex_range(&argv[2], &argv[3], &r)
                                       : parse_score_range(&argv[2], &argv[3], &r))
         return reply_error(&c->out, "%s", r.lex ? ERR_LEX : ERR_RANGE), 0;
@@ -808,19 +322,19 @@ static int cmd_zcount(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *a
     int rc = zb_open(t, argv[1], &b);
     if (rc > 0) {
         uint64_t bf, bt;
-        if (!(rc = big_span(b, &r, &bf, &bt)))
+        if (!(rc = zset_big_span(b, &r, &bf, &bt)))
             reply_int(&c->out, (long long)(bt - bf));
         return zb_close(b, rc);
     }
-    if (rc < 0 || (rc = load(t, argv[1], &z)) < 0)
+    if (rc < 0 || (rc = zset_load(t, argv[1], &z)) < 0)
         return rc;
-    run_in(&z, &r, &from, &to);
+    zset_run_in(&z, &r, &from, &to);
     reply_int(&c->out, (long long)(to - from));
     zset_free(&z);
     return 0;
 }
 
-static int pick_add(struct pick *p, const struct zent *x, size_t cap)
+static int pick_add(struct zset_pick *p, const struct zent *x, size_t cap)
 {
     if (!p->e && !(p->e = malloc((cap ? cap : 1) * sizeof *p->e)))
         return TXN_E_NOMEM;
@@ -833,10 +347,7 @@ static int pick_add(struct pick *p, const struct zent *x, size_t cap)
  * replace their destination; the reply is its size. */
 static int store_picked(struct conn *c, kv_txn *t, struct kv_slice dst, struct zent *e, size_t n)
 {
-    if (n) /* e may be NULL then */
-        qsort(e, n, sizeof *e, cmp_ent);
-    struct zset z = {{0}, e, n, n, 0};
-    int rc = store(t, dst, &z, 0);
+    int rc = zset_replace(t, dst, e, n, zmax());
     if (!rc)
         reply_int(&c->out, (long long)n);
     return rc;
@@ -884,7 +395,7 @@ static int zrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv,
     struct kv_slice *lo = &argv[at + 1], *hi = &argv[at + 2];
     if (rev && by != BY_RANK)
         lo = &argv[at + 2], hi = &argv[at + 1];
-    struct range r;
+    struct zset_range r;
     if (by == BY_RANK && (parse_ll(lo, &start) || parse_ll(hi, &end)))
         return reply_error(&c->out, ERR_INT), 0;
     if (by == BY_SCORE && parse_score_range(lo, hi, &r))
@@ -893,7 +404,7 @@ static int zrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv,
         return reply_error(&c->out, ERR_LEX), 0;
 
     struct zset z = {0};
-    struct pick p = {0};
+    struct zset_pick p = {0};
     zb *b;
     int rc = zb_open(t, argv[at], &b);
     if (rc > 0) {
@@ -901,11 +412,11 @@ static int zrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv,
         uint64_t n = zb_card(b), from = 0, to = 0, first = 0, count = 0;
         size_t s, e;
         if (by == BY_RANK) {
-            if (rank_span(start, end, (size_t)n, &s, &e))
+            if (zset_rank_span(start, end, (size_t)n, &s, &e))
                 from = s, to = (uint64_t)e + 1;
             rc = 0;
         } else {
-            rc = big_span(b, &r, &from, &to);
+            rc = zset_big_span(b, &r, &from, &to);
             /* skip offset members (a negative one skips them all, as
              * Redis's), then take up to limit (negative: all) */
             if (offset < 0 || (uint64_t)offset >= to - from)
@@ -924,13 +435,13 @@ static int zrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv,
         count = to - from;
         first = rev ? (by == BY_RANK ? n - 1 - from : to - 1) : from;
         if (!rc)
-            rc = big_pick(b, first, (size_t)count, rev ? -1 : 1, &p);
+            rc = zset_big_pick(b, first, (size_t)count, rev ? -1 : 1, &p);
         rc = zb_close(b, rc);
-    } else if (rc == 0 && (rc = load(t, argv[at], &z)) >= 0) {
+    } else if (rc == 0 && (rc = zset_load(t, argv[at], &z)) >= 0) {
         rc = 0;
         size_t s, e;
         if (by == BY_RANK) {
-            if (rank_span(start, end, z.n, &s, &e))
+            if (zset_rank_span(start, end, z.n, &s, &e))
                 for (size_t i = s; i <= e && !rc; i++)
                     rc = pick_add(&p, &z.e[rev ? z.n - 1 - i : i], e - s + 1);
         } else if (!(offset > 0 && (size_t)offset >= z.n)) {
@@ -938,13 +449,13 @@ static int zrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv,
              * offset members (a negative offset skips them all, as in
              * Redis), then take up to limit (negative: all) while they are
              * in range */
-            ssize_t k = rev ? last_in(&z, &r) : first_in(&z, &r);
+            ssize_t k = rev ? zset_last_in(&z, &r) : zset_first_in(&z, &r);
             if (k >= 0 && offset < 0)
                 k = -1;
             if (k >= 0)
                 k += rev ? -(ssize_t)offset : (ssize_t)offset;
             for (; k >= 0 && (size_t)k < z.n && limit-- != 0 && !rc; k += rev ? -1 : 1) {
-                if (rev ? !gte_min(&r, &z.e[k]) : !lte_max(&r, &z.e[k]))
+                if (rev ? !zset_gte_min(&r, &z.e[k]) : !zset_lte_max(&r, &z.e[k]))
                     break;
                 rc = pick_add(&p, &z.e[k], z.n);
             }
@@ -957,7 +468,7 @@ static int zrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv,
         for (size_t i = 0; i < p.n; i++)
             reply_ent(&c->out, &p.e[i], withscores);
     }
-    pick_free(&p);
+    zset_pick_free(&p);
     zset_free(&z);
     return rc;
 }
@@ -990,97 +501,19 @@ static int cmd_zremrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice
     (void)argc;
     int by = arg_is(&argv[0], "zremrangebyrank") ? BY_RANK
              : arg_is(&argv[0], "zremrangebyscore") ? BY_SCORE : BY_LEX;
-    long long start, end;
-    struct range r;
+    long long start = 0, end = 0;
+    struct zset_range r = {0};
     if (by == BY_RANK && (parse_ll(&argv[2], &start) || parse_ll(&argv[3], &end)))
         return reply_error(&c->out, ERR_INT), 0;
     if (by == BY_SCORE && parse_score_range(&argv[2], &argv[3], &r))
         return reply_error(&c->out, ERR_RANGE), 0;
     if (by == BY_LEX && parse_lex_range(&argv[2], &argv[3], &r))
         return reply_error(&c->out, ERR_LEX), 0;
-    struct zset z;
-    zb *b;
-    int rc = zb_open(t, argv[1], &b);
-    if (rc > 0) {
-        /* the large form: the run of ranks, each member removed in place */
-        uint64_t bf = 0, bt = 0;
-        size_t s, e;
-        struct pick p = {0};
-        rc = 0;
-        if (by != BY_RANK)
-            rc = big_span(b, &r, &bf, &bt);
-        else if (rank_span(start, end, (size_t)zb_card(b), &s, &e))
-            bf = s, bt = (uint64_t)e + 1;
-        if (!rc)
-            rc = big_pick(b, bf, (size_t)(bt - bf), 1, &p);
-        for (size_t i = 0; !rc && i < p.n; i++) {
-            double old;
-            rc = zb_remove(b, p.e[i].m, &old);
-            rc = rc > 0 ? 0 : rc < 0 ? rc : TXN_E_CORRUPT; /* picked, so there */
-        }
-        pick_free(&p);
-        if ((rc = zb_close(b, rc)) >= 0)
-            reply_int(&c->out, (long long)(bt - bf)), rc = 0;
-        return rc;
-    }
-    if (rc < 0 || (rc = load(t, argv[1], &z)) < 0)
-        return rc;
-    size_t from = 0, to = 0;
-    if (by == BY_RANK) {
-        if (rank_span(start, end, z.n, &from, &to))
-            to++;
-        else
-            from = to = 0;
-    } else {
-        run_in(&z, &r, &from, &to);
-    }
-    rc = 0;
-    if (to > from) {
-        memmove(&z.e[from], &z.e[to], (z.n - to) * sizeof *z.e);
-        z.n -= to - from;
-        rc = store(t, argv[1], &z, KV_KEEPTTL);
-    }
+    uint64_t n;
+    int rc = zset_remrange(t, argv[1], zmax(), by == BY_RANK, start, end, &r, &n);
     if (!rc)
-        reply_int(&c->out, (long long)(to - from));
-    zset_free(&z);
+        reply_int(&c->out, (long long)n);
     return rc;
-}
-
-/* zpop's pops from a set in the large form (count > 0 or -1: all) */
-static int zpop_big(struct conn *c, zb *b, const struct kv_slice *key, int max, long long count,
-                    int mpop)
-{
-    if (count == 0) {
-        if (mpop)
-            buf_add(&c->out, "*-1\r\n", 5);
-        else
-            reply_array(&c->out, 0);
-        return 0;
-    }
-    uint64_t n = zb_card(b);
-    size_t m = count < 0 || (unsigned long long)count > n ? (size_t)n : (size_t)count;
-    if (mpop) {
-        reply_array(&c->out, 2);
-        reply_bulk(&c->out, key->p, key->n);
-        reply_array(&c->out, m);
-    } else {
-        reply_array(&c->out, 2 * m);
-    }
-    int rc = 0;
-    for (size_t i = 0; i < m && rc >= 0; i++) {
-        double s, old;
-        char *p;
-        size_t pn;
-        if ((rc = zb_at(b, max ? zb_card(b) - 1 : 0, &s, &p, &pn)) < 0)
-            break;
-        struct zent x = {s, {p, pn}};
-        if (mpop)
-            reply_array(&c->out, 2);
-        reply_ent(&c->out, &x, 1);
-        rc = zb_remove(b, x.m, &old);
-        free(p);
-    }
-    return rc < 0 ? rc : 0;
 }
 
 /* Pop up to count members of the first non-empty set of keys[0..n)
@@ -1090,47 +523,37 @@ static int zpop_big(struct conn *c, zb *b, const struct kv_slice *key, int max, 
 static int zpop(struct conn *c, kv_txn *t, const struct kv_slice *keys, size_t n, int max,
                 long long count, int mpop)
 {
-    struct zset z = {0};
+    struct zset_popped x = {0};
     int rc = 0;
     size_t k = 0;
-    for (; k < n; k++) {
-        zb *b;
-        if ((rc = zb_open(t, keys[k], &b)) > 0)
-            return zb_close(b, zpop_big(c, b, &keys[k], max, count, mpop));
-        if (rc < 0 || (rc = load(t, keys[k], &z)) < 0)
+    for (; k < n && !rc; k++)
+        if ((rc = zset_pop(t, keys[k], zmax(), max, count, &x)) == 0)
+            zset_popped_free(&x);
+    if (rc < 0 || !rc || count == 0) {
+        zset_popped_free(&x);
+        if (rc < 0)
             return rc;
-        if (rc > 0)
-            break;
-        zset_free(&z);
-    }
-    if (k == n || count == 0) {
-        zset_free(&z);
         if (mpop)
             buf_add(&c->out, "*-1\r\n", 5); /* RESP2's nil array */
         else
             reply_array(&c->out, 0);
         return 0;
     }
-    size_t m = count < 0 || (unsigned long long)count > z.n ? z.n : (size_t)count;
+    k--; /* the key popped from */
     if (mpop) {
         reply_array(&c->out, 2);
         reply_bulk(&c->out, keys[k].p, keys[k].n);
-        reply_array(&c->out, m);
+        reply_array(&c->out, x.n);
     } else {
-        reply_array(&c->out, 2 * m);
+        reply_array(&c->out, 2 * x.n);
     }
-    for (size_t i = 0; i < m; i++) {
-        const struct zent *x = &z.e[max ? z.n - 1 - i : i];
+    for (size_t i = 0; i < x.n; i++) {
         if (mpop)
             reply_array(&c->out, 2);
-        reply_ent(&c->out, x, 1);
+        reply_ent(&c->out, &x.e[i], 1);
     }
-    if (!max)
-        memmove(z.e, z.e + m, (z.n - m) * sizeof *z.e);
-    z.n -= m;
-    rc = store(t, keys[k], &z, KV_KEEPTTL);
-    zset_free(&z);
-    return rc;
+    zset_popped_free(&x);
+    return 0;
 }
 
 /* ZPOPMIN key [count], ZPOPMAX key [count] */
@@ -1183,7 +606,7 @@ struct src {
 
 static int by_member(const void *a, const void *b)
 {
-    return mcmp(((const struct zent *)a)->m, ((const struct zent *)b)->m);
+    return zset_mcmp(((const struct zent *)a)->m, ((const struct zent *)b)->m);
 }
 
 static const struct zent *src_find(const struct src *s, struct kv_slice m)
@@ -1191,7 +614,7 @@ static const struct zent *src_find(const struct src *s, struct kv_slice m)
     size_t lo = 0, hi = s->z.n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = mcmp(s->by_m[mid].m, m);
+        int c = zset_mcmp(s->by_m[mid].m, m);
         if (!c)
             return &s->by_m[mid];
         if (c < 0)
@@ -1232,7 +655,7 @@ struct tagged {
 static int by_member_seq(const void *a, const void *b)
 {
     const struct tagged *x = a, *y = b;
-    int c = mcmp(x->x.m, y->x.m);
+    int c = zset_mcmp(x->x.m, y->x.m);
     return c ? c : x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
@@ -1255,7 +678,7 @@ static int setop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv, 
     int rc = src ? 0 : TXN_E_NOMEM, withscores = 0, agg = AGG_SUM;
     for (size_t i = 0; i < n && rc >= 0; i++) {
         src[i].w = 1;
-        rc = load(t, argv[nk_at + 1 + i], &src[i].z);
+        rc = zset_load(t, argv[nk_at + 1 + i], &src[i].z);
     }
     if (rc < 0)
         goto out;
@@ -1352,7 +775,7 @@ static int setop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv, 
             }
         qsort(all, m, sizeof *all, by_member_seq);
         for (size_t k = 0; k < m; k++) {
-            if (nres && !mcmp(res[nres - 1].m, all[k].x.m))
+            if (nres && !zset_mcmp(res[nres - 1].m, all[k].x.m))
                 aggregate(&res[nres - 1].s, all[k].x.s, agg);
             else
                 res[nres++] = all[k].x;
@@ -1364,7 +787,7 @@ static int setop(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv, 
     } else if (store_to) {
         rc = store_picked(c, t, argv[1], res, nres);
     } else {
-        qsort(res, nres, sizeof *res, cmp_ent);
+        qsort(res, nres, sizeof *res, zset_cmp);
         reply_array(&c->out, nres * (withscores ? 2 : 1));
         for (size_t i = 0; i < nres; i++)
             reply_ent(&c->out, &res[i], withscores);
@@ -1460,11 +883,11 @@ static int zrand_big(struct conn *c, zb *b, long long count, int many, int score
     } else if ((uint64_t)count >= n) {
         /* the whole set, from its end, as Redis replies it */
         reply_array(&c->out, (size_t)n * (size_t)(scores + 1));
-        struct pick p = {0};
-        if (!(rc = big_pick(b, n - 1, (size_t)n, -1, &p)))
+        struct zset_pick p = {0};
+        if (!(rc = zset_big_pick(b, n - 1, (size_t)n, -1, &p)))
             for (size_t i = 0; i < p.n; i++)
                 reply_ent(&c->out, &p.e[i], scores);
-        pick_free(&p);
+        zset_pick_free(&p);
     } else {
         uint64_t *r = malloc((size_t)count * sizeof *r);
         if (!r || (rc = sample_ranks(n, (size_t)count, r))) {
@@ -1504,7 +927,7 @@ static int cmd_zrandmember(struct conn *c, kv_txn *t, size_t argc, struct kv_sli
     int rc = zb_open(t, argv[1], &b);
     if (rc > 0)
         return zb_close(b, zrand_big(c, b, count, many, scores));
-    if (rc < 0 || (rc = load(t, argv[1], &z)) < 0)
+    if (rc < 0 || (rc = zset_load(t, argv[1], &z)) < 0)
         return rc;
     if (!many) {
         if (rc)
@@ -1561,7 +984,7 @@ static int zscan_big(struct conn *c, zb *b, unsigned long long cur,
                      const struct kv_slice *pattern, long long count)
 {
     uint64_t n = zb_card(b), from = 0, next = 0;
-    struct pick p = {NULL, 0, 1};
+    struct zset_pick p = {NULL, 0, 1};
     size_t cap = 0;
     int rc = 0;
     if (cur > score_cursor(INFINITY)) {
@@ -1618,7 +1041,7 @@ static int zscan_big(struct conn *c, zb *b, unsigned long long cur,
             if (!pattern || glob_match(pattern->p, pattern->n, p.e[i].m.p, p.e[i].m.n))
                 reply_ent(&c->out, &p.e[i], 1);
     }
-    pick_free(&p);
+    zset_pick_free(&p);
     return rc;
 }
 
@@ -1643,7 +1066,7 @@ static int cmd_zscan(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *ar
     zb *b = NULL;
     int rc = zb_open(t, argv[1], &b);
     if (!rc)
-        rc = load(t, argv[1], &z);
+        rc = zset_load(t, argv[1], &z);
     if (rc < 0)
         return rc;
     const struct kv_slice *pattern = NULL;

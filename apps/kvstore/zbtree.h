@@ -1,7 +1,7 @@
 /* zbtree.h - a large sorted set's form (zbtree.c): two B-trees in the
  * key's one value, one by (score, member) with subtree counts, one by
  * member, read and written a node at a time inside the caller's kv_txn.
- * t_zset.c decides when a set takes this form (docs/kvstore.md, section
+ * zset.c decides when a set takes this form (docs/kvstore.md, section
  * 27). Calls return 0 or 1 as said, else a negative TXN_E_* code. */
 #ifndef KV_ZBTREE_H
 #define KV_ZBTREE_H
@@ -61,7 +61,7 @@ int zb_walk_open(zb *z, uint64_t r, zb_walk **out);
 int zb_walk_get(zb_walk *w, double *s, char **m, size_t *mn);
 int zb_walk_step(zb_walk *w, int dir);
 void zb_walk_free(zb_walk *w);
-/* The whole set as t_zset.c's packed record (a 4-byte count, then score,
+/* The whole set as zset.c's packed record (a 4-byte count, then score,
  * length and bytes per member, in order), malloc'd */
 int zb_export(zb *z, char **p, size_t *n);
 /* Verify both trees: in order, balanced, counts that add up, every node
