@@ -501,22 +501,47 @@ int eng_tx_init(struct txn *tx)
     return 0;
 }
 
+#ifdef PMTX_TRACE
+#define PM_TRACED 1 /* every flush goes through persist.h's helpers */
+#else
+#define PM_TRACED 0
+#endif
+
 /* Flush the lines of sl's latest transaction (its commit's, or a
- * helper's, barrier makes them durable). */
+ * helper's, barrier makes them durable). pm_flush_word reads the settings
+ * and the counter again after every flush (for the compiler its
+ * instruction stores to memory, which may be them), so the word entries'
+ * clwb is issued here: the settings read once, the clwb saying that it
+ * only reads the line, the lines counted at the end. */
 static void flush_pending(txn_pool *p, struct rslot *sl)
 {
     assert(atomic_load_explicit(&sl->busy, memory_order_relaxed) &&
            "Q5: a slot's pending lines are flushed under its lock");
     struct wl_ent e;
-    for (const uint64_t *w = sl->plo; w < sl->phi;) {
+    uint64_t lines = 0;
+    const int clwb = !PM_TRACED && pm_cfg.do_flush && pm_cfg.insn == PM_CLWB;
+    for (const uint64_t *w = sl->plo, *end = sl->phi; w < end;) {
         if (!(w[0] & WL_RANGE)) { /* a word entry */
-            pm_flush_word((const void *)(uintptr_t)w[0]);
+            if (clwb) {
+                __asm__ volatile("clwb %0" : : "m"(*(const char *)(uintptr_t)w[0]));
+                lines++;
+            } else {
+                pm_flush_word((const void *)(uintptr_t)w[0]);
+            }
             w += 2;
+            continue;
+        }
+        if (!pm_cfg.do_flush && !PM_TRACED) { /* PDOM 2: the lines counted */
+            uint64_t len = w[0] & WL_LEN_MASK, a = w[1];
+            if (len) /* as pm_flush counts them */
+                lines += (a + len + PM_LINE - 1) / PM_LINE - a / PM_LINE;
+            w += 2 + (len + 7) / 8;
             continue;
         }
         w = wlog_next(w, &e);
         pm_flush(e.addr, e.len);
     }
+    pm_ctr.lines_flushed += lines;
     sl->plo = sl->phi = NULL;
     for (size_t i = 0; i < sl->pend.n; i++) {
         struct range *r = vec_at(&sl->pend, i);
@@ -756,18 +781,33 @@ static void filter_clear(struct txn *tx, struct rtx *t)
         memset(t->filter, 0, t->fsize);
         return;
     }
+    /* locals: a byte store may alias the context's fields, which the
+     * loop would read again after each */
     const uint64_t mask = t->fsize - 1;
-    struct wl_ent e;
-    for (const uint64_t *p = t->wl->a; p < tx->hot.wl;) {
+    uint8_t *const f = t->filter;
+    const uint64_t *const end = tx->hot.wl;
+    for (const uint64_t *p = t->wl->a; p < end;) {
         if (!(p[0] & WL_RANGE)) { /* a word entry: its one byte */
-            t->filter[p[0] >> 3 & mask] = 0;
+            f[p[0] >> 3 & mask] = 0;
             p += 2;
             continue;
         }
-        p = wlog_next(p, &e);
-        for (uintptr_t w = (uintptr_t)e.addr & ~(uintptr_t)7; w < (uintptr_t)e.addr + e.len;
-             w += 8)
-            t->filter[(uint64_t)w >> 3 & mask] = 0;
+        /* a range entry (the DRAM log holds no block entries): the bytes
+         * of its words follow each other in the filter, and are cleared 8
+         * at a time; bytes past them are cleared too, which is harmless
+         * (every byte is 0 after the commit) */
+        assert(!(p[0] & (WL_ALLOC | WL_FREE)) && "the DRAM log holds data entries only");
+        uint64_t len = p[0] & WL_LEN_MASK, a = p[1];
+        for (uint64_t w = a >> 3, last = (a + len + 7) >> 3; w < last; w += 8) {
+            if ((w & mask) + 8 <= mask + 1) {
+                const uint64_t zero = 0;
+                memcpy(&f[w & mask], &zero, 8);
+            } else { /* at the filter's end: byte by byte, wrapping */
+                for (uint64_t k = w; k < w + 8; k++)
+                    f[k & mask] = 0;
+            }
+        }
+        p += 2 + (len + 7) / 8;
     }
 }
 
@@ -1036,7 +1076,8 @@ static void apply(struct txn *tx, struct rtx *t)
 {
     struct rslot *sl = t->sl;
     struct wl_ent e;
-    for (const uint64_t *p = t->wl->a; p < tx->hot.wl;) {
+    const uint64_t *const end = tx->hot.wl; /* not read again after each store */
+    for (const uint64_t *p = t->wl->a; p < end;) {
         if (!(p[0] & WL_RANGE)) { /* a word entry */
             pm_store64((void *)(uintptr_t)p[0], p[1]);
             p += 2;
@@ -1188,7 +1229,8 @@ static int log_durable(struct txn *tx, struct rtx *t, const struct join_ref *ref
         eng_abort(tx);
         return rc;
     }
-    struct seg *next = vec_at(&sl->segs, (sl->cur + 1) % sl->segs.n);
+    /* not (cur + 1) % n: a divide takes longer than this whole step */
+    struct seg *next = vec_at(&sl->segs, sl->cur + 1 < sl->segs.n ? sl->cur + 1 : 0);
     uint64_t water = watermark(tx, t, v, next->top);
     flush_pending(tx->p, sl);
     if (!whole) {
