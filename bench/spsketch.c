@@ -57,6 +57,13 @@ static inline uint64_t rnd(uint64_t *s)
     return *s * 0x2545f4914f6cdd1dull;
 }
 
+/* An index below n, as sps.c picks it: the high half of rnd() * n (a %
+ * by a run-time n would be a divide, slower than the rest of a swap). */
+static inline uint64_t pick(uint64_t *s, uint64_t n)
+{
+    return (uint64_t)((unsigned __int128)rnd(s) * n >> 64);
+}
+
 /* The transaction's state: one cached object and the DRAM log. */
 struct st {
     const void *obj;
@@ -180,7 +187,7 @@ NOINLINE uint64_t loop_raw(uint64_t *a, uint64_t n, unsigned size, uint64_t *see
 {
     LOOP_HEAD
     for (unsigned w = 0; w < size; w++) {
-        uint64_t i = rnd(seed) % n, j = rnd(seed) % n;
+        uint64_t i = pick(seed, n), j = pick(seed, n);
         uint64_t x = a[i], y = a[j];
         a[i] = y;
         a[j] = x;
@@ -195,7 +202,7 @@ static inline __attribute__((always_inline)) uint64_t loop_pad(uint64_t *a, uint
 {
     LOOP_HEAD
     for (unsigned w = 0; w < size; w++) {
-        uint64_t i = rnd(seed) % n, j = rnd(seed) % n;
+        uint64_t i = pick(seed, n), j = pick(seed, n);
         uint64_t x = a[i], y = a[j];
         a[i] = y;
         a[j] = x;
@@ -232,7 +239,7 @@ NOINLINE uint64_t loop_flag(uint64_t *a, uint64_t n, unsigned size, uint64_t *se
     struct st s = {obj, (char *)a, 8 * n - 8, log, log + LOG_WORDS - 1, log, 0, 1};
     int rc = 0;
     for (unsigned w = 0; w < size; w++) {
-        uint64_t i = rnd(seed) % n, j = rnd(seed) % n, x = 0, y = 0;
+        uint64_t i = pick(seed, n), j = pick(seed, n), x = 0, y = 0;
         rc |= rd_flag(&s, obj, 8 * i, &x);
         rc |= rd_flag(&s, obj, 8 * j, &y);
         rc |= wr_flag(&s, obj, 8 * i, y);
@@ -254,7 +261,7 @@ NOINLINE uint64_t loop_call(uint64_t *a, uint64_t n, unsigned size, uint64_t *se
     *h = (struct st){obj, (char *)a, 8 * n - 8, log, log + LOG_WORDS - 1, log, 0, 1};
     int rc = 0;
     for (unsigned w = 0; w < size; w++) {
-        uint64_t i = rnd(seed) % n, j = rnd(seed) % n, x = 0, y = 0;
+        uint64_t i = pick(seed, n), j = pick(seed, n), x = 0, y = 0;
         rc |= rd_call(h, obj, 8 * i, &x);
         rc |= rd_call(h, obj, 8 * j, &y);
         rc |= wr_call(h, obj, 8 * i, y);
@@ -279,7 +286,7 @@ NOINLINE uint64_t loop_tls(uint64_t *a, uint64_t n, unsigned size, uint64_t *see
     h->active = 1;
     int rc = 0;
     for (unsigned w = 0; w < size; w++) {
-        uint64_t i = rnd(seed) % n, j = rnd(seed) % n, x = 0, y = 0;
+        uint64_t i = pick(seed, n), j = pick(seed, n), x = 0, y = 0;
         rc |= rd_call(h, obj, 8 * i, &x);
         rc |= rd_call(h, obj, 8 * j, &y);
         rc |= wr_call(h, obj, 8 * i, y);
@@ -308,7 +315,7 @@ NOINLINE uint64_t loop_txn(txn_pool *p, txn_obj *arr, uint64_t n, unsigned size,
         exit(1);
     }
     for (unsigned w = 0; w < size; w++) {
-        uint64_t i = rnd(seed) % n, j = rnd(seed) % n, x = 0, y = 0;
+        uint64_t i = pick(seed, n), j = pick(seed, n), x = 0, y = 0;
         rc |= txn_read_u64(tx, arr, 8 * i, &x);
         rc |= txn_read_u64(tx, arr, 8 * j, &y);
         rc |= txn_write_u64(tx, arr, 8 * i, y);
