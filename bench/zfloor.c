@@ -13,6 +13,9 @@
  *   pool  the same code on objects of a pool, one transaction a ZADD:
  *         every word read by txn_read_u64, every word changed by
  *         txn_write_u64, on the engine linked
+ *   arena the same in one pool object, a node an offset in it: every
+ *         access finds the object txn.h's inline path holds (the pool
+ *         line's per-object lookups removed)
  *   tx0   a transaction that writes one word: the engine's fixed cost
  *   kv0   a kv_txn over one key that does nothing: the store's fixed cost
  *   zb    the store's large sorted set (zbtree.c) in a kv_txn, as
@@ -29,10 +32,11 @@
  * Each line runs N operations (default 200,000) per size, the lines in
  * turn, R rounds (default 3); a line prints the median of its rounds in
  * ns of the thread's CPU time per operation. --check: after the runs,
- * the skip list in DRAM, the one in the pool, the store's two sorted sets
- * (zb and cmd lines) and the three hashes must hold the same members in
- * the same order, the skip lists' spans, back links and hashes must
- * agree and zbtree.c's own check must pass; exit 1 otherwise. */
+ * the skip list in DRAM, the ones in the pool and the arena, the store's
+ * two sorted sets (zb and cmd lines) and the three hashes must hold the
+ * same members in the same order, the skip lists' spans, back links and
+ * hashes must agree and zbtree.c's own check must pass; exit 1
+ * otherwise. */
 #define _GNU_SOURCE
 #include <assert.h>
 #include <getopt.h>
@@ -179,6 +183,69 @@ static uint64_t pnew(pctx *c, size_t n)
 #undef MEM
 #undef NEWNODE
 
+/* ---- the same over one pool object (an arena): a handle is an offset in
+ * it, so that every read finds the object txn.h's inline path has at
+ * hand and no access looks an object up; nodes are taken from its end
+ * (word A_TOP) and never freed */
+
+enum { A_TOP = 8, A_FIRST = 64 };
+
+typedef struct {
+    txn *tx;
+    txn_obj *a; /* the arena */
+    int rc;
+} actx;
+
+static inline void afail(actx *c, int rc)
+{
+    if (rc && !c->rc)
+        c->rc = rc;
+}
+
+static inline uint64_t ard(actx *c, uint64_t h, size_t off)
+{
+    uint64_t v = 0;
+    afail(c, txn_read_u64(c->tx, c->a, (size_t)h + off, &v));
+    return v;
+}
+
+static inline void awr(actx *c, uint64_t h, size_t off, uint64_t v)
+{
+    afail(c, txn_write_u64(c->tx, c->a, (size_t)h + off, v));
+}
+
+static inline const char *amem(actx *c, uint64_t h, char *buf)
+{
+    afail(c, txn_read(c->tx, c->a, (size_t)h + N_MEMBER, buf, MLEN));
+    return buf;
+}
+
+/* n bytes at the arena's top (zero: never used before) */
+static uint64_t anew(actx *c, size_t n)
+{
+    uint64_t top = ard(c, 0, A_TOP), end = top + ((n + 7) & ~(size_t)7);
+    if (c->rc || end > txn_obj_size(txn_pool_of(c->tx), c->a)) {
+        afail(c, TXN_E_NOSPACE);
+        return 0;
+    }
+    awr(c, 0, A_TOP, end);
+    return top;
+}
+
+#define SL(n) a_##n
+#define SLCTX actx
+#define RD(c, h, off) ard(c, h, off)
+#define WR(c, h, off, v) awr(c, h, off, v)
+#define MEM(c, h, buf) amem(c, h, buf)
+#define NEWNODE(c, lv) anew(c, N_FWD(lv))
+#include "zfloor_sl.h"
+#undef SL
+#undef SLCTX
+#undef RD
+#undef WR
+#undef MEM
+#undef NEWNODE
+
 /* ---- the program's state */
 
 static struct {
@@ -188,7 +255,7 @@ static struct {
     int check;
     char lines[256];
 } opt = {.seed = 42, .ops = 200000, .sizes = {1000, 100000}, .nsizes = 2, .rounds = 3,
-         .hfields = 10, .lines = "dram,pool,tx0,kv0,zb,cmd,ping,hdram,hpool,hcmd"};
+         .hfields = 10, .lines = "dram,pool,arena,tx0,kv0,zb,cmd,ping,hdram,hpool,hcmd"};
 
 static txn_pool *pool;   /* the pool line's */
 static char pool_name[64], kv_name[64];
@@ -368,6 +435,72 @@ static uint64_t run_tx0(uint64_t l)
         p_begin(&c);
         pwr(&c, l, L_LEN, prd(&c, l, L_LEN));
         p_end(&c, "a one-word transaction");
+    }
+    return thread_ns() - t0;
+}
+
+static txn_obj *arena; /* the arena line's object */
+
+static void a_begin(actx *c)
+{
+    int rc = txn_begin(pool, &c->tx);
+    if (rc)
+        die("txn_begin", rc);
+    c->a = arena;
+    c->rc = 0;
+}
+
+static void a_end(actx *c, const char *what)
+{
+    if (c->rc) {
+        txn_abort(c->tx);
+        die(what, c->rc);
+    }
+    int rc = txn_commit(c->tx);
+    if (rc)
+        die(what, rc);
+}
+
+/* The list in an arena: room for S nodes of up to 5 levels on average */
+static uint64_t a_make(size_t S)
+{
+    uint64_t cap = 1;
+    while (cap < 2 * S)
+        cap *= 2;
+    size_t bytes = A_FIRST + L_SIZE + N_FWD(SL_MAX) + 8 * cap + S * N_FWD(5);
+    pctx pc;
+    p_begin(&pc);
+    arena = (txn_obj *)(uintptr_t)pnew(&pc, bytes);
+    pwr(&pc, (uint64_t)(uintptr_t)arena, A_TOP, A_FIRST);
+    p_end(&pc, "the arena");
+    actx c;
+    a_begin(&c);
+    uint64_t l = anew(&c, L_SIZE), head = anew(&c, N_FWD(SL_MAX)), t = anew(&c, 8 * cap);
+    awr(&c, l, L_HEAD, head), awr(&c, l, L_LEVEL, 1), awr(&c, l, L_TABLE, t);
+    awr(&c, l, L_MASK, cap - 1);
+    a_end(&c, "the arena's list");
+    uint64_t r = opt.seed;
+    char m[MLEN];
+    for (uint64_t j = 0; j < S; j += 64) {
+        a_begin(&c);
+        for (uint64_t k = j; k < S && k < j + 64; k++) {
+            member(k, m);
+            if (a_zadd(&c, l, first_score(k, opt.seed), m, level_of(&r)) != 1)
+                afail(&c, TXN_E_NOSPACE);
+        }
+        a_end(&c, "the arena's fill");
+    }
+    return l;
+}
+
+static uint64_t run_arena(uint64_t l, const struct op *o)
+{
+    actx c;
+    uint64_t t0 = thread_ns();
+    for (uint64_t i = 0; i < opt.ops; i++) {
+        a_begin(&c);
+        a_zadd(&c, l, o[i].s, o[i].m, 1);
+        a_end(&c, "a ZADD in the arena");
     }
     return thread_ns() - t0;
 }
@@ -618,7 +751,7 @@ static int same(const char *what, const struct zpair *a, const struct zpair *b, 
 }
 
 /* The sorted sets' check after a size's rounds: 0, or 1 */
-static int check_zsets(uint64_t dl, uint64_t pl, size_t S)
+static int check_zsets(uint64_t dl, uint64_t pl, uint64_t al, size_t S)
 {
     struct zpair *a = calloc(S, sizeof *a), *b = calloc(S, sizeof *b);
     int bad = 0;
@@ -632,6 +765,12 @@ static int check_zsets(uint64_t dl, uint64_t pl, size_t S)
         p_begin(&c);
         bad |= p_dump(&c, pl, b, S) || same("the pool's skip list", a, b, S);
         p_end(&c, "the check");
+    }
+    if (want("arena") && !bad) {
+        actx c;
+        a_begin(&c);
+        bad |= a_dump(&c, al, b, S) || same("the arena's skip list", a, b, S);
+        a_end(&c, "the check");
     }
     const char *keys[] = {"zb", "myzset"}, *names[] = {"zbtree.c's set", "ZADD's set"};
     for (int k = 0; k < 2 && !bad; k++) {
@@ -696,7 +835,7 @@ static void report(const char *line, size_t S, uint64_t *ns, unsigned n)
 static void usage(void)
 {
     fprintf(stderr, "usage: zfloor [--sizes 1000,100000] [--ops N] [--rounds R] [--hfields F] "
-                    "[--lines dram,pool,tx0,kv0,zb,cmd,ping,hdram,hpool,hcmd] [--seed X] "
+                    "[--lines dram,pool,arena,tx0,kv0,zb,cmd,ping,hdram,hpool,hcmd] [--seed X] "
                     "[--check]\n");
     exit(2);
 }
@@ -774,11 +913,11 @@ int main(int argc, char **argv)
     snprintf(pool_name, sizeof pool_name, "zfloor-%d-sl.pool", (int)getpid());
     snprintf(kv_name, sizeof kv_name, "zfloor-%d-kv.pool", (int)getpid());
     atexit(cleanup);
-    txn_pool_opts po = {.size = 64u << 20, .max_size = (size_t)4 << 30};
+    txn_pool_opts po = {.size = 64u << 20, .max_size = (size_t)1 << 30};
     int rc = txn_pool_create(pool_name, "zfloor", &po, &pool);
     if (rc)
         die(txn_pool_strerror(rc), rc);
-    struct kv_opts ko = {.pool_size = (size_t)4 << 30, .threads = 8};
+    struct kv_opts ko = {.pool_size = (size_t)1 << 30, .threads = 8};
     if ((rc = kv_open(kv_name, &ko, &srv.kv)))
         die(kv_strerror(rc), rc);
     srv.lim = (struct resp_limits){.max_bulk = 1 << 20, .max_args = 1024, .max_inline = 65536};
@@ -792,16 +931,18 @@ int main(int argc, char **argv)
     uint64_t ns[MAX_ROUNDS];
     for (size_t si = 0; si < opt.nsizes; si++) {
         size_t S = opt.sizes[si];
-        const char *zl[] = {"dram", "pool", "tx0", "kv0", "zb", "cmd", "ping"};
-        uint64_t all[7][MAX_ROUNDS];
+        const char *zl[] = {"dram", "pool", "tx0", "kv0", "zb", "cmd", "ping", "arena"};
+        enum { ZLINES = sizeof zl / sizeof *zl };
+        uint64_t all[ZLINES][MAX_ROUNDS];
         int any = 0;
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < ZLINES; k++)
             any |= want(zl[k]);
         if (!any && !opt.check)
             continue;
         uint64_t dl = d_make(S), pl = 0;
         if (want("pool") || want("tx0"))
             pl = p_make(S);
+        uint64_t al = want("arena") ? a_make(S) : 0;
         if (want("zb") || want("kv0"))
             zb_fill(slice("zb"), S);
         if (want("cmd"))
@@ -817,18 +958,25 @@ int main(int argc, char **argv)
             all[4][r] = want("zb") ? run_zb(slice("zb"), o) : 0;
             all[5][r] = want("cmd") ? run_cmd(o) : 0;
             all[6][r] = want("ping") ? run_ping() : 0;
+            all[7][r] = want("arena") ? run_arena(al, o) : 0;
             free(o);
         }
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < ZLINES; k++)
             if (want(zl[k])) {
                 memcpy(ns, all[k], sizeof ns);
                 report(zl[k], S, ns, opt.rounds);
             }
-        if (opt.check && want("dram") && check_zsets(dl, pl, S))
+        if (opt.check && want("dram") && check_zsets(dl, pl, al, S))
             bad = 1;
         d_free(dl);
         if (pl)
             p_drop(pl);
+        if (al) {
+            pctx c;
+            p_begin(&c);
+            pfail(&c, txn_free(c.tx, arena));
+            p_end(&c, "the arena's free");
+        }
         struct kv_slice keys[2] = {slice("zb"), slice("myzset")};
         for (int k = 0; k < 2; k++) {
             kv_txn *t;
