@@ -123,18 +123,13 @@ static uint64_t dnew(unsigned lv)
 #define MEM(c, h, buf) ((void)(c), (void)(buf), (const char *)(uintptr_t)(h) + N_MEMBER)
 #define NEWNODE(c, lv) ((void)(c), dnew(lv))
 #include "zfloor_sl.h"
-#undef SL
-#undef SLCTX
-#undef RD
-#undef WR
-#undef MEM
-#undef NEWNODE
 
 /* ---- the same over a pool, through txn.h */
 
 typedef struct {
     txn *tx;
-    int rc; /* the first error of the transaction */
+    txn_obj *a; /* the arena line's object */
+    int rc;     /* the first error of the transaction */
 } pctx;
 
 static inline void pfail(pctx *c, int rc)
@@ -176,12 +171,6 @@ static uint64_t pnew(pctx *c, size_t n)
 #define MEM(c, h, buf) pmem(c, h, buf)
 #define NEWNODE(c, lv) pnew(c, N_FWD(lv))
 #include "zfloor_sl.h"
-#undef SL
-#undef SLCTX
-#undef RD
-#undef WR
-#undef MEM
-#undef NEWNODE
 
 /* ---- the same over one pool object (an arena): a handle is an offset in
  * it, so that every read finds the object txn.h's inline path has at
@@ -190,42 +179,30 @@ static uint64_t pnew(pctx *c, size_t n)
 
 enum { A_TOP = 8, A_FIRST = 64 };
 
-typedef struct {
-    txn *tx;
-    txn_obj *a; /* the arena */
-    int rc;
-} actx;
-
-static inline void afail(actx *c, int rc)
-{
-    if (rc && !c->rc)
-        c->rc = rc;
-}
-
-static inline uint64_t ard(actx *c, uint64_t h, size_t off)
+static inline uint64_t ard(pctx *c, uint64_t h, size_t off)
 {
     uint64_t v = 0;
-    afail(c, txn_read_u64(c->tx, c->a, (size_t)h + off, &v));
+    pfail(c, txn_read_u64(c->tx, c->a, (size_t)h + off, &v));
     return v;
 }
 
-static inline void awr(actx *c, uint64_t h, size_t off, uint64_t v)
+static inline void awr(pctx *c, uint64_t h, size_t off, uint64_t v)
 {
-    afail(c, txn_write_u64(c->tx, c->a, (size_t)h + off, v));
+    pfail(c, txn_write_u64(c->tx, c->a, (size_t)h + off, v));
 }
 
-static inline const char *amem(actx *c, uint64_t h, char *buf)
+static inline const char *amem(pctx *c, uint64_t h, char *buf)
 {
-    afail(c, txn_read(c->tx, c->a, (size_t)h + N_MEMBER, buf, MLEN));
+    pfail(c, txn_read(c->tx, c->a, (size_t)h + N_MEMBER, buf, MLEN));
     return buf;
 }
 
 /* n bytes at the arena's top (zero: never used before) */
-static uint64_t anew(actx *c, size_t n)
+static uint64_t anew(pctx *c, size_t n)
 {
     uint64_t top = ard(c, 0, A_TOP), end = top + ((n + 7) & ~(size_t)7);
     if (c->rc || end > txn_obj_size(txn_pool_of(c->tx), c->a)) {
-        afail(c, TXN_E_NOSPACE);
+        pfail(c, TXN_E_NOSPACE);
         return 0;
     }
     awr(c, 0, A_TOP, end);
@@ -233,18 +210,12 @@ static uint64_t anew(actx *c, size_t n)
 }
 
 #define SL(n) a_##n
-#define SLCTX actx
+#define SLCTX pctx
 #define RD(c, h, off) ard(c, h, off)
 #define WR(c, h, off, v) awr(c, h, off, v)
 #define MEM(c, h, buf) amem(c, h, buf)
 #define NEWNODE(c, lv) anew(c, N_FWD(lv))
 #include "zfloor_sl.h"
-#undef SL
-#undef SLCTX
-#undef RD
-#undef WR
-#undef MEM
-#undef NEWNODE
 
 /* ---- the program's state */
 
@@ -305,11 +276,11 @@ static double first_score(uint64_t j, uint64_t seed)
 
 /* ---- the skip list lines */
 
+static uint64_t table_cap(size_t S);
+
 static uint64_t d_make(size_t S)
 {
-    uint64_t cap = 1;
-    while (cap < 2 * S)
-        cap *= 2;
+    uint64_t cap = table_cap(S);
     uint64_t l = (uint64_t)(uintptr_t)calloc(1, L_SIZE), head = dnew(SL_MAX);
     uint64_t t = (uint64_t)(uintptr_t)calloc(cap, 8);
     if (!l || !head || !t)
@@ -348,11 +319,14 @@ static uint64_t run_dram(uint64_t l, const struct op *o)
     return thread_ns() - t0;
 }
 
+static txn_obj *arena; /* the arena line's object */
+
 static void p_begin(pctx *c)
 {
     int rc = txn_begin(pool, &c->tx);
     if (rc)
         die("txn_begin", rc);
+    c->a = arena;
     c->rc = 0;
 }
 
@@ -367,29 +341,49 @@ static void p_end(pctx *c, const char *what)
         die(what, rc);
 }
 
-/* The list in the pool, filled in transactions of 64 members */
-static uint64_t p_make(size_t S)
+typedef int zadd_fn(pctx *c, uint64_t l, double s, const char *m, unsigned lv);
+
+/* Fill list l of the pool or the arena with members 0..S-1 at their first
+ * scores, in transactions of 64 */
+static void fill(uint64_t l, size_t S, zadd_fn *zadd)
 {
-    uint64_t cap = 1;
-    while (cap < 2 * S)
-        cap *= 2;
     pctx c;
-    p_begin(&c);
-    uint64_t l = pnew(&c, L_SIZE), head = pnew(&c, N_FWD(SL_MAX)), t = pnew(&c, 8 * cap);
-    pwr(&c, l, L_HEAD, head), pwr(&c, l, L_LEVEL, 1), pwr(&c, l, L_TABLE, t);
-    pwr(&c, l, L_MASK, cap - 1);
-    p_end(&c, "the pool's list");
     uint64_t r = opt.seed;
     char m[MLEN];
     for (uint64_t j = 0; j < S; j += 64) {
         p_begin(&c);
         for (uint64_t k = j; k < S && k < j + 64; k++) {
             member(k, m);
-            if (p_zadd(&c, l, first_score(k, opt.seed), m, level_of(&r)) != 1)
+            if (zadd(&c, l, first_score(k, opt.seed), m, level_of(&r)) != 1)
                 pfail(&c, TXN_E_NOSPACE);
         }
-        p_end(&c, "the pool's fill");
+        p_end(&c, "a list's fill");
     }
+}
+
+/* Buckets of a hash of S members: a power of two, at least 2 S */
+static uint64_t table_cap(size_t S)
+{
+    uint64_t cap = 1;
+    while (cap < 2 * S)
+        cap *= 2;
+    return cap;
+}
+
+typedef uint64_t new_fn(pctx *c, size_t n);
+typedef void wr_fn(pctx *c, uint64_t h, size_t off, uint64_t v);
+
+/* A list of S members in the pool (pnew, pwr, p_zadd) or the arena */
+static uint64_t make_list(size_t S, new_fn *nw, wr_fn *w, zadd_fn *zadd)
+{
+    uint64_t cap = table_cap(S);
+    pctx c;
+    p_begin(&c);
+    uint64_t l = nw(&c, L_SIZE), head = nw(&c, N_FWD(SL_MAX)), t = nw(&c, 8 * cap);
+    w(&c, l, L_HEAD, head), w(&c, l, L_LEVEL, 1), w(&c, l, L_TABLE, t);
+    w(&c, l, L_MASK, cap - 1);
+    p_end(&c, "a list's head");
+    fill(l, S, zadd);
     return l;
 }
 
@@ -414,13 +408,14 @@ static void p_drop(uint64_t l)
     p_end(&c, "the pool's free");
 }
 
-static uint64_t run_pool(uint64_t l, const struct op *o)
+/* The ZADDs on the pool's list or the arena's, a transaction each */
+static uint64_t run_tx(uint64_t l, const struct op *o, zadd_fn *zadd)
 {
     pctx c;
     uint64_t t0 = thread_ns();
     for (uint64_t i = 0; i < opt.ops; i++) {
         p_begin(&c);
-        p_zadd(&c, l, o[i].s, o[i].m, 1);
+        zadd(&c, l, o[i].s, o[i].m, 1);
         p_end(&c, "a ZADD in the pool");
     }
     return thread_ns() - t0;
@@ -439,70 +434,16 @@ static uint64_t run_tx0(uint64_t l)
     return thread_ns() - t0;
 }
 
-static txn_obj *arena; /* the arena line's object */
-
-static void a_begin(actx *c)
-{
-    int rc = txn_begin(pool, &c->tx);
-    if (rc)
-        die("txn_begin", rc);
-    c->a = arena;
-    c->rc = 0;
-}
-
-static void a_end(actx *c, const char *what)
-{
-    if (c->rc) {
-        txn_abort(c->tx);
-        die(what, c->rc);
-    }
-    int rc = txn_commit(c->tx);
-    if (rc)
-        die(what, rc);
-}
-
 /* The list in an arena: room for S nodes of up to 5 levels on average */
 static uint64_t a_make(size_t S)
 {
-    uint64_t cap = 1;
-    while (cap < 2 * S)
-        cap *= 2;
-    size_t bytes = A_FIRST + L_SIZE + N_FWD(SL_MAX) + 8 * cap + S * N_FWD(5);
-    pctx pc;
-    p_begin(&pc);
-    arena = (txn_obj *)(uintptr_t)pnew(&pc, bytes);
-    pwr(&pc, (uint64_t)(uintptr_t)arena, A_TOP, A_FIRST);
-    p_end(&pc, "the arena");
-    actx c;
-    a_begin(&c);
-    uint64_t l = anew(&c, L_SIZE), head = anew(&c, N_FWD(SL_MAX)), t = anew(&c, 8 * cap);
-    awr(&c, l, L_HEAD, head), awr(&c, l, L_LEVEL, 1), awr(&c, l, L_TABLE, t);
-    awr(&c, l, L_MASK, cap - 1);
-    a_end(&c, "the arena's list");
-    uint64_t r = opt.seed;
-    char m[MLEN];
-    for (uint64_t j = 0; j < S; j += 64) {
-        a_begin(&c);
-        for (uint64_t k = j; k < S && k < j + 64; k++) {
-            member(k, m);
-            if (a_zadd(&c, l, first_score(k, opt.seed), m, level_of(&r)) != 1)
-                afail(&c, TXN_E_NOSPACE);
-        }
-        a_end(&c, "the arena's fill");
-    }
-    return l;
-}
-
-static uint64_t run_arena(uint64_t l, const struct op *o)
-{
-    actx c;
-    uint64_t t0 = thread_ns();
-    for (uint64_t i = 0; i < opt.ops; i++) {
-        a_begin(&c);
-        a_zadd(&c, l, o[i].s, o[i].m, 1);
-        a_end(&c, "a ZADD in the arena");
-    }
-    return thread_ns() - t0;
+    size_t bytes = A_FIRST + L_SIZE + N_FWD(SL_MAX) + 8 * table_cap(S) + S * N_FWD(5);
+    pctx c;
+    p_begin(&c);
+    arena = (txn_obj *)(uintptr_t)pnew(&c, bytes);
+    pwr(&c, (uint64_t)(uintptr_t)arena, A_TOP, A_FIRST);
+    p_end(&c, "the arena");
+    return make_list(S, anew, awr, a_zadd);
 }
 
 /* ---- the store's lines */
@@ -760,18 +701,16 @@ static int check_zsets(uint64_t dl, uint64_t pl, uint64_t al, size_t S)
     dctx dc;
     if (d_dump(&dc, dl, a, S))
         return 1;
-    if (want("pool")) {
-        pctx c;
-        p_begin(&c);
-        bad |= p_dump(&c, pl, b, S) || same("the pool's skip list", a, b, S);
-        p_end(&c, "the check");
-    }
-    if (want("arena") && !bad) {
-        actx c;
-        a_begin(&c);
-        bad |= a_dump(&c, al, b, S) || same("the arena's skip list", a, b, S);
-        a_end(&c, "the check");
-    }
+    int (*dump[2])(pctx *, uint64_t, struct zpair *, size_t) = {p_dump, a_dump};
+    const uint64_t lists[2] = {pl, al};
+    const char *lines[2] = {"pool", "arena"};
+    for (int k = 0; k < 2 && !bad; k++)
+        if (want(lines[k])) {
+            pctx c;
+            p_begin(&c);
+            bad |= dump[k](&c, lists[k], b, S) || same(lines[k], a, b, S);
+            p_end(&c, "the check");
+        }
     const char *keys[] = {"zb", "myzset"}, *names[] = {"zbtree.c's set", "ZADD's set"};
     for (int k = 0; k < 2 && !bad; k++) {
         if (!want(k ? "cmd" : "zb"))
@@ -840,6 +779,16 @@ static void usage(void)
     exit(2);
 }
 
+/* The number s says, in [lo, hi], else the usage */
+static uint64_t number(const char *s, uint64_t lo, uint64_t hi)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (end == s || *end || v < lo || v > hi)
+        usage();
+    return v;
+}
+
 static void parse(int argc, char **argv)
 {
     static const struct option lo[] = {{"sizes", 1, 0, 's'}, {"ops", 1, 0, 'n'},
@@ -859,19 +808,13 @@ static void parse(int argc, char **argv)
             }
             break;
         case 'n':
-            opt.ops = strtoull(optarg, &end, 10);
-            if (!opt.ops || *end)
-                usage();
+            opt.ops = number(optarg, 1, UINT64_MAX);
             break;
         case 'r':
-            opt.rounds = (unsigned)strtoul(optarg, &end, 10);
-            if (!opt.rounds || opt.rounds > MAX_ROUNDS || *end)
-                usage();
+            opt.rounds = (unsigned)number(optarg, 1, MAX_ROUNDS);
             break;
         case 'h':
-            opt.hfields = (unsigned)strtoul(optarg, &end, 10);
-            if (!opt.hfields || opt.hfields > HMAX || *end)
-                usage();
+            opt.hfields = (unsigned)number(optarg, 1, HMAX);
             break;
         case 'l':
             if (strlen(optarg) >= sizeof opt.lines)
@@ -879,9 +822,7 @@ static void parse(int argc, char **argv)
             strcpy(opt.lines, optarg);
             break;
         case 'x':
-            opt.seed = strtoull(optarg, &end, 0);
-            if (!opt.seed || *end)
-                usage();
+            opt.seed = number(optarg, 1, UINT64_MAX);
             break;
         case 'c':
             opt.check = 1;
@@ -941,7 +882,7 @@ int main(int argc, char **argv)
             continue;
         uint64_t dl = d_make(S), pl = 0;
         if (want("pool") || want("tx0"))
-            pl = p_make(S);
+            pl = make_list(S, pnew, pwr, p_zadd);
         uint64_t al = want("arena") ? a_make(S) : 0;
         if (want("zb") || want("kv0"))
             zb_fill(slice("zb"), S);
@@ -952,13 +893,13 @@ int main(int argc, char **argv)
              * round's end, so every round moves members */
             struct op *o = make_ops(S, opt.seed + r + 1);
             all[0][r] = want("dram") ? run_dram(dl, o) : 0;
-            all[1][r] = want("pool") ? run_pool(pl, o) : 0;
+            all[1][r] = want("pool") ? run_tx(pl, o, p_zadd) : 0;
             all[2][r] = want("tx0") ? run_tx0(pl) : 0;
             all[3][r] = want("kv0") ? run_kv0(slice("zb")) : 0;
             all[4][r] = want("zb") ? run_zb(slice("zb"), o) : 0;
             all[5][r] = want("cmd") ? run_cmd(o) : 0;
             all[6][r] = want("ping") ? run_ping() : 0;
-            all[7][r] = want("arena") ? run_arena(al, o) : 0;
+            all[7][r] = want("arena") ? run_tx(al, o, a_zadd) : 0;
             free(o);
         }
         for (int k = 0; k < ZLINES; k++)

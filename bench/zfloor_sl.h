@@ -8,6 +8,7 @@
  *   WR(c, h, off, v)  store a word
  *   MEM(c, h, buf) the member's MLEN bytes of node h (into buf, or in place)
  *   NEWNODE(c, levels)  a zeroed node of that many levels, or 0
+ * and this file undefines them at its end.
  * A handle is a uint64_t (an address in DRAM, a txn_obj * in the pool),
  * 0 none. Members are MLEN bytes, compared as bytes; the order is (score,
  * member), Redis's. */
@@ -217,3 +218,10 @@ static int SL(dump)(SLCTX *c, uint64_t l, struct zpair *out, size_t cap)
     }
     return 0;
 }
+
+#undef SL
+#undef SLCTX
+#undef RD
+#undef WR
+#undef MEM
+#undef NEWNODE
