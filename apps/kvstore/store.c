@@ -1457,6 +1457,63 @@ static int bury(struct op *o, const struct hit *hit)
  * long as the old one and the node keeps its kind (type, with or without
  * an expiry); a new value object if both are large (and the old one is not
  * in pieces); else a new node in the old one's place. */
+/* The bytes a[0..n) and b[0..n) have in common at their start, and at
+ * their end: compared a word at a time. */
+static size_t same_head(const char *a, const char *b, size_t n)
+{
+    size_t i = 0;
+    for (uint64_t x, y; i + 8 <= n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            break;
+    }
+    while (i < n && a[i] == b[i])
+        i++;
+    return i;
+}
+
+static size_t same_tail(const char *a, const char *b, size_t n)
+{
+    size_t i = 0;
+    for (uint64_t x, y; i + 8 <= n; i += 8) {
+        memcpy(&x, a + n - i - 8, 8);
+        memcpy(&y, b + n - i - 8, 8);
+        if (x != y)
+            break;
+    }
+    while (i < n && a[n - i - 1] == b[n - i - 1])
+        i++;
+    return i;
+}
+
+/* The value object of `hit` (not in pieces) takes v in place: only the
+ * bytes that differ from its old ones are written, and the length if it
+ * changed. A packed hash's HSET changes a few bytes of its record: they
+ * are what the engine logs, instead of a new object, the whole record
+ * and the old object's free (docs/kvstore.md, section 41). */
+static int overwrite(struct op *o, const struct hit *hit, struct kv_slice v, uint64_t at)
+{
+    size_t old = hit->h.vlen < v.n ? (size_t)hit->h.vlen : v.n, lo = 0, hi = v.n;
+    char small[512], *p = old <= sizeof small ? small : malloc(old);
+    if (!p)
+        return TXN_E_NOMEM;
+    int rc = rd(o, hit->h.val, 0, p, old);
+    if (!rc) {
+        lo = same_head(p, v.p, old);
+        if (v.n <= hit->h.vlen) /* not grown: a common end is not written */
+            hi -= same_tail(p + lo, v.p + lo, old - lo);
+        if (hi > lo)
+            rc = wr(o, hit->h.val, lo, v.p + lo, hi - lo);
+    }
+    if (p != small)
+        free(p);
+    uint64_t n = v.n;
+    if (!rc && n != hit->h.vlen)
+        rc = wr(o, hit->node, N_VLEN, &n, sizeof n);
+    return rc || !at ? rc : set_expiry_word(o, hit, at);
+}
+
 static int replace(struct op *o, const struct bref *b, const struct hit *hit,
                    struct kv_slice k, struct kv_slice v, uint64_t at, unsigned type)
 {
@@ -1466,6 +1523,13 @@ static int replace(struct op *o, const struct bref *b, const struct hit *hit,
     if (same && !h->val && !sep && h->vlen == v.n) {
         rc = wr(o, hit->node, val_off(h), v.p, v.n);
         return rc || !at ? rc : set_expiry_word(o, hit, at);
+    }
+    /* the old value object when it has room and would not be more than
+     * half empty (a shrunk value keeps its object, as a splice's does) */
+    if (same && h->val && sep && !pieced(h) && !dicted(h) && v.n <= PIECE) {
+        size_t room = txn_obj_size(o->s->p, h->val);
+        if (v.n <= room && 2 * v.n >= room)
+            return overwrite(o, hit, v, at);
     }
     if (same && h->val && sep && !pieced(h) && !dicted(h)) {
         txn_obj *nv;
