@@ -590,9 +590,9 @@ static int read_key(kv_txn *x, struct kv_slice key, struct entry *e);
  * SADD and SREM of 1 to 8 members (half the SADDs integers only; one
  * SADD in ten 20 to 79 members, which a conversion puts in a table at
  * once, often past 64 members where its buckets split), SPOP of one or
- * of a count (one count in three takes all but at most a sixth, so that
- * what remains is made a new set: a table packed again), SMOVE of the key
- * onto itself. The thresholds are lowered (an intset past SINTSET_MAX
+ * of a count (0 to 4 from a packed set; from a table all but 1 to a sixth
+ * of it, so that what remains is made a new set: mostly a table packed
+ * again), SMOVE of the key onto itself. The thresholds are lowered (an intset past SINTSET_MAX
  * members becomes a packed hashtable set, which becomes an element table
  * past SPACKED_MAX); adds are likelier below SGROW members than above.
  * Members are member_of's 192, of 2 to 60 bytes, a third of them
@@ -695,11 +695,11 @@ static int set_cmd(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
         }
         if (add && mask[MASK_WORDS] == SF_PACKED && members(mask) > SPACKED_MAX)
             mask[MASK_WORDS] = SF_TABLE;
-    } else if (dice < 95) { /* SPOP, of a count one in three */
+    } else if (dice < 95) { /* SPOP, of a count one in two */
         struct set_popped p;
-        int many = sim_rand(rng) % 3 == 0;
-        uint64_t count = !many ? 1 : sim_rand(rng) % 2 ? sim_rand(rng) % 5
-                                  : n - 1 - sim_rand(rng) % (n / 6 + 1);
+        int many = sim_rand(rng) % 2;
+        uint64_t count = !many ? 1 : n <= SPACKED_MAX ? sim_rand(rng) % 5
+                                   : n - 1 - sim_rand(rng) % (n / 6);
         rc = set_pop(x, key, &slim, many, count, sim_rand(rng), &p);
         got = p.n;
         want = count < n ? count : n;
