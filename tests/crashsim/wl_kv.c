@@ -587,22 +587,22 @@ static int hash_table(kv_txn *x, txn_obj *d, uint32_t *n, uint64_t *vh);
 static int read_key(kv_txn *x, struct kv_slice key, struct entry *e);
 
 /* A set's commands on key k through set.c (set.h), as t_set.c runs them:
- * SADD and SREM of 1 to 8 members (half the SADDs integers only; one
- * SADD in ten 20 to 79 members, which a conversion puts in a table at
- * once, often past 64 members where its buckets split), SPOP of one or
- * of a count (0 to 4 from a packed set; from a table all but 1 to a sixth
- * of it, so that what remains is made a new set: mostly a table packed
- * again), SMOVE of the key onto itself. The thresholds are lowered (an intset past SINTSET_MAX
- * members becomes a packed hashtable set, which becomes an element table
- * past SPACKED_MAX); adds are likelier below SGROW members than above.
- * Members are member_of's 192, of 2 to 60 bytes, a third of them
- * integers. The store is read first (read_key, which reads a set through
- * set.c) and checked against the mirror: its members' bits and its form,
- * whatever the record; each answer (the count added or removed, each
- * member popped, SMOVE's) is checked against the mirror changed as Redis
- * changes the set. A put's bytes of type set are deleted first, as a DEL
- * would, and so is a value of another type on the key in SEVERY; other
- * keys' are left alone. */
+ * SADD and SREM of 1 to 8 members (half the SADDs integers only; one SADD
+ * in ten 20 to 79 members, which a conversion puts in a table at once,
+ * often past 64 members where its buckets split), SPOP of one or of a
+ * count (0 to 4 from a packed set; from a table all but 1 to a sixth of
+ * it, so that what remains is made a new set: mostly a table packed
+ * again), SMOVE of the key onto itself. The thresholds are lowered (an
+ * intset past SINTSET_MAX members becomes a packed hashtable set, which
+ * becomes an element table past SPACKED_MAX); adds are likelier below
+ * SGROW members than above. Members are member_of's 192, of 2 to 60 bytes,
+ * a third of them integers. The store is read first (read_key, which reads
+ * a set through set.c) and checked against the mirror: its members' bits
+ * and its form, whatever the record; each answer (the count added or
+ * removed, each member popped, SMOVE's) is checked against the mirror
+ * changed as Redis changes the set. A put's bytes of type set are deleted
+ * first, as a DEL would, and so is a value of another type on the key in
+ * SEVERY; other keys' are left alone. */
 enum { SEVERY = 40, SKEY = 17, SINTSET_MAX = 5, SPACKED_MAX = 10, SGROW = 72, SARGS = 8,
        SBIG = 80 };
 static const struct set_limits slim = {SINTSET_MAX, SPACKED_MAX};
