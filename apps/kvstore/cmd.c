@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "t_pack.h"
 
 const char *const cmd_flag_names[CMD_NFLAGS] = {
     "write",   "readonly",     "denyoom", "admin",  "pubsub",        "noscript",
@@ -144,26 +145,10 @@ int arg_is(const struct kv_slice *a, const char *word)
     return a->n == n && !strncasecmp(a->p, word, n);
 }
 
-/* Redis's integer syntax (strict decimal, within the type). */
+/* Redis's integer syntax: t_pack.h's, which the packed records share. */
 int parse_ll(const struct kv_slice *a, long long *out)
 {
-    char s[24];
-    if (a->n == 0 || a->n >= sizeof s)
-        return -1;
-    memcpy(s, a->p, a->n);
-    s[a->n] = 0;
-    /* an optional '-', then 1-9, or "0" alone: Redis's string2ll refuses
-     * "-0", "007", "+5" and leading spaces, which strtoll takes */
-    const char *d = s + (s[0] == '-');
-    if ((*d < '1' || *d > '9') && !(a->n == 1 && s[0] == '0'))
-        return -1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (*end || errno)
-        return -1;
-    *out = v;
-    return 0;
+    return pack_ll(a->p, a->n, out);
 }
 
 int parse_u64(const struct kv_slice *a, uint64_t *out)

@@ -13,7 +13,7 @@
  * and a command reads a field once). Their defaults are in config.c's
  * table. */
 struct kv_config {
-    _Atomic long long set_max_intset_entries;   /* t_set.c: an intset's most members */
+    _Atomic long long set_max_intset_entries;   /* set.c: an intset's most members */
     _Atomic long long hash_max_listpack_entries;
     _Atomic long long hash_max_listpack_value;
     _Atomic long long list_max_listpack_size;

@@ -13,7 +13,7 @@
 #include "config.h"
 #include "keys.h"
 #include "t_dict.h"
-#include "t_set.h"
+#include "set.h"
 #include "t_zset.h"
 
 /* ---- keys and values */
@@ -277,8 +277,8 @@ static int cmd_copy(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *arg
 /* OBJECT ENCODING key: a string says what Redis 7.0 makes of the value
  * a SET stores (string_encoding below; Redis's "raw" after APPEND,
  * SETRANGE or SETBIT is not kept: the bytes alone decide here), a
- * hash as one packed record of its fields (t_hash.c: as Redis's
- * "listpack"), a set says what Redis would have made of it (t_set.c); a
+ * hash as one packed record of its fields (hash.c: as Redis's
+ * "listpack"), a set says what Redis would have made of it (set.c); a
  * hash or a set past its packed size is an element table (t_dict.c:
  * "hashtable"); a
  * list, packed too (list.c), says "quicklist", Redis 7.0's only encoding

@@ -7,7 +7,7 @@
  * a node's (the caller passes it: CONFIG's, or a test's own):
  *  - packed, up to the limit of packs() (8 KB by default): a 4-byte element count, then per
  *    element a 4-byte length and its bytes, head first, as a hash is
- *    packed (t_hash.c). A change writes the record again: O(its bytes).
+ *    packed (hash.c). A change writes the record again: O(its bytes).
  *  - big: a header {BIG_MAGIC (4 bytes, never a packed count: it would
  *    need 16 GiB), 4 unused, count, head, end (8 bytes each)}, then free
  *    room, then the elements from byte `head` to byte `end`, each as its

@@ -1,6 +1,6 @@
 /* t_dict.h - a persistent table of elements (field and value; a set's
  * member is a field with no value) for the hashes and sets past their
- * packed size (t_hash.c, t_set.c): every call works inside the caller's
+ * packed size (hash.c, set.c): every call works inside the caller's
  * transaction tx and costs O(1) pool writes, whatever the table's size
  * (t_dict.c says how). The store (store.c) frees and walks a table a key
  * holds; the commands reach it through kv_txn_dict (store.h).

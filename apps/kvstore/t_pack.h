@@ -1,15 +1,17 @@
 /* t_pack.h - the 4-byte little-endian lengths and counts of the packed
- * records of hashes (t_hash.c), sets (t_set.c), lists (list.c) and sorted
- * sets (zset.c), and the growth of the arrays their records are decoded
- * into, in one place. */
+ * records of hashes (hash.c), sets (set.c), lists (list.c) and sorted
+ * sets (zset.c), the growth of the arrays their records are decoded
+ * into, a record read whole, and Redis's integer syntax (an intset's
+ * members, HINCRBY's fields, the commands' arguments), in one place. */
 #ifndef KV_T_PACK_H
 #define KV_T_PACK_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "txn.h"
+#include "store.h"
 
 /* On a little-endian host the fields are copied as they are (byte loops
  * showed in a ZADD's time: docs/kvstore.md, section 24). */
@@ -50,6 +52,53 @@ static inline int pack_room(void **e, size_t *cap, size_t n, size_t size)
         return TXN_E_NOMEM;
     *e = p;
     *cap = c;
+    return 0;
+}
+
+/* A value read whole by pack_read: its bytes (malloc'd: free p). */
+struct pack_val {
+    char *p;
+    size_t n;
+    int oom;
+};
+
+static inline void pack_val_cb(void *arg, const char *v, size_t n)
+{
+    struct pack_val *x = arg;
+    x->n = n;
+    if (v && !(x->p = malloc(n ? n : 1)))
+        x->oom = 1;
+    else if (v)
+        memcpy(x->p, v, n);
+}
+
+/* key's value of any type into *x and *type: 1 found, 0 missing, <0. */
+static inline int pack_read(kv_txn *t, struct kv_slice key, struct pack_val *x, unsigned *type)
+{
+    memset(x, 0, sizeof *x);
+    int rc = kv_txn_read(t, key, pack_val_cb, x, type);
+    return rc > 0 && x->oom ? TXN_E_NOMEM : rc;
+}
+
+/* Redis's integer syntax (its string2ll: strict decimal within the type,
+ * an optional '-' then 1-9, or "0" alone; no "-0", "007", "+5" or
+ * spaces, which strtoll takes): 0 and *out, or -1. */
+static inline int pack_ll(const char *p, size_t n, long long *out)
+{
+    char s[24];
+    if (n == 0 || n >= sizeof s)
+        return -1;
+    memcpy(s, p, n);
+    s[n] = 0;
+    const char *d = s + (s[0] == '-');
+    if ((*d < '1' || *d > '9') && !(n == 1 && s[0] == '0'))
+        return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end || errno)
+        return -1;
+    *out = v;
     return 0;
 }
 

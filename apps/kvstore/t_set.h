@@ -1,5 +1,5 @@
 /* t_set.h - the set commands (t_set.c): their entries of the command
- * table, and what OBJECT ENCODING says of a set's record. */
+ * table. */
 #ifndef KV_T_SET_H
 #define KV_T_SET_H
 
@@ -9,9 +9,5 @@
 
 extern const struct command set_commands[];
 extern const size_t set_ncommands;
-
-/* OBJECT ENCODING's answer for a set's stored record v of n bytes:
- * "intset" or "hashtable", as Redis 7.0 would answer for the same set */
-const char *set_encoding(const char *v, size_t n);
 
 #endif

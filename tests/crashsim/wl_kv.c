@@ -27,11 +27,15 @@
  * thresholds lowered so that sets pass to the large form and are packed
  * again often; the mirror digests members and scores in order, whatever
  * the form); a
- * big set's change (dict_op: members added to or taken from its element
- * table, t_dict.h, through kv_txn_dict; a packed set the puts made
- * converted to a table, its record freed, in the same transaction), past
- * the 64 members where the table starts to split buckets; a hash's HSET,
- * HSETNX, HINCRBY, HDEL or DEL on one key in HEVERY (hash_op: packed, the
+ * set's 1 to 4 commands through set.c, the code t_set.c's commands call
+ * (dict_op: SADD, SREM, SPOP of one or of a count, SMOVE, at thresholds
+ * lowered so that intsets become hashtable sets, packed sets become
+ * element tables, some past the 64 members where a table splits buckets,
+ * and SPOP's rebuild packs tables again; on every key, and at 80 in 100
+ * on one key in SEVERY; the mirror digests a set's members and form,
+ * whatever its record); a hash's HSET, HSETNX, HINCRBY, HDEL through
+ * hash.c, the code t_hash.c's commands call, or a DEL, on one key in
+ * HEVERY (hash_op: packed, the
  * conversion to a table past the workload's thresholds, the table's
  * changes, the key gone with its last field). A delete or an overwrite
  * of a table (or of a value in pieces) only buries its node (store.c,
@@ -96,7 +100,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "list.h"
+#include "set.h"
 #include "sim.h"
 #include "store.h"
 #include "t_dict.h"
@@ -107,7 +113,7 @@ enum { KEYS = 200, PRELOAD = 100, BATCH = 64, MAX_OPS = 10, KEY_MAX = 40, SMALL 
        RESERVE = 4 * TABLE };
 enum { LAZY_BUDGET = 8 }; /* objects a lazy free step frees: a table takes several */
 enum { FLUSH_EVERY = 200 }; /* steps per FLUSHALL ASYNC, on average */
-enum { MEMBERS = 192, MASK_WORDS = MEMBERS / 64 }; /* a big set's members: "m<i>" */
+enum { MEMBERS = 192, MASK_WORDS = MEMBERS / 64 }; /* a set's members: member_of */
 enum { LONG = 3, LONG_MAX = 192 << 10, SPLICE_MAX = 16000, LONG_START = 56000,
        SBUF = LONG_START + 6000 };
 #define FAR_MS 4102444800000ull /* 2100-01-01 00:00 UTC, in ms since the epoch */
@@ -129,11 +135,10 @@ static char lval[SIM_THREADS][2][LONG][LONG_MAX]; /* long keys' strings: [0]
                                                      committed, [1] the
                                                      transaction's */
 static char sbuf[SIM_THREADS][SBUF];     /* a splice's bytes */
-static uint64_t dmask[SIM_THREADS][2][RESIZE_KEYS][MASK_WORDS]; /* a big set's
-                                                                   members: [0]
-                                                                   committed, [1]
-                                                                   the
-                                                                   transaction's */
+/* A set's mirror (dict_op): its members' bits, then its form (SF_*):
+ * [0] committed, [1] the transaction's. */
+enum { SF_NONE, SF_INTSET, SF_PACKED, SF_TABLE, DWORDS = MASK_WORDS + 1 };
+static uint64_t dmask[SIM_THREADS][2][RESIZE_KEYS][DWORDS];
 /* A hash's mirror (hash_op): per field its value, a number (HINCRBY's) or
  * letters made from a seed; the packed record's field order. */
 enum { HFIELDS = 96, HPACK_ENTRIES = 16, HPACK_VALUE = 24, HEVERY = 20, HKEY = 13, HVMAX = 60,
@@ -583,68 +588,149 @@ struct got {
 };
 
 static struct kv_slice member_of(unsigned i, char *buf);
-static int table_members(kv_txn *x, txn_obj *d, uint64_t *mask, uint32_t *n);
 static int hash_table(kv_txn *x, txn_obj *d, uint32_t *n, uint64_t *vh);
+static int read_key(kv_txn *x, struct kv_slice key, struct entry *e);
 
-/* A big set's change on key k, as t_set.c runs SADD and SREM on a table:
- * the table (kv_txn_dict) checked against the mirror, then 1 to 24
- * members added or removed (a new table: 56 to 87 added); the key deleted
- * when it empties. A missing key
- * gets a new table; a packed set (a put's) is converted: a new table
- * linked and the record freed in this transaction, its expiry kept. Other
- * types are left alone. */
-static int dict_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
+/* A set's commands on key k through set.c (set.h), as t_set.c runs them:
+ * SADD and SREM of 1 to 8 members (half the SADDs integers only; one SADD
+ * in ten 20 to 79 members, which a conversion puts in a table at once,
+ * often past 64 members where its buckets split), SPOP of one or of a
+ * count (0 to 4 from a packed set; from a table all but 1 to a sixth of
+ * it, so that what remains is made a new set: mostly a table packed
+ * again), SMOVE of the key onto itself. The thresholds are lowered (an
+ * intset past SINTSET_MAX members becomes a packed hashtable set, which
+ * becomes an element table past SPACKED_MAX); adds are likelier below
+ * SGROW members than above. Members are member_of's 192, of 2 to 60 bytes,
+ * a third of them integers. The store is read first (read_key, which reads
+ * a set through set.c) and checked against the mirror: its members' bits
+ * and its form, whatever the record; each answer (the count added or
+ * removed, each member popped, SMOVE's) is checked against the mirror
+ * changed as Redis changes the set. A put's bytes of type set are deleted
+ * first, as a DEL would, and so is a value of another type on the key in
+ * SEVERY; other keys' are left alone. */
+enum { SEVERY = 40, SKEY = 17, SINTSET_MAX = 5, SPACKED_MAX = 10, SGROW = 72, SARGS = 8,
+       SBIG = 80 };
+static const struct set_limits slim = {SINTSET_MAX, SPACKED_MAX};
+
+static int member_index(struct kv_slice m)
 {
-    struct entry *e = &next[t][k];
-    uint64_t *mask = dmask[t][1][k], seen[MASK_WORDS];
-    unsigned type = 0;
-    uint32_t n = 0;
-    txn_obj *d = NULL;
-    txn *tx = kv_txn_tx(x);
-    int rc = kv_txn_dict(x, key, &type, &d);
+    for (unsigned i = 0; i < MEMBERS; i++) {
+        char buf[64];
+        struct kv_slice o = member_of(i, buf);
+        if (o.n == m.n && !memcmp(o.p, m.p, m.n))
+            return (int)i;
+    }
+    return -1;
+}
+
+static int has_member(const uint64_t *mask, unsigned i)
+{
+    return mask[i / 64] >> (i % 64) & 1;
+}
+
+static unsigned members(const uint64_t *mask)
+{
+    unsigned n = 0;
+    for (unsigned w = 0; w < MASK_WORDS; w++)
+        n += (unsigned)__builtin_popcountll(mask[w]);
+    return n;
+}
+
+/* The form a new set of mask's members gets (SPOP's rebuild). */
+static uint64_t fresh_form(const uint64_t *mask)
+{
+    unsigned n = members(mask), ints = 1;
+    for (unsigned i = 0; i < MEMBERS; i++)
+        ints &= !has_member(mask, i) || i % 3 == 0;
+    return ints && n <= SINTSET_MAX ? SF_INTSET : n > SPACKED_MAX ? SF_TABLE : SF_PACKED;
+}
+
+static int set_cmd(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
+{
+    struct entry *e = &next[t][k], seen = {0};
+    uint64_t *mask = dmask[t][1][k];
+    int rc = read_key(x, key, &seen);
     if (rc < 0)
         return rc;
-    if (d && type == KV_HASH && e->present && e->type == KV_HASH)
-        return 0; /* a big hash: hash_op's */
-    if (d && (type != KV_SET || !e->present || e->type != KV_SET))
-        return drift(t, k, "a table's presence");
-    if (d && ((rc = table_members(x, d, seen, &n)) ||
-              n != e->len || memcmp(seen, mask, sizeof seen)))
-        return rc ? rc : drift(t, k, "a table's members");
-    if (!d && e->present && e->type != KV_SET)
+    if (seen.present != e->present ||
+        (e->present && (seen.len != e->len || seen.vh != e->vh || seen.at != e->at ||
+                        seen.type != e->type)))
+        return drift(t, k, "a set's value");
+    if (e->present && e->type != KV_SET && k % SEVERY != SKEY)
         return 0;
-    int convert = !d;
-    if (convert) {
-        if ((rc = dict_new(tx, &d)))
-            return rc;
-        memset(mask, 0, MASK_WORDS * sizeof *mask);
-        n = 0;
-    }
-    /* a new table gets 56 to 87 adds of 192 members: about a third pass 64, where
-     * its buckets start to split */
-    unsigned ops = convert ? 56 + (unsigned)(sim_rand(rng) % 32)
-                           : 1 + (unsigned)(sim_rand(rng) % 24);
-    for (unsigned j = 0; j < ops && !rc; j++) {
-        unsigned i = (unsigned)(sim_rand(rng) % MEMBERS);
-        char buf[16];
-        struct kv_slice m = member_of(i, buf);
-        int add = convert || sim_rand(rng) % 10 < 7, had = mask[i / 64] >> (i % 64) & 1;
-        rc = add ? dict_set(tx, d, m.p, m.n, NULL, 0, 1) : dict_del(tx, d, m.p, m.n);
-        if (rc >= 0 && rc != (add ? !had : had))
-            return drift(t, k, "a member's answer");
-        if (rc > 0) {
-            mask[i / 64] ^= 1ULL << (i % 64);
-            n += add ? 1 : (uint32_t)-1;
-        }
-        rc = rc < 0 ? rc : 0;
-    }
-    if (!rc && convert)
-        rc = kv_txn_put_dict(x, key, d, KV_KEEPTTL, KV_SET);
-    if (rc)
-        return rc;
-    if (!n) {
-        if ((rc = kv_txn_del(x, key)) != 1)
+    if (e->present && (e->type != KV_SET || mask[MASK_WORDS] == SF_NONE ||
+                       e->len != members(mask) ||
+                       e->vh != value_hash(mask, DWORDS * sizeof *mask))) {
+        if ((rc = kv_txn_del(x, key)) != 1) /* a put's bytes, another type's value */
             return rc < 0 ? rc : drift(t, k, "a set's delete");
+        e->present = 0;
+    }
+    if (!e->present)
+        memset(mask, 0, DWORDS * sizeof *mask);
+    char bufs[SBIG][64];
+    struct kv_slice m[SBIG];
+    unsigned idx[SBIG], nargs = 1 + (unsigned)(sim_rand(rng) % SARGS), n = members(mask);
+    unsigned dice = (unsigned)(sim_rand(rng) % 100), ints = sim_rand(rng) % 2;
+    int add = dice < (n < SGROW ? 50 : 30);
+    if (add && sim_rand(rng) % 10 == 0) /* a big SADD: a table at once, past 64 */
+        nargs = SBIG / 4 + (unsigned)(sim_rand(rng) % (SBIG * 3 / 4)), ints = 0;
+    for (unsigned j = 0; j < nargs; j++) {
+        idx[j] = (unsigned)(sim_rand(rng) % MEMBERS);
+        if (add && ints)
+            idx[j] -= idx[j] % 3; /* an integer */
+        else if (!add && n && sim_rand(rng) % 4) /* mostly a member that is there */
+            for (unsigned at = (unsigned)(sim_rand(rng) % n);;)
+                if (has_member(mask, idx[j] = (idx[j] + 1) % MEMBERS) && !at--)
+                    break;
+        m[j] = member_of(idx[j], bufs[j]);
+    }
+    uint64_t got = 0, want = 0;
+    if (add || dice < 75) { /* SADD, SREM */
+        rc = add ? set_add(x, key, &slim, m, nargs, &got) : set_rem(x, key, &slim, m, nargs, &got);
+        if (add && !e->present)
+            mask[MASK_WORDS] = idx[0] % 3 ? SF_PACKED : SF_INTSET;
+        for (unsigned j = 0; j < nargs && rc >= 0; j++) {
+            if (has_member(mask, idx[j]) == add)
+                continue;
+            mask[idx[j] / 64] ^= 1ULL << (idx[j] % 64);
+            want++;
+            if (add && mask[MASK_WORDS] == SF_INTSET &&
+                (idx[j] % 3 || members(mask) > SINTSET_MAX))
+                mask[MASK_WORDS] = SF_PACKED;
+        }
+        if (add && mask[MASK_WORDS] == SF_PACKED && members(mask) > SPACKED_MAX)
+            mask[MASK_WORDS] = SF_TABLE;
+    } else if (dice < 95) { /* SPOP, of a count one in two */
+        struct set_popped p;
+        int many = sim_rand(rng) % 2;
+        uint64_t count = !many ? 1 : n <= SPACKED_MAX ? sim_rand(rng) % 5
+                                   : n - 1 - sim_rand(rng) % (n / 6);
+        rc = set_pop(x, key, &slim, many, count, sim_rand(rng), &p);
+        got = p.n;
+        want = count < n ? count : n;
+        for (size_t j = 0; j < p.n && rc >= 0; j++) {
+            int i = member_index(p.e[j]);
+            if (i < 0 || !has_member(mask, (unsigned)i))
+                rc = TXN_E_CORRUPT;
+            else
+                mask[i / 64] ^= 1ULL << (i % 64);
+        }
+        set_popped_free(&p);
+        unsigned rest = members(mask);
+        if (rc >= 0 && rc != e->present)
+            return drift(t, k, "a pop's answer");
+        if (rc >= 0 && many && rest && rest * 5 <= want)
+            mask[MASK_WORDS] = fresh_form(mask);
+    } else { /* SMOVE onto itself: 1 when a member */
+        rc = set_move(x, key, key, &slim, m[0]);
+        got = rc < 0 ? 0 : (uint64_t)rc;
+        want = has_member(mask, idx[0]);
+    }
+    if (rc == TXN_E_CORRUPT || (rc >= 0 && got != want))
+        return drift(t, k, "a set's answer");
+    if (rc < 0)
+        return rc;
+    if (!members(mask)) { /* the key goes with its last member */
         e->present = 0;
         return 0;
     }
@@ -652,9 +738,18 @@ static int dict_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
         e->at = 0;
     e->present = 1;
     e->type = KV_SET;
-    e->len = n;
-    e->vh = value_hash(mask, MASK_WORDS * sizeof *mask);
+    e->len = members(mask);
+    e->vh = value_hash(mask, DWORDS * sizeof *mask);
     return 0;
+}
+
+/* 1 to 4 set commands on key k (set_cmd). */
+static int dict_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
+{
+    int rc = 0;
+    for (unsigned n = 1 + (unsigned)(sim_rand(rng) % 4); n-- && !rc;)
+        rc = set_cmd(t, x, k, key, rng);
+    return rc;
 }
 
 static void got_value(void *arg, const char *v, size_t n)
@@ -665,28 +760,44 @@ static void got_value(void *arg, const char *v, size_t n)
     g->vh = v ? value_hash(v, n) : 0;
 }
 
-/* A big set's member i: "m<i>". */
+/* A set's member i: an integer as Redis writes one (a third of them:
+ * intsets), a number with a leading zero (not one), or "m<i>" and letters,
+ * 2 to 60 bytes. */
 static struct kv_slice member_of(unsigned i, char *buf)
 {
-    return (struct kv_slice){buf, (size_t)snprintf(buf, 16, "m%u", i)};
+    if (i % 3 == 0)
+        return (struct kv_slice){buf, (size_t)snprintf(buf, 64, "%d", (int)(i / 3) * 1009 - 30000)};
+    if (i % 7 == 0)
+        return (struct kv_slice){buf, (size_t)snprintf(buf, 64, "0%u", i)};
+    unsigned n = (unsigned)snprintf(buf, 64, "m%u", i), len = 2 + (i * 13) % 59;
+    for (; n < len; n++)
+        buf[n] = (char)('a' + (i + n) % 26);
+    return (struct kv_slice){buf, n};
 }
 
-/* An element table's members as the mirror keeps them: *mask and *n (its
- * count, which also counts members outside the workload's). */
-static int table_members(kv_txn *x, txn_obj *d, uint64_t *mask, uint32_t *n)
+/* A set as the mirror keeps it, read through set.c: its count in *n, the
+ * hash of its members' bits and form in *vh. 1, or 0 when the record is
+ * not a set's (a put's bytes), or <0. */
+static int set_digest(kv_txn *x, struct kv_slice key, uint32_t *n, uint64_t *vh)
 {
-    uint64_t count;
-    int rc = dict_count(kv_txn_tx(x), d, &count);
-    memset(mask, 0, MASK_WORDS * sizeof *mask);
-    for (unsigned i = 0; i < MEMBERS && !rc; i++) {
-        char buf[16];
-        struct kv_slice m = member_of(i, buf);
-        if ((rc = dict_get(kv_txn_tx(x), d, m.p, m.n, NULL, NULL)) > 0)
+    struct set s;
+    uint64_t mask[DWORDS] = {0}, count = 0;
+    int rc = set_load(x, key, &s), ok = rc > 0;
+    if (rc == TXN_E_CORRUPT && !s.d)
+        rc = 0; /* a put's bytes */
+    if (ok)
+        rc = set_count(&s, &count);
+    for (unsigned i = 0; i < MEMBERS && ok && !rc; i++) {
+        char buf[64];
+        if ((rc = set_has(&s, member_of(i, buf))) > 0)
             mask[i / 64] |= 1ULL << (i % 64);
         rc = rc < 0 ? rc : 0;
     }
+    mask[MASK_WORDS] = s.d ? SF_TABLE : s.enc == SET_INTSET ? SF_INTSET : SF_PACKED;
+    set_free(&s);
     *n = (uint32_t)count;
-    return rc;
+    *vh = value_hash(mask, sizeof mask);
+    return rc < 0 ? rc : ok;
 }
 
 struct zmodel;
@@ -726,11 +837,11 @@ static int read_key(kv_txn *x, struct kv_slice key, struct entry *e)
     if (rc && type == KV_HASH) {
         if ((rc = hash_table(x, d, &g.len, &g.vh)))
             return rc;
-    } else if (rc) {
-        uint64_t mask[MASK_WORDS];
-        if ((rc = table_members(x, d, mask, &g.len)))
+    } else if (type == KV_SET) {
+        struct got s = g;
+        if ((rc = set_digest(x, key, &s.len, &s.vh)) < 0)
             return rc;
-        g.vh = value_hash(mask, sizeof mask);
+        g = rc ? s : g;
     }
     if ((ttl = kv_txn_ttl(x, key, &e->at)) <= 0)
         return ttl < 0 ? ttl : TXN_E_CORRUPT; /* the key went */
@@ -1076,17 +1187,21 @@ static int zset_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
     return 0;
 }
 
-/* A hash's command on key k (one key in HEVERY) as t_hash.c runs HSET,
- * HSETNX, HINCRBY, HDEL and DEL, checked against the mirror first. Packed
- * (a record of the fields in the order they came, t_hash.c's), a change
+/* A hash's command on key k (one key in HEVERY) through hash.c (hash.h),
+ * as t_hash.c runs HSET, HSETNX, HINCRBY, HDEL (DEL: the store's), checked
+ * against the mirror first; each answer (fields added or removed,
+ * HINCRBY's sum or its refusal of letters) checked against the mirror
+ * changed as Redis changes the hash. Packed (a record of the fields in
+ * the order they came, which the mirror digests byte for byte), a change
  * writes the record again; past HPACK_ENTRIES fields or with a field or
- * value longer than HPACK_VALUE bytes (the workload's hash-max-listpack-*)
- * the record becomes an element table (t_dict.h): made, filled and linked,
- * the record freed, in the command's transaction; from then on fields are
- * set and deleted in the table, which stays one below the thresholds, and
- * the key goes with its last field. HFIELDS fields: tables pass the 64
- * elements where buckets split. A put's bytes of type hash (no record) are
- * replaced by the first change; other types are left alone. */
+ * value longer than HPACK_VALUE bytes (the workload's hash-max-listpack-*,
+ * passed to hash.c) the record becomes an element table (t_dict.h): made,
+ * filled and linked, the record freed, in the command's transaction; from
+ * then on fields are set and deleted in the table, which stays one below
+ * the thresholds (as in Redis: no conversion back), and the key goes with
+ * its last field. HFIELDS fields: tables pass the 64 elements where
+ * buckets split. A put's bytes of type hash (no record) are deleted first,
+ * as a DEL would; other types are left alone. */
 static struct kv_slice hfield_of(unsigned i, char *buf)
 {
     int n = snprintf(buf, 48, "f%u", i);
@@ -1179,7 +1294,7 @@ static void hash_entry(const struct hmir *h, struct entry *e, char *rec)
     e->vh = value_hash(rec, len);
 }
 
-/* Does the packed hash pass the thresholds (t_hash.c's too_big)? */
+/* Does the packed hash pass the thresholds (hash.c's too_big)? */
 static int hash_too_big(const struct hmir *h)
 {
     char v[HVMAX + 1], name[48];
@@ -1192,38 +1307,21 @@ static int hash_too_big(const struct hmir *h)
     return 0;
 }
 
-/* Set field i of the mirror w (table d when not NULL): 1 added, 0
- * replaced. */
-static int hash_set(txn *tx, txn_obj *d, struct hmir *w, unsigned i, const struct hfield *f)
+/* Set field i of the mirror w: 1 added, 0 replaced. */
+static int hmir_set(struct hmir *w, unsigned i, const struct hfield *f)
 {
-    char v[HVMAX + 1], name[48];
-    int had = w->f[i].kind != 0, rc = 0;
-    if (d) {
-        struct kv_slice fn = hfield_of(i, name);
-        rc = dict_set(tx, d, fn.p, fn.n, v, hvalue_of(f, v), 0);
-        if (rc >= 0 && rc != !had)
-            return TXN_E_CORRUPT;
-    }
-    if (rc < 0)
-        return rc;
+    int had = w->f[i].kind != 0;
     if (!had)
         w->order[w->n++] = (uint8_t)i;
     w->f[i] = *f;
     return !had;
 }
 
-static int hash_del(txn *tx, txn_obj *d, struct hmir *w, unsigned i)
+/* Delete field i of the mirror w: 1 removed, 0 missing. */
+static int hmir_del(struct hmir *w, unsigned i)
 {
-    char name[48];
-    int had = w->f[i].kind != 0, rc = 0;
-    if (d) {
-        struct kv_slice fn = hfield_of(i, name);
-        rc = dict_del(tx, d, fn.p, fn.n);
-        if (rc >= 0 && rc != had)
-            return TXN_E_CORRUPT;
-    }
-    if (rc < 0 || !had)
-        return rc;
+    if (!w->f[i].kind)
+        return 0;
     for (unsigned j = 0; j < w->n; j++)
         if (w->order[j] == i) {
             memmove(&w->order[j], &w->order[j + 1], w->n - j - 1u);
@@ -1234,11 +1332,12 @@ static int hash_del(txn *tx, txn_obj *d, struct hmir *w, unsigned i)
     return 1;
 }
 
+static const struct hash_limits hlim = {HPACK_ENTRIES, HPACK_VALUE};
+
 static int hash_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *rng)
 {
     struct entry *e = &next[t][k], seen = {0};
     struct hmir *h = &hm[t][1][k / HEVERY], w;
-    txn *tx = kv_txn_tx(x);
     txn_obj *d = NULL;
     unsigned type;
     int rc = read_key(x, key, &seen), changed = 0;
@@ -1254,15 +1353,23 @@ static int hash_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
         return rc;
     if (e->present && h->valid && (d != NULL) != h->table)
         return drift(t, k, "a hash's encoding");
-    if (e->present && h->valid)
+    if (e->present && !h->valid) { /* a put's bytes: gone first, as a DEL would */
+        if ((rc = kv_txn_del(x, key)) != 1)
+            return rc < 0 ? rc : drift(t, k, "a hash's delete");
+        e->present = 0;
+    }
+    if (e->present)
         w = *h;
     else
-        memset(&w, 0, sizeof w); /* missing, or a put's bytes */
+        memset(&w, 0, sizeof w);
+    char names[16][48], vals[4][HVMAX + 1];
+    struct kv_slice fv[16];
+    uint64_t got = 0, want = 0;
     unsigned dice = (unsigned)(sim_rand(rng) % 100);
     unsigned i = (unsigned)(sim_rand(rng) % HFIELDS);
     if (dice < 40) { /* HSET of 1 to 4 fields */
         unsigned n = 1 + (unsigned)(sim_rand(rng) % 4);
-        for (unsigned j = 0; j < n && rc >= 0; j++, i = (unsigned)(sim_rand(rng) % HFIELDS)) {
+        for (unsigned j = 0; j < n; j++, i = (unsigned)(sim_rand(rng) % HFIELDS)) {
             struct hfield f = {0, (uint32_t)sim_rand(rng), 0, 2};
             unsigned what = (unsigned)(sim_rand(rng) % 10);
             if (what < 5)
@@ -1270,33 +1377,41 @@ static int hash_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
             else /* letters; one in five longer than HPACK_VALUE */
                 f.len = (uint8_t)(what < 9 ? 1 + sim_rand(rng) % HPACK_VALUE
                                            : HPACK_VALUE + 1 + sim_rand(rng) % (HVMAX - HPACK_VALUE));
-            rc = hash_set(tx, d, &w, i, &f);
+            fv[2 * j] = hfield_of(i, names[j]);
+            fv[2 * j + 1] = (struct kv_slice){vals[j], hvalue_of(&f, vals[j])};
+            want += (uint64_t)hmir_set(&w, i, &f);
         }
+        rc = hash_set_fields(x, key, &hlim, fv, n, 0, &got);
         changed = 1;
     } else if (dice < 65) { /* HDEL of 1 to 6 fields (a table: to 16) */
         unsigned n = 1 + (unsigned)(sim_rand(rng) % (d ? 16 : 6));
-        for (unsigned j = 0; j < n && rc >= 0; j++, i = (unsigned)(sim_rand(rng) % HFIELDS)) {
+        for (unsigned j = 0; j < n; j++, i = (unsigned)(sim_rand(rng) % HFIELDS)) {
             if (w.n && sim_rand(rng) % 4) /* mostly a field that is there */
                 i = w.order[sim_rand(rng) % w.n];
-            if ((rc = hash_del(tx, d, &w, i)) > 0)
-                changed = 1;
+            fv[j] = hfield_of(i, names[j]);
+            want += (uint64_t)hmir_del(&w, i);
         }
+        rc = hash_del_fields(x, key, &hlim, fv, n, &got);
+        changed = want > 0;
     } else if (dice < 80) { /* HINCRBY: letters refuse it (no change) */
         struct hfield f = {w.f[i].kind ? w.f[i].num : 0, 0, 0, 1};
-        f.num += (int64_t)(sim_rand(rng) % 2001) - 1000;
-        if (w.f[i].kind != 2)
-            rc = hash_set(tx, d, &w, i, &f), changed = 1;
-    } else if (dice < 95) { /* HSETNX */
+        long long by = (long long)(sim_rand(rng) % 2001) - 1000, now;
+        f.num += by;
+        rc = hash_incr(x, key, &hlim, hfield_of(i, names[0]), by, &now);
+        if (rc >= 0 && (rc == HASH_NOT_INT) != (w.f[i].kind == 2))
+            return drift(t, k, "HINCRBY's refusal");
+        if (!rc && now != f.num)
+            return drift(t, k, "HINCRBY's sum");
+        if (!rc)
+            hmir_set(&w, i, &f), changed = 1;
+        rc = rc < 0 ? rc : 0;
+    } else if (dice < 95) { /* HSETNX: the field left alone when there */
         struct hfield f = {(int64_t)(sim_rand(rng) % 1000), 0, 0, 1};
-        if (!w.f[i].kind) {
-            rc = hash_set(tx, d, &w, i, &f);
-            changed = 1;
-        } else if (d) { /* the table answers 0 and leaves it alone */
-            char name[48], v[HVMAX + 1];
-            struct kv_slice fn = hfield_of(i, name);
-            rc = dict_set(tx, d, fn.p, fn.n, v, hvalue_of(&f, v), 1);
-            rc = rc > 0 ? TXN_E_CORRUPT : rc;
-        }
+        fv[0] = hfield_of(i, names[0]);
+        fv[1] = (struct kv_slice){vals[0], hvalue_of(&f, vals[0])};
+        if (!w.f[i].kind)
+            want = (uint64_t)hmir_set(&w, i, &f), changed = 1;
+        rc = hash_set_fields(x, key, &hlim, fv, 1, 1, &got);
     } else { /* DEL */
         if ((rc = kv_txn_del(x, key)) < 0)
             return rc;
@@ -1306,36 +1421,18 @@ static int hash_op(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
         h->valid = 0;
         return 0;
     }
-    if (rc == TXN_E_CORRUPT)
+    if (rc >= 0 && got != want)
         return drift(t, k, "a field's answer");
     if (rc < 0 || !changed)
         return rc < 0 ? rc : 0;
-    if (!w.n) { /* the key goes with its last field */
-        if (e->present && (rc = kv_txn_del(x, key)) != 1)
-            return rc < 0 ? rc : drift(t, k, "an emptied hash's delete");
+    if (!w.n) { /* the key went with its last field */
         e->present = 0;
         h->valid = 0;
         return 0;
     }
-    static char rec[SIM_THREADS][4 + HFIELDS * (8 + 30 + HVMAX)];
-    if (!d && hash_too_big(&w)) { /* the conversion */
-        char name[48], v[HVMAX + 1];
-        if ((rc = dict_new(tx, &d)))
-            return rc;
-        for (unsigned j = 0; j < w.n && rc >= 0; j++) {
-            struct kv_slice fn = hfield_of(w.order[j], name);
-            rc = dict_set(tx, d, fn.p, fn.n, v, hvalue_of(&w.f[w.order[j]], v), 0);
-        }
-        if (rc < 0 || (rc = kv_txn_put_dict(x, key, d, KV_KEEPTTL, KV_HASH)))
-            return rc;
+    if (!w.table && hash_too_big(&w)) /* hash.c converted it */
         w.table = 1;
-    } else if (!d) {
-        struct entry tmp;
-        hash_entry(&w, &tmp, rec[t]);
-        if ((rc = kv_txn_write(x, key, (struct kv_slice){rec[t], tmp.len}, KV_KEEPTTL,
-                               KV_HASH)))
-            return rc;
-    }
+    static char rec[SIM_THREADS][4 + HFIELDS * (8 + 30 + HVMAX)];
     w.valid = 1;
     *h = w;
     if (!e->present)
@@ -1359,6 +1456,8 @@ static int command(int t, kv_txn *x, unsigned k, struct kv_slice key, uint64_t *
         return list_op(t, x, k, key, rng); /* a list's key: 80 in 100 */
     if (dice >= 5 && dice < 85 && k >= nlong && k % ZEVERY == ZKEY)
         return zset_op(t, x, k, key, rng); /* a sorted set's key: 80 in 100 */
+    if (dice >= 5 && dice < 85 && k >= nlong && k % SEVERY == SKEY)
+        return dict_op(t, x, k, key, rng); /* a set's key: 80 in 100 */
     if (dice < 50) /* 35 small values, 15 large */
         return put(t, x, k, key, rng, dice >= 35);
     if (dice < 65) {
