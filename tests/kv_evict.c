@@ -568,7 +568,10 @@ START_TEST(test_evict_allkeys)
         for (unsigned i = 0; i < PERSIST; i += 10)
             there(s, i);
     kv_info(s, &ki);
-    limit = ki.bytes / 3;
+    /* half the keys go: sampled, as Redis's, a round may see only keys
+     * looked up often once few others are left (a third left: 2 runs in
+     * 100 evicted one) */
+    limit = ki.bytes / 2;
     CHECK_OK(kv_evict(s, limit, KV_EVICT_LFU, &evicted));
     kv_info(s, &ki);
     ck_assert_uint_le(ki.bytes, limit);
