@@ -2707,8 +2707,7 @@ static int cand_cmp(const void *a, const void *b)
 #define SAMPLE_BUCKETS ((uint64_t)1 << MIN_BITS) /* a small store's whole table */
 #define SAMPLE_KEYS 16
 /* Fewer candidates than this, and a quarter of them is the lowest of 2 or
- * 3 keys: in a sparse table those were often all keys looked up often,
- * and one went (allkeys-lfu evicted a key read 20 times, 1 run in ~50) */
+ * 3 keys, which in a sparse table may all be keys looked up often */
 #define SAMPLE_MIN (SAMPLE_KEYS / 2)
 
 /* kv_evict's sampled orders: every one but KV_EVICT_LRU over all keys */
