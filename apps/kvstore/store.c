@@ -2706,8 +2706,8 @@ static int cand_cmp(const void *a, const void *b)
 
 #define SAMPLE_BUCKETS ((uint64_t)1 << MIN_BITS) /* a small store's whole table */
 #define SAMPLE_KEYS 16
-/* Fewer candidates than this, and a quarter of them is the lowest of 2 or
- * 3 keys, which in a sparse table may all be keys looked up often */
+/* Past SAMPLE_BUCKETS a sparse table's scan goes on until this many: a
+ * quarter of 1 to 3 candidates is no choice at all */
 #define SAMPLE_MIN (SAMPLE_KEYS / 2)
 
 /* kv_evict's sampled orders: every one but KV_EVICT_LRU over all keys */
