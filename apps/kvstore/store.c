@@ -2706,9 +2706,6 @@ static int cand_cmp(const void *a, const void *b)
 
 #define SAMPLE_BUCKETS ((uint64_t)1 << MIN_BITS) /* a small store's whole table */
 #define SAMPLE_KEYS 16
-/* Past SAMPLE_BUCKETS a sparse table's scan goes on until this many: a
- * quarter of 1 to 3 candidates is no choice at all */
-#define SAMPLE_MIN (SAMPLE_KEYS / 2)
 
 /* kv_evict's sampled orders: every one but KV_EVICT_LRU over all keys */
 static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted,
@@ -2723,10 +2720,8 @@ static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *ev
         struct sample sm = {.s = s, .how = how};
         unsigned bits = atomic_load(&s->bits);
         uint64_t total = (uint64_t)1 << bits, seen = 0, cur = rnd64(), next;
-        /* windows of 32 buckets; past SAMPLE_BUCKETS only while fewer than
-         * SAMPLE_MIN found */
-        while (!rc && sm.n < SAMPLE_KEYS && seen < total &&
-               (seen < SAMPLE_BUCKETS || sm.n < SAMPLE_MIN)) {
+        /* windows of 32 buckets; past SAMPLE_BUCKETS only while none found */
+        while (!rc && sm.n < SAMPLE_KEYS && seen < total && (seen < SAMPLE_BUCKETS || !sm.n)) {
             rc = scan_range(s, cur, 32, NULL, &sm, NULL, NULL, sample_add, &next);
             seen += ((next - cur) >> (64 - bits)) ? (next - cur) >> (64 - bits) : 1;
             cur = next;
