@@ -11,9 +11,9 @@ export PMEM_IS_PMEM_FORCE=1
 echo "== build (Release: what the main command builds, -O3 warnings included)"
 build build-release -DCMAKE_BUILD_TYPE=Release -DPMTX_TESTS=OFF
 
-# crash images per engine and workload: 500 here, 2000 with --full (the
+# crash images per engine and workload: 300 here, 2000 with --full (the
 # build's default) (CI's 30 minutes)
-images=500
+images=300
 [ "${1:-}" = --full ] && images=2000
 
 echo "== build (RelWithDebInfo)"
@@ -36,7 +36,7 @@ BUILD_TARGET=threaded_tests build build-tsan -DCMAKE_BUILD_TYPE=Debug -DPMTX_SAN
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j2 \
     -R '^(conformance-|shared_reuse-|kvstore-(proto|shutdown|pubsub|blocking)-(undo|redo1|incll|cow)$|(kvstore-kill|kvstore-shared-kill|kvstore-evict-kill|sqlite-vfs|tpcc-run)-(undo|redo1|incll)$|(alloc_reuse|large_tx|kvstore-load|pool_grow)-(undo|incll)$|join-(undo|redo|cow)$|masstree-stress-|incll-granule)')
 
-echo "== fuzzing (libFuzzer, ${PMTX_FUZZ_SECONDS:-10} s per target)"
+echo "== fuzzing (libFuzzer, ${PMTX_FUZZ_SECONDS:-4} s per target)"
 BUILD_TARGET=fuzzers build build-fuzz -DPMTX_FUZZ=ON -DCMAKE_C_COMPILER=clang \
-    -DCMAKE_CXX_COMPILER=clang++ -DPMTX_FUZZ_SECONDS="${PMTX_FUZZ_SECONDS:-10}"
+    -DCMAKE_CXX_COMPILER=clang++ -DPMTX_FUZZ_SECONDS="${PMTX_FUZZ_SECONDS:-4}"
 (cd build-fuzz && ctest --output-on-failure -j2)
