@@ -599,19 +599,10 @@ long long list_position(long long index, size_t n)
 
 void list_clamp(long long start, long long end, size_t n, long long *first, long long *last)
 {
-    long long len = (long long)n;
-    if (start < 0)
-        start += len;
-    if (end < 0)
-        end += len;
-    if (start < 0)
-        start = 0;
-    if (start > end || start >= len) {
-        *first = 1, *last = 0;
-        return;
-    }
-    *first = start;
-    *last = end >= len ? len - 1 : end;
+    size_t lo, hi;
+    int some = pack_span(start, end, n, &lo, &hi);
+    *first = some ? (long long)lo : 1;
+    *last = some ? (long long)hi : 0;
 }
 
 int list_set(kv_txn *t, struct kv_slice key, long long max, long long index, struct kv_slice v)

@@ -1,8 +1,9 @@
 /* t_pack.h - the 4-byte little-endian lengths and counts of the packed
  * records of hashes (hash.c), sets (set.c), lists (list.c) and sorted
  * sets (zset.c), the growth of the arrays their records are decoded
- * into, a record read whole, and Redis's integer syntax (an intset's
- * members, HINCRBY's fields, the commands' arguments), in one place. */
+ * into, a record read whole, Redis's integer syntax (an intset's
+ * members, HINCRBY's fields, the commands' arguments) and its index
+ * ranges (LRANGE, LTRIM, ZRANGE, ZREMRANGEBYRANK), in one place. */
 #ifndef KV_T_PACK_H
 #define KV_T_PACK_H
 
@@ -53,6 +54,25 @@ static inline int pack_room(void **e, size_t *cap, size_t n, size_t size)
     *e = p;
     *cap = c;
     return 0;
+}
+
+/* Redis's (start, end) over n items, negative counted from the end, as
+ * LRANGE, LTRIM, ZRANGE and ZREMRANGEBYRANK read them: 0 none, 1 with
+ * [*lo, *hi] inside [0, n). (GETRANGE clamps differently: t_string.c.) */
+static inline int pack_span(long long start, long long end, size_t n, size_t *lo, size_t *hi)
+{
+    long long len = (long long)n;
+    if (start < 0)
+        start += len;
+    if (end < 0)
+        end += len;
+    if (start < 0)
+        start = 0;
+    if (start > end || start >= len)
+        return 0;
+    *lo = (size_t)start;
+    *hi = (size_t)(end >= len ? len - 1 : end);
+    return 1;
 }
 
 /* A value read whole by pack_read: its bytes (malloc'd: free p). */

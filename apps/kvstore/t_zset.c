@@ -26,6 +26,7 @@
 
 #include "block.h"
 #include "config.h"
+#include "t_pack.h"
 #include "t_zset.h"
 #include "zset.h"
 
@@ -412,7 +413,7 @@ static int zrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv,
         uint64_t n = zb_card(b), from = 0, to = 0, first = 0, count = 0;
         size_t s, e;
         if (by == BY_RANK) {
-            if (zset_rank_span(start, end, (size_t)n, &s, &e))
+            if (pack_span(start, end, (size_t)n, &s, &e))
                 from = s, to = (uint64_t)e + 1;
             rc = 0;
         } else {
@@ -441,7 +442,7 @@ static int zrange(struct conn *c, kv_txn *t, size_t argc, struct kv_slice *argv,
         rc = 0;
         size_t s, e;
         if (by == BY_RANK) {
-            if (zset_rank_span(start, end, z.n, &s, &e))
+            if (pack_span(start, end, z.n, &s, &e))
                 for (size_t i = s; i <= e && !rc; i++)
                     rc = pick_add(&p, &z.e[rev ? z.n - 1 - i : i], e - s + 1);
         } else if (!(offset > 0 && (size_t)offset >= z.n)) {

@@ -295,26 +295,6 @@ void zset_run_in(const struct zset *z, const struct zset_range *r, size_t *from,
     *to = f < 0 ? *from : i;
 }
 
-/* ZRANGE's rank arguments made indexes as Redis makes them: 0 nothing,
- * 1 [*start, *end] */
-int zset_rank_span(long long start, long long end, size_t n, size_t *s, size_t *e)
-{
-    long long len = (long long)n;
-    if (start < 0)
-        start += len;
-    if (end < 0)
-        end += len;
-    if (start < 0)
-        start = 0;
-    if (start > end || start >= len)
-        return 0;
-    if (end >= len)
-        end = len - 1;
-    *s = (size_t)start;
-    *e = (size_t)end;
-    return 1;
-}
-
 /* ---- ranges of a set in the large form, by rank: O(log n) to find,
  * O(1) a member to walk */
 
@@ -580,7 +560,7 @@ int zset_remrange(kv_txn *t, struct kv_slice key, struct zset_max max, int by_ra
         rc = 0;
         if (!by_rank)
             rc = zset_big_span(b, r, &bf, &bt);
-        else if (zset_rank_span(start, end, (size_t)zb_card(b), &s, &e))
+        else if (pack_span(start, end, (size_t)zb_card(b), &s, &e))
             bf = s, bt = (uint64_t)e + 1;
         if (!rc)
             rc = zset_big_pick(b, bf, (size_t)(bt - bf), 1, &p);
@@ -598,7 +578,7 @@ int zset_remrange(kv_txn *t, struct kv_slice key, struct zset_max max, int by_ra
         return rc;
     size_t from = 0, to = 0;
     if (by_rank) {
-        if (zset_rank_span(start, end, z.n, &from, &to))
+        if (pack_span(start, end, z.n, &from, &to))
             to++;
         else
             from = to = 0;

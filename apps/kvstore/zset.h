@@ -120,9 +120,6 @@ ssize_t zset_first_in(const struct zset *z, const struct zset_range *r);
 ssize_t zset_last_in(const struct zset *z, const struct zset_range *r);
 /* The run of members in r from the first one on: [*from, *to) */
 void zset_run_in(const struct zset *z, const struct zset_range *r, size_t *from, size_t *to);
-/* ZRANGE's rank arguments made indexes as Redis makes them: 0 nothing,
- * 1 [*s, *e] */
-int zset_rank_span(long long start, long long end, size_t n, size_t *s, size_t *e);
 /* The ranks [*from, *to) of r's members in the large set b: 0, or <0 */
 int zset_big_span(zb *b, const struct zset_range *r, uint64_t *from, uint64_t *to);
 
@@ -136,7 +133,7 @@ void zset_pick_free(struct zset_pick *p);
 /* count members of b from rank `first` on, up (dir 1) or down (-1) */
 int zset_big_pick(zb *b, uint64_t first, size_t count, int dir, struct zset_pick *p);
 
-/* ZREMRANGEBYRANK (by_rank: [start, end] as zset_rank_span reads them),
+/* ZREMRANGEBYRANK (by_rank: [start, end] as pack_span reads them),
  * ZREMRANGEBYSCORE and ZREMRANGEBYLEX (r): the members removed, their
  * number in *removed. 0, or <0. */
 int zset_remrange(kv_txn *t, struct kv_slice key, struct zset_max max, int by_rank,
