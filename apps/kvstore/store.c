@@ -1452,11 +1452,6 @@ static int bury(struct op *o, const struct hit *hit)
     return 0;
 }
 
-/* A new value of `type` (and expiry `at`, 0: none) for the node of `hit`,
- * by the cheapest way that logs least: in place if it is inline and as
- * long as the old one and the node keeps its kind (type, with or without
- * an expiry); a new value object if both are large (and the old one is not
- * in pieces); else a new node in the old one's place. */
 /* The bytes a[0..n) and b[0..n) have in common at their start, and at
  * their end: compared a word at a time. */
 static size_t same_head(const char *a, const char *b, size_t n)
@@ -1514,6 +1509,12 @@ static int overwrite(struct op *o, const struct hit *hit, struct kv_slice v, uin
     return rc || !at ? rc : set_expiry_word(o, hit, at);
 }
 
+/* A new value of `type` (and expiry `at`, 0: none) for the node of `hit`,
+ * by the cheapest way that logs least: in place if it is inline and as
+ * long as the old one and the node keeps its kind (type, with or without
+ * an expiry); in its value object if that has room and stays at least half
+ * full (overwrite); a new value object if both are large (and the old one
+ * is not in pieces); else a new node in the old one's place. */
 static int replace(struct op *o, const struct bref *b, const struct hit *hit,
                    struct kv_slice k, struct kv_slice v, uint64_t at, unsigned type)
 {
