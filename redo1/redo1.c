@@ -501,47 +501,24 @@ int eng_tx_init(struct txn *tx)
     return 0;
 }
 
-#ifdef PMTX_TRACE
-#define PM_TRACED 1 /* every flush goes through persist.h's helpers */
-#else
-#define PM_TRACED 0
-#endif
-
 /* Flush the lines of sl's latest transaction (its commit's, or a
- * helper's, barrier makes them durable). pm_flush_word reads the settings
- * and the counter again after every flush (for the compiler its
- * instruction stores to memory, which may be them), so the word entries'
- * clwb is issued here: the settings read once, the clwb saying that it
- * only reads the line, the lines counted at the end. */
+ * helper's, barrier makes them durable). */
 static void flush_pending(txn_pool *p, struct rslot *sl)
 {
     assert(atomic_load_explicit(&sl->busy, memory_order_relaxed) &&
            "Q5: a slot's pending lines are flushed under its lock");
     struct wl_ent e;
-    uint64_t lines = 0;
-    const int clwb = !PM_TRACED && pm_cfg.do_flush && pm_cfg.insn == PM_CLWB;
+    struct pm_flusher f = pm_flusher_begin();
     for (const uint64_t *w = sl->plo, *end = sl->phi; w < end;) {
         if (!(w[0] & WL_RANGE)) { /* a word entry */
-            if (clwb) {
-                __asm__ volatile("clwb %0" : : "m"(*(const char *)(uintptr_t)w[0]));
-                lines++;
-            } else {
-                pm_flush_word((const void *)(uintptr_t)w[0]);
-            }
+            pm_flusher_word(&f, (const void *)(uintptr_t)w[0]);
             w += 2;
-            continue;
-        }
-        if (!pm_cfg.do_flush && !PM_TRACED) { /* PDOM 2: the lines counted */
-            uint64_t len = w[0] & WL_LEN_MASK, a = w[1];
-            if (len) /* as pm_flush counts them */
-                lines += (a + len + PM_LINE - 1) / PM_LINE - a / PM_LINE;
-            w += 2 + (len + 7) / 8;
             continue;
         }
         w = wlog_next(w, &e);
         pm_flush(e.addr, e.len);
     }
-    pm_ctr.lines_flushed += lines;
+    pm_flusher_end(&f);
     sl->plo = sl->phi = NULL;
     for (size_t i = 0; i < sl->pend.n; i++) {
         struct range *r = vec_at(&sl->pend, i);

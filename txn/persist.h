@@ -129,26 +129,28 @@ static inline void pm_count_lines(const void *addr, size_t len)
     pm_ctr.lines_flushed += (e - a + PM_LINE - 1) / PM_LINE;
 }
 
-/* One line's write-back, the instruction libpmem would use. */
-static inline void pm_flush_insn(const void *line)
+/* One line's write-back by instruction insn (pm_cfg.insn: the one libpmem
+ * would use). The line is an input: the stores before it are made first,
+ * and nothing else is taken as written (as an output, every flush made a
+ * loop read pm_cfg and the counters again). */
+static inline void pm_flush_insn_as(enum pm_insn insn, const void *line)
 {
 #ifndef PMTX_TRACE
-    switch (pm_cfg.insn) {
-    case PM_CLWB:
-        __asm__ volatile("clwb %0" : "+m"(*(volatile char *)line));
-        break;
-    case PM_CLFLUSHOPT:
-        __asm__ volatile("clflushopt %0" : "+m"(*(volatile char *)line));
-        break;
-    case PM_CLFLUSH:
-        __asm__ volatile("clflush %0" : "+m"(*(volatile char *)line));
-        break;
-    case PM_NOFLUSH:
-        break;
-    }
+    if (insn == PM_CLWB) /* the usual one first: a loop tests it first */
+        __asm__ volatile("clwb %0" : : "m"(*(const char *)line));
+    else if (insn == PM_CLFLUSHOPT)
+        __asm__ volatile("clflushopt %0" : : "m"(*(const char *)line));
+    else if (insn == PM_CLFLUSH)
+        __asm__ volatile("clflush %0" : : "m"(*(const char *)line));
 #else
+    (void)insn;
     (void)line;
 #endif
+}
+
+static inline void pm_flush_insn(const void *line)
+{
+    pm_flush_insn_as(pm_cfg.insn, line);
 }
 
 /* Write back the line holding addr (an aligned word): pm_flush(addr, 8)
@@ -159,6 +161,32 @@ static inline void pm_flush_word(const void *addr)
     pm_ctr.lines_flushed++;
     if (pm_cfg.do_flush)
         pm_flush_insn(addr);
+}
+
+/* Many words' lines written back in one loop (a log's word entries): the
+ * settings read once by pm_flusher_begin, the lines counted once by
+ * pm_flusher_end, so that the loop holds them in registers (redo1's
+ * commit: 7 instructions a word instead of 21, docs/access.md). */
+struct pm_flusher {
+    enum pm_insn insn; /* PM_NOFLUSH when nothing is flushed */
+    uint64_t lines;
+};
+
+static inline struct pm_flusher pm_flusher_begin(void)
+{
+    return (struct pm_flusher){pm_cfg.do_flush ? pm_cfg.insn : PM_NOFLUSH, 0};
+}
+
+static inline void pm_flusher_word(struct pm_flusher *f, const void *addr)
+{
+    PM_TRACE_FLUSH(addr, 8);
+    f->lines++;
+    pm_flush_insn_as(f->insn, addr);
+}
+
+static inline void pm_flusher_end(const struct pm_flusher *f)
+{
+    pm_ctr.lines_flushed += f->lines;
 }
 
 /* Write back the lines holding [addr, addr+len); no ordering guarantee.
