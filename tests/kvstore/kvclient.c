@@ -62,6 +62,11 @@
  *   kvclient zset-kill SERVER SIGKILL under ZADD, ZINCRBY, ZREM and
  *                           ZPOPMIN: the sorted set as acknowledged after
  *                           the restart; KV_ZSET_KILLS rounds (default 10)
+ *   kvclient collections-kill SERVER  SIGKILL while 6 connections on both
+ *                           workers change the same sets and sorted sets
+ *                           across their conversions: every member as the
+ *                           answered changes (or one in flight) left it;
+ *                           KV_COLL_KILLS rounds (default 8)
  *   kvclient freeport       print a free TCP port on 127.0.0.1
  *
  * Each run makes its own socket directory and pool names (pid) and
@@ -4215,6 +4220,729 @@ static int run_zset_kill(const char *bin)
     return failed ? 1 : 0;
 }
 
+/* ---- SIGKILL while two workers change the same sets and sorted sets
+ * (issue #44)
+ *
+ * CK_CONNS pipelined connections, handed to the server's two workers in
+ * turn (server.c gives each new connection to the next worker, so
+ * consecutive ones alternate), run SADD/SREM/SMOVE/SPOP on CK_SETS sets
+ * and ZADD (plain, GT/LT CH, INCR)/ZREM/ZPOPMIN/ZREMRANGEBYSCORE on
+ * CK_ZSETS sorted sets, all on the same few keys, until the server is
+ * SIGKILLed; then it restarts (after --check) and every member of every
+ * key is checked against the model below. CONFIG lowers the thresholds
+ * (16 integers in an intset, 16 members packed in a sorted set; a set
+ * packs 128 members, a long member makes a sorted set large at once) and
+ * each key's load grows it past them and shrinks it again (SPOP's rebuild
+ * of a small rest, a deleted emptied set), so the conversions happen, both
+ * workers converting keys the other one writes.
+ *
+ * The model keeps, per key and member, the events that may have decided
+ * its state: each change's effect on it (present with a score, or
+ * absent), with the clock when it was sent and when its reply came (0:
+ * in flight at the kill). A change whose effect is certain once answered
+ * (SADD, SREM, ZADD, ZREM, a moved or popped member, an INCR's new score)
+ * replaces the events answered before it was sent and those sent before
+ * it on its connection (served in order); the state after the restart
+ * must be one of the events left. A ZREMRANGEBYSCORE removes the member
+ * only if its score was in range: it may explain an absence, never
+ * replaces. An in-flight SPOP or ZPOPMIN may have removed any `count`
+ * members of its key: absences nothing else explains are excused up to
+ * that budget (and counted). KV_COLL_KILLS rounds (default 8); KV_SEED;
+ * KV_SERVER_ARGS. */
+enum {
+    CK_CONNS = 6,
+    CK_DEPTH = 8,
+    CK_SETS = 3,
+    CK_ZSETS = 2,
+    CK_KEYS = CK_SETS + CK_ZSETS,
+    CK_SINTS = 240, /* a set's members: integers -40..199, then m0..m39 */
+    CK_SMEMBERS = 280,
+    CK_ZSHORT = 48, /* a sorted set's: z00..z47, then 2 longer than 64 bytes */
+    CK_ZMEMBERS = 50,
+    CK_MAXM = CK_SMEMBERS,
+    CK_SET_HIGH = 150, /* a set grows past 128 (the table) up to this */
+    CK_ZSET_HIGH = 40, /* a sorted set past 16 (the B-trees) up to this */
+    CK_PAUSE_MS = 10   /* load between the checks with nothing in flight */
+};
+
+enum ck_kind { CK_SADD, CK_SREM, CK_SMOVE, CK_SPOP, CK_ZADD, CK_ZADDGL, CK_ZINCR, CK_ZREM,
+               CK_ZPOP, CK_ZRANGE_DEL, CK_OBSERVE, CK_NKINDS };
+
+static const char *const ck_name[CK_NKINDS] = {
+    "SADD", "SREM", "SMOVE", "SPOP", "ZADD", "ZADD GT/LT CH", "ZADD INCR", "ZREM", "ZPOPMIN",
+    "ZREMRANGEBYSCORE", "OBJECT ENCODING+card"};
+
+/* An event: present (score; `any`: an in-flight INCR's unknown one),
+ * absent, or absent if the score was in [lo, hi] (a range removal) */
+enum { EV_PRESENT, EV_ABSENT, EV_RANGE };
+
+struct ckev {
+    unsigned char kind, any;
+    short conn;
+    long long score, lo, hi;
+    uint64_t sent, acked;
+};
+
+struct ckmember {
+    struct ckev *ev;
+    int n, cap;
+    uint64_t last_sent; /* the latest sending of a certain, answered change */
+    int cur;            /* present after the last certain change answered */
+};
+
+struct ckkey {
+    struct ckmember m[CK_MAXM];
+    int est;       /* members present by the answered changes */
+    int shrink;    /* the load empties the key (else grows it) */
+    long budget;   /* members an in-flight SPOP or ZPOPMIN may have taken */
+    char enc[16];  /* the encoding last observed ("none": no key) */
+    long long card;
+};
+
+struct ckop {
+    enum ck_kind kind;
+    int key, dst, nm, m[4], replies;
+    long long score, count;
+    int full; /* ZREMRANGEBYSCORE -inf +inf */
+    uint64_t sent;
+    char enc[12]; /* OBJECT ENCODING's answer, until the count's comes */
+};
+
+struct ckconn {
+    struct cli c;
+    struct ckop q[CK_DEPTH];
+    int head, n;
+};
+
+struct ck_totals {
+    uint64_t acked[CK_NKINDS], in_flight, excused;
+    uint64_t intset_out, intset_in, over128, under128, to_big, from_big;
+    uint64_t paused_checks, paused_bad;
+    int bad_replies;
+};
+
+static struct ckkey ckkeys[CK_KEYS];
+static uint64_t ckclock;
+static char ck_names[2][CK_MAXM][80]; /* [0] sets', [1] sorted sets' members */
+static int ckshown;
+
+static void ck_wrong(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void ck_wrong(const char *fmt, ...)
+{
+    va_list ap;
+    if (++ckshown > 30)
+        return;
+    va_start(ap, fmt);
+    printf("collections-kill: ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+}
+
+static int ck_is_z(int key)
+{
+    return key >= CK_SETS;
+}
+
+static int ck_members(int key)
+{
+    return ck_is_z(key) ? CK_ZMEMBERS : CK_SMEMBERS;
+}
+
+static void ck_keyname(char *k, size_t n, int key)
+{
+    snprintf(k, n, ck_is_z(key) ? "ck:z%d" : "ck:s%d", ck_is_z(key) ? key - CK_SETS : key);
+}
+
+static void ck_init_names(void)
+{
+    for (int i = 0; i < CK_SMEMBERS; i++)
+        if (i < CK_SINTS)
+            snprintf(ck_names[0][i], 80, "%d", i - 40);
+        else
+            snprintf(ck_names[0][i], 80, "m%d", i - CK_SINTS);
+    for (int i = 0; i < CK_ZMEMBERS; i++)
+        if (i < CK_ZSHORT)
+            snprintf(ck_names[1][i], 80, "z%02d", i);
+        else
+            snprintf(ck_names[1][i], 80, "long-member-%d-%060d", i - CK_ZSHORT, 0);
+}
+
+/* A member's index from its name, or -1: not one the load sends */
+static int ck_index(int key, const char *p, size_t n)
+{
+    for (int i = 0; i < ck_members(key); i++)
+        if (strlen(ck_names[ck_is_z(key)][i]) == n && !memcmp(ck_names[ck_is_z(key)][i], p, n))
+            return i;
+    return -1;
+}
+
+static void ck_push(struct ckmember *x, struct ckev e)
+{
+    if (x->n == x->cap) {
+        x->cap = x->cap ? 2 * x->cap : 8;
+        x->ev = realloc(x->ev, (size_t)x->cap * sizeof *x->ev);
+    }
+    x->ev[x->n++] = e;
+}
+
+/* An answered change's event; a certain one replaces those it follows for
+ * sure: answered before it was sent, or sent before it on its connection */
+static void ck_event(int key, int mi, struct ckev e, int certain)
+{
+    struct ckkey *k = &ckkeys[key];
+    struct ckmember *x = &k->m[mi];
+    if (certain && e.acked) {
+        int keep = 0;
+        if (e.sent > x->last_sent)
+            x->last_sent = e.sent;
+        for (int i = 0; i < x->n; i++) {
+            struct ckev *o = &x->ev[i];
+            if ((o->acked && o->acked < x->last_sent) || (o->conn == e.conn && o->sent < e.sent))
+                continue;
+            x->ev[keep++] = *o;
+        }
+        x->n = keep;
+        int now = e.kind == EV_PRESENT;
+        k->est += now - x->cur;
+        x->cur = now;
+    }
+    ck_push(x, e);
+}
+
+static long long ck_rand_score(unsigned *seed)
+{
+    return (long long)(rand_r(seed) % 2001) - 1000;
+}
+
+static int ck_pick(int key, unsigned *seed)
+{
+    if (ck_is_z(key)) /* the long members rarely: each makes the set large */
+        return rand_r(seed) % 50 ? (int)(rand_r(seed) % CK_ZSHORT)
+                                 : CK_ZSHORT + (int)(rand_r(seed) % (CK_ZMEMBERS - CK_ZSHORT));
+    /* strings rarely, so that a rebuilt or new set is often an intset */
+    return rand_r(seed) % 20 ? (int)(rand_r(seed) % CK_SINTS)
+                             : CK_SINTS + (int)(rand_r(seed) % (CK_SMEMBERS - CK_SINTS));
+}
+
+static void ck_send(struct ckconn *cc, unsigned *seed)
+{
+    struct ckop op = {0};
+    struct bytes b = {0};
+    char k[16], k2[16], num[24], cnt[24], hi[24];
+    const char *argv[10];
+    int argc = 0, r = (int)(rand_r(seed) % 100);
+    op.key = (int)(rand_r(seed) % CK_KEYS);
+    struct ckkey *key = &ckkeys[op.key];
+    if (key->shrink && key->est <= (ck_is_z(op.key) ? 2 : 4))
+        key->shrink = 0;
+    else if (!key->shrink && key->est >= (ck_is_z(op.key) ? CK_ZSET_HIGH : CK_SET_HIGH))
+        key->shrink = 1;
+    ck_keyname(k, sizeof k, op.key);
+    const char (*names)[80] = ck_names[ck_is_z(op.key)];
+    if (r < 4) {
+        op.kind = CK_OBSERVE;
+        encode(&b, 3, (const char *[]){"OBJECT", "ENCODING", k}, NULL);
+        encode(&b, 2, (const char *[]){ck_is_z(op.key) ? "ZCARD" : "SCARD", k}, NULL);
+    } else if (!ck_is_z(op.key)) {
+        /* growing: mostly SADD; emptying: SREM and SPOPs of most of the set */
+        int g = !key->shrink;
+        op.kind = r < (g ? 60 : 20)   ? CK_SADD
+                  : r < (g ? 75 : 45) ? CK_SREM
+                  : r < (g ? 90 : 60) ? CK_SMOVE
+                                      : CK_SPOP;
+        if (op.kind == CK_SMOVE) {
+            op.dst = (op.key + 1 + (int)(rand_r(seed) % (CK_SETS - 1))) % CK_SETS;
+            op.nm = 1;
+            op.m[0] = ck_pick(op.key, seed);
+            ck_keyname(k2, sizeof k2, op.dst);
+            encode(&b, 4, (const char *[]){"SMOVE", k, k2, names[op.m[0]]}, NULL);
+        } else if (op.kind == CK_SPOP) {
+            /* a large count leaves a rest of at most a fifth: the rebuild */
+            op.count = rand_r(seed) % 3 == 0 ? 0
+                       : g || rand_r(seed) % 2 ? 1 + rand_r(seed) % 3
+                                               : key->est - (long long)(rand_r(seed) % 12);
+            op.count = op.count < 0 ? 1 : op.count;
+            snprintf(cnt, sizeof cnt, "%lld", op.count);
+            encode(&b, op.count ? 3 : 2, (const char *[]){"SPOP", k, cnt}, NULL);
+        } else {
+            argv[argc++] = op.kind == CK_SADD ? "SADD" : "SREM";
+            argv[argc++] = k;
+            op.nm = 1 + (int)(rand_r(seed) % (op.kind == CK_SADD ? 4 : 2));
+            for (int i = 0; i < op.nm; i++)
+                argv[argc++] = names[op.m[i] = ck_pick(op.key, seed)];
+            encode(&b, argc, argv, NULL);
+        }
+    } else {
+        int g = !key->shrink;
+        op.kind = r < (g ? 40 : 15)   ? CK_ZADD
+                  : r < (g ? 55 : 25) ? CK_ZADDGL
+                  : r < (g ? 70 : 35) ? CK_ZINCR
+                  : r < (g ? 85 : 60) ? CK_ZREM
+                  : r < (g ? 93 : 80) ? CK_ZPOP
+                                      : CK_ZRANGE_DEL;
+        op.nm = op.kind == CK_ZPOP || op.kind == CK_ZRANGE_DEL ? 0 : 1;
+        op.m[0] = ck_pick(op.key, seed);
+        op.score = op.kind == CK_ZINCR ? (long long)(rand_r(seed) % 101) - 50 : ck_rand_score(seed);
+        snprintf(num, sizeof num, "%lld", op.score);
+        argv[argc++] = op.kind == CK_ZREM ? "ZREM" : op.kind == CK_ZPOP ? "ZPOPMIN"
+                       : op.kind == CK_ZRANGE_DEL                       ? "ZREMRANGEBYSCORE"
+                                                                        : "ZADD";
+        argv[argc++] = k;
+        if (op.kind == CK_ZADDGL || (op.kind == CK_ZINCR && rand_r(seed) % 2)) {
+            op.count = rand_r(seed) % 2; /* 1: GT, 0: LT */
+            argv[argc++] = op.count ? "GT" : "LT";
+        }
+        if (op.kind == CK_ZADD || op.kind == CK_ZADDGL)
+            argv[argc++] = "CH";
+        if (op.kind == CK_ZINCR)
+            argv[argc++] = "INCR";
+        if (op.kind == CK_ZPOP) {
+            op.count = 1 + (long long)(rand_r(seed) % (g ? 2u : (unsigned)key->est + 4));
+            snprintf(cnt, sizeof cnt, "%lld", op.count);
+            argv[argc++] = cnt;
+        } else if (op.kind == CK_ZRANGE_DEL) {
+            /* a span of scores; emptying, at times all of them */
+            op.full = !g && rand_r(seed) % 4 == 0;
+            op.count = op.full ? 0 : 20 + rand_r(seed) % (g ? 60 : 400);
+            snprintf(hi, sizeof hi, "%lld", op.score + op.count);
+            argv[argc++] = op.full ? "-inf" : num;
+            argv[argc++] = op.full ? "+inf" : hi;
+        } else if (op.kind != CK_ZREM) {
+            argv[argc++] = num;
+        }
+        if (op.nm)
+            argv[argc++] = names[op.m[0]];
+        encode(&b, argc, argv, NULL);
+    }
+    op.sent = ++ckclock;
+    send_all(cc->c.fd, b.p, b.n); /* a dead server: its replies will say */
+    free(b.p);
+    cc->q[(cc->head + cc->n++) % CK_DEPTH] = op;
+}
+
+/* ZREMRANGEBYSCORE's event on every member of its key */
+static void ck_range_events(const struct ckop *op, struct ckev e)
+{
+    e.kind = op->full ? EV_ABSENT : EV_RANGE;
+    e.lo = op->full ? LLONG_MIN : op->score;
+    e.hi = op->full ? LLONG_MAX : op->score + op->count;
+    for (int i = 0; i < ck_members(op->key); i++)
+        ck_event(op->key, i, e, op->full);
+}
+
+/* The events of a request left unanswered by the kill: all it may have
+ * done */
+static void ck_in_flight(const struct ckop *op, int conn)
+{
+    struct ckev e = {.conn = (short)conn, .sent = op->sent};
+    switch (op->kind) {
+    case CK_SADD:
+    case CK_ZADD:
+    case CK_ZADDGL:
+    case CK_ZINCR:
+        e.kind = EV_PRESENT;
+        e.score = op->score;
+        e.any = op->kind == CK_ZINCR;
+        for (int i = 0; i < op->nm; i++)
+            ck_event(op->key, op->m[i], e, 0);
+        break;
+    case CK_SREM:
+    case CK_ZREM:
+        e.kind = EV_ABSENT;
+        for (int i = 0; i < op->nm; i++)
+            ck_event(op->key, op->m[i], e, 0);
+        break;
+    case CK_SMOVE:
+        e.kind = EV_ABSENT;
+        ck_event(op->key, op->m[0], e, 0);
+        e.kind = EV_PRESENT;
+        ck_event(op->dst, op->m[0], e, 0);
+        break;
+    case CK_SPOP:
+    case CK_ZPOP:
+        ckkeys[op->key].budget += op->count ? op->count : 1;
+        break;
+    case CK_ZRANGE_DEL:
+        ck_range_events(op, e);
+        break;
+    default:
+        break;
+    }
+}
+
+/* An observed encoding and size: the conversions between observations */
+static void ck_observed(struct ckkey *k, const char *enc, long long card, struct ck_totals *t)
+{
+    if (!strcmp(k->enc, "intset") && strcmp(enc, "intset"))
+        t->intset_out++;
+    if (strcmp(k->enc, "intset") && !strcmp(enc, "intset"))
+        t->intset_in++;
+    if (!strcmp(k->enc, "hashtable") && !strcmp(enc, "hashtable") && k->card <= 128 &&
+        card > 128)
+        t->over128++;
+    if (!strcmp(k->enc, "hashtable") && k->card > 128 && (strcmp(enc, "hashtable") || card <= 128))
+        t->under128++;
+    if (strcmp(k->enc, "skiplist") && !strcmp(enc, "skiplist"))
+        t->to_big++;
+    if (!strcmp(k->enc, "skiplist") && strcmp(enc, "skiplist"))
+        t->from_big++;
+    snprintf(k->enc, sizeof k->enc, "%s", enc);
+    k->card = card;
+}
+
+/* A popped member (SPOP's, ZPOPMIN's): absent for sure */
+static int ck_popped(const struct ckop *op, const struct reply *m, struct ckev e)
+{
+    int i = m->type == '$' ? ck_index(op->key, m->s, m->n) : -1;
+    if (i >= 0) {
+        e.kind = EV_ABSENT;
+        ck_event(op->key, i, e, 1);
+    }
+    return i >= 0;
+}
+
+/* One reply to cc's oldest request: 1 when it was the request's last */
+static int ck_reply(struct ckconn *cc, int conn, const struct reply *r, struct ck_totals *t)
+{
+    struct ckop *op = &cc->q[cc->head];
+    struct ckev e = {.conn = (short)conn, .sent = op->sent, .acked = ++ckclock};
+    int ok = 1, n = ++op->replies;
+    switch (op->kind) {
+    case CK_OBSERVE:
+        if (n == 1) {
+            ok = r->type == '$' || !r->type;
+            snprintf(op->enc, sizeof op->enc, "%s", ok && r->type ? r->s : "none");
+            if (ok)
+                return 0; /* the count follows */
+        } else if ((ok = r->type == ':')) {
+            ck_observed(&ckkeys[op->key], op->enc, r->i, t);
+        }
+        break;
+    case CK_SADD:
+    case CK_SREM:
+    case CK_ZREM:
+        ok = r->type == ':';
+        e.kind = op->kind == CK_SADD ? EV_PRESENT : EV_ABSENT;
+        for (int i = 0; ok && i < op->nm; i++)
+            ck_event(op->key, op->m[i], e, 1);
+        break;
+    case CK_SMOVE:
+        ok = r->type == ':' && (r->i == 0 || r->i == 1);
+        if (ok && r->i) {
+            e.kind = EV_ABSENT;
+            ck_event(op->key, op->m[0], e, 1);
+            e.kind = EV_PRESENT;
+            ck_event(op->dst, op->m[0], e, 1);
+        }
+        break;
+    case CK_SPOP:
+        if (!op->count)
+            ok = !r->type || ck_popped(op, r, e);
+        else {
+            ok = r->type == '*' && (long long)r->n <= op->count;
+            for (size_t i = 0; ok && i < r->n; i++)
+                ok = ck_popped(op, &r->el[i], e);
+        }
+        break;
+    case CK_ZADD:
+    case CK_ZADDGL:
+        ok = r->type == ':' && (r->i == 0 || r->i == 1);
+        e.kind = EV_PRESENT;
+        e.score = op->score;
+        if (ok && (op->kind == CK_ZADD || r->i)) /* GT/LT's 0: nothing changed */
+            ck_event(op->key, op->m[0], e, 1);
+        break;
+    case CK_ZINCR:
+        ok = !r->type || r->type == '$';
+        e.kind = EV_PRESENT;
+        if (ok && r->type == '$') {
+            char *end;
+            double d = strtod(r->s, &end);
+            e.score = (long long)d;
+            ok = *end == 0 && (double)e.score == d;
+            if (ok)
+                ck_event(op->key, op->m[0], e, 1);
+        }
+        break;
+    case CK_ZPOP:
+        ok = r->type == '*' && r->n % 2 == 0 && (long long)r->n <= 2 * op->count;
+        for (size_t i = 0; ok && i < r->n; i += 2)
+            ok = ck_popped(op, &r->el[i], e);
+        break;
+    case CK_ZRANGE_DEL:
+        ok = r->type == ':';
+        if (ok)
+            ck_range_events(op, e);
+        break;
+    default:
+        break;
+    }
+    if (!ok) {
+        t->bad_replies++;
+        ck_wrong("%s on key %d answered %s", ck_name[op->kind], op->key, show(r));
+    }
+    t->acked[op->kind] += (uint64_t)ok;
+    cc->head = (cc->head + 1) % CK_DEPTH;
+    cc->n--;
+    return 1;
+}
+
+static int ck_verify(struct server *s, struct ck_totals *t);
+
+/* Load for `ms`, SIGKILL the server and read every reply it sent before
+ * dying; what stays unanswered is in flight. Every CK_PAUSE_MS of load the
+ * connections stop sending until every reply is in and the keys are
+ * checked (ck_verify, nothing in flight): a member lost by a conversion
+ * or a race between the workers is then found before later changes of it
+ * hide the loss. */
+static void ck_load_and_kill(struct server *s, int ms, unsigned *seed, struct ck_totals *t)
+{
+    struct ckconn cc[CK_CONNS];
+    memset(cc, 0, sizeof cc);
+    for (int i = 0; i < CK_KEYS; i++) {
+        snprintf(ckkeys[i].enc, sizeof ckkeys[i].enc, "?");
+        ckkeys[i].budget = 0;
+    }
+    for (int i = 0; i < CK_CONNS; i++)
+        server_cli(s, &cc[i].c);
+    for (int i = 0; i < CK_CONNS; i++)
+        while (cc[i].c.fd >= 0 && cc[i].n < CK_DEPTH)
+            ck_send(&cc[i], seed);
+    uint64_t end = now_ms() + (uint64_t)ms, pause = now_ms() + CK_PAUSE_MS;
+    int killed = 0, pausing = 0;
+    for (;;) {
+        struct pollfd pf[CK_CONNS];
+        int waiting = 0;
+        for (int i = 0; i < CK_CONNS; i++)
+            pf[i].fd = cc[i].c.fd, waiting += cc[i].n;
+        if (pausing && !waiting && !killed) {
+            int bad = ck_verify(s, t);
+            t->paused_checks++;
+            t->paused_bad += bad;
+            for (int i = 0; i < CK_CONNS; i++)
+                while (cc[i].c.fd >= 0 && cc[i].n < CK_DEPTH)
+                    ck_send(&cc[i], seed);
+            pausing = 0;
+            pause = now_ms() + CK_PAUSE_MS;
+        }
+        pausing |= now_ms() >= pause;
+        if (!load_poll(s, end, &killed, pf, CK_CONNS, 20))
+            break;
+        int give_up = killed && now_ms() > end + 5000;
+        for (int i = 0; i < CK_CONNS; i++) {
+            if (cc[i].c.fd < 0 || (!give_up && !(pf[i].revents & (POLLIN | POLLHUP | POLLERR))))
+                continue;
+            int eof = give_up ? -1 : cli_fill(&cc[i].c);
+            struct reply r;
+            while (cc[i].n && !cli_read(&cc[i].c, &r, 0)) {
+                if (ck_reply(&cc[i], i, &r, t) && !killed && !pausing)
+                    ck_send(&cc[i], seed);
+                reply_free(&r);
+            }
+            if (eof) {
+                if (give_up) {
+                    t->bad_replies++;
+                    ck_wrong("connection %d still open 5 s after the kill", i);
+                }
+                t->in_flight += (uint64_t)cc[i].n;
+                for (; cc[i].n; cc[i].n--, cc[i].head = (cc[i].head + 1) % CK_DEPTH)
+                    ck_in_flight(&cc[i].q[cc[i].head], i);
+                cli_close(&cc[i].c);
+            }
+        }
+    }
+    int st;
+    waitpid(s->pid, &st, 0);
+    s->pid = 0;
+}
+
+/* Does an event left of x admit its state after the restart (present
+ * with score, or absent)? 2: only through a range removal */
+static int ck_admits(const struct ckmember *x, int z, int present, long long score)
+{
+    int range = 0;
+    for (int i = 0; i < x->n; i++) {
+        const struct ckev *e = &x->ev[i];
+        if (present && e->kind == EV_PRESENT && (!z || e->any || e->score == score))
+            return 1;
+        if (!present && e->kind == EV_ABSENT)
+            return 1;
+        if (!present && e->kind == EV_RANGE)
+            for (int j = 0; j < x->n; j++)
+                range |= x->ev[j].kind == EV_PRESENT &&
+                         (x->ev[j].any || (x->ev[j].score >= e->lo && x->ev[j].score <= e->hi));
+    }
+    return range ? 2 : 0;
+}
+
+/* After a restart: every member of every key as the model admits; the
+ * model then goes on from what is there. Returns the members found wrong. */
+static int ck_verify(struct server *s, struct ck_totals *t)
+{
+    struct cli c;
+    struct reply r;
+    int bad = 0;
+    char k[16];
+    if (server_cli(s, &c)) {
+        ck_wrong("no connection after the restart");
+        return 1;
+    }
+    for (int key = 0; key < CK_KEYS; key++) {
+        struct ckkey *kk = &ckkeys[key];
+        int z = ck_is_z(key), present[CK_MAXM] = {0}, unexplained = 0;
+        long long score[CK_MAXM] = {0};
+        ck_keyname(k, sizeof k, key);
+        int rc = z ? CMD(&c, &r, "ZRANGE", k, "0", "-1", "WITHSCORES") : CMD(&c, &r, "SMEMBERS", k);
+        if (rc || r.type != '*') {
+            bad++;
+            ck_wrong("%s: %s", k, rc ? "no reply" : show(&r));
+            reply_free(&r);
+            continue;
+        }
+        for (size_t i = 0; i < r.n; i += 1 + (size_t)z) {
+            int mi = ck_index(key, r.el[i].s ? r.el[i].s : "", r.el[i].n);
+            if (mi < 0 || present[mi]) {
+                bad++;
+                ck_wrong("%s holds %.80s, %s", k, r.el[i].s ? r.el[i].s : "?",
+                         mi < 0 ? "never sent" : "twice");
+                continue;
+            }
+            present[mi] = 1;
+            if (z && i + 1 < r.n && r.el[i + 1].s)
+                score[mi] = strtoll(r.el[i + 1].s, NULL, 10);
+        }
+        reply_free(&r);
+        for (int mi = 0; mi < ck_members(key); mi++) {
+            struct ckmember *x = &kk->m[mi];
+            int a = ck_admits(x, z, present[mi], score[mi]);
+            if (!a && !present[mi]) {
+                unexplained++;
+            } else if (!a) {
+                char want[400] = "";
+                size_t at = 0;
+                for (int j = 0; j < x->n && at < sizeof want - 60; j++)
+                    at += (size_t)snprintf(want + at, sizeof want - at, " %s%s%lld (%s)",
+                                           x->ev[j].kind == EV_PRESENT  ? "present:"
+                                           : x->ev[j].kind == EV_ABSENT ? "absent"
+                                                                        : "range-removed",
+                                           x->ev[j].any ? "any" : "",
+                                           x->ev[j].kind == EV_ABSENT ? 0LL
+                                           : x->ev[j].kind == EV_RANGE ? x->ev[j].lo
+                                                                       : x->ev[j].score,
+                                           x->ev[j].acked ? "answered" : "in flight");
+                bad++;
+                ck_wrong("%s holds %s with score %lld; admitted:%s", k, ck_names[z][mi],
+                         score[mi], want);
+            }
+        }
+        if (unexplained > kk->budget) {
+            bad += unexplained;
+            for (int mi = 0, shown = 0; mi < ck_members(key) && shown < 5; mi++)
+                if (!present[mi] && !ck_admits(&kk->m[mi], z, 0, 0))
+                    shown++, ck_wrong("%s lost %s (%d members absent that nothing removed, "
+                                      "%ld an in-flight pop may have taken)",
+                                      k, ck_names[z][mi], unexplained, kk->budget);
+        } else {
+            t->excused += (uint64_t)unexplained;
+        }
+        /* the model goes on from what is there */
+        kk->est = 0;
+        uint64_t now = ++ckclock;
+        for (int mi = 0; mi < ck_members(key); mi++) {
+            struct ckmember *x = &kk->m[mi];
+            x->n = 0;
+            x->last_sent = 0;
+            x->cur = present[mi];
+            kk->est += present[mi];
+            ck_push(x, (struct ckev){present[mi] ? EV_PRESENT : EV_ABSENT, 0, -1, score[mi], 0, 0,
+                                     now, now});
+        }
+    }
+    cli_close(&c);
+    return bad;
+}
+
+static int run_collections_kill(const char *bin)
+{
+    unsigned seed;
+    int rounds = kill_rounds("KV_COLL_KILLS", 8, &seed), n = 4, lost = 0;
+    const char *extra[24] = {"--pool-size", "64M", "--threads", "2"};
+    char *args = server_env_args(extra, &n, 24);
+    printf("collections-kill test: %s %s, %d rounds, KV_SEED=%u\n", bin,
+           getenv("KV_SERVER_ARGS") ? getenv("KV_SERVER_ARGS") : "", rounds, seed);
+    struct server s;
+    struct ck_totals t = {0};
+    ckshown = 0;
+    ck_init_names();
+    server_names(&s, bin, "ckill");
+    for (int i = 0; i < CK_KEYS; i++) /* every member absent: nothing sent yet */
+        for (int mi = 0; mi < ck_members(i); mi++)
+            ck_push(&ckkeys[i].m[mi], (struct ckev){EV_ABSENT, 0, -1, 0, 0, 0, 0, 1});
+    uint64_t t0 = now_ms();
+    for (int round = 1; round <= rounds + 1; round++) {
+        if (server_start(&s, extra)) {
+            CHECK(0, "round %d: server starts", round);
+            break;
+        }
+        if (round > 1) {
+            int bad = ck_verify(&s, &t);
+            lost += bad;
+            CHECK(!bad, "%s %d: sets and sorted sets as acknowledged after the kill (%d wrong)",
+                  round > rounds ? "final restart after round" : "round", round - 1, bad);
+        }
+        if (round > rounds)
+            break;
+        /* low thresholds (CONFIG is not kept over a restart) */
+        struct cli c;
+        struct reply r;
+        server_cli(&s, &c);
+        CHECK(!CMD(&c, &r, "CONFIG", "SET", "set-max-intset-entries", "16",
+                   "zset-max-listpack-entries", "16") && is_status(&r, "OK"),
+              "round %d: CONFIG SET: %s", round, show(&r));
+        reply_free(&r);
+        cli_close(&c);
+        ck_load_and_kill(&s, 100 + (int)(rand_r(&seed) % 300), &seed, &t);
+        CHECK(server_check(&s) == 0, "round %d: --check after SIGKILL", round);
+    }
+    if (s.pid) {
+        int st = server_stop(&s, SIGTERM);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "final SIGTERM: clean exit");
+        CHECK(server_check(&s) == 0, "final --check");
+    }
+    uint64_t all = 0;
+    for (int i = 0; i < CK_NKINDS; i++)
+        all += t.acked[i];
+    printf("collections-kill test: %d kills in %.1f s; %llu acknowledged (", rounds,
+           (double)(now_ms() - t0) / 1000, (unsigned long long)all);
+    for (int i = 0; i < CK_NKINDS; i++)
+        printf("%s%llu %s", i ? ", " : "", (unsigned long long)t.acked[i], ck_name[i]);
+    printf("); %llu in flight at the kills; %llu checks amid the load; conversions observed: intset->hashtable %llu, "
+           "back to intset %llu, past 128 members %llu, below %llu, listpack->skiplist %llu, "
+           "skiplist->listpack/none %llu; %llu absences excused by in-flight pops; %d members "
+           "lost or wrong\n",
+           (unsigned long long)t.in_flight, (unsigned long long)t.paused_checks,
+           (unsigned long long)t.intset_out,
+           (unsigned long long)t.intset_in, (unsigned long long)t.over128,
+           (unsigned long long)t.under128, (unsigned long long)t.to_big,
+           (unsigned long long)t.from_big, (unsigned long long)t.excused, lost);
+    if (ckshown > 30)
+        printf("collections-kill: (%d more lines of detail not shown)\n", ckshown - 30);
+    CHECK(t.acked[CK_SADD] && t.acked[CK_ZADD], "sets and sorted sets were written (%llu SADD, "
+          "%llu ZADD)", (unsigned long long)t.acked[CK_SADD], (unsigned long long)t.acked[CK_ZADD]);
+    CHECK(!t.bad_replies, "%d replies not the ones expected", t.bad_replies);
+    CHECK(!t.paused_bad, "%llu checks amid the load (nothing in flight): %llu members lost or "
+          "wrong", (unsigned long long)t.paused_checks, (unsigned long long)t.paused_bad);
+    for (int i = 0; i < CK_KEYS; i++)
+        for (int mi = 0; mi < CK_MAXM; mi++)
+            free(ckkeys[i].m[mi].ev);
+    free(args);
+    server_cleanup(&s);
+    printf("kvstore collections-kill (%s): %d passed, %d failed\n", bin, passed, failed);
+    return failed ? 1 : 0;
+}
+
 /* ---- blocking pops between clients (issue #44): a client blocked on
  * empty keys is served by another client's push (also EXEC's), the
  * first blocked first; a timeout answers nil; a client that hangs up
@@ -4626,11 +5354,13 @@ int main(int argc, char **argv)
         return run_mc_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "zset-kill"))
         return run_zset_kill(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "collections-kill"))
+        return run_collections_kill(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "blocking"))
         return run_blocking(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "lazyfree"))
         return run_lazyfree(argv[2]);
-    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|list-kill|blocking|lazyfree|expire-kill|shared-kill|evict-kill|fdlimit|redis|pubsub|zset-kill|shutdown|load|mc-kill "
+    fprintf(stderr, "usage: kvclient proto|kill|exec-kill|list-kill|blocking|lazyfree|expire-kill|shared-kill|evict-kill|fdlimit|redis|pubsub|zset-kill|collections-kill|shutdown|load|mc-kill "
                     "SERVER | kvclient mc-replay|mc-bin-replay PORT <SCRIPT | "
                     "kvclient freeport\n");
     return 2;
