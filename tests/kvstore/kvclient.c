@@ -63,10 +63,10 @@
  *                           ZPOPMIN: the sorted set as acknowledged after
  *                           the restart; KV_ZSET_KILLS rounds (default 10)
  *   kvclient collections-kill SERVER  SIGKILL while 6 connections on both
- *                           workers change the same sets and sorted sets
- *                           across their conversions: every member as the
- *                           answered changes (or one in flight) left it;
- *                           KV_COLL_KILLS rounds (default 8)
+ *                           workers change the same sets, sorted sets and
+ *                           a hash across their conversions: every member
+ *                           as the answered changes (or one in flight)
+ *                           left it; KV_COLL_KILLS rounds (default 8)
  *   kvclient freeport       print a free TCP port on 127.0.0.1
  *
  * Each run makes its own socket directory and pool names (pid) and
@@ -4220,65 +4220,72 @@ static int run_zset_kill(const char *bin)
     return failed ? 1 : 0;
 }
 
-/* ---- SIGKILL while two workers change the same sets and sorted sets
- * (issue #44)
+/* ---- SIGKILL while two workers change the same sets, sorted sets and
+ * hashes (issue #44)
  *
  * CK_CONNS pipelined connections, handed to the server's two workers in
  * turn (server.c gives each new connection to the next worker, so
- * consecutive ones alternate), run SADD/SREM/SMOVE/SPOP on CK_SETS sets
- * and ZADD (plain, GT/LT CH, INCR)/ZREM/ZPOPMIN/ZREMRANGEBYSCORE on
- * CK_ZSETS sorted sets, all on the same few keys, until the server is
- * SIGKILLed; then it restarts (after --check) and every member of every
- * key is checked against the model below. CONFIG lowers the thresholds
- * (16 integers in an intset, 16 members packed in a sorted set; a set
- * packs 128 members, a long member makes a sorted set large at once) and
- * each key's load grows it past them and shrinks it again (SPOP's rebuild
- * of a small rest, a deleted emptied set), so the conversions happen, both
- * workers converting keys the other one writes.
+ * consecutive ones alternate), run SADD/SREM/SMOVE/SPOP on CK_SETS sets,
+ * ZADD (plain, GT/LT CH, INCR)/ZREM/ZPOPMIN/ZREMRANGEBYSCORE on CK_ZSETS
+ * sorted sets and HSET/HINCRBY/HDEL on CK_HASHES hash, all on the same
+ * few keys, until the server is SIGKILLed; then it restarts (after
+ * --check) and every member of every key is checked against the model
+ * below. CONFIG lowers the thresholds (16 integers in an intset, 16
+ * members packed in a sorted set or a hash; a set packs 128 members, a
+ * long member makes a sorted set large at once) and each key's load grows
+ * it past them and shrinks it again (SPOP's rebuild of a small rest, a
+ * deleted emptied key), so the conversions happen, both workers
+ * converting keys the other one writes.
  *
- * The model keeps, per key and member, the events that may have decided
- * its state: each change's effect on it (present with a score, or
- * absent), with the clock when it was sent and when its reply came (0:
- * in flight at the kill). A change whose effect is certain once answered
- * (SADD, SREM, ZADD, ZREM, a moved or popped member, an INCR's new score)
- * replaces the events answered before it was sent and those sent before
- * it on its connection (served in order); the state after the restart
- * must be one of the events left. A ZREMRANGEBYSCORE removes the member
- * only if its score was in range: it may explain an absence, never
- * replaces. An in-flight SPOP or ZPOPMIN may have removed any `count`
- * members of its key: absences nothing else explains are excused up to
- * that budget (and counted). KV_COLL_KILLS rounds (default 8); KV_SEED;
- * KV_SERVER_ARGS. */
+ * The model keeps, per key and member (or field), the events that may
+ * have decided its state: each change's effect on it (present with a
+ * score or value, or absent), with the clock when it was sent and when
+ * its reply came (0: in flight at the kill). A change whose effect is
+ * certain once answered (SADD, SREM, ZADD, ZREM, HSET, HDEL, a moved or
+ * popped member, an INCR's new score) replaces the events answered before
+ * it was sent and those sent before it on its connection (served in
+ * order); the state after the restart must be one of the events left. A
+ * ZREMRANGEBYSCORE removes the member only if its score was in range: it
+ * may explain an absence, never replaces. An in-flight SPOP or ZPOPMIN
+ * may have removed any `count` members of its key: absences nothing else
+ * explains are excused up to that budget (and counted); an in-flight
+ * SMOVE is whole or not at all. KV_COLL_KILLS rounds (default 8);
+ * KV_SEED; KV_SERVER_ARGS. */
 enum {
     CK_CONNS = 6,
     CK_DEPTH = 8,
     CK_SETS = 3,
     CK_ZSETS = 2,
-    CK_KEYS = CK_SETS + CK_ZSETS,
+    CK_HASHES = 1,
+    CK_KEYS = CK_SETS + CK_ZSETS + CK_HASHES,
     CK_SINTS = 240, /* a set's members: integers -40..199, then m0..m39 */
     CK_SMEMBERS = 280,
     CK_ZSHORT = 48, /* a sorted set's: z00..z47, then 2 longer than 64 bytes */
     CK_ZMEMBERS = 50,
+    CK_HFIELDS = 40, /* a hash's fields: f00..f39 */
     CK_MAXM = CK_SMEMBERS,
     CK_SET_HIGH = 150, /* a set grows past 128 (the table) up to this */
     CK_ZSET_HIGH = 40, /* a sorted set past 16 (the B-trees) up to this */
+    CK_HASH_HIGH = 30, /* a hash past 16 (its element table) up to this */
     CK_PAUSE_MS = 10   /* load between the checks with nothing in flight */
 };
 
 enum ck_kind { CK_SADD, CK_SREM, CK_SMOVE, CK_SPOP, CK_ZADD, CK_ZADDGL, CK_ZINCR, CK_ZREM,
-               CK_ZPOP, CK_ZRANGE_DEL, CK_OBSERVE, CK_NKINDS };
+               CK_ZPOP, CK_ZRANGE_DEL, CK_HSET, CK_HINCR, CK_HDEL, CK_OBSERVE, CK_NKINDS };
 
 static const char *const ck_name[CK_NKINDS] = {
     "SADD", "SREM", "SMOVE", "SPOP", "ZADD", "ZADD GT/LT CH", "ZADD INCR", "ZREM", "ZPOPMIN",
-    "ZREMRANGEBYSCORE", "OBJECT ENCODING+card"};
+    "ZREMRANGEBYSCORE", "HSET", "HINCRBY", "HDEL", "OBJECT ENCODING+card"};
 
-/* An event: present (score; `any`: an in-flight INCR's unknown one),
- * absent, or absent if the score was in [lo, hi] (a range removal) */
+/* An event: present (a score or a hash's value; `any`: an in-flight
+ * INCR's unknown one), absent, or absent if the score was in [lo, hi] (a
+ * range removal). An in-flight SMOVE's absence names the set it moves to
+ * (dst, else -1): the member must then be there. */
 enum { EV_PRESENT, EV_ABSENT, EV_RANGE };
 
 struct ckev {
     unsigned char kind, any;
-    short conn;
+    short conn, dst;
     long long score, lo, hi;
     uint64_t sent, acked;
 };
@@ -4301,7 +4308,7 @@ struct ckkey {
 
 struct ckop {
     enum ck_kind kind;
-    int key, dst, nm, m[4], replies;
+    int key, dst, nm, m[CK_HFIELDS], replies;
     long long score, count;
     int full; /* ZREMRANGEBYSCORE -inf +inf */
     uint64_t sent;
@@ -4316,14 +4323,14 @@ struct ckconn {
 
 struct ck_totals {
     uint64_t acked[CK_NKINDS], in_flight, excused;
-    uint64_t intset_out, intset_in, over128, under128, to_big, from_big;
+    uint64_t intset_out, intset_in, over128, under128, to_big, from_big, hash_big, hash_small;
     uint64_t paused_checks, paused_bad;
     int bad_replies;
 };
 
 static struct ckkey ckkeys[CK_KEYS];
 static uint64_t ckclock;
-static char ck_names[2][CK_MAXM][80]; /* [0] sets', [1] sorted sets' members */
+static char ck_names[3][CK_MAXM][80]; /* sets', sorted sets' members, hashes' fields */
 static int ckshown;
 
 static void ck_wrong(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -4340,19 +4347,27 @@ static void ck_wrong(const char *fmt, ...)
     va_end(ap);
 }
 
+/* 0 a set, 1 a sorted set, 2 a hash */
+static int ck_type(int key)
+{
+    return key < CK_SETS ? 0 : key < CK_SETS + CK_ZSETS ? 1 : 2;
+}
+
 static int ck_is_z(int key)
 {
-    return key >= CK_SETS;
+    return ck_type(key) == 1;
 }
 
 static int ck_members(int key)
 {
-    return ck_is_z(key) ? CK_ZMEMBERS : CK_SMEMBERS;
+    static const int n[3] = {CK_SMEMBERS, CK_ZMEMBERS, CK_HFIELDS};
+    return n[ck_type(key)];
 }
 
 static void ck_keyname(char *k, size_t n, int key)
 {
-    snprintf(k, n, ck_is_z(key) ? "ck:z%d" : "ck:s%d", ck_is_z(key) ? key - CK_SETS : key);
+    static const int first[3] = {0, CK_SETS, CK_SETS + CK_ZSETS};
+    snprintf(k, n, "ck:%c%d", "szh"[ck_type(key)], key - first[ck_type(key)]);
 }
 
 static void ck_init_names(void)
@@ -4367,13 +4382,15 @@ static void ck_init_names(void)
             snprintf(ck_names[1][i], 80, "z%02d", i);
         else
             snprintf(ck_names[1][i], 80, "long-member-%d-%060d", i - CK_ZSHORT, 0);
+    for (int i = 0; i < CK_HFIELDS; i++)
+        snprintf(ck_names[2][i], 80, "f%02d", i);
 }
 
 /* A member's index from its name, or -1: not one the load sends */
 static int ck_index(int key, const char *p, size_t n)
 {
     for (int i = 0; i < ck_members(key); i++)
-        if (strlen(ck_names[ck_is_z(key)][i]) == n && !memcmp(ck_names[ck_is_z(key)][i], p, n))
+        if (strlen(ck_names[ck_type(key)][i]) == n && !memcmp(ck_names[ck_type(key)][i], p, n))
             return i;
     return -1;
 }
@@ -4418,6 +4435,8 @@ static long long ck_rand_score(unsigned *seed)
 
 static int ck_pick(int key, unsigned *seed)
 {
+    if (ck_type(key) == 2)
+        return (int)(rand_r(seed) % CK_HFIELDS);
     if (ck_is_z(key)) /* the long members rarely: each makes the set large */
         return rand_r(seed) % 50 ? (int)(rand_r(seed) % CK_ZSHORT)
                                  : CK_ZSHORT + (int)(rand_r(seed) % (CK_ZMEMBERS - CK_ZSHORT));
@@ -4431,20 +4450,41 @@ static void ck_send(struct ckconn *cc, unsigned *seed)
     struct ckop op = {0};
     struct bytes b = {0};
     char k[16], k2[16], num[24], cnt[24], hi[24];
-    const char *argv[10];
+    const char *argv[2 + CK_HFIELDS];
     int argc = 0, r = (int)(rand_r(seed) % 100);
     op.key = (int)(rand_r(seed) % CK_KEYS);
     struct ckkey *key = &ckkeys[op.key];
-    if (key->shrink && key->est <= (ck_is_z(op.key) ? 2 : 4))
+    static const int high[3] = {CK_SET_HIGH, CK_ZSET_HIGH, CK_HASH_HIGH};
+    if (key->shrink && key->est <= (ck_type(op.key) == 2 ? 0 : ck_type(op.key) ? 2 : 4))
         key->shrink = 0;
-    else if (!key->shrink && key->est >= (ck_is_z(op.key) ? CK_ZSET_HIGH : CK_SET_HIGH))
+    else if (!key->shrink && key->est >= high[ck_type(op.key)])
         key->shrink = 1;
     ck_keyname(k, sizeof k, op.key);
-    const char (*names)[80] = ck_names[ck_is_z(op.key)];
+    const char (*names)[80] = ck_names[ck_type(op.key)];
     if (r < 4) {
         op.kind = CK_OBSERVE;
         encode(&b, 3, (const char *[]){"OBJECT", "ENCODING", k}, NULL);
-        encode(&b, 2, (const char *[]){ck_is_z(op.key) ? "ZCARD" : "SCARD", k}, NULL);
+        encode(&b, 2, (const char *[]){(const char *[]){"SCARD", "ZCARD", "HLEN"}[ck_type(op.key)], k},
+               NULL);
+    } else if (ck_type(op.key) == 2) {
+        /* growing: mostly HSET; emptying: HDEL of a few fields, at times
+         * of all (then the hash is deleted and starts packed again) */
+        int g = !key->shrink;
+        op.kind = r < (g ? 60 : 10) ? CK_HSET : r < (g ? 80 : 20) ? CK_HINCR : CK_HDEL;
+        op.nm = op.kind == CK_HINCR ? 1 : 1 + (int)(rand_r(seed) % (op.kind == CK_HDEL && !g ? 4 : 2));
+        if (op.kind == CK_HDEL && !g && r >= 90)
+            op.nm = CK_HFIELDS;
+        op.score = op.kind == CK_HINCR ? (long long)(rand_r(seed) % 101) - 50 : ck_rand_score(seed);
+        snprintf(num, sizeof num, "%lld", op.score);
+        argv[argc++] = op.kind == CK_HSET ? "HSET" : op.kind == CK_HINCR ? "HINCRBY" : "HDEL";
+        argv[argc++] = k;
+        for (int i = 0; i < op.nm; i++) {
+            op.m[i] = op.nm == CK_HFIELDS ? i : ck_pick(op.key, seed);
+            argv[argc++] = names[op.m[i]];
+            if (op.kind != CK_HDEL)
+                argv[argc++] = num;
+        }
+        encode(&b, argc, argv, NULL);
     } else if (!ck_is_z(op.key)) {
         /* growing: mostly SADD; emptying: SREM and SPOPs of most of the set */
         int g = !key->shrink;
@@ -4536,28 +4576,33 @@ static void ck_range_events(const struct ckop *op, struct ckev e)
  * done */
 static void ck_in_flight(const struct ckop *op, int conn)
 {
-    struct ckev e = {.conn = (short)conn, .sent = op->sent};
+    struct ckev e = {.conn = (short)conn, .dst = -1, .sent = op->sent};
     switch (op->kind) {
     case CK_SADD:
     case CK_ZADD:
     case CK_ZADDGL:
     case CK_ZINCR:
+    case CK_HSET:
+    case CK_HINCR:
         e.kind = EV_PRESENT;
         e.score = op->score;
-        e.any = op->kind == CK_ZINCR;
+        e.any = op->kind == CK_ZINCR || op->kind == CK_HINCR;
         for (int i = 0; i < op->nm; i++)
             ck_event(op->key, op->m[i], e, 0);
         break;
     case CK_SREM:
     case CK_ZREM:
+    case CK_HDEL:
         e.kind = EV_ABSENT;
         for (int i = 0; i < op->nm; i++)
             ck_event(op->key, op->m[i], e, 0);
         break;
     case CK_SMOVE:
         e.kind = EV_ABSENT;
+        e.dst = (short)op->dst;
         ck_event(op->key, op->m[0], e, 0);
         e.kind = EV_PRESENT;
+        e.dst = -1;
         ck_event(op->dst, op->m[0], e, 0);
         break;
     case CK_SPOP:
@@ -4573,8 +4618,15 @@ static void ck_in_flight(const struct ckop *op, int conn)
 }
 
 /* An observed encoding and size: the conversions between observations */
-static void ck_observed(struct ckkey *k, const char *enc, long long card, struct ck_totals *t)
+static void ck_observed(struct ckkey *k, int type, const char *enc, long long card,
+                        struct ck_totals *t)
 {
+    if (type == 2) { /* a hash: listpack, or its element table */
+        t->hash_big += !strcmp(enc, "hashtable") && strcmp(k->enc, "hashtable");
+        t->hash_small += strcmp(enc, "hashtable") && !strcmp(k->enc, "hashtable");
+        snprintf(k->enc, sizeof k->enc, "%s", enc);
+        return;
+    }
     if (!strcmp(k->enc, "intset") && strcmp(enc, "intset"))
         t->intset_out++;
     if (strcmp(k->enc, "intset") && !strcmp(enc, "intset"))
@@ -4607,7 +4659,7 @@ static int ck_popped(const struct ckop *op, const struct reply *m, struct ckev e
 static int ck_reply(struct ckconn *cc, int conn, const struct reply *r, struct ck_totals *t)
 {
     struct ckop *op = &cc->q[cc->head];
-    struct ckev e = {.conn = (short)conn, .sent = op->sent, .acked = ++ckclock};
+    struct ckev e = {.conn = (short)conn, .dst = -1, .sent = op->sent, .acked = ++ckclock};
     int ok = 1, n = ++op->replies;
     switch (op->kind) {
     case CK_OBSERVE:
@@ -4617,16 +4669,26 @@ static int ck_reply(struct ckconn *cc, int conn, const struct reply *r, struct c
             if (ok)
                 return 0; /* the count follows */
         } else if ((ok = r->type == ':')) {
-            ck_observed(&ckkeys[op->key], op->enc, r->i, t);
+            ck_observed(&ckkeys[op->key], ck_type(op->key), op->enc, r->i, t);
         }
         break;
     case CK_SADD:
     case CK_SREM:
     case CK_ZREM:
+    case CK_HSET:
+    case CK_HDEL:
         ok = r->type == ':';
-        e.kind = op->kind == CK_SADD ? EV_PRESENT : EV_ABSENT;
+        e.kind = op->kind == CK_SADD || op->kind == CK_HSET ? EV_PRESENT : EV_ABSENT;
+        e.score = op->score;
         for (int i = 0; ok && i < op->nm; i++)
             ck_event(op->key, op->m[i], e, 1);
+        break;
+    case CK_HINCR:
+        ok = r->type == ':';
+        e.kind = EV_PRESENT;
+        e.score = r->i;
+        if (ok)
+            ck_event(op->key, op->m[0], e, 1);
         break;
     case CK_SMOVE:
         ok = r->type == ':' && (r->i == 0 || r->i == 1);
@@ -4760,12 +4822,12 @@ static void ck_load_and_kill(struct server *s, int ms, unsigned *seed, struct ck
 
 /* Does an event left of x admit its state after the restart (present
  * with score, or absent)? 2: only through a range removal */
-static int ck_admits(const struct ckmember *x, int z, int present, long long score)
+static int ck_admits(const struct ckmember *x, int scored, int present, long long score)
 {
     int range = 0;
     for (int i = 0; i < x->n; i++) {
         const struct ckev *e = &x->ev[i];
-        if (present && e->kind == EV_PRESENT && (!z || e->any || e->score == score))
+        if (present && e->kind == EV_PRESENT && (!scored || e->any || e->score == score))
             return 1;
         if (!present && e->kind == EV_ABSENT)
             return 1;
@@ -4777,10 +4839,31 @@ static int ck_admits(const struct ckmember *x, int z, int present, long long sco
     return range ? 2 : 0;
 }
 
-/* After a restart: every member of every key as the model admits; the
- * model then goes on from what is there. Returns the members found wrong. */
+/* A set's member absent only by in-flight SMOVEs (no other event, no pop
+ * in flight on the key) must be in one of their destinations: else the
+ * SMOVE is half done. The destination it is missing from, or -1. */
+static int ck_half_moved(int key, int mi, unsigned char (*present)[CK_MAXM])
+{
+    const struct ckmember *x = &ckkeys[key].m[mi];
+    int dst = -1;
+    if (ck_type(key) || present[key][mi] || ckkeys[key].budget)
+        return -1;
+    for (int i = 0; i < x->n; i++) {
+        const struct ckev *e = &x->ev[i];
+        if (e->kind == EV_ABSENT && (e->dst < 0 || present[e->dst][mi]))
+            return -1;
+        dst = e->kind == EV_ABSENT ? e->dst : dst;
+    }
+    return dst;
+}
+
+/* After a restart, or amid the load with nothing in flight: every member
+ * of every key as the model admits; the model then goes on from what is
+ * there. Returns the members found wrong. */
 static int ck_verify(struct server *s, struct ck_totals *t)
 {
+    static unsigned char present[CK_KEYS][CK_MAXM];
+    static long long score[CK_KEYS][CK_MAXM];
     struct cli c;
     struct reply r;
     int bad = 0;
@@ -4789,35 +4872,46 @@ static int ck_verify(struct server *s, struct ck_totals *t)
         ck_wrong("no connection after the restart");
         return 1;
     }
+    memset(present, 0, sizeof present);
+    memset(score, 0, sizeof score);
     for (int key = 0; key < CK_KEYS; key++) {
-        struct ckkey *kk = &ckkeys[key];
-        int z = ck_is_z(key), present[CK_MAXM] = {0}, unexplained = 0;
-        long long score[CK_MAXM] = {0};
+        int type = ck_type(key), rc;
         ck_keyname(k, sizeof k, key);
-        int rc = z ? CMD(&c, &r, "ZRANGE", k, "0", "-1", "WITHSCORES") : CMD(&c, &r, "SMEMBERS", k);
+        rc = type == 1   ? CMD(&c, &r, "ZRANGE", k, "0", "-1", "WITHSCORES")
+             : type == 2 ? CMD(&c, &r, "HGETALL", k)
+                         : CMD(&c, &r, "SMEMBERS", k);
         if (rc || r.type != '*') {
             bad++;
             ck_wrong("%s: %s", k, rc ? "no reply" : show(&r));
-            reply_free(&r);
-            continue;
         }
-        for (size_t i = 0; i < r.n; i += 1 + (size_t)z) {
+        for (size_t i = 0; !rc && r.type == '*' && i < r.n; i += 1 + (type > 0)) {
             int mi = ck_index(key, r.el[i].s ? r.el[i].s : "", r.el[i].n);
-            if (mi < 0 || present[mi]) {
+            if (mi < 0 || present[key][mi]) {
                 bad++;
                 ck_wrong("%s holds %.80s, %s", k, r.el[i].s ? r.el[i].s : "?",
                          mi < 0 ? "never sent" : "twice");
                 continue;
             }
-            present[mi] = 1;
-            if (z && i + 1 < r.n && r.el[i + 1].s)
-                score[mi] = strtoll(r.el[i + 1].s, NULL, 10);
+            present[key][mi] = 1;
+            if (type && i + 1 < r.n && r.el[i + 1].s)
+                score[key][mi] = strtoll(r.el[i + 1].s, NULL, 10);
         }
         reply_free(&r);
+    }
+    cli_close(&c);
+    for (int key = 0; key < CK_KEYS; key++) {
+        struct ckkey *kk = &ckkeys[key];
+        int type = ck_type(key), unexplained = 0;
+        ck_keyname(k, sizeof k, key);
         for (int mi = 0; mi < ck_members(key); mi++) {
             struct ckmember *x = &kk->m[mi];
-            int a = ck_admits(x, z, present[mi], score[mi]);
-            if (!a && !present[mi]) {
+            int a = ck_admits(x, type > 0, present[key][mi], score[key][mi]),
+                half = a ? ck_half_moved(key, mi, present) : -1;
+            if (half >= 0) {
+                bad++;
+                ck_wrong("%s: SMOVE of %s to ck:s%d half done (in neither)", k,
+                         ck_names[type][mi], half);
+            } else if (!a && !present[key][mi]) {
                 unexplained++;
             } else if (!a) {
                 char want[400] = "";
@@ -4833,34 +4927,37 @@ static int ck_verify(struct server *s, struct ck_totals *t)
                                                                        : x->ev[j].score,
                                            x->ev[j].acked ? "answered" : "in flight");
                 bad++;
-                ck_wrong("%s holds %s with score %lld; admitted:%s", k, ck_names[z][mi],
-                         score[mi], want);
+                ck_wrong("%s holds %s (score or value %lld); admitted:%s", k, ck_names[type][mi],
+                         score[key][mi], want);
             }
         }
         if (unexplained > kk->budget) {
             bad += unexplained;
             for (int mi = 0, shown = 0; mi < ck_members(key) && shown < 5; mi++)
-                if (!present[mi] && !ck_admits(&kk->m[mi], z, 0, 0))
+                if (!present[key][mi] && !ck_admits(&kk->m[mi], type > 0, 0, 0))
                     shown++, ck_wrong("%s lost %s (%d members absent that nothing removed, "
                                       "%ld an in-flight pop may have taken)",
-                                      k, ck_names[z][mi], unexplained, kk->budget);
+                                      k, ck_names[type][mi], unexplained, kk->budget);
         } else {
             t->excused += (uint64_t)unexplained;
         }
-        /* the model goes on from what is there */
+    }
+    /* the model goes on from what is there */
+    uint64_t now = ++ckclock;
+    for (int key = 0; key < CK_KEYS; key++) {
+        struct ckkey *kk = &ckkeys[key];
         kk->est = 0;
-        uint64_t now = ++ckclock;
         for (int mi = 0; mi < ck_members(key); mi++) {
             struct ckmember *x = &kk->m[mi];
             x->n = 0;
             x->last_sent = 0;
-            x->cur = present[mi];
-            kk->est += present[mi];
-            ck_push(x, (struct ckev){present[mi] ? EV_PRESENT : EV_ABSENT, 0, -1, score[mi], 0, 0,
-                                     now, now});
+            x->cur = present[key][mi];
+            kk->est += present[key][mi];
+            ck_push(x, (struct ckev){.kind = present[key][mi] ? EV_PRESENT : EV_ABSENT,
+                                     .conn = -1, .dst = -1, .score = score[key][mi],
+                                     .sent = now, .acked = now});
         }
     }
-    cli_close(&c);
     return bad;
 }
 
@@ -4879,7 +4976,8 @@ static int run_collections_kill(const char *bin)
     server_names(&s, bin, "ckill");
     for (int i = 0; i < CK_KEYS; i++) /* every member absent: nothing sent yet */
         for (int mi = 0; mi < ck_members(i); mi++)
-            ck_push(&ckkeys[i].m[mi], (struct ckev){EV_ABSENT, 0, -1, 0, 0, 0, 0, 1});
+            ck_push(&ckkeys[i].m[mi],
+                    (struct ckev){.kind = EV_ABSENT, .conn = -1, .dst = -1, .acked = 1});
     uint64_t t0 = now_ms();
     for (int round = 1; round <= rounds + 1; round++) {
         if (server_start(&s, extra)) {
@@ -4899,7 +4997,8 @@ static int run_collections_kill(const char *bin)
         struct reply r;
         server_cli(&s, &c);
         CHECK(!CMD(&c, &r, "CONFIG", "SET", "set-max-intset-entries", "16",
-                   "zset-max-listpack-entries", "16") && is_status(&r, "OK"),
+                   "zset-max-listpack-entries", "16", "hash-max-listpack-entries", "16") &&
+                  is_status(&r, "OK"),
               "round %d: CONFIG SET: %s", round, show(&r));
         reply_free(&r);
         cli_close(&c);
@@ -4920,13 +5019,14 @@ static int run_collections_kill(const char *bin)
         printf("%s%llu %s", i ? ", " : "", (unsigned long long)t.acked[i], ck_name[i]);
     printf("); %llu in flight at the kills; %llu checks amid the load; conversions observed: intset->hashtable %llu, "
            "back to intset %llu, past 128 members %llu, below %llu, listpack->skiplist %llu, "
-           "skiplist->listpack/none %llu; %llu absences excused by in-flight pops; %d members "
-           "lost or wrong\n",
+           "skiplist->listpack/none %llu, hash listpack->hashtable %llu, back %llu; %llu "
+           "absences excused by in-flight pops; %d members lost or wrong\n",
            (unsigned long long)t.in_flight, (unsigned long long)t.paused_checks,
            (unsigned long long)t.intset_out,
            (unsigned long long)t.intset_in, (unsigned long long)t.over128,
            (unsigned long long)t.under128, (unsigned long long)t.to_big,
-           (unsigned long long)t.from_big, (unsigned long long)t.excused, lost);
+           (unsigned long long)t.from_big, (unsigned long long)t.hash_big,
+           (unsigned long long)t.hash_small, (unsigned long long)t.excused, lost);
     if (ckshown > 30)
         printf("collections-kill: (%d more lines of detail not shown)\n", ckshown - 30);
     CHECK(t.acked[CK_SADD] && t.acked[CK_ZADD], "sets and sorted sets were written (%llu SADD, "
