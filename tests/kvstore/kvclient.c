@@ -72,6 +72,7 @@
  * Each run makes its own socket directory and pool names (pid) and
  * removes them. Prints "N passed, M failed" and exits 1 on any failure. */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -1816,19 +1817,33 @@ struct kill_totals {
 
 
 
-int load_poll(struct server *s, uint64_t end, int *killed, struct pollfd *pf, int n, int ms)
+int load_ready(struct server *s, uint64_t end, int *killed, struct cli *const *c, int n, int ms,
+               int *what)
 {
+    struct pollfd pf[LOAD_CONNS_MAX];
     int live = 0;
+    assert(n <= LOAD_CONNS_MAX);
     if (!*killed && now_ms() >= end) {
         kill(s->pid, SIGKILL);
         *killed = 1;
     }
     for (int i = 0; i < n; i++) {
-        pf[i].events = POLLIN;
-        pf[i].revents = 0;
+        pf[i] = (struct pollfd){c[i]->fd, POLLIN, 0};
         live += pf[i].fd >= 0;
     }
-    return live && poll(pf, (nfds_t)n, ms) >= 0 ? live : 0;
+    if (!live || poll(pf, (nfds_t)n, ms) < 0)
+        return 0;
+    /* a dead server's connections end at once: 5 s bound the round */
+    int give_up = *killed && now_ms() > end + 5000;
+    for (int i = 0; i < n; i++) {
+        what[i] = c[i]->fd < 0                                 ? 0
+                  : give_up                                    ? -1
+                  : pf[i].revents & (POLLIN | POLLHUP | POLLERR) ? 1
+                                                               : 0;
+        if (what[i] < 0)
+            printf("kill test: connection %d still open 5 s after the kill\n", i);
+    }
+    return live;
 }
 
 /* Load until `ms` have passed, then SIGKILL the server mid-load and read
@@ -1843,18 +1858,17 @@ static void load_and_kill(struct server *s, int ms, unsigned *seed, struct kill_
             send_op(&l[i], seed, i);
     }
     uint64_t end = now_ms() + (uint64_t)ms;
-    int killed = 0;
-    for (;;) {
-        struct pollfd pf[CONNS];
-        for (int i = 0; i < CONNS; i++)
-            pf[i].fd = l[i].c.fd;
-        if (!load_poll(s, end, &killed, pf, CONNS, 50))
-            break;
+    int killed = 0, what[CONNS];
+    struct cli *cs[CONNS];
+    for (int i = 0; i < CONNS; i++)
+        cs[i] = &l[i].c;
+    while (load_ready(s, end, &killed, cs, CONNS, 50, what)) {
         for (int i = 0; i < CONNS; i++) {
-            if (l[i].c.fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+            if (!what[i])
                 continue;
             struct reply r;
-            int eof = cli_fill(&l[i].c);
+            int eof = what[i] < 0 ? -1 : cli_fill(&l[i].c);
+            failed += what[i] < 0;
             /* every complete reply that is here: acknowledged */
             while (l[i].n && !cli_read(&l[i].c, &r, 0)) {
                 t->acked += (uint64_t)l[i].q[l[i].head].nkeys;
@@ -2618,6 +2632,8 @@ static int sshown; /* lines of detail printed: the first 30 say enough */
 /* evict-kill: shared-kill's load under a small maxmemory and allkeys-lru
  * (run_evict_kill) */
 static int sevict;
+/* the test s_wrong's lines name (collections-kill's too) */
+static const char *swho = "shared-kill";
 
 static void s_wrong(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -2627,7 +2643,7 @@ static void s_wrong(const char *fmt, ...)
     if (++sshown > 30)
         return;
     va_start(ap, fmt);
-    printf("%s: ", sevict ? "evict-kill" : "shared-kill");
+    printf("%s: ", swho);
     vprintf(fmt, ap);
     printf("\n");
     va_end(ap);
@@ -2866,10 +2882,11 @@ static void s_load_and_kill(struct server *s, int ms, unsigned *seed, struct sha
                         round: a slow server's reply must come before it),
                         read after it, so that the load does not stop for it */
     server_cli(s, &info);
+    int what[SCONNS];
+    struct cli *cs[SCONNS];
+    for (int i = 0; i < SCONNS; i++)
+        cs[i] = &sc[i].c;
     for (;;) {
-        struct pollfd pf[SCONNS];
-        for (int i = 0; i < SCONNS; i++)
-            pf[i].fd = sc[i].c.fd;
         if (info.fd >= 0 && !asked && now_ms() + 5 + (uint64_t)ms / 20 >= end) {
             struct bytes b = {0};
             encode(&b, 2, (const char *[]){"INFO", "stats"}, NULL);
@@ -2877,14 +2894,12 @@ static void s_load_and_kill(struct server *s, int ms, unsigned *seed, struct sha
             free(b.p);
             asked = 1;
         }
-        if (!load_poll(s, end, &killed, pf, SCONNS, 20))
+        if (!load_ready(s, end, &killed, cs, SCONNS, 20, what))
             break;
-        /* a dead server's connections end at once: 5 s bound the round */
-        int give_up = killed && now_ms() > end + 5000;
         for (int i = 0; i < SCONNS; i++) {
-            if (sc[i].c.fd < 0 || (!give_up && !(pf[i].revents & (POLLIN | POLLHUP | POLLERR))))
+            if (!what[i])
                 continue;
-            int eof = give_up ? -1 : cli_fill(&sc[i].c);
+            int eof = what[i] < 0 ? -1 : cli_fill(&sc[i].c);
             struct reply r;
             while (sc[i].n && !cli_read(&sc[i].c, &r, 0)) {
                 if (s_reply(&sc[i], &r, t) && !killed)
@@ -2892,10 +2907,7 @@ static void s_load_and_kill(struct server *s, int ms, unsigned *seed, struct sha
                 reply_free(&r);
             }
             if (eof) {
-                if (give_up) {
-                    t->bad_replies++;
-                    s_wrong("connection %d still open 5 s after the kill", i);
-                }
+                t->bad_replies += what[i] < 0;
                 t->in_flight += (uint64_t)sc[i].n;
                 sc[i].n = 0;
                 cli_close(&sc[i].c);
@@ -3098,6 +3110,7 @@ static int shared_kill(const char *bin, int evict)
     struct server s;
     struct shared_totals t = {0};
     sevict = evict;
+    swho = name;
     sshown = 0;
     server_names(&s, bin, evict ? "ekill" : "skill");
     memset(snums, 0, sizeof snums);
@@ -4331,21 +4344,6 @@ struct ck_totals {
 static struct ckkey ckkeys[CK_KEYS];
 static uint64_t ckclock;
 static char ck_names[3][CK_MAXM][80]; /* sets', sorted sets' members, hashes' fields */
-static int ckshown;
-
-static void ck_wrong(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void ck_wrong(const char *fmt, ...)
-{
-    va_list ap;
-    if (++ckshown > 30)
-        return;
-    va_start(ap, fmt);
-    printf("collections-kill: ");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-}
 
 /* 0 a set, 1 a sorted set, 2 a hash */
 static int ck_type(int key)
@@ -4743,7 +4741,7 @@ static int ck_reply(struct ckconn *cc, int conn, const struct reply *r, struct c
     }
     if (!ok) {
         t->bad_replies++;
-        ck_wrong("%s on key %d answered %s", ck_name[op->kind], op->key, show(r));
+        s_wrong("%s on key %d answered %s", ck_name[op->kind], op->key, show(r));
     }
     t->acked[op->kind] += (uint64_t)ok;
     cc->head = (cc->head + 1) % CK_DEPTH;
@@ -4773,12 +4771,14 @@ static void ck_load_and_kill(struct server *s, int ms, unsigned *seed, struct ck
         while (cc[i].c.fd >= 0 && cc[i].n < CK_DEPTH)
             ck_send(&cc[i], seed);
     uint64_t end = now_ms() + (uint64_t)ms, pause = now_ms() + CK_PAUSE_MS;
-    int killed = 0, pausing = 0;
+    int killed = 0, pausing = 0, what[CK_CONNS];
+    struct cli *cs[CK_CONNS];
+    for (int i = 0; i < CK_CONNS; i++)
+        cs[i] = &cc[i].c;
     for (;;) {
-        struct pollfd pf[CK_CONNS];
         int waiting = 0;
         for (int i = 0; i < CK_CONNS; i++)
-            pf[i].fd = cc[i].c.fd, waiting += cc[i].n;
+            waiting += cc[i].n;
         if (pausing && !waiting && !killed) {
             int bad = ck_verify(s, t);
             t->paused_checks++;
@@ -4790,13 +4790,12 @@ static void ck_load_and_kill(struct server *s, int ms, unsigned *seed, struct ck
             pause = now_ms() + CK_PAUSE_MS;
         }
         pausing |= now_ms() >= pause;
-        if (!load_poll(s, end, &killed, pf, CK_CONNS, 20))
+        if (!load_ready(s, end, &killed, cs, CK_CONNS, 20, what))
             break;
-        int give_up = killed && now_ms() > end + 5000;
         for (int i = 0; i < CK_CONNS; i++) {
-            if (cc[i].c.fd < 0 || (!give_up && !(pf[i].revents & (POLLIN | POLLHUP | POLLERR))))
+            if (!what[i])
                 continue;
-            int eof = give_up ? -1 : cli_fill(&cc[i].c);
+            int eof = what[i] < 0 ? -1 : cli_fill(&cc[i].c);
             struct reply r;
             while (cc[i].n && !cli_read(&cc[i].c, &r, 0)) {
                 if (ck_reply(&cc[i], i, &r, t) && !killed && !pausing)
@@ -4804,10 +4803,7 @@ static void ck_load_and_kill(struct server *s, int ms, unsigned *seed, struct ck
                 reply_free(&r);
             }
             if (eof) {
-                if (give_up) {
-                    t->bad_replies++;
-                    ck_wrong("connection %d still open 5 s after the kill", i);
-                }
+                t->bad_replies += what[i] < 0;
                 t->in_flight += (uint64_t)cc[i].n;
                 for (; cc[i].n; cc[i].n--, cc[i].head = (cc[i].head + 1) % CK_DEPTH)
                     ck_in_flight(&cc[i].q[cc[i].head], i);
@@ -4884,7 +4880,7 @@ static int ck_verify(struct server *s, struct ck_totals *t)
     int bad = 0;
     char k[16];
     if (server_cli(s, &c)) {
-        ck_wrong("no connection after the restart");
+        s_wrong("no connection after the restart");
         return 1;
     }
     memset(present, 0, sizeof present);
@@ -4897,13 +4893,13 @@ static int ck_verify(struct server *s, struct ck_totals *t)
                          : CMD(&c, &r, "SMEMBERS", k);
         if (rc || r.type != '*') {
             bad++;
-            ck_wrong("%s: %s", k, rc ? "no reply" : show(&r));
+            s_wrong("%s: %s", k, rc ? "no reply" : show(&r));
         }
         for (size_t i = 0; !rc && r.type == '*' && i < r.n; i += 1 + (type > 0)) {
             int mi = ck_index(key, r.el[i].s ? r.el[i].s : "", r.el[i].n);
             if (mi < 0 || present[key][mi]) {
                 bad++;
-                ck_wrong("%s holds %.80s, %s", k, r.el[i].s ? r.el[i].s : "?",
+                s_wrong("%s holds %.80s, %s", k, r.el[i].s ? r.el[i].s : "?",
                          mi < 0 ? "never sent" : "twice");
                 continue;
             }
@@ -4924,7 +4920,7 @@ static int ck_verify(struct server *s, struct ck_totals *t)
                 half = a ? ck_half_moved(key, mi, present) : -1;
             if (half >= 0) {
                 bad++;
-                ck_wrong("%s: SMOVE of %s to ck:s%d half done (in neither)", k,
+                s_wrong("%s: SMOVE of %s to ck:s%d half done (in neither)", k,
                          ck_names[type][mi], half);
             } else if (!a && !present[key][mi]) {
                 unexplained++;
@@ -4942,7 +4938,7 @@ static int ck_verify(struct server *s, struct ck_totals *t)
                                                                        : x->ev[j].score,
                                            x->ev[j].acked ? "answered" : "in flight");
                 bad++;
-                ck_wrong("%s holds %s (score or value %lld); admitted:%s", k, ck_names[type][mi],
+                s_wrong("%s holds %s (score or value %lld); admitted:%s", k, ck_names[type][mi],
                          score[key][mi], want);
             }
         }
@@ -4950,7 +4946,7 @@ static int ck_verify(struct server *s, struct ck_totals *t)
             bad += unexplained;
             for (int mi = 0, shown = 0; mi < ck_members(key) && shown < 5; mi++)
                 if (!present[key][mi] && !ck_admits(&kk->m[mi], type > 0, 0, 0))
-                    shown++, ck_wrong("%s lost %s (%d members absent that nothing removed, "
+                    shown++, s_wrong("%s lost %s (%d members absent that nothing removed, "
                                       "%ld an in-flight pop may have taken)",
                                       k, ck_names[type][mi], unexplained, kk->budget);
         } else {
@@ -4986,7 +4982,8 @@ static int run_collections_kill(const char *bin)
            getenv("KV_SERVER_ARGS") ? getenv("KV_SERVER_ARGS") : "", rounds, seed);
     struct server s;
     struct ck_totals t = {0};
-    ckshown = 0;
+    swho = "collections-kill";
+    sshown = 0;
     ck_init_names();
     server_names(&s, bin, "ckill");
     for (int i = 0; i < CK_KEYS; i++) /* every member absent: nothing sent yet */
@@ -5042,8 +5039,8 @@ static int run_collections_kill(const char *bin)
            (unsigned long long)t.under128, (unsigned long long)t.to_big,
            (unsigned long long)t.from_big, (unsigned long long)t.hash_big,
            (unsigned long long)t.hash_small, (unsigned long long)t.excused, lost);
-    if (ckshown > 30)
-        printf("collections-kill: (%d more lines of detail not shown)\n", ckshown - 30);
+    if (sshown > 30)
+        printf("collections-kill: (%d more lines of detail not shown)\n", sshown - 30);
     CHECK(t.acked[CK_SADD] && t.acked[CK_ZADD], "sets and sorted sets were written (%llu SADD, "
           "%llu ZADD)", (unsigned long long)t.acked[CK_SADD], (unsigned long long)t.acked[CK_ZADD]);
     CHECK(!t.bad_replies, "%d replies not the ones expected", t.bad_replies);

@@ -64,10 +64,15 @@ void server_names(struct server *s, const char *bin, const char *tag);
 int server_start(struct server *s, const char *const *extra);
 int server_stop(struct server *s, int sig); /* the wait status */
 int server_check(struct server *s);         /* --check's exit status */
-/* One step of a kill test's load: SIGKILL the server once `end` (ms) has
- * come (*killed set), then poll pf[0..n) (fd -1: closed) for input, ms at
- * most. The connections still open; 0 when none is or poll failed. */
-int load_poll(struct server *s, uint64_t end, int *killed, struct pollfd *pf, int n, int ms);
+/* One step of a kill test's load over its connections c[0..n) (fd -1:
+ * closed; n at most LOAD_CONNS_MAX): SIGKILL the server once `end` (ms)
+ * has come (*killed set), wait up to ms for input, then say per
+ * connection in what[i]: 1 read it (input or a hang-up), -1 give up (still
+ * open 5 s after the kill: a dead server's connections end at once; said
+ * on stdout), 0 nothing. The connections still open; 0 when none is or poll failed. */
+#define LOAD_CONNS_MAX 16
+int load_ready(struct server *s, uint64_t end, int *killed, struct cli *const *c, int n, int ms,
+               int *what);
 void server_cleanup(struct server *s);      /* the log's tail if a check failed */
 /* A kill test's rounds (environment variable var, else dflt) and *seed
  * (KV_SEED, else from the time and pid). */
