@@ -4927,19 +4927,24 @@ static int ck_verify(struct server *s, struct ck_totals *t)
             } else if (!a) {
                 char want[400] = "";
                 size_t at = 0;
-                for (int j = 0; j < x->n && at < sizeof want - 60; j++)
-                    at += (size_t)snprintf(want + at, sizeof want - at, " %s%s%lld (%s)",
-                                           x->ev[j].kind == EV_PRESENT  ? "present:"
-                                           : x->ev[j].kind == EV_ABSENT ? "absent"
-                                                                        : "range-removed",
-                                           x->ev[j].any ? "any" : "",
-                                           x->ev[j].kind == EV_ABSENT ? 0LL
-                                           : x->ev[j].kind == EV_RANGE ? x->ev[j].lo
-                                                                       : x->ev[j].score,
-                                           x->ev[j].acked ? "answered" : "in flight");
+                for (int j = 0; j < x->n && at < sizeof want - 60; j++) {
+                    const struct ckev *e = &x->ev[j];
+                    at += (size_t)(e->kind == EV_ABSENT ? snprintf(want + at, sizeof want - at,
+                                                                   " absent")
+                                   : e->kind == EV_RANGE
+                                       ? snprintf(want + at, sizeof want - at,
+                                                  " absent if %lld..%lld", e->lo, e->hi)
+                                   : e->any ? snprintf(want + at, sizeof want - at, " any")
+                                            : snprintf(want + at, sizeof want - at, " %lld",
+                                                       e->score));
+                    at += (size_t)snprintf(want + at, sizeof want - at, " (%s)",
+                                           e->acked ? "answered" : "in flight");
+                }
                 bad++;
-                s_wrong("%s holds %s (score or value %lld); admitted:%s", k, ck_names[type][mi],
-                         score[key][mi], want);
+                char got[32] = "";
+                if (type)
+                    snprintf(got, sizeof got, " at %lld", score[key][mi]);
+                s_wrong("%s holds %s%s; admitted:%s", k, ck_names[type][mi], got, want);
             }
         }
         if (unexplained > kk->budget) {
