@@ -19,7 +19,8 @@
  *    and written): O(1) element work. LPUSH takes the room before
  *    `head`; when there is none, or when the free room outgrows twice the
  *    elements, the list is written again with half its size free in
- *    front (amortized O(1)). The other commands read and write the whole
+ *    front (amortized O(1)). RPUSH takes the room after `end`; a push
+ *    past the value's end makes half the elements' bytes of it. The other commands read and write the whole
  *    list, as their Redis counterparts are O(n) too.
  * A big list that shrinks to half that limit is packed again (the gap
  * keeps a list at the threshold from changing form at each push and pop);
@@ -347,7 +348,12 @@ static int push_big(struct list_handle *b, int tail, const struct kv_slice *e, s
     }
     if (!tail && b->head - HDR < need)
         return 1;
-    char *buf = malloc(need), *q = buf;
+    /* a push past the value's end leaves room at the tail, half the
+     * elements' bytes, so that the next pushes write in place, as LPUSH
+     * does before `head` (a write past the end is a splice that finds the
+     * key again and writes the value's length) */
+    uint64_t grow = tail && b->end + need > b->size ? (b->end - b->head) / 2 + 64 : 0;
+    char *buf = calloc(1, need + grow), *q = buf;
     if (!buf)
         return TXN_E_NOMEM;
     for (size_t i = 0; i < k; i++) {
@@ -367,7 +373,7 @@ static int push_big(struct list_handle *b, int tail, const struct kv_slice *e, s
      * splice, after which the handle finds the key again */
     int rc = write_hdr(b);
     if (!rc)
-        rc = write_at(b, off, buf, need);
+        rc = write_at(b, off, buf, need + grow);
     free(buf);
     return rc;
 }
