@@ -168,6 +168,69 @@ START_TEST(test_two_threads)
 }
 END_TEST
 
+static int by_addr(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* An address of a run's chunk that is aligned to its class but lies past
+ * its last block is no object: what the size check of every open reads
+ * from a table of blocks a run holds (txn/format/alloc.c). The run's
+ * layout (a 512-byte header, 64 KiB chunks) is the format's. */
+START_TEST(test_past_last_block)
+{
+    enum { N = 3000, RUN_BYTES = 65536 - 512 };
+    ck_assert_int_eq(test_pool_name("areuse", name, sizeof name), 0);
+    txn_pool *p;
+    txn_pool_opts o = {.size = POOL_SIZE, .max_size = POOL_SIZE};
+    CHECK_OK(txn_pool_create(name, "alloc_reuse", &o, &p));
+    mine.o = malloc(N * sizeof *mine.o);
+    ck_assert_ptr_nonnull(mine.o);
+    mine.cap = N;
+    while (mine.n < N) { /* 48 bytes: a class that leaves a run a tail */
+        txn *tx;
+        CHECK_OK(txn_begin(p, &tx));
+        for (int i = 0; i < BATCH && mine.n < N; i++)
+            CHECK_OK(txn_alloc(tx, 48, &mine.o[mine.n++]));
+        CHECK_OK(txn_commit(tx));
+    }
+    uintptr_t *a = malloc(mine.n * sizeof *a);
+    ck_assert_ptr_nonnull(a);
+    for (size_t i = 0; i < mine.n; i++)
+        a[i] = (uintptr_t)mine.o[i];
+    qsort(a, mine.n, sizeof *a, by_addr);
+    uintptr_t b = UINTPTR_MAX; /* the block size: the smallest step */
+    for (size_t i = 1; i < mine.n; i++)
+        if (a[i] - a[i - 1] < b)
+            b = a[i] - a[i - 1];
+    size_t nb = RUN_BYTES / b, runs = 0;
+    ck_assert_msg(RUN_BYTES % b != 0, "blocks of %zu bytes fill a run exactly", (size_t)b);
+    for (size_t i = 0; i + nb <= mine.n; i++) {
+        if (a[i + nb - 1] != a[i] + (nb - 1) * b)
+            continue; /* not the first block of a whole run */
+        txn_obj *last = (txn_obj *)a[i + nb - 1], *past = (txn_obj *)(a[i] + nb * b);
+        ck_assert_uint_ge(txn_obj_size(p, last), 48);
+        ck_assert_msg(txn_obj_size(p, past) == 0, "%zu bytes past a run's last block",
+                      txn_obj_size(p, past));
+        txn *tx;
+        CHECK_OK(txn_begin(p, &tx));
+        ck_assert_ptr_null(txn_open(tx, past, TXN_RO));
+        ck_assert_int_eq(txn_last_error(tx), TXN_E_INVAL);
+        txn_abort(tx);
+        runs++;
+        i += nb - 1;
+    }
+    ck_assert_uint_ge(runs, 1);
+    free(a);
+    free_all(p);
+    txn_pool_close(p);
+    test_pool_remove(name);
+    free(mine.o);
+    mine = (struct objs){0};
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("alloc_reuse");
@@ -175,5 +238,6 @@ int main(void)
     tcase_add_loop_test(tc, test_small_classes, 0, 2); /* without, with a reopen */
     tcase_add_loop_test(tc, test_large_objects, 0, 2);
     tcase_add_test(tc, test_two_threads);
+    tcase_add_test(tc, test_past_last_block);
     return test_run(s, CK_FORK_GETENV, "areuse");
 }
