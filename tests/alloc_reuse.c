@@ -81,6 +81,15 @@ static void free_all(txn_pool *p)
     free_set(p, &mine);
 }
 
+/* The pool of a test closed and removed, and its objects' list freed. */
+static void pool_done(txn_pool *p)
+{
+    txn_pool_close(p);
+    test_pool_remove(name);
+    free(mine.o);
+    mine = (struct objs){0};
+}
+
 static void run_sizes(const size_t *sizes, int n, int reopen)
 {
     ck_assert_int_eq(test_pool_name("areuse", name, sizeof name), 0);
@@ -101,10 +110,7 @@ static void run_sizes(const size_t *sizes, int n, int reopen)
             CHECK_OK(txn_pool_open(name, "alloc_reuse", &p));
         }
     }
-    txn_pool_close(p);
-    test_pool_remove(name);
-    free(mine.o);
-    mine = (struct objs){0};
+    pool_done(p);
 }
 
 static const size_t small_sizes[] = {100, 1000, 10000, 100};
@@ -161,10 +167,82 @@ START_TEST(test_two_threads)
     ck_assert_msg(bytes * 10 >= first * 9, "the refill after the threads stored %llu bytes, the first fill %llu",
                   (unsigned long long)bytes, (unsigned long long)first);
     free_all(p);
-    txn_pool_close(p);
-    test_pool_remove(name);
-    free(mine.o);
-    mine = (struct objs){0};
+    pool_done(p);
+}
+END_TEST
+
+static int by_addr(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* n objects of `size` bytes into mine, their addresses sorted into a;
+ * returns the block size (the smallest step between two of them). */
+static uintptr_t alloc_sorted(txn_pool *p, size_t size, size_t n, uintptr_t *a)
+{
+    mine.o = realloc(mine.o, n * sizeof *mine.o);
+    ck_assert_ptr_nonnull(mine.o);
+    mine.cap = n;
+    while (mine.n < n) {
+        txn *tx;
+        CHECK_OK(txn_begin(p, &tx));
+        for (int i = 0; i < BATCH && mine.n < n; i++)
+            CHECK_OK(txn_alloc(tx, size, &mine.o[mine.n++]));
+        CHECK_OK(txn_commit(tx));
+    }
+    for (size_t i = 0; i < n; i++)
+        a[i] = (uintptr_t)mine.o[i];
+    qsort(a, n, sizeof *a, by_addr);
+    uintptr_t b = UINTPTR_MAX;
+    for (size_t i = 1; i < n; i++)
+        if (a[i] - a[i - 1] < b)
+            b = a[i] - a[i - 1];
+    return b;
+}
+
+/* An address of a run's chunk that is aligned to its class but lies past
+ * its last block is no object: what the size check of every open reads
+ * from a table of blocks a run holds (txn/format/alloc.c). The run's
+ * layout (a 512-byte header, 64 KiB chunks) is the format's. The request
+ * sizes are tried until the blocks (payload and the engine's header)
+ * leave a run a tail; cow's objects are 32-byte handles, which fill a run
+ * exactly, so it has no such address to try. */
+START_TEST(test_past_last_block)
+{
+    enum { N = 6000, RUN_BYTES = 65536 - 512 };
+    static const size_t sizes[] = {48, 32, 40, 24, 16};
+    ck_assert_int_eq(test_pool_name("areuse", name, sizeof name), 0);
+    txn_pool *p;
+    txn_pool_opts o = {.size = POOL_SIZE, .max_size = POOL_SIZE};
+    CHECK_OK(txn_pool_create(name, "alloc_reuse", &o, &p));
+    uintptr_t *a = malloc(N * sizeof *a), b = 0;
+    ck_assert_ptr_nonnull(a);
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        if (RUN_BYTES % (b = alloc_sorted(p, sizes[k], N, a)) != 0)
+            break;
+        free_all(p);
+    }
+    size_t nb = RUN_BYTES / b, runs = 0;
+    for (size_t i = 0; RUN_BYTES % b && i + nb <= mine.n; i++) {
+        if (a[i + nb - 1] != a[i] + (nb - 1) * b)
+            continue; /* not the first block of a whole run */
+        txn_obj *last = (txn_obj *)a[i + nb - 1], *past = (txn_obj *)(a[i] + nb * b);
+        ck_assert_uint_gt(txn_obj_size(p, last), 0);
+        ck_assert_msg(txn_obj_size(p, past) == 0, "%zu bytes past a run's last block",
+                      txn_obj_size(p, past));
+        txn *tx;
+        CHECK_OK(txn_begin(p, &tx));
+        ck_assert_ptr_null(txn_open(tx, past, TXN_RO));
+        ck_assert_int_eq(txn_last_error(tx), TXN_E_INVAL);
+        txn_abort(tx);
+        runs++;
+        i += nb - 1;
+    }
+    ck_assert(runs >= 1 || RUN_BYTES % b == 0);
+    free(a);
+    free_all(p);
+    pool_done(p);
 }
 END_TEST
 
@@ -175,5 +253,6 @@ int main(void)
     tcase_add_loop_test(tc, test_small_classes, 0, 2); /* without, with a reopen */
     tcase_add_loop_test(tc, test_large_objects, 0, 2);
     tcase_add_test(tc, test_two_threads);
+    tcase_add_test(tc, test_past_last_block);
     return test_run(s, CK_FORK_GETENV, "areuse");
 }

@@ -6,11 +6,6 @@
 
 #include "txn.h"
 
-static inline size_t slot_of(const struct addrmap *m, uint64_t key)
-{
-    return (size_t)(((key >> 3) * 0x9e3779b97f4a7c15ull) >> 17) & (m->cap - 1);
-}
-
 int addrmap_init(struct addrmap *m, size_t cap)
 {
     memset(m, 0, sizeof *m);
@@ -38,20 +33,7 @@ void addrmap_clear(struct addrmap *m)
     }
 }
 
-uint64_t *addrmap_find(const struct addrmap *m, uint64_t key)
-{
-    if (!m->n)
-        return NULL;
-    for (size_t i = slot_of(m, key);; i = (i + 1) & (m->cap - 1)) {
-        struct addrmap_slot *e = &m->slots[i];
-        if (e->gen != m->gen)
-            return NULL;
-        if (e->key == key)
-            return &e->val;
-    }
-}
-
-static int grow(struct addrmap *m)
+int addrmap_grow(struct addrmap *m)
 {
     struct addrmap big;
     if (addrmap_init(&big, m->cap * 2))
@@ -62,23 +44,6 @@ static int grow(struct addrmap *m)
     addrmap_free(m);
     *m = big;
     return 0;
-}
-
-uint64_t *addrmap_slot(struct addrmap *m, uint64_t key)
-{
-    if ((m->n + 1) * 2 > m->cap && grow(m))
-        return NULL;
-    size_t i = slot_of(m, key);
-    struct addrmap_slot *e;
-    while ((e = &m->slots[i])->gen == m->gen && e->key != key)
-        i = (i + 1) & (m->cap - 1);
-    if (e->gen != m->gen) {
-        e->gen = m->gen;
-        e->key = key;
-        e->val = 0;
-        m->n++;
-    }
-    return &e->val;
 }
 
 int addrmap_put(struct addrmap *m, uint64_t key, uint64_t val)

@@ -166,8 +166,11 @@ static void way_set(struct txn__way *w, const struct txn__way *from)
 
 /* Nothing is stored when the ways hold the answer already: after an
  * engine's barrier a store waits for its write-backs, which the caller's
- * next loads would otherwise overlap (undo's write, paper logging). */
-static void way_fill(struct txn *tx, txn_obj *o, size_t size)
+ * next loads would otherwise overlap (undo's write, paper logging).
+ * Inlined into its two callers: it runs at every txn_open, and as a call
+ * it saved and restored four registers there (docs/access.md). */
+static inline __attribute__((always_inline)) void way_fill(struct txn *tx, txn_obj *o,
+                                                           size_t size)
 {
     if (tx->err) {
         ways_clear(tx);

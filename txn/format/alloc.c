@@ -111,11 +111,17 @@ struct alloc_state {
 
 /* ceil(2^32 / size): (x * inv) >> 32 == x / size for x < CHUNK_SIZE */
 static uint32_t class_inv[ALLOC_CLASSES];
+/* Blocks a run of each class holds: a table, not a divide, since
+ * alloc_block_size checks it at every open of an object (the divide's
+ * latency, not its one instruction, docs/access.md). */
+static uint32_t class_blocks[ALLOC_CLASSES];
 
 __attribute__((constructor)) static void class_setup(void)
 {
-    for (unsigned c = 0; c < ALLOC_CLASSES; c++)
+    for (unsigned c = 0; c < ALLOC_CLASSES; c++) {
         class_inv[c] = (uint32_t)(((1ull << 32) + class_size[c] - 1) / class_size[c]);
+        class_blocks[c] = (CHUNK_SIZE - RUN_HDR) / class_size[c];
+    }
 }
 
 static inline size_t div_class(size_t x, unsigned c)
@@ -133,7 +139,7 @@ static inline unsigned class_of(size_t n)
 
 static inline unsigned run_blocks(unsigned c)
 {
-    return (CHUNK_SIZE - RUN_HDR) / class_size[c];
+    return class_blocks[c];
 }
 
 static inline uint64_t *ctab(txn_pool *p)
