@@ -226,7 +226,8 @@ static int logged_set(struct undo_tx *u, uintptr_t a, size_t n)
 /* Records of [a, a+n), one per LOG_MAX_PAYLOAD piece, not fenced. Inlined
  * into the loop of fence_records, which runs it for each object opened
  * TXN_RW: as a call it saved six registers a record (docs/access.md). */
-static inline __attribute__((always_inline)) int append_old(struct txn *tx, struct undo_tx *u, char *a, size_t n)
+static inline __attribute__((always_inline)) int append_old(struct txn *tx, struct undo_tx *u,
+                                                            char *a, size_t n)
 {
     for (size_t done = 0; done < n;) {
         uint32_t len = (uint32_t)(n - done < LOG_MAX_PAYLOAD ? n - done : LOG_MAX_PAYLOAD);
