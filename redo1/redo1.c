@@ -188,11 +188,13 @@ struct lindex {
     uint32_t gen;
 };
 
-/* A log made durable (step (1)): its version, watermark and entries. */
+/* A log made durable (step (1)): its version, watermark, entries and
+ * blocks. */
 struct logged {
     uint64_t v, water;
     const char *ent;
     size_t len;
+    size_t blocks; /* the transaction's allocated and freed blocks */
 };
 
 /* Per context. */
@@ -745,47 +747,77 @@ int eng_free(struct txn *tx, txn_obj *o)
 
 /* ---- commit */
 
-/* The filter empty again: bit by bit for a short log, else whole. */
-static void filter_clear(struct txn *tx, struct rtx *t)
+/* The index of a long log emptied (its next transaction starts none). */
+static void index_clear(struct rtx *t)
 {
     if (t->indexed) {
         lindex_clear(&t->index);
         t->indexed = 0;
         t->imgs.n = 0;
     }
-    /* a store per entry, or one per 64 bytes of filter */
-    if (wlog_used(tx, t->wl) * 32 > t->fsize) {
-        memset(t->filter, 0, t->fsize);
-        return;
+}
+
+/* Whether the filter is emptied entry by entry (a store or two an entry)
+ * rather than whole (a store per 32 bytes of filter). */
+static inline int filter_by_entry(const struct txn *tx, const struct rtx *t)
+{
+    return wlog_used(tx, t->wl) * 32 <= t->fsize;
+}
+
+/* The filter bytes of the range entry's words [a, a+len) cleared: they
+ * follow each other in the filter and are cleared 8 at a time; bytes past
+ * them are cleared too, which is harmless (every byte is 0 after the
+ * commit). */
+static inline void filter_clear_range(uint8_t *f, uint64_t mask, uint64_t a, uint64_t len)
+{
+    for (uint64_t w = a >> 3, last = (a + len + 7) >> 3; w < last; w += 8) {
+        if ((w & mask) + 8 <= mask + 1) {
+            const uint64_t zero = 0;
+            memcpy(&f[w & mask], &zero, 8);
+        } else { /* at the filter's end: byte by byte, wrapping */
+            for (uint64_t k = w; k < w + 8; k++)
+                f[k & mask] = 0;
+        }
     }
-    /* locals: a byte store may alias the context's fields, which the
-     * loop would read again after each */
-    const uint64_t mask = t->fsize - 1;
-    uint8_t *const f = t->filter;
-    const uint64_t *const end = tx->hot.wl;
-    for (const uint64_t *p = t->wl->a; p < end;) {
-        if (!(p[0] & WL_RANGE)) { /* a word entry: its one byte */
-            f[p[0] >> 3 & mask] = 0;
+}
+
+/* One pass over the DRAM log's entries [p, end): with `store`, each
+ * entry's bytes stored in place (a commit, after (1)); with `clear`, its
+ * filter bytes cleared (in the commit's pass: a pass of its own cost about
+ * 10 instructions an entry, docs/access.md). */
+static inline __attribute__((always_inline)) void walk_log(const uint64_t *p,
+                                                           const uint64_t *const end, uint8_t *f,
+                                                           const uint64_t mask, const int store,
+                                                           const int clear)
+{
+    while (p < end) {
+        if (!(p[0] & WL_RANGE)) { /* a word entry */
+            if (store)
+                pm_store64((void *)(uintptr_t)p[0], p[1]);
+            if (clear)
+                f[p[0] >> 3 & mask] = 0;
             p += 2;
             continue;
         }
-        /* a range entry (the DRAM log holds no block entries): the bytes
-         * of its words follow each other in the filter, and are cleared 8
-         * at a time; bytes past them are cleared too, which is harmless
-         * (every byte is 0 after the commit) */
         assert(!(p[0] & (WL_ALLOC | WL_FREE)) && "the DRAM log holds data entries only");
-        uint64_t len = p[0] & WL_LEN_MASK, a = p[1];
-        for (uint64_t w = a >> 3, last = (a + len + 7) >> 3; w < last; w += 8) {
-            if ((w & mask) + 8 <= mask + 1) {
-                const uint64_t zero = 0;
-                memcpy(&f[w & mask], &zero, 8);
-            } else { /* at the filter's end: byte by byte, wrapping */
-                for (uint64_t k = w; k < w + 8; k++)
-                    f[k & mask] = 0;
-            }
-        }
+        const uint64_t len = p[0] & WL_LEN_MASK;
+        if (store)
+            pm_memcpy((void *)(uintptr_t)p[1], &p[2], len);
+        if (clear)
+            filter_clear_range(f, mask, p[1], len);
         p += 2 + (len + 7) / 8;
     }
+}
+
+/* The filter empty again (an abort: a commit empties it as it applies):
+ * entry by entry for a short log, else whole. */
+static void filter_clear(struct txn *tx, struct rtx *t)
+{
+    index_clear(t);
+    if (filter_by_entry(tx, t))
+        walk_log(t->wl->a, tx->hot.wl, t->filter, t->fsize - 1, 0, 1);
+    else
+        memset(t->filter, 0, t->fsize);
 }
 
 /* Q5: the watermark of version v's log: below every slot's `low`. The
@@ -1003,16 +1035,18 @@ static void assert_q3(struct txn *tx, struct rtx *t)
  * `whole`, Q3: in memory already), the DRAM log's entries, then a record
  * per block it freed. Replay then writes what apply() wrote, in its
  * order. */
-static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, size_t *len)
+static int entries(struct txn *tx, struct rtx *t, size_t blocks, int whole, const char **ent,
+                   size_t *len)
 {
-    size_t na, nf;
-    const struct tx_block *al = tx_allocs(tx, &na), *fr = tx_frees(tx, &nf);
-    size_t blocks = na + nf, logged = wlog_used(tx, t->wl), words = 0;
+    size_t logged = wlog_used(tx, t->wl), words = 0;
     if (!blocks) {
         *ent = (const char *)t->wl->a;
         *len = logged * 8;
         return 0;
     }
+    size_t na, nf;
+    const struct tx_block *al = tx_allocs(tx, &na), *fr = tx_frees(tx, &nf);
+    assert(blocks == na + nf && "tx_block_count counts the lists");
 #ifndef NDEBUG
     assert_q3(tx, t);
 #endif
@@ -1045,31 +1079,28 @@ static int entries(struct txn *tx, struct rtx *t, int whole, const char **ent, s
     return 0;
 }
 
-/* In place, after (1): the log's bytes, the allocator bits. The lines
- * they change are flushed at the slot's next commit: the log's entries stay
- * where they are, in the DRAM log the next transaction does not use, and
- * the blocks' ranges are listed (out of memory, flushed now). */
-static void apply(struct txn *tx, struct rtx *t)
+/* In place, after (1): the log's bytes, the allocator bits, the filter
+ * emptied. The lines they change are flushed at the slot's next commit:
+ * the log's entries stay where they are, in the DRAM log the next
+ * transaction does not use, and the blocks' ranges are listed (out of
+ * memory, flushed now). */
+static void apply(struct txn *tx, struct rtx *t, size_t blocks)
 {
     struct rslot *sl = t->sl;
-    struct wl_ent e;
-    const uint64_t *const end = tx->hot.wl; /* not read again after each store */
-    for (const uint64_t *p = t->wl->a; p < end;) {
-        if (!(p[0] & WL_RANGE)) { /* a word entry */
-            pm_store64((void *)(uintptr_t)p[0], p[1]);
-            p += 2;
-            continue;
-        }
-        p = wlog_next(p, &e);
-        pm_memcpy(e.addr, e.bytes, e.len);
+    index_clear(t);
+    if (filter_by_entry(tx, t)) {
+        walk_log(t->wl->a, tx->hot.wl, t->filter, t->fsize - 1, 1, 1);
+    } else {
+        walk_log(t->wl->a, tx->hot.wl, NULL, 0, 1, 0);
+        memset(t->filter, 0, t->fsize);
     }
     sl->plo = t->wl->a;
     sl->phi = tx->hot.wl;
-    size_t na, nf;
-    const struct tx_block *al = tx_allocs(tx, &na), *fr = tx_frees(tx, &nf);
-    size_t blocks = na + nf;
     if (!blocks)
         return;
+    size_t na, nf;
+    const struct tx_block *al = tx_allocs(tx, &na), *fr = tx_frees(tx, &nf);
+    assert(blocks == na + nf && "the blocks counted at step (1) are those applied");
     int keep = !vec_reserve(&sl->pend, 2 * na + nf);
     tx_apply_allocs(tx, !keep);
     for (size_t i = 0; i < blocks; i++) {
@@ -1170,8 +1201,9 @@ static int log_durable(struct txn *tx, struct rtx *t, const struct join_ref *ref
         eng_abort(tx);
         return TXN_E_INVAL;
     }
-    int whole = new_bytes(tx) <= NEW_LOGGED;
-    int rc = entries(tx, t, whole, &ent, &len);
+    size_t blocks = tx_block_count(tx);
+    int whole = !blocks || new_bytes(tx) <= NEW_LOGGED;
+    int rc = entries(tx, t, blocks, whole, &ent, &len);
     if (rc) {
         eng_abort(tx);
         return rc;
@@ -1215,7 +1247,6 @@ static int log_durable(struct txn *tx, struct rtx *t, const struct join_ref *ref
         pm_barrier(); /* (0) Q3 */
     }
     write_parts(ent, ref ? (const char *)prep : NULL, cuts, v, water);
-    filter_clear(tx, t); /* stores before (1) do not wait for its write-backs */
     pm_barrier(); /* (1) Q1 */
     for (size_t i = 0; i < t->helped.n; i++) {
         struct rslot *s = *(struct rslot **)vec_at(&t->helped, i);
@@ -1228,7 +1259,7 @@ static int log_durable(struct txn *tx, struct rtx *t, const struct join_ref *ref
     /* not a locked instruction: that would wait here for the write-backs
      * the barrier ordered, which the stores below may overlap */
     atomic_store_explicit(&sl->low, v, memory_order_release);
-    *out = (struct logged){v, water, ent, len};
+    *out = (struct logged){v, water, ent, len, blocks};
     return 0;
 }
 
@@ -1238,11 +1269,12 @@ static void applied(struct txn *tx, struct rtx *t, const struct logged *l)
 {
     struct rslot *sl = t->sl;
     uint64_t v = l->v, water = l->water;
-    apply(tx, t);
+    apply(tx, t, l->blocks);
 #ifndef NDEBUG
     assert_replay(l->ent, l->len);
 #endif
-    hold_frees(tx, sl, v);
+    if (l->blocks) /* else the front end's lists are empty already */
+        hold_frees(tx, sl, v);
     release_held(tx->p, sl, tx_cache(tx), water);
     unlock_slot(sl);
     switch_log(tx, t);

@@ -3,7 +3,8 @@
  * in txn_stats exactly as they are flushed. Its commit issues the word
  * entries' write-backs itself at PDOM 0 and 1 and only counts the ranges
  * at PDOM 2 (redo1.c, flush_pending), paths the crash simulator's traced
- * build does not take: this checks that they visit every entry. */
+ * build does not take: this checks that they visit every entry. And the
+ * filter of the words written is empty after each commit and abort. */
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,11 +76,64 @@ START_TEST(test_pending_lines)
 }
 END_TEST
 
+/* A commit empties the filter as it applies its log (redo1.c's walk_log),
+ * entry by entry for a short log and whole for a long one, and an abort
+ * empties it too: the next transaction then reads the words written
+ * before with plain loads, never through the library's search of its log
+ * (raw_lookups). A word left marked would still read right, only slower,
+ * so this counts the searches. */
+START_TEST(test_filter_emptied)
+{
+    txn *tx;
+    ck_assert_int_eq(txn_begin(pool, &tx), 0);
+    ck_assert_int_eq(txn_alloc(tx, 8192, &obj), 0);
+    ck_assert_int_eq(txn_commit(tx), 0);
+    /* words and a range, a short log, whose filter bytes are cleared one
+     * by one; 600 words, a long one, whose filter is cleared whole; then
+     * an abort of each */
+    static const unsigned counts[] = {WORDS, 600};
+    for (int abort = 0; abort < 2; abort++)
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            unsigned n = counts[c];
+            uint64_t v0 = 1000 * (abort * 2 + c + 1);
+            ck_assert_int_eq(txn_begin(pool, &tx), 0);
+            for (uint64_t i = 0; i < n; i++)
+                ck_assert_int_eq(txn_write_u64(tx, obj, i * 8, v0 + i), 0);
+            uint64_t buf[RANGE / 8] = {v0, v0, v0, v0};
+            ck_assert_int_eq(txn_write(tx, obj, 8192 - RANGE, buf, sizeof buf), 0);
+            if (abort)
+                txn_abort(tx);
+            else
+                ck_assert_int_eq(txn_commit(tx), 0);
+            txn_stats a, b;
+            txn_stats_get(&a);
+            ck_assert_int_eq(txn_begin(pool, &tx), 0);
+            /* a write first: reads of an object the transaction wrote
+             * look at the filter (txn.h), of one it did not, never */
+            ck_assert_int_eq(txn_write_u64(tx, obj, 8192 - RANGE - 8, v0), 0);
+            for (uint64_t i = 0; i < n; i++) {
+                uint64_t v;
+                ck_assert_int_eq(txn_read_u64(tx, obj, i * 8, &v), 0);
+                if (!abort)
+                    ck_assert_uint_eq(v, v0 + i);
+            }
+            uint64_t got[RANGE / 8];
+            ck_assert_int_eq(txn_read(tx, obj, 8192 - RANGE, got, sizeof got), 0);
+            txn_stats_get(&b);
+            ck_assert_int_eq(txn_commit(tx), 0);
+            ck_assert_msg(b.raw_lookups == a.raw_lookups,
+                          "%s of %u words: %llu reads searched the log after it", abort ? "abort" : "commit",
+                          n, (unsigned long long)(b.raw_lookups - a.raw_lookups));
+        }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("redo1_lines");
     TCase *tc = test_tcase(s, "lines", 0);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_pending_lines);
+    tcase_add_test(tc, test_filter_emptied);
     return test_run(s, CK_NOFORK, "r1l"); /* stats are per thread */
 }
