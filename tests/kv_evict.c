@@ -617,7 +617,7 @@ static void spread_evicted(const char *k, size_t n, void *arg)
  * share of the evictions is its share of the samples. A sample scanned on
  * from one random place until 16 keys took the keys after long stretches
  * without keys up to twice as often as the mean (the spread of the counts
- * 0.36 of their mean, where chance gives 0.12; docs/kvstore.md section 43). */
+ * 0.36 of their mean, where chance gives 0.12; docs/kvstore.md section 45). */
 START_TEST(test_evict_spread)
 {
     static unsigned count[SPREAD_KEYS];

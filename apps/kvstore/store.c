@@ -2735,7 +2735,7 @@ static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *ev
          * of the table's windows: every key is as likely to be sampled.
          * (Scanning on from one random place until enough keys are seen
          * samples a key after a stretch without keys as many times more
-         * often as the stretch is longer: docs/kvstore.md section 43.) The
+         * often as the stretch is longer: docs/kvstore.md section 45.) The
          * windows w0 + i * step, step odd, pass every window once: past
          * SAMPLE_BUCKETS only while none found, up to the whole table. */
         unsigned wbits = bits > SAMPLE_WINDOW_BITS ? bits - SAMPLE_WINDOW_BITS : 0;
