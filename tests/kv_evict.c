@@ -7,9 +7,13 @@
  * there); the store passes kv_check; the count of keys gone is what
  * kv_evict said. CLOCK: keys looked up just before an eviction that takes
  * a part of the store are not among those it takes. A reopened store
- * holds what the model says (eviction's deletions are durable). */
+ * holds what the model says (eviction's deletions are durable). Sampled
+ * orders: every key is as likely to be a candidate. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "store.h"
@@ -582,6 +586,76 @@ START_TEST(test_evict_allkeys)
 }
 END_TEST
 
+/* The store seeds its random numbers from getrandom: while fixed_seed is
+ * set, this definition (taking libc's place) answers from it, so that a
+ * test's evictions are the same every run. */
+static uint64_t fixed_seed;
+
+ssize_t getrandom(void *buf, size_t n, unsigned flags)
+{
+    if (!fixed_seed)
+        return syscall(SYS_getrandom, buf, n, flags);
+    for (size_t i = 0; i < n; i++) {
+        fixed_seed = fixed_seed * 6364136223846793005ull + 1442695040888963407ull;
+        ((unsigned char *)buf)[i] = (unsigned char)(fixed_seed >> 56);
+    }
+    return (ssize_t)n;
+}
+
+enum { SPREAD_KEYS = 74, SPREAD_ROUNDS = 5000 };
+
+static void spread_evicted(const char *k, size_t n, void *arg)
+{
+    unsigned i = 0;
+    for (size_t j = 4; j < n; j++) /* "key:<i>" */
+        i = i * 10 + (unsigned)(k[j] - '0');
+    ck_assert_uint_lt(i, SPREAD_KEYS);
+    ((unsigned *)arg)[i]++;
+}
+
+/* allkeys-random taking one key a round, the key put back: each key's
+ * share of the evictions is its share of the samples. A sample scanned on
+ * from one random place until 16 keys took the keys after long stretches
+ * without keys up to twice as often as the mean (the spread of the counts
+ * 0.36 of their mean, where chance gives 0.12; docs/kvstore.md section 45). */
+START_TEST(test_evict_spread)
+{
+    static unsigned count[SPREAD_KEYS];
+    struct test_pool tp;
+    struct kv_opts o = {.pool_size = 16u << 20, .threads = 2, .evicted = spread_evicted,
+                        .commit_arg = count};
+    kv_store *s;
+    fixed_seed = 44;
+    CHECK_OK(test_pool_new(&tp, "evictspread"));
+    CHECK_OK(kv_open(tp.name, &o, &s));
+    for (unsigned i = 0; i < SPREAD_KEYS; i++)
+        put_n(s, i, 20, 0);
+    unsigned before[SPREAD_KEYS] = {0};
+    for (unsigned r = 0; r < SPREAD_ROUNDS; r++) {
+        struct kv_info ki;
+        uint64_t evicted;
+        kv_info(s, &ki);
+        CHECK_OK(kv_evict(s, ki.bytes - 1, KV_EVICT_RANDOM, &evicted));
+        ck_assert_uint_eq(evicted, 1);
+        for (unsigned i = 0; i < SPREAD_KEYS; i++)
+            if (count[i] != before[i])
+                put_n(s, i, 20, 0), before[i] = count[i];
+    }
+    double mean = (double)SPREAD_ROUNDS / SPREAD_KEYS, var = 0;
+    unsigned most = 0;
+    for (unsigned i = 0; i < SPREAD_KEYS; i++) {
+        var += (count[i] - mean) * (count[i] - mean) / SPREAD_KEYS;
+        most = count[i] > count[most] ? i : most;
+    }
+    ck_assert_msg(sqrt(var) < 0.2 * mean && count[most] < 1.6 * mean,
+                  "samples' spread %.2f of the mean (chance: %.2f); key:%u %u times, mean %.0f",
+                  sqrt(var) / mean, 1 / sqrt(mean), most, count[most], mean);
+    fixed_seed = 0;
+    kv_close(s);
+    test_pool_remove(tp.name);
+}
+END_TEST
+
 /* LFU's counters: 5 for a new key, one a lookup with log factor 0, fewer
  * with 10, one less per decay period, none counted while off */
 START_TEST(test_lfu_counter)
@@ -631,6 +705,7 @@ int main(void)
     tcase_add_test(tc, test_evict_volatile);
     tcase_add_test(tc, test_evict_admit);
     tcase_add_test(tc, test_evict_allkeys);
+    tcase_add_test(tc, test_evict_spread);
     tcase_add_test(tc, test_lfu_counter);
     printf("engine %s\n", txn_engine_name());
     return test_run(s, CK_FORK_GETENV, "evict");

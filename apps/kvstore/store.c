@@ -296,6 +296,8 @@ struct kv_store {
     time_t t0; /* CLOCK_MONOTONIC_COARSE seconds at open, less one
                   (kv_clock_advance moves it; else set once at open) */
     _Atomic uint64_t hand, evictions;
+    uint64_t id; /* this store's number in the process, from 1 (set at
+                    kv_adopt, then only read): rnd64's seed is a store's */
     /* lazy free: the hashes of buried nodes, oldest first, each with a
      * hint where its table's freeing goes on (dict_free_some) */
     pthread_mutex_t lazy_m; /* guards lq, lq_head, lq_n, lq_cap */
@@ -1085,17 +1087,24 @@ static inline void ref_mark(const struct op *o, uint64_t h)
         atomic_store_explicit(r, want, memory_order_relaxed);
 }
 
+/* Stores this process adopted: each store's number (kv_store.id) */
+static _Atomic uint64_t stores_adopted;
+
 /* A thread's random numbers (xorshift64*): eviction's random order, LFU's
  * increments; nothing depends on them beyond the odds. Seeded by
- * getrandom(2), which a program may define (the crash simulator's shared
- * runs draw from their seed, so that a run's evictions replay). */
-static uint64_t rnd64(void)
+ * getrandom(2), which a program may define, again for each store the
+ * thread works on: the crash simulator's runs draw from their seed, and
+ * a run's evictions replay when its store is made again. */
+static uint64_t rnd64(const kv_store *s)
 {
-    static _Thread_local uint64_t x;
-    if (!x && getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        x = mix64((uint64_t)(uintptr_t)&x ^ (uint64_t)ts.tv_nsec);
+    static _Thread_local uint64_t x, id;
+    if (id != s->id) {
+        id = s->id;
+        if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            x = mix64((uint64_t)(uintptr_t)&x ^ (uint64_t)ts.tv_nsec);
+        }
     }
     x |= !x;
     x ^= x >> 12;
@@ -1142,7 +1151,7 @@ static void lfu_count(const struct op *o, uint64_t h, int created)
         unsigned base = c > LFU_INIT ? c - LFU_INIT : 0;
         double p = 1.0 / ((double)base * atomic_load_explicit(&s->lfu_log, memory_order_relaxed)
                           + 1);
-        c += (double)(rnd64() >> 11) * 0x1.0p-53 < p;
+        c += (double)(rnd64(s) >> 11) * 0x1.0p-53 < p;
     }
     uint32_t want = now << 8 | c;
     if (want != old)
@@ -2694,7 +2703,7 @@ static void sample_add(void *arg, const char *k, size_t n, uint64_t at)
         rank = at;
         break;
     default:
-        rank = rnd64();
+        rank = rnd64(sm->s);
     }
     sm->c[sm->n++] = (struct cand){copy, n, rank};
 }
@@ -2707,6 +2716,8 @@ static int cand_cmp(const void *a, const void *b)
 
 #define SAMPLE_BUCKETS ((uint64_t)1 << MIN_BITS) /* a small store's whole table */
 #define SAMPLE_KEYS 16
+#define SAMPLE_WINDOW_BITS 5 /* a sample's windows: 32 buckets, one stripe's
+                                segment in a small store's table */
 
 /* kv_evict's sampled orders: every one but KV_EVICT_LRU over all keys */
 static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *evicted,
@@ -2720,12 +2731,21 @@ static int evict_sampled(kv_store *s, uint64_t limit, unsigned how, uint64_t *ev
             break; /* no candidate: the caller refuses the write */
         struct sample sm = {.s = s, .how = how};
         unsigned bits = atomic_load(&s->bits);
-        uint64_t total = (uint64_t)1 << bits, seen = 0, cur = rnd64(), next;
-        /* windows of 32 buckets; past SAMPLE_BUCKETS only while none found */
-        while (!rc && sm.n < SAMPLE_KEYS && seen < total && (seen < SAMPLE_BUCKETS || !sm.n)) {
-            rc = scan_range(s, cur, 32, NULL, &sm, NULL, NULL, sample_add, &next);
-            seen += ((next - cur) >> (64 - bits)) ? (next - cur) >> (64 - bits) : 1;
-            cur = next;
+        /* whole windows, each at a random place, every key in exactly one
+         * of the table's windows: every key is as likely to be sampled.
+         * (Scanning on from one random place until enough keys are seen
+         * samples a key after a stretch without keys as many times more
+         * often as the stretch is longer: docs/kvstore.md section 45.) The
+         * windows w0 + i * step, step odd, pass every window once: past
+         * SAMPLE_BUCKETS only while none found, up to the whole table. */
+        unsigned wbits = bits > SAMPLE_WINDOW_BITS ? bits - SAMPLE_WINDOW_BITS : 0;
+        uint64_t wins = (uint64_t)1 << wbits, w0 = rnd64(s), step = rnd64(s) | 1, next;
+        for (uint64_t i = 0; !rc && sm.n < SAMPLE_KEYS && i < wins &&
+                             ((i << (bits - wbits)) < SAMPLE_BUCKETS || !sm.n);
+             i++) {
+            uint64_t w = (w0 + i * step) & (wins - 1);
+            rc = scan_range(s, wbits ? w << (64 - wbits) : 0, (size_t)1 << (bits - wbits), NULL,
+                            &sm, NULL, NULL, sample_add, &next);
         }
         if (!rc && sm.oom)
             rc = TXN_E_NOMEM;
@@ -3316,6 +3336,7 @@ int kv_adopt(txn_pool *p, txn_obj *root, const struct kv_opts *opt, kv_store **o
     s->commit = opt->commit;
     s->commit_arg = opt->commit_arg;
     s->evicted = opt->evicted;
+    s->id = atomic_fetch_add(&stores_adopted, 1) + 1;
     for (unsigned i = 0; i < STRIPES; i++)
         pthread_mutex_init(&s->lock[i].m, NULL);
     pthread_mutex_init(&s->resize, NULL);

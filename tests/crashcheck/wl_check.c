@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -140,13 +141,34 @@ struct worker {
     int rc;
 };
 
+/* The key-value store seeds its random numbers (eviction's order) from
+ * getrandom(2), for each store: a worker draws from its own stream of the
+ * run's seed instead (this definition takes libc's place in the program),
+ * so that the --verify's run evicts the keys the checked run evicted, as
+ * the crash simulator's workers do. Other calls (the pool's, outside the
+ * workers) go to the kernel, or to the checker's seed (check/record.c). */
+static _Thread_local struct {
+    int on;
+    uint64_t seed;
+} worker_random;
+
+ssize_t getrandom(void *buf, size_t n, unsigned flags)
+{
+    if (!worker_random.on)
+        return syscall(SYS_getrandom, buf, n, flags);
+    sim_bytes(&worker_random.seed, buf, n);
+    return (ssize_t)n;
+}
+
 static void *work(void *arg)
 {
     struct worker *k = arg;
+    worker_random.on = 1, worker_random.seed = k->rng ^ 0x9e3779b97f4a7c15ull;
     for (uint64_t i = 0; !k->rc && i < k->steps; i++)
         k->rc = k->w->step(k->p, k->t, &k->rng);
     if (!k->rc && k->w->finish)
         k->rc = k->w->finish(k->t);
+    worker_random.on = 0; /* one thread runs on main's */
     return NULL;
 }
 

@@ -174,8 +174,24 @@ static struct {
     uint64_t seed; /* the stream while on */
 } fixed_random;
 
+/* ... and the key-value store seeds its random numbers (eviction's order)
+ * from it, for each store: a worker of a run that is not shared draws from
+ * its own stream of the run's seed, so that the run that counts a run's
+ * events and the run that takes its images evict the same keys, and a
+ * seed gives the same images again (each thread's: their order does not
+ * matter). Shared runs' workers, in the scheduler's order, draw from
+ * fixed_random. */
+static _Thread_local struct {
+    int on;
+    uint64_t seed;
+} worker_random;
+
 ssize_t getrandom(void *buf, size_t n, unsigned flags)
 {
+    if (worker_random.on) {
+        sim_bytes(&worker_random.seed, buf, n);
+        return (ssize_t)n;
+    }
     if (!fixed_random.on)
         return syscall(SYS_getrandom, buf, n, flags);
     sim_bytes(&fixed_random.seed, buf, n);
@@ -562,10 +578,13 @@ static void *work(void *arg)
     int shared = R.w->flags & WL_SHARED;
     if (shared)
         sched_enter(k->t);
+    else
+        worker_random.on = 1, worker_random.seed = k->rng ^ 0x9e3779b97f4a7c15ull;
     for (int i = 0; i < TX_PER_RUN && !k->rc; i++)
         k->rc = R.w->step(R.p, k->t, &k->rng);
     if (!k->rc && R.w->finish)
         k->rc = R.w->finish(k->t);
+    worker_random.on = 0; /* one thread runs on the caller's, which makes pools */
     if (shared) /* one thread runs on the caller's; see exit_race */
         sched_exit(k->t, R.threads > 1 && !exit_race());
     return NULL;

@@ -92,9 +92,10 @@
  * Each evicted key goes in a transaction of its own, and the store names
  * it (kv_opts.evicted) before that commit: the mirror drops it then, so
  * the commit announces the store without it, and a recovery must show
- * every key but those of committed evictions. CRASHSIM_KV_EVICT=0 leaves
- * evictions out (txn-crashcheck's program: its getrandom, which the
- * store's random order draws from, is not the simulator's fixed one). */
+ * every key but those of committed evictions. The store's random order
+ * draws from the run's seed (the simulator's getrandom). CRASHSIM_KV_EVICT=0
+ * leaves evictions out (txn-crashcheck's program: there every transaction,
+ * each window an eviction samples too, costs a comparison of the pool). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
