@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,8 @@ static const struct workload *const workloads[] = {&wl_slots, &wl_list, &wl_mix,
  * in flight, is acceptable). A recovered state must be one of the thread's
  * commits since its last completed txn_sync, or the one in flight. A crash
  * image is taken (and a child forked) while other threads may be anywhere:
- * they update these words in an order a snapshot can never misread. */
+ * a snapshot of these words, taken then, is of one moment of each thread
+ * (ex_snapshot). */
 #define MAX_SYNC_EVERY 16
 static unsigned sync_every = 1;
 /* Shared runs: whether threads may switch inside a transaction (at
@@ -100,15 +102,62 @@ static void cev_add(uint64_t e)
     cev.ev[cev.n++] = e;
 }
 
+/* ex[t] is written by thread t alone (a shared run's ex[0]: by the baton
+ * holder), each word with a relaxed atomic store between the two steps of
+ * `seq`, and read by the thread that takes an image (ex_snapshot). A copy
+ * made while one thread was between two of its words (say a new `commits`
+ * with the `hist` word of the commit not yet written) once failed a
+ * threaded incll campaign under load. */
 static struct expect {
-    volatile uint64_t hist[MAX_SYNC_EVERY + 1]; /* digest of commit c at
-                                                   c % (MAX_SYNC_EVERY+1) */
-    volatile uint64_t pending; /* digest if the commit in flight lands */
-    volatile uint64_t commits; /* commits so far */
-    volatile uint64_t synced;  /* commits durable by a completed txn_sync */
-    volatile int in_commit;
-    volatile int syncing; /* in txn_sync after commit `commits` */
+    uint64_t hist[MAX_SYNC_EVERY + 1]; /* digest of commit c at
+                                          c % (MAX_SYNC_EVERY+1) */
+    uint64_t pending; /* digest if the commit in flight lands */
+    uint64_t commits; /* commits so far */
+    uint64_t synced;  /* commits durable by a completed txn_sync */
+    int in_commit;
+    int syncing;  /* in txn_sync after commit `commits` */
+    unsigned seq; /* odd while the thread changes the words above */
 } ex[SIM_THREADS];
+
+#define EX_SET(e, field, v) __atomic_store_n(&(e)->field, (v), __ATOMIC_RELAXED)
+
+/* A change of the words holds no event (no trace lock), so a snapshot,
+ * taken under that lock, never waits for a thread that waits for it. */
+static void ex_begin(struct expect *e)
+{
+    __atomic_store_n(&e->seq, e->seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void ex_end(struct expect *e)
+{
+    __atomic_store_n(&e->seq, e->seq + 1, __ATOMIC_RELEASE);
+}
+
+static void ex_snapshot(struct expect *to)
+{
+    for (int t = 0; t < SIM_THREADS; t++) {
+        struct expect *e = &ex[t], *w = &to[t];
+        unsigned s;
+        for (;;) {
+            if ((s = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE)) & 1) {
+                sched_yield();
+                continue;
+            }
+            for (int i = 0; i <= MAX_SYNC_EVERY; i++)
+                w->hist[i] = __atomic_load_n(&e->hist[i], __ATOMIC_RELAXED);
+            w->pending = __atomic_load_n(&e->pending, __ATOMIC_RELAXED);
+            w->commits = __atomic_load_n(&e->commits, __ATOMIC_RELAXED);
+            w->synced = __atomic_load_n(&e->synced, __ATOMIC_RELAXED);
+            w->in_commit = __atomic_load_n(&e->in_commit, __ATOMIC_RELAXED);
+            w->syncing = __atomic_load_n(&e->syncing, __ATOMIC_RELAXED);
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) == s)
+                break;
+        }
+        w->seq = s;
+    }
+}
 
 static int acceptable(const struct expect *e, uint64_t d)
 {
@@ -125,24 +174,33 @@ int sim_commit(txn *tx, int t, uint64_t next)
 {
     /* a shared workload's commits, of every thread, in one order */
     struct expect *e = &ex[shared_run() ? 0 : t];
-    e->pending = next;
-    e->in_commit = 1;
+    ex_begin(e);
+    EX_SET(e, pending, next);
+    EX_SET(e, in_commit, 1);
+    ex_end(e);
     int rc = txn_commit(tx);
+    ex_begin(e);
     if (!rc) {
-        e->hist[(e->commits + 1) % (MAX_SYNC_EVERY + 1)] = next; /* then count */
-        e->commits++;
-        if (shared_run()) {
-            trace_lock();
-            cev_add(trace_events());
-            trace_unlock();
-        }
+        EX_SET(e, hist[(e->commits + 1) % (MAX_SYNC_EVERY + 1)], next);
+        EX_SET(e, commits, e->commits + 1);
     }
-    e->in_commit = 0;
+    EX_SET(e, in_commit, 0);
+    ex_end(e);
+    if (!rc && shared_run()) {
+        trace_lock();
+        cev_add(trace_events());
+        trace_unlock();
+    }
     if (!rc && e->commits % sync_every == 0) {
-        e->syncing = 1;
-        if (!(rc = txn_sync(txn_pool_of_run())))
-            e->synced = e->commits;
-        e->syncing = 0;
+        ex_begin(e);
+        EX_SET(e, syncing, 1);
+        ex_end(e);
+        rc = txn_sync(txn_pool_of_run());
+        ex_begin(e);
+        if (!rc)
+            EX_SET(e, synced, e->commits);
+        EX_SET(e, syncing, 0);
+        ex_end(e);
     }
     return rc;
 }
@@ -240,6 +298,25 @@ static int write_file(const char *path, const void *buf, size_t n)
     return rc;
 }
 
+/* Which recent commit a refused state is, if any: a state from before the
+ * last sync (lost) reads differently from one no commit ever had (torn). */
+static void report_state(const struct expect *e, uint64_t d)
+{
+    uint64_t c = e->commits, oldest = c > MAX_SYNC_EVERY ? c - MAX_SYNC_EVERY : 0;
+    long found = -1;
+    for (uint64_t k = oldest; k <= c; k++)
+        if (e->hist[k % (MAX_SYNC_EVERY + 1)] == d)
+            found = (long)k;
+    fprintf(stderr, "    commits %llu, synced %llu%s%s; the state is ",
+            (unsigned long long)c, (unsigned long long)e->synced,
+            e->syncing ? ", syncing" : "", e->in_commit ? ", committing" : "");
+    if (found >= 0)
+        fprintf(stderr, "commit %ld's\n", found);
+    else
+        fprintf(stderr, "none of commits %llu..%llu\n", (unsigned long long)oldest,
+                (unsigned long long)c);
+}
+
 /* In a fresh process: open (recover) the image and check every thread's
  * part against what `want` (a snapshot of ex) allows. */
 static int check_image(const char *path, const struct expect *want)
@@ -272,6 +349,7 @@ static int check_image(const char *path, const struct expect *want)
         if (!acceptable(&want[t], d)) {
             fprintf(stderr, "  thread %d: state is none of the commits since the last sync%s\n",
                     t, want[t].in_commit ? " nor the one in flight" : "");
+            report_state(&want[t], d);
             bad = 1;
         }
     }
@@ -463,7 +541,9 @@ static void check_saved(const char *path, const struct expect *want, long point)
     if (rc && R.t->bad++ < 5) {
         char at[64] = "";
         if (point >= 0)
-            snprintf(at, sizeof at, ", point %ld%s", point, crashed ? " with recovery crashed" : "");
+            snprintf(at, sizeof at, ", point %ld", point);
+        if (crashed)
+            strcat(at, ", recovery crashed");
         fprintf(stderr, "inconsistent image %llu (workload %s%s, commits %llu%s, exit %d)\n",
                 (unsigned long long)R.t->images, R.w->name, at,
                 (unsigned long long)want[0].commits,
@@ -492,11 +572,11 @@ static void verify(void)
         snprintf(s->path, sizeof s->path, "%s.%zu", R.img, nsaved);
     else /* checked at once: one file, rewritten (run() removes it) */
         snprintf(s->path, sizeof s->path, "%s", R.img);
+    ex_snapshot(s->want); /* the moment of the crash */
     if (write_file(s->path, R.buf, R.size)) {
         perror("crashsim: image");
         exit(2);
     }
-    memcpy(s->want, (const void *)ex, sizeof s->want); /* the moment of the crash */
     s->point = R.w->flags & WL_SHARED ? (long)(run_index * IMAGES_PER_RUN + R.next - 1) : -1;
     if (later) {
         nsaved++;
@@ -620,7 +700,7 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
         fprintf(stderr, "crashsim: create: %s\n", txn_strerror(rc));
         exit(2);
     }
-    memset((void *)ex, 0, sizeof ex);
+    memset(ex, 0, sizeof ex); /* no thread of the run runs yet */
     if ((rc = sim_make_parts(p, w->root_size, parts))) {
         fprintf(stderr, "crashsim: parts: %s\n", txn_strerror(rc));
         exit(2);
