@@ -332,6 +332,8 @@ struct op {
     uint64_t hv;            /* kv_hash(hk) */
     uint64_t *lazy;         /* hashes of the nodes this call buried (malloc'd) */
     size_t nlazy;
+    uint64_t lfu_seen[4];   /* keys (hashes) this call counted (lfu_count) */
+    unsigned nlfu_seen;
 };
 
 /* ---- hashing: part of the persistent layout (KV_VERSION) */
@@ -1136,12 +1138,19 @@ static unsigned lfu_decayed(const kv_store *s, uint32_t w, uint32_t now)
 
 /* A lookup that found the key of hash h (created: a new key) counts in its
  * slice's LFU counter, when kv_lfu_set turned counting on: Redis's
- * updateLFU, logarithmic (LFULogIncr). Written only when it changes. */
-static void lfu_count(const struct op *o, uint64_t h, int created)
+ * updateLFU, logarithmic (LFULogIncr). Written only when it changes. A
+ * command's kv_txn counts each key once, as Redis's one lookup a key does,
+ * however many calls it makes on the key (HSET: find, open, set). */
+static void lfu_count(struct op *o, uint64_t h, int created)
 {
     kv_store *s = o->s;
     if (!atomic_load_explicit(&s->lfu_on, memory_order_relaxed) || s->no_refs || o->no_touch)
         return;
+    for (unsigned i = 0; i < o->nlfu_seen; i++)
+        if (o->lfu_seen[i] == h)
+            return;
+    if (o->nlfu_seen < sizeof o->lfu_seen / sizeof o->lfu_seen[0])
+        o->lfu_seen[o->nlfu_seen++] = h;
     _Atomic uint32_t *w = &s->lfu[h >> (64 - REF_BITS)];
     uint32_t old = atomic_load_explicit(w, memory_order_relaxed), now = lfu_minutes(s);
     unsigned c = lfu_decayed(s, old, now);
