@@ -18,9 +18,6 @@
  * KILL_ROUNDS (default 16) rounds on one pool; KILL_SEED fixes the kills. */
 #define _GNU_SOURCE
 #include <check.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acks.h"
 #include "common.h"
 #include "masstree.h"
 #include "txn.h"
@@ -162,43 +160,20 @@ static void read_tree(uint64_t *r)
     txn_pool_close(p);
 }
 
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /* Read the child's counts for `us` microseconds (it never waits on a full
- * pipe), then kill it and read the rest. `first`: the timer starts at the
- * child's first count (up to 30 s), for the last round of a test whose
- * kills all came before an operation, as a loaded machine's slow pool
- * open can make them. */
+ * pipe), then kill it and read the rest (acks.h). `first`: the timer starts
+ * at the child's first count (up to 30 s), for the last round of a test
+ * whose kills all came before an operation, as a loaded machine's slow
+ * pool open can make them. */
 static void kill_child(pid_t pid, int fd, uint64_t us, uint64_t *acked, int first)
 {
-    int st;
-    uint64_t end = now_us() + us, buf[512], base = *acked;
+    struct acks a = {.last = *acked, .rises = 1}; /* incll: a count per sync */
     if (first)
-        end = now_us() + 30000000;
-    for (uint64_t t; (t = now_us()) < end;) {
-        struct pollfd pf = {fd, POLLIN, 0};
-        if (poll(&pf, 1, (int)((end - t + 999) / 1000)) <= 0)
-            continue;
-        ssize_t n = read(fd, buf, sizeof buf); /* whole 8-byte writes */
-        if (n <= 0)
-            break; /* the child died by itself: said below */
-        *acked = buf[n / 8 - 1];
-        if (first && *acked > base)
-            end = now_us() + us, first = 0;
-    }
-    ck_assert_int_eq(kill(pid, SIGKILL), 0);
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        acks_wait_first(fd, &a, 30000000000u);
+    int st = acks_kill_child(fd, pid, &a, us * 1000);
     ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
                   "the child stopped by itself (exit %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    uint64_t v;
-    while (read(fd, &v, sizeof v) == (ssize_t)sizeof v)
-        *acked = v;
-    close(fd);
+    *acked = a.last;
 }
 
 START_TEST(kill_rounds)
