@@ -1,10 +1,10 @@
 /* quick.c - transactions whose begin and commit txn.h may run inline
- * (none: Q1, Q2 in txn.h), mixed with everything that must send them back
- * to the library: an abort, a nested begin, a deferred action, a failed
- * call, a second pool, a commit from another thread, a pool closed and
- * opened again. Written against txn.h only; every engine runs it (on the
- * others every begin and commit calls the library, and the results must
- * be the same). */
+ * (none: Q1, Q2 in txn.h; redo1: the begin only), mixed with everything
+ * that must send them back to the library: an abort, a nested begin, a
+ * deferred action, a failed call, a second pool, a commit from another
+ * thread, a pool closed and opened again. Written against txn.h only;
+ * every engine runs it (on the others every begin and commit calls the
+ * library, and the results must be the same). */
 #define _GNU_SOURCE
 #include <check.h>
 #include <pthread.h>

@@ -615,7 +615,7 @@ static uint32_t quick_idle(const struct txn *tx)
     return TXN__Q_NO; /* every begin and commit seen by the library */
 #else
     int q = !tx->hot.active && quick_clean(tx) && !tx->hot.stored && tx->hot.wl == tx->hot.wl0;
-    return q ? TXN__Q_IDLE : TXN__Q_NO;
+    return !q ? TXN__Q_NO : eng_quick == ENG_QUICK_ALL ? TXN__Q_IDLE : TXN__Q_IDLE_LIB;
 #endif
 }
 
@@ -680,7 +680,7 @@ int txn__begin(txn_pool *p, txn **out)
     }
 #ifndef PMTX_TRACE
     /* Q2: begun, the library called for nothing else yet */
-    tx->hot.quick = eng_quick ? TXN__Q_RUN : TXN__Q_NO;
+    tx->hot.quick = eng_quick == ENG_QUICK_ALL ? TXN__Q_RUN : TXN__Q_NO;
 #endif
     *out = tx;
     return 0;

@@ -212,10 +212,17 @@ int eng_inline(struct txn *tx, txn_obj *o, struct txn__way *w);
  * the library (0, the default): the front end then keeps no ways. */
 extern const int eng_inlines;
 
-/* Whether a transaction that called the library for nothing but its begin
- * needs nothing of the engine at begin (eng_pool_begin, eng_begin) nor at
- * commit but a rewind of its write log (1: none), so that txn.h runs both
- * inline (Q1, Q2 there); 0, the default, else. */
+/* Whether txn.h may begin a transaction inline (Q1 there), and commit it
+ * inline (Q2) while it calls the library for nothing (ENG_QUICK_ALL: none,
+ * whose commit is a rewind of its write log and the counts), or only
+ * begin it (ENG_QUICK_BEGIN: redo1; its commit is the library's); 0, the
+ * default: neither. Either needs nothing of eng_begin and nothing of
+ * eng_pool_begin but the format's version, which the engine then does
+ * not use: a context's first transaction, begun by the library, still
+ * takes one (the slot reads as used, txn_pool_inspect), the inline ones
+ * none. */
+#define ENG_QUICK_BEGIN 1
+#define ENG_QUICK_ALL 2
 extern const int eng_quick;
 
 /* Bounds are checked by the caller: off + n <= payload size. */

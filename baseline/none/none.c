@@ -16,7 +16,7 @@
 const char eng_name[] = PMTX_ENGINE_NAME;
 const int eng_inlines = 1;
 const int eng_persistent = 0;
-const int eng_quick = 1; /* begin: nothing; commit: eng_commit's rewind */
+const int eng_quick = ENG_QUICK_ALL; /* begin: nothing; commit: eng_commit's rewind */
 
 #define FIRST_LOG_WORDS 4096u
 

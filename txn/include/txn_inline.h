@@ -90,10 +90,16 @@ struct txn__hot {
  * nothing at its commit but a rewind of the write log and the counts (the
  * engine says so: none; never under PMTX_TRACE). Q2 RUN: such a
  * transaction runs and has called nothing of the library since it began
- * (every library call of a running transaction sets 0). */
+ * (every library call of a running transaction sets 0). IDLE_LIB: as IDLE
+ * for the begin, but the commit is the library's (redo1): the inline
+ * begin leaves 0. The inline begin maps IDLE to RUN and IDLE_LIB to 0 by
+ * (quick & IDLE) << 1. */
 #define TXN__Q_NO 0
 #define TXN__Q_IDLE 1
 #define TXN__Q_RUN 2
+#define TXN__Q_IDLE_LIB 4
+_Static_assert(TXN__Q_RUN == TXN__Q_IDLE << 1 && !((TXN__Q_IDLE_LIB & TXN__Q_IDLE) << 1),
+               "the inline begin's map of the idle states");
 
 /* The start of every txn_pool, read by the inline txn_begin. */
 struct txn__pool_hot {
@@ -185,10 +191,10 @@ static inline int txn_begin(txn_pool *p, txn **tx)
     const struct txn__pool_hot *ph = (const struct txn__pool_hot *)(const void *)p;
     /* Q1; the gen first: a context of a closed pool is never read; the
      * kept ways are of the blocks' current lives (api.c's R1) */
-    if (p && tx && txn__cur.gen == ph->gen && h->quick == TXN__Q_IDLE &&
+    if (p && tx && txn__cur.gen == ph->gen && h->quick & (TXN__Q_IDLE | TXN__Q_IDLE_LIB) &&
         h->freed_seen == __atomic_load_n(&ph->freed, __ATOMIC_ACQUIRE)) {
         h->active = 1;
-        h->quick = TXN__Q_RUN;
+        h->quick = (h->quick & TXN__Q_IDLE) << 1;
         *tx = (txn *)h;
         return 0;
     }
