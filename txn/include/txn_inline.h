@@ -98,8 +98,11 @@ struct txn__hot {
 #define TXN__Q_IDLE 1
 #define TXN__Q_RUN 2
 #define TXN__Q_IDLE_LIB 4
-_Static_assert(TXN__Q_RUN == TXN__Q_IDLE << 1 && !((TXN__Q_IDLE_LIB & TXN__Q_IDLE) << 1),
+#ifndef __cplusplus
+_Static_assert(TXN__Q_RUN == TXN__Q_IDLE << 1 &&
+                   ((TXN__Q_IDLE_LIB & TXN__Q_IDLE) << 1) == TXN__Q_NO,
                "the inline begin's map of the idle states");
+#endif
 
 /* The start of every txn_pool, read by the inline txn_begin. */
 struct txn__pool_hot {
