@@ -31,7 +31,8 @@ struct acks {
     int rises; /* set by the caller: acks may step by more than one */
 };
 
-/* Reads what the pipe holds; each ack must be one more than the last.
+/* Reads what the pipe holds; each ack must be one more than the last
+ * (with `rises`: larger than the last).
  * Returns what read() returned (0: end of file). */
 static inline ssize_t acks_drain(int fd, struct acks *a)
 {
