@@ -696,6 +696,11 @@ static uint64_t run(const struct workload *w, int threads, uint64_t seed,
                        .max_size = (w->flags & WL_GROWS ? WL_GROWTH : 1) *
                                    sim_pool_size(w->pool_size, parts, threads)};
     txn_pool *p;
+    char stale[128];
+    /* The name holds our pid, so no live run owns a file of that name: it
+     * is left by a run killed before its cleanup whose pid we now have. */
+    txn_pool_path(name, stale, sizeof stale);
+    unlink(stale);
     int rc = txn_pool_create(name, "crashsim", &o, &p);
     if (rc) {
         fprintf(stderr, "crashsim: create: %s\n", txn_strerror(rc));
