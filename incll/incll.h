@@ -363,9 +363,11 @@ extern __thread uint64_t txn__stored_inline __attribute__((tls_model("initial-ex
 
 #ifdef PMTX_TRACE /* the crash simulator's build traces every store */
 #define INCLL_STORE_(p, v) incll_store_shared((uint64_t *)(p), (v))
-#else
+#else /* release, as incll_store_shared: a reader that loads a value word
+       * with acquire sees what was written before it, e.g. the bytes it
+       * points to (a plain store on x86) */
 #define INCLL_STORE_(p, v)                                                                \
-    (__atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELAXED), txn__stored_inline += 8)
+    (__atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELEASE), txn__stored_inline += 8)
 #endif
 
 /* The value InCLL (index in group_off) whose line holds slot s's value
