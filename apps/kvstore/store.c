@@ -171,6 +171,7 @@
 #define MIGRATE_SCAN 8 /* default of kv_opts.resize_step */
 #define WORDS (STRIPES / 64)
 #define REF_BITS 20 /* kv_evict's CLOCK: 2^20 slices of the hash space */
+_Static_assert(REF_BITS >= STRIPE_BITS, "a slice lies in one stripe (kv_store.lfu)");
 #define REF_SEEN (1u << 31)     /* a slice's CLOCK bit */
 #define REF_CLOCK 0xffffffu     /* a slice's seconds: 24 bits, as Redis's LRU clock */
 
@@ -288,9 +289,11 @@ struct kv_store {
      * (kv_evict, which clears it), and the store's clock (REF_CLOCK bits)
      * at the lookup, OBJECT IDLETIME's (kv_txn_idle); the hand */
     _Atomic uint32_t ref[1u << REF_BITS];
-    /* per slice, Redis's LFU counter (kv_lfu_set; DRAM, written by any
-     * thread, relaxed, no lock): the counter in the low 8 bits, the
-     * store's minutes (lfu_minutes) at its last count in the 16 above */
+    /* per slice, Redis's LFU counter (kv_lfu_set; DRAM): the counter in
+     * the low 8 bits, the store's minutes (lfu_minutes) at its last count
+     * in the 16 above. Guarded by the lock of the stripe the slice lies
+     * in: lookups (lfu_count, OBJECT FREQ) and eviction's samples
+     * (scan_range) hold it. Relaxed atomics besides, as ref[]. */
     _Atomic uint32_t lfu[1u << REF_BITS];
     _Atomic unsigned lfu_on, lfu_log, lfu_decay; /* kv_lfu_set's (relaxed) */
     time_t t0; /* CLOCK_MONOTONIC_COARSE seconds at open, less one

@@ -26,7 +26,7 @@
  *                           restart; KV_SHARED_KILLS rounds (default 20)
  *   kvclient evict-kill SERVER  the same load (no transfers, no hashes;
  *                           GETs) under a small --max-memory and
- *                           allkeys-lru: a key gone, never an older
+ *                           allkeys-lru or -lfu: a key gone, never an older
  *                           version; after the restart the bytes counted
  *                           match the keys; KV_EVICT_KILLS rounds (10)
  *   kvclient fdlimit SERVER under a low open file limit: clients beyond
@@ -2550,8 +2550,9 @@ static int run_expire_kill(const char *bin)
  *     absent after a DEL) that no acknowledged SET or DEL, sent after that
  *     one was acknowledged, has replaced.
  * KV_SHARED_KILLS rounds (default 20); KV_SEED; KV_SERVER_ARGS.
- * evict-kill: the same under --max-memory EVICT_KILL_LIMIT and allkeys-lru,
- * both workers evicting the keys the other writes: INCR, SET with and
+ * evict-kill: the same under --max-memory EVICT_KILL_LIMIT and allkeys-lru
+ * (allkeys-lfu every other round), both workers evicting the keys the
+ * other writes: INCR, SET with and
  * without PX, DEL and GET (no transfers or hashes, whose checks an
  * eviction would defeat); a persistent key may be gone (evicted) but
  * never hold a version an acknowledged write replaced, a counter is at
@@ -3123,13 +3124,22 @@ static int shared_kill(const char *bin, int evict)
             break;
         }
         if (evict) { /* the policy is not kept across a restart */
+            /* every other round LFU, each access counted: both workers
+             * then count the keys they share in the same words */
+            const char *policy = round % 2 ? "allkeys-lru" : "allkeys-lfu";
             struct cli c;
             struct reply r;
             server_cli(&s, &c);
-            CHECK(!CMD(&c, &r, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru") &&
+            CHECK(!CMD(&c, &r, "CONFIG", "SET", "maxmemory-policy", policy) &&
                       is_status(&r, "OK"),
-                  "CONFIG SET maxmemory-policy allkeys-lru: %s", show(&r));
+                  "CONFIG SET maxmemory-policy %s: %s", policy, show(&r));
             reply_free(&r);
+            if (round % 2 == 0) {
+                CHECK(!CMD(&c, &r, "CONFIG", "SET", "lfu-log-factor", "0") &&
+                          is_status(&r, "OK"),
+                      "CONFIG SET lfu-log-factor 0: %s", show(&r));
+                reply_free(&r);
+            }
             cli_close(&c);
         }
         if (round == 1 && !evict) { /* the accounts' money, acknowledged before any load */
